@@ -1,0 +1,59 @@
+# Everything installs into .venv from uv.lock; uv itself is pinned and bootstrapped into .tools.
+SHELL := /bin/bash
+PYTHON ?= python3.11
+UV_VERSION := 0.13.8
+UV := .tools/bin/uv
+VENV := .venv
+PY := $(VENV)/bin/python
+export UV_PYTHON_DOWNLOADS := never
+export UV_PROJECT_ENVIRONMENT := $(abspath $(VENV))
+
+.PHONY: venv test test-fast lint format typecheck demo emulator bench reliability clean
+
+$(UV):
+	$(PYTHON) -m venv .tools
+	.tools/bin/python -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
+
+$(VENV)/.synced: $(UV) uv.lock pyproject.toml
+	$(UV) sync --frozen --python $(PYTHON) --extra s3
+	touch $@
+
+venv: $(VENV)/.synced
+
+## make test: lint, type check, then the whole test suite (unit, integration, real Airflow runs).
+test: venv
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+	$(VENV)/bin/pytest -n 2 --dist loadgroup -q -ra
+
+## make test-fast: the suite without the slow real-Airflow and large-stream tests.
+test-fast: venv
+	$(VENV)/bin/pytest -n 2 -q -m "not slow"
+
+lint: venv
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: venv
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
+
+typecheck: venv
+	$(VENV)/bin/mypy
+
+## make demo: emulator + a real `airflow dags test` of the example pipeline, output under out/demo.
+demo: venv
+	$(PY) -m airflow_provider_analytics.demo
+
+## make emulator: serve the emulator on 127.0.0.1:4005 until Ctrl-C.
+emulator: venv
+	$(PY) -m airflow_provider_analytics.emulator --port 4005
+
+## make bench: the benchmarks under benchmarks/ (prints figures; takes minutes).
+bench: venv
+	$(PY) benchmarks/cohort_export.py
+	$(PY) benchmarks/flatten_reports.py
+
+clean:
+	rm -rf $(VENV) .tools out .pytest_cache .mypy_cache .ruff_cache
