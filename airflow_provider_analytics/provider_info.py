@@ -4,9 +4,102 @@ from __future__ import annotations
 
 from typing import Any
 
+_PACKAGE = "airflow_provider_analytics"
+
+
+def _secret(label: str, description: str) -> dict[str, Any]:
+    return {
+        "label": label,
+        "schema": {"type": ["string", "null"], "format": "password"},
+        "description": description,
+    }
+
+
+def _number(label: str, kind: str, default: float, description: str) -> dict[str, Any]:
+    return {
+        "label": label,
+        "schema": {"type": [kind, "null"], "default": default},
+        "description": description,
+    }
+
+
+CONNECTION_FIELDS: dict[str, Any] = {
+    "app_key": _secret("App key", "The project's appKey (header `appKey`)."),
+    "xtoken": _secret(
+        "Platform xtoken", "Platform-wide super token for account operations (header `xtoken`)."
+    ),
+    "utm_prefix": {
+        "label": "Ad tracking path prefix",
+        "schema": {"type": ["string", "null"], "default": "/svc"},
+        "description": "First path segment of the ad tracking paths: /svc (spec) or /ark.",
+    },
+    "connect_timeout": _number("Connect timeout (s)", "number", 10, "Seconds to open a connection."),
+    "read_timeout": _number("Read timeout (s)", "number", 60, "Seconds to wait for a response."),
+    "export_read_timeout": _number(
+        "Export read timeout (s)", "number", 600, "Seconds a cohort export stream may stall."
+    ),
+    "max_attempts": _number(
+        "Attempts", "integer", 4, "Tries per call for transient failures (1 = no retry)."
+    ),
+    "verify": {
+        "label": "Verify TLS",
+        "schema": {"type": ["boolean", "null"], "default": True},
+        "description": "Verify the server's TLS certificate (or set a CA bundle path in extras).",
+    },
+    "allow_insecure_http": {
+        "label": "Allow plain http",
+        "schema": {"type": ["boolean", "null"], "default": False},
+        "description": "Permit http:// to a host that is not loopback (tokens travel unencrypted).",
+    },
+}
+
 PROVIDER_INFO: dict[str, Any] = {
     "package-name": "airflow-provider-analytics",
     "name": "Analytics",
     "description": "Cohorts, funnels, event analysis, ad tracking, tracking plan and accounts.",
     "versions": ["0.1.0"],
+    "integrations": [
+        {
+            "integration-name": "Analytics",
+            "external-doc-url": "https://pypi.org/project/airflow-provider-analytics/",
+            "tags": ["service"],
+        }
+    ],
+    "hooks": [
+        {"integration-name": "Analytics", "python-modules": [f"{_PACKAGE}.hooks.analytics"]}
+    ],
+    "operators": [
+        {
+            "integration-name": "Analytics",
+            "python-modules": [
+                f"{_PACKAGE}.operators.cohort_export",
+                f"{_PACKAGE}.operators.reports",
+                f"{_PACKAGE}.operators.campaigns",
+                f"{_PACKAGE}.operators.accounts",
+                f"{_PACKAGE}.operators.tracking_plan",
+            ],
+        }
+    ],
+    "sensors": [
+        {"integration-name": "Analytics", "python-modules": [f"{_PACKAGE}.sensors.data_ready"]}
+    ],
+    "triggers": [
+        {"integration-name": "Analytics", "python-modules": [f"{_PACKAGE}.triggers.data_ready"]}
+    ],
+    "connection-types": [
+        {
+            "hook-class-name": f"{_PACKAGE}.hooks.analytics.AnalyticsHook",
+            "hook-name": "Analytics",
+            "connection-type": "analytics",
+            "conn-fields": CONNECTION_FIELDS,
+            "ui-field-behaviour": {
+                "hidden-fields": ["schema", "login", "port"],
+                "relabeling": {"host": "Base URL", "password": "Project token"},
+                "placeholders": {
+                    "host": "https://analytics.example.com:4005",
+                    "password": "the project's API secret (header `token`)",
+                },
+            },
+        }
+    ],
 }

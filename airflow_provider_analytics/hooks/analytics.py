@@ -1,0 +1,194 @@
+"""AnalyticsHook: an Airflow connection of type ``analytics`` turned into an API client."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
+
+from airflow.sdk import BaseHook
+from airflow.sdk.log import mask_secret
+
+from airflow_provider_analytics.client import AnalyticsClient, ClientConfig
+from airflow_provider_analytics.client.errors import AnalyticsConfigurationError
+
+if TYPE_CHECKING:
+    from airflow.sdk import Connection
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+_INT_EXTRAS = ("max_attempts", "pool_maxsize")
+_FLOAT_EXTRAS = ("connect_timeout", "read_timeout", "export_read_timeout", "backoff_base")
+_BOOL_TRUE = {"1", "true", "yes", "on"}
+_BOOL_FALSE = {"0", "false", "no", "off"}
+
+
+def _extra(extras: Mapping[str, Any], name: str, *aliases: str) -> Any:
+    """An extra by its name, its UI-prefixed form ``extra__analytics__<name>`` or an alias."""
+    for key in (name, f"extra__analytics__{name}", *aliases):
+        value = extras.get(key)
+        if value not in (None, ""):
+            return value
+    return None
+
+
+def _as_bool(name: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in _BOOL_TRUE:
+        return True
+    if text in _BOOL_FALSE:
+        return False
+    raise AnalyticsConfigurationError(
+        f"connection extra {name!r} must be true or false (got {value!r})", field=name
+    )
+
+
+def _as_number(name: str, value: Any, kind: Callable[[Any], R]) -> R:
+    try:
+        return kind(value)
+    except (TypeError, ValueError):
+        raise AnalyticsConfigurationError(
+            f"connection extra {name!r} must be a number (got {value!r})", field=name
+        ) from None
+
+
+def _base_url(conn: Connection, extras: Mapping[str, Any]) -> str:
+    host = (conn.host or "").strip()
+    if not host:
+        raise AnalyticsConfigurationError(
+            f"connection {conn.conn_id!r} has no host: set it to the platform's base URL, "
+            "for example https://analytics.example.com:4005",
+            field="host",
+        )
+    if "://" not in host:
+        scheme = _extra(extras, "scheme") or (
+            conn.schema if conn.schema in ("http", "https") else "https"
+        )
+        host = f"{scheme}://{host}"
+    if conn.port and host.count(":") < 2:
+        host = f"{host.rstrip('/')}:{conn.port}"
+    return host
+
+
+def client_config_from_connection(conn: Connection) -> ClientConfig:
+    """Build the client's configuration from an ``analytics`` connection.
+
+    Host is the base URL, password the project ``token``; extras carry ``app_key``, ``xtoken``,
+    ``utm_prefix``, timeouts, ``verify``, ``max_attempts`` and ``allow_insecure_http``. Every secret
+    is registered with Airflow's secret masker before anything can log it.
+
+    :param conn: the Airflow connection.
+    """
+    extras = conn.extra_dejson or {}
+    token = conn.password or _extra(extras, "token")
+    app_key = _extra(extras, "app_key", "appKey")
+    xtoken = _extra(extras, "xtoken")
+    for secret in (token, app_key, xtoken):
+        if secret:
+            mask_secret(secret)
+
+    options: dict[str, Any] = {}
+    for name in _INT_EXTRAS:
+        if (value := _extra(extras, name)) is not None:
+            options[name] = _as_number(name, value, int)
+    for name in _FLOAT_EXTRAS:
+        if (value := _extra(extras, name)) is not None:
+            options[name] = _as_number(name, value, float)
+    if (prefix := _extra(extras, "utm_prefix")) is not None:
+        options["utm_prefix"] = str(prefix)
+    if (insecure := _extra(extras, "allow_insecure_http")) is not None:
+        options["allow_insecure_http"] = _as_bool("allow_insecure_http", insecure)
+    verify = _extra(extras, "verify")
+    if verify is not None:
+        try:
+            options["verify"] = _as_bool("verify", verify)
+        except AnalyticsConfigurationError:
+            options["verify"] = str(verify)  # a CA bundle path
+    return ClientConfig(
+        base_url=_base_url(conn, extras), token=token, app_key=app_key, xtoken=xtoken, **options
+    )
+
+
+def _delegated(
+    method: Callable[Concatenate[AnalyticsClient, P], R],
+) -> Callable[Concatenate[AnalyticsHook, P], R]:
+    """Expose a client operation on the hook under the same name, signature and docstring."""
+
+    @functools.wraps(method)
+    def call(self: AnalyticsHook, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        return method(self.get_conn(), *args, **kwargs)
+
+    return call
+
+
+class AnalyticsHook(BaseHook):
+    """Interact with the analytics platform's open API through an ``analytics`` connection.
+
+    Every operation of the interface is available under the client's method name
+    (``hook.create_utm(...)``, ``hook.export_cohort_users(...)``, ...); the client is built on
+    first use, so constructing the hook does no I/O.
+
+    :param analytics_conn_id: id of the ``analytics`` connection.
+    """
+
+    conn_name_attr = "analytics_conn_id"
+    default_conn_name = "analytics_default"
+    conn_type = "analytics"
+    hook_name = "Analytics"
+
+    def __init__(self, analytics_conn_id: str = default_conn_name) -> None:
+        super().__init__()
+        self.analytics_conn_id = analytics_conn_id
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(analytics_conn_id={self.analytics_conn_id!r})"
+
+    @cached_property
+    def client_config(self) -> ClientConfig:
+        """The client configuration read from the connection (secrets masked)."""
+        return client_config_from_connection(self.get_connection(self.analytics_conn_id))
+
+    @cached_property
+    def client(self) -> AnalyticsClient:
+        return AnalyticsClient(self.client_config)
+
+    def get_conn(self) -> AnalyticsClient:
+        """The API client for this connection (built once per hook)."""
+        return self.client
+
+    def close(self) -> None:
+        """Release pooled HTTP connections, if a client was built."""
+        if "client" in self.__dict__:
+            self.client.close()
+            del self.__dict__["client"]
+
+    def test_connection(self) -> tuple[bool, str]:
+        """Make a harmless read call and report success or the reason it failed."""
+        try:
+            return self.get_conn().test_connection()
+        except Exception as error:  # the UI shows the reason instead of a stack trace
+            return False, str(error)
+
+    create_utm = _delegated(AnalyticsClient.create_utm)
+    get_utm = _delegated(AnalyticsClient.get_utm)
+    get_utm_conversion = _delegated(AnalyticsClient.get_utm_conversion)
+    delete_utm = _delegated(AnalyticsClient.delete_utm)
+    list_user_properties = _delegated(AnalyticsClient.list_user_properties)
+    list_events = _delegated(AnalyticsClient.list_events)
+    list_event_properties = _delegated(AnalyticsClient.list_event_properties)
+    add_user_property = _delegated(AnalyticsClient.add_user_property)
+    add_event = _delegated(AnalyticsClient.add_event)
+    update_user_property = _delegated(AnalyticsClient.update_user_property)
+    update_event = _delegated(AnalyticsClient.update_event)
+    update_event_property = _delegated(AnalyticsClient.update_event_property)
+    get_cohort_users = _delegated(AnalyticsClient.get_cohort_users)
+    iter_cohort_user_pages = _delegated(AnalyticsClient.iter_cohort_user_pages)
+    export_cohort_users = _delegated(AnalyticsClient.export_cohort_users)
+    register_account = _delegated(AnalyticsClient.register_account)
+    set_account_activation = _delegated(AnalyticsClient.set_account_activation)
+    analyze_funnel = _delegated(AnalyticsClient.analyze_funnel)
+    analyze_events = _delegated(AnalyticsClient.analyze_events)

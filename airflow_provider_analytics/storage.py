@@ -1,0 +1,80 @@
+"""Atomic output to object storage: readers see a complete object or none at all.
+
+Works with any pathlib-like object-storage path (Airflow's ``ObjectStoragePath``, a
+``universal_pathlib`` path): the data is written to a hidden sibling (``.name.<id>.inprogress``,
+which Hive-style readers, DuckDB globs on ``*.parquet`` and pyarrow datasets all skip), then
+renamed over the destination. On local disk the rename is atomic and replaces the old file; on
+S3 the final key appears whole when the copy completes. On any failure the temporary object is
+deleted and the destination is left as it was.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import uuid
+from collections.abc import Iterator
+from typing import IO, Any, Protocol
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+log = logging.getLogger(__name__)
+
+
+class StoragePath(Protocol):
+    """The subset of the pathlib/UPath interface the writers use."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def parent(self) -> Any: ...
+
+    def __truediv__(self, other: str) -> Any: ...
+
+    def open(self, mode: str = ...) -> IO[Any]: ...
+
+    def exists(self) -> bool: ...
+
+    def unlink(self, missing_ok: bool = ...) -> None: ...
+
+    def rename(self, target: Any) -> Any: ...
+
+
+def _remove_quietly(path: StoragePath) -> None:
+    try:
+        path.unlink(missing_ok=True)
+    except Exception:  # cleanup must not hide the original error
+        log.warning("could not remove temporary object %s", path, exc_info=True)
+
+
+@contextlib.contextmanager
+def atomic_destination(destination: StoragePath) -> Iterator[StoragePath]:
+    """Yield a temporary sibling of ``destination``; move it into place when the block succeeds.
+
+    :param destination: where the finished object must appear.
+    """
+    with contextlib.suppress(FileExistsError):
+        destination.parent.mkdir(parents=True, exist_ok=True)
+    temporary: StoragePath = destination.parent / f".{destination.name}.{uuid.uuid4().hex}.inprogress"
+    try:
+        yield temporary
+        temporary.rename(destination)
+    except BaseException:
+        _remove_quietly(temporary)
+        raise
+
+
+def write_table_atomically(
+    table: pa.Table, destination: StoragePath, *, compression: str = "zstd"
+) -> int:
+    """Write ``table`` as one Parquet object at ``destination`` atomically; return bytes written.
+
+    :param table: the data.
+    :param destination: the object's path.
+    :param compression: Parquet compression codec.
+    """
+    with atomic_destination(destination) as temporary, temporary.open("wb") as sink:
+        pq.write_table(table, sink, compression=compression)
+        return int(sink.tell())
