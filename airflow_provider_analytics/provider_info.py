@@ -33,6 +33,11 @@ CONNECTION_FIELDS: dict[str, Any] = {
         "schema": {"type": ["string", "null"], "default": "/svc"},
         "description": "First path segment of the ad tracking paths: /svc (spec) or /ark.",
     },
+    "timezone": {
+        "label": "Project timezone",
+        "schema": {"type": ["string", "null"], "default": "UTC"},
+        "description": "IANA name of the timezone the platform writes datetimes in.",
+    },
     "connect_timeout": _number("Connect timeout (s)", "number", 10, "Seconds to open a connection."),
     "read_timeout": _number("Read timeout (s)", "number", 60, "Seconds to wait for a response."),
     "export_read_timeout": _number(

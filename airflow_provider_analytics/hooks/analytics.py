@@ -43,7 +43,7 @@ def _as_bool(name: str, value: Any) -> bool:
     if text in _BOOL_FALSE:
         return False
     raise AnalyticsConfigurationError(
-        f"connection extra {name!r} must be true or false (got {value!r})", field=name
+        f"connection extra {name!r} must be true or false (got {value!r})"
     )
 
 
@@ -52,7 +52,7 @@ def _as_number(name: str, value: Any, kind: Callable[[Any], R]) -> R:
         return kind(value)
     except (TypeError, ValueError):
         raise AnalyticsConfigurationError(
-            f"connection extra {name!r} must be a number (got {value!r})", field=name
+            f"connection extra {name!r} must be a number (got {value!r})"
         ) from None
 
 
@@ -61,8 +61,7 @@ def _base_url(conn: Connection, extras: Mapping[str, Any]) -> str:
     if not host:
         raise AnalyticsConfigurationError(
             f"connection {conn.conn_id!r} has no host: set it to the platform's base URL, "
-            "for example https://analytics.example.com:4005",
-            field="host",
+            "for example https://analytics.example.com:4005"
         )
     if "://" not in host:
         scheme = _extra(extras, "scheme") or (
@@ -155,6 +154,13 @@ class AnalyticsHook(BaseHook):
     @cached_property
     def client(self) -> AnalyticsClient:
         return AnalyticsClient(self.client_config)
+
+    @cached_property
+    def project_timezone(self) -> str:
+        """The project's timezone (connection extra ``timezone``), in which the platform writes
+        datetime values; UTC when unset."""
+        extras = self.get_connection(self.analytics_conn_id).extra_dejson or {}
+        return str(_extra(extras, "timezone") or "UTC")
 
     def get_conn(self) -> AnalyticsClient:
         """The API client for this connection (built once per hook)."""

@@ -1,0 +1,290 @@
+"""Export a cohort's users to one Parquet object: streamed, typed, verified, atomic.
+
+The work behind ``CohortExportToParquetOperator``, usable without Airflow. Memory stays flat:
+the body is read in chunks, decoded in blocks of whole lines and written in bounded row groups;
+nothing holds the whole cohort. The cohort's size is read first, and a stream that delivers a
+different number of rows, breaks, or ends inside a line is a failed attempt: the temporary
+object is discarded and the export starts again, up to ``attempts`` times. The destination only
+ever holds a complete file.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from airflow_provider_analytics.client.errors import (
+    AnalyticsServerError,
+    AnalyticsStreamError,
+    AnalyticsTransportError,
+)
+from airflow_provider_analytics.client.validation import (
+    validate_cohort_code,
+    validate_limit,
+    validate_properties,
+)
+from airflow_provider_analytics.storage import StoragePath, atomic_destination
+from airflow_provider_analytics.tabular.arrow import (
+    BlockDecoder,
+    ExportSchema,
+    MalformedStreamError,
+    default_properties,
+    export_schema,
+    iter_line_blocks,
+)
+
+if TYPE_CHECKING:
+    from airflow_provider_analytics.client import AnalyticsClient
+
+log = logging.getLogger(__name__)
+
+
+class ExportIncompleteError(RuntimeError):
+    """The export delivered a different number of rows than the cohort holds."""
+
+
+_RETRYABLE = (
+    AnalyticsStreamError,
+    AnalyticsTransportError,
+    AnalyticsServerError,
+    MalformedStreamError,
+    ExportIncompleteError,
+)
+
+
+@dataclass(frozen=True)
+class ExportSettings:
+    """How to write: all optional, the defaults suit cohorts up to millions of users.
+
+    :param compression: Parquet codec (zstd, snappy, gzip, none).
+    :param row_group_rows: rows per Parquet row group; with ``row_group_bytes`` it bounds memory.
+    :param row_group_bytes: flush a row group once its Arrow data reaches this size.
+    :param block_bytes: NDJSON bytes decoded at once.
+    :param chunk_bytes: bytes read from the socket at once.
+    :param attempts: whole-export attempts for cut streams, transport faults and short counts.
+    :param retry_delay: base seconds between attempts (doubled each time, with jitter).
+    :param progress_interval: seconds between progress log lines.
+    """
+
+    compression: str = "zstd"
+    row_group_rows: int = 262_144
+    row_group_bytes: int = 64 << 20
+    block_bytes: int = 4 << 20
+    chunk_bytes: int = 1 << 20
+    attempts: int = 3
+    retry_delay: float = 2.0
+    progress_interval: float = 30.0
+
+
+@dataclass
+class ExportResult:
+    """What an export wrote; small and JSON-able (the operator's XCom)."""
+
+    uri: str
+    cohort_code: str
+    rows: int
+    expected_rows: int
+    bytes_written: int
+    columns: list[str]
+    seconds: float
+    rows_per_second: float
+    masked_values: int
+    attempts: int
+    column_origins: dict[str, str] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class _Progress:
+    """Logs rows, percent of the expected total, rows/s and MB written at a steady interval."""
+
+    def __init__(self, cohort_code: str, expected: int, interval: float) -> None:
+        self.cohort_code = cohort_code
+        self.expected = expected
+        self.interval = interval
+        self.started = time.monotonic()
+        self.last = self.started
+
+    def update(self, rows: int, bytes_written: int) -> None:
+        now = time.monotonic()
+        if now - self.last < self.interval:
+            return
+        self.last = now
+        elapsed = max(now - self.started, 1e-9)
+        percent = 100.0 * rows / self.expected if self.expected else 100.0
+        log.info(
+            "cohort %s: %d/%d rows (%.1f%%), %.0f rows/s, %.1f MB written",
+            self.cohort_code,
+            rows,
+            self.expected,
+            percent,
+            rows / elapsed,
+            bytes_written / 1e6,
+        )
+
+
+class _RowGroupWriter:
+    """Buffers decoded tables and writes them as row groups of bounded rows and bytes."""
+
+    def __init__(self, writer: pq.ParquetWriter, settings: ExportSettings) -> None:
+        self.writer = writer
+        self.settings = settings
+        self.pending: list[pa.Table] = []
+        self.pending_rows = 0
+        self.pending_bytes = 0
+
+    def add(self, table: pa.Table) -> None:
+        self.pending.append(table)
+        self.pending_rows += table.num_rows
+        self.pending_bytes += table.nbytes
+        if (
+            self.pending_rows >= self.settings.row_group_rows
+            or self.pending_bytes >= self.settings.row_group_bytes
+        ):
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.pending:
+            return
+        table = pa.concat_tables(self.pending)
+        self.pending, self.pending_rows, self.pending_bytes = [], 0, 0
+        self.writer.write_table(table, row_group_size=max(table.num_rows, 1))
+
+
+def _stream_once(
+    client: AnalyticsClient,
+    cohort_code: str,
+    schema: ExportSchema,
+    limit: int | None,
+    destination: StoragePath,
+    expected: int,
+    settings: ExportSettings,
+) -> tuple[int, int, int]:
+    """One attempt: stream, decode, write, verify the count, commit. Returns rows, bytes, masked."""
+    decoder = BlockDecoder(schema)
+    progress = _Progress(cohort_code, expected, settings.progress_interval)
+    with atomic_destination(destination) as temporary, temporary.open("wb") as sink:
+        writer = pq.ParquetWriter(sink, schema.arrow_schema, compression=settings.compression)
+        try:
+            row_groups = _RowGroupWriter(writer, settings)
+            with client.export_cohort_users(
+                cohort_code, limit=limit, properties=schema.names
+            ) as export:
+                for block in iter_line_blocks(
+                    export.iter_bytes(settings.chunk_bytes), settings.block_bytes
+                ):
+                    row_groups.add(decoder.decode(block))
+                    progress.update(decoder.rows, sink.tell())
+            if decoder.rows != expected:
+                raise ExportIncompleteError(
+                    f"cohort {cohort_code!r}: expected {expected} rows but the export delivered "
+                    f"{decoder.rows}"
+                )
+            row_groups.flush()
+        finally:
+            writer.close()
+        bytes_written = int(sink.tell())
+    return decoder.rows, bytes_written, decoder.masked_values
+
+
+def export_cohort_to_parquet(
+    client: AnalyticsClient,
+    cohort_code: str,
+    destination: StoragePath,
+    *,
+    properties: Sequence[str] | None = None,
+    limit: int | None = None,
+    timezone: str = "UTC",
+    schema_overrides: Mapping[str, pa.DataType | str] | None = None,
+    settings: ExportSettings | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> ExportResult:
+    """Export ``cohort_code``'s users to ``destination`` as Parquet and return what was written.
+
+    :param client: the API client.
+    :param cohort_code: the cohort to export.
+    :param destination: the Parquet object to (re)place, e.g. an ``ObjectStoragePath``.
+    :param properties: user property ids and ``tag.<code>`` keys, in column order; default: the
+        visible properties of the tracking plan, in the plan's order.
+    :param limit: export at most this many users.
+    :param timezone: the project's timezone, in which datetime values are read.
+    :param schema_overrides: column -> Arrow type or plan data type.
+    :param settings: write and retry settings.
+    :param sleep: waits between attempts (injectable for tests).
+    """
+    settings = settings or ExportSettings()
+    validate_cohort_code(cohort_code)
+    if limit is not None:
+        validate_limit(limit, field="limit")
+    if properties is not None:
+        properties = validate_properties(properties)
+    if settings.attempts < 1:
+        raise ValueError("attempts must be at least 1")
+
+    started = time.monotonic()
+    plan = client.list_user_properties()
+    columns = list(properties) if properties is not None else default_properties(plan)
+    schema = export_schema(columns, plan, timezone=timezone, overrides=schema_overrides)
+    count = int(client.get_cohort_users(cohort_code, limit=1, properties=columns[:1])["count"])
+    expected = count if limit is None else min(limit, count)
+    log.info(
+        "exporting cohort %s: %d users, %d columns, to %s",
+        cohort_code,
+        expected,
+        len(columns),
+        destination,
+    )
+
+    for attempt in range(1, settings.attempts + 1):
+        try:
+            rows, bytes_written, masked = _stream_once(
+                client, cohort_code, schema, limit, destination, expected, settings
+            )
+        except _RETRYABLE as error:
+            if attempt == settings.attempts:
+                raise ExportIncompleteError(
+                    f"cohort {cohort_code!r}: export failed after {attempt} attempts, nothing "
+                    f"written to {destination}; last error: {error}"
+                ) from error
+            delay = settings.retry_delay * 2 ** (attempt - 1) * random.uniform(0.5, 1.0)
+            log.warning(
+                "cohort %s: attempt %d/%d failed (%s); retrying from the start in %.1f s",
+                cohort_code,
+                attempt,
+                settings.attempts,
+                error,
+                delay,
+            )
+            sleep(delay)
+            continue
+        seconds = time.monotonic() - started
+        log.info(
+            "cohort %s: wrote %d rows, %.1f MB in %.1f s to %s",
+            cohort_code,
+            rows,
+            bytes_written / 1e6,
+            seconds,
+            destination,
+        )
+        return ExportResult(
+            uri=str(destination),
+            cohort_code=cohort_code,
+            rows=rows,
+            expected_rows=expected,
+            bytes_written=bytes_written,
+            columns=schema.names,
+            seconds=round(seconds, 3),
+            rows_per_second=round(rows / seconds, 1) if seconds > 0 else float(rows),
+            masked_values=masked,
+            attempts=attempt,
+            column_origins={c.name: c.origin for c in schema.columns},
+        )
+    raise AssertionError("unreachable: the loop returns or raises")

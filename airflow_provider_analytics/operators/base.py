@@ -1,0 +1,30 @@
+"""What every operator of this provider shares: the connection id and a lazily built hook."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import cached_property
+from typing import Any
+
+from airflow.sdk import BaseOperator
+
+from airflow_provider_analytics.hooks.analytics import AnalyticsHook
+
+
+class AnalyticsBaseOperator(BaseOperator):
+    """Base class: holds ``analytics_conn_id`` and builds the hook on first use (no I/O at parse).
+
+    :param analytics_conn_id: id of the ``analytics`` connection.
+    """
+
+    template_fields: Sequence[str] = ("analytics_conn_id",)
+
+    def __init__(
+        self, *, analytics_conn_id: str = AnalyticsHook.default_conn_name, **kwargs: Any
+    ) -> None:
+        super().__init__(**kwargs)
+        self.analytics_conn_id = analytics_conn_id
+
+    @cached_property
+    def hook(self) -> AnalyticsHook:
+        return AnalyticsHook(analytics_conn_id=self.analytics_conn_id)
