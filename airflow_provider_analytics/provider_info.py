@@ -38,7 +38,9 @@ CONNECTION_FIELDS: dict[str, Any] = {
         "schema": {"type": ["string", "null"], "default": "UTC"},
         "description": "IANA name of the timezone the platform writes datetimes in.",
     },
-    "connect_timeout": _number("Connect timeout (s)", "number", 10, "Seconds to open a connection."),
+    "connect_timeout": _number(
+        "Connect timeout (s)", "number", 10, "Seconds to open a connection."
+    ),
     "read_timeout": _number("Read timeout (s)", "number", 60, "Seconds to wait for a response."),
     "export_read_timeout": _number(
         "Export read timeout (s)", "number", 600, "Seconds a cohort export stream may stall."
@@ -70,9 +72,7 @@ PROVIDER_INFO: dict[str, Any] = {
             "tags": ["service"],
         }
     ],
-    "hooks": [
-        {"integration-name": "Analytics", "python-modules": [f"{_PACKAGE}.hooks.analytics"]}
-    ],
+    "hooks": [{"integration-name": "Analytics", "python-modules": [f"{_PACKAGE}.hooks.analytics"]}],
     "operators": [
         {
             "integration-name": "Analytics",

@@ -13,11 +13,13 @@ from __future__ import annotations
 import contextlib
 import logging
 import uuid
-from collections.abc import Iterator
-from typing import IO, Any, Protocol
+from typing import IO, TYPE_CHECKING, Any, Protocol
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +59,9 @@ def atomic_destination(destination: StoragePath) -> Iterator[StoragePath]:
     """
     with contextlib.suppress(FileExistsError):
         destination.parent.mkdir(parents=True, exist_ok=True)
-    temporary: StoragePath = destination.parent / f".{destination.name}.{uuid.uuid4().hex}.inprogress"
+    temporary: StoragePath = (
+        destination.parent / f".{destination.name}.{uuid.uuid4().hex}.inprogress"
+    )
     try:
         yield temporary
         temporary.rename(destination)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
@@ -14,6 +13,8 @@ from airflow_provider_analytics.client import AnalyticsClient, ClientConfig
 from airflow_provider_analytics.client.errors import AnalyticsConfigurationError
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+
     from airflow.sdk import Connection
 
 P = ParamSpec("P")

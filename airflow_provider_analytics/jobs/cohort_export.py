@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -41,6 +40,8 @@ from airflow_provider_analytics.tabular.arrow import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, Sequence
+
     from airflow_provider_analytics.client import AnalyticsClient
 
 log = logging.getLogger(__name__)

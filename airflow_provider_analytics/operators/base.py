@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseOperator
 
 from airflow_provider_analytics.hooks.analytics import AnalyticsHook
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 
 class AnalyticsBaseOperator(BaseOperator):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_analytics.jobs.cohort_export import ExportSettings, export_cohort_to_parquet
@@ -10,6 +9,8 @@ from airflow_provider_analytics.operators.base import AnalyticsBaseOperator
 from airflow_provider_analytics.operators.paths import output_path
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
     import pyarrow as pa
     from airflow.sdk import Context
 

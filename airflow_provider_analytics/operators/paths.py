@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from airflow.sdk import ObjectStoragePath
 
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
-def output_path(destination: str, partitions: Mapping[str, str], file_name: str) -> ObjectStoragePath:
+
+def output_path(
+    destination: str, partitions: Mapping[str, str], file_name: str
+) -> ObjectStoragePath:
     """The object to write.
 
     A ``destination`` ending in ``/`` is a prefix: the partitions are appended Hive-style

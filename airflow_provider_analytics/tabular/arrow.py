@@ -33,13 +33,15 @@ import decimal
 import io
 import json
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pa_json
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 MASKED_MARKER: Final = "(已脱敏)"
 NUMBER_TYPE: Final = pa.decimal128(38, 9)

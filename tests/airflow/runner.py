@@ -16,7 +16,9 @@ AIRFLOW = str(Path(sys.executable).with_name("airflow"))
 REPO = Path(__file__).resolve().parents[2]
 
 
-def airflow_env(home: Path, dags_folder: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
+def airflow_env(
+    home: Path, dags_folder: Path, extra: dict[str, str] | None = None
+) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW_", "AIRFLOW__"))}
     env.update(
         {
@@ -46,7 +48,9 @@ def migrate(home: Path) -> None:
         timeout=300,
     )
     if done.returncode != 0:
-        raise RuntimeError(f"airflow db migrate failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+        raise RuntimeError(
+            f"airflow db migrate failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+        )
 
 
 @dataclass
@@ -59,7 +63,9 @@ class DagRunResult:
     xcoms: dict[str, Any]
 
     def task_xcom(self, task_id: str, map_index: int = -1) -> Any:
-        return self.xcoms.get(f"{task_id}[{map_index}]") if map_index >= 0 else self.xcoms.get(task_id)
+        return (
+            self.xcoms.get(f"{task_id}[{map_index}]") if map_index >= 0 else self.xcoms.get(task_id)
+        )
 
 
 class DagRunner:
@@ -120,7 +126,9 @@ class DagRunner:
         return run_id, state, xcoms
 
 
-def connection_env(base_url: str, *, token: str, app_key: str, xtoken: str, **extra: Any) -> dict[str, str]:
+def connection_env(
+    base_url: str, *, token: str, app_key: str, xtoken: str, **extra: Any
+) -> dict[str, str]:
     """`AIRFLOW_CONN_ANALYTICS_DEFAULT` for a platform (or the emulator) at base_url."""
     return {
         "AIRFLOW_CONN_ANALYTICS_DEFAULT": json.dumps(
