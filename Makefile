@@ -44,7 +44,7 @@ typecheck: venv
 
 ## make demo: emulator + a real `airflow dags test` of the example pipeline, output under out/demo.
 demo: venv
-	$(PY) -m airflow_provider_analytics.demo
+	$(PY) -m devtools.demo
 
 ## make emulator: serve the emulator on 127.0.0.1:4005 until Ctrl-C.
 emulator: venv

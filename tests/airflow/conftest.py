@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.airflow.runner import DagRunner, connection_env, migrate
+from devtools.airflow_runner import DagRunner, connection_env, migrate
 
 if TYPE_CHECKING:
     from pathlib import Path

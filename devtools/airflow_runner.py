@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 AIRFLOW = str(Path(sys.executable).with_name("airflow"))
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 
 
 def airflow_env(
