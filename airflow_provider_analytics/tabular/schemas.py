@@ -1,0 +1,218 @@
+"""Column specs of the report tables, and the helpers that make Arrow columns fit them.
+
+The Arrow schemas below are the single source of truth for column names and types: the
+frame builders assemble Arrow arrays, check them against the schema and hand pandas an
+Arrow-backed frame (``pd.ArrowDtype``). ``pyarrow.Table.from_pandas(df,
+preserve_index=False)`` therefore gives back exactly these types, for empty results too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from airflow_provider_analytics.tabular.labels import column_slug
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, Sequence
+
+TIMESTAMP: Final = pa.timestamp("us")
+"""Wall-clock time as the platform writes it (project local time, no zone), microseconds."""
+
+FUNNEL_SCHEMA: Final = pa.schema(
+    [
+        ("by_field", pa.string()),
+        ("by_value", pa.string()),
+        ("is_overall", pa.bool_()),
+        ("date", pa.date32()),
+        ("is_all_dates", pa.bool_()),
+        ("step_number", pa.int64()),
+        ("step_expression", pa.string()),
+        ("step_event", pa.string()),
+        ("converted_users", pa.int64()),
+        ("conversion_rate", pa.float64()),
+        ("completion_rate", pa.float64()),
+        ("median_seconds_to_next", pa.int64()),
+        ("report_updated_at", TIMESTAMP),
+    ]
+)
+"""Columns of :func:`~airflow_provider_analytics.tabular.frames.funnel_frame`."""
+
+EVENT_SCHEMA: Final = pa.schema(
+    [
+        ("measure_index", pa.int64()),
+        ("measure_label", pa.string()),
+        ("measure_expression", pa.string()),
+        ("measure_aggregator", pa.string()),
+        ("period", pa.string()),
+        ("period_start", TIMESTAMP),
+        ("date", pa.date32()),
+        ("is_total", pa.bool_()),
+        ("value", pa.float64()),
+        ("report_updated_at", TIMESTAMP),
+    ]
+)
+"""Columns every event frame has after its split columns; the whole schema when unsplit."""
+
+BY_COLUMN_PREFIX: Final = "by_"
+BUCKET_SUFFIXES: Final = ("_lower", "_upper")
+
+
+@dataclass(frozen=True)
+class ByColumn:
+    """The output columns of one event-analysis ``byFields`` entry.
+
+    :param expression: the split expression, e.g. ``event.purchase.$city``.
+    :param name: the column holding the split value as text.
+    :param bucketed: whether the field is split into numeric buckets, which adds the
+        ``<name>_lower`` and ``<name>_upper`` bound columns.
+    """
+
+    expression: str
+    name: str
+    bucketed: bool
+
+    @property
+    def lower_name(self) -> str:
+        return self.name + BUCKET_SUFFIXES[0]
+
+    @property
+    def upper_name(self) -> str:
+        return self.name + BUCKET_SUFFIXES[1]
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Every column this split field produces, in output order."""
+        return (self.name, self.lower_name, self.upper_name) if self.bucketed else (self.name,)
+
+    def fields(self) -> list[pa.Field]:
+        bounds = [pa.field(name, pa.float64()) for name in self.names[1:]]
+        return [pa.field(self.name, pa.string()), *bounds]
+
+
+def plan_by_columns(expressions: Sequence[str], bucketed: Sequence[bool]) -> tuple[ByColumn, ...]:
+    """Name the split columns: ``by_`` plus the expression's slug, made unique in order.
+
+    A name (or, for a bucketed field, one of its bound columns) already taken by an earlier
+    field or a fixed column gets the smallest free suffix ``_2``, ``_3``, ... so the result
+    depends only on the expressions and their order.
+
+    :param expressions: the ``byFields`` expressions in request order.
+    :param bucketed: for each expression, whether it is split into buckets.
+    """
+    taken = set(EVENT_SCHEMA.names)
+    planned = []
+    for expression, with_bounds in zip(expressions, bucketed, strict=True):
+        base = BY_COLUMN_PREFIX + (column_slug(expression) or "field")
+        candidate = ByColumn(expression, base, with_bounds)
+        suffix = 2
+        while taken.intersection(candidate.names):
+            candidate = ByColumn(expression, f"{base}_{suffix}", with_bounds)
+            suffix += 1
+        taken.update(candidate.names)
+        planned.append(candidate)
+    return tuple(planned)
+
+
+def event_schema_for(by_columns: Sequence[ByColumn]) -> pa.Schema:
+    """The event frame's schema: these split columns, then :data:`EVENT_SCHEMA`."""
+    by_fields = [field for column in by_columns for field in column.fields()]
+    return pa.schema([*by_fields, *EVENT_SCHEMA])
+
+
+def frame_from_columns(schema: pa.Schema, columns: Mapping[str, pa.Array]) -> pd.DataFrame:
+    """Assemble Arrow columns into an Arrow-backed DataFrame with exactly ``schema``.
+
+    :param schema: the table's columns, in order.
+    :param columns: one Arrow array per schema field, all of the same length.
+    :raises TypeError: when a column's type differs from its field (a builder bug; Arrow
+        would otherwise cast silently).
+    """
+    arrays = [columns[field.name] for field in schema]
+    for field, array in zip(schema, arrays, strict=True):
+        if not array.type.equals(field.type):
+            raise TypeError(f"column {field.name} is {array.type}, the schema says {field.type}")
+    table = pa.Table.from_arrays(arrays, schema=schema)
+    return table.to_pandas(types_mapper=pd.ArrowDtype)
+
+
+def gathered(
+    values: Sequence[object] | np.ndarray, arrow_type: pa.DataType, at: np.ndarray
+) -> pa.Array:
+    """``values[at]`` as an Arrow array: the per-label values broadcast to the output rows.
+
+    :param values: one value per distinct label (``None`` for null).
+    :param arrow_type: the column's type.
+    :param at: for each output row, the position of its label in ``values``.
+    """
+    return pa.array(values, type=arrow_type).take(pa.array(at, type=pa.int64()))
+
+
+def with_nulls(values: np.ndarray, null: np.ndarray, arrow_type: pa.DataType) -> pa.Array:
+    """A numeric Arrow column whose nulls are exactly where ``null`` is true.
+
+    :param values: the numbers; entries under the mask are ignored.
+    :param null: boolean mask of the null cells.
+    :param arrow_type: ``pa.int64()`` or ``pa.float64()``.
+    """
+    return pa.array(values, type=arrow_type, mask=null)
+
+
+def repeated(value: object, arrow_type: pa.DataType, length: int) -> pa.Array:
+    """A column holding the same value (or null) in every row."""
+    return pa.repeat(pa.scalar(value, type=arrow_type), length)
+
+
+def json_numbers(
+    flat: Sequence[object], *, integral: bool, where: Callable[[int], str]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Numbers gathered from the response as one float array and its null mask.
+
+    JSON ``null`` becomes a null cell, and so does a non-finite float, which JSON cannot
+    carry. With ``integral``, a number with a fractional part is refused rather than
+    truncated. Values beyond 2**53 lose precision here, which no count or duration in an
+    analysis response comes near.
+
+    :param flat: the gathered JSON values, in output order.
+    :param integral: whether every present value must be a whole number.
+    :param where: describes the position of entry ``i`` for error messages.
+    :raises ValueError: naming the position and value of an entry that is not a number,
+        or not whole when ``integral``.
+    """
+    try:
+        numbers = np.array(flat, dtype=np.float64)
+    except (TypeError, ValueError):
+        numbers = None
+    if numbers is None or numbers.ndim != 1:
+        bad = next(i for i, value in enumerate(flat) if not _is_number_or_null(value))
+        raise ValueError(f"{where(bad)} is {flat[bad]!r}, not a number")
+    null = ~np.isfinite(numbers)
+    if integral:
+        fractional = ~null & (numbers != np.round(numbers))
+        if fractional.any():
+            bad = int(np.flatnonzero(fractional)[0])
+            raise ValueError(f"{where(bad)} is {flat[bad]!r}, not a whole number")
+    return numbers, null
+
+
+def _is_number_or_null(value: object) -> bool:
+    if value is None:
+        return True
+    if isinstance(value, list | tuple | dict):
+        return False
+    try:
+        float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def json_object(value: object, where: str) -> Mapping[str, Any]:
+    """``value`` if it is a JSON object, else a ValueError naming ``where`` and what was found."""
+    if not isinstance(value, dict):
+        raise ValueError(f"{where} is {type(value).__name__}, expected a JSON object")
+    return value
