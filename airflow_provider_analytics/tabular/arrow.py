@@ -348,11 +348,14 @@ def _kind(arrow_type: pa.DataType) -> str:
 
 
 def _coerce_string(value: Any) -> str:
+    """A non-string value in a string column becomes its JSON text (numbers exactly)."""
     if isinstance(value, str):
         return value
     if isinstance(value, bool):
         return "true" if value else "false"
-    return json.dumps(value, default=str, ensure_ascii=False)
+    if isinstance(value, int | decimal.Decimal):
+        return str(value)
+    return json.dumps(value, default=float, ensure_ascii=False)
 
 
 def _coerce_decimal(value: Any) -> decimal.Decimal:

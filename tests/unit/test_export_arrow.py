@@ -1,0 +1,221 @@
+"""NDJSON cohort records -> typed Arrow tables (tabular/arrow.py)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from decimal import Decimal
+
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from airflow_provider_analytics.tabular.arrow import (
+    MASKED_MARKER,
+    NUMBER_TYPE,
+    TIMESTAMP_TYPE,
+    BlockDecoder,
+    ExportDataError,
+    MalformedStreamError,
+    default_properties,
+    export_schema,
+    iter_line_blocks,
+)
+
+PLAN = [
+    {"id": "distinct_id", "dataType": "number", "visible": 1, "plan": 1},
+    {"id": "$city", "dataType": "string", "visible": 1, "plan": 1},
+    {"id": "is_vip", "dataType": "boolean", "visible": 1, "plan": 1},
+    {"id": "seen", "dataType": "datetime", "visible": 1, "plan": 1},
+    {"id": "tags", "dataType": "array<string>", "visible": 1, "plan": 1},
+    {"id": "income", "dataType": "number", "masking": 1, "visible": 1, "plan": 1},
+    {"id": "hidden", "dataType": "string", "visible": 0, "plan": 1},
+    {"id": "outside", "dataType": "string", "visible": 1, "plan": 0},
+]
+COLUMNS = ["distinct_id", "$city", "is_vip", "seen", "tags", "income", "tag.rfm", "mystery"]
+
+
+def ndjson(*records: dict) -> bytes:
+    return b"".join(json.dumps(r, ensure_ascii=False).encode() + b"\n" for r in records)
+
+
+def decode(data: bytes, columns=COLUMNS, timezone="Asia/Shanghai") -> tuple[pa.Table, BlockDecoder]:
+    decoder = BlockDecoder(export_schema(columns, PLAN, timezone=timezone))
+    tables = [decoder.decode(block) for block in iter_line_blocks([data], 1 << 20)]
+    schema = decoder.schema.arrow_schema
+    return (pa.concat_tables(tables) if tables else schema.empty_table()), decoder
+
+
+def test_schema_types_follow_the_plan_and_the_masking_rule() -> None:
+    schema = export_schema(COLUMNS, PLAN)
+    assert schema.names == COLUMNS
+    types = {f.name: f.type for f in schema.arrow_schema}
+    assert types == {
+        "distinct_id": NUMBER_TYPE,
+        "$city": pa.string(),
+        "is_vip": pa.bool_(),
+        "seen": TIMESTAMP_TYPE,
+        "tags": pa.list_(pa.string()),
+        "income": pa.string(),  # masked in the plan -> string holding the marker
+        "tag.rfm": pa.string(),
+        "mystery": pa.string(),
+    }
+    origins = {c.name: c.origin for c in schema.columns}
+    assert origins["income"] == "masked"
+    assert origins["tag.rfm"] == "tag"
+    assert origins["mystery"] == "unknown"
+
+
+def test_default_properties_are_the_visible_plan_items_in_plan_order() -> None:
+    assert default_properties(PLAN) == ["distinct_id", "$city", "is_vip", "seen", "tags", "income"]
+
+
+def test_overrides_take_arrow_or_plan_types_and_must_name_exported_columns() -> None:
+    schema = export_schema(["distinct_id", "$city"], PLAN, overrides={"distinct_id": pa.int64()})
+    assert schema.arrow_schema.field("distinct_id").type == pa.int64()
+    assert export_schema(["x"], PLAN, overrides={"x": "boolean"}).arrow_schema[0].type == pa.bool_()
+    with pytest.raises(ValueError, match="not exported"):
+        export_schema(["$city"], PLAN, overrides={"nope": pa.int64()})
+    with pytest.raises(ValueError, match="not an Arrow type"):
+        export_schema(["$city"], PLAN, overrides={"$city": "text"})
+    with pytest.raises(ValueError, match="more than once"):
+        export_schema(["$city", "$city"], PLAN)
+
+
+def test_every_type_decodes_exactly_with_big_ids_and_timezone() -> None:
+    big = 4255875062385414000
+    table, decoder = decode(
+        ndjson(
+            {
+                "distinct_id": big,
+                "$city": "上海",
+                "is_vip": True,
+                "seen": "2024-01-05 10:00:00.123",
+                "tags": ["a", "b"],
+                "income": MASKED_MARKER,
+                "tag.rfm": "high",
+            },
+            {
+                "distinct_id": -4635244755532264000,
+                "$city": None,
+                "is_vip": False,
+                "seen": "2024-01-05",
+                "tags": [],
+                "income": None,
+            },
+            {"distinct_id": 1234.56, "seen": "2024-01-05 23:59:59"},
+        )
+    )
+    assert decoder.slow_blocks == 0
+    rows = table.to_pylist()
+    assert rows[0]["distinct_id"] == Decimal(big)
+    assert int(rows[0]["distinct_id"]) == big  # beyond 2**53, exact
+    assert rows[1]["distinct_id"] == Decimal(-4635244755532264000)
+    assert rows[2]["distinct_id"] == Decimal("1234.56")
+    utc = dt.timezone.utc
+    assert rows[0]["seen"] == dt.datetime(2024, 1, 5, 2, 0, 0, 123000, tzinfo=utc)
+    assert rows[1]["seen"] == dt.datetime(2024, 1, 4, 16, 0, tzinfo=utc)
+    assert rows[2]["seen"] == dt.datetime(2024, 1, 5, 15, 59, 59, tzinfo=utc)
+    assert rows[0]["tags"] == ["a", "b"] and rows[1]["tags"] == []
+    assert rows[0]["income"] == MASKED_MARKER
+    assert rows[0]["tag.rfm"] == "high" and rows[1]["tag.rfm"] is None
+    assert [r["mystery"] for r in rows] == [None, None, None]
+    assert rows[0]["$city"] == "上海"
+    assert table.schema == decoder.schema.arrow_schema
+
+
+def test_marker_in_typed_columns_becomes_null_and_is_counted() -> None:
+    record = {c: MASKED_MARKER for c in ["distinct_id", "is_vip", "seen", "tags", "$city"]}
+    table, decoder = decode(ndjson(record, {"distinct_id": 7}))
+    row = table.to_pylist()[0]
+    assert row["distinct_id"] is None and row["is_vip"] is None
+    assert row["seen"] is None and row["tags"] is None
+    assert row["$city"] == MASKED_MARKER  # a string column keeps the marker text
+    assert decoder.masked_values == 4
+    assert decoder.slow_blocks == 1
+    assert table.column("distinct_id").to_pylist()[1] == Decimal(7)
+
+
+def test_marker_only_in_a_datetime_column_keeps_the_fast_path() -> None:
+    table, decoder = decode(ndjson({"seen": MASKED_MARKER}, {"seen": "2024-02-01"}))
+    assert decoder.slow_blocks == 0
+    assert decoder.masked_values == 1
+    assert table.column("seen").to_pylist()[0] is None
+
+
+def test_numbers_and_lists_in_string_columns_become_their_json_text() -> None:
+    table, _ = decode(ndjson({"mystery": 12, "$city": ["x"]}, {"mystery": True, "tag.rfm": 1.5}))
+    assert table.column("mystery").to_pylist() == ["12", "true"]
+    assert table.column("$city").to_pylist() == ['["x"]', None]
+    assert table.column("tag.rfm").to_pylist() == [None, "1.5"]
+
+
+@pytest.mark.parametrize(
+    ("record", "column"),
+    [
+        ({"is_vip": 5}, "is_vip"),
+        ({"distinct_id": "abc"}, "distinct_id"),
+        ({"seen": "yesterday"}, "seen"),
+        ({"tags": "a,b"}, "tags"),
+        ({"distinct_id": True}, "distinct_id"),
+    ],
+)
+def test_values_that_fit_no_type_fail_naming_column_and_row(record: dict, column: str) -> None:
+    with pytest.raises(ExportDataError, match=rf"column '{column}'.*row 2"):
+        decode(ndjson({"distinct_id": 1}, record))
+
+
+def test_decimal_with_more_scale_than_the_column_fails_loudly() -> None:
+    with pytest.raises(ExportDataError, match="distinct_id"):
+        decode(ndjson({"distinct_id": 1.1234567891}))
+
+
+def test_empty_input_gives_no_blocks() -> None:
+    table, decoder = decode(b"")
+    assert table.num_rows == 0 and decoder.rows == 0
+    assert table.schema == decoder.schema.arrow_schema
+
+
+def test_cut_inside_a_line_is_a_stream_error() -> None:
+    data = ndjson({"distinct_id": 1}, {"distinct_id": 2})
+    with pytest.raises(MalformedStreamError, match="ended inside a line"):
+        list(iter_line_blocks([data[:-5]], 8))
+
+
+def test_final_line_without_newline_is_accepted_when_complete() -> None:
+    data = ndjson({"distinct_id": 1}, {"distinct_id": 2}).rstrip(b"\n")
+    assert b"".join(iter_line_blocks([data], 4)).count(b"\n") == 2
+
+
+def test_malformed_line_in_the_middle_is_a_stream_error() -> None:
+    data = ndjson({"distinct_id": 1}) + b'{"distinct_id": \n' + ndjson({"distinct_id": 3})
+    with pytest.raises(MalformedStreamError, match="line 2"):
+        decode(data)
+
+
+RECORDS = [
+    {"distinct_id": i * 10**17 + i, "$city": "城市🏙" * (i % 3), "tags": ["标签", "é"][: i % 3]}
+    for i in range(40)
+]
+BODY = ndjson(*RECORDS)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    cuts=st.lists(st.integers(min_value=0, max_value=len(BODY)), max_size=25),
+    block=st.integers(1, 600),
+)
+def test_any_chunking_of_the_body_gives_the_same_table(cuts: list[int], block: int) -> None:
+    points = sorted(set(cuts))
+    chunks = [BODY[a:b] for a, b in zip([0, *points], [*points, len(BODY)], strict=True)]
+    decoder = BlockDecoder(export_schema(COLUMNS, PLAN))
+    blocks = list(iter_line_blocks(chunks, block))
+    assert all(b.endswith(b"\n") for b in blocks)
+    table = pa.concat_tables([decoder.decode(b) for b in blocks])
+    assert table.num_rows == len(RECORDS)
+    assert [int(v) for v in table.column("distinct_id").to_pylist()] == [
+        r["distinct_id"] for r in RECORDS
+    ]
+    assert table.column("$city").to_pylist() == [r["$city"] for r in RECORDS]
+    assert table.column("tags").to_pylist() == [r["tags"] for r in RECORDS]
