@@ -1,0 +1,67 @@
+"""Pure-Python client of the analytics platform's open API (no Airflow import).
+
+>>> from airflow_provider_analytics.client import AnalyticsClient, ClientConfig
+>>> config = ClientConfig("https://analytics.example.com:4005", token="...", app_key="...")
+>>> with AnalyticsClient(config) as client:  # doctest: +SKIP
+...     events = client.list_events(plan=1)
+"""
+
+from __future__ import annotations
+
+from airflow_provider_analytics.client.api import AnalyticsClient
+from airflow_provider_analytics.client.config import ClientConfig
+from airflow_provider_analytics.client.errors import (
+    AnalyticsAlreadyExistsError,
+    AnalyticsApiError,
+    AnalyticsAuthenticationError,
+    AnalyticsBadRequestError,
+    AnalyticsConfigurationError,
+    AnalyticsDisabledError,
+    AnalyticsError,
+    AnalyticsNotCompletedError,
+    AnalyticsNotFoundError,
+    AnalyticsOperationFailedError,
+    AnalyticsProtocolError,
+    AnalyticsQuotaExceededError,
+    AnalyticsRateLimitError,
+    AnalyticsServerError,
+    AnalyticsStreamError,
+    AnalyticsTransportError,
+    AnalyticsUnsupportedMediaTypeError,
+    AnalyticsValidationError,
+)
+from airflow_provider_analytics.client.export import CohortExport
+from airflow_provider_analytics.client.ndjson import iter_lines
+from airflow_provider_analytics.client.retry import RetryPolicy
+from airflow_provider_analytics.client.validation import (
+    validate_event_request,
+    validate_funnel_request,
+)
+
+__all__ = [
+    "AnalyticsAlreadyExistsError",
+    "AnalyticsApiError",
+    "AnalyticsAuthenticationError",
+    "AnalyticsBadRequestError",
+    "AnalyticsClient",
+    "AnalyticsConfigurationError",
+    "AnalyticsDisabledError",
+    "AnalyticsError",
+    "AnalyticsNotCompletedError",
+    "AnalyticsNotFoundError",
+    "AnalyticsOperationFailedError",
+    "AnalyticsProtocolError",
+    "AnalyticsQuotaExceededError",
+    "AnalyticsRateLimitError",
+    "AnalyticsServerError",
+    "AnalyticsStreamError",
+    "AnalyticsTransportError",
+    "AnalyticsUnsupportedMediaTypeError",
+    "AnalyticsValidationError",
+    "ClientConfig",
+    "CohortExport",
+    "RetryPolicy",
+    "iter_lines",
+    "validate_event_request",
+    "validate_funnel_request",
+]

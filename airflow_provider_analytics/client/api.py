@@ -1,0 +1,600 @@
+"""``AnalyticsClient``: one method per operation of the platform's open API.
+
+Methods take Pythonic (snake_case) arguments, check them against the spec's rules before
+sending anything, send the spec's camelCase bodies without ``None`` values, and return
+plain JSON data. Failures raise the errors of :mod:`~airflow_provider_analytics.client.errors`.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+
+from airflow_provider_analytics.client import operations as ops
+from airflow_provider_analytics.client import rules, validation
+from airflow_provider_analytics.client.config import ClientConfig
+from airflow_provider_analytics.client.errors import (
+    AnalyticsConfigurationError,
+    AnalyticsError,
+)
+from airflow_provider_analytics.client.export import CohortExport
+from airflow_provider_analytics.client.redaction import Redactor
+from airflow_provider_analytics.client.responses import ResponseReader
+from airflow_provider_analytics.client.session import HttpSession
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Iterator, Mapping
+    from types import TracebackType
+
+    import requests
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _reports_operation(method: Callable[_P, _R]) -> Callable[_P, _R]:
+    """Name the method as ``operation`` on errors raised before a request (validation)."""
+
+    @functools.wraps(method)
+    def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return method(*args, **kwargs)
+        except AnalyticsError as exc:
+            if exc.operation is None:
+                exc.operation = method.__name__
+            raise
+
+    return wrapper
+
+
+def _without_none(values: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in values.items() if value is not None}
+
+
+def _optional_text(value: Any, field: str) -> str | None:
+    return None if value is None else rules.non_empty_string(value, field)
+
+
+def _plan_filters(plan: Any, data_status: Any) -> dict[str, int]:
+    return _without_none(
+        {
+            "plan": None if plan is None else rules.flag(plan, "plan"),
+            "dataStatus": None if data_status is None else rules.flag(data_status, "data_status"),
+        }
+    )
+
+
+class AnalyticsClient:
+    """Client of the platform's open API; thread-safe enough to share one per process.
+
+    :param config: where the platform is and which credentials to send.
+    :param session: a ``requests.Session`` to use instead of a new pooled one (the
+        caller keeps ownership and closes it).
+    :param sleep: waits between retries (injectable for tests).
+    """
+
+    def __init__(
+        self,
+        config: ClientConfig,
+        *,
+        session: requests.Session | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        if not isinstance(config, ClientConfig):
+            raise AnalyticsConfigurationError(
+                f"AnalyticsClient needs a ClientConfig, got {type(config).__name__}"
+            )
+        self._config = config
+        self._http = HttpSession(config, session=session, sleep=sleep)
+
+    @property
+    def config(self) -> ClientConfig:
+        """The configuration the client was built with (its repr masks the secrets)."""
+        return self._config
+
+    def __repr__(self) -> str:
+        return (
+            f"AnalyticsClient(base_url={self._config.base_url!r}, "
+            f"utm_prefix={self._config.utm_prefix!r})"
+        )
+
+    def __enter__(self) -> AnalyticsClient:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Release the connection pool (if the client created it)."""
+        self._http.close()
+
+    def _send(
+        self,
+        operation: ops.Operation,
+        *,
+        params: Mapping[str, Any] | None = None,
+        json: Any = None,
+        stream: bool = False,
+        read_timeout: float | None = None,
+        extra_secrets: Iterable[str] = (),
+        **path_params: str,
+    ) -> requests.Response:
+        path = operation.build_path(self._config.utm_prefix, **path_params)
+        return self._http.request(
+            operation,
+            path,
+            params=params,
+            json=json,
+            stream=stream,
+            read_timeout=read_timeout,
+            extra_secrets=extra_secrets,
+        )
+
+    def _reader(
+        self, operation: ops.Operation, extra_secrets: Iterable[str] = ()
+    ) -> ResponseReader:
+        return ResponseReader(operation.name, (*self._config.secrets(), *extra_secrets))
+
+    # Ad tracking (spec 4.1 to 4.4)
+
+    @_reports_operation
+    def create_utm(
+        self,
+        page_url: str,
+        utm_campaign: str,
+        utm_medium: str,
+        utm_source: str,
+        *,
+        utm_content: str | None = None,
+        utm_term: str | None = None,
+        remarks: str | None = None,
+        utm_type: str | None = None,
+        login_user: str | None = None,
+    ) -> str:
+        """Create an ad tracking link (spec 4.1) and return its campaign id as a string.
+
+        Not retried once the request may have reached the server: if the outcome is
+        unknown the error says so; look the campaign up before creating it again.
+
+        :param page_url: target address (absolute http/https URL).
+        :param utm_campaign: ad name.
+        :param utm_medium: ad medium.
+        :param utm_source: ad source.
+        :param utm_content: ad content.
+        :param utm_term: ad keyword.
+        :param remarks: free remark.
+        :param utm_type: ad type, as some deployments expect.
+        :param login_user: operator recorded as creator (query ``loginUser``).
+        """
+        body = _without_none(
+            {
+                "pageUrl": rules.http_url(page_url, "page_url"),
+                "utmCampaign": rules.non_empty_string(utm_campaign, "utm_campaign"),
+                "utmMedium": rules.non_empty_string(utm_medium, "utm_medium"),
+                "utmSource": rules.non_empty_string(utm_source, "utm_source"),
+                "utmContent": rules.optional_string(utm_content, "utm_content"),
+                "utmTerm": rules.optional_string(utm_term, "utm_term"),
+                "remarks": rules.optional_string(remarks, "remarks"),
+                "utmType": rules.optional_string(utm_type, "utm_type"),
+            }
+        )
+        params = {"loginUser": _optional_text(login_user, "login_user")}
+        reader = self._reader(ops.CREATE_UTM)
+        result = reader.object(
+            self._send(ops.CREATE_UTM, params=params, json=body), "success", "campaignId"
+        )
+        campaign = result["campaignId"]
+        if isinstance(campaign, bool) or not isinstance(campaign, int | str) or campaign == "":
+            raise reader.protocol_error(f"campaignId is not an id ({type(campaign).__name__})")
+        return str(campaign)
+
+    @_reports_operation
+    def get_utm(self, campaign_id: str | int) -> dict[str, Any]:
+        """The ad tracking record (spec 2.1/4.2), including its long and short links.
+
+        :param campaign_id: as returned by :meth:`create_utm`.
+        """
+        cid = rules.campaign_id(campaign_id)
+        return self._reader(ops.GET_UTM).object(self._send(ops.GET_UTM, campaign_id=cid))
+
+    @_reports_operation
+    def get_utm_conversion(
+        self,
+        campaign_id: str | int,
+        from_date: Any,
+        to_date: Any,
+        *,
+        expression: str | None = None,
+        convert_measures: list[dict[str, Any]] | None = None,
+        use_cache: bool | None = None,
+    ) -> dict[str, Any]:
+        """Conversion effect of an ad tracking link (spec 4.3), as the server returns it.
+
+        :param campaign_id: the campaign.
+        :param from_date: first day, ``yyyy-MM-dd`` or a ``datetime.date``.
+        :param to_date: last day (inclusive).
+        :param expression: conversion target, an event expression ``event.<event id>``.
+        :param convert_measures: ``[{expression, aggregator}]`` measures.
+        :param use_cache: let the server answer from its cache.
+        """
+        cid = rules.campaign_id(campaign_id)
+        start, end = rules.date_range(
+            from_date, to_date, from_field="from_date", to_field="to_date"
+        )
+        if expression is not None:
+            validation.expression(expression, "expression", validation.EVENT)
+        body = _without_none(
+            {
+                "fromDate": start,
+                "toDate": end,
+                "useCache": None if use_cache is None else rules.boolean(use_cache, "use_cache"),
+                "expression": expression,
+                "convertMeasures": None
+                if convert_measures is None
+                else validation.conversion_measures(convert_measures, "convert_measures"),
+            }
+        )
+        response = self._send(ops.GET_UTM_CONVERSION, json=body, campaign_id=cid)
+        return self._reader(ops.GET_UTM_CONVERSION).object(response)
+
+    @_reports_operation
+    def delete_utm(self, campaign_id: str | int) -> None:
+        """Delete an ad tracking link logically (spec 4.4); its data is kept."""
+        cid = rules.campaign_id(campaign_id)
+        self._reader(ops.DELETE_UTM).success(self._send(ops.DELETE_UTM, campaign_id=cid))
+
+    # Tracking plan (spec 4.5 to 4.11)
+
+    @_reports_operation
+    def list_user_properties(
+        self, *, plan: int | None = None, data_status: int | None = None
+    ) -> list[dict[str, Any]]:
+        """User properties of the tracking plan (spec 4.5).
+
+        :param plan: 1 inside the plan, 0 outside; ``None`` for both.
+        :param data_status: 1 data reported, 0 not reported; ``None`` for both.
+        """
+        params = _plan_filters(plan, data_status)
+        response = self._send(ops.LIST_USER_PROPERTIES, params=params)
+        return self._reader(ops.LIST_USER_PROPERTIES).records(response)
+
+    @_reports_operation
+    def list_events(
+        self, *, plan: int | None = None, data_status: int | None = None
+    ) -> list[dict[str, Any]]:
+        """Events of the tracking plan (spec 4.6); filters as in :meth:`list_user_properties`."""
+        params = _plan_filters(plan, data_status)
+        return self._reader(ops.LIST_EVENTS).records(self._send(ops.LIST_EVENTS, params=params))
+
+    @_reports_operation
+    def list_event_properties(
+        self, event_id: str, *, plan: int | None = None, data_status: int | None = None
+    ) -> list[dict[str, Any]]:
+        """Properties of one event, its own and the common ones (spec 4.7).
+
+        :param event_id: the event (preset ids carry a leading ``$``).
+        """
+        params = {"eventId": rules.id_ref(event_id, "event_id"), **_plan_filters(plan, data_status)}
+        response = self._send(ops.LIST_EVENT_PROPERTIES, params=params)
+        return self._reader(ops.LIST_EVENT_PROPERTIES).records(response)
+
+    @_reports_operation
+    def add_user_property(
+        self,
+        id: str,
+        data_type: str,
+        *,
+        name: str | None = None,
+        remark: str | None = None,
+    ) -> None:
+        """Add a user property to the plan (spec 4.8).
+
+        Idempotent by the spec's state rules: a property outside the plan moves in (with
+        this name and remark), one already in the plan with the same type is left alone.
+
+        :param id: property id (letters, digits, underscore; not starting with a digit).
+        :param data_type: string, number, boolean, datetime or array<string>.
+        :param name: display name.
+        :param remark: remark.
+        """
+        body = _without_none(
+            {
+                "id": rules.new_id(id, "id"),
+                "name": None if name is None else rules.name(name),
+                "dataType": rules.data_type(data_type, "data_type"),
+                "remark": None if remark is None else rules.remark(remark),
+            }
+        )
+        self._reader(ops.ADD_USER_PROPERTY).success(self._send(ops.ADD_USER_PROPERTY, json=body))
+
+    @_reports_operation
+    def add_event(
+        self,
+        id: str,
+        *,
+        name: str | None = None,
+        remark: str | None = None,
+        properties: list[dict[str, Any]] | None = None,
+    ) -> None:
+        """Add an event with its properties to the plan (spec 4.9); idempotent like
+        :meth:`add_user_property`.
+
+        :param id: event id.
+        :param name: display name.
+        :param remark: remark.
+        :param properties: ``[{id, dataType (or data_type), name?, remark?}]``.
+        """
+        body = _without_none(
+            {
+                "id": rules.new_id(id, "id"),
+                "name": None if name is None else rules.name(name),
+                "remark": None if remark is None else rules.remark(remark),
+                "properties": None
+                if properties is None
+                else validation.event_property_definitions(properties),
+            }
+        )
+        self._reader(ops.ADD_EVENT).success(self._send(ops.ADD_EVENT, json=body))
+
+    @_reports_operation
+    def update_user_property(
+        self,
+        id: str,
+        *,
+        name: str | None = None,
+        data_type: str | None = None,
+        remark: str | None = None,
+    ) -> None:
+        """Change a user property (spec 4.10); only what is given is sent.
+
+        The data type can change only while the property has no reported data.
+        """
+        params = {"id": rules.id_ref(id, "id")}
+        body = validation.changes(name=name, data_type=data_type, remark=remark)
+        response = self._send(ops.UPDATE_USER_PROPERTY, params=params, json=body)
+        self._reader(ops.UPDATE_USER_PROPERTY).success(response)
+
+    @_reports_operation
+    def update_event(
+        self,
+        id: str,
+        *,
+        name: str | None = None,
+        remark: str | None = None,
+    ) -> None:
+        """Change an event's display name or remark (spec 4.11)."""
+        params = {"id": rules.id_ref(id, "id")}
+        body = validation.changes(name=name, remark=remark)
+        self._reader(ops.UPDATE_EVENT).success(
+            self._send(ops.UPDATE_EVENT, params=params, json=body)
+        )
+
+    @_reports_operation
+    def update_event_property(
+        self,
+        event_id: str,
+        property_id: str,
+        *,
+        name: str | None = None,
+        data_type: str | None = None,
+        remark: str | None = None,
+    ) -> None:
+        """Change an event property (spec 4.11); the type only while no data is reported."""
+        params = {
+            "eventId": rules.id_ref(event_id, "event_id"),
+            "propertyId": rules.id_ref(property_id, "property_id"),
+        }
+        body = validation.changes(name=name, data_type=data_type, remark=remark)
+        response = self._send(ops.UPDATE_EVENT_PROPERTY, params=params, json=body)
+        self._reader(ops.UPDATE_EVENT_PROPERTY).success(response)
+
+    # Cohort users (spec 4.12, 4.13)
+
+    def _cohort_page(self, body: dict[str, Any]) -> dict[str, Any]:
+        reader = self._reader(ops.GET_COHORT_USERS)
+        page = reader.object(self._send(ops.GET_COHORT_USERS, json=body), "count", "users")
+        if not isinstance(page["users"], list):
+            raise reader.protocol_error("users is not a list")
+        if isinstance(page["count"], bool) or not isinstance(page["count"], int):
+            raise reader.protocol_error("count is not an integer")
+        return page
+
+    @_reports_operation
+    def get_cohort_users(
+        self,
+        cohort_code: str,
+        *,
+        limit: int | None = None,
+        properties: list[str] | None = None,
+        page: int | None = None,
+        page_size: int | None = None,
+    ) -> dict[str, Any]:
+        """One call's worth of a cohort's users (spec 4.12): ``{count, page, size, users}``.
+
+        :param cohort_code: the cohort.
+        :param limit: most users to return (server default 1000; with paging, the cohort).
+        :param properties: user property ids, or ``tag.<code>``, to return per user;
+            ``None`` for the plan's visible properties.
+        :param page: 1-based page (platform 4.6+), together with ``page_size``.
+        :param page_size: users per page, at most ``limit``.
+        """
+        body = validation.cohort_body(
+            cohort_code, limit=limit, properties=properties, page=page, page_size=page_size
+        )
+        return self._cohort_page(body)
+
+    @_reports_operation
+    def iter_cohort_user_pages(
+        self,
+        cohort_code: str,
+        *,
+        properties: list[str] | None = None,
+        page_size: int = 1000,
+        limit: int | None = None,
+    ) -> Iterator[dict[str, Any]]:
+        """Pages 1, 2, ... of a cohort's users until ``limit`` or all ``count`` users are read.
+
+        Arguments are checked now; pages are fetched as the iterator is consumed. When
+        ``limit`` is smaller than ``page_size``, pages of ``limit`` users are asked for.
+
+        :param cohort_code: the cohort.
+        :param properties: as in :meth:`get_cohort_users`.
+        :param page_size: users per page.
+        :param limit: most users to read in all; ``None`` for the whole cohort.
+        """
+        size = rules.positive_int(page_size, "page_size")
+        if limit is not None:
+            size = min(size, rules.positive_int(limit, "limit"))
+        body = validation.cohort_body(
+            cohort_code, limit=limit, properties=properties, page=1, page_size=size
+        )
+        return self._cohort_pages(body)
+
+    def _cohort_pages(self, body: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        read = 0
+        page_number = 1
+        while True:
+            page = self._cohort_page({**body, "page": page_number})
+            yield page
+            users = page["users"]
+            read += len(users)
+            wanted = page["count"] if "limit" not in body else min(body["limit"], page["count"])
+            if not users or len(users) < body["pageSize"] or read >= wanted:
+                return
+            page_number += 1
+
+    @_reports_operation
+    def export_cohort_users(
+        self,
+        cohort_code: str,
+        *,
+        limit: int | None = None,
+        properties: list[str] | None = None,
+    ) -> CohortExport:
+        """Open a streamed export of a cohort's users (spec 4.13).
+
+        The request is sent now (and retried if it fails before streaming starts); the
+        body is read through the returned :class:`CohortExport`, best used as a context
+        manager. Reads wait up to ``export_read_timeout`` seconds for data.
+
+        :param cohort_code: the cohort.
+        :param limit: most users; ``None`` for all.
+        :param properties: as in :meth:`get_cohort_users`.
+        """
+        body = validation.cohort_body(cohort_code, limit=limit, properties=properties)
+        response = self._send(
+            ops.EXPORT_COHORT_USERS,
+            json=body,
+            stream=True,
+            read_timeout=self._config.export_read_timeout,
+        )
+        return CohortExport(response, secrets=self._config.secrets())
+
+    # Enterprise accounts (spec 4.14, 4.15)
+
+    @_reports_operation
+    def register_account(
+        self,
+        email: str,
+        *,
+        user_name: str | None = None,
+        name: str | None = None,
+        password: str | None = None,
+        phone: str | None = None,
+        department: str | None = None,
+        login_user: str | None = None,
+    ) -> dict[str, Any]:
+        """Register an enterprise user (spec 4.14) and return ``{userId, email}``.
+
+        Not retried once the request may have reached the server (see :meth:`create_utm`).
+        The password is masked in any error, like the credentials.
+
+        :param email: unique login e-mail.
+        :param user_name: unique login name.
+        :param name: real name shown in the platform.
+        :param password: initial password (optional from platform 4.5.1).
+        :param phone: unique login phone number.
+        :param department: department.
+        :param login_user: operator recorded for the change (query ``loginUser``).
+        """
+        if password is not None and (not isinstance(password, str) or not password):
+            rules.fail("password", "must be a non-empty string")
+        body = _without_none(
+            {
+                "email": rules.email(email),
+                "userName": _optional_text(user_name, "user_name"),
+                "name": _optional_text(name, "name"),
+                "password": password,
+                "phone": _optional_text(phone, "phone"),
+                "department": _optional_text(department, "department"),
+            }
+        )
+        params = {"loginUser": _optional_text(login_user, "login_user")}
+        masked = (password,) if password else ()
+        response = self._send(ops.REGISTER_ACCOUNT, params=params, json=body, extra_secrets=masked)
+        return self._reader(ops.REGISTER_ACCOUNT, masked).object(response, "userId", "email")
+
+    @_reports_operation
+    def set_account_activation(
+        self, email: str, activation: bool, *, login_user: str | None = None
+    ) -> None:
+        """Enable (``True``) or disable (``False``) an enterprise user (spec 4.15).
+
+        :param email: the account.
+        :param activation: a real bool; 0/1 or strings are refused.
+        :param login_user: operator recorded for the change (query ``loginUser``).
+        """
+        params = {
+            "email": rules.email(email),
+            "loginUser": _optional_text(login_user, "login_user"),
+        }
+        body = {"activation": rules.boolean(activation, "activation")}
+        response = self._send(ops.SET_ACCOUNT_ACTIVATION, params=params, json=body)
+        self._reader(ops.SET_ACCOUNT_ACTIVATION).success(response)
+
+    # Analyses (spec 4.16, 4.17)
+
+    @_reports_operation
+    def analyze_funnel(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        """Run a funnel analysis (spec 4.16) and return the server's result.
+
+        :param request: the body with the spec's keys; see
+            :func:`~airflow_provider_analytics.client.validation.validate_funnel_request`.
+        """
+        body = validation.validate_funnel_request(request)
+        response = self._send(ops.ANALYZE_FUNNEL, json=body)
+        return self._reader(ops.ANALYZE_FUNNEL).object(response, "dateList", "rows")
+
+    @_reports_operation
+    def analyze_events(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        """Run an event analysis (spec 4.17) and return the server's result.
+
+        :param request: the body with the spec's keys; see
+            :func:`~airflow_provider_analytics.client.validation.validate_event_request`.
+        """
+        body = validation.validate_event_request(request)
+        response = self._send(ops.ANALYZE_EVENTS, json=body)
+        return self._reader(ops.ANALYZE_EVENTS).object(response, "series", "rows")
+
+    def test_connection(self) -> tuple[bool, str]:
+        """Check the connection with a harmless read (the events inside the plan).
+
+        :return: ``(True, summary)`` or ``(False, reason)``; never raises, never shows
+            a credential.
+        """
+        try:
+            events = self.list_events(plan=1)
+        except AnalyticsError as exc:
+            return False, str(exc)
+        except Exception as exc:  # a connection test reports, it does not raise
+            reason = Redactor(self._config.secrets()).text(f"{type(exc).__name__}: {exc}")
+            return False, reason
+        return True, (
+            f"Connected to {self._config.base_url}: {len(events)} events in the tracking plan"
+        )

@@ -1,0 +1,186 @@
+"""Connection settings of :class:`~airflow_provider_analytics.client.api.AnalyticsClient`."""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+import re
+from dataclasses import dataclass, fields
+from typing import Any, NoReturn
+from urllib.parse import urlsplit
+
+from airflow_provider_analytics import __version__
+from airflow_provider_analytics.client.errors import AnalyticsConfigurationError
+
+_SECRET_FIELDS = ("token", "app_key", "xtoken")
+_PREFIX_SEGMENT = re.compile(r"[A-Za-z0-9._~-]+")
+_HEADER_UNSAFE = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@dataclass(frozen=True, repr=False)
+class ClientConfig:
+    """Where the platform is and how to talk to it; validated on construction.
+
+    :param base_url: absolute ``http(s)://host[:port][/path]`` of the platform's open API.
+    :param token: project API secret, sent as header ``token`` (project operations).
+    :param app_key: project key, sent as header ``appKey`` (project operations).
+    :param xtoken: platform super token, sent as header ``xtoken`` (account operations).
+    :param utm_prefix: first path segment of the ad tracking paths: ``/svc`` in the spec,
+        ``/ark`` on many deployments, ``""`` for none.
+    :param connect_timeout: seconds to establish a connection.
+    :param read_timeout: seconds to wait for data on ordinary calls.
+    :param export_read_timeout: seconds to wait for data on a cohort export stream.
+    :param verify: TLS verification: ``True``, ``False`` or a CA bundle path.
+    :param max_attempts: attempts per operation, first try included.
+    :param backoff_base: first backoff ceiling in seconds; doubles each attempt.
+    :param backoff_max: largest backoff ceiling in seconds.
+    :param allow_insecure_http: allow plain ``http://`` to a host that is not loopback.
+    :param pool_maxsize: connections kept per host (threads sharing one client).
+    :param user_agent: ``User-Agent`` header.
+    """
+
+    base_url: str
+    token: str | None = None
+    app_key: str | None = None
+    xtoken: str | None = None
+    utm_prefix: str = "/svc"
+    connect_timeout: float = 10.0
+    read_timeout: float = 60.0
+    export_read_timeout: float = 600.0
+    verify: bool | str = True
+    max_attempts: int = 4
+    backoff_base: float = 0.5
+    backoff_max: float = 30.0
+    allow_insecure_http: bool = False
+    pool_maxsize: int = 16
+    user_agent: str = f"airflow-provider-analytics/{__version__}"
+
+    def __post_init__(self) -> None:
+        self._check_base_url()
+        for name in _SECRET_FIELDS:
+            self._check_secret(name)
+        object.__setattr__(self, "utm_prefix", self._normalised_prefix())
+        for name in ("connect_timeout", "read_timeout", "export_read_timeout"):
+            self._check_number(name, minimum=0.0, inclusive=False)
+        for name in ("backoff_base", "backoff_max"):
+            self._check_number(name, minimum=0.0, inclusive=True)
+        self._check_int("max_attempts", minimum=1)
+        self._check_int("pool_maxsize", minimum=1)
+        if not isinstance(self.verify, bool) and not (isinstance(self.verify, str) and self.verify):
+            self._refuse("verify", "must be True, False or the path of a CA bundle")
+        if not isinstance(self.allow_insecure_http, bool):
+            self._refuse("allow_insecure_http", "must be a bool")
+        if (
+            not isinstance(self.user_agent, str)
+            or not self.user_agent
+            or _HEADER_UNSAFE.search(self.user_agent)
+        ):
+            self._refuse("user_agent", "must be a non-empty string without control characters")
+
+    def __repr__(self) -> str:
+        parts = []
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name in _SECRET_FIELDS:
+                parts.append(f"{f.name}={'***' if value else None}")
+            else:
+                parts.append(f"{f.name}={value!r}")
+        return f"ClientConfig({', '.join(parts)})"
+
+    def secrets(self) -> tuple[str, ...]:
+        """The non-empty secret values (token, app_key, xtoken), for redaction."""
+        return tuple(v for v in (self.token, self.app_key, self.xtoken) if v)
+
+    @property
+    def api_root(self) -> str:
+        """``base_url`` without its trailing slashes; paths are appended to it."""
+        return self.base_url.rstrip("/")
+
+    def _refuse(self, name: str, rule: str, value: Any = None, *, show: bool = True) -> NoReturn:
+        shown = f" (got {value!r})" if show else ""
+        raise AnalyticsConfigurationError(f"ClientConfig.{name}: {rule}{shown}")
+
+    def _check_base_url(self) -> None:
+        url = self.base_url
+        rule = "must be an absolute http:// or https:// URL with a host"
+        if not isinstance(url, str):
+            self._refuse("base_url", rule, url)
+        try:
+            parts = urlsplit(url)
+            parts.port  # noqa: B018 (raises ValueError on a malformed port)
+        except ValueError:
+            self._refuse("base_url", rule, url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            self._refuse("base_url", rule, url)
+        if parts.username is not None or parts.password is not None:
+            self._refuse(
+                "base_url",
+                "must not carry credentials; put them in token, app_key and xtoken",
+                show=False,
+            )
+        if parts.query or parts.fragment:
+            self._refuse("base_url", "must not have a query or a fragment", url)
+        if (
+            parts.scheme == "http"
+            and not self.allow_insecure_http
+            and not _is_loopback(parts.hostname.lower())
+        ):
+            self._refuse(
+                "base_url",
+                "plain http:// would send the credentials unencrypted to a host that is not "
+                "loopback; use https://, or set allow_insecure_http=True on a trusted network",
+                url,
+            )
+
+    def _check_secret(self, name: str) -> None:
+        value = getattr(self, name)
+        if value is None:
+            return
+        if not isinstance(value, str):
+            self._refuse(name, "must be a string or None", show=False)
+        if value == "":
+            object.__setattr__(self, name, None)
+        elif _HEADER_UNSAFE.search(value) or value != value.strip():
+            self._refuse(
+                name,
+                "must not contain control characters or surrounding whitespace "
+                "(it is sent as an HTTP header)",
+                show=False,
+            )
+
+    def _normalised_prefix(self) -> str:
+        prefix = self.utm_prefix
+        if not isinstance(prefix, str):
+            self._refuse("utm_prefix", 'must be "" or one path segment such as "/svc"', prefix)
+        segment = prefix.strip("/")
+        if segment == "":
+            return ""
+        if not _PREFIX_SEGMENT.fullmatch(segment):
+            self._refuse("utm_prefix", 'must be "" or one path segment such as "/svc"', prefix)
+        return "/" + segment
+
+    def _check_number(self, name: str, *, minimum: float, inclusive: bool) -> None:
+        value = getattr(self, name)
+        ok = (
+            isinstance(value, int | float)
+            and not isinstance(value, bool)
+            and math.isfinite(value)
+            and (value >= minimum if inclusive else value > minimum)
+        )
+        if not ok:
+            bound = f">= {minimum:g}" if inclusive else f"> {minimum:g}"
+            self._refuse(name, f"must be a finite number {bound}", value)
+
+    def _check_int(self, name: str, *, minimum: int) -> None:
+        value = getattr(self, name)
+        if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+            self._refuse(name, f"must be an integer >= {minimum}", value)

@@ -1,0 +1,165 @@
+"""The client's single exception hierarchy.
+
+Every error carries ``status`` (HTTP status or ``None``), ``code``, ``msg`` and ``data``
+(from the platform's ``{code, msg, data}`` error body when there was one) and
+``operation`` (the client method that failed). Messages say what happened and what to
+check. Whatever an error shows is passed through a :class:`Redactor` built from the
+connection's secrets, so a server echoing a header cannot leak a token.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from airflow_provider_analytics.client.redaction import Redactor
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+_NOT_GIVEN: Any = object()
+_MAX_SHOWN_VALUE = 80
+
+
+def _restore(cls: type[AnalyticsError], state: dict[str, Any]) -> AnalyticsError:
+    """Rebuild a pickled error without calling its (keyword-heavy) ``__init__``."""
+    error = cls.__new__(cls)
+    Exception.__init__(error, state.get("message", ""))
+    error.__dict__.update(state)
+    return error
+
+
+class AnalyticsError(Exception):
+    """Base of every error raised by the client.
+
+    :param message: what happened and what to check.
+    :param status: HTTP status of the answer, ``None`` when there was no answer.
+    :param code: ``code`` of the platform's error body.
+    :param msg: ``msg`` of the platform's error body.
+    :param data: ``data`` of the platform's error body.
+    :param operation: name of the client method that failed.
+    :param secrets: values to mask in everything the error shows.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        code: Any = None,
+        msg: str | None = None,
+        data: Any = None,
+        operation: str | None = None,
+        secrets: Iterable[str | None] = (),
+    ) -> None:
+        redactor = Redactor(secrets)
+        self.message: str = redactor.text(message)
+        self.status = status
+        self.code = redactor.value(code)
+        self.msg: str | None = redactor.value(msg)
+        self.data = redactor.value(data)
+        self.operation = operation
+        super().__init__(self.message)
+
+    def __str__(self) -> str:
+        return self.message
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.message!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_restore, (type(self), dict(self.__dict__)))
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    if len(text) > _MAX_SHOWN_VALUE:
+        text = text[: _MAX_SHOWN_VALUE - 3] + "..."
+    return text
+
+
+class AnalyticsValidationError(AnalyticsError, ValueError):
+    """An argument breaks one of the spec's rules; raised before any request is sent.
+
+    :param field: the parameter at fault, as the request names it (``steps[1].expression``).
+    :param rule: the rule it breaks, phrased as what it must be.
+    :param value: the offending value, shown (shortened) in the message when given.
+    """
+
+    def __init__(self, field: str, rule: str, value: Any = _NOT_GIVEN) -> None:
+        message = f"{field}: {rule}"
+        if value is not _NOT_GIVEN:
+            message += f" (got {_shown(value)})"
+        super().__init__(message)
+        self.field = field
+        self.rule = rule
+
+
+class AnalyticsConfigurationError(AnalyticsError, ValueError):
+    """The client configuration (or the connection it came from) is unusable."""
+
+
+class AnalyticsApiError(AnalyticsError):
+    """The server answered with an error status (or an unexpected one)."""
+
+
+class AnalyticsBadRequestError(AnalyticsApiError):
+    """400 (legacy 498): a parameter is empty or wrong, or the object does not exist.
+
+    ``params`` holds the offending parameter names when the body's ``data`` lists them.
+    """
+
+    @property
+    def params(self) -> list[Any] | None:
+        return list(self.data) if isinstance(self.data, list) else None
+
+
+class AnalyticsAuthenticationError(AnalyticsApiError):
+    """401: the credentials of the connection were refused."""
+
+
+class AnalyticsNotFoundError(AnalyticsApiError):
+    """404: no such API at that address."""
+
+
+class AnalyticsUnsupportedMediaTypeError(AnalyticsApiError):
+    """415: the server refused the request's content type."""
+
+
+class AnalyticsRateLimitError(AnalyticsApiError):
+    """429, still answered after every retry was spent."""
+
+
+class AnalyticsNotCompletedError(AnalyticsApiError):
+    """501 (legacy 499): the operation was not completed; ``code`` says why."""
+
+
+class AnalyticsQuotaExceededError(AnalyticsNotCompletedError):
+    """501 with code 501: a quota (projects, cohorts) is exhausted."""
+
+
+class AnalyticsAlreadyExistsError(AnalyticsNotCompletedError):
+    """501 with code 50101: the object already exists."""
+
+
+class AnalyticsDisabledError(AnalyticsNotCompletedError):
+    """501 with code 50102: the object exists but is disabled."""
+
+
+class AnalyticsOperationFailedError(AnalyticsApiError):
+    """HTTP 200 whose body reports ``success`` other than 0."""
+
+
+class AnalyticsServerError(AnalyticsApiError):
+    """A 5xx answer (other than 501), after the retries the operation allows."""
+
+
+class AnalyticsTransportError(AnalyticsError):
+    """No usable answer: connection failure or timeout, after the retries allowed."""
+
+
+class AnalyticsStreamError(AnalyticsTransportError):
+    """An export stream broke mid-body, ended inside a line, or carried a malformed line."""
+
+
+class AnalyticsProtocolError(AnalyticsError):
+    """A successful status whose body is not the JSON shape the operation promises."""

@@ -1,0 +1,130 @@
+"""Reading a streamed cohort export (spec 4.13) without holding the body in memory."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+import requests
+import urllib3.exceptions
+
+from airflow_provider_analytics.client.errors import AnalyticsStreamError
+from airflow_provider_analytics.client.ndjson import iter_lines
+from airflow_provider_analytics.client.redaction import Redactor
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator
+    from types import TracebackType
+
+_OPERATION = "export_cohort_users"
+_RERUN_HINT = (
+    "run the export again; for large cohorts raise export_read_timeout and the timeout of "
+    "any proxy in between, or export fewer users with limit"
+)
+
+
+class CohortExport:
+    """The open body of a cohort export: one JSON object per line, read as it arrives.
+
+    Use it as a context manager so the connection is released however reading ends.
+    The body can be read once, through exactly one of :meth:`iter_bytes`,
+    :meth:`iter_lines` or :meth:`iter_records`.
+
+    :param response: the export's answer, opened with ``stream=True``.
+    :param secrets: values to mask in error messages.
+    """
+
+    def __init__(self, response: requests.Response, *, secrets: Iterable[str] = ()) -> None:
+        self._response = response
+        self._redactor = Redactor(secrets)
+        self._started = False
+        self.bytes_read = 0
+        """Body bytes received so far."""
+        self.lines_read = 0
+        """Complete lines handed out so far by :meth:`iter_lines` or :meth:`iter_records`."""
+
+    def __enter__(self) -> CohortExport:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"CohortExport(bytes_read={self.bytes_read}, lines_read={self.lines_read})"
+
+    def close(self) -> None:
+        """Release the connection; an unfinished body is discarded."""
+        self._response.close()
+
+    def _broken(self, detail: str) -> AnalyticsStreamError:
+        return AnalyticsStreamError(
+            f"{_OPERATION}: {self._redactor.text(detail)}; {_RERUN_HINT}",
+            operation=_OPERATION,
+        )
+
+    def iter_bytes(self, chunk_size: int = 1 << 20) -> Iterator[bytes]:
+        """Yield the raw body in chunks of at most ``chunk_size`` bytes, as they arrive.
+
+        Chunk boundaries are arbitrary (they may cut a line or a UTF-8 character).
+
+        :param chunk_size: largest chunk to read at once.
+        :raises AnalyticsStreamError: the stream broke before its end.
+        """
+        if self._started:
+            raise RuntimeError("the export body was already read; start a new export")
+        self._started = True
+        try:
+            for chunk in self._response.iter_content(chunk_size):
+                if chunk:
+                    self.bytes_read += len(chunk)
+                    yield chunk
+        except (requests.RequestException, urllib3.exceptions.HTTPError, OSError) as exc:
+            self.close()
+            raise self._broken(
+                f"the stream broke after {self.bytes_read} bytes "
+                f"({type(exc).__name__}: {exc}); the connection was cut before the end"
+            ) from None
+
+    def iter_lines(self) -> Iterator[bytes]:
+        """Yield the body's complete lines (without line ends; empty lines skipped).
+
+        :raises AnalyticsStreamError: the stream broke, or ended inside a line.
+        """
+        try:
+            for line in iter_lines(self.iter_bytes()):
+                self.lines_read += 1
+                yield line
+        except AnalyticsStreamError as exc:
+            if exc.operation is not None:
+                raise
+            raise self._broken(str(exc)) from None
+
+    def iter_records(self) -> Iterator[dict[str, Any]]:
+        """Yield each line decoded as a JSON object (cohort user record, spec 2.6).
+
+        Large integers such as ``distinct_id`` stay exact Python ints.
+
+        :raises AnalyticsStreamError: the stream broke, ended inside a line, or a line is
+            not a JSON object (the message names its line number).
+        """
+        for line in self.iter_lines():
+            yield self._decode(line)
+
+    def _decode(self, line: bytes) -> dict[str, Any]:
+        where = f"line {self.lines_read} of the export"
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise self._broken(
+                f"{where} is not valid JSON ({exc.msg}, column {exc.colno})"
+            ) from None
+        except UnicodeDecodeError:
+            raise self._broken(f"{where} is not valid UTF-8") from None
+        if not isinstance(record, dict):
+            raise self._broken(f"{where} is not a JSON object but a {type(record).__name__}")
+        return record

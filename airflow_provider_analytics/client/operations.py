@@ -1,0 +1,102 @@
+"""The spec's operations as data: HTTP method, path, credentials and retry safety.
+
+Keeping these facts in one table lets the HTTP layer treat every operation alike and
+keeps the client's methods about arguments and results only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from urllib.parse import quote
+
+
+class AuthKind(StrEnum):
+    """Which credentials an operation sends."""
+
+    PROJECT = "project"
+    """Headers ``token`` and ``appKey``."""
+    PLATFORM = "platform"
+    """Header ``xtoken``."""
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One operation of the spec.
+
+    :param name: the client method's name; used in errors and logs.
+    :param method: HTTP method.
+    :param path: path template; ``{prefix}`` is the ad tracking prefix, other fields
+        are path parameters.
+    :param auth: credentials it needs.
+    :param idempotent: ``False`` for operations that create something each time they
+        are processed; those are retried only when the request provably never arrived.
+    :param unknown_outcome_hint: what to check when such an operation may or may not
+        have been processed.
+    """
+
+    name: str
+    method: str
+    path: str
+    auth: AuthKind = AuthKind.PROJECT
+    idempotent: bool = True
+    unknown_outcome_hint: str = ""
+
+    def build_path(self, prefix: str = "", **params: str) -> str:
+        """The request path with ``prefix`` and percent-encoded path parameters.
+
+        Path parameters are encoded with no safe characters, so ``/``, ``?`` or ``..``
+        inside a value can never change which resource is addressed.
+        """
+        encoded = {key: quote(value, safe="") for key, value in params.items()}
+        return self.path.format(prefix=prefix, **encoded)
+
+
+_UTM = "{prefix}/uba/api/operations/utm"
+
+CREATE_UTM = Operation(
+    "create_utm",
+    "POST",
+    _UTM,
+    idempotent=False,
+    unknown_outcome_hint=(
+        "Look the campaign up (get_utm, or the platform's ad tracking list) before "
+        "creating it again: a second create makes a duplicate link."
+    ),
+)
+GET_UTM = Operation("get_utm", "GET", _UTM + "/{campaign_id}")
+GET_UTM_CONVERSION = Operation("get_utm_conversion", "POST", _UTM + "/analysys/{campaign_id}")
+DELETE_UTM = Operation("delete_utm", "DELETE", _UTM + "/drop/{campaign_id}")
+
+LIST_USER_PROPERTIES = Operation("list_user_properties", "GET", "/uba/api/schema/userProperties")
+LIST_EVENTS = Operation("list_events", "GET", "/uba/api/schema/event")
+LIST_EVENT_PROPERTIES = Operation("list_event_properties", "GET", "/uba/api/schema/eventProperties")
+ADD_USER_PROPERTY = Operation("add_user_property", "POST", "/uba/api/schema/userProperties")
+ADD_EVENT = Operation("add_event", "POST", "/uba/api/schema/event")
+UPDATE_USER_PROPERTY = Operation("update_user_property", "PUT", "/uba/api/schema/userProperties")
+UPDATE_EVENT = Operation("update_event", "PUT", "/uba/api/schema/event")
+UPDATE_EVENT_PROPERTY = Operation("update_event_property", "PUT", "/uba/api/schema/eventProperties")
+
+GET_COHORT_USERS = Operation("get_cohort_users", "POST", "/uba/api/cohort/users")
+EXPORT_COHORT_USERS = Operation("export_cohort_users", "POST", "/uba/api/cohort/users/export")
+
+REGISTER_ACCOUNT = Operation(
+    "register_account",
+    "POST",
+    "/uba/manage/enterprise/accounts",
+    auth=AuthKind.PLATFORM,
+    idempotent=False,
+    unknown_outcome_hint=(
+        "Check whether the account exists now before registering it again "
+        "(a second registration of a created account fails as already existing)."
+    ),
+)
+SET_ACCOUNT_ACTIVATION = Operation(
+    "set_account_activation",
+    "POST",
+    "/uba/manage/enterprise/accounts/activation",
+    auth=AuthKind.PLATFORM,
+)
+
+ANALYZE_FUNNEL = Operation("analyze_funnel", "POST", "/uba/api/funnels/analyze")
+ANALYZE_EVENTS = Operation("analyze_events", "POST", "/uba/api/events/analyze")

@@ -1,0 +1,246 @@
+"""The spec's rules for single values: ids, names, remarks, data types, dates, numbers.
+
+Each function returns the accepted (possibly normalised) value or raises
+:class:`AnalyticsValidationError` naming the field and the rule, before anything is sent.
+A bool is never accepted where a number is expected, although Python treats it as one.
+"""
+
+from __future__ import annotations
+
+import datetime
+import math
+import re
+import unicodedata
+from typing import TYPE_CHECKING, Any, NoReturn
+from urllib.parse import urlsplit
+
+from airflow_provider_analytics.client.errors import AnalyticsValidationError
+
+if TYPE_CHECKING:
+    from collections.abc import Collection
+
+ID_MAX_LENGTH = 100
+NAME_MAX_LENGTH = 50
+REMARK_MAX_LENGTH = 100
+DATA_TYPES = ("string", "number", "boolean", "datetime", "array<string>")
+
+ID_RULE = "must contain only letters, digits and underscore and not start with a digit"
+REF_RULE = ID_RULE + " (a leading $ marks a preset item)"
+TEXT_PUNCTUATION = "_ -.,()，。（）"
+TEXT_RULE = "letters, digits, space and _ - . , ( ) ，。（）"
+
+_ID = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+_EMAIL = re.compile(r"[^@\s]+@[^@\s.]+(?:\.[^@\s.]+)+")
+_CAMPAIGN_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_EMAIL_MAX_LENGTH = 254
+
+
+def fail(field: str, rule: str, *value: Any) -> NoReturn:
+    """Raise the validation error for ``field``; the offending value is shown when given."""
+    raise AnalyticsValidationError(field, rule, *value)
+
+
+def string(value: Any, field: str) -> str:
+    """A string (possibly empty)."""
+    if not isinstance(value, str):
+        fail(field, "must be a string", value)
+    return value
+
+
+def non_empty_string(value: Any, field: str) -> str:
+    """A string with something other than whitespace in it."""
+    if not isinstance(value, str) or not value.strip():
+        fail(field, "must be a non-empty string", value)
+    return value
+
+
+def optional_string(value: Any, field: str) -> str | None:
+    """``None`` or a string."""
+    return None if value is None else string(value, field)
+
+
+def is_id(value: str) -> bool:
+    """Whether ``value`` follows the id rule of spec 2.5."""
+    return len(value) <= ID_MAX_LENGTH and _ID.fullmatch(value) is not None
+
+
+def is_ref(value: str) -> bool:
+    """Whether ``value`` names an existing item: an id, or a preset id such as ``$city``."""
+    return is_id(value.removeprefix("$"))
+
+
+def new_id(value: Any, field: str) -> str:
+    """An id for a new property or event (spec 2.5): 1 to 100 characters, no ``$``."""
+    text = string(value, field)
+    if not 1 <= len(text) <= ID_MAX_LENGTH:
+        fail(field, f"must be 1 to {ID_MAX_LENGTH} characters long", value)
+    if not is_id(text):
+        fail(field, ID_RULE, value)
+    return text
+
+
+def id_ref(value: Any, field: str) -> str:
+    """An id that refers to an existing item; preset ids carry a leading ``$``."""
+    text = string(value, field)
+    if not 1 <= len(text.removeprefix("$")) <= ID_MAX_LENGTH:
+        fail(field, f"must be 1 to {ID_MAX_LENGTH} characters long", value)
+    if not is_ref(text):
+        fail(field, REF_RULE, value)
+    return text
+
+
+def _allowed_in_text(char: str) -> bool:
+    # Combining marks belong to the letter before them in many scripts (Devanagari, Thai...).
+    return char.isalnum() or char in TEXT_PUNCTUATION or unicodedata.category(char)[0] == "M"
+
+
+def text(value: Any, field: str, *, min_length: int, max_length: int) -> str:
+    """A display text (name or remark): bounded length, no special characters."""
+    result = string(value, field)
+    if not min_length <= len(result) <= max_length:
+        fail(field, f"must be {min_length} to {max_length} characters long", value)
+    bad = next((c for c in result if not _allowed_in_text(c)), None)
+    if bad is not None:
+        fail(
+            field,
+            f"must not contain special characters such as {bad!r} (allowed: {TEXT_RULE})",
+            value,
+        )
+    return result
+
+
+def name(value: Any, field: str = "name") -> str:
+    """A display name: 1 to 50 characters, no special characters."""
+    return text(value, field, min_length=1, max_length=NAME_MAX_LENGTH)
+
+
+def remark(value: Any, field: str = "remark") -> str:
+    """A remark: at most 100 characters, no special characters."""
+    return text(value, field, min_length=0, max_length=REMARK_MAX_LENGTH)
+
+
+def one_of(value: Any, field: str, choices: Collection[str]) -> str:
+    """One of a fixed set of strings (case-sensitive)."""
+    if not isinstance(value, str) or value not in choices:
+        fail(field, f"must be one of {', '.join(choices)}", value)
+    return value
+
+
+def data_type(value: Any, field: str = "dataType") -> str:
+    """One of the data types of spec 2.5."""
+    return one_of(value, field, DATA_TYPES)
+
+
+def date(value: Any, field: str) -> str:
+    """A calendar date as ``yyyy-MM-dd``; a ``datetime.date`` is written that way."""
+    if isinstance(value, datetime.date) and not isinstance(value, datetime.datetime):
+        return value.isoformat()
+    if isinstance(value, str) and _DATE.fullmatch(value):
+        try:
+            datetime.date.fromisoformat(value)
+        except ValueError:
+            fail(field, "must be a date that exists on the calendar", value)
+        return value
+    fail(field, "must be a date written yyyy-MM-dd", value)
+
+
+def date_range(
+    from_value: Any, to_value: Any, *, from_field: str = "fromDate", to_field: str = "toDate"
+) -> tuple[str, str]:
+    """Two dates, the first not after the second."""
+    start, end = date(from_value, from_field), date(to_value, to_field)
+    if start > end:
+        fail(to_field, f"must not be before {from_field} ({start})", end)
+    return start, end
+
+
+def integer(
+    value: Any, field: str, *, minimum: int | None = None, maximum: int | None = None
+) -> int:
+    """An int (not a bool) within optional bounds."""
+    if (
+        not isinstance(value, int)
+        or isinstance(value, bool)
+        or (minimum is not None and value < minimum)
+        or (maximum is not None and value > maximum)
+    ):
+        if minimum is not None and maximum is not None:
+            rule = f"must be an integer from {minimum} to {maximum}"
+        elif minimum == 1:
+            rule = "must be a positive integer"
+        elif minimum is not None:
+            rule = f"must be an integer >= {minimum}"
+        else:
+            rule = "must be an integer"
+        fail(field, rule, value)
+    return value
+
+
+def positive_int(value: Any, field: str) -> int:
+    """An int (not a bool) of at least 1."""
+    return integer(value, field, minimum=1)
+
+
+def flag(value: Any, field: str) -> int:
+    """The integer 0 or 1 (the spec's 0/1 filters)."""
+    return integer(value, field, minimum=0, maximum=1)
+
+
+def boolean(value: Any, field: str) -> bool:
+    """A real bool: not 0/1 and not ``"true"``."""
+    if not isinstance(value, bool):
+        fail(field, "must be True or False", value)
+    return value
+
+
+def number(value: Any, field: str) -> int | float:
+    """A finite int or float (not a bool)."""
+    if (
+        not isinstance(value, int | float)
+        or isinstance(value, bool)
+        or (isinstance(value, float) and not math.isfinite(value))
+    ):
+        fail(field, "must be a finite number", value)
+    return value
+
+
+def json_scalar(value: Any, field: str) -> str | int | float | bool:
+    """A string, bool or finite number: what a filter parameter may be."""
+    if isinstance(value, str | bool):
+        return value
+    if isinstance(value, int | float):
+        return number(value, field)
+    fail(field, "must be a string, a number or a bool", value)
+
+
+def email(value: Any, field: str = "email") -> str:
+    """A plausible e-mail address (``local@domain.tld``)."""
+    if not isinstance(value, str) or len(value) > _EMAIL_MAX_LENGTH or not _EMAIL.fullmatch(value):
+        fail(field, "must be an e-mail address like name@example.com", value)
+    return value
+
+
+def http_url(value: Any, field: str) -> str:
+    """An absolute ``http``/``https`` URL with a host."""
+    if isinstance(value, str) and not any(c.isspace() for c in value):
+        try:
+            parts = urlsplit(value)
+        except ValueError:
+            parts = None
+        if parts is not None and parts.scheme in ("http", "https") and parts.hostname:
+            return value
+    fail(field, "must be an absolute http:// or https:// URL with a host", value)
+
+
+def campaign_id(value: Any, field: str = "campaign_id") -> str:
+    """An ad tracking campaign id: 1 to 64 letters, digits, ``_`` or ``-``.
+
+    The create operation returns it as a number, so ints are accepted and written out.
+    The character set keeps ``/``, ``..`` and ``?`` out of the paths it is put into.
+    """
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = str(value)
+    if not isinstance(value, str) or not _CAMPAIGN_ID.fullmatch(value):
+        fail(field, "must be 1 to 64 letters, digits, '_' or '-'", value)
+    return value
