@@ -196,6 +196,43 @@ def _stream_once(
     return decoder.rows, bytes_written, decoder.masked_values
 
 
+def _stream_with_retries(
+    client: AnalyticsClient,
+    cohort_code: str,
+    schema: ExportSchema,
+    limit: int | None,
+    destination: StoragePath,
+    expected: int,
+    settings: ExportSettings,
+    sleep: Callable[[float], None],
+) -> tuple[int, int, int, int]:
+    """Run attempts until one succeeds; returns rows, bytes, masked values and the attempt."""
+    attempt = 1
+    while True:
+        try:
+            rows, bytes_written, masked = _stream_once(
+                client, cohort_code, schema, limit, destination, expected, settings
+            )
+            return rows, bytes_written, masked, attempt
+        except _RETRYABLE as error:
+            if attempt >= settings.attempts:
+                raise ExportIncompleteError(
+                    f"cohort {cohort_code!r}: export failed after {attempt} attempts, nothing "
+                    f"written to {destination}; last error: {error}"
+                ) from error
+            delay = settings.retry_delay * 2 ** (attempt - 1) * random.uniform(0.5, 1.0)
+            log.warning(
+                "cohort %s: attempt %d/%d failed (%s); retrying from the start in %.1f s",
+                cohort_code,
+                attempt,
+                settings.attempts,
+                error,
+                delay,
+            )
+            sleep(delay)
+            attempt += 1
+
+
 def export_cohort_to_parquet(
     client: AnalyticsClient,
     cohort_code: str,
@@ -224,11 +261,10 @@ def export_cohort_to_parquet(
     settings = settings or ExportSettings()
     validate_cohort_code(cohort_code)
     if limit is not None:
-        validate_limit(limit, field="limit")
+        validate_limit(limit)
     if properties is not None:
         properties = validate_properties(properties)
-    if settings.attempts < 1:
-        raise ValueError("attempts must be at least 1")
+    validate_limit(settings.attempts, "attempts")
 
     started = time.monotonic()
     plan = client.list_user_properties()
@@ -244,48 +280,28 @@ def export_cohort_to_parquet(
         destination,
     )
 
-    for attempt in range(1, settings.attempts + 1):
-        try:
-            rows, bytes_written, masked = _stream_once(
-                client, cohort_code, schema, limit, destination, expected, settings
-            )
-        except _RETRYABLE as error:
-            if attempt == settings.attempts:
-                raise ExportIncompleteError(
-                    f"cohort {cohort_code!r}: export failed after {attempt} attempts, nothing "
-                    f"written to {destination}; last error: {error}"
-                ) from error
-            delay = settings.retry_delay * 2 ** (attempt - 1) * random.uniform(0.5, 1.0)
-            log.warning(
-                "cohort %s: attempt %d/%d failed (%s); retrying from the start in %.1f s",
-                cohort_code,
-                attempt,
-                settings.attempts,
-                error,
-                delay,
-            )
-            sleep(delay)
-            continue
-        seconds = time.monotonic() - started
-        log.info(
-            "cohort %s: wrote %d rows, %.1f MB in %.1f s to %s",
-            cohort_code,
-            rows,
-            bytes_written / 1e6,
-            seconds,
-            destination,
-        )
-        return ExportResult(
-            uri=str(destination),
-            cohort_code=cohort_code,
-            rows=rows,
-            expected_rows=expected,
-            bytes_written=bytes_written,
-            columns=schema.names,
-            seconds=round(seconds, 3),
-            rows_per_second=round(rows / seconds, 1) if seconds > 0 else float(rows),
-            masked_values=masked,
-            attempts=attempt,
-            column_origins={c.name: c.origin for c in schema.columns},
-        )
-    raise AssertionError("unreachable: the loop returns or raises")
+    rows, bytes_written, masked, attempt = _stream_with_retries(
+        client, cohort_code, schema, limit, destination, expected, settings, sleep
+    )
+    seconds = time.monotonic() - started
+    log.info(
+        "cohort %s: wrote %d rows, %.1f MB in %.1f s to %s",
+        cohort_code,
+        rows,
+        bytes_written / 1e6,
+        seconds,
+        destination,
+    )
+    return ExportResult(
+        uri=str(destination),
+        cohort_code=cohort_code,
+        rows=rows,
+        expected_rows=expected,
+        bytes_written=bytes_written,
+        columns=schema.names,
+        seconds=round(seconds, 3),
+        rows_per_second=round(rows / seconds, 1) if seconds > 0 else float(rows),
+        masked_values=masked,
+        attempts=attempt,
+        column_origins={c.name: c.origin for c in schema.columns},
+    )
