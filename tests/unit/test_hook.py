@@ -1,0 +1,136 @@
+"""AnalyticsHook: connection -> client configuration, secrets masked, operations delegated."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+import requests_mock as rm
+from airflow.sdk.log import _secrets_masker
+
+from airflow_provider_analytics.client import AnalyticsClient, AnalyticsConfigurationError
+from airflow_provider_analytics.hooks.analytics import AnalyticsHook
+
+TOKEN, APP_KEY, XTOKEN = "tok-3f9a1c77e2", "ak-5d2e8b01c4", "xt-9c4b2a6e13"
+
+
+def set_connection(
+    monkeypatch: pytest.MonkeyPatch, conn_id: str = "analytics_default", **fields
+) -> None:
+    conn = {"conn_type": "analytics", "host": "https://analytics.example.com:4005"}
+    conn.update(fields)
+    monkeypatch.setenv(f"AIRFLOW_CONN_{conn_id.upper()}", json.dumps(conn))
+
+
+def test_connection_fields_and_extras_become_the_client_config(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    set_connection(
+        monkeypatch,
+        password=TOKEN,
+        extra={
+            "app_key": APP_KEY,
+            "xtoken": XTOKEN,
+            "utm_prefix": "/ark",
+            "connect_timeout": "3.5",
+            "read_timeout": 20,
+            "export_read_timeout": 900,
+            "max_attempts": "6",
+            "verify": "false",
+            "timezone": "Asia/Shanghai",
+        },
+    )
+    hook = AnalyticsHook()
+    config = hook.client_config
+    assert config.base_url.rstrip("/") == "https://analytics.example.com:4005"
+    assert (config.token, config.app_key, config.xtoken) == (TOKEN, APP_KEY, XTOKEN)
+    assert config.utm_prefix == "/ark"
+    assert (config.connect_timeout, config.read_timeout, config.export_read_timeout) == (
+        3.5,
+        20,
+        900,
+    )
+    assert config.max_attempts == 6
+    assert config.verify is False
+    assert hook.project_timezone == "Asia/Shanghai"
+    assert isinstance(hook.get_conn(), AnalyticsClient)
+    assert hook.get_conn() is hook.get_conn()
+
+
+def test_host_without_scheme_uses_schema_and_port(monkeypatch: pytest.MonkeyPatch) -> None:
+    set_connection(monkeypatch, "plain", host="127.0.0.1", port=4005, schema="http", password=TOKEN)
+    assert AnalyticsHook("plain").client_config.base_url.rstrip("/") == "http://127.0.0.1:4005"
+    set_connection(monkeypatch, "tls", host="analytics.example.com", password=TOKEN)
+    assert (
+        AnalyticsHook("tls").client_config.base_url.rstrip("/") == "https://analytics.example.com"
+    )
+
+
+def test_ui_prefixed_extras_and_ca_bundle(monkeypatch: pytest.MonkeyPatch) -> None:
+    set_connection(
+        monkeypatch,
+        password=TOKEN,
+        extra={"extra__analytics__app_key": APP_KEY, "verify": "/etc/ssl/ca.pem"},
+    )
+    config = AnalyticsHook().client_config
+    assert config.app_key == APP_KEY
+    assert config.verify == "/etc/ssl/ca.pem"
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"host": ""}, "no host"),
+        ({"extra": {"max_attempts": "many"}}, "max_attempts"),
+        ({"extra": {"allow_insecure_http": "maybe"}}, "allow_insecure_http"),
+        ({"host": "http://analytics.example.com"}, "http"),
+    ],
+)
+def test_unusable_connections_fail_with_a_clear_message(
+    monkeypatch: pytest.MonkeyPatch, fields: dict, message: str
+) -> None:
+    set_connection(monkeypatch, **{"password": TOKEN, **fields})
+    with pytest.raises(AnalyticsConfigurationError, match=message) as info:
+        _ = AnalyticsHook().client_config
+    assert TOKEN not in str(info.value)
+
+
+def test_secrets_are_masked_and_never_in_reprs(monkeypatch: pytest.MonkeyPatch) -> None:
+    set_connection(monkeypatch, password=TOKEN, extra={"app_key": APP_KEY, "xtoken": XTOKEN})
+    hook = AnalyticsHook()
+    config = hook.client_config
+    redacted = _secrets_masker().redact(f"token={TOKEN} appKey={APP_KEY} xtoken={XTOKEN}")
+    assert TOKEN not in redacted and APP_KEY not in redacted and XTOKEN not in redacted
+    for text in (repr(hook), repr(config), str(config), repr(hook.get_conn())):
+        assert TOKEN not in text and APP_KEY not in text and XTOKEN not in text
+
+
+def test_operations_are_delegated_with_the_clients_signature(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    set_connection(monkeypatch, password=TOKEN, extra={"app_key": APP_KEY})
+    hook = AnalyticsHook()
+    assert AnalyticsHook.list_events.__doc__ == AnalyticsClient.list_events.__doc__
+    with rm.Mocker() as mock, caplog.at_level(logging.DEBUG):
+        mock.get(
+            "https://analytics.example.com:4005/uba/api/schema/event?plan=1",
+            json=[{"id": "$startup", "name": "App start"}],
+        )
+        assert hook.list_events(plan=1) == [{"id": "$startup", "name": "App start"}]
+        request = mock.request_history[0]
+        assert request.headers["token"] == TOKEN and request.headers["appKey"] == APP_KEY
+    assert TOKEN not in caplog.text and APP_KEY not in caplog.text
+
+
+def test_test_connection_reports_failure_without_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
+    set_connection(monkeypatch, password=TOKEN, extra={"app_key": APP_KEY})
+    with rm.Mocker() as mock:
+        mock.get(
+            "https://analytics.example.com:4005/uba/api/schema/event",
+            status_code=401,
+            json={"code": 401, "msg": f"bad token {TOKEN}", "data": None},
+        )
+        ok, message = AnalyticsHook().test_connection()
+    assert ok is False
+    assert "token" in message.lower() and TOKEN not in message
