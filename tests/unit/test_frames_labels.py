@@ -1,0 +1,128 @@
+"""Label strings of analysis responses (tabular/labels.py), split-column names (schemas.py)."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from airflow_provider_analytics.tabular.labels import (
+    BucketBounds,
+    column_slug,
+    label_text,
+    parse_bucket_label,
+    parse_funnel_date,
+    parse_report_datetime,
+    split_measure_label,
+    steps_express_matches,
+)
+from airflow_provider_analytics.tabular.schemas import plan_by_columns
+
+
+@pytest.mark.parametrize(
+    ("label", "bounds"),
+    [
+        ("-∞~600", BucketBounds(None, 600.0)),
+        ("600~800", BucketBounds(600.0, 800.0)),
+        ("800~+∞", BucketBounds(800.0, None)),
+        ("800~∞", BucketBounds(800.0, None)),
+        ("-2.5~-1", BucketBounds(-2.5, -1.0)),
+        ("0.5 ~ 1e3", BucketBounds(0.5, 1000.0)),
+        ("未知", BucketBounds(None, None)),
+        (None, BucketBounds(None, None)),
+        ("北京", None),
+        ("600", None),
+        ("+∞~600", None),
+        ("600~-∞", None),
+        ("a~b", None),
+    ],
+)
+def test_bucket_labels(label, bounds) -> None:
+    assert parse_bucket_label(label) == bounds
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("2019-06-17", dt.datetime(2019, 6, 17)),
+        ("2019-06-17 08:30", dt.datetime(2019, 6, 17, 8, 30)),
+        ("2019-06-17 08:30:05", dt.datetime(2019, 6, 17, 8, 30, 5)),
+        ("2019/06/17 08:30:05", dt.datetime(2019, 6, 17, 8, 30, 5)),
+    ],
+)
+def test_report_datetimes(text, expected) -> None:
+    assert parse_report_datetime(text, what="x") == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "2019/06/17",
+        "2019-6-17",
+        "17/06/2019",
+        "2019-06-17T08:30:05",
+        "2019-13-01",
+        "",
+        None,
+        20190617,
+    ],
+)
+def test_other_datetime_forms_are_refused_naming_the_value(text) -> None:
+    with pytest.raises(ValueError, match=rf"series\[4\] {text!r} is not a date"):
+        parse_report_datetime(text, what="series[4]")
+
+
+def test_funnel_dates_are_whole_days() -> None:
+    assert parse_funnel_date("2019/06/17 00:00:00", what="d") == dt.date(2019, 6, 17)
+    assert parse_funnel_date("2019-06-17", what="d") == dt.date(2019, 6, 17)
+    assert parse_funnel_date("2019-06-17 00:00:00", what="d") == dt.date(2019, 6, 17)
+    with pytest.raises(ValueError, match="not a whole day"):
+        parse_funnel_date("2019-06-17 00:00:01", what="d")
+
+
+@pytest.mark.parametrize(
+    ("label", "expression", "aggregator"),
+    [
+        ("event.$Anything.unique", "event.$Anything", "TRIGGER_USER_COUNT"),
+        ("event.search.TOTAL_COUNT", "event.search", "TOTAL_COUNT"),
+        ("event.search.avg_count", "event.search", "AVG_COUNT"),
+        ("event.purchase.amount.sum", "event.purchase.amount", "SUM"),
+        ("event.purchase.product_id.unique", "event.purchase.product_id", "REMOVE_DUMPLICATE"),
+        ("event.purchase.amount.AVG_PER", "event.purchase.amount", "AVG_PER"),
+        # An event aggregator after a property, or a property one after an event, is not read.
+        ("event.purchase.sum", "event.purchase.sum", None),
+        ("event.purchase.amount.TOTAL_COUNT", "event.purchase.amount.TOTAL_COUNT", None),
+        ("event.purchase.amount", "event.purchase.amount", None),
+        ("event.search", "event.search", None),
+        ("用户数", "用户数", None),
+    ],
+)
+def test_measure_labels(label, expression, aggregator) -> None:
+    assert split_measure_label(label) == (expression, aggregator)
+
+
+def test_steps_express_accepts_both_forms_and_checks_the_pair() -> None:
+    assert steps_express_matches("$startup~$pageview", "event.$startup", "event.$pageview")
+    assert steps_express_matches(
+        "event.$startup~event.$pageview", "event.$startup", "event.$pageview"
+    )
+    assert steps_express_matches("$startup~$pageview", "$startup", "$pageview")
+    assert not steps_express_matches("$pageview~$startup", "event.$startup", "event.$pageview")
+    assert not steps_express_matches("$startup", "event.$startup", "event.$pageview")
+
+
+def test_label_text_writes_numbers_and_booleans_as_json_does() -> None:
+    assert [label_text(v) for v in ("-1", -1, 2.5, True, None)] == ["-1", "-1", "2.5", "true", None]
+
+
+def test_column_slug_and_plan() -> None:
+    assert column_slug("event.purchase.$city") == "event_purchase_city"
+    assert column_slug("user.$Last-Visit Time") == "user_last_visit_time"
+    planned = plan_by_columns(
+        ["user.age", "user.age", "event.e.measure_index"], [True, False, False]
+    )
+    assert [column.names for column in planned] == [
+        ("by_user_age", "by_user_age_lower", "by_user_age_upper"),
+        ("by_user_age_2",),
+        ("by_event_e_measure_index",),
+    ]
