@@ -1,0 +1,79 @@
+"""The emulator's analytics engine: funnel analysis (spec 4.16) and event analysis (4.17).
+
+Both compute their numbers from the event log, so a wrong number anywhere between here and
+a report table shows up in tests. Semantics are documented in analysis_funnel and
+analysis_events; request checks in analysis_validation, analysis_filters and
+analysis_expressions. Bad input raises :class:`errors.BadRequest` and nothing else.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+from zoneinfo import ZoneInfo
+
+from airflow_provider_analytics.emulator import catalog
+from airflow_provider_analytics.emulator.analysis_events import events_body
+from airflow_provider_analytics.emulator.analysis_funnel import funnel_body
+from airflow_provider_analytics.emulator.analysis_validation import require_body
+
+if TYPE_CHECKING:
+    import datetime as dt
+    from collections.abc import Mapping
+
+    from airflow_provider_analytics.emulator.analysis_scope import Population
+    from airflow_provider_analytics.emulator.eventlog import EventLog
+
+
+def report_update_time() -> str:
+    """Now on the project's clock, written ``yyyy-MM-dd HH:mm:ss``."""
+    return datetime.now(ZoneInfo(catalog.PROJECT_TIMEZONE)).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def analyze_funnel(
+    request: object,
+    *,
+    log: EventLog,
+    population: Population,
+    cohorts: Mapping[str, int],
+    data_until: dt.date | None,
+) -> dict[str, Any]:
+    """Answer a funnel analysis request.
+
+    :param request: the JSON body (spec 4.16).
+    :param log: the event log to analyse.
+    :param population: source of user property values (``records(start, stop, properties)``).
+    :param cohorts: cohort code -> size; a cohort of size N holds users 0..N-1.
+    :param data_until: last day whose events are visible; None when all are.
+    :raises BadRequest: for an invalid body, naming the offending parameters.
+    """
+    body = funnel_body(
+        require_body(request),
+        log=log,
+        population=population,
+        cohorts=cohorts,
+        data_until=data_until,
+    )
+    return {**body, "reportUpdateTime": report_update_time()}
+
+
+def analyze_events(
+    request: object,
+    *,
+    log: EventLog,
+    population: Population,
+    cohorts: Mapping[str, int],
+    data_until: dt.date | None,
+) -> dict[str, Any]:
+    """Answer an event analysis request; parameters as for :func:`analyze_funnel` (spec 4.17).
+
+    :raises BadRequest: for an invalid body, naming the offending parameters.
+    """
+    body = events_body(
+        require_body(request),
+        log=log,
+        population=population,
+        cohorts=cohorts,
+        data_until=data_until,
+    )
+    return {**body, "reportUpdateTime": report_update_time()}
