@@ -1,0 +1,165 @@
+"""Has the platform got the data for a date range? The check behind the data-ready sensor.
+
+Two ways to tell, both plain data so the sensor (sync) and its trigger (async) share them:
+
+- ``events`` (default): an event analysis (spec 4.17) of TOTAL_COUNT for ``event`` (default
+  ``$Anything``, any event) by DAY; every day of the range must reach ``threshold``.
+- ``plan``: the tracking plan shows ``dataStatus`` = 1 for ``event`` (spec 4.6), or for
+  ``event_property`` of that event (spec 4.7).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from airflow_provider_analytics.client import errors, rules
+from airflow_provider_analytics.client.operations import (
+    ANALYZE_EVENTS,
+    LIST_EVENT_PROPERTIES,
+    LIST_EVENTS,
+    Operation,
+)
+
+if TYPE_CHECKING:
+    from airflow_provider_analytics.client import AnalyticsClient
+
+TRANSIENT_ERRORS = (
+    errors.AnalyticsServerError,
+    errors.AnalyticsRateLimitError,
+    errors.AnalyticsTransportError,
+    errors.AnalyticsProtocolError,
+)
+"""Failures a waiting sensor logs and outlives; anything else fails it at once."""
+
+
+@dataclass(frozen=True)
+class Readiness:
+    """The outcome of one check: ready or not, and what was seen (JSON-able)."""
+
+    ready: bool
+    detail: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ApiCall:
+    """One request: the operation, its query parameters and JSON body."""
+
+    operation: Operation
+    params: dict[str, Any]
+    body: dict[str, Any] | None
+
+
+@dataclass(frozen=True)
+class DataReadyCheck:
+    """What "the data has landed" means for one run.
+
+    :param from_date: first day, ``yyyy-MM-dd``.
+    :param to_date: last day (inclusive).
+    :param event: event id to look for; ``$Anything`` is any event.
+    :param threshold: events per day needed (``events`` source).
+    :param source: ``events`` (event analysis) or ``plan`` (tracking plan dataStatus).
+    :param event_property: with ``plan``: a property of ``event`` that must have data.
+    """
+
+    from_date: str
+    to_date: str
+    event: str = "$Anything"
+    threshold: float = 1
+    source: Literal["events", "plan"] = "events"
+    event_property: str | None = None
+
+    def __post_init__(self) -> None:
+        rules.date_range(self.from_date, self.to_date, from_field="from_date", to_field="to_date")
+        rules.id_ref(self.event, "event")
+        rules.one_of(self.source, "source", ("events", "plan"))
+        if self.event_property is not None:
+            rules.id_ref(self.event_property, "event_property")
+            if self.source != "plan":
+                rules.fail("event_property", "is only used with source='plan'")
+        if isinstance(self.threshold, bool) or not isinstance(self.threshold, int | float):
+            rules.fail("threshold", "must be a number", self.threshold)
+        if self.threshold <= 0:
+            rules.fail("threshold", "must be greater than 0", self.threshold)
+        if self.source == "plan" and self.event == "$Anything":
+            rules.fail("event", "must name a real event when source='plan'", self.event)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def days(self) -> list[str]:
+        first, last = dt.date.fromisoformat(self.from_date), dt.date.fromisoformat(self.to_date)
+        return [(first + dt.timedelta(days=n)).isoformat() for n in range((last - first).days + 1)]
+
+    def call(self) -> ApiCall:
+        """The request that answers this check."""
+        if self.source == "events":
+            body = {
+                "measures": [{"expression": f"event.{self.event}", "aggregator": "TOTAL_COUNT"}],
+                "crowds": ["$ALL"],
+                "fromDate": self.from_date,
+                "toDate": self.to_date,
+                "unit": "DAY",
+            }
+            return ApiCall(ANALYZE_EVENTS, {}, body)
+        if self.event_property is not None:
+            return ApiCall(LIST_EVENT_PROPERTIES, {"eventId": self.event}, None)
+        return ApiCall(LIST_EVENTS, {}, None)
+
+    def fetch(self, client: AnalyticsClient) -> Any:
+        """Make the call with the synchronous client."""
+        if self.source == "events":
+            body = self.call().body
+            assert body is not None
+            return client.analyze_events(body)
+        if self.event_property is not None:
+            return client.list_event_properties(self.event)
+        return client.list_events()
+
+    def evaluate(self, payload: Any) -> Readiness:
+        """Judge the call's decoded JSON answer."""
+        if self.source == "events":
+            return self._evaluate_counts(payload)
+        return self._evaluate_plan(payload)
+
+    def _evaluate_counts(self, response: Any) -> Readiness:
+        if not isinstance(response, dict):
+            raise errors.AnalyticsProtocolError("analyze_events: the answer is not a JSON object")
+        series = [str(s)[:10] for s in response.get("series") or []]
+        counts = dict.fromkeys(self.days(), 0.0)
+        for row in response.get("rows") or []:
+            values = (row.get("values") or [[]])[0] or []
+            for day, value in zip(series, values, strict=False):
+                if day in counts and value is not None:
+                    counts[day] += float(value)
+        missing = [day for day, count in counts.items() if count < self.threshold]
+        return Readiness(
+            not missing,
+            {
+                "event": self.event,
+                "counts": counts,
+                "threshold": self.threshold,
+                "missing": missing,
+            },
+        )
+
+    def _evaluate_plan(self, items: Any) -> Readiness:
+        wanted = self.event_property if self.event_property is not None else self.event
+        found = next(
+            (i for i in items or [] if isinstance(i, dict) and i.get("id") == wanted), None
+        )
+        status = None if found is None else found.get("dataStatus")
+        return Readiness(
+            status == 1,
+            {
+                "event": self.event,
+                "event_property": self.event_property,
+                "found": found is not None,
+                "dataStatus": status,
+            },
+        )
+
+    def check(self, client: AnalyticsClient) -> Readiness:
+        """Fetch and judge with the synchronous client."""
+        return self.evaluate(self.fetch(client))

@@ -1,0 +1,124 @@
+"""AnalyticsDataSensor: wait until the platform holds the data for the run's data interval."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from airflow.sdk import BaseSensorOperator, PokeReturnValue, conf
+from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
+
+from airflow_provider_analytics.jobs.data_ready import TRANSIENT_ERRORS, DataReadyCheck
+from airflow_provider_analytics.operators.base import AnalyticsBaseOperator
+from airflow_provider_analytics.operators.intervals import interval_dates
+from airflow_provider_analytics.triggers.data_ready import AnalyticsDataReadyTrigger
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from airflow.sdk import Context
+
+
+class AnalyticsDataSensor(BaseSensorOperator, AnalyticsBaseOperator):
+    """Wait until the platform holds data for every day of the run's data interval.
+
+    By default it runs an event analysis of TOTAL_COUNT for ``event`` (any event) by day and
+    waits until each day reaches ``threshold``. With ``source="plan"`` it waits until the
+    tracking plan shows ``dataStatus`` = 1 for ``event`` (or ``event_property`` of it).
+    Transient server errors are logged and waited through; authentication and request errors
+    fail at once (skip with ``soft_fail``). Works in poke, reschedule and deferrable modes.
+
+    :param event: event id; ``$Anything`` (default) is any event (templated).
+    :param threshold: events needed on each day (templated).
+    :param source: ``events`` or ``plan``.
+    :param event_property: with ``source="plan"``, a property of ``event`` that must have data.
+    :param from_date: first day, default the data interval's first day (templated).
+    :param to_date: last day, default the data interval's last day (templated).
+    :param deferrable: wait in the triggerer instead of a worker slot.
+    """
+
+    template_fields: Sequence[str] = (
+        "analytics_conn_id",
+        "event",
+        "threshold",
+        "event_property",
+        "from_date",
+        "to_date",
+    )
+    ui_color = "#e0e7f5"
+
+    def __init__(
+        self,
+        *,
+        event: str = "$Anything",
+        threshold: float = 1,
+        source: str = "events",
+        event_property: str | None = None,
+        from_date: str | None = None,
+        to_date: str | None = None,
+        deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.event = event
+        self.threshold = threshold
+        self.source = source
+        self.event_property = event_property
+        self.from_date = from_date
+        self.to_date = to_date
+        self.deferrable = deferrable
+
+    def data_check(self, context: Context) -> DataReadyCheck:
+        """The check for this run (validated: a bad argument fails before any request)."""
+        first, last = interval_dates(context)
+        threshold = self.threshold
+        if isinstance(threshold, str):
+            threshold = float(threshold)
+        return DataReadyCheck(
+            from_date=self.from_date or first,
+            to_date=self.to_date or last,
+            event=self.event,
+            threshold=threshold,
+            source=self.source,  # type: ignore[arg-type]
+            event_property=self.event_property,
+        )
+
+    def _fail(self, message: str) -> NoReturn:
+        if self.soft_fail:
+            raise AirflowSkipException(message)
+        raise AirflowFailException(message)
+
+    def poke(self, context: Context) -> PokeReturnValue:
+        try:
+            check = self.data_check(context)
+            readiness = check.check(self.hook.get_conn())
+        except TRANSIENT_ERRORS as error:
+            self.log.warning("data-ready check failed transiently, will poke again: %s", error)
+            return PokeReturnValue(is_done=False)
+        except Exception as error:  # auth, bad request, bad arguments: waiting cannot help
+            self._fail(f"data-ready check cannot succeed: {error}")
+        self.log.info("data ready: %s; %s", readiness.ready, readiness.detail)
+        return PokeReturnValue(is_done=readiness.ready, xcom_value=readiness.detail)
+
+    def execute(self, context: Context) -> Any:
+        if not self.deferrable:
+            return super().execute(context)
+        first = self.poke(context)
+        if first.is_done:
+            return first.xcom_value
+        self.defer(
+            trigger=AnalyticsDataReadyTrigger(
+                analytics_conn_id=self.analytics_conn_id,
+                check=self.data_check(context).as_dict(),
+                poke_interval=float(self.poke_interval),
+            ),
+            method_name="execute_complete",
+            timeout=dt.timedelta(seconds=float(self.timeout)),
+        )
+
+    def execute_complete(self, context: Context, event: dict[str, Any]) -> Any:
+        """Resume after the trigger fired: return what it saw, or fail with its reason."""
+        if event.get("status") == "success":
+            self.log.info("data ready: %s", event.get("detail"))
+            return event.get("detail")
+        self._fail(f"data-ready check cannot succeed: {event.get('message')}")

@@ -1,0 +1,107 @@
+"""AnalyticsDataReadyTrigger: the data-ready check, polled asynchronously in the triggerer."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Any
+
+import httpx
+from airflow.triggers.base import BaseTrigger, TriggerEvent
+
+from airflow_provider_analytics.client import ClientConfig, errors
+from airflow_provider_analytics.client.failures import error_from_response
+from airflow_provider_analytics.client.session import auth_headers
+from airflow_provider_analytics.hooks.analytics import AnalyticsHook, client_config_from_connection
+from airflow_provider_analytics.jobs.data_ready import TRANSIENT_ERRORS, DataReadyCheck, Readiness
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+log = logging.getLogger(__name__)
+
+
+async def check_once(
+    http: httpx.AsyncClient, config: ClientConfig, check: DataReadyCheck
+) -> Readiness:
+    """One asynchronous check; raises the client's errors for failed answers."""
+    call = check.call()
+    headers = {"Accept": "application/json", "User-Agent": config.user_agent}
+    headers.update(auth_headers(config, call.operation))
+    try:
+        response = await http.request(
+            call.operation.method,
+            config.api_root + call.operation.build_path(config.utm_prefix),
+            params=call.params or None,
+            json=call.body,
+            headers=headers,
+            timeout=httpx.Timeout(config.read_timeout, connect=config.connect_timeout),
+        )
+    except httpx.HTTPError as error:
+        raise errors.AnalyticsTransportError(
+            f"{call.operation.name}: no answer ({type(error).__name__})",
+            operation=call.operation.name,
+            secrets=config.secrets(),
+        ) from None
+    if response.status_code != 200:
+        raise error_from_response(call.operation, response, attempts=1, secrets=config.secrets())
+    try:
+        payload = response.json()
+    except ValueError:
+        raise errors.AnalyticsProtocolError(
+            f"{call.operation.name}: the answer is not JSON", operation=call.operation.name
+        ) from None
+    return check.evaluate(payload)
+
+
+class AnalyticsDataReadyTrigger(BaseTrigger):
+    """Poll the platform until the data for a date range has landed; then fire one event.
+
+    Events are plain JSON: ``{"status": "success", "detail": {...}}`` or
+    ``{"status": "error", "message": "..."}``. Transient failures (5xx, 429, timeouts) are
+    logged and polled through; authentication or request errors end the wait at once.
+
+    :param analytics_conn_id: id of the ``analytics`` connection.
+    :param check: :meth:`DataReadyCheck.as_dict` of the check to run.
+    :param poke_interval: seconds between checks.
+    """
+
+    def __init__(self, analytics_conn_id: str, check: dict[str, Any], poke_interval: float) -> None:
+        super().__init__()
+        self.analytics_conn_id = analytics_conn_id
+        self.check = check
+        self.poke_interval = poke_interval
+
+    def serialize(self) -> tuple[str, dict[str, Any]]:
+        return (
+            f"{type(self).__module__}.{type(self).__qualname__}",
+            {
+                "analytics_conn_id": self.analytics_conn_id,
+                "check": self.check,
+                "poke_interval": self.poke_interval,
+            },
+        )
+
+    async def run(self) -> AsyncIterator[TriggerEvent]:
+        try:
+            check = DataReadyCheck(**self.check)
+            connection = await AnalyticsHook.aget_connection(self.analytics_conn_id)
+            config = client_config_from_connection(connection)
+        except Exception as error:  # a bad check or connection can never succeed
+            yield TriggerEvent({"status": "error", "message": str(error)})
+            return
+        async with httpx.AsyncClient(verify=config.verify, follow_redirects=False) as http:
+            while True:
+                try:
+                    readiness = await check_once(http, config, check)
+                except TRANSIENT_ERRORS as error:
+                    log.warning("data-ready check failed transiently, polling on: %s", error)
+                except Exception as error:  # anything else ends the wait with its reason
+                    yield TriggerEvent({"status": "error", "message": str(error)})
+                    return
+                else:
+                    if readiness.ready:
+                        yield TriggerEvent({"status": "success", "detail": readiness.detail})
+                        return
+                    log.info("data not ready yet: %s", readiness.detail)
+                await asyncio.sleep(self.poke_interval)
