@@ -1,0 +1,131 @@
+"""Enterprise account operators: register an account, enable or disable one."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from airflow.sdk.log import mask_secret
+
+from airflow_provider_analytics.client import rules
+from airflow_provider_analytics.client.errors import (
+    AnalyticsAlreadyExistsError,
+    AnalyticsDisabledError,
+)
+from airflow_provider_analytics.operators.base import AnalyticsBaseOperator
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from airflow.sdk import Context
+
+
+class RegisterAccountOperator(AnalyticsBaseOperator):
+    """Register an enterprise user (spec 4.14); needs the connection's ``xtoken``.
+
+    With ``ensure_exists=True`` an account that already exists is success (``created`` is
+    False in the XCom, ``disabled`` True if the platform reports it disabled), which also makes
+    task retries safe. Otherwise a duplicate fails with the platform's reason.
+
+    The password is never templated, logged or returned; prefer leaving it unset (the platform
+    then asks the user to set one) or reading it from a secrets backend in the DAG.
+
+    :param email: login email, unique (templated).
+    :param user_name: login name, unique (templated).
+    :param name: display name (templated).
+    :param password: initial password (optional from platform 4.5.1).
+    :param phone: phone, unique (templated).
+    :param department: department (templated).
+    :param login_user: operator recorded by the platform (templated).
+    :param ensure_exists: treat "already exists" as success.
+    """
+
+    template_fields: Sequence[str] = (
+        "analytics_conn_id",
+        "email",
+        "user_name",
+        "name",
+        "phone",
+        "department",
+        "login_user",
+    )
+
+    def __init__(
+        self,
+        *,
+        email: str,
+        user_name: str | None = None,
+        name: str | None = None,
+        password: str | None = None,
+        phone: str | None = None,
+        department: str | None = None,
+        login_user: str | None = None,
+        ensure_exists: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.email = email
+        self.user_name = user_name
+        self.name = name
+        self._password = password
+        self.phone = phone
+        self.department = department
+        self.login_user = login_user
+        self.ensure_exists = ensure_exists
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        if self._password:
+            mask_secret(self._password)
+        try:
+            account = self.hook.get_conn().register_account(
+                self.email,
+                user_name=self.user_name,
+                name=self.name,
+                password=self._password,
+                phone=self.phone,
+                department=self.department,
+                login_user=self.login_user,
+            )
+        except (AnalyticsAlreadyExistsError, AnalyticsDisabledError) as error:
+            if not self.ensure_exists:
+                raise
+            disabled = isinstance(error, AnalyticsDisabledError)
+            self.log.info(
+                "account %s already exists%s", self.email, " (disabled)" if disabled else ""
+            )
+            return {"email": self.email, "user_id": None, "created": False, "disabled": disabled}
+        return {
+            "email": account.get("email", self.email),
+            "user_id": account.get("userId"),
+            "created": True,
+            "disabled": False,
+        }
+
+
+class AccountActivationOperator(AnalyticsBaseOperator):
+    """Enable (``activation=True``) or disable (``False``) an enterprise user (spec 4.15).
+
+    ``activation`` must be a real bool. When it comes from ``params`` through a template, set
+    ``render_template_as_native_obj=True`` on the DAG so it renders as a bool, not as text.
+
+    :param email: the account (templated).
+    :param activation: True enables, False disables (templated).
+    :param login_user: operator recorded by the platform (templated).
+    """
+
+    template_fields: Sequence[str] = ("analytics_conn_id", "email", "activation", "login_user")
+
+    def __init__(
+        self, *, email: str, activation: bool, login_user: str | None = None, **kwargs: Any
+    ) -> None:
+        super().__init__(**kwargs)
+        self.email = email
+        self.activation = activation
+        self.login_user = login_user
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        activation = rules.boolean(self.activation, "activation")
+        self.hook.get_conn().set_account_activation(
+            self.email, activation, login_user=self.login_user
+        )
+        self.log.info("account %s %s", self.email, "enabled" if activation else "disabled")
+        return {"email": self.email, "activation": activation}

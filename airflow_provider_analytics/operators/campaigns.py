@@ -1,0 +1,165 @@
+"""Ad tracking operators: create a link (and read it back), delete one, fetch its conversion."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from airflow_provider_analytics.client import rules
+from airflow_provider_analytics.operators.base import AnalyticsBaseOperator
+from airflow_provider_analytics.operators.intervals import interval_dates
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from airflow.sdk import Context
+
+
+class CreateUtmOperator(AnalyticsBaseOperator):
+    """Create an ad tracking link (spec 4.1), read it back (4.2), return its links.
+
+    Returns ``{"campaign_id", "url", "short_url"}``. The page URL must be an absolute
+    http(s) address and campaign, medium and source are required; both are checked before
+    anything is sent.
+
+    A create is not idempotent: it is retried only when the request provably never reached
+    the platform (connection refused). If the platform accepted the request but the answer was
+    lost (a read timeout, a 5xx from a proxy), the task fails saying the outcome is unknown:
+    the link may exist. For that reason the operator defaults to ``retries=0``; check the
+    platform's ad tracking list before clearing the task.
+
+    :param page_url: target address (templated).
+    :param utm_campaign: ad name (templated).
+    :param utm_medium: ad medium (templated).
+    :param utm_source: ad source (templated).
+    :param utm_content: ad content (templated).
+    :param utm_term: ad keyword (templated).
+    :param remarks: remarks (templated).
+    :param utm_type: tracking type, when the platform wants one (templated).
+    :param login_user: operator recorded by the platform (templated).
+    """
+
+    template_fields: Sequence[str] = (
+        "analytics_conn_id",
+        "page_url",
+        "utm_campaign",
+        "utm_medium",
+        "utm_source",
+        "utm_content",
+        "utm_term",
+        "remarks",
+        "utm_type",
+        "login_user",
+    )
+    ui_color = "#f2e0ec"
+
+    def __init__(
+        self,
+        *,
+        page_url: str,
+        utm_campaign: str,
+        utm_medium: str,
+        utm_source: str,
+        utm_content: str | None = None,
+        utm_term: str | None = None,
+        remarks: str | None = None,
+        utm_type: str | None = None,
+        login_user: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        kwargs.setdefault("retries", 0)
+        super().__init__(**kwargs)
+        self.page_url = page_url
+        self.utm_campaign = utm_campaign
+        self.utm_medium = utm_medium
+        self.utm_source = utm_source
+        self.utm_content = utm_content
+        self.utm_term = utm_term
+        self.remarks = remarks
+        self.utm_type = utm_type
+        self.login_user = login_user
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        client = self.hook.get_conn()
+        campaign_id = client.create_utm(
+            rules.http_url(self.page_url, "page_url"),
+            self.utm_campaign,
+            self.utm_medium,
+            self.utm_source,
+            utm_content=self.utm_content,
+            utm_term=self.utm_term,
+            remarks=self.remarks,
+            utm_type=self.utm_type,
+            login_user=self.login_user,
+        )
+        record = client.get_utm(campaign_id)
+        self.log.info("created ad tracking %s: %s", campaign_id, record.get("url"))
+        return {
+            "campaign_id": campaign_id,
+            "url": record.get("url"),
+            "short_url": record.get("shortUrl"),
+        }
+
+
+class DeleteUtmOperator(AnalyticsBaseOperator):
+    """Delete an ad tracking link logically (spec 4.4); its data is kept by the platform.
+
+    :param campaign_id: the campaign (templated).
+    """
+
+    template_fields: Sequence[str] = ("analytics_conn_id", "campaign_id")
+
+    def __init__(self, *, campaign_id: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.campaign_id = campaign_id
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        self.hook.get_conn().delete_utm(self.campaign_id)
+        return {"campaign_id": str(self.campaign_id), "deleted": True}
+
+
+class UtmConversionOperator(AnalyticsBaseOperator):
+    """Conversion effect of an ad tracking link (spec 4.3) over the data interval.
+
+    The platform's answer (whose fields the spec leaves open) is returned as the XCom, as is.
+
+    :param campaign_id: the campaign (templated).
+    :param expression: conversion target as an event expression, e.g. ``event.purchase``.
+    :param convert_measures: alternatively, ``[{"expression", "aggregator"}]``.
+    :param from_date: first day, default the data interval's (templated).
+    :param to_date: last day, default the data interval's (templated).
+    """
+
+    template_fields: Sequence[str] = (
+        "analytics_conn_id",
+        "campaign_id",
+        "expression",
+        "from_date",
+        "to_date",
+    )
+
+    def __init__(
+        self,
+        *,
+        campaign_id: str,
+        expression: str | None = None,
+        convert_measures: list[dict[str, Any]] | None = None,
+        from_date: str | None = None,
+        to_date: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.campaign_id = campaign_id
+        self.expression = expression
+        self.convert_measures = convert_measures
+        self.from_date = from_date
+        self.to_date = to_date
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        first, last = interval_dates(context)
+        return self.hook.get_conn().get_utm_conversion(
+            self.campaign_id,
+            self.from_date or first,
+            self.to_date or last,
+            expression=self.expression,
+            convert_measures=self.convert_measures,
+        )
