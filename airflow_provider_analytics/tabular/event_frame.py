@@ -61,14 +61,10 @@ def event_frame(
         not a number; when a series label is not a date in an accepted format; or when a
         bucketed field has a split value that is not a bucket label.
     """
-    rows = [
-        json_object(row, f"event rows[{position}]")
-        for position, row in enumerate(response.get("rows") or [])
-    ]
+    rows = _rows(response)
     measure_labels, measure_expressions, measure_aggregators = _measures(response, request)
     series = [label_text(period) for period in response.get("series") or []]
-    by_labels = _by_label_columns(response, request, rows)
-    by_columns = _plan_by_columns(response, request, by_labels)
+    by_columns, by_labels = _split_columns(response, request, rows)
     values, null = _gather_values(rows, len(measure_labels), len(series))
 
     n_rows, n_measures, n_block = len(rows), len(measure_labels), len(series) + 1
@@ -121,12 +117,15 @@ def event_schema(
     :param response: the response, used when no request is given.
     """
     response = response or {}
-    rows = [
+    by_columns, _ = _split_columns(response, request, _rows(response))
+    return event_schema_for(by_columns)
+
+
+def _rows(response: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    return [
         json_object(row, f"event rows[{position}]")
         for position, row in enumerate(response.get("rows") or [])
     ]
-    by_labels = _by_label_columns(response, request, rows)
-    return event_schema_for(_plan_by_columns(response, request, by_labels))
 
 
 def _measures(
@@ -162,7 +161,23 @@ def _measures(
     )
 
 
-def _by_expressions(
+def _split_columns(
+    response: Mapping[str, Any],
+    request: Mapping[str, Any] | None,
+    rows: Sequence[Mapping[str, Any]],
+) -> tuple[tuple[ByColumn, ...], list[_Labels]]:
+    """The split columns, and each split field's value in every row as text."""
+    fields = _by_fields(response, request)
+    labels = _by_label_columns(rows, len(fields))
+    if request is None:
+        bucketed = [_looks_bucketed(field_labels) for field_labels in labels]
+    else:
+        bucketed = [bool(field.get("buckets")) for field in fields]
+    expressions = [str(field.get("expression")) for field in fields]
+    return plan_by_columns(expressions, bucketed), labels
+
+
+def _by_fields(
     response: Mapping[str, Any], request: Mapping[str, Any] | None
 ) -> list[Mapping[str, Any]]:
     """The split fields as ``{expression, buckets}`` objects: the request's, else the response's."""
@@ -180,13 +195,8 @@ def _by_expressions(
     return requested
 
 
-def _by_label_columns(
-    response: Mapping[str, Any],
-    request: Mapping[str, Any] | None,
-    rows: Sequence[Mapping[str, Any]],
-) -> list[_Labels]:
+def _by_label_columns(rows: Sequence[Mapping[str, Any]], n_fields: int) -> list[_Labels]:
     """Each split field's value in every row, as text, after checking ``byValue`` lengths."""
-    n_fields = len(_by_expressions(response, request))
     by_rows = []
     for position, row in enumerate(rows):
         by_value = row.get("byValue") or []
@@ -198,17 +208,6 @@ def _by_label_columns(
             )
         by_rows.append(by_value)
     return [[label_text(by_value[field]) for by_value in by_rows] for field in range(n_fields)]
-
-
-def _plan_by_columns(
-    response: Mapping[str, Any], request: Mapping[str, Any] | None, by_labels: Sequence[_Labels]
-) -> tuple[ByColumn, ...]:
-    fields = _by_expressions(response, request)
-    if request is None:
-        bucketed = [_looks_bucketed(labels) for labels in by_labels]
-    else:
-        bucketed = [bool(field.get("buckets")) for field in fields]
-    return plan_by_columns([str(field.get("expression")) for field in fields], bucketed)
 
 
 def _looks_bucketed(labels: _Labels) -> bool:
