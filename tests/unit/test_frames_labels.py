@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 
+import pyarrow as pa
 import pytest
 
 from airflow_provider_analytics.tabular.labels import (
@@ -16,7 +18,11 @@ from airflow_provider_analytics.tabular.labels import (
     split_measure_label,
     steps_express_matches,
 )
-from airflow_provider_analytics.tabular.schemas import plan_by_columns
+from airflow_provider_analytics.tabular.schemas import (
+    frame_from_columns,
+    json_numbers,
+    plan_by_columns,
+)
 
 
 @pytest.mark.parametrize(
@@ -126,3 +132,19 @@ def test_column_slug_and_plan() -> None:
         ("by_user_age_2",),
         ("by_event_e_measure_index",),
     ]
+
+
+def test_a_column_of_the_wrong_type_is_refused_not_cast() -> None:
+    schema = pa.schema([("converted_users", pa.int64())])
+
+    with pytest.raises(TypeError, match="converted_users is double, the schema says int64"):
+        frame_from_columns(schema, {"converted_users": pa.array([1.5])})
+
+
+def test_non_finite_floats_from_lenient_json_become_nulls() -> None:
+    numbers, null = json_numbers(
+        json.loads("[1, NaN, Infinity, null, -2.5]"), integral=False, where=str
+    )
+
+    assert null.tolist() == [False, True, True, True, False]
+    assert numbers[~null].tolist() == [1.0, -2.5]
