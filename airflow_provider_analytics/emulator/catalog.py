@@ -7,7 +7,10 @@ server all read it, so ids and data types agree everywhere. Tests may rely on it
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Final
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    import builtins
 
 MASKED_MARKER: Final = "(已脱敏)"
 """Text the platform puts in place of a masked value, whatever the property's type."""
@@ -31,7 +34,7 @@ class UserProperty:
     enable: int = 1
     remark: str = ""
 
-    def as_record(self) -> dict[str, object]:
+    def as_record(self) -> builtins.dict[str, object]:
         return {
             "id": self.id,
             "name": self.name,
@@ -62,7 +65,7 @@ class EventProperty:
     enable: int = 1
     remark: str = ""
 
-    def as_record(self) -> dict[str, object]:
+    def as_record(self) -> builtins.dict[str, object]:
         return {
             "id": self.id,
             "name": self.name,
@@ -92,7 +95,7 @@ class Event:
     platform: str = "all"
     properties: tuple[EventProperty, ...] = field(default_factory=tuple)
 
-    def as_record(self) -> dict[str, object]:
+    def as_record(self) -> builtins.dict[str, object]:
         return {
             "id": self.id,
             "name": self.name,

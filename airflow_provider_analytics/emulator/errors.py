@@ -20,6 +20,10 @@ class EmulatorError(Exception):
     def body(self) -> dict[str, Any]:
         return {"code": self.code, "msg": self.msg, "data": self.data}
 
+    def response_headers(self) -> dict[str, str]:
+        """Extra headers of the error response (none unless a subclass needs some)."""
+        return {}
+
 
 class BadRequest(EmulatorError):
     """400: a parameter is missing or wrong, or the object does not exist.
