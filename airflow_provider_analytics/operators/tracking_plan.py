@@ -1,0 +1,80 @@
+"""TrackingPlanSyncOperator: the platform's tracking plan kept in line with a file in the repo."""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+from airflow_provider_analytics.hooks.analytics import AnalyticsHook
+from airflow_provider_analytics.jobs.tracking_plan import sync_tracking_plan
+from airflow_provider_analytics.jobs.tracking_plan_file import load_tracking_plan
+from airflow_provider_analytics.operators.base import AnalyticsBaseOperator
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    from airflow.sdk import Context
+
+
+class TrackingPlanSyncOperator(AnalyticsBaseOperator):
+    """Add and modify user properties, events and event properties so the platform's plan
+    matches a YAML/JSON plan file.
+
+    The whole file is checked first (every problem reported at once, nothing sent). Items
+    missing from the platform or outside its plan are added, differing names, remarks and
+    (while no data is reported) data types are modified, identical items are skipped, and
+    platform items the file does not declare are left alone (counted as ``untracked``). A data
+    type that cannot change because data was reported is a conflict: by default the task fails
+    listing every conflict before writing anything. Running the same file again changes nothing.
+
+    Returns ``{"added": [...], "modified": [...], "skipped": n, "conflicts": [...],
+    "untracked": {...}, "dry_run": bool}``; each listed change names its target, ids and the
+    fields that change (old and new).
+
+    :param plan: path of the plan file (templated; relative to the DAG file's folder), or the
+        plan as a dict.
+    :param dry_run: only compare; return what would change without writing.
+    :param apply_despite_conflicts: apply everything else when there are conflicts; the task
+        succeeds and reports them in its result and a warning.
+    :param analytics_conn_id: id of the ``analytics`` connection (templated).
+    """
+
+    template_fields: Sequence[str] = ("analytics_conn_id", "plan")
+    ui_color = "#e8f0d8"
+
+    def __init__(
+        self,
+        *,
+        plan: str | os.PathLike[str] | Mapping[str, Any],
+        dry_run: bool = False,
+        apply_despite_conflicts: bool = False,
+        analytics_conn_id: str = AnalyticsHook.default_conn_name,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(analytics_conn_id=analytics_conn_id, **kwargs)
+        self.plan = os.fspath(plan) if isinstance(plan, os.PathLike) else plan
+        # ``dry_run`` is taken: BaseOperator.dry_run() renders templates for the CLI.
+        self.is_dry_run = dry_run
+        self.apply_despite_conflicts = apply_despite_conflicts
+
+    def _dag_folder(self, context: Context) -> str | None:
+        """Folder of the DAG file, where a relative plan path starts."""
+        dag = context.get("dag") or (self.dag if self.has_dag() else None)
+        fileloc = getattr(dag, "fileloc", None)
+        return os.path.dirname(fileloc) if fileloc else None
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        desired = load_tracking_plan(self.plan, base_dir=self._dag_folder(context))
+        result = sync_tracking_plan(
+            self.hook.get_conn(),
+            desired,
+            dry_run=self.is_dry_run,
+            apply_despite_conflicts=self.apply_despite_conflicts,
+        )
+        summary = result.as_dict()
+        if summary["conflicts"]:
+            self.log.warning(
+                "%d conflict(s) left as they are; see 'conflicts' in the result",
+                len(summary["conflicts"]),
+            )
+        return summary
