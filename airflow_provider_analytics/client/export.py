@@ -38,6 +38,7 @@ class CohortExport:
         self._response = response
         self._redactor = Redactor(secrets)
         self._started = False
+        self._closed = False
         self.bytes_read = 0
         """Body bytes received so far."""
         self.lines_read = 0
@@ -59,6 +60,7 @@ class CohortExport:
 
     def close(self) -> None:
         """Release the connection; an unfinished body is discarded."""
+        self._closed = True
         self._response.close()
 
     def _broken(self, detail: str) -> AnalyticsStreamError:
@@ -75,8 +77,8 @@ class CohortExport:
         :param chunk_size: largest chunk to read at once.
         :raises AnalyticsStreamError: the stream broke before its end.
         """
-        if self._started:
-            raise RuntimeError("the export body was already read; start a new export")
+        if self._started or self._closed:
+            raise RuntimeError("the export body was already read or closed; start a new export")
         self._started = True
         try:
             for chunk in self._response.iter_content(chunk_size):

@@ -7,7 +7,7 @@ check, without ever showing a credential.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from airflow_provider_analytics.client import errors
 from airflow_provider_analytics.client.operations import AuthKind
@@ -16,12 +16,20 @@ from airflow_provider_analytics.client.retry import FailurePhase
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-    import requests
-
     from airflow_provider_analytics.client.operations import Operation
     from airflow_provider_analytics.client.retry import TransportFailure
 
 _MAX_MSG = 500
+
+
+class HttpAnswer(Protocol):
+    """What is read from an answer: ``requests`` and ``httpx`` responses both fit."""
+
+    @property
+    def status_code(self) -> int: ...
+
+    def json(self) -> Any: ...
+
 
 _NOT_COMPLETED_BY_CODE: dict[int, tuple[type[errors.AnalyticsNotCompletedError], str]] = {
     501: (
@@ -46,7 +54,7 @@ def _as_int(value: Any) -> Any:
     return value
 
 
-def _error_body(response: requests.Response) -> tuple[Any, str | None, Any]:
+def _error_body(response: HttpAnswer) -> tuple[Any, str | None, Any]:
     """``(code, msg, data)`` of the platform's error body; ``None`` parts when absent."""
     try:
         body = response.json()
@@ -123,7 +131,7 @@ def _classify(
 
 def error_from_response(
     operation: Operation,
-    response: requests.Response,
+    response: HttpAnswer,
     *,
     attempts: int,
     secrets: Iterable[str],
@@ -131,7 +139,7 @@ def error_from_response(
     """The error for a non-success answer.
 
     :param operation: the operation that got the answer.
-    :param response: the answer.
+    :param response: the answer (a ``requests`` or an ``httpx`` response).
     :param attempts: attempts made, for the message.
     :param secrets: values to mask.
     """

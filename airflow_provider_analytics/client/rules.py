@@ -184,7 +184,9 @@ def positive_int(value: Any, field: str) -> int:
 
 def flag(value: Any, field: str) -> int:
     """The integer 0 or 1 (the spec's 0/1 filters)."""
-    return integer(value, field, minimum=0, maximum=1)
+    if value not in (0, 1) or isinstance(value, bool) or not isinstance(value, int):
+        fail(field, "must be 0 or 1", value)
+    return value
 
 
 def boolean(value: Any, field: str) -> bool:

@@ -40,6 +40,33 @@ def _new_session(config: ClientConfig) -> requests.Session:
     return session
 
 
+def auth_headers(config: ClientConfig, operation: Operation) -> dict[str, str]:
+    """The credential headers ``operation`` needs: ``token`` and ``appKey``, or ``xtoken``.
+
+    :param config: the credentials.
+    :param operation: decides which credentials.
+    :raises AnalyticsConfigurationError: the connection does not set them (checked before
+        anything is sent).
+    """
+    if operation.auth is AuthKind.PLATFORM:
+        if not config.xtoken:
+            raise AnalyticsConfigurationError(
+                f"{operation.name} is an account operation and needs the platform "
+                "credential xtoken, which the connection does not set",
+                operation=operation.name,
+            )
+        return {"xtoken": config.xtoken}
+    token, app_key = config.token, config.app_key
+    if not token or not app_key:
+        missing = [n for n, v in (("token", token), ("appKey", app_key)) if not v]
+        raise AnalyticsConfigurationError(
+            f"{operation.name} is a project operation and needs the project credentials "
+            f"token and appKey; the connection does not set {' and '.join(missing)}",
+            operation=operation.name,
+        )
+    return {"token": token, "appKey": app_key}
+
+
 class HttpSession:
     """Sends the spec's operations over one connection pool.
 
@@ -71,26 +98,6 @@ class HttpSession:
         if self._owns_session:
             self._session.close()
 
-    def _auth_headers(self, operation: Operation) -> dict[str, str]:
-        config = self._config
-        if operation.auth is AuthKind.PLATFORM:
-            if not config.xtoken:
-                raise AnalyticsConfigurationError(
-                    f"{operation.name} is an account operation and needs the platform "
-                    "credential xtoken, which the connection does not set",
-                    operation=operation.name,
-                )
-            return {"xtoken": config.xtoken}
-        token, app_key = config.token, config.app_key
-        if not token or not app_key:
-            missing = [n for n, v in (("token", token), ("appKey", app_key)) if not v]
-            raise AnalyticsConfigurationError(
-                f"{operation.name} is a project operation and needs the project credentials "
-                f"token and appKey; the connection does not set {' and '.join(missing)}",
-                operation=operation.name,
-            )
-        return {"token": token, "appKey": app_key}
-
     def request(
         self,
         operation: Operation,
@@ -118,7 +125,7 @@ class HttpSession:
         """
         config = self._config
         headers = {"User-Agent": config.user_agent, "Accept": "application/json"}
-        headers.update(self._auth_headers(operation))
+        headers.update(auth_headers(config, operation))
         if json is not None:
             headers["Content-Type"] = "application/json"
         query = None if params is None else {k: v for k, v in params.items() if v is not None}

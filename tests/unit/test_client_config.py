@@ -1,0 +1,162 @@
+"""ClientConfig: what it accepts, what it refuses, and that it never shows a secret."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import pytest
+
+from airflow_provider_analytics import __version__
+from airflow_provider_analytics.client import AnalyticsConfigurationError, ClientConfig
+
+SECRETS = {"token": "tok-Zq81", "app_key": "app-Kx42", "xtoken": "xt-Pw77"}
+
+
+def test_defaults_follow_the_spec_and_keep_tls_on() -> None:
+    config = ClientConfig("https://analytics.example.com")
+    assert config.utm_prefix == "/svc"
+    assert config.verify is True
+    assert config.allow_insecure_http is False
+    assert (config.connect_timeout, config.read_timeout, config.export_read_timeout) == (
+        10.0,
+        60.0,
+        600.0,
+    )
+    assert (config.max_attempts, config.backoff_base, config.backoff_max) == (4, 0.5, 30.0)
+    assert config.pool_maxsize == 16
+    assert config.user_agent == f"airflow-provider-analytics/{__version__}"
+
+
+@pytest.mark.parametrize(
+    ("base_url", "root"),
+    [
+        ("https://analytics.example.com/", "https://analytics.example.com"),
+        ("https://analytics.example.com:4005", "https://analytics.example.com:4005"),
+        ("https://gw.example.com/analytics//", "https://gw.example.com/analytics"),
+        ("http://127.0.0.1:4005", "http://127.0.0.1:4005"),
+        ("http://127.8.9.10", "http://127.8.9.10"),
+        ("http://localhost:4005/", "http://localhost:4005"),
+        ("http://LOCALHOST", "http://LOCALHOST"),
+        ("http://[::1]:4005", "http://[::1]:4005"),
+    ],
+)
+def test_accepted_base_urls_and_their_root(base_url: str, root: str) -> None:
+    assert ClientConfig(base_url).api_root == root
+
+
+@pytest.mark.parametrize(
+    "base_url",
+    [
+        "analytics.example.com",
+        "ftp://analytics.example.com",
+        "https://",
+        "https:///path",
+        "https://host:notaport",
+        "https://host/?x=1",
+        "https://host/#frag",
+        "",
+    ],
+)
+def test_malformed_base_urls_are_refused(base_url: str) -> None:
+    with pytest.raises(AnalyticsConfigurationError, match="base_url"):
+        ClientConfig(base_url)
+
+
+def test_base_url_that_is_not_a_string_is_refused() -> None:
+    with pytest.raises(AnalyticsConfigurationError, match="base_url"):
+        ClientConfig(None)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "base_url", ["http://analytics.example.com", "http://10.0.0.5:4005", "http://[fe80::1]"]
+)
+def test_plain_http_to_a_remote_host_needs_explicit_consent(base_url: str) -> None:
+    with pytest.raises(AnalyticsConfigurationError, match="allow_insecure_http"):
+        ClientConfig(base_url)
+    assert ClientConfig(base_url, allow_insecure_http=True).base_url == base_url
+
+
+def test_credentials_in_the_url_are_refused_without_echoing_them() -> None:
+    with pytest.raises(AnalyticsConfigurationError) as caught:
+        ClientConfig("https://user:hunter2@analytics.example.com")
+    assert "hunter2" not in str(caught.value)
+    assert "base_url" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("prefix", "normalised"),
+    [("/svc", "/svc"), ("svc", "/svc"), ("/ark/", "/ark"), ("", ""), ("/", "")],
+)
+def test_utm_prefix_is_normalised(prefix: str, normalised: str) -> None:
+    assert ClientConfig("https://h", utm_prefix=prefix).utm_prefix == normalised
+
+
+@pytest.mark.parametrize("prefix", ["/a/b", "a b", "/svc?x", 5])
+def test_utm_prefix_must_be_one_segment(prefix: object) -> None:
+    with pytest.raises(AnalyticsConfigurationError, match="utm_prefix"):
+        ClientConfig("https://h", utm_prefix=prefix)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("name", ["connect_timeout", "read_timeout", "export_read_timeout"])
+@pytest.mark.parametrize("value", [0, -1.0, math.nan, math.inf, True, "10"])
+def test_timeouts_must_be_positive_numbers(name: str, value: object) -> None:
+    with pytest.raises(AnalyticsConfigurationError, match=name):
+        ClientConfig("https://h", **{name: value})  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("max_attempts", 0),
+        ("max_attempts", True),
+        ("max_attempts", 2.0),
+        ("pool_maxsize", 0),
+        ("backoff_base", -0.1),
+        ("backoff_max", math.inf),
+        ("verify", ""),
+        ("verify", 1),
+        ("allow_insecure_http", "yes"),
+        ("user_agent", ""),
+        ("user_agent", "bad\r\nheader"),
+    ],
+)
+def test_other_settings_are_checked(name: str, value: object) -> None:
+    with pytest.raises(AnalyticsConfigurationError, match=name):
+        ClientConfig("https://h", **{name: value})  # type: ignore[arg-type]
+
+
+def test_verify_accepts_a_ca_bundle_path_and_false() -> None:
+    assert ClientConfig("https://h", verify="certs/ca.pem").verify == "certs/ca.pem"
+    assert ClientConfig("https://h", verify=False).verify is False
+
+
+@pytest.mark.parametrize("field", ["token", "app_key", "xtoken"])
+@pytest.mark.parametrize("bad", ["sec\nret-Vv19", " secret-Vv19", "secret-Vv19\t"])
+def test_secrets_that_cannot_be_headers_are_refused_without_echo(field: str, bad: str) -> None:
+    with pytest.raises(AnalyticsConfigurationError) as caught:
+        ClientConfig("https://h", **{field: bad})
+    assert field in str(caught.value)
+    assert "Vv19" not in str(caught.value)
+
+
+def test_empty_secrets_count_as_missing() -> None:
+    config = ClientConfig("https://h", token="", app_key="", xtoken="")
+    assert (config.token, config.app_key, config.xtoken) == (None, None, None)
+    assert config.secrets() == ()
+
+
+def test_repr_masks_every_secret_and_secrets_lists_them() -> None:
+    config = ClientConfig("https://h", **SECRETS)
+    text = repr(config)
+    for value in SECRETS.values():
+        assert value not in text
+    assert "token=***" in text and "app_key=***" in text and "xtoken=***" in text
+    assert sorted(config.secrets()) == sorted(SECRETS.values())
+    assert "xtoken=None" in repr(ClientConfig("https://h", token="t"))
+
+
+def test_config_is_frozen() -> None:
+    config = ClientConfig("https://h")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.token = "x"  # type: ignore[misc]

@@ -1,0 +1,142 @@
+"""No credential (or password) ever appears in a log record, an exception or a repr."""
+
+from __future__ import annotations
+
+import logging
+import traceback
+from typing import TYPE_CHECKING, Any
+
+import pytest
+import requests
+
+from airflow_provider_analytics.client import (
+    AnalyticsAuthenticationError,
+    AnalyticsBadRequestError,
+    AnalyticsClient,
+    AnalyticsError,
+    AnalyticsOperationFailedError,
+    AnalyticsTransportError,
+    ClientConfig,
+)
+from airflow_provider_analytics.client.redaction import Redactor
+
+if TYPE_CHECKING:
+    import requests_mock as rm
+
+BASE = "https://analytics.example.com"
+TOKEN = "tok-QX7-distinctive-1"
+APP_KEY = "appkey-ZZ9-distinctive-2"
+XTOKEN = "xtoken-MM3-distinctive-3"
+PASSWORD = "Pass-KK5-distinctive-4"
+SECRETS = (TOKEN, APP_KEY, XTOKEN, PASSWORD)
+
+
+def echo(*values: str) -> dict[str, Any]:
+    """An error body that repeats the given values, as a careless server might."""
+    joined = " ".join(values)
+    return {"code": 401, "msg": f"invalid credentials: {joined}", "data": {"got": list(values)}}
+
+
+@pytest.fixture
+def client() -> AnalyticsClient:
+    config = ClientConfig(BASE, token=TOKEN, app_key=APP_KEY, xtoken=XTOKEN, max_attempts=2)
+    return AnalyticsClient(config, sleep=lambda _: None)
+
+
+def shown(error: BaseException) -> str:
+    """Everything an error can show: message, repr, attributes and a formatted traceback."""
+    parts = [str(error), repr(error), "".join(traceback.format_exception(error))]
+    if isinstance(error, AnalyticsError):
+        parts += [repr(error.msg), repr(error.data), repr(error.code)]
+    return "\n".join(parts)
+
+
+def assert_no_secret(text: str) -> None:
+    for secret in SECRETS:
+        assert secret not in text
+
+
+def logged(caplog: pytest.LogCaptureFixture) -> str:
+    return "\n".join(f"{r.name} {r.getMessage()} {r.args!r}" for r in caplog.records)
+
+
+def test_a_failing_call_leaks_no_secret(
+    client: AnalyticsClient, requests_mock: rm.Mocker, caplog: pytest.LogCaptureFixture
+) -> None:
+    requests_mock.get(
+        BASE + "/uba/api/schema/event",
+        [
+            {"status_code": 503, "json": echo(TOKEN, APP_KEY)},
+            {"status_code": 401, "json": echo(TOKEN, APP_KEY, XTOKEN)},
+        ],
+    )
+    with caplog.at_level(logging.DEBUG), pytest.raises(AnalyticsAuthenticationError) as caught:
+        client.list_events()
+
+    assert requests_mock.last_request.headers["token"] == TOKEN  # the secret was really sent
+    assert "***" in caught.value.msg
+    assert caught.value.data == {"got": ["***", "***", "***"]}
+    assert len(caplog.records) >= 1  # the retry was logged
+    assert_no_secret(shown(caught.value))
+    assert_no_secret(logged(caplog))
+    assert_no_secret(repr(client) + repr(client.config) + str(client.test_connection()))
+
+
+def test_platform_error_echoing_the_xtoken_and_password_is_masked(
+    client: AnalyticsClient, requests_mock: rm.Mocker, caplog: pytest.LogCaptureFixture
+) -> None:
+    requests_mock.post(
+        BASE + "/uba/manage/enterprise/accounts",
+        status_code=400,
+        json={"code": 400, "msg": f"bad password {PASSWORD} for {XTOKEN}", "data": [PASSWORD]},
+    )
+    with caplog.at_level(logging.DEBUG), pytest.raises(AnalyticsBadRequestError) as caught:
+        client.register_account("a@example.com", password=PASSWORD)
+    assert caught.value.params == ["***"]
+    assert_no_secret(shown(caught.value))
+    assert_no_secret(logged(caplog))
+
+
+def test_success_failure_echo_is_masked(client: AnalyticsClient, requests_mock: rm.Mocker) -> None:
+    requests_mock.delete(
+        BASE + "/svc/uba/api/operations/utm/drop/5",
+        json={"success": 1, "msg": f"appKey {APP_KEY} may not delete"},
+    )
+    with pytest.raises(AnalyticsOperationFailedError) as caught:
+        client.delete_utm(5)
+    assert_no_secret(shown(caught.value))
+
+
+def test_transport_error_text_is_masked(
+    client: AnalyticsClient, requests_mock: rm.Mocker, caplog: pytest.LogCaptureFixture
+) -> None:
+    requests_mock.get(
+        BASE + "/uba/api/schema/event",
+        exc=requests.ConnectionError(f"proxy refused header token: {TOKEN}"),
+    )
+    with caplog.at_level(logging.DEBUG), pytest.raises(AnalyticsTransportError) as caught:
+        client.list_events()
+    assert "proxy refused header token: ***" in str(caught.value)
+    assert caught.value.__cause__ is None
+    assert_no_secret(shown(caught.value))
+    assert_no_secret(logged(caplog))
+
+
+def test_export_stream_error_is_masked(client: AnalyticsClient, requests_mock: rm.Mocker) -> None:
+    requests_mock.post(BASE + "/uba/api/cohort/users/export", content=b"{" + TOKEN.encode())
+    with (
+        pytest.raises(AnalyticsError) as caught,
+        client.export_cohort_users("cohort_tiny") as export,
+    ):
+        list(export.iter_records())
+    assert_no_secret(shown(caught.value))
+
+
+def test_redactor_masks_nested_values_and_longest_first() -> None:
+    redactor = Redactor(["abc", "abcdef", "", None])
+    assert redactor.text("x abcdef y abc") == "x *** y ***"
+    assert redactor.value({"abc": ["abcdef", 1, ("abc",)], "n": None}) == {
+        "***": ["***", 1, ("***",)],
+        "n": None,
+    }
+    assert not Redactor([None, ""])

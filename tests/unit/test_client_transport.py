@@ -1,0 +1,224 @@
+"""Real sockets on 127.0.0.1: how far a request got decides the retry, and cut streams fail.
+
+A scripted raw HTTP server plays one behaviour per accepted connection, so the failures are
+the ones ``requests`` and ``urllib3`` really raise, not imitations.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from airflow_provider_analytics.client import (
+    AnalyticsClient,
+    AnalyticsStreamError,
+    AnalyticsTransportError,
+    ClientConfig,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+
+Handler = "Callable[[socket.socket], None]"
+
+
+def read_request(conn: socket.socket) -> bytes:
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = conn.recv(65536)
+        if not chunk:
+            return data
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = 0
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            length = int(value)
+    while len(body) < length:
+        body += conn.recv(65536)
+    return head
+
+
+def answer_json(value: Any) -> Callable[[socket.socket], None]:
+    def handle(conn: socket.socket) -> None:
+        body = json.dumps(value).encode()
+        conn.sendall(
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n"
+            + f"Content-Length: {len(body)}\r\n\r\n".encode()
+            + body
+        )
+
+    return handle
+
+
+def drop(conn: socket.socket) -> None:
+    """Close without answering."""
+
+
+def chunked(*pieces: bytes, finish: bool) -> Callable[[socket.socket], None]:
+    def handle(conn: socket.socket) -> None:
+        conn.sendall(
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\n"
+            b"Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+        )
+        for piece in pieces:
+            conn.sendall(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")
+        if finish:
+            conn.sendall(b"0\r\n\r\n")
+
+    return handle
+
+
+class ScriptedServer:
+    """Accepts connections on 127.0.0.1 and runs one handler per connection, in order."""
+
+    def __init__(self, handlers: list[Callable[[socket.socket], None]]) -> None:
+        self._handlers = list(handlers)
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self._listener.settimeout(0.05)
+        self.port = self._listener.getsockname()[1]
+        self.connections = 0
+        self.release = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _accept(self) -> socket.socket | None:
+        while not self._stop.is_set():
+            try:
+                conn, _ = self._listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return None
+            conn.settimeout(10)
+            return conn
+        return None
+
+    def _serve(self) -> None:
+        for handler in self._handlers:
+            conn = self._accept()
+            if conn is None:
+                return
+            with conn:
+                self.connections += 1
+                read_request(conn)
+                handler(conn)
+
+    def close(self) -> None:
+        self._stop.set()
+        self.release.set()
+        self._thread.join(timeout=10)
+        self._listener.close()
+
+
+@pytest.fixture
+def serve() -> Iterator[Callable[..., ScriptedServer]]:
+    servers: list[ScriptedServer] = []
+
+    def start(*handlers: Callable[[socket.socket], None]) -> ScriptedServer:
+        server = ScriptedServer(list(handlers))
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.close()
+
+
+def client_for(port: int, **options: Any) -> AnalyticsClient:
+    config = ClientConfig(
+        f"http://127.0.0.1:{port}",
+        token="tok-19fe",
+        app_key="app-77d0",
+        xtoken="xt-4c2b",
+        max_attempts=3,
+        **options,
+    )
+    return AnalyticsClient(config, sleep=lambda _: None)
+
+
+def free_port() -> int:
+    with socket.create_server(("127.0.0.1", 0)) as probe:
+        return int(probe.getsockname()[1])
+
+
+def test_refused_connection_is_retried_even_for_a_create() -> None:
+    client = client_for(free_port())
+    with pytest.raises(AnalyticsTransportError, match="could not connect after 3") as caught:
+        client.create_utm("https://shop.example.com", "c", "m", "s")
+    assert "outcome is unknown" not in str(caught.value)
+
+
+def test_dropped_after_sending_a_create_is_not_retried(
+    serve: Callable[..., ScriptedServer],
+) -> None:
+    server = serve(drop, answer_json({"success": 0, "campaignId": 1}))
+    with pytest.raises(AnalyticsTransportError, match="outcome is unknown") as caught:
+        client_for(server.port).create_utm("https://shop.example.com", "c", "m", "s")
+    assert "Look the campaign up" in str(caught.value)
+    assert server.connections == 1
+
+
+def test_dropped_after_sending_a_read_is_retried(serve: Callable[..., ScriptedServer]) -> None:
+    server = serve(drop, answer_json([{"id": "$startup"}]))
+    assert client_for(server.port).list_events() == [{"id": "$startup"}]
+    assert server.connections == 2
+
+
+def test_read_timeout_on_a_create_is_not_retried(serve: Callable[..., ScriptedServer]) -> None:
+    def hang(conn: socket.socket) -> None:
+        server.release.wait(10)
+
+    server = serve(hang, answer_json({"userId": 1, "email": "a@example.com"}))
+    client = client_for(server.port, read_timeout=0.3)
+    with pytest.raises(AnalyticsTransportError, match="outcome is unknown") as caught:
+        client.register_account("a@example.com")
+    assert "ReadTimeout" in str(caught.value)
+    server.release.set()
+    assert server.connections == 1
+
+
+def test_stream_cut_after_complete_rows(serve: Callable[..., ScriptedServer]) -> None:
+    rows = [b'{"distinct_id": %d, "nickname": "\xe5\xbc\xa0"}\n' % i for i in range(3)]
+    server = serve(chunked(*rows, finish=False))
+    received = []
+    with (
+        pytest.raises(AnalyticsStreamError, match="stream broke after") as caught,
+        client_for(server.port).export_cohort_users("cohort_tiny") as export,
+    ):
+        for record in export.iter_records():
+            received.append(record)
+    assert [r["distinct_id"] for r in received] == [0, 1, 2]
+    assert received[0]["nickname"] == "张"
+    assert caught.value.operation == "export_cohort_users"
+    assert export.bytes_read == sum(len(r) for r in rows)
+
+
+def test_stream_ending_inside_a_line(serve: Callable[..., ScriptedServer]) -> None:
+    server = serve(chunked(b'{"a": 1}\n{"a": 2}\n', b'{"a": ', finish=True))
+    with client_for(server.port).export_cohort_users("cohort_tiny") as export:
+        records = export.iter_records()
+        assert [next(records), next(records)] == [{"a": 1}, {"a": 2}]
+        with pytest.raises(AnalyticsStreamError, match="inside a line after 2 complete rows"):
+            next(records)
+
+
+def test_stream_cut_in_the_middle_of_a_chunk(serve: Callable[..., ScriptedServer]) -> None:
+    def half_chunk(conn: socket.socket) -> None:
+        conn.sendall(
+            b'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n9\r\n{"a": 1}\n\r\n20\r\n{"a": 2'
+        )
+
+    server = serve(half_chunk)
+    with client_for(server.port).export_cohort_users("cohort_tiny") as export:
+        lines = export.iter_lines()
+        with pytest.raises(AnalyticsStreamError):
+            for _ in lines:
+                pass
+    assert export.lines_read <= 1
