@@ -279,7 +279,7 @@ def _decode(text: str, path: Path) -> Any:
         return yaml.safe_load(text)
     except (json.JSONDecodeError, yaml.YAMLError) as exc:
         kind = "JSON" if path.suffix.lower() == ".json" else "YAML"
-        raise TrackingPlanFileError([f"cannot be read as {kind}: {exc}"], origin=str(path)) from exc
+        raise TrackingPlanFileError([f"file: cannot be read as {kind}: {exc}"], origin=str(path)) from exc
 
 
 def load_tracking_plan(
@@ -300,5 +300,5 @@ def load_tracking_plan(
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
-        raise TrackingPlanFileError([f"cannot be read: {reason}"], origin=str(path)) from exc
+        raise TrackingPlanFileError([f"file: cannot be read: {reason}"], origin=str(path)) from exc
     return parse_tracking_plan(_decode(text, path), origin=str(path))
