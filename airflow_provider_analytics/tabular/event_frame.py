@@ -77,7 +77,7 @@ def event_frame(
         for position, period in enumerate(series)
     ]
 
-    columns: dict[str, pa.Array] = {}
+    columns: dict[str, pa.Array | pa.ChunkedArray] = {}
     for column, labels in zip(by_columns, by_labels, strict=True):
         columns.update(_by_column_arrays(column, labels, row_at))
     columns.update(
@@ -218,7 +218,9 @@ def _looks_bucketed(labels: _Labels) -> bool:
     )
 
 
-def _by_column_arrays(column: ByColumn, labels: _Labels, row_at: np.ndarray) -> dict[str, pa.Array]:
+def _by_column_arrays(
+    column: ByColumn, labels: _Labels, row_at: np.ndarray
+) -> dict[str, pa.ChunkedArray]:
     """The split value column, and for a bucketed field its bound columns, in output rows."""
     arrays = {column.name: gathered(labels, pa.string(), row_at)}
     if not column.bucketed:
