@@ -150,10 +150,11 @@ def _gather_cells(
     medians: list[Any] = []
     for position, raw_row in enumerate(rows):
         row = json_object(raw_row, f"funnel rows[{position}]")
-        label = label_text(row.get("byValue"))
+        listed = None if by_values is None else by_values[position]
+        label = label_text(row.get("byValue", listed))
         where = f"funnel rows[{position}] (byValue {label!r})"
-        if by_values is not None and label_text(by_values[position]) != label:
-            raise ValueError(f"{where} does not match byValues[{position}] {by_values[position]!r}")
+        if by_values is not None and label_text(listed) != label:
+            raise ValueError(f"{where} does not match byValues[{position}] {listed!r}")
         labels.append(label)
         counts.extend(_row_counts(row, where, steps, n_dates))
         medians.extend(_row_medians(row, where, steps, n_dates))

@@ -156,6 +156,14 @@ def test_steps_come_from_steps_detail_when_step_events_are_missing() -> None:
     assert frame.equals(funnel_frame(documented_response()))
 
 
+def test_rows_without_by_value_take_it_from_by_values() -> None:
+    response = documented_response()
+    for row in response["rows"]:
+        del row["byValue"]
+
+    assert funnel_frame(response).equals(funnel_frame(documented_response()))
+
+
 def test_whole_median_missing_means_every_median_null() -> None:
     response = documented_response()
     for row in response["rows"]:
