@@ -10,6 +10,7 @@ ever holds a complete file.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import random
 import time
@@ -29,6 +30,7 @@ from airflow_provider_analytics.client.validation import (
     validate_limit,
     validate_properties,
 )
+from airflow_provider_analytics.jobs.pipeline import WriteBehind, read_ahead
 from airflow_provider_analytics.storage import StoragePath, atomic_destination
 from airflow_provider_analytics.tabular.arrow import (
     BlockDecoder,
@@ -76,7 +78,7 @@ class ExportSettings:
 
     compression: str = "zstd"
     row_group_rows: int = 262_144
-    row_group_bytes: int = 64 << 20
+    row_group_bytes: int = 48 << 20
     block_bytes: int = 4 << 20
     chunk_bytes: int = 1 << 20
     attempts: int = 3
@@ -133,14 +135,20 @@ class _Progress:
 
 
 class _RowGroupWriter:
-    """Buffers decoded tables and writes them as row groups of bounded rows and bytes."""
+    """Buffers decoded tables and writes them as row groups of bounded rows and bytes.
+
+    Row groups are encoded in a background thread while the next one is decoded, so at most
+    two row groups are held in memory.
+    """
 
     def __init__(self, writer: pq.ParquetWriter, settings: ExportSettings) -> None:
-        self.writer = writer
         self.settings = settings
         self.pending: list[pa.Table] = []
         self.pending_rows = 0
         self.pending_bytes = 0
+        self.behind: WriteBehind[pa.Table] = WriteBehind(
+            lambda table: writer.write_table(table, row_group_size=max(table.num_rows, 1))
+        )
 
     def add(self, table: pa.Table) -> None:
         self.pending.append(table)
@@ -150,14 +158,24 @@ class _RowGroupWriter:
             self.pending_rows >= self.settings.row_group_rows
             or self.pending_bytes >= self.settings.row_group_bytes
         ):
-            self.flush()
+            self._submit()
 
-    def flush(self) -> None:
-        if not self.pending:
-            return
-        table = pa.concat_tables(self.pending)
-        self.pending, self.pending_rows, self.pending_bytes = [], 0, 0
-        self.writer.write_table(table, row_group_size=max(table.num_rows, 1))
+    def _submit(self) -> None:
+        if self.pending:
+            table = pa.concat_tables(self.pending)
+            self.pending, self.pending_rows, self.pending_bytes = [], 0, 0
+            self.behind.submit(table)
+
+    def finish(self) -> None:
+        """Write what is buffered and wait for every write."""
+        self._submit()
+        self.behind.close()
+
+    def abandon(self) -> None:
+        """Stop after a failure; the file is discarded anyway."""
+        self.pending = []
+        with contextlib.suppress(Exception):
+            self.behind.close()
 
 
 def _stream_once(
@@ -174,14 +192,17 @@ def _stream_once(
     progress = _Progress(cohort_code, expected, settings.progress_interval)
     with atomic_destination(destination) as temporary, temporary.open("wb") as sink:
         writer = pq.ParquetWriter(sink, schema.arrow_schema, compression=settings.compression)
+        row_groups = _RowGroupWriter(writer, settings)
         try:
-            row_groups = _RowGroupWriter(writer, settings)
-            with client.export_cohort_users(
-                cohort_code, limit=limit, properties=schema.names
-            ) as export:
-                for block in iter_line_blocks(
-                    export.iter_bytes(settings.chunk_bytes), settings.block_bytes
-                ):
+            with (
+                client.export_cohort_users(
+                    cohort_code, limit=limit, properties=schema.names
+                ) as export,
+                read_ahead(
+                    iter_line_blocks(export.iter_bytes(settings.chunk_bytes), settings.block_bytes)
+                ) as blocks,
+            ):
+                for block in blocks:
                     row_groups.add(decoder.decode(block))
                     progress.update(decoder.rows, sink.tell())
             if decoder.rows != expected:
@@ -189,7 +210,10 @@ def _stream_once(
                     f"cohort {cohort_code!r}: expected {expected} rows but the export delivered "
                     f"{decoder.rows}"
                 )
-            row_groups.flush()
+            row_groups.finish()
+        except BaseException:
+            row_groups.abandon()
+            raise
         finally:
             writer.close()
         bytes_written = int(sink.tell())

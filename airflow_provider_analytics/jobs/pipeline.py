@@ -1,0 +1,112 @@
+"""Overlap the stages of a streamed job: read ahead in one thread, write behind in another.
+
+Socket reads, Arrow's JSON parser and Parquet encoding all release the GIL, so running them
+side by side uses both cores of a small worker. Each stage holds at most ``depth`` items, so
+memory stays bounded; errors in a background stage surface in the caller's thread.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
+
+_DONE = object()
+
+
+@contextlib.contextmanager
+def read_ahead(items: Iterable[T], depth: int = 2) -> Iterator[Iterator[T]]:
+    """Iterate ``items`` in a background thread, keeping up to ``depth`` items ready.
+
+    The caller must make the underlying source fail or end when it leaves early (for an HTTP
+    body: close the response); the thread is a daemon and is not waited on forever.
+
+    :param items: the source; iterated in the background thread only.
+    :param depth: items buffered ahead of the consumer.
+    """
+    buffer: queue.Queue[tuple[object, BaseException | None]] = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def put(entry: tuple[object, BaseException | None]) -> bool:
+        while not stop.is_set():
+            try:
+                buffer.put(entry, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def produce() -> None:
+        try:
+            for item in items:
+                if not put((item, None)):
+                    return
+        except BaseException as error:  # handed to the consumer, raised there
+            put((_DONE, error))
+            return
+        put((_DONE, None))
+
+    def consume() -> Iterator[T]:
+        while True:
+            item, error = buffer.get()
+            if item is _DONE:
+                if error is not None:
+                    raise error
+                return
+            yield item  # type: ignore[misc]
+
+    thread = threading.Thread(target=produce, name="read-ahead", daemon=True)
+    thread.start()
+    try:
+        yield consume()
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+
+
+class WriteBehind(Generic[T]):
+    """Run ``write(item)`` in one background thread, one item at a time, in order.
+
+    :meth:`submit` waits for the previous write first, so at most one item is being written
+    while the caller prepares the next; a failed write raises in the caller on the next
+    :meth:`submit` or on :meth:`drain`.
+
+    :param write: the writing function.
+    """
+
+    def __init__(self, write: Callable[[T], object]) -> None:
+        self._write = write
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="write-behind")
+        self._pending: Future[object] | None = None
+
+    def submit(self, item: T) -> None:
+        self.drain()
+        self._pending = self._executor.submit(self._write, item)
+
+    def drain(self) -> None:
+        """Wait for the write in progress; re-raise its error."""
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            pending.result()
+
+    def close(self) -> None:
+        """Wait for the last write (errors are raised) and stop the thread."""
+        try:
+            self.drain()
+        finally:
+            self._executor.shutdown(wait=True)
+
+    def __enter__(self) -> WriteBehind[T]:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        if exc_info[0] is None:
+            self.close()
+            return
+        with contextlib.suppress(BaseException):  # the original error wins
+            self.close()
