@@ -26,7 +26,7 @@ ADD, MODIFY, SKIP, CONFLICT = (
 )
 
 
-def user_property(prop_id: str, name: str, data_type: str, **flags: Any) -> dict[str, Any]:
+def user_property(prop_id: str, name: str | None, data_type: str, **flags: Any) -> dict[str, Any]:
     return {
         "id": prop_id,
         "name": name,
@@ -45,7 +45,7 @@ def event(event_id: str, name: str, **flags: Any) -> dict[str, Any]:
 
 
 def event_property(prop_id: str, name: str | None, data_type: str, **flags: Any) -> dict[str, Any]:
-    return {**user_property(prop_id, name, data_type), "global": 0, **flags}  # type: ignore[arg-type]
+    return {**user_property(prop_id, name, data_type), "global": 0, **flags}
 
 
 COMMON = [event_property("$platform", "Platform", "string", **{"global": 1, "preset": 1})]
