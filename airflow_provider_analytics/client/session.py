@@ -89,10 +89,6 @@ class HttpSession:
         self._retry = RetryPolicy.from_config(config, sleep=sleep)
         self._secrets = config.secrets()
 
-    @property
-    def retry_policy(self) -> RetryPolicy:
-        return self._retry
-
     def close(self) -> None:
         """Close the pool if this object created it."""
         if self._owns_session:

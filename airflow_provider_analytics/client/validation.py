@@ -108,13 +108,13 @@ def expression(value: Any, field: str, allowed: Collection[ExpressionKind]) -> E
     :param field: the request field, for the message.
     :param allowed: kinds accepted at this place of the request.
     """
-    shapes = " or ".join(kind.value for kind in ExpressionKind if kind in allowed)
     kind = _parse_kind(rules.string(value, field))
+    if kind is not None and kind in allowed:
+        return kind
+    shapes = " or ".join(k.value for k in ExpressionKind if k in allowed)
     if kind is None:
         fail(field, f"must be an expression {shapes} (ids: {rules.REF_RULE})", value)
-    if kind not in allowed:
-        fail(field, f"must be {shapes} here, not {kind.value}", value)
-    return kind
+    fail(field, f"must be {shapes} here, not {kind.value}", value)
 
 
 def aggregator(value: Any, field: str, kind: ExpressionKind) -> str:
