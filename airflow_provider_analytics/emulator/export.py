@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 DEFAULT_CACHE_BYTES: Final = 1 << 30
 MEDIA_TYPE: Final = "application/x-ndjson; charset=utf-8"
-MALFORMED_LINE: Final = b'{"distinct_id": 42, "unterminated\n'
+MALFORMED_LINE: Final = memoryview(b'{"distinct_id": 42, "unterminated\n')
 """What a ``malformed_line`` fault writes: a line that is not JSON."""
 _TRICKLE_TICK: Final = 0.05
 _DISCONNECT_GRACE: Final = 30.0
@@ -122,7 +122,7 @@ class ExportSource:
             )
 
 
-async def _stream_pieces(source: ExportSource, fault: f.Fault | None) -> AsyncIterator[bytes]:
+async def _stream_pieces(source: ExportSource, fault: f.Fault | None) -> AsyncIterator[memoryview]:
     """The body, piece by piece, with a ``cut_*``/``malformed_line`` fault applied.
 
     A cut fault ends the iteration early; the response then drops the connection.
@@ -138,8 +138,8 @@ async def _stream_pieces(source: ExportSource, fault: f.Fault | None) -> AsyncIt
             if kind == f.CUT_AFTER_ROWS:
                 return
             if kind == f.CUT_INSIDE_LINE:
-                line = block.lines(local, local + 1).rstrip(b"\n")
-                yield line[: len(line) // 2]
+                line = block.lines(local, local + 1)
+                yield line[: (len(line) - 1) // 2]
                 return
             yield MALFORMED_LINE
             start = local
@@ -198,7 +198,7 @@ class ExportResponse(Response):
         finally:
             watcher.cancel()
 
-    async def _paced(self, pieces: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    async def _paced(self, pieces: AsyncIterator[memoryview]) -> AsyncIterator[memoryview]:
         """The pieces unchanged, or sliced and spread out for a ``trickle`` fault."""
         if self.fault is None or self.fault.kind != f.TRICKLE:
             async for piece in pieces:

@@ -10,7 +10,9 @@ vectorised numpy; the helpers only differ in how they produce the digits.
 
 from __future__ import annotations
 
+import functools
 import json
+import threading
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -143,8 +145,46 @@ MILLIS = "millis"
 _DATETIME_WIDTH = {DATE: 10, SECONDS: 19, MILLIS: 23}
 
 
+_TABLE_FIRST_DAY = -25_567
+"""1900-01-01 in days since 1970-01-01; the date table covers 1900 to 2099."""
+_TABLE_DAYS = 73_049
+
+
+def _write_dates(out: np.ndarray, start: int, days: np.ndarray) -> None:
+    """``yyyy-MM-dd`` of days since 1970-01-01 into ``out[:, start:start+10]``."""
+    year, month, day = _civil_dates(days)
+    _write_digits(out, start, year, 4)
+    out[:, start + 4] = _MINUS
+    _write_digits(out, start + 5, month, 2)
+    out[:, start + 7] = _MINUS
+    _write_digits(out, start + 8, day, 2)
+
+
+@functools.cache
+def _date_table() -> np.ndarray:
+    table = np.empty((_TABLE_DAYS, 10), dtype=np.uint8)
+    _write_dates(table, 0, np.arange(_TABLE_FIRST_DAY, _TABLE_FIRST_DAY + _TABLE_DAYS))
+    return table
+
+
+@functools.cache
+def _clock_table() -> np.ndarray:
+    """``HH:mm:ss`` of every second of a day."""
+    seconds = np.arange(86_400)
+    table = np.empty((86_400, 8), dtype=np.uint8)
+    _write_digits(table, 0, seconds // 3600, 2)
+    table[:, 2] = ord(":")
+    _write_digits(table, 3, seconds // 60 % 60, 2)
+    table[:, 5] = ord(":")
+    _write_digits(table, 6, seconds % 60, 2)
+    return table
+
+
 def datetimes(millis: np.ndarray, style: str) -> np.ndarray:
     """Quoted wall-clock datetimes in one of the platform's three formats.
+
+    Dates and clock times are looked up in tables built once (a date of 1900-2099 or a
+    second of the day is one row), so a column costs a few fancy-indexing passes.
 
     :param millis: milliseconds since 1970-01-01 00:00:00 of the project's local clock.
     :param style: ``date`` (``yyyy-MM-dd``), ``seconds`` (``yyyy-MM-dd HH:mm:ss``) or
@@ -156,43 +196,53 @@ def datetimes(millis: np.ndarray, style: str) -> np.ndarray:
     out[:, 0] = _QUOTE
     out[:, width + 1] = _QUOTE
     days, in_day = np.divmod(millis.astype(np.int64), MS_PER_DAY)
-    year, month, day = _civil_dates(days)
-    _write_digits(out, 1, year, 4)
-    out[:, 5] = _MINUS
-    _write_digits(out, 6, month, 2)
-    out[:, 8] = _MINUS
-    _write_digits(out, 9, day, 2)
+    index = days - _TABLE_FIRST_DAY
+    if n and index.min() >= 0 and index.max() < _TABLE_DAYS:
+        out[:, 1:11] = _date_table()[index]
+    else:
+        _write_dates(out, 1, days)
     if style == DATE:
         return out
     seconds, milli = np.divmod(in_day, 1000)
     out[:, 11] = ord(" ")
-    _write_digits(out, 12, seconds // 3600, 2)
-    out[:, 14] = ord(":")
-    _write_digits(out, 15, seconds // 60 % 60, 2)
-    out[:, 17] = ord(":")
-    _write_digits(out, 18, seconds % 60, 2)
+    out[:, 12:20] = _clock_table()[seconds]
     if style == MILLIS:
         out[:, 20] = ord(".")
         _write_digits(out, 21, milli, 3)
     return out
 
 
-def join_rows(parts: Sequence[np.ndarray]) -> bytes:
+_scratch = threading.local()
+
+
+def _scratch_buffer(name: str, size: int, dtype: type) -> np.ndarray:
+    """A per-thread buffer reused across calls (fresh multi-megabyte arrays cost page
+    faults on every block)."""
+    buffer: np.ndarray | None = getattr(_scratch, name, None)
+    if buffer is None or buffer.size < size:
+        buffer = np.empty(size, dtype=dtype)
+        setattr(_scratch, name, buffer)
+    return buffer[:size]
+
+
+def join_rows(parts: Sequence[np.ndarray]) -> np.ndarray:
     """Concatenate the parts of every row side by side and drop the padding.
 
     :param parts: matrices with the same number of rows; each row of the result is the
         concatenation of that row in every part, in order.
-    :returns: the rows' text back to back (the caller puts a newline part last for NDJSON).
+    :returns: the rows' text back to back as a new ``uint8`` array (the caller puts a
+        newline part last for NDJSON).
     """
     n = parts[0].shape[0]
     width = sum(p.shape[1] for p in parts)
-    grid = np.empty((n, width), dtype=np.uint8)
+    grid = _scratch_buffer("grid", n * width, np.uint8).reshape(n, width)
     offset = 0
     for part in parts:
         grid[:, offset : offset + part.shape[1]] = part
         offset += part.shape[1]
     flat = grid.reshape(-1)
-    return flat[flat != PAD].tobytes()
+    keep = np.not_equal(flat, PAD, out=_scratch_buffer("keep", flat.size, np.bool_))
+    return flat[keep]
 
 
 def strip_text(row: np.ndarray) -> str:

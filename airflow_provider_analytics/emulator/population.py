@@ -401,29 +401,35 @@ added through the API) have no reported data: always null."""
 
 @dataclass(frozen=True)
 class EncodedBlock:
-    """The NDJSON text of a whole block, with where each line ends."""
+    """The NDJSON text of a whole block, with where each line ends.
 
-    data: bytes
+    :param text: the UTF-8 bytes as a ``uint8`` array (sliced without copying).
+    :param line_ends: ``line_ends[k]`` is the offset just past the newline of row ``k``.
+    """
+
+    text: np.ndarray
     line_ends: np.ndarray
-    """``line_ends[k]`` is the offset just past the newline of row ``k``."""
 
     @property
     def rows(self) -> int:
         return int(self.line_ends.shape[0])
 
+    @property
+    def data(self) -> bytes:
+        """All lines as one bytes object (a copy)."""
+        return self.text.tobytes()
+
     def offset(self, rows: int) -> int:
         """Bytes taken by the first ``rows`` lines."""
         return 0 if rows <= 0 else int(self.line_ends[rows - 1])
 
-    def lines(self, first: int, stop: int) -> bytes:
-        """Lines ``first`` to ``stop - 1``, newlines included."""
-        if first <= 0 and stop >= self.rows:
-            return self.data
-        return self.data[self.offset(first) : self.offset(stop)]
+    def lines(self, first: int, stop: int) -> memoryview:
+        """Lines ``first`` to ``stop - 1``, newlines included, without copying."""
+        return memoryview(self.text[self.offset(first) : self.offset(stop)])
 
     @property
     def nbytes(self) -> int:
-        return len(self.data) + int(self.line_ends.nbytes)
+        return int(self.text.nbytes + self.line_ends.nbytes)
 
 
 class Population:
@@ -502,9 +508,8 @@ class Population:
             parts.append(fw.constant(f"{opener}{fw.json_text(key).decode()}:".encode(), block.n))
             parts.append(column.text())
         parts.append(fw.constant(b"}\n" if columns else b"{}\n", block.n))
-        data = fw.join_rows(parts)
-        line_ends = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == ord("\n")) + 1
-        return EncodedBlock(data, line_ends)
+        text = fw.join_rows(parts)
+        return EncodedBlock(text, np.flatnonzero(text == ord("\n")) + 1)
 
 
 def _unique(properties: Iterable[str]) -> list[str]:
