@@ -279,7 +279,9 @@ def _decode(text: str, path: Path) -> Any:
         return yaml.safe_load(text)
     except (json.JSONDecodeError, yaml.YAMLError) as exc:
         kind = "JSON" if path.suffix.lower() == ".json" else "YAML"
-        raise TrackingPlanFileError([f"file: cannot be read as {kind}: {exc}"], origin=str(path)) from exc
+        raise TrackingPlanFileError(
+            [f"file: cannot be read as {kind}: {exc}"], origin=str(path)
+        ) from exc
 
 
 def load_tracking_plan(
