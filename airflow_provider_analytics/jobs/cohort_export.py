@@ -49,6 +49,15 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+TAG_PREFIX = "tag."
+
+
+def request_properties(columns: Sequence[str]) -> list[str]:
+    """What the request names for each column: a tag column ``tag.<code>`` is asked for by its
+    bare code, and the platform answers under the key ``tag.<code>`` (spec 2.6)."""
+    return [c[len(TAG_PREFIX) :] if c.startswith(TAG_PREFIX) else c for c in columns]
+
+
 class ExportIncompleteError(RuntimeError):
     """The export delivered a different number of rows than the cohort holds."""
 
@@ -196,7 +205,7 @@ def _stream_once(
         try:
             with (
                 client.export_cohort_users(
-                    cohort_code, limit=limit, properties=schema.names
+                    cohort_code, limit=limit, properties=request_properties(schema.names)
                 ) as export,
                 read_ahead(
                     iter_line_blocks(export.iter_bytes(settings.chunk_bytes), settings.block_bytes)
@@ -294,7 +303,11 @@ def export_cohort_to_parquet(
     plan = client.list_user_properties()
     columns = list(properties) if properties is not None else default_properties(plan)
     schema = export_schema(columns, plan, timezone=timezone, overrides=schema_overrides)
-    count = int(client.get_cohort_users(cohort_code, limit=1, properties=columns[:1])["count"])
+    count = int(
+        client.get_cohort_users(cohort_code, limit=1, properties=request_properties(columns[:1]))[
+            "count"
+        ]
+    )
     expected = count if limit is None else min(limit, count)
     log.info(
         "exporting cohort %s: %d users, %d columns, to %s",

@@ -29,7 +29,8 @@ class RegisterAccountOperator(AnalyticsBaseOperator):
     The password is never templated, logged or returned; prefer leaving it unset (the platform
     then asks the user to set one) or reading it from a secrets backend in the DAG.
 
-    :param email: login email, unique (templated).
+    :param account_email: login email, unique (templated). Not ``email``: on an operator that
+        name means Airflow's alert recipients, which ``default_args`` often set.
     :param user_name: login name, unique (templated).
     :param name: display name (templated).
     :param password: initial password (optional from platform 4.5.1).
@@ -41,7 +42,7 @@ class RegisterAccountOperator(AnalyticsBaseOperator):
 
     template_fields: Sequence[str] = (
         "analytics_conn_id",
-        "email",
+        "account_email",
         "user_name",
         "name",
         "phone",
@@ -52,7 +53,7 @@ class RegisterAccountOperator(AnalyticsBaseOperator):
     def __init__(
         self,
         *,
-        email: str,
+        account_email: str,
         user_name: str | None = None,
         name: str | None = None,
         password: str | None = None,
@@ -63,7 +64,7 @@ class RegisterAccountOperator(AnalyticsBaseOperator):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.email = email
+        self.account_email = account_email
         self.user_name = user_name
         self.name = name
         self._password = password
@@ -77,7 +78,7 @@ class RegisterAccountOperator(AnalyticsBaseOperator):
             mask_secret(self._password)
         try:
             account = self.hook.get_conn().register_account(
-                self.email,
+                self.account_email,
                 user_name=self.user_name,
                 name=self.name,
                 password=self._password,
@@ -90,11 +91,16 @@ class RegisterAccountOperator(AnalyticsBaseOperator):
                 raise
             disabled = isinstance(error, AnalyticsDisabledError)
             self.log.info(
-                "account %s already exists%s", self.email, " (disabled)" if disabled else ""
+                "account %s already exists%s", self.account_email, " (disabled)" if disabled else ""
             )
-            return {"email": self.email, "user_id": None, "created": False, "disabled": disabled}
+            return {
+                "email": self.account_email,
+                "user_id": None,
+                "created": False,
+                "disabled": disabled,
+            }
         return {
-            "email": account.get("email", self.email),
+            "email": account.get("email", self.account_email),
             "user_id": account.get("userId"),
             "created": True,
             "disabled": False,
@@ -107,25 +113,35 @@ class AccountActivationOperator(AnalyticsBaseOperator):
     ``activation`` must be a real bool. When it comes from ``params`` through a template, set
     ``render_template_as_native_obj=True`` on the DAG so it renders as a bool, not as text.
 
-    :param email: the account (templated).
+    :param account_email: the account's email (templated).
     :param activation: True enables, False disables (templated).
     :param login_user: operator recorded by the platform (templated).
     """
 
-    template_fields: Sequence[str] = ("analytics_conn_id", "email", "activation", "login_user")
+    template_fields: Sequence[str] = (
+        "analytics_conn_id",
+        "account_email",
+        "activation",
+        "login_user",
+    )
 
     def __init__(
-        self, *, email: str, activation: bool, login_user: str | None = None, **kwargs: Any
+        self,
+        *,
+        account_email: str,
+        activation: bool,
+        login_user: str | None = None,
+        **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.email = email
+        self.account_email = account_email
         self.activation = activation
         self.login_user = login_user
 
     def execute(self, context: Context) -> dict[str, Any]:
         activation = rules.boolean(self.activation, "activation")
         self.hook.get_conn().set_account_activation(
-            self.email, activation, login_user=self.login_user
+            self.account_email, activation, login_user=self.login_user
         )
-        self.log.info("account %s %s", self.email, "enabled" if activation else "disabled")
-        return {"email": self.email, "activation": activation}
+        self.log.info("account %s %s", self.account_email, "enabled" if activation else "disabled")
+        return {"email": self.account_email, "activation": activation}

@@ -289,7 +289,7 @@ class BlockDecoder:
         )
 
     def _decode_line_by_line(self, block: bytes) -> pa.Table:
-        records = []
+        records: list[dict[str, Any]] = []
         for number, line in enumerate(block.split(b"\n")):
             if not line.strip():
                 continue
@@ -308,7 +308,7 @@ class BlockDecoder:
         arrays = []
         for column in self.schema.columns:
             coerce = _COERCERS.get(_kind(column.read_type), _coerce_as_is)
-            values = []
+            values: list[Any] = []
             for row, record in enumerate(records):
                 value = record.get(column.name)
                 if value is None:
