@@ -1,0 +1,201 @@
+"""Injected faults as a client sees them, and the admin API's guard and statistics."""
+
+from __future__ import annotations
+
+import json
+from datetime import date
+from typing import TYPE_CHECKING, Any
+
+import pytest
+import requests
+
+from tests.emulator_helpers import ADMIN_HEADER, project_headers
+
+if TYPE_CHECKING:
+    from airflow_provider_analytics.emulator.server import EmulatorServer
+    from tests.emulator_helpers import EmulatorAdmin
+
+pytestmark = pytest.mark.integration
+
+EXPORT = "/uba/api/cohort/users/export"
+EVENTS = "/uba/api/schema/event"
+UTM = "/svc/uba/api/operations/utm"
+SMALL_EXPORT = {"cohortCode": "cohort_small", "properties": ["distinct_id", "nickname"]}
+
+
+def _post(server: EmulatorServer, path: str, body: Any, **kwargs: Any) -> requests.Response:
+    return requests.post(
+        server.base_url + path, json=body, headers=project_headers(server), **kwargs
+    )
+
+
+def _events(server: EmulatorServer, **kwargs: Any) -> requests.Response:
+    kwargs.setdefault("timeout", 30)
+    return requests.get(server.base_url + EVENTS, headers=project_headers(server), **kwargs)
+
+
+def _complete_export(server: EmulatorServer) -> bytes:
+    response = _post(server, EXPORT, SMALL_EXPORT, timeout=60)
+    assert response.status_code == 200
+    return response.content
+
+
+def test_status_fault_answers_the_error_without_doing_the_work(
+    emulator: EmulatorServer, emulator_admin: EmulatorAdmin
+) -> None:
+    campaign = {
+        "pageUrl": "https://a.example/",
+        "utmCampaign": "c",
+        "utmMedium": "m",
+        "utmSource": "s",
+    }
+    emulator_admin.fault(
+        "create_utm", "status", status=503, code=503, msg="engine down", retry_after=7, times=2
+    )
+    for _ in range(2):
+        failed = _post(emulator, UTM, campaign, timeout=30)
+        assert failed.status_code == 503
+        assert failed.headers["Retry-After"] == "7"
+        assert failed.json() == {"code": 503, "msg": "engine down", "data": None}
+    first = _post(emulator, UTM, campaign, timeout=30).json()["campaignId"]
+    second = _post(emulator, UTM, campaign, timeout=30).json()["campaignId"]
+    assert second == first + 1
+    assert emulator_admin.stats()["requests"]["create_utm"] == 4
+
+
+def test_status_fault_for_any_operation(
+    emulator: EmulatorServer, emulator_admin: EmulatorAdmin
+) -> None:
+    emulator_admin.fault("*", "status", status=429, times=2)
+    assert _events(emulator).status_code == 429
+    response = _post(emulator, "/uba/api/cohort/users", {"cohortCode": "cohort_tiny"}, timeout=30)
+    assert response.status_code == 429
+    assert _events(emulator).status_code == 200
+
+
+def test_reset_fault_drops_the_connection(
+    emulator: EmulatorServer, emulator_admin: EmulatorAdmin
+) -> None:
+    emulator_admin.fault("list_events", "reset")
+    with requests.Session() as session, pytest.raises(requests.ConnectionError):
+        session.get(emulator.base_url + EVENTS, headers=project_headers(emulator), timeout=30)
+    assert _events(emulator).status_code == 200
+
+
+def test_stall_fault_delays_the_answer(
+    emulator: EmulatorServer, emulator_admin: EmulatorAdmin
+) -> None:
+    emulator_admin.fault("list_events", "stall", seconds=5)
+    with pytest.raises(requests.ReadTimeout):
+        _events(emulator, timeout=0.5)
+    emulator_admin.fault("list_events", "stall", seconds=0.2)
+    assert _events(emulator).status_code == 200
+
+
+@pytest.mark.parametrize("rows", [0, 5, 8192])
+def test_cut_after_rows(emulator: EmulatorServer, emulator_admin: EmulatorAdmin, rows: int) -> None:
+    whole = _complete_export(emulator).split(b"\n")
+    emulator_admin.fault("export_cohort_users", "cut_after_rows", rows=rows)
+    received = bytearray()
+    response = _post(emulator, EXPORT, SMALL_EXPORT, stream=True, timeout=60)
+    assert response.status_code == 200
+    with pytest.raises(requests.exceptions.ChunkedEncodingError):
+        for chunk in response.iter_content(chunk_size=None):
+            received += chunk
+    expected_rows = min(rows, len(whole) - 1)
+    assert bytes(received) == b"".join(line + b"\n" for line in whole[:expected_rows])
+
+
+def test_cut_inside_line(emulator: EmulatorServer, emulator_admin: EmulatorAdmin) -> None:
+    whole = _complete_export(emulator).split(b"\n")
+    emulator_admin.fault("export_cohort_users", "cut_inside_line", rows=3)
+    received = bytearray()
+    response = _post(emulator, EXPORT, SMALL_EXPORT, stream=True, timeout=60)
+    with pytest.raises(requests.exceptions.ChunkedEncodingError):
+        for chunk in response.iter_content(chunk_size=None):
+            received += chunk
+    lines = bytes(received).split(b"\n")
+    assert lines[:3] == whole[:3]
+    assert 0 < len(lines[3]) < len(whole[3]) and whole[3].startswith(lines[3])
+
+
+def test_malformed_line(emulator: EmulatorServer, emulator_admin: EmulatorAdmin) -> None:
+    whole = _complete_export(emulator).split(b"\n")[:-1]
+    emulator_admin.fault("export_cohort_users", "malformed_line", rows=10)
+    lines = _post(emulator, EXPORT, SMALL_EXPORT, timeout=60).content.split(b"\n")[:-1]
+    assert len(lines) == len(whole) + 1
+    with pytest.raises(ValueError):
+        json.loads(lines[10])
+    assert lines[:10] + lines[11:] == whole
+
+
+def test_trickle_sends_the_same_bytes_in_pieces(
+    emulator: EmulatorServer, emulator_admin: EmulatorAdmin
+) -> None:
+    body = {"cohortCode": "cohort_tiny"}
+    whole = _post(emulator, EXPORT, body, timeout=60).content
+    emulator_admin.fault("export_cohort_users", "trickle", bytes_per_second=40_000)
+    response = _post(emulator, EXPORT, body, stream=True, timeout=60)
+    pieces = list(response.iter_content(chunk_size=None))
+    assert b"".join(pieces) == whole
+    assert len(pieces) > 1
+
+
+def test_export_faults_need_the_export(emulator_admin: EmulatorAdmin) -> None:
+    with pytest.raises(AssertionError, match="400"):
+        emulator_admin.fault("get_cohort_users", "cut_after_rows", rows=1)
+
+
+def test_admin_api_is_guarded(emulator: EmulatorServer) -> None:
+    for headers in ({}, {ADMIN_HEADER: "wrong-admin-token"}, project_headers(emulator)):
+        for method, path in (("GET", "stats"), ("POST", "reset"), ("DELETE", "faults")):
+            response = requests.request(
+                method, f"{emulator.base_url}/_emulator/{path}", headers=headers, timeout=30
+            )
+            assert response.status_code == 401
+            assert response.json()["code"] == 401 and "wrong-admin" not in response.text
+
+
+def test_stats_count_requests_and_connections(
+    emulator: EmulatorServer, emulator_admin: EmulatorAdmin
+) -> None:
+    emulator_admin.reset()
+    before = emulator_admin.stats()["connections"]
+    with requests.Session() as session:
+        for _ in range(3):
+            session.get(emulator.base_url + EVENTS, headers=project_headers(emulator), timeout=30)
+    for _ in range(2):
+        _events(emulator)
+    stats = emulator_admin.stats()
+    assert stats["requests"]["list_events"] == 5
+    # One kept-alive session connection and two single-use ones, plus admin calls.
+    assert stats["connections"] - before >= 3
+
+
+def test_faults_can_be_cleared(emulator: EmulatorServer, emulator_admin: EmulatorAdmin) -> None:
+    emulator_admin.fault("list_events", "status", status=500, times=5)
+    emulator_admin.clear_faults()
+    assert _events(emulator).status_code == 200
+
+
+def test_data_until_and_event_log_admin_calls(
+    emulator: EmulatorServer, emulator_admin: EmulatorAdmin
+) -> None:
+    emulator_admin.set_data_until(date(2024, 1, 15))
+    emulator_admin.set_data_until(None)
+    events = [
+        {"user": 0, "event": "search", "time": "2024-01-02 10:00:00"},
+        {"user": 1, "event": "purchase", "time": "2024-01-02 11:00:00", "properties": {}},
+    ]
+    assert emulator_admin.replace_event_log(events) == 2
+    with pytest.raises(AssertionError, match="400"):
+        emulator_admin.replace_event_log([{"user": -1, "event": "x", "time": "bad"}])
+    admin_headers = {ADMIN_HEADER: str(emulator.config.admin_token)}
+    for body in ({"date": "2024-13-01"}, {}, {"date": 20240101}):
+        response = requests.put(
+            emulator.base_url + "/_emulator/data-until",
+            json=body,
+            headers=admin_headers,
+            timeout=30,
+        )
+        assert response.status_code == 400 and response.json()["data"] == ["date"]
