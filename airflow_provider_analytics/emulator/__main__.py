@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import sys
 import threading
@@ -32,6 +33,13 @@ def _loopback(text: str) -> str:
     if not is_loopback(text):
         raise argparse.ArgumentTypeError(f"the emulator only listens on loopback, not {text!r}")
     return text
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    """Readers polling for the file never see it half written."""
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(text)
+    os.replace(partial, path)
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -80,7 +88,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     server = EmulatorServer(config).start()
     try:
         if args.port_file is not None:
-            args.port_file.write_text(f"{server.port}\n")
+            _write_atomically(args.port_file, f"{server.port}\n")
         print(f"emulator listening on {server.base_url}", flush=True)
         while not stop.wait(0.5):
             pass

@@ -26,10 +26,15 @@ def build_app(config: EmulatorConfig, state: EmulatorState) -> FastAPI:
 
     Ad tracking routes and the user property listing are served under every prefix of
     ``config.utm_prefixes``; the other operations have no prefix. No documentation pages
-    are served, so every path outside the spec answers the platform's 404.
+    are served and a trailing slash is not redirected, so every path outside the spec
+    answers the platform's 404.
     """
     app = FastAPI(
-        title="analytics platform emulator", docs_url=None, redoc_url=None, openapi_url=None
+        title="analytics platform emulator",
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+        redirect_slashes=False,
     )
     app.state.config = config
     app.state.emulator = state

@@ -144,6 +144,19 @@ def test_unknown_paths_and_methods(emulator: EmulatorServer) -> None:
     assert error_of(call(emulator, "GET", "/openapi.json"), 404)["code"] == 404
     assert error_of(call(emulator, "GET", "/other/uba/api/operations/utm/1"), 404)
     assert error_of(call(emulator, "PATCH", EVENTS, {}), 405)["code"] == 405
+    assert error_of(call(emulator, "GET", EVENTS + "/"), 404)["code"] == 404
+
+
+def test_unexpected_failures_answer_500_in_the_platform_shape(
+    fresh_emulator: EmulatorServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(**filters: Any) -> list[dict[str, Any]]:
+        raise RuntimeError("the store broke")
+
+    monkeypatch.setattr(fresh_emulator.state.plan, "events", broken)
+    response = call(fresh_emulator, "GET", EVENTS)
+    assert error_of(response, 500) == {"code": 500, "msg": "internal error", "data": None}
+    assert "broke" not in response.text
 
 
 def test_admin_api_is_absent_without_an_admin_token() -> None:
