@@ -425,7 +425,7 @@ class EncodedBlock:
 
     def lines(self, first: int, stop: int) -> memoryview:
         """Lines ``first`` to ``stop - 1``, newlines included, without copying."""
-        return memoryview(self.text[self.offset(first) : self.offset(stop)])
+        return self.text[self.offset(first) : self.offset(stop)].data
 
     @property
     def nbytes(self) -> int:
