@@ -260,6 +260,8 @@ class _Groups:
 def _groups(query: EventQuery, scope: Scope, counted: np.ndarray) -> _Groups:
     if not query.splits:
         return _Groups(np.zeros(len(counted), dtype=np.int64), [[]])
+    if len(counted) == 0:
+        return _Groups(np.zeros(0, dtype=np.int64), [])
     labelled = []
     for split in query.splits:
         expression = split.expression
@@ -269,7 +271,7 @@ def _groups(query: EventQuery, scope: Scope, counted: np.ndarray) -> _Groups:
             else scope.column(expression).take(counted)
         )
         labelled.append(split_labels(column, split.buckets))
-    ids = np.stack([found.ids for found in labelled], axis=1).reshape(len(counted), -1)
+    ids = np.stack([found.ids for found in labelled], axis=1)
     combos, inverse = np.unique(ids, axis=0, return_inverse=True)
     order = sorted(
         range(len(combos)),

@@ -73,7 +73,7 @@ _ARITY: Final[dict[str, tuple[int, int | None]]] = {
 }
 _TRUE_ON_NULL: Final = frozenset({"NOT_EQ", "NOT_CONTAIN", "NULL", "EMPTY"})
 _INT64_LIMIT: Final = 2**63 - 1
-_INTEGER_TEXT: Final = re.compile(r"[+-]?\d+")
+_INTEGER_TEXT: Final = re.compile(r"[+-]?\d+", re.ASCII)
 _END_OF_DAY_MS: Final = 86_400_000 - 1
 
 

@@ -3,7 +3,8 @@
 Visible are the events on days ``fromDate..toDate`` (none after ``data_until``) of users in
 the requested group (``$ALL`` or the first N users for a cohort of size N) that fall in the
 sample (user index % samplingFactor == 0). User property values come from the population
-once per request, for the user properties the request names.
+once per request, for the user properties the request names; a masked value (the marker
+text) and a value that does not have the property's data type read as null.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from airflow_provider_analytics.emulator import catalog
 from airflow_provider_analytics.emulator.eventlog_columns import (
     NULL_CODE,
     Column,
@@ -98,9 +100,15 @@ def _load_user_columns(
     ids = sorted(wanted)
     records = population.records(0, user_count, ids) if user_count > 0 else []
     return {
-        prop_id: encode_values(data_type, (record.get(prop_id) for record in records), strict=False)
+        prop_id: encode_values(
+            data_type, (_unmasked(record.get(prop_id)) for record in records), strict=False
+        )
         for prop_id, data_type in wanted.items()
     }
+
+
+def _unmasked(value: Any) -> Any:
+    return None if value == catalog.MASKED_MARKER else value
 
 
 def visible_scope(

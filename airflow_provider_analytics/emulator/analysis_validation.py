@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
 MAX_SAMPLING_FACTOR: Final = 64
-_DATE_PATTERN: Final = re.compile(r"\d{4}-\d{2}-\d{2}")
+_DATE_PATTERN: Final = re.compile(r"\d{4}-\d{2}-\d{2}", re.ASCII)
 
 
 def require_body(request: object) -> Mapping[str, Any]:

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from airflow_provider_analytics.emulator.eventlog_columns import Column
 
 SECONDS_PER_DAY: Final = 86_400
-_TIME_PATTERN: Final = re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}")
+_TIME_PATTERN: Final = re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}", re.ASCII)
 
 
 def _event_property_types() -> dict[str, str]:

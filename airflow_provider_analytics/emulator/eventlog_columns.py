@@ -29,7 +29,7 @@ LOCAL_EPOCH: Final = datetime(1970, 1, 1)
 
 _INT64_MAX: Final = 2**63 - 1
 _DATETIME_PATTERN: Final = re.compile(
-    r"(\d{4})-(\d{2})-(\d{2})(?: (\d{2}):(\d{2}):(\d{2})(?:\.(\d{3}))?)?"
+    r"(\d{4})-(\d{2})-(\d{2})(?: (\d{2}):(\d{2}):(\d{2})(?:\.(\d{3}))?)?", re.ASCII
 )
 
 
