@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import threading
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
@@ -32,6 +32,7 @@ DEFAULT_CACHE_BYTES: Final = 1 << 30
 MEDIA_TYPE: Final = "application/x-ndjson; charset=utf-8"
 MALFORMED_LINE: Final = memoryview(b'{"distinct_id": 42, "unterminated\n')
 """What a ``malformed_line`` fault writes: a line that is not JSON."""
+PREFETCH_BLOCKS: Final = 2
 _TRICKLE_TICK: Final = 0.05
 _DISCONNECT_GRACE: Final = 30.0
 
@@ -105,21 +106,18 @@ class ExportSource:
     async def blocks(self) -> AsyncIterator[tuple[EncodedBlock, int]]:
         """Each block with the number of its rows that belong to the export.
 
-        The next block is encoded in a worker thread while the caller sends this one.
+        The next :data:`PREFETCH_BLOCKS` blocks are encoded in worker threads while the
+        caller sends this one (numpy releases the GIL for most of the work).
         """
         loop = asyncio.get_running_loop()
         count = self.population.block_count(self.rows)
-        pending = loop.run_in_executor(None, self.block, 0) if count else None
+        size = self.population.block_rows
+        pending: deque[asyncio.Future[EncodedBlock]] = deque()
         for index in range(count):
-            assert pending is not None
-            block = await pending
-            pending = (
-                loop.run_in_executor(None, self.block, index + 1) if index + 1 < count else None
-            )
-            yield (
-                block,
-                min(self.population.block_rows, self.rows - index * self.population.block_rows),
-            )
+            while len(pending) < PREFETCH_BLOCKS and index + len(pending) < count:
+                pending.append(loop.run_in_executor(None, self.block, index + len(pending)))
+            block = await pending.popleft()
+            yield block, min(size, self.rows - index * size)
 
 
 async def _stream_pieces(source: ExportSource, fault: f.Fault | None) -> AsyncIterator[memoryview]:
