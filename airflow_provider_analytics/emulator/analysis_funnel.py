@@ -154,12 +154,16 @@ def parse_funnel(body: Mapping[str, Any], cohorts: Mapping[str, int]) -> FunnelQ
 
 
 def _walk_steps(query: FunnelQuery, scope: Scope) -> list[np.ndarray]:
-    """Per step, each user's position (into the scope) of the event that reached it, or -1."""
-    user_count = int(scope.users.max()) + 1 if len(scope) else 0
+    """Per step and distinct user of the scope, the position of the event that reached it.
+
+    Users are numbered densely in ascending index order; -1 marks a user who did not reach
+    the step.
+    """
+    distinct, dense_users = np.unique(scope.users, return_inverse=True)
     reached: list[np.ndarray] = []
     for step in query.steps:
         candidates = np.nonzero(scope.event_mask(step.event) & filter_mask(step.filter, scope))[0]
-        users = scope.users[candidates]
+        users = dense_users[candidates]
         if reached:
             previous = reached[-1][users]
             entered = np.where(previous >= 0, reached[0][users], 0)
@@ -170,7 +174,7 @@ def _walk_steps(query: FunnelQuery, scope: Scope) -> list[np.ndarray]:
                 & (times - scope.times[entered] <= query.window_seconds)
             )
             candidates, users = candidates[ok], users[ok]
-        position = np.full(user_count, -1, dtype=np.int64)
+        position = np.full(len(distinct), -1, dtype=np.int64)
         # Candidates are in log order, so the first per user is the earliest event.
         first_users, first = np.unique(users, return_index=True)
         position[first_users] = candidates[first]
@@ -186,7 +190,7 @@ def _split_rows(
         return np.full(len(entrants), -1, dtype=np.int64), []
     expression = query.split.expression
     if expression.scope == "user":
-        column = scope.user_column(expression, entrants)
+        column = scope.user_column(expression, scope.users[reached[0][entrants]])
     else:
         step = 0 if query.split_step == ANY_STEP else query.split_step
         positions = reached[step][entrants]

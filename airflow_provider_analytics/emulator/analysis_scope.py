@@ -9,7 +9,8 @@ text) and a value that does not have the property's data type read as null.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import numpy as np
 
@@ -32,6 +33,9 @@ if TYPE_CHECKING:
     from airflow_provider_analytics.emulator.analysis_validation import DateRange
     from airflow_provider_analytics.emulator.eventlog import EventLog
 
+_MAX_RANGE_GAP: Final = 4096
+"""Users further apart than this are fetched from the population in separate ranges."""
+
 
 class Population(Protocol):
     """What the analyses need of the population: API-shaped user property values."""
@@ -39,29 +43,52 @@ class Population(Protocol):
     def records(self, start: int, stop: int, properties: list[str]) -> list[dict[str, Any]]: ...
 
 
+@dataclass(frozen=True)
+class UserValues:
+    """User property columns for a sorted set of user indexes.
+
+    :param users: distinct user indexes, ascending.
+    :param columns: property id -> column aligned with ``users``.
+    """
+
+    users: np.ndarray
+    columns: Mapping[str, Column]
+
+    def lookup(self, property_id: str, users: np.ndarray) -> Column:
+        """Values of a user property for the given user indexes (null for unknown users)."""
+        by_user = self.columns[property_id]
+        position = np.searchsorted(self.users, users)
+        inside = position < len(self.users)
+        found = inside.copy()
+        found[inside] = self.users[position[inside]] == users[inside]
+        codes = np.full(len(users), NULL_CODE, dtype=np.int32)
+        codes[found] = by_user.codes[position[found]]
+        return Column(by_user.data_type, codes, by_user.dictionary)
+
+
 class Scope:
     """Rows of the event log visible to one analysis (positions into the log, time-sorted).
 
     :param log: the event log.
     :param rows: visible positions, ascending.
-    :param user_columns: user property id -> column indexed by user index.
+    :param user_values: the user properties the request reads, for the users of the rows.
     """
 
-    def __init__(self, log: EventLog, rows: np.ndarray, user_columns: Mapping[str, Column]):
+    def __init__(self, log: EventLog, rows: np.ndarray, user_values: UserValues):
         self.log = log
         self.rows = rows
         self.users: np.ndarray = log.users[rows]
         self.times: np.ndarray = log.times[rows]
         self.days: np.ndarray = log.days[rows]
         self.event_codes: np.ndarray = log.event_codes[rows]
-        self._user_columns = user_columns
+        self._user_values = user_values
 
     def __len__(self) -> int:
         return len(self.rows)
 
     def subset(self, mask: np.ndarray) -> Scope:
         """The rows where ``mask`` holds, keeping the loaded user properties."""
-        return Scope(self.log, self.rows[mask], self._user_columns)
+        return Scope(self.log, self.rows[mask], self._user_values)
 
     def event_mask(self, expression: EventExpr) -> np.ndarray:
         """Rows that are events of ``expression`` (all rows for ``$Anything``)."""
@@ -76,35 +103,46 @@ class Scope:
         """Values of a property at every row: the event's own value or its user's value."""
         if expression.scope == "event":
             return self.log.column(expression.property_id).take(self.rows)
-        by_user = self._user_columns[expression.property_id]
-        known = self.users < len(by_user)
-        codes = np.full(len(self), NULL_CODE, dtype=np.int32)
-        codes[known] = by_user.codes[self.users[known]]
-        return Column(by_user.data_type, codes, by_user.dictionary)
+        return self.user_column(expression, self.users)
 
     def user_column(self, expression: PropertyExpr, users: np.ndarray) -> Column:
         """Values of a user property for the given user indexes."""
-        by_user = self._user_columns[expression.property_id]
-        known = users < len(by_user)
-        codes = np.full(len(users), NULL_CODE, dtype=np.int32)
-        codes[known] = by_user.codes[users[known]]
-        return Column(by_user.data_type, codes, by_user.dictionary)
+        return self._user_values.lookup(expression.property_id, users)
 
 
-def _load_user_columns(
-    population: Population, expressions: Iterable[PropertyExpr], user_count: int
-) -> dict[str, Column]:
+def _user_ranges(users: np.ndarray) -> list[tuple[int, int]]:
+    """Few ``[start, stop)`` ranges covering sorted distinct users, merging small gaps."""
+    if len(users) == 0:
+        return []
+    breaks = np.nonzero(np.diff(users) > _MAX_RANGE_GAP)[0]
+    starts = [int(users[0]), *(int(users[i + 1]) for i in breaks)]
+    stops = [*(int(users[i]) + 1 for i in breaks), int(users[-1]) + 1]
+    return list(zip(starts, stops, strict=True))
+
+
+def _load_user_values(
+    population: Population, expressions: Iterable[PropertyExpr], users: np.ndarray
+) -> UserValues:
     wanted = {e.property_id: e.data_type for e in expressions if e.scope == "user"}
     if not wanted:
-        return {}
+        return UserValues(users, {})
     ids = sorted(wanted)
-    records = population.records(0, user_count, ids) if user_count > 0 else []
-    return {
-        prop_id: encode_values(
-            data_type, (_unmasked(record.get(prop_id)) for record in records), strict=False
-        )
-        for prop_id, data_type in wanted.items()
-    }
+    values: dict[str, list[Any]] = {prop_id: [] for prop_id in wanted}
+    for start, stop in _user_ranges(users):
+        records = population.records(start, stop, ids)
+        picked = users[(users >= start) & (users < stop)] - start
+        for prop_id, column in values.items():
+            column.extend(
+                _unmasked(records[i].get(prop_id)) if i < len(records) else None
+                for i in picked.tolist()
+            )
+    return UserValues(
+        users,
+        {
+            prop_id: encode_values(wanted[prop_id], raw, strict=False)
+            for prop_id, raw in values.items()
+        },
+    )
 
 
 def _unmasked(value: Any) -> Any:
@@ -142,5 +180,5 @@ def visible_scope(
     if user_limit is not None:
         keep &= users < user_limit
     rows = rows[keep]
-    user_count = int(log.users[rows].max()) + 1 if len(rows) else 0
-    return Scope(log, rows, _load_user_columns(population, expressions, user_count))
+    users = np.unique(log.users[rows])
+    return Scope(log, rows, _load_user_values(population, expressions, users))

@@ -138,8 +138,8 @@ class EventLog:
         raw: dict[str, list[Any]] = {}
         for position, record in enumerate(records):
             user = record.get("user")
-            if isinstance(user, bool) or not isinstance(user, int) or user < 0:
-                raise ValueError(f"record {position}: user must be a non-negative int")
+            if isinstance(user, bool) or not isinstance(user, int) or not 0 <= user < 2**63:
+                raise ValueError(f"record {position}: user must be a non-negative int64")
             event_id = record.get("event")
             if not isinstance(event_id, str) or not event_id:
                 raise ValueError(f"record {position}: event must be a non-empty string")

@@ -78,6 +78,7 @@ def test_columns_keep_types_and_unreported_properties_read_as_null() -> None:
         {"user": -1, "event": "share", "time": "2024-01-01 00:00:00"},
         {"user": True, "event": "share", "time": "2024-01-01 00:00:00"},
         {"user": "7", "event": "share", "time": "2024-01-01 00:00:00"},
+        {"user": 2**63, "event": "share", "time": "2024-01-01 00:00:00"},
         {"user": 1, "event": "", "time": "2024-01-01 00:00:00"},
         {"user": 1, "event": "share", "time": "2024-01-01T00:00:00"},
         {"user": 1, "event": "share", "time": "2024-02-30 00:00:00"},

@@ -230,3 +230,32 @@ def test_an_empty_range_answers_zeros() -> None:
     answer = run(body(fromDate="2023-06-01", toDate="2023-06-02"))
     assert counts(answer) == [[0, 0, 0]] * 3
     assert medians(answer) == [None, None]
+
+
+def test_sparse_and_very_large_user_indexes() -> None:
+    far = 10**12
+    events = [
+        ev(3, "$startup", "2024-01-01 10:00:00"),
+        ev(far, "$startup", "2024-01-01 11:00:00"),
+        ev(far, "$pageview", "2024-01-01 11:00:05"),
+        ev(far + 5, "$startup", "2024-01-02 11:00:00"),
+    ]
+    users = {3: {"gender": "男"}, far: {"gender": "女"}, far + 5: {"gender": "女"}}
+    request = {
+        "steps": STEPS[:2],
+        "crowds": ["$ALL"],
+        "fromDate": "2024-01-01",
+        "toDate": "2024-01-02",
+        "byField": {"expression": "user.gender"},
+    }
+    answer = analyze_funnel(
+        request,
+        log=EventLog.from_records(events),
+        population=UsersPopulation(users),
+        cohorts=catalog.COHORTS,
+        data_until=None,
+    )
+    del answer["reportUpdateTime"]
+    assert differences(answer, oracle_funnel(events, users, request)) == []
+    assert answer["byValues"] == ["-1", "女", "男"]
+    assert counts(answer, 1) == [[2, 1, 1], [1, 1, 0]]
