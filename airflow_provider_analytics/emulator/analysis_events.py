@@ -208,10 +208,12 @@ def _series(query: EventQuery, scope: Scope) -> tuple[np.ndarray, list[str]]:
 
 
 def _distinct_per_key(keys: np.ndarray, values: np.ndarray, n_keys: int) -> np.ndarray:
+    """Number of distinct ``values`` per key."""
     if len(keys) == 0:
         return np.zeros(n_keys, dtype=np.int64)
-    width = int(values.max()) + 1
-    pairs = np.unique(keys.astype(np.int64) * width + values)
+    _distinct, dense = np.unique(values, return_inverse=True)
+    width = int(dense.max()) + 1
+    pairs = np.unique(keys.astype(np.int64) * width + dense)
     return np.bincount(pairs // width, minlength=n_keys)
 
 
@@ -223,15 +225,21 @@ def _ratio(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
 def _aggregate(
     aggregator: str, keys: np.ndarray, n_keys: int, users: np.ndarray, values: Column | None
 ) -> list[Any]:
-    """One measure per key; ``values`` is the property column for property aggregators."""
-    if aggregator == "TOTAL_COUNT":
-        return np.bincount(keys, minlength=n_keys).tolist()
+    """One measure per key over the measure's events.
+
+    :param keys: the cell (or row) of every event.
+    :param users: the user of every event.
+    :param values: the property at every event for a property measure, None for an event
+        measure.
+    """
     user_counts = _distinct_per_key(keys, users, n_keys)
-    if aggregator == "TRIGGER_USER_COUNT":
-        return user_counts.tolist()
-    if aggregator == "AVG_COUNT":
-        return _ratio(np.bincount(keys, minlength=n_keys), user_counts).tolist()
-    assert values is not None
+    if values is None:
+        event_counts = np.bincount(keys, minlength=n_keys)
+        if aggregator == "TOTAL_COUNT":
+            return event_counts.tolist()
+        if aggregator == "TRIGGER_USER_COUNT":
+            return user_counts.tolist()
+        return _ratio(event_counts, user_counts).tolist()
     known = values.codes >= 0
     if aggregator == "REMOVE_DUMPLICATE":
         return _distinct_per_key(keys[known], values.codes[known], n_keys).tolist()
@@ -289,7 +297,7 @@ def compute_events(query: EventQuery, scope: Scope) -> dict[str, Any]:
     """The event analysis response body without ``reportUpdateTime``."""
     scope = scope.subset(filter_mask(query.global_filter, scope))
     selected = [scope.event_mask(m.event) & filter_mask(m.filter, scope) for m in query.measures]
-    counted = np.nonzero(np.logical_or.reduce(selected) if selected else [])[0]
+    counted = np.nonzero(np.logical_or.reduce(selected))[0]
     series, series_labels = _series(query, scope)
     groups = _groups(query, scope, counted)
     n_series, n_rows = len(series_labels), len(groups.by_values)
