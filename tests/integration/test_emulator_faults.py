@@ -49,6 +49,7 @@ def test_status_fault_answers_the_error_without_doing_the_work(
         "utmMedium": "m",
         "utmSource": "s",
     }
+    counted_before = emulator_admin.stats()["requests"].get("create_utm", 0)
     emulator_admin.fault(
         "create_utm", "status", status=503, code=503, msg="engine down", retry_after=7, times=2
     )
@@ -60,7 +61,7 @@ def test_status_fault_answers_the_error_without_doing_the_work(
     first = _post(emulator, UTM, campaign, timeout=30).json()["campaignId"]
     second = _post(emulator, UTM, campaign, timeout=30).json()["campaignId"]
     assert second == first + 1
-    assert emulator_admin.stats()["requests"]["create_utm"] == 4
+    assert emulator_admin.stats()["requests"]["create_utm"] - counted_before == 4
 
 
 def test_status_fault_for_any_operation(

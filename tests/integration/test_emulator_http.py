@@ -280,7 +280,8 @@ def _ids(response: requests.Response) -> list[str]:
     return [item["id"] for item in response.json()]
 
 
-def test_plan_listings_and_filters(emulator: EmulatorServer) -> None:
+def test_plan_listings_and_filters(fresh_emulator: EmulatorServer) -> None:
+    emulator = fresh_emulator
     everything = call(emulator, "GET", USER_PROPERTIES).json()
     assert {p.id for p in catalog.USER_PROPERTIES} <= {r["id"] for r in everything}
     assert set(everything[0]) >= {"id", "name", "enable", "visible", "preset", "dataType"} | {
