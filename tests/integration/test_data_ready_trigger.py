@@ -1,0 +1,135 @@
+"""The deferrable sensor's trigger polling the emulator over real HTTP while data arrives."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import json
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from airflow_provider_analytics.triggers.data_ready import AnalyticsDataReadyTrigger
+
+if TYPE_CHECKING:
+    from airflow_provider_analytics.emulator.server import EmulatorServer
+    from tests.emulator_helpers import EmulatorAdmin
+
+pytestmark = pytest.mark.integration
+
+DAY = "2024-01-15"
+
+
+@pytest.fixture
+def connection(monkeypatch: pytest.MonkeyPatch, emulator: EmulatorServer) -> None:
+    config = emulator.config
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_ANALYTICS_DEFAULT",
+        json.dumps(
+            {
+                "conn_type": "analytics",
+                "host": emulator.base_url,
+                "password": config.token,
+                "extra": {"app_key": config.app_key},
+            }
+        ),
+    )
+
+
+def first_event(
+    trigger: AnalyticsDataReadyTrigger, *, during: Any = None, timeout: float = 30
+) -> dict:
+    """Run the trigger until it fires; ``during`` (a coroutine function) runs alongside."""
+
+    async def main() -> dict:
+        async def fire() -> dict:
+            async for event in trigger.run():
+                return dict(event.payload)
+            raise AssertionError("the trigger ended without an event")
+
+        side = asyncio.ensure_future(during()) if during else None
+        try:
+            return await asyncio.wait_for(fire(), timeout)
+        finally:
+            if side:
+                await side
+
+    return asyncio.run(main())
+
+
+def test_trigger_fires_when_the_days_data_arrives(
+    connection: None, emulator_admin: EmulatorAdmin
+) -> None:
+    emulator_admin.set_data_until(dt.date(2024, 1, 14))
+    trigger = AnalyticsDataReadyTrigger(
+        "analytics_default", {"from_date": DAY, "to_date": DAY}, 0.2
+    )
+    polls_before = emulator_admin.stats()["requests"].get("analyze_events", 0)
+
+    async def arrive() -> None:
+        await asyncio.sleep(1.0)
+        await asyncio.to_thread(emulator_admin.set_data_until, None)
+
+    event = first_event(trigger, during=arrive)
+    assert event["status"] == "success"
+    assert event["detail"]["counts"][DAY] > 0 and event["detail"]["missing"] == []
+    polls = emulator_admin.stats()["requests"]["analyze_events"] - polls_before
+    assert polls >= 3  # it waited, polling, before the data arrived
+
+
+def test_trigger_polls_through_server_errors(
+    connection: None, emulator_admin: EmulatorAdmin
+) -> None:
+    emulator_admin.fault("analyze_events", "status", status=503, times=2)
+    trigger = AnalyticsDataReadyTrigger(
+        "analytics_default", {"from_date": DAY, "to_date": DAY}, 0.1
+    )
+    assert first_event(trigger)["status"] == "success"
+
+
+def test_trigger_ends_at_once_on_authentication_errors(
+    monkeypatch: pytest.MonkeyPatch, emulator: EmulatorServer
+) -> None:
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_ANALYTICS_DEFAULT",
+        json.dumps(
+            {
+                "conn_type": "analytics",
+                "host": emulator.base_url,
+                "password": "tok-Wrong-98765",
+                "extra": {"app_key": emulator.config.app_key},
+            }
+        ),
+    )
+    trigger = AnalyticsDataReadyTrigger(
+        "analytics_default", {"from_date": DAY, "to_date": DAY}, 0.1
+    )
+    event = first_event(trigger, timeout=10)
+    assert event["status"] == "error"
+    assert "token and appKey" in event["message"]
+    assert "tok-Wrong-98765" not in event["message"]
+
+
+def test_trigger_plan_source_fires_when_data_status_flips(
+    connection: None, emulator_admin: EmulatorAdmin
+) -> None:
+    check = {"from_date": DAY, "to_date": DAY, "source": "plan", "event": "refund"}
+    trigger = AnalyticsDataReadyTrigger("analytics_default", check, 0.2)
+
+    async def arrive() -> None:
+        await asyncio.sleep(0.8)
+        await asyncio.to_thread(lambda: emulator_admin.set_data_status(1, event="refund"))
+
+    event = first_event(trigger, during=arrive)
+    assert event == {
+        "status": "success",
+        "detail": {"event": "refund", "event_property": None, "found": True, "dataStatus": 1},
+    }
+
+
+def test_trigger_serializes_to_plain_json() -> None:
+    trigger = AnalyticsDataReadyTrigger("conn", {"from_date": DAY, "to_date": DAY}, 5.0)
+    path, kwargs = trigger.serialize()
+    assert path == "airflow_provider_analytics.triggers.data_ready.AnalyticsDataReadyTrigger"
+    assert json.loads(json.dumps(kwargs)) == kwargs
+    assert AnalyticsDataReadyTrigger(**kwargs).serialize() == (path, kwargs)

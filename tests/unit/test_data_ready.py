@@ -1,0 +1,163 @@
+"""The data-ready check (pure) and the sensor's poke decisions (request shapes mocked)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+import pytest
+import requests_mock as rm
+from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
+
+from airflow_provider_analytics.client import AnalyticsValidationError
+from airflow_provider_analytics.jobs.data_ready import DataReadyCheck
+from airflow_provider_analytics.sensors.data_ready import AnalyticsDataSensor
+
+BASE = "https://analytics.example.com"
+ANALYZE = f"{BASE}/uba/api/events/analyze"
+
+
+def counts_response(series: list[str], values: list[float | None]) -> dict:
+    return {
+        "measures": ["event.$Anything"],
+        "byFields": [],
+        "series": series,
+        "rows": [{"byValue": [], "values": [values], "sum": [sum(v or 0 for v in values)]}],
+        "numRows": 1,
+    }
+
+
+def test_events_check_needs_every_day_to_reach_the_threshold() -> None:
+    check = DataReadyCheck("2024-01-14", "2024-01-16", threshold=5)
+    assert check.days() == ["2024-01-14", "2024-01-15", "2024-01-16"]
+    body = check.call().body
+    assert body == {
+        "measures": [{"expression": "event.$Anything", "aggregator": "TOTAL_COUNT"}],
+        "crowds": ["$ALL"],
+        "fromDate": "2024-01-14",
+        "toDate": "2024-01-16",
+        "unit": "DAY",
+    }
+    partial = check.evaluate(counts_response(["2024-01-14", "2024-01-15"], [9, 5]))
+    assert not partial.ready and partial.detail["missing"] == ["2024-01-16"]
+    low = check.evaluate(counts_response(["2024-01-14", "2024-01-15", "2024-01-16"], [9, 4, None]))
+    assert low.detail["missing"] == ["2024-01-15", "2024-01-16"]
+    full = check.evaluate(counts_response(["2024-01-14", "2024-01-15", "2024-01-16"], [9, 5, 6]))
+    assert full.ready and full.detail["counts"]["2024-01-16"] == 6
+
+
+def test_events_check_with_no_rows_is_not_ready() -> None:
+    readiness = DataReadyCheck("2024-01-15", "2024-01-15").evaluate({"series": [], "rows": []})
+    assert not readiness.ready and readiness.detail["missing"] == ["2024-01-15"]
+
+
+def test_plan_check_reads_data_status_of_event_or_property() -> None:
+    check = DataReadyCheck("2024-01-15", "2024-01-15", source="plan", event="refund")
+    assert check.call().operation.name == "list_events"
+    assert not check.evaluate([{"id": "refund", "dataStatus": 0}]).ready
+    assert not check.evaluate([{"id": "other", "dataStatus": 1}]).detail["found"]
+    assert check.evaluate([{"id": "refund", "dataStatus": 1}]).ready
+    prop = DataReadyCheck(
+        "2024-01-15", "2024-01-15", source="plan", event="refund", event_property="refund_amount"
+    )
+    call = prop.call()
+    assert (call.operation.name, call.params) == ("list_event_properties", {"eventId": "refund"})
+    assert prop.evaluate([{"id": "refund_amount", "dataStatus": 1}]).ready
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"from_date": "2024-01-16", "to_date": "2024-01-15"}, "to_date"),
+        ({"from_date": "2024-02-30"}, "from_date"),
+        ({"event": "9lives"}, "event"),
+        ({"threshold": 0}, "threshold"),
+        ({"threshold": True}, "threshold"),
+        ({"source": "logs"}, "source"),
+        ({"event_property": "amount"}, "event_property"),
+        ({"source": "plan"}, "event"),
+    ],
+)
+def test_bad_checks_name_the_field(kwargs: dict, field: str) -> None:
+    arguments = {"from_date": "2024-01-15", "to_date": "2024-01-15", **kwargs}
+    with pytest.raises(AnalyticsValidationError, match=rf"^{field}:"):
+        DataReadyCheck(**arguments)
+
+
+@pytest.fixture
+def connection(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_ANALYTICS_DEFAULT",
+        json.dumps(
+            {
+                "conn_type": "analytics",
+                "host": BASE,
+                "password": "tok-1234567",
+                "extra": {"app_key": "ak-1234567", "max_attempts": 1},
+            }
+        ),
+    )
+
+
+def context(day: str = "2024-01-15") -> dict:
+    start = dt.datetime.fromisoformat(day).replace(tzinfo=dt.UTC)
+    return {
+        "ds": day,
+        "data_interval_start": start,
+        "data_interval_end": start + dt.timedelta(days=1),
+    }
+
+
+def test_poke_sends_the_check_for_the_interval(connection: None) -> None:
+    sensor = AnalyticsDataSensor(task_id="wait", threshold=3)
+    with rm.Mocker() as mock:
+        mock.post(ANALYZE, json=counts_response(["2024-01-15"], [3]))
+        result = sensor.poke(context())
+        sent = mock.request_history[0]
+    assert result.is_done and result.xcom_value["counts"] == {"2024-01-15": 3.0}
+    assert sent.json()["fromDate"] == sent.json()["toDate"] == "2024-01-15"
+    assert sent.headers["token"] == "tok-1234567"
+
+
+def test_poke_waits_through_transient_errors(connection: None) -> None:
+    sensor = AnalyticsDataSensor(task_id="wait")
+    with rm.Mocker() as mock:
+        mock.post(ANALYZE, status_code=503, json={"code": 503, "msg": "engine busy", "data": None})
+        assert sensor.poke(context()).is_done is False
+
+
+def test_poke_fails_at_once_on_authentication_errors(connection: None) -> None:
+    sensor = AnalyticsDataSensor(task_id="wait")
+    with rm.Mocker() as mock:
+        mock.post(ANALYZE, status_code=401, json={"code": 401, "msg": "bad token", "data": None})
+        with pytest.raises(AirflowFailException, match="token and appKey"):
+            sensor.poke(context())
+    soft = AnalyticsDataSensor(task_id="wait", soft_fail=True)
+    with rm.Mocker() as mock:
+        mock.post(ANALYZE, status_code=401, json={"code": 401, "msg": "bad token", "data": None})
+        with pytest.raises(AirflowSkipException):
+            soft.poke(context())
+
+
+def test_bad_arguments_fail_before_any_request(connection: None) -> None:
+    sensor = AnalyticsDataSensor(task_id="wait", event="bad event")
+    with rm.Mocker() as mock, pytest.raises(AirflowFailException, match="event"):
+        sensor.poke(context())
+    assert mock.request_history == []
+
+
+def test_zero_length_interval_covers_the_logical_day(connection: None) -> None:
+    sensor = AnalyticsDataSensor(task_id="wait")
+    start = dt.datetime(2024, 1, 15, tzinfo=dt.UTC)
+    check = sensor.data_check(
+        {"ds": "2024-01-15", "data_interval_start": start, "data_interval_end": start}
+    )
+    assert (check.from_date, check.to_date) == ("2024-01-15", "2024-01-15")
+    weekly = sensor.data_check(
+        {
+            "ds": "2024-01-08",
+            "data_interval_start": start,
+            "data_interval_end": start + dt.timedelta(days=7),
+        }
+    )
+    assert (weekly.from_date, weekly.to_date) == ("2024-01-15", "2024-01-21")
