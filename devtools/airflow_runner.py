@@ -61,6 +61,7 @@ class DagRunResult:
     run_id: str | None
     state: str | None
     xcoms: dict[str, Any]
+    task_states: dict[str, str | None]
 
     def task_xcom(self, task_id: str, map_index: int = -1) -> Any:
         return (
@@ -103,17 +104,19 @@ class DagRunner:
             timeout=timeout,
         )
         output = done.stdout + done.stderr
-        run_id, state, xcoms = self._read_run(dag_id)
-        return DagRunResult(dag_id, done.returncode, output, run_id, state, xcoms)
+        run_id, state, xcoms, task_states = self._read_run(dag_id)
+        return DagRunResult(dag_id, done.returncode, output, run_id, state, xcoms, task_states)
 
-    def _read_run(self, dag_id: str) -> tuple[str | None, str | None, dict[str, Any]]:
+    def _read_run(
+        self, dag_id: str
+    ) -> tuple[str | None, str | None, dict[str, Any], dict[str, str | None]]:
         with sqlite3.connect(self.home / "airflow.db") as db:
             row = db.execute(
                 "SELECT run_id, state FROM dag_run WHERE dag_id = ? ORDER BY id DESC LIMIT 1",
                 (dag_id,),
             ).fetchone()
             if row is None:
-                return None, None, {}
+                return None, None, {}, {}
             run_id, state = row
             xcoms: dict[str, Any] = {}
             for task_id, map_index, value in db.execute(
@@ -123,7 +126,15 @@ class DagRunner:
             ):
                 key = task_id if map_index < 0 else f"{task_id}[{map_index}]"
                 xcoms[key] = json.loads(value) if isinstance(value, str | bytes) else value
-        return run_id, state, xcoms
+            task_states = {
+                (task_id if map_index < 0 else f"{task_id}[{map_index}]"): task_state
+                for task_id, map_index, task_state in db.execute(
+                    "SELECT task_id, map_index, state FROM task_instance "
+                    "WHERE dag_id = ? AND run_id = ?",
+                    (dag_id, run_id),
+                )
+            }
+        return run_id, state, xcoms, task_states
 
 
 def connection_env(
