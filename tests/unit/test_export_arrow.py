@@ -113,7 +113,7 @@ def test_every_type_decodes_exactly_with_big_ids_and_timezone() -> None:
     assert int(rows[0]["distinct_id"]) == big  # beyond 2**53, exact
     assert rows[1]["distinct_id"] == Decimal(-4635244755532264000)
     assert rows[2]["distinct_id"] == Decimal("1234.56")
-    utc = dt.timezone.utc
+    utc = dt.UTC
     assert rows[0]["seen"] == dt.datetime(2024, 1, 5, 2, 0, 0, 123000, tzinfo=utc)
     assert rows[1]["seen"] == dt.datetime(2024, 1, 4, 16, 0, tzinfo=utc)
     assert rows[2]["seen"] == dt.datetime(2024, 1, 5, 15, 59, 59, tzinfo=utc)

@@ -29,11 +29,14 @@ def test_write_creates_parents_and_replaces_on_rerun(tmp_path: Path) -> None:
 def test_failure_leaves_the_old_object_and_no_temporary(tmp_path: Path) -> None:
     target = ObjectStoragePath(f"file://{tmp_path}/out/users.parquet")
     write_table_atomically(pa.table({"x": [1]}), target)
-    with pytest.raises(RuntimeError, match="mid-write"):
-        with atomic_destination(target) as temporary, temporary.open("wb") as sink:
-            sink.write(b"PAR1 half a file")
-            assert temporary.name.startswith(".users.parquet.")
-            raise RuntimeError("mid-write")
+    with (
+        pytest.raises(RuntimeError, match="mid-write"),
+        atomic_destination(target) as temporary,
+        temporary.open("wb") as sink,
+    ):
+        sink.write(b"PAR1 half a file")
+        assert temporary.name.startswith(".users.parquet.")
+        raise RuntimeError("mid-write")
     assert pq.read_table(str(tmp_path / "out/users.parquet")).to_pydict() == {"x": [1]}
     assert [p.name for p in (tmp_path / "out").iterdir()] == ["users.parquet"]
 
