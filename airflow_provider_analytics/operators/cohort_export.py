@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_analytics.jobs.cohort_export import ExportSettings, export_cohort_to_parquet
-from airflow_provider_analytics.operators.base import AnalyticsBaseOperator
+from airflow_provider_analytics.operators.output import AnalyticsOutputOperator
 from airflow_provider_analytics.operators.paths import output_path
 
 if TYPE_CHECKING:
@@ -15,12 +15,13 @@ if TYPE_CHECKING:
     from airflow.sdk import Context
 
 
-class CohortExportToParquetOperator(AnalyticsBaseOperator):
+class CohortExportToParquetOperator(AnalyticsOutputOperator):
     """Stream a cohort's users (spec 4.13) into a Parquet object, typed from the tracking plan.
 
     Memory stays flat whatever the cohort's size; the row count is checked against the cohort's
     size and a cut or short stream is retried from the start; the object appears at
-    ``destination`` only when complete and a rerun replaces it.
+    ``destination`` only when complete and a rerun replaces it. The destination's Asset (the
+    untemplated prefix) is declared as an outlet unless ``outlets`` are given.
 
     :param cohort_code: the cohort to export (templated).
     :param destination: object URI (``file:///...``, ``s3://conn_id@bucket/...``), or a prefix
@@ -60,9 +61,8 @@ class CohortExportToParquetOperator(AnalyticsBaseOperator):
         attempts: int = ExportSettings.attempts,
         **kwargs: Any,
     ) -> None:
-        super().__init__(**kwargs)
+        super().__init__(destination=destination, **kwargs)
         self.cohort_code = cohort_code
-        self.destination = destination
         self.properties = properties
         self.limit = limit
         self.timezone = timezone
@@ -87,4 +87,8 @@ class CohortExportToParquetOperator(AnalyticsBaseOperator):
             schema_overrides=self.schema_overrides,
             settings=self.settings,
         )
+        self.publish_output(context, path, rows=result.rows, cohort_code=self.cohort_code)
         return result.as_dict()
+
+    def lineage_input_name(self) -> str:
+        return f"cohort/{self.cohort_code}"

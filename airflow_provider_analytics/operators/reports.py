@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from airflow_provider_analytics.jobs.reports import EVENTS, FUNNEL, ReportKind, run_report
-from airflow_provider_analytics.operators.base import AnalyticsBaseOperator
 from airflow_provider_analytics.operators.intervals import interval_dates
+from airflow_provider_analytics.operators.output import AnalyticsOutputOperator
 from airflow_provider_analytics.operators.paths import output_path
 
 if TYPE_CHECKING:
@@ -15,13 +15,14 @@ if TYPE_CHECKING:
     from airflow.sdk import Context
 
 
-class _AnalysisReportOperator(AnalyticsBaseOperator):
+class _AnalysisReportOperator(AnalyticsOutputOperator):
     """Run one analysis over the data interval and write its tidy table as Parquet.
 
     :param request: the analysis request body (templated); ``fromDate``/``toDate`` default to
         the run's data interval. Validated before anything is sent.
     :param destination: object URI, or a prefix ending in ``/`` that gets
-        ``dt=<ds>/<report>.parquet`` (templated). Written atomically; a rerun replaces it.
+        ``dt=<ds>/<report>.parquet`` (templated). Written atomically; a rerun replaces it. Its
+        untemplated prefix is declared as the task's Asset unless ``outlets`` are given.
     :param window_days: split long ranges into windows of this many days (backfills).
     :param compression: Parquet codec, zstd by default.
     """
@@ -39,9 +40,8 @@ class _AnalysisReportOperator(AnalyticsBaseOperator):
         compression: str = "zstd",
         **kwargs: Any,
     ) -> None:
-        super().__init__(**kwargs)
+        super().__init__(destination=destination, **kwargs)
         self.request = request
-        self.destination = destination
         self.window_days = window_days
         self.compression = compression
 
@@ -63,7 +63,11 @@ class _AnalysisReportOperator(AnalyticsBaseOperator):
         self.log.info(
             "%s report: %d rows to %s; %s", self.kind.name, result.rows, path, result.headline
         )
+        self.publish_output(context, path, rows=result.rows, report=self.kind.name)
         return result.as_dict()
+
+    def lineage_input_name(self) -> str:
+        return f"{self.kind.name}_analysis"
 
 
 class FunnelReportOperator(_AnalysisReportOperator):

@@ -244,3 +244,24 @@ def test_no_secret_in_logs_xcoms_or_rendered_fields(
         for secret in (*SECRETS.values(), PASSWORD):
             assert secret not in text, f"{secret[:3]}... found in {where}"
     assert "export_cohort" in texts["rendered fields"]
+
+
+def test_outputs_are_announced_as_asset_events(
+    run: tuple[DagRunResult, Path], airflow_home: Path
+) -> None:
+    _, out = run
+    with sqlite3.connect(airflow_home / "airflow.db") as db:
+        events = db.execute(
+            "SELECT a.uri, e.extra FROM asset_event e JOIN asset a ON a.id = e.asset_id "
+            "WHERE e.source_dag_id = ?",
+            ("provider_operators",),
+        ).fetchall()
+    extras = {uri: json.loads(extra) for uri, extra in events}
+    export = extras[f"file://{out}/cohort_users"]
+    assert (
+        export["uri"]
+        == f"file://{out}/cohort_users/cohort=cohort_small/dt=2024-01-15/users.parquet"
+    )
+    assert export["rows"] == 1000
+    assert extras[f"file://{out}/funnel"]["report"] == "funnel"
+    assert extras[f"file://{out}/events"]["rows"] > 0
