@@ -1,0 +1,171 @@
+"""The report job: date windows, one query per window, headlines, validation first."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+import pyarrow.parquet as pq
+import pytest
+import requests_mock as rm
+from airflow.sdk import ObjectStoragePath
+
+from airflow_provider_analytics.client import (
+    AnalyticsClient,
+    AnalyticsValidationError,
+    ClientConfig,
+)
+from airflow_provider_analytics.jobs.reports import EVENTS, FUNNEL, date_windows, run_report
+from airflow_provider_analytics.operators.reports import FunnelReportOperator
+
+BASE = "https://analytics.example.com"
+STEPS = [
+    {"expression": "event.$startup", "filter": None},
+    {"expression": "event.purchase", "filter": None},
+]
+
+
+def funnel_response(request: dict) -> dict:
+    first = dt.date.fromisoformat(request["fromDate"])
+    days = (dt.date.fromisoformat(request["toDate"]) - first).days + 1
+    dates = [(first + dt.timedelta(days=n)).strftime("%Y/%m/%d 00:00:00") for n in range(days)]
+    return {
+        "dateList": ["$ALL", *dates],
+        "byField": None,
+        "byValues": ["-1"],
+        "stepEvents": ["event.$startup", "event.purchase"],
+        "rows": [
+            {
+                "byValue": "-1",
+                "stepsDetail": [
+                    {"expression": "event.$startup", "convertedUser": [10 * days] + [10] * days},
+                    {"expression": "event.purchase", "convertedUser": [4 * days] + [4] * days},
+                ],
+                "medianConvertedTime": [{"stepsExpress": "$startup~purchase", "median": None}],
+            }
+        ],
+        "reportUpdateTime": "2024-02-01 08:00:00",
+    }
+
+
+@pytest.fixture
+def client() -> AnalyticsClient:
+    return AnalyticsClient(ClientConfig(BASE, token="tok-1234567", app_key="ak-1234567"))
+
+
+def test_date_windows_cover_the_range_inclusively() -> None:
+    assert date_windows("2024-01-01", "2024-01-10", 4) == [
+        ("2024-01-01", "2024-01-04"),
+        ("2024-01-05", "2024-01-08"),
+        ("2024-01-09", "2024-01-10"),
+    ]
+    assert date_windows("2024-01-01", "2024-01-10", None) == [("2024-01-01", "2024-01-10")]
+    assert date_windows("2024-02-28", "2024-03-01", 1) == [
+        ("2024-02-28", "2024-02-28"),
+        ("2024-02-29", "2024-02-29"),
+        ("2024-03-01", "2024-03-01"),
+    ]
+
+
+def test_windows_become_one_query_each_and_one_table(client: AnalyticsClient, tmp_path) -> None:
+    request = {"steps": STEPS, "crowds": ["$ALL"], "fromDate": "2024-01-01", "toDate": "2024-01-10"}
+    target = ObjectStoragePath(f"file://{tmp_path}/funnel/dt=2024-01-10/funnel.parquet")
+    with rm.Mocker() as mock:
+        mock.post(
+            f"{BASE}/uba/api/funnels/analyze", json=lambda req, ctx: funnel_response(req.json())
+        )
+        result = run_report(FUNNEL, client, request, target, window_days=4)
+        sent = [(r.json()["fromDate"], r.json()["toDate"]) for r in mock.request_history]
+    assert sent == date_windows("2024-01-01", "2024-01-10", 4)
+    table = pq.read_table(str(tmp_path / "funnel/dt=2024-01-10/funnel.parquet"))
+    assert table.num_rows == result.rows == (3 + 10) * 2  # ($ALL + days) x steps over 3 windows
+    assert result.windows == 3
+    assert result.headline == {
+        "steps": 2,
+        "first_step_users": 100,
+        "last_step_users": 40,
+        "overall_conversion": 0.4,
+    }
+    assert set(table.column("query_to_date").to_pylist()) == {
+        dt.date(2024, 1, 4),
+        dt.date(2024, 1, 8),
+        dt.date(2024, 1, 10),
+    }
+
+
+def test_event_headline_sums_totals_per_measure(client: AnalyticsClient, tmp_path) -> None:
+    response = {
+        "measures": ["event.purchase", "event.purchase.amount"],
+        "byFields": ["event.purchase.$city"],
+        "series": ["2024-01-01", "2024-01-02"],
+        "rows": [
+            {"byValue": ["上海"], "values": [[1, 2], [10.5, 20]], "sum": [3, 30.5]},
+            {"byValue": ["北京"], "values": [[4, 0], [7, 0]], "sum": [4, 7]},
+        ],
+        "numRows": 2,
+        "reportUpdateTime": "2024-02-01 08:00:00",
+    }
+    request = {
+        "measures": [
+            {"expression": "event.purchase", "aggregator": "TOTAL_COUNT"},
+            {"expression": "event.purchase.amount", "aggregator": "SUM"},
+        ],
+        "crowds": ["$ALL"],
+        "byFields": [{"expression": "event.purchase.$city"}],
+        "fromDate": "2024-01-01",
+        "toDate": "2024-01-02",
+    }
+    target = ObjectStoragePath(f"file://{tmp_path}/events.parquet")
+    with rm.Mocker() as mock:
+        mock.post(f"{BASE}/uba/api/events/analyze", json=response)
+        result = run_report(EVENTS, client, request, target)
+    totals = [(m["expression"], m["aggregator"], m["total"]) for m in result.headline["measures"]]
+    assert totals == [
+        ("event.purchase", "TOTAL_COUNT", 7.0),
+        ("event.purchase.amount", "SUM", 37.5),
+    ]
+
+
+def test_operator_fills_the_interval_and_validates_before_sending(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_ANALYTICS_DEFAULT",
+        json.dumps(
+            {
+                "conn_type": "analytics",
+                "host": BASE,
+                "password": "tok-1234567",
+                "extra": {"app_key": "ak-1234567"},
+            }
+        ),
+    )
+    start = dt.datetime(2024, 1, 15, tzinfo=dt.UTC)
+    context = {"ds": "2024-01-15", "data_interval_start": start, "data_interval_end": start}
+    bad = FunnelReportOperator(
+        task_id="funnel",
+        request={"steps": STEPS[:1], "crowds": ["$ALL"]},
+        destination=f"file://{tmp_path}/",
+    )
+    with rm.Mocker() as mock, pytest.raises(AnalyticsValidationError, match="steps"):
+        bad.execute(context)  # type: ignore[arg-type]
+    assert mock.request_history == []
+    assert not any(tmp_path.iterdir())
+    good = FunnelReportOperator(
+        task_id="funnel",
+        request={"steps": STEPS, "crowds": ["$ALL"]},
+        destination=f"file://{tmp_path}/",
+    )
+
+    class _Events(dict):
+        def __missing__(self, key):  # any outlet gets an object with an ``extra`` slot
+            value = type("Event", (), {"extra": None})()
+            self[key] = value
+            return value
+
+    with rm.Mocker() as mock:
+        mock.post(
+            f"{BASE}/uba/api/funnels/analyze", json=lambda req, ctx: funnel_response(req.json())
+        )
+        summary = good.execute({**context, "outlet_events": _Events()})  # type: ignore[arg-type]
+        body = mock.request_history[0].json()
+    assert (body["fromDate"], body["toDate"]) == ("2024-01-15", "2024-01-15")
+    assert summary["uri"] == f"file://{tmp_path}/dt=2024-01-15/funnel.parquet"
