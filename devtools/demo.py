@@ -1,16 +1,21 @@
-"""`make demo`: the emulator, a real `airflow dags test` of the example pipeline, a short report.
+"""`make demo`: the emulator, a real `airflow dags test` of the daily pipeline, a short report.
 
 Everything stays on this machine: the emulator listens on 127.0.0.1, Airflow runs with its own
-AIRFLOW_HOME and SQLite under .demo/, and the Parquet output lands under out/demo/.
+AIRFLOW_HOME and SQLite under .demo/, and the Parquet output lands under out/demo/. The report
+shows the files written with their row counts, the checkout funnel with its rates and the day's
+event totals per platform.
 """
 
 from __future__ import annotations
 
+import decimal
 import shutil
 import sys
 import time
 from typing import TYPE_CHECKING
 
+import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from airflow_provider_analytics.emulator.process import EmulatorProcess
@@ -19,29 +24,102 @@ from devtools.airflow_runner import REPO, DagRunner, connection_env, migrate
 if TYPE_CHECKING:
     from pathlib import Path
 
+    import pandas as pd
+
+    from devtools.airflow_runner import DagRunResult
+
 DEMO_DATE = "2024-01-15"
 DAG_ID = "analytics_daily"
+DAG_FILES = [REPO / "example_dags" / name for name in ("analytics_daily.py", "analytics_outputs.py")]
 CREDENTIALS = {"token": "demo-token", "app_key": "demo-app-key", "xtoken": "demo-xtoken"}
 
 
-def _print_outputs(root: Path) -> int:
+def readable(table: pa.Table) -> pd.DataFrame:
+    """``table`` as a DataFrame for printing: decimals without trailing zeros (an id stays an
+    integer, 12.50 reads 12.5) and timestamps to the second."""
+    columns = {}
+    for name, column in zip(table.column_names, table.columns, strict=True):
+        if pa.types.is_decimal(column.type):
+            column = pa.array([_plain(value) for value in column.to_pylist()], pa.string())
+        elif pa.types.is_timestamp(column.type):
+            seconds = column.cast(pa.timestamp("s", tz=column.type.tz), safe=False)
+            column = pc.strftime(seconds, "%Y-%m-%d %H:%M:%S")
+        columns[name] = column
+    return pa.table(columns).to_pandas()
+
+
+def _plain(value: decimal.Decimal | None) -> str | None:
+    if value is None:
+        return None
+    return format(value.normalize() if value != 0 else decimal.Decimal(0), "f")
+
+
+def _number(value: float) -> str:
+    return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.2f}"
+
+
+def _percent(value: float | None) -> str:
+    return "" if value is None else f"{value:.1%}"
+
+
+def print_files(root: Path) -> list[Path]:
+    """List every Parquet file under ``root`` with its rows, columns and size."""
     files = sorted(root.rglob("*.parquet"))
-    if not files:
-        print("no Parquet files were written")
-        return 1
     print(f"\nFiles written under {root}:")
     for path in files:
         metadata = pq.read_metadata(path)
-        size_kb = path.stat().st_size / 1024
-        rel = path.relative_to(root)
-        shape = f"{metadata.num_rows:,} rows, {metadata.num_columns} columns"
-        print(f"  {rel}  {shape}, {size_kb:,.0f} KiB")
-    for path in files:
-        table = pq.read_table(path)
-        print(f"\nFirst rows of {path.relative_to(root)}:")
-        shown = table.select(table.column_names[:6]).slice(0, 5).to_pandas()
-        print(shown.to_string(index=False, max_colwidth=28))
-    return 0
+        size_kib = path.stat().st_size / 1024
+        print(
+            f"  {path.relative_to(root)}  {metadata.num_rows:,} rows, "
+            f"{metadata.num_columns} columns, {size_kib:,.1f} KiB"
+        )
+    return files
+
+
+def print_funnel(path: Path) -> None:
+    """The funnel's steps over the whole day: users and the two rates the platform leaves out."""
+    table = pq.read_table(path)
+    overall = table.filter(pc.and_(table["is_overall"], table["is_all_dates"]))
+    print(f"\nCheckout funnel ({path.name}, all users, whole range):")
+    print(f"  {'step':<14}{'users':>8}{'vs previous':>14}{'vs first':>11}{'median s':>11}")
+    for row in overall.sort_by("step_number").to_pylist():
+        median = row["median_seconds_to_next"]
+        print(
+            f"  {row['step_event']:<14}{row['converted_users']:>8,}"
+            f"{_percent(row['conversion_rate']):>14}{_percent(row['completion_rate']):>11}"
+            f"{'' if median is None else median:>11}"
+        )
+
+
+def print_event_totals(path: Path) -> None:
+    """Each measure's total for the range, one column per measure, one row per split value."""
+    table = pq.read_table(path)
+    totals = table.filter(table["is_total"]).to_pandas()
+    split = [name for name in table.column_names if name.startswith("by_")]
+    expression = totals["measure_expression"].str.removeprefix("event.")
+    totals["measure"] = expression + " " + totals["measure_aggregator"]
+    pivot = totals.pivot_table(index=split, columns="measure", values="value", aggfunc="sum")
+    pivot.loc["(all)"] = pivot.sum()
+    print(f"\nEvent totals ({path.name}; user counts added up over the split values):")
+    print(pivot.to_string(float_format=_number))
+
+
+def print_users(path: Path, rows: int = 5) -> None:
+    print(f"\nFirst rows of {path.name} (cohort export):")
+    print(readable(pq.read_table(path).slice(0, rows)).to_string(index=False))
+
+
+def run_pipeline(home: Path, output: Path) -> tuple[DagRunResult, float]:
+    """Start the emulator, run the DAG once for DEMO_DATE, stop the emulator."""
+    started = time.monotonic()
+    with EmulatorProcess(credentials=CREDENTIALS) as emulator:
+        print(f"emulator listening on {emulator.base_url}")
+        env = connection_env(emulator.base_url, **CREDENTIALS)
+        env["ANALYTICS_OUTPUT_ROOT"] = f"file://{output}/"
+        print(f"running `airflow dags test {DAG_ID} {DEMO_DATE}` ...")
+        result = DagRunner(home).run(DAG_ID, DEMO_DATE, dag_files=DAG_FILES, env=env)
+    print("emulator stopped")
+    return result, time.monotonic() - started
 
 
 def main() -> int:
@@ -52,24 +130,24 @@ def main() -> int:
     if not (home / "airflow.db").exists():
         print("creating the demo's Airflow metadata database (once)...")
         migrate(home)
-    started = time.monotonic()
-    with EmulatorProcess(credentials=CREDENTIALS) as emulator:
-        print(f"emulator listening on {emulator.base_url}")
-        env = connection_env(emulator.base_url, **CREDENTIALS)
-        env["ANALYTICS_OUTPUT_ROOT"] = f"file://{output}/"
-        print(f"running `airflow dags test {DAG_ID} {DEMO_DATE}` ...")
-        result = DagRunner(home).run(
-            DAG_ID, DEMO_DATE, dag_files=[REPO / "example_dags" / f"{DAG_ID}.py"], env=env
-        )
-    print("emulator stopped")
+    result, seconds = run_pipeline(home, output)
     if result.returncode != 0 or result.state != "success":
         print(result.output[-6000:])
         print(f"\nthe DAG run did not succeed (state {result.state}, exit {result.returncode})")
         return 1
-    print(f"DAG run {result.run_id}: {result.state} in {time.monotonic() - started:.0f} s")
-    for task_id, value in sorted(result.xcoms.items()):
-        print(f"  {task_id}: {value}")
-    return _print_outputs(output)
+    print(f"DAG run {result.run_id}: {result.state} in {seconds:.0f} s")
+    for task_id, state in sorted(result.task_states.items()):
+        print(f"  {task_id}: {state}")
+    files = print_files(output)
+    by_name = {path.name: path for path in files}
+    missing = {"funnel.parquet", "events.parquet", "users.parquet"} - set(by_name)
+    if missing:
+        print(f"missing output: {sorted(missing)}")
+        return 1
+    print_funnel(by_name["funnel.parquet"])
+    print_event_totals(by_name["events.parquet"])
+    print_users(by_name["users.parquet"])
+    return 0
 
 
 if __name__ == "__main__":

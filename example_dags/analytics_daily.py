@@ -1,46 +1,85 @@
-"""Daily analytics pipeline: check the tracking plan, export a cohort to Parquet.
+"""Daily analytics pipeline: once a day is over and its events have landed, export a cohort and
+flatten the checkout funnel and the day's event figures into Parquet tables.
 
-Output goes under ANALYTICS_OUTPUT_ROOT (a local ``file://`` prefix by default, or e.g.
-``s3://aws_default@my-bucket/analytics/``), partitioned Hive-style by ``dt``.
+Each run covers the day of its logical date and writes Hive-style partitions under
+ANALYTICS_OUTPUT_ROOT (see analytics_outputs.py)::
+
+    cohort_users/cohort=cohort_small/dt=2024-01-15/users.parquet
+    checkout_funnel/dt=2024-01-15/funnel.parquet
+    daily_events/dt=2024-01-15/events.parquet
+
+A rerun or a backfill of a day replaces that day's files and touches no other day.
 """
 
 from __future__ import annotations
 
-import os
+import datetime as dt
 
 import pendulum
-from airflow.sdk import dag, task
+import pyarrow as pa
+from airflow.providers.standard.sensors.time_delta import TimeDeltaSensor
+from airflow.sdk import dag
+from analytics_outputs import CHECKOUT_FUNNEL, COHORT_USERS, DAILY_EVENTS
 
-from airflow_provider_analytics.hooks.analytics import AnalyticsHook
 from airflow_provider_analytics.operators.cohort_export import CohortExportToParquetOperator
+from airflow_provider_analytics.operators.reports import EventReportOperator, FunnelReportOperator
+from airflow_provider_analytics.sensors.data_ready import AnalyticsDataSensor
 
-OUTPUT_ROOT = os.environ.get("ANALYTICS_OUTPUT_ROOT", "file:///tmp/analytics-output/")
-COHORT = os.environ.get("ANALYTICS_DEMO_COHORT", "cohort_small")
+CHECKOUT_STEPS = ("$startup", "search", "add_to_cart", "purchase")
 
 
 @dag(
     schedule="@daily",
     start_date=pendulum.datetime(2024, 1, 1, tz="UTC"),
     catchup=False,
+    max_active_runs=2,
+    default_args={"retries": 2, "retry_delay": dt.timedelta(minutes=5)},
     tags=["analytics", "example"],
 )
 def analytics_daily() -> None:
-    @task
-    def tracking_plan() -> dict[str, int]:
-        """Count what the tracking plan holds; fails early if the connection is wrong."""
-        hook = AnalyticsHook()
-        return {
-            "user_properties": len(hook.list_user_properties(plan=1)),
-            "events": len(hook.list_events(plan=1)),
-        }
-
+    # A scheduled run starts at the beginning of its day; the reports wait for the day to end.
+    day_is_over = TimeDeltaSensor(
+        task_id="day_is_over", delta=dt.timedelta(days=1), deferrable=True
+    )
+    events_landed = AnalyticsDataSensor(
+        task_id="events_landed",
+        threshold=100,
+        mode="reschedule",
+        poke_interval=600,
+        timeout=12 * 3600,
+    )
     export_users = CohortExportToParquetOperator(
         task_id="export_cohort_users",
-        cohort_code=COHORT,
-        destination=f"{OUTPUT_ROOT}cohort_users/",
+        cohort_code="cohort_small",
+        destination=COHORT_USERS,
+        properties=["distinct_id", "$city", "$os", "register_time", "balance", "is_vip"],
+        schema_overrides={"distinct_id": pa.int64()},
     )
-
-    tracking_plan() >> export_users
+    checkout_funnel = FunnelReportOperator(
+        task_id="checkout_funnel",
+        request={
+            "steps": [{"expression": f"event.{step}", "filter": None} for step in CHECKOUT_STEPS],
+            "crowds": ["$ALL"],
+            "convertTime": 1,
+            "convertTimeUnit": "DAY",
+        },
+        destination=CHECKOUT_FUNNEL,
+    )
+    daily_events = EventReportOperator(
+        task_id="daily_events",
+        request={
+            "measures": [
+                {"expression": "event.$Anything", "aggregator": "TRIGGER_USER_COUNT"},
+                {"expression": "event.purchase", "aggregator": "TOTAL_COUNT"},
+                {"expression": "event.purchase.amount", "aggregator": "SUM"},
+            ],
+            "crowds": ["$ALL"],
+            "unit": "DAY",
+            "byFields": [{"expression": "event.$Anything.$platform"}],
+        },
+        destination=DAILY_EVENTS,
+    )
+    day_is_over >> events_landed >> [export_users, checkout_funnel, daily_events]
 
 
 analytics_daily()

@@ -1,0 +1,17 @@
+"""Where the example pipelines write: one root and one prefix per table.
+
+The root comes from ANALYTICS_OUTPUT_ROOT: a local ``file://`` prefix by default, or object
+storage such as ``s3://aws_default@my-bucket/analytics/`` (the connection id before the ``@``).
+Each prefix ends in ``/``, so the operators add the Hive-style partitions (``dt=<ds>/``) and
+declare the prefix as their Asset; a downstream pipeline is scheduled on that same Asset.
+"""
+
+from __future__ import annotations
+
+import os
+
+OUTPUT_ROOT = os.environ.get("ANALYTICS_OUTPUT_ROOT", "file:///tmp/analytics-output/")
+
+COHORT_USERS = f"{OUTPUT_ROOT}cohort_users/"
+CHECKOUT_FUNNEL = f"{OUTPUT_ROOT}checkout_funnel/"
+DAILY_EVENTS = f"{OUTPUT_ROOT}daily_events/"
