@@ -30,7 +30,8 @@ if TYPE_CHECKING:
 
 DEMO_DATE = "2024-01-15"
 DAG_ID = "analytics_daily"
-DAG_FILES = [REPO / "example_dags" / name for name in ("analytics_daily.py", "analytics_outputs.py")]
+EXAMPLES = REPO / "example_dags"
+DAG_FILES = [EXAMPLES / "analytics_daily.py", EXAMPLES / "analytics_outputs.py"]
 CREDENTIALS = {"token": "demo-token", "app_key": "demo-app-key", "xtoken": "demo-xtoken"}
 
 
