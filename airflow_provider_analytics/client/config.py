@@ -17,7 +17,8 @@ _PREFIX_SEGMENT = re.compile(r"[A-Za-z0-9._~-]+")
 _HEADER_UNSAFE = re.compile(r"[\x00-\x1f\x7f]")
 
 
-def _is_loopback(host: str) -> bool:
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` names this machine only (127.0.0.0/8, ::1 or ``localhost``)."""
     if host == "localhost":
         return True
     try:
@@ -132,7 +133,7 @@ class ClientConfig:
         if (
             parts.scheme == "http"
             and not self.allow_insecure_http
-            and not _is_loopback(parts.hostname.lower())
+            and not is_loopback(parts.hostname.lower())
         ):
             self._refuse(
                 "base_url",

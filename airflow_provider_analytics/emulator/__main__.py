@@ -15,8 +15,9 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from airflow_provider_analytics.client.config import is_loopback
 from airflow_provider_analytics.emulator import catalog
-from airflow_provider_analytics.emulator.server import EmulatorConfig, EmulatorServer, is_loopback
+from airflow_provider_analytics.emulator.server import EmulatorConfig, EmulatorServer
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

@@ -37,7 +37,6 @@ from airflow_provider_analytics.emulator.analysis_expressions import (
     parse_expression,
 )
 from airflow_provider_analytics.emulator.analysis_filters import Filter, filter_mask, parse_filter
-from airflow_provider_analytics.emulator.analysis_scope import Scope, visible_scope
 from airflow_provider_analytics.emulator.analysis_splits import split_labels
 from airflow_provider_analytics.emulator.analysis_validation import (
     DateRange,
@@ -54,11 +53,9 @@ from airflow_provider_analytics.emulator.errors import BadRequest
 from airflow_provider_analytics.emulator.eventlog_columns import day_to_date
 
 if TYPE_CHECKING:
-    import datetime
     from collections.abc import Mapping
 
-    from airflow_provider_analytics.emulator.analysis_scope import Population
-    from airflow_provider_analytics.emulator.eventlog import EventLog
+    from airflow_provider_analytics.emulator.analysis_scope import Scope
     from airflow_provider_analytics.emulator.eventlog_columns import Column
 
 EVENT_AGGREGATORS: Final = frozenset({"TRIGGER_USER_COUNT", "TOTAL_COUNT", "AVG_COUNT"})
@@ -329,25 +326,3 @@ def compute_events(query: EventQuery, scope: Scope) -> dict[str, Any]:
         ],
         "numRows": n_rows,
     }
-
-
-def events_body(
-    body: Mapping[str, Any],
-    *,
-    log: EventLog,
-    population: Population,
-    cohorts: Mapping[str, int],
-    data_until: datetime.date | None,
-) -> dict[str, Any]:
-    """Check and answer an event analysis request (without ``reportUpdateTime``)."""
-    query = parse_events(body, cohorts)
-    scope = visible_scope(
-        log,
-        dates=query.dates,
-        user_limit=query.user_limit,
-        sampling=query.sampling,
-        data_until=data_until,
-        population=population,
-        expressions=query.property_expressions(),
-    )
-    return compute_events(query, scope)

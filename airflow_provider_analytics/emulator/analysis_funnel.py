@@ -40,7 +40,6 @@ from airflow_provider_analytics.emulator.analysis_expressions import (
     parse_event_expression,
 )
 from airflow_provider_analytics.emulator.analysis_filters import Filter, filter_mask, parse_filter
-from airflow_provider_analytics.emulator.analysis_scope import Scope, visible_scope
 from airflow_provider_analytics.emulator.analysis_splits import split_labels
 from airflow_provider_analytics.emulator.analysis_validation import (
     DateRange,
@@ -58,11 +57,10 @@ from airflow_provider_analytics.emulator.errors import BadRequest
 from airflow_provider_analytics.emulator.eventlog_columns import Column
 
 if TYPE_CHECKING:
-    import datetime
     from collections.abc import Mapping
 
-    from airflow_provider_analytics.emulator.analysis_scope import Population
-    from airflow_provider_analytics.emulator.eventlog import EventLog
+    from airflow_provider_analytics.emulator.analysis_scope import Scope
+
 
 WINDOW_UNIT_SECONDS: Final = {"DAY": 86_400, "HOUR": 3_600, "MINUTE": 60}
 DEFAULT_WINDOW_SECONDS: Final = 86_400
@@ -293,25 +291,3 @@ def compute_funnel(query: FunnelQuery, scope: Scope) -> dict[str, Any]:
         "stepEvents": [step.event.text for step in query.steps],
         "rows": body_rows,
     }
-
-
-def funnel_body(
-    body: Mapping[str, Any],
-    *,
-    log: EventLog,
-    population: Population,
-    cohorts: Mapping[str, int],
-    data_until: datetime.date | None,
-) -> dict[str, Any]:
-    """Check and answer a funnel request (without ``reportUpdateTime``)."""
-    query = parse_funnel(body, cohorts)
-    scope = visible_scope(
-        log,
-        dates=query.dates,
-        user_limit=query.user_limit,
-        sampling=query.sampling,
-        data_until=data_until,
-        population=population,
-        expressions=query.property_expressions(),
-    )
-    return compute_funnel(query, scope)

@@ -13,13 +13,14 @@ from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
 from airflow_provider_analytics.emulator import catalog
-from airflow_provider_analytics.emulator.analysis_events import events_body
-from airflow_provider_analytics.emulator.analysis_funnel import funnel_body
+from airflow_provider_analytics.emulator.analysis_events import compute_events, parse_events
+from airflow_provider_analytics.emulator.analysis_funnel import compute_funnel, parse_funnel
+from airflow_provider_analytics.emulator.analysis_scope import visible_scope
 from airflow_provider_analytics.emulator.analysis_validation import require_body
 
 if TYPE_CHECKING:
     import datetime as dt
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
 
     from airflow_provider_analytics.emulator.analysis_scope import Population
     from airflow_provider_analytics.emulator.eventlog import EventLog
@@ -28,6 +29,30 @@ if TYPE_CHECKING:
 def report_update_time() -> str:
     """Now on the project's clock, written ``yyyy-MM-dd HH:mm:ss``."""
     return datetime.now(ZoneInfo(catalog.PROJECT_TIMEZONE)).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _answer(
+    parse: Callable[[Mapping[str, Any], Mapping[str, int]], Any],
+    compute: Callable[[Any, Any], dict[str, Any]],
+    request: object,
+    *,
+    log: EventLog,
+    population: Population,
+    cohorts: Mapping[str, int],
+    data_until: dt.date | None,
+) -> dict[str, Any]:
+    """Check a request, find the events it can see, compute, stamp the update time."""
+    query = parse(require_body(request), cohorts)
+    scope = visible_scope(
+        log,
+        dates=query.dates,
+        user_limit=query.user_limit,
+        sampling=query.sampling,
+        data_until=data_until,
+        population=population,
+        expressions=query.property_expressions(),
+    )
+    return {**compute(query, scope), "reportUpdateTime": report_update_time()}
 
 
 def analyze_funnel(
@@ -47,14 +72,15 @@ def analyze_funnel(
     :param data_until: last day whose events are visible; None when all are.
     :raises BadRequest: for an invalid body, naming the offending parameters.
     """
-    body = funnel_body(
-        require_body(request),
+    return _answer(
+        parse_funnel,
+        compute_funnel,
+        request,
         log=log,
         population=population,
         cohorts=cohorts,
         data_until=data_until,
     )
-    return {**body, "reportUpdateTime": report_update_time()}
 
 
 def analyze_events(
@@ -69,11 +95,12 @@ def analyze_events(
 
     :raises BadRequest: for an invalid body, naming the offending parameters.
     """
-    body = events_body(
-        require_body(request),
+    return _answer(
+        parse_events,
+        compute_events,
+        request,
         log=log,
         population=population,
         cohorts=cohorts,
         data_until=data_until,
     )
-    return {**body, "reportUpdateTime": report_update_time()}

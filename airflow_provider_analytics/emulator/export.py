@@ -121,9 +121,11 @@ class ExportSource:
 
 
 async def _stream_pieces(source: ExportSource, fault: f.Fault | None) -> AsyncIterator[memoryview]:
-    """The body, piece by piece, with a ``cut_*``/``malformed_line`` fault applied.
+    """The body, piece by piece, with a ``cut_*``/``end_after_rows``/``malformed_line`` fault
+    applied.
 
-    A cut fault ends the iteration early; the response then drops the connection.
+    A cut or end fault ends the iteration early; for a cut the response then drops the
+    connection, for an end it finishes the body as if it were complete.
     """
     kind = None if fault is None else fault.kind
     at = -1 if fault is None or kind == f.TRICKLE else int(fault.args["rows"])
@@ -133,7 +135,7 @@ async def _stream_pieces(source: ExportSource, fault: f.Fault | None) -> AsyncIt
         if sent <= at < sent + rows:
             local = at - sent
             yield block.lines(0, local)
-            if kind == f.CUT_AFTER_ROWS:
+            if kind in (f.CUT_AFTER_ROWS, f.END_AFTER_ROWS):
                 return
             if kind == f.CUT_INSIDE_LINE:
                 line = block.lines(local, local + 1)

@@ -9,8 +9,10 @@ names the client's methods use. Kinds:
 - ``stall``: sleep ``seconds``, then perform the operation normally;
 - for ``export_cohort_users`` only: ``cut_after_rows`` (``rows`` complete lines, then the
   connection drops without the terminating chunk), ``cut_inside_line`` (``rows`` lines and
-  half of the next, then the drop), ``malformed_line`` (after ``rows`` lines one line that
-  is not JSON, then the rest), ``trickle`` (``bytes_per_second``).
+  half of the next, then the drop), ``end_after_rows`` (``rows`` complete lines, then a clean
+  end of the body, as a proxy that silently truncates would send), ``malformed_line``
+  (after ``rows`` lines one line that is not JSON, then the rest), ``trickle``
+  (``bytes_per_second``).
 """
 
 from __future__ import annotations
@@ -53,9 +55,10 @@ RESET: Final = "reset"
 STALL: Final = "stall"
 CUT_AFTER_ROWS: Final = "cut_after_rows"
 CUT_INSIDE_LINE: Final = "cut_inside_line"
+END_AFTER_ROWS: Final = "end_after_rows"
 MALFORMED_LINE: Final = "malformed_line"
 TRICKLE: Final = "trickle"
-EXPORT_KINDS: Final = (CUT_AFTER_ROWS, CUT_INSIDE_LINE, MALFORMED_LINE, TRICKLE)
+EXPORT_KINDS: Final = (CUT_AFTER_ROWS, CUT_INSIDE_LINE, END_AFTER_ROWS, MALFORMED_LINE, TRICKLE)
 KINDS: Final = (STATUS, RESET, STALL, *EXPORT_KINDS)
 MAX_STALL_SECONDS: Final = 300
 
@@ -65,6 +68,7 @@ _ARGUMENTS: Final[dict[str, tuple[str, ...]]] = {
     STALL: ("seconds",),
     CUT_AFTER_ROWS: ("rows",),
     CUT_INSIDE_LINE: ("rows",),
+    END_AFTER_ROWS: ("rows",),
     MALFORMED_LINE: ("rows",),
     TRICKLE: ("bytes_per_second",),
 }

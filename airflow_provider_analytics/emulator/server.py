@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 import socket
 import threading
@@ -12,6 +11,7 @@ from typing import TYPE_CHECKING, Final
 
 import uvicorn
 
+from airflow_provider_analytics.client.config import is_loopback
 from airflow_provider_analytics.emulator import catalog
 from airflow_provider_analytics.emulator.app import build_app
 from airflow_provider_analytics.emulator.connections import counting_protocol
@@ -26,16 +26,6 @@ if TYPE_CHECKING:
 STARTUP_TIMEOUT: Final = 30.0
 SHUTDOWN_TIMEOUT: Final = 10.0
 GRACEFUL_SHUTDOWN_SECONDS: Final = 2
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` names this machine only (127.0.0.0/8, ::1 or ``localhost``)."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 @dataclass(frozen=True)

@@ -195,46 +195,78 @@ class _RowGroupWriter:
             self.behind.close()
 
 
-def _stream_once(
-    client: AnalyticsClient,
-    cohort_code: str,
-    schema: ExportSchema,
-    limit: int | None,
-    destination: StoragePath,
-    expected: int,
-    settings: ExportSettings,
-) -> tuple[int, int, int]:
-    """One attempt: stream, decode, write, verify the count, commit. Returns rows, bytes, masked."""
-    decoder = BlockDecoder(schema)
-    progress = _Progress(cohort_code, expected, settings.progress_interval)
-    with atomic_destination(destination) as temporary, temporary.open("wb") as sink:
-        writer = pq.ParquetWriter(sink, schema.arrow_schema, compression=settings.compression)
-        row_groups = _RowGroupWriter(writer, settings)
-        try:
-            with (
-                client.export_cohort_users(
-                    cohort_code, limit=limit, properties=request_properties(schema.names)
-                ) as export,
-                read_ahead(
-                    iter_line_blocks(export.iter_bytes(settings.chunk_bytes), settings.block_bytes)
-                ) as blocks,
-            ):
-                for block in blocks:
-                    row_groups.add(decoder.decode(block))
-                    progress.update(decoder.rows, sink.tell())
-            if decoder.rows != expected:
-                raise ExportIncompleteError(
-                    f"cohort {cohort_code!r}: expected {expected} rows but the export delivered "
-                    f"{decoder.rows}"
+@dataclass(frozen=True)
+class _ExportRun:
+    """Everything one export needs once the schema and the expected count are known."""
+
+    client: AnalyticsClient
+    cohort_code: str
+    schema: ExportSchema
+    limit: int | None
+    destination: StoragePath
+    expected: int
+    settings: ExportSettings
+
+    def attempt(self) -> tuple[int, int, int]:
+        """Stream, decode, write, verify the count, commit. Returns rows, bytes, masked."""
+        settings = self.settings
+        decoder = BlockDecoder(self.schema)
+        progress = _Progress(self.cohort_code, self.expected, settings.progress_interval)
+        with atomic_destination(self.destination) as temporary, temporary.open("wb") as sink:
+            writer = pq.ParquetWriter(
+                sink, self.schema.arrow_schema, compression=settings.compression
+            )
+            row_groups = _RowGroupWriter(writer, settings)
+            try:
+                export = self.client.export_cohort_users(
+                    self.cohort_code,
+                    limit=self.limit,
+                    properties=request_properties(self.schema.names),
                 )
-            row_groups.finish()
-        except BaseException:
-            row_groups.abandon()
-            raise
-        finally:
-            writer.close()
-        bytes_written = int(sink.tell())
-    return decoder.rows, bytes_written, decoder.masked_values
+                lines = iter_line_blocks(
+                    export.iter_bytes(settings.chunk_bytes), settings.block_bytes
+                )
+                with export, read_ahead(lines) as blocks:
+                    for block in blocks:
+                        row_groups.add(decoder.decode(block))
+                        progress.update(decoder.rows, sink.tell())
+                if decoder.rows != self.expected:
+                    raise ExportIncompleteError(
+                        f"cohort {self.cohort_code!r}: expected {self.expected} rows but the "
+                        f"export delivered {decoder.rows}"
+                    )
+                row_groups.finish()
+            except BaseException:
+                row_groups.abandon()
+                raise
+            finally:
+                writer.close()
+            bytes_written = int(sink.tell())
+        return decoder.rows, bytes_written, decoder.masked_values
+
+    def with_retries(self, sleep: Callable[[float], None]) -> tuple[int, int, int, int]:
+        """Attempt until one succeeds; returns rows, bytes, masked values and the attempt."""
+        attempts = self.settings.attempts
+        for attempt in range(1, attempts + 1):
+            try:
+                return (*self.attempt(), attempt)
+            except _RETRYABLE as error:
+                if attempt == attempts:
+                    raise ExportIncompleteError(
+                        f"cohort {self.cohort_code!r}: export failed after {attempt} attempts, "
+                        f"nothing written to {self.destination}; last error: {error}"
+                    ) from error
+                delay = self.settings.retry_delay * 2 ** (attempt - 1) * random.uniform(0.5, 1.0)
+                log.warning(
+                    "cohort %s: attempt %d/%d failed (%s); retrying from the start in %.1f s",
+                    self.cohort_code,
+                    attempt,
+                    attempts,
+                    error,
+                    delay,
+                )
+                sleep(delay)
+        raise ValueError("attempts must be at least 1")
 
 
 @contextlib.contextmanager
@@ -252,43 +284,6 @@ def _arrow_memory_pool(name: str) -> Iterator[None]:
         yield
     finally:
         pa.set_memory_pool(previous)
-
-
-def _stream_with_retries(
-    client: AnalyticsClient,
-    cohort_code: str,
-    schema: ExportSchema,
-    limit: int | None,
-    destination: StoragePath,
-    expected: int,
-    settings: ExportSettings,
-    sleep: Callable[[float], None],
-) -> tuple[int, int, int, int]:
-    """Run attempts until one succeeds; returns rows, bytes, masked values and the attempt."""
-    attempt = 1
-    while True:
-        try:
-            rows, bytes_written, masked = _stream_once(
-                client, cohort_code, schema, limit, destination, expected, settings
-            )
-            return rows, bytes_written, masked, attempt
-        except _RETRYABLE as error:
-            if attempt >= settings.attempts:
-                raise ExportIncompleteError(
-                    f"cohort {cohort_code!r}: export failed after {attempt} attempts, nothing "
-                    f"written to {destination}; last error: {error}"
-                ) from error
-            delay = settings.retry_delay * 2 ** (attempt - 1) * random.uniform(0.5, 1.0)
-            log.warning(
-                "cohort %s: attempt %d/%d failed (%s); retrying from the start in %.1f s",
-                cohort_code,
-                attempt,
-                settings.attempts,
-                error,
-                delay,
-            )
-            sleep(delay)
-            attempt += 1
 
 
 def export_cohort_to_parquet(
@@ -343,9 +338,8 @@ def export_cohort_to_parquet(
     )
 
     with _arrow_memory_pool(settings.memory_pool):
-        rows, bytes_written, masked, attempt = _stream_with_retries(
-            client, cohort_code, schema, limit, destination, expected, settings, sleep
-        )
+        run = _ExportRun(client, cohort_code, schema, limit, destination, expected, settings)
+        rows, bytes_written, masked, attempt = run.with_retries(sleep)
     seconds = time.monotonic() - started
     log.info(
         "cohort %s: wrote %d rows, %.1f MB in %.1f s to %s",
