@@ -175,7 +175,7 @@ def iter_line_blocks(chunks: Iterable[bytes], block_bytes: int = 4 << 20) -> Ite
     piece without a newline is yielded as its own block only if it holds a complete JSON
     object; otherwise the stream ended inside a line and :class:`MalformedStreamError` says so.
     """
-    pending: list[bytes] = []
+    pending: list[bytes | memoryview] = []
     size = 0
     for chunk in chunks:
         if not chunk:
@@ -184,13 +184,14 @@ def iter_line_blocks(chunks: Iterable[bytes], block_bytes: int = 4 << 20) -> Ite
         size += len(chunk)
         if size < block_bytes:
             continue
-        data = b"".join(pending)
-        cut = data.rfind(b"\n") + 1
+        # Cut at the last newline of the newest chunk: one copy of each byte, no rescans.
+        last = chunk
+        cut = last.rfind(b"\n") + 1
         if cut == 0:
-            pending, size = [data], len(data)
-            continue
-        yield data[:cut]
-        rest = data[cut:]
+            continue  # a line longer than this chunk: keep reading
+        pending[-1] = memoryview(last)[:cut]
+        yield b"".join(pending)
+        rest = last[cut:]
         pending, size = ([rest], len(rest)) if rest else ([], 0)
     data = b"".join(pending)
     cut = data.rfind(b"\n") + 1
