@@ -25,11 +25,11 @@ test: venv
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
-	$(VENV)/bin/pytest -n 2 --dist loadgroup -q -ra
+	$(VENV)/bin/pytest -n 2 --dist loadscope -q -ra --durations=15
 
 ## make test-fast: the suite without the slow real-Airflow and large-stream tests.
 test-fast: venv
-	$(VENV)/bin/pytest -n 2 -q -m "not slow"
+	$(VENV)/bin/pytest -n 2 --dist loadscope -q -m "not slow"
 
 lint: venv
 	$(VENV)/bin/ruff check .
