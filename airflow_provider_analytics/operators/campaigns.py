@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_analytics.client import rules
+from airflow_provider_analytics.client.errors import AnalyticsError
 from airflow_provider_analytics.operators.base import AnalyticsBaseOperator
 from airflow_provider_analytics.operators.intervals import interval_dates
 
@@ -12,6 +13,30 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from airflow.sdk import Context
+
+
+class UtmReadBackError(AnalyticsError):
+    """The ad tracking link was created, but reading it back failed.
+
+    The message names the new campaign id, so nobody creates the link again to get its
+    addresses: a second create makes a duplicate.
+
+    :param campaign_id: the id the platform returned for the new link.
+    :param cause: the error of the read-back.
+    """
+
+    def __init__(self, campaign_id: str, cause: AnalyticsError) -> None:
+        super().__init__(
+            f"ad tracking {campaign_id} was created, but reading it back failed: {cause}. "
+            f"The link exists: do not create it again (that makes a duplicate); read it with "
+            f"get_utm({campaign_id!r}) once the platform answers",
+            status=cause.status,
+            code=cause.code,
+            msg=cause.msg,
+            data=cause.data,
+            operation="get_utm",
+        )
+        self.campaign_id = campaign_id
 
 
 class CreateUtmOperator(AnalyticsBaseOperator):
@@ -25,7 +50,8 @@ class CreateUtmOperator(AnalyticsBaseOperator):
     the platform (connection refused). If the platform accepted the request but the answer was
     lost (a read timeout, a 5xx from a proxy), the task fails saying the outcome is unknown:
     the link may exist. For that reason the operator defaults to ``retries=0``; check the
-    platform's ad tracking list before clearing the task.
+    platform's ad tracking list before clearing the task. If the create succeeded but the
+    read-back fails, the task fails with :class:`UtmReadBackError` naming the new campaign id.
 
     :param page_url: target address (templated).
     :param utm_campaign: ad name (templated).
@@ -91,7 +117,10 @@ class CreateUtmOperator(AnalyticsBaseOperator):
             utm_type=self.utm_type,
             login_user=self.login_user,
         )
-        record = client.get_utm(campaign_id)
+        try:
+            record = client.get_utm(campaign_id)
+        except AnalyticsError as error:
+            raise UtmReadBackError(campaign_id, error) from error
         self.log.info("created ad tracking %s: %s", campaign_id, record.get("url"))
         return {
             "campaign_id": campaign_id,

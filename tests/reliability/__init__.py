@@ -1,0 +1,1 @@
+"""Reliability and security: fault matrix, bad input, fuzzing, secrets and load."""

@@ -1,0 +1,45 @@
+"""The ``analytics_default`` connection the reliability tests put in the environment."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any, Final
+
+from tests.reliability.fault_catalog import READ_TIMEOUT
+
+if TYPE_CHECKING:
+    import pytest
+
+    from airflow_provider_analytics.emulator.server import EmulatorServer
+
+CONNECTION_ENV: Final = "AIRFLOW_CONN_ANALYTICS_DEFAULT"
+QUICK_RETRIES: Final = {
+    "max_attempts": 3,
+    "backoff_base": 0.01,
+    "connect_timeout": READ_TIMEOUT,
+    "read_timeout": READ_TIMEOUT,
+    "export_read_timeout": READ_TIMEOUT,
+}
+"""Three attempts, waits of milliseconds and ~1 s timeouts: retries stay quick."""
+
+
+def connection_json(server: EmulatorServer, **extra: Any) -> str:
+    """The connection to ``server`` as Airflow reads it from ``AIRFLOW_CONN_*``.
+
+    :param server: the emulator; its credentials are the connection's.
+    :param extra: extras on top of the credentials (timeouts, attempts...).
+    """
+    config = server.config
+    return json.dumps(
+        {
+            "conn_type": "analytics",
+            "host": server.base_url,
+            "password": config.token,
+            "extra": {"app_key": config.app_key, "xtoken": config.xtoken, **extra},
+        }
+    )
+
+
+def use_connection(monkeypatch: pytest.MonkeyPatch, server: EmulatorServer, **extra: Any) -> None:
+    """Point ``analytics_default`` at ``server`` for one test."""
+    monkeypatch.setenv(CONNECTION_ENV, connection_json(server, **extra))

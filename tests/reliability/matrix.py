@@ -1,0 +1,383 @@
+"""Run one subject against one fault and judge the outcome.
+
+The outcome of a case is *recovered* (the same result, platform state and output as a run
+without the fault) or *failed* (an exception). Each case is compared with what the rules
+promise (:func:`expect`): which faults a caller must get past and which error type, with which
+words, it must fail with otherwise. Whatever the outcome, the integrity checks must hold: no
+temporary or partial object at the destination, no object at all after a failure, no duplicate
+rows or records, and for a safe subject a rerun after the failure that gives the fault-free
+result, so nothing is lost.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any, Final
+
+from airflow.sdk.exceptions import AirflowFailException, AirflowSensorTimeout
+
+from airflow_provider_analytics.client import (
+    AnalyticsQuotaExceededError,
+    AnalyticsRateLimitError,
+    AnalyticsServerError,
+    AnalyticsStreamError,
+    AnalyticsTransportError,
+)
+from airflow_provider_analytics.emulator.campaigns import CampaignSpec
+from airflow_provider_analytics.jobs.cohort_export import ExportIncompleteError
+from airflow_provider_analytics.jobs.data_ready import TRANSIENT_ERRORS
+from airflow_provider_analytics.operators.campaigns import UtmReadBackError
+from tests.emulator_helpers import EmulatorAdmin
+from tests.reliability.fault_catalog import (
+    CUT_AT_ROWS,
+    EXPORT_ROWS,
+    STALL_SECONDS,
+    Family,
+    MatrixFault,
+)
+from tests.reliability.subjects import (
+    EXPORT_COHORT,
+    OPERATIONS,
+    Layer,
+    Outputs,
+    Subject,
+    TriggerErrorEvent,
+    Workspace,
+    normalise,
+    outputs,
+)
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from airflow_provider_analytics.emulator.server import EmulatorServer
+
+EXPORT_OPERATOR: Final = "CohortExportToParquetOperator"
+STALL_SETTLE_SECONDS: Final = 0.3
+"""Margin after a stall for the stalled request to finish on the server."""
+_PROBE_CAMPAIGN: Final = CampaignSpec("https://probe.example.com/", "probe", "probe", "probe")
+"""Created once (then reset away) to learn the id a reset emulator gives its first link."""
+
+
+class Outcome(StrEnum):
+    RECOVERED = "recovered"
+    FAILED = "failed"
+    NOT_APPLICABLE = "n/a"
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """What a case must end in.
+
+    :param outcome: recovered, failed, or n/a (the cell is not run).
+    :param error: the exception type a failure must be an instance of.
+    :param says: fragments the failure's message must contain.
+    :param reason: why the cell is not applicable.
+    """
+
+    outcome: Outcome
+    error: type[BaseException] | None = None
+    says: tuple[str, ...] = ()
+    reason: str = ""
+
+    def label(self) -> str:
+        if self.outcome is Outcome.FAILED and self.error is not None:
+            return f"failed: {self.error.__name__}"
+        return str(self.outcome)
+
+
+RECOVERS: Final = Expectation(Outcome.RECOVERED)
+
+
+def failure(error: type[BaseException], *says: str) -> Expectation:
+    return Expectation(Outcome.FAILED, error, says)
+
+
+def not_applicable(reason: str) -> Expectation:
+    return Expectation(Outcome.NOT_APPLICABLE, reason=reason)
+
+
+def _client_expectation(target: str, fault: MatrixFault) -> Expectation:
+    """How the client itself must handle ``fault`` on operation ``target``."""
+    operation = OPERATIONS[target]
+    once_and_safe = operation.idempotent and not fault.persistent
+    unknown = () if operation.idempotent else ("outcome is unknown",)
+    named = f"{target}:"
+    family = fault.family
+    if family is Family.SERVER_ERROR:
+        if once_and_safe:
+            return RECOVERS
+        return failure(AnalyticsServerError, named, "server error after", *unknown)
+    if family is Family.RATE_LIMITED:
+        if not fault.persistent:
+            return RECOVERS
+        return failure(AnalyticsRateLimitError, named, "still rate limited")
+    if family is Family.NOT_COMPLETED:
+        return failure(AnalyticsQuotaExceededError, named, "quota")
+    if family in (Family.RESET, Family.STALL):
+        if once_and_safe:
+            return RECOVERS
+        return failure(AnalyticsTransportError, named, "no complete answer", *unknown)
+    if family in (Family.STREAM_CUT, Family.STREAM_MALFORMED):
+        return failure(AnalyticsStreamError, named, "run the export again")
+    if family is Family.STREAM_SLOW:
+        return RECOVERS
+    return not_applicable(
+        "a stream that ends cleanly but early cannot be told from a complete one by the "
+        "stream alone (it carries no row count); the export job compares with the cohort's "
+        "size, see the CohortExportToParquetOperator row"
+    )
+
+
+def _export_job_expectation(fault: MatrixFault, base: Expectation) -> Expectation:
+    """The export job retries broken streams, transport failures and short counts whole."""
+    incomplete = failure(
+        ExportIncompleteError,
+        f"cohort '{EXPORT_COHORT}'",
+        "export failed after 2 attempts",
+        "nothing written",
+    )
+    if fault.family in (Family.STREAM_CUT, Family.STREAM_MALFORMED, Family.STREAM_SHORT):
+        if not fault.persistent:
+            return RECOVERS
+        if fault.family is Family.STREAM_SHORT:
+            return failure(
+                ExportIncompleteError,
+                *incomplete.says,
+                f"expected {EXPORT_ROWS} rows but the export delivered {CUT_AT_ROWS}",
+            )
+        return incomplete
+    if base.error in (AnalyticsServerError, AnalyticsTransportError, AnalyticsStreamError):
+        return incomplete
+    return base
+
+
+def expect(subject: Subject, fault: MatrixFault) -> Expectation:
+    """The outcome the provider promises for ``fault`` aimed at ``subject``."""
+    if fault.stream_only and not subject.streams:
+        return not_applicable("stream faults exist for the cohort export only")
+    if subject.layer is Layer.TRIGGER and fault.persistent:
+        return not_applicable(
+            "the trigger polls on through transient failures by design; the task's deferral "
+            "timeout ends the wait (the sensor row shows the timeout)"
+        )
+    base = _client_expectation(subject.target, fault)
+    if base.outcome is not Outcome.FAILED:
+        if subject.name == EXPORT_OPERATOR and subject.target == "export_cohort_users":
+            return _export_job_expectation(fault, base)
+        return base
+    if subject.name == EXPORT_OPERATOR and subject.target == "export_cohort_users":
+        return _export_job_expectation(fault, base)
+    if subject.name == "CreateUtmOperator" and subject.target == "get_utm":
+        return failure(UtmReadBackError, *base.says, "was created", "do not create it again")
+    if subject.layer is Layer.SENSOR:
+        if base.error is not None and issubclass(base.error, TRANSIENT_ERRORS):
+            return failure(AirflowSensorTimeout, "timed out")
+        return failure(AirflowFailException, "cannot succeed", *base.says)
+    if subject.layer is Layer.TRIGGER:
+        return failure(TriggerErrorEvent, *base.says)
+    return base
+
+
+@dataclass
+class Observation:
+    """What one run left: its (normalised) result, the platform's state and the outputs."""
+
+    result: Any
+    effects: Any
+    outputs: Outputs
+
+
+@dataclass
+class CaseReport:
+    """The judged case, as recorded for the report."""
+
+    order: int
+    row: str
+    subject: str
+    layer: str
+    target: str
+    fault: str
+    expected: str
+    outcome: str
+    error_type: str | None = None
+    message: str | None = None
+    hits: int = 0
+    problems: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class MatrixAdmin(EmulatorAdmin):
+    """The admin API plus the pending faults, to tell whether a fault was hit."""
+
+    def pending_times(self) -> int:
+        pending = self._call("GET", "faults")["pending"]
+        return sum(int(fault["times"]) for fault in pending)
+
+
+class MatrixRunner:
+    """Runs cases on one emulator, keeping each subject's fault-free run for comparison.
+
+    :param server: the emulator (with its admin API).
+    :param root: a folder for the cases' destinations.
+    """
+
+    def __init__(self, server: EmulatorServer, root: Path) -> None:
+        self.server = server
+        self.admin = MatrixAdmin(server)
+        self.root = root
+        self.baselines: dict[str, Observation] = {}
+        self.admin.reset()
+        self.first_campaign_id = server.state.campaigns.create(_PROBE_CAMPAIGN, None)
+        self.admin.reset()
+
+    def close(self) -> None:
+        self.admin.close()
+
+    def workspace(self, name: str) -> Workspace:
+        directory = self.root / name
+        directory.mkdir(parents=True)
+        return Workspace(self.server, directory, self.first_campaign_id)
+
+    def observe(self, subject: Subject, ws: Workspace, result: Any) -> Observation:
+        return Observation(
+            normalise(result, ws), normalise(subject.effects(ws), ws), outputs(ws.directory)
+        )
+
+    def baseline(self, subject: Subject, slug: str) -> Observation:
+        """The subject's result without any fault (computed once per subject)."""
+        if slug not in self.baselines:
+            ws = self.workspace(f"baseline-{slug}")
+            self.admin.reset()
+            subject.prepare(ws)
+            self.baselines[slug] = self.observe(subject, ws, subject.run(ws))
+        return self.baselines[slug]
+
+    def run(self, order: int, subject: Subject, fault: MatrixFault, slug: str) -> CaseReport:
+        """Run ``subject`` with ``fault`` armed and judge it; ``slug`` names the case."""
+        expected = expect(subject, fault)
+        report = CaseReport(
+            order=order,
+            row=subject.row,
+            subject=subject.name,
+            layer=str(subject.layer),
+            target=subject.target,
+            fault=fault.key,
+            expected=expected.label(),
+            outcome=str(Outcome.NOT_APPLICABLE),
+        )
+        if expected.outcome is Outcome.NOT_APPLICABLE:
+            report.message = expected.reason
+            return report
+        baseline = self.baseline(subject, subject.row)
+        ws = self.workspace(slug)
+        self.admin.reset()
+        subject.prepare(ws)
+        self.admin.fault(subject.target, fault.kind, times=fault.times, **fault.args)
+        started = time.monotonic()
+        result: Any = None
+        error: BaseException | None = None
+        try:
+            result = subject.run(ws)
+        except Exception as exc:
+            error = exc
+        if fault.family is Family.STALL:
+            time.sleep(max(0.0, started + STALL_SECONDS + STALL_SETTLE_SECONDS - time.monotonic()))
+        report.hits = fault.times - self.admin.pending_times()
+        self.admin.clear_faults()
+        observed = self.observe(subject, ws, result)
+        problems = report.problems
+        if report.hits < 1:
+            problems.append(f"the fault was never hit: {subject.target} was not called")
+        problems += _integrity(subject, observed, baseline, failed=error is not None)
+        if error is None:
+            report.outcome = str(Outcome.RECOVERED)
+        else:
+            report.outcome = str(Outcome.FAILED)
+            report.error_type = type(error).__name__
+            report.message = str(error)
+            if not subject.creates:
+                problems += self._rerun(subject, ws, baseline)
+        problems += _against_expectation(expected, error)
+        return report
+
+    def _rerun(self, subject: Subject, ws: Workspace, baseline: Observation) -> list[str]:
+        """After a failure the same run without the fault must give the fault-free outcome."""
+        try:
+            again = self.observe(subject, ws, subject.run(ws))
+        except Exception as exc:
+            return [f"the rerun after the failure failed too: {type(exc).__name__}: {exc}"]
+        problems = []
+        if again.effects != baseline.effects:
+            problems.append(
+                "the rerun after the failure left another platform state than a clean run: "
+                + _difference(again.effects, baseline.effects)
+            )
+        if again.outputs != baseline.outputs:
+            problems.append(
+                "the rerun after the failure wrote other output than a clean run: "
+                + _difference(again.outputs, baseline.outputs)
+            )
+        return problems
+
+
+def _integrity(
+    subject: Subject, observed: Observation, baseline: Observation, *, failed: bool
+) -> list[str]:
+    """No partial or temporary object, no duplicates, and a recovery equal to the clean run."""
+    problems = []
+    if observed.outputs.hidden:
+        problems.append(f"temporary objects left behind: {observed.outputs.hidden}")
+    for name, summary in observed.outputs.objects.items():
+        if summary.get("repeated_ids"):
+            problems.append(f"{name} repeats {summary['repeated_ids']} user ids")
+    if isinstance(observed.result, dict) and observed.result.get("repeated_ids"):
+        problems.append(f"the result repeats {observed.result['repeated_ids']} user ids")
+    if failed:
+        if observed.outputs.objects:
+            problems.append(f"a failed run left objects: {sorted(observed.outputs.objects)}")
+        if isinstance(baseline.effects, list) and len(observed.effects) > len(baseline.effects):
+            problems.append(
+                f"duplicates: {len(observed.effects)} records where a clean run makes "
+                f"{len(baseline.effects)}"
+            )
+        return problems
+    for what, seen, clean in (
+        ("result", observed.result, baseline.result),
+        ("platform state", observed.effects, baseline.effects),
+        ("output", observed.outputs, baseline.outputs),
+    ):
+        if seen != clean:
+            problems.append(
+                f"recovered with another {what} than a clean run: {_difference(seen, clean)}"
+            )
+    return problems
+
+
+def _difference(seen: Any, clean: Any) -> str:
+    return f"{_shorten(seen)} instead of {_shorten(clean)}"
+
+
+def _shorten(value: Any, limit: int = 300) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _against_expectation(expected: Expectation, error: BaseException | None) -> list[str]:
+    if expected.outcome is Outcome.RECOVERED:
+        if error is None:
+            return []
+        return [f"expected to recover, failed: {type(error).__name__}: {error}"]
+    if error is None:
+        return [f"expected to fail ({expected.label()}), but it succeeded"]
+    problems = []
+    if expected.error is not None and not isinstance(error, expected.error):
+        problems.append(f"expected {expected.label()}, got {type(error).__name__}: {error}")
+    missing = [fragment for fragment in expected.says if fragment not in str(error)]
+    if missing:
+        problems.append(f"the message lacks {missing}: {error}")
+    return problems

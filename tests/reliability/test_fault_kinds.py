@@ -1,0 +1,106 @@
+"""The ``end_after_rows`` fault: an export body that ends cleanly but early, as a proxy that
+silently truncates would send it, and the export job's row-count check that catches it."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pytest
+import requests
+from airflow.sdk import ObjectStoragePath
+
+from airflow_provider_analytics.client import AnalyticsClient, ClientConfig
+from airflow_provider_analytics.jobs.cohort_export import (
+    ExportIncompleteError,
+    ExportSettings,
+    export_cohort_to_parquet,
+)
+from tests.emulator_helpers import project_headers
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from pathlib import Path
+
+    from airflow_provider_analytics.emulator.server import EmulatorServer
+    from tests.emulator_helpers import EmulatorAdmin
+
+pytestmark = pytest.mark.integration
+
+EXPORT = "/uba/api/cohort/users/export"
+BODY = {"cohortCode": "cohort_small", "properties": ["distinct_id", "nickname"]}
+
+
+def export_body(server: EmulatorServer, body: dict[str, Any] = BODY) -> bytes:
+    response = requests.post(
+        server.base_url + EXPORT, json=body, headers=project_headers(server), timeout=60
+    )
+    assert response.status_code == 200
+    return response.content
+
+
+@pytest.fixture
+def client(emulator: EmulatorServer) -> Iterator[AnalyticsClient]:
+    config = emulator.config
+    with AnalyticsClient(
+        ClientConfig(emulator.base_url, token=config.token, app_key=config.app_key)
+    ) as api:
+        yield api
+
+
+@pytest.mark.parametrize("rows", [0, 1, 400, 999])
+def test_the_body_ends_cleanly_after_the_rows(
+    emulator: EmulatorServer, emulator_admin: EmulatorAdmin, rows: int
+) -> None:
+    whole = export_body(emulator).splitlines(keepends=True)
+    assert len(whole) == 1000
+    emulator_admin.fault("export_cohort_users", "end_after_rows", rows=rows)
+    # A complete chunked body: requests raises ChunkedEncodingError on a cut one.
+    assert export_body(emulator) == b"".join(whole[:rows])
+    assert export_body(emulator) == b"".join(whole)
+
+
+def test_rows_beyond_the_cohort_leave_the_body_whole(
+    emulator: EmulatorServer, emulator_admin: EmulatorAdmin
+) -> None:
+    whole = export_body(emulator)
+    emulator_admin.fault("export_cohort_users", "end_after_rows", rows=5000)
+    assert export_body(emulator) == whole
+
+
+def test_only_the_export_can_end_early(emulator_admin: EmulatorAdmin) -> None:
+    with pytest.raises(AssertionError, match="400"):
+        emulator_admin.fault("get_cohort_users", "end_after_rows", rows=3)
+    with pytest.raises(AssertionError, match="400"):
+        emulator_admin.fault("export_cohort_users", "end_after_rows")
+
+
+def test_the_export_job_refuses_a_short_body_and_writes_nothing(
+    client: AnalyticsClient, emulator_admin: EmulatorAdmin, tmp_path: Path
+) -> None:
+    emulator_admin.fault("export_cohort_users", "end_after_rows", rows=400, times=2)
+    target = ObjectStoragePath(f"file://{tmp_path}/users.parquet")
+    with pytest.raises(ExportIncompleteError) as caught:
+        export_cohort_to_parquet(
+            client,
+            "cohort_small",
+            target,
+            properties=["distinct_id", "nickname"],
+            settings=ExportSettings(attempts=2, retry_delay=0.01),
+        )
+    assert "expected 1000 rows but the export delivered 400" in str(caught.value)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_export_job_starts_again_after_a_short_body(
+    client: AnalyticsClient, emulator_admin: EmulatorAdmin, tmp_path: Path
+) -> None:
+    emulator_admin.fault("export_cohort_users", "end_after_rows", rows=400)
+    result = export_cohort_to_parquet(
+        client,
+        "cohort_small",
+        ObjectStoragePath(f"file://{tmp_path}/users.parquet"),
+        properties=["distinct_id", "nickname"],
+        settings=ExportSettings(attempts=2, retry_delay=0.01),
+    )
+    assert (result.rows, result.expected_rows, result.attempts) == (1000, 1000, 2)
+    assert [p.name for p in tmp_path.iterdir()] == ["users.parquet"]

@@ -1,0 +1,87 @@
+"""The fault matrix: every operation, operator, the sensor and the trigger against every
+applicable fault, each case judged by :mod:`tests.reliability.matrix` and recorded for
+``docs/reliability.md`` (``make reliability``)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pytest
+
+from tests.reliability.connections import QUICK_RETRIES, use_connection
+from tests.reliability.fault_catalog import ALL_FAULTS, MatrixFault
+from tests.reliability.matrix import MatrixRunner, Outcome, expect
+from tests.reliability.results import record
+from tests.reliability.subjects import SUBJECTS, Subject
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from airflow_provider_analytics.emulator.server import EmulatorServer
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+GRID = [
+    (order, subject, fault)
+    for order, subject in enumerate(SUBJECTS)
+    for fault in ALL_FAULTS
+    if subject.streams or not fault.stream_only
+]
+CASES = [case for case in GRID if expect(case[1], case[2]).outcome is not Outcome.NOT_APPLICABLE]
+NOT_APPLICABLE = [case for case in GRID if case not in CASES]
+
+
+def case_id(order: int, subject: Subject, fault: MatrixFault) -> str:
+    return f"{subject.row.replace(' ', '')}-{fault.key}"
+
+
+@pytest.fixture(scope="module")
+def runner(
+    emulator: EmulatorServer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[MatrixRunner]:
+    matrix = MatrixRunner(emulator, tmp_path_factory.mktemp("matrix"))
+    for order, subject, fault in NOT_APPLICABLE:
+        record("matrix", matrix.run(order, subject, fault, "unused").as_dict())
+    try:
+        yield matrix
+    finally:
+        matrix.admin.reset()
+        matrix.close()
+
+
+@pytest.fixture(autouse=True)
+def connection(monkeypatch: pytest.MonkeyPatch, emulator: EmulatorServer) -> None:
+    use_connection(monkeypatch, emulator, **QUICK_RETRIES)
+
+
+def test_the_grid_covers_every_operation_and_operator() -> None:
+    targets = {subject.target for subject in SUBJECTS}
+    names = {subject.name for subject in SUBJECTS}
+    from tests.reliability.subjects import OPERATIONS
+
+    assert set(OPERATIONS) <= targets
+    assert {
+        "CreateUtmOperator",
+        "DeleteUtmOperator",
+        "UtmConversionOperator",
+        "RegisterAccountOperator",
+        "AccountActivationOperator",
+        "CohortExportToParquetOperator",
+        "FunnelReportOperator",
+        "EventReportOperator",
+        "TrackingPlanSyncOperator",
+        "AnalyticsDataSensor",
+        "AnalyticsDataReadyTrigger",
+    } <= names
+    assert len(CASES) > 300
+
+
+@pytest.mark.parametrize(
+    ("order", "subject", "fault"), CASES, ids=[case_id(*case) for case in CASES]
+)
+def test_fault_matrix(
+    runner: MatrixRunner, order: int, subject: Subject, fault: MatrixFault
+) -> None:
+    report = runner.run(order, subject, fault, f"case-{order}-{ALL_FAULTS.index(fault)}")
+    record("matrix", report.as_dict())
+    assert not report.problems, "\n".join(report.problems)
