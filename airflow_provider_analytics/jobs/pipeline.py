@@ -7,6 +7,7 @@ memory stays bounded; errors in a background stage surface in the caller's threa
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import queue
 import threading
@@ -15,6 +16,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
+U = TypeVar("U")
 
 _DONE = object()
 
@@ -110,3 +112,34 @@ class WriteBehind(Generic[T]):
             return
         with contextlib.suppress(BaseException):  # the original error wins
             self.close()
+
+
+def map_ahead(
+    function: Callable[[T], U], items: Iterable[T], workers: int
+) -> Iterator[tuple[T, U]]:
+    """``(item, function(item))`` in input order, computing up to ``workers`` items at once.
+
+    For functions that release the GIL (Arrow's parser): with ``workers`` = 1 it runs inline.
+
+    :param function: applied to each item.
+    :param items: the inputs; consumed one ahead of the results per worker.
+    :param workers: how many items are in flight.
+    """
+    if workers <= 1:
+        for item in items:
+            yield item, function(item)
+        return
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="map-ahead") as pool:
+        in_flight: collections.deque[tuple[T, Future[U]]] = collections.deque()
+        try:
+            for item in items:
+                in_flight.append((item, pool.submit(function, item)))
+                if len(in_flight) >= workers:
+                    done, future = in_flight.popleft()
+                    yield done, future.result()
+            while in_flight:
+                done, future = in_flight.popleft()
+                yield done, future.result()
+        finally:
+            for _, future in in_flight:
+                future.cancel()

@@ -227,20 +227,34 @@ class BlockDecoder:
         )
         self._read_options = pa_json.ReadOptions(use_threads=True, block_size=1 << 20)
 
-    def decode(self, block: bytes) -> pa.Table:
-        """Decode one block of whole lines (as produced by :func:`iter_line_blocks`)."""
+    def parse(self, block: bytes) -> pa.Table | None:
+        """The fast path alone: Arrow's C++ parser, or None when it refuses the block.
+
+        Thread-safe (it touches no state), so several blocks may be parsed at once; hand the
+        results to :meth:`finish` in stream order.
+        """
         try:
-            table = pa_json.read_json(
+            return pa_json.read_json(
                 io.BytesIO(block),
                 read_options=self._read_options,
                 parse_options=self._parse_options,
             )
         except (pa.ArrowInvalid, pa.ArrowTypeError):
+            return None
+
+    def finish(self, block: bytes, parsed: pa.Table | None) -> pa.Table:
+        """Complete a block in stream order: the line-by-line path where :meth:`parse` gave
+        up, then column order and datetime parsing; counts rows and masked values."""
+        if parsed is None:
             self.slow_blocks += 1
-            table = self._decode_line_by_line(block)
-        table = self._finish(table)
+            parsed = self._decode_line_by_line(block)
+        table = self._finish(parsed)
         self.rows += table.num_rows
         return table
+
+    def decode(self, block: bytes) -> pa.Table:
+        """Decode one block of whole lines (as produced by :func:`iter_line_blocks`)."""
+        return self.finish(block, self.parse(block))
 
     def _finish(self, table: pa.Table) -> pa.Table:
         """Put columns in schema order (absent keys -> nulls) and parse datetime texts."""
