@@ -1,0 +1,411 @@
+"""The example pipelines: they import cleanly, are wired as documented, and each one runs to
+success in a real `airflow dags test` against an emulator, with its effects checked."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pyarrow.parquet as pq
+import pytest
+
+from airflow_provider_analytics.client import AnalyticsClient, ClientConfig
+from airflow_provider_analytics.client.errors import AnalyticsDisabledError
+from airflow_provider_analytics.emulator.server import EmulatorConfig, EmulatorServer
+from airflow_provider_analytics.operators.output import destination_asset
+from devtools.airflow_runner import DagRunResult, connection_env
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from devtools.airflow_runner import DagRunner
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "example_dags"
+OUTPUTS_MODULE = EXAMPLES / "analytics_outputs.py"
+RUN_DATE = "2024-01-15"
+EXAMPLE_DAG_IDS = {
+    "analytics_daily",
+    "analytics_funnel_digest",
+    "analytics_campaign_links",
+    "analytics_account_activation",
+    "analytics_tracking_plan",
+    "analytics_cohort_exports",
+}
+CHECKOUT_STEPS = ["$startup", "search", "add_to_cart", "purchase"]
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("airflow")]
+
+
+def dag_files(dag_id: str) -> list[Path]:
+    """The DAG file and what it reads from its folder."""
+    return [EXAMPLES / f"{dag_id}.py", OUTPUTS_MODULE, EXAMPLES / "tracking_plan.yaml"]
+
+
+def client_for(server: EmulatorServer) -> AnalyticsClient:
+    config = server.config
+    return AnalyticsClient(
+        ClientConfig(
+            server.base_url, token=config.token, app_key=config.app_key, xtoken=config.xtoken
+        )
+    )
+
+
+def succeeded(result: DagRunResult) -> DagRunResult:
+    assert result.returncode == 0, result.output[-6000:]
+    assert result.state == "success"
+    assert result.task_states and set(result.task_states.values()) == {"success"}
+    return result
+
+
+# --- parsing ---------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def dagbag() -> Any:
+    """The example folder parsed as the DAG processor parses it (folder on sys.path)."""
+    from airflow.dag_processing.dagbag import DagBag
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("ANALYTICS_OUTPUT_ROOT", "s3://aws_lake@lake/analytics/")
+        patch.syspath_prepend(str(EXAMPLES))
+        patch.delitem(sys.modules, "analytics_outputs", raising=False)
+        bag = DagBag(dag_folder=str(EXAMPLES))
+        patch.delitem(sys.modules, "analytics_outputs", raising=False)
+    return bag
+
+
+def test_every_example_imports_without_errors(dagbag: Any) -> None:
+    assert dagbag.import_errors == {}
+    assert set(dagbag.dags) == EXAMPLE_DAG_IDS
+    for dag in dagbag.dags.values():
+        assert "example" in dag.tags
+
+
+def test_daily_pipeline_waits_then_writes_in_parallel(dagbag: Any) -> None:
+    dag = dagbag.dags["analytics_daily"]
+    writers = {"export_cohort_users", "checkout_funnel", "daily_events"}
+    downstream = {task.task_id: task.downstream_task_ids for task in dag.tasks}
+    assert downstream == {
+        "day_is_over": {"events_landed"},
+        "events_landed": writers,
+        **{task_id: set() for task_id in writers},
+    }
+    outlets = {task_id: dag.get_task(task_id).outlets for task_id in writers}
+    assert {task_id: [a.uri for a in assets] for task_id, assets in outlets.items()} == {
+        "export_cohort_users": ["s3://lake/analytics/cohort_users"],
+        "checkout_funnel": ["s3://lake/analytics/checkout_funnel"],
+        "daily_events": ["s3://lake/analytics/daily_events"],
+    }
+
+
+def test_digest_is_scheduled_on_the_funnel_table(dagbag: Any) -> None:
+    funnel_asset = dagbag.dags["analytics_daily"].get_task("checkout_funnel").outlets[0]
+    assert funnel_asset == destination_asset("s3://aws_lake@lake/analytics/checkout_funnel/")
+    digest = dagbag.dags["analytics_funnel_digest"]
+    assert list(digest.schedule) == [funnel_asset]
+    assert digest.get_task("funnel_digest").inlets == [funnel_asset]
+
+
+def test_mapped_and_triggered_examples_are_declared_as_documented(dagbag: Any) -> None:
+    exports = dagbag.dags["analytics_cohort_exports"].get_task("export_cohort")
+    assert [a.uri for a in exports.outlets] == ["s3://lake/analytics/cohort_users"]
+    account = dagbag.dags["analytics_account_activation"]
+    assert account.render_template_as_native_obj is True
+    assert account.schedule is None
+    assert dagbag.dags["analytics_campaign_links"].params["campaigns"]
+
+
+# --- real runs -------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def platform() -> Iterator[EmulatorServer]:
+    with EmulatorServer(EmulatorConfig()) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def out(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("example-out")
+
+
+@pytest.fixture(scope="module")
+def run_env(platform: EmulatorServer, out: Path) -> dict[str, str]:
+    config = platform.config
+    env = connection_env(
+        platform.base_url, token=config.token, app_key=config.app_key, xtoken=config.xtoken
+    )
+    return env | {"ANALYTICS_OUTPUT_ROOT": f"file://{out}/"}
+
+
+@pytest.fixture(scope="module")
+def daily_run(dag_runner: DagRunner, run_env: dict[str, str]) -> DagRunResult:
+    return dag_runner.run(
+        "analytics_daily", RUN_DATE, dag_files=dag_files("analytics_daily"), env=run_env
+    )
+
+
+def written_files(root: Path) -> list[str]:
+    """Every file under ``root`` (hidden ones included), relative, sorted."""
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
+
+
+def test_daily_pipeline_writes_one_partition_per_table(daily_run: DagRunResult, out: Path) -> None:
+    succeeded(daily_run)
+    assert set(daily_run.task_states) == {
+        "day_is_over",
+        "events_landed",
+        "export_cohort_users",
+        "checkout_funnel",
+        "daily_events",
+    }
+    assert written_files(out) == [
+        "checkout_funnel/dt=2024-01-15/funnel.parquet",
+        "cohort_users/cohort=cohort_small/dt=2024-01-15/users.parquet",
+        "daily_events/dt=2024-01-15/events.parquet",
+    ]
+    export = daily_run.task_xcom("export_cohort_users")
+    assert (
+        export["uri"]
+        == f"file://{out}/cohort_users/cohort=cohort_small/dt=2024-01-15/users.parquet"
+    )
+    assert export["rows"] == export["expected_rows"] == 1000
+    users = pq.read_table(out / "cohort_users/cohort=cohort_small/dt=2024-01-15/users.parquet")
+    assert users.column_names == [
+        "distinct_id",
+        "$city",
+        "$os",
+        "register_time",
+        "balance",
+        "is_vip",
+    ]
+    assert str(users.schema.field("distinct_id").type) == "int64"
+    assert daily_run.task_xcom("events_landed")["missing"] == []
+
+
+def test_daily_reports_cover_the_run_day_and_match_the_platform(
+    daily_run: DagRunResult, out: Path, platform: EmulatorServer
+) -> None:
+    succeeded(daily_run)
+    day = {"fromDate": RUN_DATE, "toDate": RUN_DATE}
+    with client_for(platform) as client:
+        funnel_answer = client.analyze_funnel(
+            {
+                "steps": [{"expression": f"event.{s}", "filter": None} for s in CHECKOUT_STEPS],
+                "crowds": ["$ALL"],
+                "convertTime": 1,
+                "convertTimeUnit": "DAY",
+                **day,
+            }
+        )
+        events_answer = client.analyze_events(
+            {
+                "measures": [
+                    {"expression": "event.$Anything", "aggregator": "TRIGGER_USER_COUNT"},
+                    {"expression": "event.purchase", "aggregator": "TOTAL_COUNT"},
+                    {"expression": "event.purchase.amount", "aggregator": "SUM"},
+                ],
+                "crowds": ["$ALL"],
+                "unit": "DAY",
+                "byFields": [{"expression": "event.$Anything.$platform"}],
+                **day,
+            }
+        )
+    funnel = pq.read_table(out / "checkout_funnel/dt=2024-01-15/funnel.parquet").to_pylist()
+    assert {(r["query_from_date"].isoformat(), r["query_to_date"].isoformat()) for r in funnel} == {
+        (RUN_DATE, RUN_DATE)
+    }
+    whole_day = [r for r in funnel if r["is_overall"] and r["is_all_dates"]]
+    assert [r["step_event"] for r in whole_day] == CHECKOUT_STEPS
+    expected_users = [step["convertedUser"][0] for step in funnel_answer["rows"][0]["stepsDetail"]]
+    assert [r["converted_users"] for r in whole_day] == expected_users
+    assert expected_users[0] > expected_users[-1] > 0
+    headline = daily_run.task_xcom("checkout_funnel")["headline"]
+    assert headline["overall_conversion"] == pytest.approx(
+        expected_users[-1] / expected_users[0], abs=1e-6
+    )
+
+    events = pq.read_table(out / "daily_events/dt=2024-01-15/events.parquet").to_pylist()
+    totals = {
+        (r["by_event_anything_platform"], r["measure_index"]): r["value"]
+        for r in events
+        if r["is_total"]
+    }
+    expected_totals = {
+        (row["byValue"][0], index): value
+        for row in events_answer["rows"]
+        for index, value in enumerate(row["sum"])
+    }
+    assert totals == pytest.approx(expected_totals)
+    assert {r["date"].isoformat() for r in events if not r["is_total"]} == {RUN_DATE}
+
+
+def test_daily_outputs_are_announced_on_their_assets(
+    daily_run: DagRunResult, out: Path, airflow_home: Path
+) -> None:
+    succeeded(daily_run)
+    with sqlite3.connect(airflow_home / "airflow.db") as db:
+        events = db.execute(
+            "SELECT a.uri, e.extra FROM asset_event e JOIN asset a ON a.id = e.asset_id "
+            "WHERE e.source_dag_id = 'analytics_daily' AND e.source_run_id = ?",
+            (daily_run.run_id,),
+        ).fetchall()
+    announced = {uri: json.loads(extra)["uri"] for uri, extra in events}
+    assert announced == {
+        f"file://{out}/cohort_users": (
+            f"file://{out}/cohort_users/cohort=cohort_small/dt=2024-01-15/users.parquet"
+        ),
+        f"file://{out}/checkout_funnel": f"file://{out}/checkout_funnel/dt=2024-01-15/funnel.parquet",
+        f"file://{out}/daily_events": f"file://{out}/daily_events/dt=2024-01-15/events.parquet",
+    }
+
+
+def test_funnel_digest_reads_the_partition_the_pipeline_announced(
+    daily_run: DagRunResult, dag_runner: DagRunner, run_env: dict[str, str], out: Path
+) -> None:
+    succeeded(daily_run)
+    digest = succeeded(
+        dag_runner.run(
+            "analytics_funnel_digest",
+            RUN_DATE,
+            dag_files=dag_files("analytics_funnel_digest"),
+            env=run_env,
+        )
+    ).task_xcom("funnel_digest")
+    funnel_file = out / "checkout_funnel/dt=2024-01-15/funnel.parquet"
+    assert digest["uri"] == f"file://{funnel_file}"
+    whole_day = [
+        r for r in pq.read_table(funnel_file).to_pylist() if r["is_overall"] and r["is_all_dates"]
+    ]
+    assert digest["steps"] == [
+        {
+            "step_event": r["step_event"],
+            "converted_users": r["converted_users"],
+            "completion_rate": r["completion_rate"],
+        }
+        for r in whole_day
+    ]
+    assert digest["steps"][0]["completion_rate"] == 1.0
+
+
+def test_campaign_links_map_over_the_list_given_at_trigger_time(
+    dag_runner: DagRunner, run_env: dict[str, str], platform: EmulatorServer
+) -> None:
+    campaigns = [
+        {
+            "utm_campaign": "autumn_preview",
+            "utm_source": "newsletter",
+            "utm_medium": "email",
+            "page_url": "https://shop.example.com/autumn",
+        },
+        {
+            "utm_campaign": "autumn_preview",
+            "utm_source": "search",
+            "utm_medium": "cpc",
+            "page_url": "https://shop.example.com/autumn?from=ad",
+        },
+    ]
+    result = succeeded(
+        dag_runner.run(
+            "analytics_campaign_links",
+            RUN_DATE,
+            dag_files=dag_files("analytics_campaign_links"),
+            env=run_env,
+            conf={"campaigns": campaigns},
+        )
+    )
+    assert sorted(k for k in result.task_states if k.startswith("create_link")) == [
+        "create_link[0]",
+        "create_link[1]",
+    ]
+    links = [result.task_xcom("create_link", index) for index in range(2)]
+    assert result.task_xcom("link_table") == {
+        link["campaign_id"]: link["short_url"] for link in links
+    }
+    with client_for(platform) as client:
+        records = [client.get_utm(link["campaign_id"]) for link in links]
+    assert [(r["utmCampaign"], r["utmSource"], r["utmMedium"], r["pageUrl"]) for r in records] == [
+        (c["utm_campaign"], c["utm_source"], c["utm_medium"], c["page_url"]) for c in campaigns
+    ]
+    assert [r["shortUrl"] for r in records] == [link["short_url"] for link in links]
+
+
+def test_account_activation_renders_the_param_as_a_bool(
+    dag_runner: DagRunner, run_env: dict[str, str], platform: EmulatorServer
+) -> None:
+    email = "leaver.example@example.com"
+    with client_for(platform) as client:
+        client.register_account(email, name="Leaver")
+    result = succeeded(
+        dag_runner.run(
+            "analytics_account_activation",
+            RUN_DATE,
+            dag_files=dag_files("analytics_account_activation"),
+            env=run_env,
+            conf={"account_email": email, "activation": False},
+        )
+    )
+    assert result.task_xcom("set_activation") == {"email": email, "activation": False}
+    with client_for(platform) as client, pytest.raises(AnalyticsDisabledError):
+        client.register_account(email, name="Leaver")
+
+
+def test_tracking_plan_example_previews_then_syncs_the_file_beside_it(
+    dag_runner: DagRunner, fresh_emulator: EmulatorServer
+) -> None:
+    config = fresh_emulator.config
+    env = connection_env(
+        fresh_emulator.base_url, token=config.token, app_key=config.app_key, xtoken=config.xtoken
+    )
+    result = succeeded(
+        dag_runner.run(
+            "analytics_tracking_plan",
+            RUN_DATE,
+            dag_files=dag_files("analytics_tracking_plan"),
+            env=env,
+        )
+    )
+    preview, sync = result.task_xcom("preview"), result.task_xcom("sync")
+    assert preview["dry_run"] is True and sync["dry_run"] is False
+    added = [(change["target"], change["id"]) for change in sync["added"]]
+    assert added == [(change["target"], change["id"]) for change in preview["added"]]
+    assert ("user_property", "vip_level") in added
+    assert ("event", "checkout_started") in added
+    assert sync["conflicts"] == []
+    with client_for(fresh_emulator) as client:
+        assert "vip_level" in {item["id"] for item in client.list_user_properties()}
+        events = {item["id"]: item for item in client.list_events()}
+    assert events["checkout_started"]["name"] == "Checkout started"
+
+
+def test_cohort_exports_map_over_cohorts_and_announce_each_file(
+    dag_runner: DagRunner, run_env: dict[str, str], out: Path, airflow_home: Path
+) -> None:
+    result = succeeded(
+        dag_runner.run(
+            "analytics_cohort_exports",
+            RUN_DATE,
+            dag_files=dag_files("analytics_cohort_exports"),
+            env=run_env,
+        )
+    )
+    sizes = {"cohort_tiny": 7, "cohort_small": 1000, "cohort_medium": 25000}
+    exports = [result.task_xcom("export_cohort", index) for index in range(3)]
+    assert {x["cohort_code"]: x["rows"] for x in exports} == sizes
+    for code, rows in sizes.items():
+        path = out / f"cohort_users/cohort={code}/dt=2024-01-15/users.parquet"
+        table = pq.read_table(path)
+        assert table.num_rows == rows
+        assert len(table.column("distinct_id").unique()) == rows
+    with sqlite3.connect(airflow_home / "airflow.db") as db:
+        announced = db.execute(
+            "SELECT e.source_map_index, e.extra FROM asset_event e "
+            "WHERE e.source_dag_id = 'analytics_cohort_exports' AND e.source_run_id = ?",
+            (result.run_id,),
+        ).fetchall()
+    assert sorted((index, json.loads(extra)["rows"]) for index, extra in announced) == [
+        (index, export["rows"]) for index, export in enumerate(exports)
+    ]
