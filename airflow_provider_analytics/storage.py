@@ -18,10 +18,28 @@ from typing import IO, TYPE_CHECKING, Any, Protocol
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from airflow_provider_analytics.client.rules import fail
+
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
 log = logging.getLogger(__name__)
+
+PARQUET_CODECS = ("none", "snappy", "gzip", "brotli", "lz4", "zstd")
+"""Compression codecs a Parquet object can be written with (subject to this pyarrow build)."""
+
+
+def parquet_compression(value: Any, field: str = "compression") -> str:
+    """Check a Parquet codec name before any work is done, so a typo fails at once.
+
+    :param value: the codec, e.g. ``zstd``; ``none`` writes uncompressed.
+    :param field: the argument's name, for the error.
+    :raises AnalyticsValidationError: naming ``field`` for a codec that cannot be written.
+    """
+    available = [c for c in PARQUET_CODECS if c == "none" or pa.Codec.is_available(c)]
+    if not isinstance(value, str) or value.lower() not in available:
+        fail(field, f"must be one of {', '.join(available)}", value)
+    return value
 
 
 class StoragePath(Protocol):

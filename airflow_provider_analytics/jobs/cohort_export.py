@@ -18,8 +18,10 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from airflow_provider_analytics.client import rules
 from airflow_provider_analytics.client.errors import (
     AnalyticsServerError,
     AnalyticsStreamError,
@@ -31,7 +33,11 @@ from airflow_provider_analytics.client.validation import (
     validate_properties,
 )
 from airflow_provider_analytics.jobs.pipeline import WriteBehind, map_ahead, read_ahead
-from airflow_provider_analytics.storage import StoragePath, atomic_destination
+from airflow_provider_analytics.storage import (
+    StoragePath,
+    atomic_destination,
+    parquet_compression,
+)
 from airflow_provider_analytics.tabular.arrow import (
     BlockDecoder,
     ExportSchema,
@@ -56,6 +62,24 @@ def request_properties(columns: Sequence[str]) -> list[str]:
     """What the request names for each column: a tag column ``tag.<code>`` is asked for by its
     bare code, and the platform answers under the key ``tag.<code>`` (spec 2.6)."""
     return [c[len(TAG_PREFIX) :] if c.startswith(TAG_PREFIX) else c for c in columns]
+
+
+def check_timezone(timezone: Any) -> str:
+    """A time zone Arrow can read datetimes in (``Asia/Shanghai``, ``UTC``, ``+08:00``).
+
+    Checked before the export starts: an unknown zone would otherwise fail only once the
+    first datetime value is decoded, after the requests were made.
+
+    :raises AnalyticsValidationError: naming ``timezone``.
+    """
+    if isinstance(timezone, str) and timezone:
+        try:
+            pc.assume_timezone(pa.array([0], pa.timestamp("ms")), timezone)
+        except pa.ArrowException:
+            pass
+        else:
+            return timezone
+    rules.fail("timezone", "must be a time zone name such as Asia/Shanghai or UTC", timezone)
 
 
 class ExportIncompleteError(RuntimeError):
@@ -320,6 +344,8 @@ def export_cohort_to_parquet(
     if properties is not None:
         properties = validate_properties(properties)
     validate_limit(settings.attempts, "attempts")
+    parquet_compression(settings.compression)
+    check_timezone(timezone)
 
     started = time.monotonic()
     plan = client.list_user_properties()

@@ -17,12 +17,16 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from airflow_provider_analytics.client import AnalyticsClient
+from airflow_provider_analytics.client import AnalyticsClient, rules
 from airflow_provider_analytics.client.validation import (
     validate_event_request,
     validate_funnel_request,
 )
-from airflow_provider_analytics.storage import StoragePath, write_table_atomically
+from airflow_provider_analytics.storage import (
+    StoragePath,
+    parquet_compression,
+    write_table_atomically,
+)
 from airflow_provider_analytics.tabular.frames import (
     FUNNEL_SCHEMA,
     event_frame,
@@ -44,9 +48,12 @@ def date_windows(from_date: str, to_date: str, window_days: int | None) -> list[
     :param from_date: first day.
     :param to_date: last day (inclusive).
     :param window_days: days per window; None or 0 for one window.
+    :raises AnalyticsValidationError: for a window that is not a whole number of days >= 0.
     """
     start, end = dt.date.fromisoformat(from_date), dt.date.fromisoformat(to_date)
-    if window_days is None or window_days <= 0:
+    if window_days is not None:
+        rules.integer(window_days, "window_days", minimum=0)
+    if not window_days:
         return [(from_date, to_date)]
     windows = []
     while start <= end:
@@ -202,6 +209,7 @@ def run_report(
     :param window_days: split the date range into windows of this many days.
     :param compression: Parquet codec.
     """
+    parquet_compression(compression)
     started = time.monotonic()
     table, windows = build_report_table(kind, client, request, window_days=window_days)
     bytes_written = write_table_atomically(table, destination, compression=compression)

@@ -12,7 +12,7 @@ from tests.reliability.connections import QUICK_RETRIES, use_connection
 from tests.reliability.fault_catalog import ALL_FAULTS, MatrixFault
 from tests.reliability.matrix import MatrixRunner, Outcome, expect
 from tests.reliability.results import record
-from tests.reliability.subjects import SUBJECTS, Subject
+from tests.reliability.subjects import OPERATIONS, SUBJECTS, Layer, Subject
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -57,8 +57,6 @@ def connection(monkeypatch: pytest.MonkeyPatch, emulator: EmulatorServer) -> Non
 def test_the_grid_covers_every_operation_and_operator() -> None:
     targets = {subject.target for subject in SUBJECTS}
     names = {subject.name for subject in SUBJECTS}
-    from tests.reliability.subjects import OPERATIONS
-
     assert set(OPERATIONS) <= targets
     assert {
         "CreateUtmOperator",
@@ -76,12 +74,39 @@ def test_the_grid_covers_every_operation_and_operator() -> None:
     assert len(CASES) > 300
 
 
-@pytest.mark.parametrize(
-    ("order", "subject", "fault"), CASES, ids=[case_id(*case) for case in CASES]
-)
-def test_fault_matrix(
-    runner: MatrixRunner, order: int, subject: Subject, fault: MatrixFault
-) -> None:
+OPERATION_CASES = [case for case in CASES if case[1].layer is Layer.OPERATION]
+OPERATOR_CASES = [case for case in CASES if case[1].layer is not Layer.OPERATION]
+
+
+def run_case(runner: MatrixRunner, order: int, subject: Subject, fault: MatrixFault) -> None:
     report = runner.run(order, subject, fault, f"case-{order}-{ALL_FAULTS.index(fault)}")
     record("matrix", report.as_dict())
     assert not report.problems, "\n".join(report.problems)
+
+
+class TestHookOperations:
+    """Every operation of the interface through the hook (one pytest-xdist scope)."""
+
+    @pytest.mark.parametrize(
+        ("order", "subject", "fault"),
+        OPERATION_CASES,
+        ids=[case_id(*case) for case in OPERATION_CASES],
+    )
+    def test_fault(
+        self, runner: MatrixRunner, order: int, subject: Subject, fault: MatrixFault
+    ) -> None:
+        run_case(runner, order, subject, fault)
+
+
+class TestOperatorsSensorAndTrigger:
+    """Every operator, the sensor and the trigger (another pytest-xdist scope)."""
+
+    @pytest.mark.parametrize(
+        ("order", "subject", "fault"),
+        OPERATOR_CASES,
+        ids=[case_id(*case) for case in OPERATOR_CASES],
+    )
+    def test_fault(
+        self, runner: MatrixRunner, order: int, subject: Subject, fault: MatrixFault
+    ) -> None:
+        run_case(runner, order, subject, fault)

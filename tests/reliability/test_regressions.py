@@ -7,8 +7,11 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from airflow_provider_analytics.client import AnalyticsServerError
+from airflow_provider_analytics.client import AnalyticsServerError, AnalyticsValidationError
+from airflow_provider_analytics.jobs.cohort_export import check_timezone
+from airflow_provider_analytics.jobs.reports import date_windows
 from airflow_provider_analytics.operators.campaigns import CreateUtmOperator, UtmReadBackError
+from airflow_provider_analytics.storage import parquet_compression
 from tests.reliability.connections import QUICK_RETRIES, use_connection
 
 if TYPE_CHECKING:
@@ -43,3 +46,36 @@ def test_a_created_link_that_cannot_be_read_back_is_named_in_the_failure(
     emulator_admin.clear_faults()
     record = emulator.state.campaigns.get(int(error.campaign_id))
     assert record["utmCampaign"] == "c" and record["status"] == 1
+
+
+@pytest.mark.parametrize("codec", ["zstd", "snappy", "gzip", "none", "NONE", "ZSTD"])
+def test_parquet_codecs_that_write_are_accepted(codec: str) -> None:
+    assert parquet_compression(codec) == codec
+
+
+@pytest.mark.parametrize("codec", ["lz5", "uncompressed", "", None, 3])
+def test_unknown_parquet_codecs_are_refused_naming_the_field(codec: object) -> None:
+    with pytest.raises(AnalyticsValidationError) as caught:
+        parquet_compression(codec)
+    assert caught.value.field == "compression"
+
+
+@pytest.mark.parametrize("zone", ["UTC", "Asia/Shanghai", "+08:00"])
+def test_time_zones_arrow_reads_are_accepted(zone: str) -> None:
+    assert check_timezone(zone) == zone
+
+
+@pytest.mark.parametrize("zone", ["Mars/Olympus", "", None])
+def test_unknown_time_zones_are_refused_naming_the_field(zone: object) -> None:
+    with pytest.raises(AnalyticsValidationError) as caught:
+        check_timezone(zone)
+    assert caught.value.field == "timezone"
+
+
+def test_report_windows_must_be_whole_days_but_zero_still_means_one_window() -> None:
+    assert date_windows("2024-01-01", "2024-01-10", 0) == [("2024-01-01", "2024-01-10")]
+    assert len(date_windows("2024-01-01", "2024-01-10", 3)) == 4
+    for bad in (-7, 1.5, True):
+        with pytest.raises(AnalyticsValidationError) as caught:
+            date_windows("2024-01-01", "2024-01-10", bad)  # type: ignore[arg-type]
+        assert caught.value.field == "window_days"
