@@ -136,7 +136,8 @@ def _mapping(value: Any, field: str, allowed: Collection[str], what: str) -> Map
         key = unknown[0]
         close = difflib.get_close_matches(key, allowed, n=1)
         hint = f"; did you mean {close[0]}?" if close else ""
-        path = f"{field}.{key}" if field else key
+        shown = key if key.isidentifier() else repr(key)  # an empty or odd key stays visible
+        path = f"{field}.{shown}" if field else shown
         fail(path, f"is not a known key{hint} (allowed: {', '.join(sorted(allowed))})")
     return value
 

@@ -8,11 +8,13 @@ from typing import TYPE_CHECKING
 import pytest
 
 from airflow_provider_analytics.client import AnalyticsServerError, AnalyticsValidationError
+from airflow_provider_analytics.client.validation import validate_event_request
 from airflow_provider_analytics.jobs.cohort_export import check_timezone
 from airflow_provider_analytics.jobs.reports import date_windows
 from airflow_provider_analytics.operators.campaigns import CreateUtmOperator, UtmReadBackError
 from airflow_provider_analytics.storage import parquet_compression
 from tests.reliability.connections import QUICK_RETRIES, use_connection
+from tests.reliability.subjects import EVENT_REQUEST
 
 if TYPE_CHECKING:
     from airflow_provider_analytics.emulator.server import EmulatorServer
@@ -79,3 +81,12 @@ def test_report_windows_must_be_whole_days_but_zero_still_means_one_window() -> 
         with pytest.raises(AnalyticsValidationError) as caught:
             date_windows("2024-01-01", "2024-01-10", bad)  # type: ignore[arg-type]
         assert caught.value.field == "window_days"
+
+
+@pytest.mark.parametrize(("key", "shown"), [("", "''"), (" ", "' '"), ("from date", "'from date'")])
+def test_an_odd_unknown_key_is_still_named(key: str, shown: str) -> None:
+    request = {**EVENT_REQUEST, key: 1}
+    with pytest.raises(AnalyticsValidationError) as caught:
+        validate_event_request(request)
+    assert caught.value.field == shown
+    assert str(caught.value).startswith(f"{shown}: is not a known key")
