@@ -55,5 +55,15 @@ bench: venv
 	$(PY) benchmarks/cohort_export.py
 	$(PY) benchmarks/flatten_reports.py
 
+## make reliability: fault matrix, bad input, fuzzing, secrets and load tests, then both load
+## benchmarks at full size (the hook variant only reports); writes docs/reliability.md.
+reliability: venv
+	rm -rf out/reliability
+	RELIABILITY_RESULTS_DIR=out/reliability $(VENV)/bin/pytest -n 2 --dist loadscope -q tests/reliability
+	$(PY) benchmarks/load_exports.py --json out/reliability/load_exports.json
+	$(PY) benchmarks/load_exports.py --via hook --rss-target 0 --json out/reliability/load_exports_hook.json
+	$(PY) benchmarks/small_calls.py --json out/reliability/small_calls.json
+	$(PY) -m devtools.reliability_report out/reliability docs/reliability.md
+
 clean:
 	rm -rf $(VENV) .tools out .pytest_cache .mypy_cache .ruff_cache

@@ -31,6 +31,7 @@ from airflow_provider_analytics.jobs.data_ready import TRANSIENT_ERRORS
 from airflow_provider_analytics.operators.campaigns import UtmReadBackError
 from tests.emulator_helpers import EmulatorAdmin
 from tests.reliability.fault_catalog import (
+    ALL_FAULTS,
     CUT_AT_ROWS,
     EXPORT_ROWS,
     STALL_SECONDS,
@@ -200,6 +201,9 @@ class CaseReport:
     layer: str
     target: str
     fault: str
+    fault_order: int
+    fault_description: str
+    stream_fault: bool
     expected: str
     outcome: str
     error_type: str | None = None
@@ -267,6 +271,9 @@ class MatrixRunner:
             layer=str(subject.layer),
             target=subject.target,
             fault=fault.key,
+            fault_order=ALL_FAULTS.index(fault),
+            fault_description=fault.description,
+            stream_fault=fault.stream_only,
             expected=expected.label(),
             outcome=str(Outcome.NOT_APPLICABLE),
         )
@@ -299,7 +306,7 @@ class MatrixRunner:
         else:
             report.outcome = str(Outcome.FAILED)
             report.error_type = type(error).__name__
-            report.message = str(error)
+            report.message = normalise(str(error), ws)
             if not subject.creates:
                 problems += self._rerun(subject, ws, baseline)
         problems += _against_expectation(expected, error)
