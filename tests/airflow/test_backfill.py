@@ -89,7 +89,10 @@ def run_day(runner: DagRunner, day: str, env: dict[str, str]) -> DagRunResult:
 
 @pytest.fixture(scope="module")
 def backfill(
-    dag_runner: DagRunner, emulator: EmulatorServer, tmp_path_factory: pytest.TempPathFactory
+    dag_runner: DagRunner,
+    airflow_home: Path,
+    emulator: EmulatorServer,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> Backfill:
     out = tmp_path_factory.mktemp("backfill-out")
     config = emulator.config
@@ -97,6 +100,9 @@ def backfill(
         emulator.base_url, token=config.token, app_key=config.app_key, xtoken=config.xtoken
     )
     env["ANALYTICS_OUTPUT_ROOT"] = f"file://{out}/"
+    # Compiled bytecode cached in the home: an environment that disables writing it makes every
+    # `airflow` process compile Airflow anew.
+    env |= {"PYTHONDONTWRITEBYTECODE": "", "PYTHONPYCACHEPREFIX": str(airflow_home / "pyc")}
     runs = {day: run_day(dag_runner, day, env) for day in DAYS}
     before = snapshot(out)
     tables = {name: pq.read_table(out / name) for name in day_files(RERUN_DAY)}

@@ -36,7 +36,9 @@ EXAMPLE_DAG_IDS = {
 }
 CHECKOUT_STEPS = ["$startup", "search", "add_to_cart", "purchase"]
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("airflow")]
+# Parsing needs no Airflow home and runs on any worker; real runs share the "airflow" group's.
+pytestmark = [pytest.mark.slow]
+RUNS_A_DAG = pytest.mark.xdist_group("airflow")
 
 
 def dag_files(dag_id: str) -> list[Path]:
@@ -132,13 +134,19 @@ def out(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("example-out")
 
 
-@pytest.fixture(scope="module")
-def run_env(platform: EmulatorServer, out: Path) -> dict[str, str]:
-    config = platform.config
+def airflow_process_env(server: EmulatorServer, airflow_home: Path) -> dict[str, str]:
+    """The connection to ``server``; bytecode of the `airflow` processes cached in the home, since
+    an environment that disables writing it makes every process compile Airflow anew (~10 s)."""
+    config = server.config
     env = connection_env(
-        platform.base_url, token=config.token, app_key=config.app_key, xtoken=config.xtoken
+        server.base_url, token=config.token, app_key=config.app_key, xtoken=config.xtoken
     )
-    return env | {"ANALYTICS_OUTPUT_ROOT": f"file://{out}/"}
+    return env | {"PYTHONDONTWRITEBYTECODE": "", "PYTHONPYCACHEPREFIX": str(airflow_home / "pyc")}
+
+
+@pytest.fixture(scope="module")
+def run_env(platform: EmulatorServer, out: Path, airflow_home: Path) -> dict[str, str]:
+    return airflow_process_env(platform, airflow_home) | {"ANALYTICS_OUTPUT_ROOT": f"file://{out}/"}
 
 
 @pytest.fixture(scope="module")
@@ -153,6 +161,7 @@ def written_files(root: Path) -> list[str]:
     return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
 
 
+@RUNS_A_DAG
 def test_daily_pipeline_writes_one_partition_per_table(daily_run: DagRunResult, out: Path) -> None:
     succeeded(daily_run)
     assert set(daily_run.task_states) == {
@@ -186,6 +195,7 @@ def test_daily_pipeline_writes_one_partition_per_table(daily_run: DagRunResult, 
     assert daily_run.task_xcom("events_landed")["missing"] == []
 
 
+@RUNS_A_DAG
 def test_daily_reports_cover_the_run_day_and_match_the_platform(
     daily_run: DagRunResult, out: Path, platform: EmulatorServer
 ) -> None:
@@ -243,6 +253,7 @@ def test_daily_reports_cover_the_run_day_and_match_the_platform(
     assert {r["date"].isoformat() for r in events if not r["is_total"]} == {RUN_DATE}
 
 
+@RUNS_A_DAG
 def test_daily_outputs_are_announced_on_their_assets(
     daily_run: DagRunResult, out: Path, airflow_home: Path
 ) -> None:
@@ -263,6 +274,7 @@ def test_daily_outputs_are_announced_on_their_assets(
     }
 
 
+@RUNS_A_DAG
 def test_funnel_digest_reads_the_partition_the_pipeline_announced(
     daily_run: DagRunResult, dag_runner: DagRunner, run_env: dict[str, str], out: Path
 ) -> None:
@@ -291,6 +303,7 @@ def test_funnel_digest_reads_the_partition_the_pipeline_announced(
     assert digest["steps"][0]["completion_rate"] == 1.0
 
 
+@RUNS_A_DAG
 def test_campaign_links_map_over_the_list_given_at_trigger_time(
     dag_runner: DagRunner, run_env: dict[str, str], platform: EmulatorServer
 ) -> None:
@@ -333,6 +346,7 @@ def test_campaign_links_map_over_the_list_given_at_trigger_time(
     assert [r["shortUrl"] for r in records] == [link["short_url"] for link in links]
 
 
+@RUNS_A_DAG
 def test_account_activation_renders_the_param_as_a_bool(
     dag_runner: DagRunner, run_env: dict[str, str], platform: EmulatorServer
 ) -> None:
@@ -353,19 +367,16 @@ def test_account_activation_renders_the_param_as_a_bool(
         client.register_account(email, name="Leaver")
 
 
+@RUNS_A_DAG
 def test_tracking_plan_example_previews_then_syncs_the_file_beside_it(
-    dag_runner: DagRunner, fresh_emulator: EmulatorServer
+    dag_runner: DagRunner, fresh_emulator: EmulatorServer, airflow_home: Path
 ) -> None:
-    config = fresh_emulator.config
-    env = connection_env(
-        fresh_emulator.base_url, token=config.token, app_key=config.app_key, xtoken=config.xtoken
-    )
     result = succeeded(
         dag_runner.run(
             "analytics_tracking_plan",
             RUN_DATE,
             dag_files=dag_files("analytics_tracking_plan"),
-            env=env,
+            env=airflow_process_env(fresh_emulator, airflow_home),
         )
     )
     preview, sync = result.task_xcom("preview"), result.task_xcom("sync")
@@ -381,6 +392,7 @@ def test_tracking_plan_example_previews_then_syncs_the_file_beside_it(
     assert events["checkout_started"]["name"] == "Checkout started"
 
 
+@RUNS_A_DAG
 def test_cohort_exports_map_over_cohorts_and_announce_each_file(
     dag_runner: DagRunner, run_env: dict[str, str], out: Path, airflow_home: Path
 ) -> None:

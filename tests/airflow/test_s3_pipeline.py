@@ -94,13 +94,18 @@ def lake(aws_connection: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> Non
 
 @pytest.fixture(scope="module")
 def pipeline(
-    dag_runner: DagRunner, emulator: EmulatorServer, aws_connection: dict[str, str]
+    dag_runner: DagRunner,
+    airflow_home: Path,
+    emulator: EmulatorServer,
+    aws_connection: dict[str, str],
 ) -> DagRunResult:
     config = emulator.config
     env = connection_env(
         emulator.base_url, token=config.token, app_key=config.app_key, xtoken=config.xtoken
     )
     env |= aws_connection | {"ANALYTICS_OUTPUT_ROOT": ROOT, "AWS_EC2_METADATA_DISABLED": "true"}
+    # Compiled bytecode cached in the home (see test_backfill.py).
+    env |= {"PYTHONDONTWRITEBYTECODE": "", "PYTHONPYCACHEPREFIX": str(airflow_home / "pyc")}
     result = dag_runner.run(
         "analytics_daily",
         RUN_DATE,
