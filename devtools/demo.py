@@ -82,13 +82,13 @@ def print_funnel(path: Path) -> None:
     table = pq.read_table(path)
     overall = table.filter(pc.and_(table["is_overall"], table["is_all_dates"]))
     print(f"\nCheckout funnel ({path.name}, all users, whole range):")
-    print(f"  {'step':<14}{'users':>8}{'vs previous':>14}{'vs first':>11}{'median s':>11}")
+    print(f"  {'step':<14}{'users':>8}{'vs previous':>14}{'vs first':>11}{'median to next':>16}")
     for row in overall.sort_by("step_number").to_pylist():
         median = row["median_seconds_to_next"]
         print(
             f"  {row['step_event']:<14}{row['converted_users']:>8,}"
             f"{_percent(row['conversion_rate']):>14}{_percent(row['completion_rate']):>11}"
-            f"{'' if median is None else median:>11}"
+            f"{'' if median is None else f'{median} s':>16}"
         )
 
 
@@ -106,7 +106,7 @@ def print_event_totals(path: Path) -> None:
 
 
 def print_users(path: Path, rows: int = 5) -> None:
-    print(f"\nFirst rows of {path.name} (cohort export):")
+    print(f"\nFirst rows of {path.name} (cohort export, times in UTC):")
     print(readable(pq.read_table(path).slice(0, rows)).to_string(index=False))
 
 
