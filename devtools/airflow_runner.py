@@ -29,6 +29,10 @@ def airflow_env(
             "AIRFLOW__CORE__UNIT_TEST_MODE": "False",
             "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO",
             "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")])),
+            # Each `airflow` process imports thousands of modules: keep their bytecode in the
+            # home, even where the environment disables writing it (saves ~10 s a run).
+            "PYTHONDONTWRITEBYTECODE": "",
+            "PYTHONPYCACHEPREFIX": str(home / "pycache"),
         }
     )
     env.update(extra or {})

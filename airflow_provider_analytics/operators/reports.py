@@ -21,8 +21,9 @@ class _AnalysisReportOperator(AnalyticsOutputOperator):
     :param request: the analysis request body (templated); ``fromDate``/``toDate`` default to
         the run's data interval. Validated before anything is sent.
     :param destination: object URI, or a prefix ending in ``/`` that gets
-        ``dt=<ds>/<report>.parquet`` (templated). Written atomically; a rerun replaces it. Its
-        untemplated prefix is declared as the task's Asset unless ``outlets`` are given.
+        ``dt=<first day of the data interval>/<report>.parquet`` (templated). Written
+        atomically; a rerun replaces it. Its untemplated prefix is declared as the task's Asset
+        unless ``outlets`` are given.
     :param window_days: split long ranges into windows of this many days (backfills).
     :param compression: Parquet codec, zstd by default.
     """
@@ -51,7 +52,9 @@ class _AnalysisReportOperator(AnalyticsOutputOperator):
         body.setdefault("fromDate", from_date)
         body.setdefault("toDate", to_date)
         body = self.kind.validate(body)
-        path = output_path(self.destination, {"dt": context["ds"]}, f"{self.kind.name}.parquet")
+        # the partition is the first day the run covers (under a data-interval timetable a
+        # manual run for D covers D-1, so ``ds`` would name the wrong day)
+        path = output_path(self.destination, {"dt": from_date}, f"{self.kind.name}.parquet")
         result = run_report(
             self.kind,
             self.hook.get_conn(),

@@ -80,12 +80,6 @@ class Backfill:
     after_rerun: dict[str, FileState]
 
 
-def bytecode_cache(airflow_home: Path) -> dict[str, str]:
-    """Compiled bytecode of the `airflow` processes kept in the home: an environment that
-    disables writing it makes every process compile Airflow anew (~10 s)."""
-    return {"PYTHONDONTWRITEBYTECODE": "", "PYTHONPYCACHEPREFIX": str(airflow_home / "pyc")}
-
-
 def run_day(runner: DagRunner, day: str, env: dict[str, str]) -> DagRunResult:
     result = runner.run(DAG_ID, day, dag_files=DAG_FILES, env=env)
     assert result.returncode == 0, result.output[-6000:]
@@ -106,7 +100,6 @@ def backfill(
         emulator.base_url, token=config.token, app_key=config.app_key, xtoken=config.xtoken
     )
     env["ANALYTICS_OUTPUT_ROOT"] = f"file://{out}/"
-    env |= bytecode_cache(airflow_home)
     runs = {day: run_day(dag_runner, day, env) for day in DAYS}
     before = snapshot(out)
     tables = {name: pq.read_table(out / name) for name in day_files(RERUN_DAY)}
@@ -120,9 +113,7 @@ def planned_backfill(airflow_home: Path, last_day: str, *options: str) -> list[s
     command += ["--from-date", DAYS[0], "--to-date", last_day]
     done = subprocess.run(
         command,
-        env=airflow_env(
-            airflow_home, airflow_home / f"dags-{DAG_ID}", bytecode_cache(airflow_home)
-        ),
+        env=airflow_env(airflow_home, airflow_home / f"dags-{DAG_ID}"),
         capture_output=True,
         text=True,
         timeout=300,

@@ -135,13 +135,11 @@ def out(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def airflow_process_env(server: EmulatorServer, airflow_home: Path) -> dict[str, str]:
-    """The connection to ``server``; bytecode of the `airflow` processes cached in the home, since
-    an environment that disables writing it makes every process compile Airflow anew (~10 s)."""
+    """The connection to ``server``."""
     config = server.config
-    env = connection_env(
+    return connection_env(
         server.base_url, token=config.token, app_key=config.app_key, xtoken=config.xtoken
     )
-    return env | {"PYTHONDONTWRITEBYTECODE": "", "PYTHONPYCACHEPREFIX": str(airflow_home / "pyc")}
 
 
 @pytest.fixture(scope="module")

@@ -105,7 +105,6 @@ def pipeline(
     )
     env |= aws_connection | {"ANALYTICS_OUTPUT_ROOT": ROOT, "AWS_EC2_METADATA_DISABLED": "true"}
     # Compiled bytecode cached in the home (see test_backfill.py).
-    env |= {"PYTHONDONTWRITEBYTECODE": "", "PYTHONPYCACHEPREFIX": str(airflow_home / "pyc")}
     result = dag_runner.run(
         "analytics_daily",
         RUN_DATE,

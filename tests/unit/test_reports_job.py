@@ -169,3 +169,39 @@ def test_operator_fills_the_interval_and_validates_before_sending(tmp_path, monk
         body = mock.request_history[0].json()
     assert (body["fromDate"], body["toDate"]) == ("2024-01-15", "2024-01-15")
     assert summary["uri"] == f"file://{tmp_path}/dt=2024-01-15/funnel.parquet"
+
+
+def test_partition_is_the_first_day_the_run_covers(tmp_path, monkeypatch) -> None:
+    """Under a data-interval timetable a manual run for D covers D-1: the file says D-1."""
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_ANALYTICS_DEFAULT",
+        json.dumps(
+            {
+                "conn_type": "analytics",
+                "host": BASE,
+                "password": "tok-1234567",
+                "extra": {"app_key": "ak-1234567"},
+            }
+        ),
+    )
+    end = dt.datetime(2024, 1, 15, tzinfo=dt.UTC)
+    context = {
+        "ds": "2024-01-15",
+        "data_interval_start": end - dt.timedelta(days=1),
+        "data_interval_end": end,
+        "outlet_events": {},
+    }
+    report = FunnelReportOperator(
+        task_id="funnel",
+        request={"steps": STEPS, "crowds": ["$ALL"]},
+        destination=f"file://{tmp_path}/",
+        outlets=[],
+    )
+    with rm.Mocker() as mock:
+        mock.post(
+            f"{BASE}/uba/api/funnels/analyze", json=lambda req, ctx: funnel_response(req.json())
+        )
+        summary = report.execute(context)  # type: ignore[arg-type]
+        body = mock.request_history[0].json()
+    assert (body["fromDate"], body["toDate"]) == ("2024-01-14", "2024-01-14")
+    assert summary["uri"] == f"file://{tmp_path}/dt=2024-01-14/funnel.parquet"
