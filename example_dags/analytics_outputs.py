@@ -1,7 +1,7 @@
 """Where the example pipelines write: one root and one prefix per table.
 
-The root comes from ANALYTICS_OUTPUT_ROOT: a local ``file://`` prefix by default, or object
-storage such as ``s3://aws_default@my-bucket/analytics/`` (the connection id before the ``@``).
+The root comes from ANALYTICS_OUTPUT_ROOT: by default ``analytics-output/`` under
+AIRFLOW_HOME on local disk, or object storage such as ``s3://aws_default@my-bucket/analytics/`` (the connection id before the ``@``).
 Each prefix ends in ``/``, so the operators add the Hive-style partitions (``dt=<ds>/``) and
 declare the prefix as their Asset; a downstream pipeline is scheduled on that same Asset.
 """
@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import os
 
-OUTPUT_ROOT = os.environ.get("ANALYTICS_OUTPUT_ROOT", "file:///tmp/analytics-output/")
+_LOCAL_DEFAULT = os.path.join(os.environ.get("AIRFLOW_HOME", os.path.expanduser("~/airflow")), "")
+OUTPUT_ROOT = os.environ.get("ANALYTICS_OUTPUT_ROOT", f"file://{_LOCAL_DEFAULT}analytics-output/")
 
 COHORT_USERS = f"{OUTPUT_ROOT}cohort_users/"
 CHECKOUT_FUNNEL = f"{OUTPUT_ROOT}checkout_funnel/"
