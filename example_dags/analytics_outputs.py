@@ -1,7 +1,8 @@
 """Where the example pipelines write: one root and one prefix per table.
 
 The root comes from ANALYTICS_OUTPUT_ROOT: by default ``analytics-output/`` under
-AIRFLOW_HOME on local disk, or object storage such as ``s3://aws_default@my-bucket/analytics/`` (the connection id before the ``@``).
+AIRFLOW_HOME on local disk, or object storage such as
+``s3://aws_default@my-bucket/analytics/`` (the connection id before the ``@``).
 Each prefix ends in ``/``, so the operators add the Hive-style partitions (``dt=<ds>/``) and
 declare the prefix as their Asset; a downstream pipeline is scheduled on that same Asset.
 """
