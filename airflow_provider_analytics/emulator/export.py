@@ -121,14 +121,16 @@ class ExportSource:
 
 
 async def _stream_pieces(source: ExportSource, fault: f.Fault | None) -> AsyncIterator[memoryview]:
-    """The body, piece by piece, with a ``cut_*``/``end_after_rows``/``malformed_line`` fault
-    applied.
+    """The body, piece by piece, with a ``cut_*``/``end_after_rows``/``malformed_line``/
+    ``stall_after_rows`` fault applied.
 
     A cut or end fault ends the iteration early; for a cut the response then drops the
-    connection, for an end it finishes the body as if it were complete.
+    connection, for an end it finishes the body as if it were complete. A stall pauses after
+    its rows (or at the end of a shorter body), then goes on.
     """
     kind = None if fault is None else fault.kind
     at = -1 if fault is None or kind == f.TRICKLE else int(fault.args["rows"])
+    pause = float(fault.args["seconds"]) if fault is not None and kind == f.STALL_AFTER_ROWS else 0
     sent = 0
     async for block, rows in source.blocks():
         start = 0
@@ -141,12 +143,17 @@ async def _stream_pieces(source: ExportSource, fault: f.Fault | None) -> AsyncIt
                 line = block.lines(local, local + 1)
                 yield line[: (len(line) - 1) // 2]
                 return
-            yield MALFORMED_LINE
+            if kind == f.STALL_AFTER_ROWS:
+                await asyncio.sleep(pause)
+            else:
+                yield MALFORMED_LINE
             start = local
         yield block.lines(start, rows)
         sent += rows
     if at >= sent and kind == f.MALFORMED_LINE:
         yield MALFORMED_LINE
+    elif at >= sent and kind == f.STALL_AFTER_ROWS:
+        await asyncio.sleep(pause)
 
 
 class ExportResponse(Response):

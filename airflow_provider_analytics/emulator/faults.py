@@ -11,8 +11,9 @@ names the client's methods use. Kinds:
   connection drops without the terminating chunk), ``cut_inside_line`` (``rows`` lines and
   half of the next, then the drop), ``end_after_rows`` (``rows`` complete lines, then a clean
   end of the body, as a proxy that silently truncates would send), ``malformed_line``
-  (after ``rows`` lines one line that is not JSON, then the rest), ``trickle``
-  (``bytes_per_second``).
+  (after ``rows`` lines one line that is not JSON, then the rest), ``stall_after_rows``
+  (``rows`` lines, then nothing for ``seconds``, then the rest: a stream that stalls past the
+  client's read timeout), ``trickle`` (``bytes_per_second``).
 """
 
 from __future__ import annotations
@@ -56,9 +57,17 @@ STALL: Final = "stall"
 CUT_AFTER_ROWS: Final = "cut_after_rows"
 CUT_INSIDE_LINE: Final = "cut_inside_line"
 END_AFTER_ROWS: Final = "end_after_rows"
+STALL_AFTER_ROWS: Final = "stall_after_rows"
 MALFORMED_LINE: Final = "malformed_line"
 TRICKLE: Final = "trickle"
-EXPORT_KINDS: Final = (CUT_AFTER_ROWS, CUT_INSIDE_LINE, END_AFTER_ROWS, MALFORMED_LINE, TRICKLE)
+EXPORT_KINDS: Final = (
+    CUT_AFTER_ROWS,
+    CUT_INSIDE_LINE,
+    END_AFTER_ROWS,
+    MALFORMED_LINE,
+    STALL_AFTER_ROWS,
+    TRICKLE,
+)
 KINDS: Final = (STATUS, RESET, STALL, *EXPORT_KINDS)
 MAX_STALL_SECONDS: Final = 300
 
@@ -69,6 +78,7 @@ _ARGUMENTS: Final[dict[str, tuple[str, ...]]] = {
     CUT_AFTER_ROWS: ("rows",),
     CUT_INSIDE_LINE: ("rows",),
     END_AFTER_ROWS: ("rows",),
+    STALL_AFTER_ROWS: ("rows", "seconds"),
     MALFORMED_LINE: ("rows",),
     TRICKLE: ("bytes_per_second",),
 }
@@ -115,6 +125,17 @@ def _non_negative_int(value: Any, param: str) -> int:
     return value
 
 
+def _stall_seconds(body: Mapping[str, Any]) -> float:
+    seconds = v.required(body, "seconds")
+    if (
+        isinstance(seconds, bool)
+        or not isinstance(seconds, int | float)
+        or not 0 <= seconds <= MAX_STALL_SECONDS
+    ):
+        raise BadRequest(f"seconds must be a number from 0 to {MAX_STALL_SECONDS}", ["seconds"])
+    return float(seconds)
+
+
 def _parse_args(kind: str, body: Mapping[str, Any]) -> dict[str, Any]:
     if kind == STATUS:
         status = body.get("status", 503)
@@ -132,14 +153,10 @@ def _parse_args(kind: str, body: Mapping[str, Any]) -> dict[str, Any]:
                 retry_after = v.string(retry_after, "retry_after")
         return {"status": status, "code": code, "msg": msg, "retry_after": retry_after}
     if kind == STALL:
-        seconds = v.required(body, "seconds")
-        if (
-            isinstance(seconds, bool)
-            or not isinstance(seconds, int | float)
-            or not 0 <= seconds <= MAX_STALL_SECONDS
-        ):
-            raise BadRequest(f"seconds must be a number from 0 to {MAX_STALL_SECONDS}", ["seconds"])
-        return {"seconds": float(seconds)}
+        return {"seconds": _stall_seconds(body)}
+    if kind == STALL_AFTER_ROWS:
+        rows = _non_negative_int(v.required(body, "rows"), "rows")
+        return {"rows": rows, "seconds": _stall_seconds(body)}
     if kind == TRICKLE:
         return {
             "bytes_per_second": v.positive_int(

@@ -35,11 +35,18 @@ class Family(StrEnum):
     STREAM_CUT = "stream cut"
     STREAM_SHORT = "stream ends early"
     STREAM_MALFORMED = "malformed line"
+    STREAM_STALL = "stream stalls"
     STREAM_SLOW = "slow stream"
 
 
 STREAM_FAMILIES: Final = frozenset(
-    {Family.STREAM_CUT, Family.STREAM_SHORT, Family.STREAM_MALFORMED, Family.STREAM_SLOW}
+    {
+        Family.STREAM_CUT,
+        Family.STREAM_SHORT,
+        Family.STREAM_MALFORMED,
+        Family.STREAM_STALL,
+        Family.STREAM_SLOW,
+    }
 )
 
 
@@ -148,6 +155,14 @@ STREAM_FAULTS: Final[tuple[MatrixFault, ...]] = (
         Family.STREAM_MALFORMED,
         "malformed_line",
         {"rows": CUT_AT_ROWS},
+    ),
+    MatrixFault(
+        "stall-mid",
+        f"no data for {STALL_SECONDS:g} s after {CUT_AT_ROWS} rows (read timeout "
+        f"{READ_TIMEOUT:g} s), once",
+        Family.STREAM_STALL,
+        "stall_after_rows",
+        {"rows": CUT_AT_ROWS, "seconds": STALL_SECONDS},
     ),
     MatrixFault(
         "trickle",

@@ -121,7 +121,7 @@ def _client_expectation(target: str, fault: MatrixFault) -> Expectation:
         if once_and_safe:
             return RECOVERS
         return failure(AnalyticsTransportError, named, "no complete answer", *unknown)
-    if family in (Family.STREAM_CUT, Family.STREAM_MALFORMED):
+    if family in (Family.STREAM_CUT, Family.STREAM_MALFORMED, Family.STREAM_STALL):
         return failure(AnalyticsStreamError, named, "run the export again")
     if family is Family.STREAM_SLOW:
         return RECOVERS
@@ -140,7 +140,12 @@ def _export_job_expectation(fault: MatrixFault, base: Expectation) -> Expectatio
         "export failed after 2 attempts",
         "nothing written",
     )
-    if fault.family in (Family.STREAM_CUT, Family.STREAM_MALFORMED, Family.STREAM_SHORT):
+    if fault.family in (
+        Family.STREAM_CUT,
+        Family.STREAM_MALFORMED,
+        Family.STREAM_STALL,
+        Family.STREAM_SHORT,
+    ):
         if not fault.persistent:
             return RECOVERS
         if fault.family is Family.STREAM_SHORT:

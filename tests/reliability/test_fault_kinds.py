@@ -1,5 +1,6 @@
-"""The ``end_after_rows`` fault: an export body that ends cleanly but early, as a proxy that
-silently truncates would send it, and the export job's row-count check that catches it."""
+"""The export faults added for the reliability work: ``end_after_rows`` (a body that ends
+cleanly but early, as a proxy that silently truncates would send it, which the export job's
+row-count check catches) and ``stall_after_rows`` (a stream that goes quiet mid-body)."""
 
 from __future__ import annotations
 
@@ -67,11 +68,53 @@ def test_rows_beyond_the_cohort_leave_the_body_whole(
     assert export_body(emulator) == whole
 
 
-def test_only_the_export_can_end_early(emulator_admin: EmulatorAdmin) -> None:
+def test_only_the_export_can_end_early_or_stall_mid_body(emulator_admin: EmulatorAdmin) -> None:
     with pytest.raises(AssertionError, match="400"):
         emulator_admin.fault("get_cohort_users", "end_after_rows", rows=3)
     with pytest.raises(AssertionError, match="400"):
+        emulator_admin.fault("list_events", "stall_after_rows", rows=3, seconds=1)
+    with pytest.raises(AssertionError, match="400"):
         emulator_admin.fault("export_cohort_users", "end_after_rows")
+
+
+def test_a_stall_after_the_rows_outlasts_a_short_read_timeout(
+    emulator: EmulatorServer, emulator_admin: EmulatorAdmin
+) -> None:
+    whole = export_body(emulator).splitlines(keepends=True)
+    emulator_admin.fault("export_cohort_users", "stall_after_rows", rows=400, seconds=1.5)
+    received = bytearray()
+    response = requests.post(
+        emulator.base_url + EXPORT,
+        json=BODY,
+        headers=project_headers(emulator),
+        stream=True,
+        timeout=(10, 0.5),
+    )
+    assert response.status_code == 200
+    with pytest.raises(requests.ConnectionError, match="timed out"):
+        for chunk in response.iter_content(chunk_size=None):
+            received += chunk
+    assert bytes(received) == b"".join(whole[:400])
+
+
+@pytest.mark.parametrize("rows", [400, 5000])
+def test_a_stall_shorter_than_the_read_timeout_delivers_the_whole_body(
+    emulator: EmulatorServer, emulator_admin: EmulatorAdmin, rows: int
+) -> None:
+    whole = export_body(emulator)
+    emulator_admin.fault("export_cohort_users", "stall_after_rows", rows=rows, seconds=0.3)
+    assert export_body(emulator) == whole
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [{"rows": 3}, {"seconds": 1}, {"rows": 3, "seconds": -1}, {"rows": -1, "seconds": 1}],
+)
+def test_a_stall_after_rows_needs_rows_and_seconds(
+    emulator_admin: EmulatorAdmin, arguments: dict[str, Any]
+) -> None:
+    with pytest.raises(AssertionError, match="400"):
+        emulator_admin.fault("export_cohort_users", "stall_after_rows", **arguments)
 
 
 def test_the_export_job_refuses_a_short_body_and_writes_nothing(
