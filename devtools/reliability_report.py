@@ -49,10 +49,11 @@ FIXES: Final = (
         "An empty or odd key is shown quoted.",
     ),
     (
-        "The emulator could not truncate an export cleanly (only cut the connection), so a "
-        "proxy's silent truncation was untested.",
-        "New fault `end_after_rows`; the export job's row count check catches it (retried, "
-        "then `ExportIncompleteError` saying rows expected vs received).",
+        "The emulator could not end an export cleanly but early (only cut the connection), so "
+        "a proxy's silent truncation was untested; nor could it stall a stream mid-body.",
+        "New faults `end_after_rows` (the export job's row count check catches it: retried, "
+        "then `ExportIncompleteError` saying rows expected vs received) and `stall_after_rows` "
+        "(the read timeout fires mid-stream; the job starts again).",
     ),
 )
 

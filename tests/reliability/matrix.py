@@ -170,12 +170,10 @@ def expect(subject: Subject, fault: MatrixFault) -> Expectation:
             "timeout ends the wait (the sensor row shows the timeout)"
         )
     base = _client_expectation(subject.target, fault)
-    if base.outcome is not Outcome.FAILED:
-        if subject.name == EXPORT_OPERATOR and subject.target == "export_cohort_users":
-            return _export_job_expectation(fault, base)
-        return base
     if subject.name == EXPORT_OPERATOR and subject.target == "export_cohort_users":
         return _export_job_expectation(fault, base)
+    if base.outcome is not Outcome.FAILED:
+        return base
     if subject.name == "CreateUtmOperator" and subject.target == "get_utm":
         return failure(UtmReadBackError, *base.says, "was created", "do not create it again")
     if subject.layer is Layer.SENSOR:
