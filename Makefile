@@ -54,6 +54,8 @@ emulator: venv
 bench: venv
 	$(PY) benchmarks/cohort_export.py
 	$(PY) benchmarks/flatten_reports.py
+	$(PY) benchmarks/load_exports.py
+	$(PY) benchmarks/small_calls.py
 
 ## make reliability: fault matrix, bad input, fuzzing, secrets and load tests, then both load
 ## benchmarks at full size (the hook variant only reports); writes docs/reliability.md.
