@@ -117,8 +117,6 @@ def run_pipeline(home: Path, output: Path) -> tuple[DagRunResult, float]:
         print(f"emulator listening on {emulator.base_url}")
         env = connection_env(emulator.base_url, **CREDENTIALS)
         env["ANALYTICS_OUTPUT_ROOT"] = f"file://{output}/"
-        # Keep Airflow's compiled bytecode under .demo/, so a second demo starts faster even
-        # where the environment disables writing it.
         print(f"running `airflow dags test {DAG_ID} {DEMO_DATE}` ...")
         result = DagRunner(home).run(DAG_ID, DEMO_DATE, dag_files=DAG_FILES, env=env)
     print("emulator stopped")
