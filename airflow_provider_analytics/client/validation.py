@@ -398,13 +398,15 @@ def cohort_body(
 ) -> dict[str, Any]:
     """Body of a cohort users request (spec 4.12/4.13, paging from API notes).
 
-    ``page`` and ``page_size`` go together, and ``page_size`` may not exceed ``limit``.
+    ``page`` and ``page_size`` go together, and ``page_size`` may not exceed ``limit``. A tag
+    may be named ``tag.<code>`` (the key its values come back under) or by its bare code; the
+    request always names the bare code, as spec 2.6 describes.
     """
     body: dict[str, Any] = {"cohortCode": validate_cohort_code(cohort_code)}
     if limit is not None:
         body["limit"] = validate_limit(limit)
     if properties is not None:
-        body["properties"] = validate_properties(properties)
+        body["properties"] = [p.removeprefix("tag.") for p in validate_properties(properties)]
     if (page is None) != (page_size is None):
         fail("page_size" if page_size is None else "page", "page and page_size go together")
     if page is not None:

@@ -55,15 +55,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-TAG_PREFIX = "tag."
-
-
-def request_properties(columns: Sequence[str]) -> list[str]:
-    """What the request names for each column: a tag column ``tag.<code>`` is asked for by its
-    bare code, and the platform answers under the key ``tag.<code>`` (spec 2.6)."""
-    return [c[len(TAG_PREFIX) :] if c.startswith(TAG_PREFIX) else c for c in columns]
-
-
 def check_timezone(timezone: Any) -> str:
     """A time zone Arrow can read datetimes in (``Asia/Shanghai``, ``UTC``, ``+08:00``).
 
@@ -248,7 +239,7 @@ class _ExportRun:
                 export = self.client.export_cohort_users(
                     self.cohort_code,
                     limit=self.limit,
-                    properties=request_properties(self.schema.names),
+                    properties=self.schema.names,
                 )
                 lines = iter_line_blocks(
                     export.iter_bytes(settings.chunk_bytes), settings.block_bytes
@@ -352,11 +343,7 @@ def export_cohort_to_parquet(
     plan = client.list_user_properties()
     columns = list(properties) if properties is not None else default_properties(plan)
     schema = export_schema(columns, plan, timezone=timezone, overrides=schema_overrides)
-    count = int(
-        client.get_cohort_users(cohort_code, limit=1, properties=request_properties(columns[:1]))[
-            "count"
-        ]
-    )
+    count = int(client.get_cohort_users(cohort_code, limit=1, properties=columns[:1])["count"])
     expected = count if limit is None else min(limit, count)
     log.info(
         "exporting cohort %s: %d users, %d columns, to %s",

@@ -605,3 +605,20 @@ def test_one_client_reuses_its_connections(client: AnalyticsClient, admin: Emula
     for _ in itertools.repeat(None, 20):
         client.list_events()
     assert admin.stats()["connections"] - before <= 1
+
+
+def test_tags_may_be_named_by_code_or_by_their_key(emulator) -> None:  # type: ignore[no-untyped-def]
+    """Spec 2.6: the request names the tag code; values come back under ``tag.<code>``."""
+    from airflow_provider_analytics.client import AnalyticsClient, ClientConfig
+
+    config = emulator.config
+    with AnalyticsClient(
+        ClientConfig(emulator.base_url, token=config.token, app_key=config.app_key)
+    ) as client:
+        by_key = client.get_cohort_users("cohort_tiny", properties=["distinct_id", "tag.tag_rfm"])
+        by_code = client.get_cohort_users("cohort_tiny", properties=["distinct_id", "tag_rfm"])
+        with client.export_cohort_users("cohort_tiny", properties=["tag.tag_lifecycle"]) as export:
+            exported = list(export.iter_records())
+    assert by_key["users"] == by_code["users"]
+    assert set(by_key["users"][0]) == {"distinct_id", "tag.tag_rfm"}
+    assert len(exported) == 7 and set(exported[0]) == {"tag.tag_lifecycle"}

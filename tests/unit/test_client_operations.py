@@ -335,7 +335,7 @@ CASES: list[tuple[str, Callable[[AnalyticsClient], Any], str, str, dict, Any, st
         {
             "cohortCode": "cohort_small",
             "limit": 10,
-            "properties": ["distinct_id", "$city", "tag.tag_rfm"],
+            "properties": ["distinct_id", "$city", "tag_rfm"],
             "page": 2,
             "pageSize": 2,
         },

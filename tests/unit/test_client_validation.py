@@ -864,13 +864,17 @@ def test_every_property_aggregator_pairs_with_property_expressions() -> None:
         assert v.aggregator(aggregator, "a", v.ExpressionKind.EVENT) == aggregator
 
 
-def test_cohort_body_keeps_tags_and_presets() -> None:
+def test_cohort_body_keeps_presets_and_names_tags_by_code() -> None:
     assert v.cohort_body(
-        "c", limit=5, properties=("distinct_id", "$city", "tag.tag_rfm"), page=1, page_size=5
+        "c",
+        limit=5,
+        properties=("distinct_id", "$city", "tag.tag_rfm", "tag_x"),
+        page=1,
+        page_size=5,
     ) == {
         "cohortCode": "c",
         "limit": 5,
-        "properties": ["distinct_id", "$city", "tag.tag_rfm"],
+        "properties": ["distinct_id", "$city", "tag_rfm", "tag_x"],
         "page": 1,
         "pageSize": 5,
     }
