@@ -148,9 +148,14 @@ class AnalyticsHook(BaseHook):
         return f"{type(self).__name__}(analytics_conn_id={self.analytics_conn_id!r})"
 
     @cached_property
+    def connection(self) -> Connection:
+        """The Airflow connection, looked up once per hook (lookups may reach a secrets backend)."""
+        return self.get_connection(self.analytics_conn_id)
+
+    @cached_property
     def client_config(self) -> ClientConfig:
         """The client configuration read from the connection (secrets masked)."""
-        return client_config_from_connection(self.get_connection(self.analytics_conn_id))
+        return client_config_from_connection(self.connection)
 
     @cached_property
     def client(self) -> AnalyticsClient:
@@ -160,8 +165,7 @@ class AnalyticsHook(BaseHook):
     def project_timezone(self) -> str:
         """The project's timezone (connection extra ``timezone``), in which the platform writes
         datetime values; UTC when unset."""
-        extras = self.get_connection(self.analytics_conn_id).extra_dejson or {}
-        return str(_extra(extras, "timezone") or "UTC")
+        return str(_extra(self.connection.extra_dejson or {}, "timezone") or "UTC")
 
     def get_conn(self) -> AnalyticsClient:
         """The API client for this connection (built once per hook)."""

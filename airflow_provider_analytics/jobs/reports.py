@@ -181,12 +181,9 @@ def build_report_table(
     for from_date, to_date in windows:
         response = kind.analyze(client, {**body, "fromDate": from_date, "toDate": to_date})
         table = pa.Table.from_pandas(kind.flatten(response, body), preserve_index=False)
-        rows = table.num_rows
-        table = table.append_column(
-            WINDOW_FIELDS[0], pa.array([dt.date.fromisoformat(from_date)] * rows, pa.date32())
-        ).append_column(
-            WINDOW_FIELDS[1], pa.array([dt.date.fromisoformat(to_date)] * rows, pa.date32())
-        )
+        for window_field, day in zip(WINDOW_FIELDS, (from_date, to_date), strict=True):
+            value = pa.scalar(dt.date.fromisoformat(day), pa.date32())
+            table = table.append_column(window_field, pa.repeat(value, table.num_rows))
         tables.append(table.cast(schema))
     return pa.concat_tables(tables) if tables else schema.empty_table(), len(windows)
 
