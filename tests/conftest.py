@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import os
 from typing import TYPE_CHECKING
 
 import pytest
+from hypothesis import Phase, settings
 
 from airflow_provider_analytics.emulator.server import EmulatorConfig, EmulatorServer
 from tests.emulator_helpers import EmulatorAdmin
@@ -13,6 +16,23 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
 
 TEST_ADMIN_TOKEN = "emulator-admin-token"
+
+# Property tests are deterministic unless asked otherwise: the same examples every run
+# (derandomize), no example database deciding what is tried, a bounded budget, and no
+# shrinking (a failure reports its first counterexample at once instead of spending minutes).
+# `HYPOTHESIS_PROFILE=explore` searches with fresh random examples and shrinks, for local
+# bug hunting; a counterexample found that way belongs in a regression test.
+settings.register_profile(
+    "deterministic",
+    derandomize=True,
+    database=None,
+    deadline=dt.timedelta(seconds=20),
+    max_examples=100,
+    phases=(Phase.explicit, Phase.generate),
+    print_blob=True,
+)
+settings.register_profile("explore", derandomize=False, deadline=None, max_examples=500)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "deterministic"))
 
 
 @pytest.fixture(scope="session")

@@ -28,6 +28,7 @@ LOCAL_EPOCH: Final = datetime(1970, 1, 1)
 """Times are counted from midnight 1970-01-01 on the project's local clock (see eventlog)."""
 
 _INT64_MAX: Final = 2**63 - 1
+_FLOAT_EXACT_INT: Final = 2**53
 _DATETIME_PATTERN: Final = re.compile(
     r"(\d{4})-(\d{2})-(\d{2})(?: (\d{2}):(\d{2}):(\d{2})(?:\.(\d{3}))?)?", re.ASCII
 )
@@ -201,11 +202,19 @@ def build_dictionary(data_type: str, distinct: Sequence[Any]) -> np.ndarray:
     if data_type == "number":
         if all(isinstance(v, int) and -_INT64_MAX <= v <= _INT64_MAX for v in distinct):
             return np.asarray(distinct, dtype=np.int64)
-        return np.asarray(distinct, dtype=np.float64)
+        if all(isinstance(v, float) or abs(v) <= _FLOAT_EXACT_INT for v in distinct):
+            return np.asarray(distinct, dtype=np.float64)
+        # Integers beyond 2**53 beside decimals: float64 would change the integers (and so
+        # their labels and comparisons), so keep the exact Python numbers.
+        return _object_array(distinct)
     if data_type == "datetime":
         return np.asarray(distinct, dtype=np.int64)
     if data_type == "boolean":
         return np.asarray(distinct, dtype=bool)
+    return _object_array(distinct)
+
+
+def _object_array(distinct: Sequence[Any]) -> np.ndarray:
     dictionary = np.empty(len(distinct), dtype=object)
     for position, value in enumerate(distinct):
         # Element-wise, so tuples of equal length are not broadcast into a 2-d array.

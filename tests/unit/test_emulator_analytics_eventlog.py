@@ -179,3 +179,42 @@ def test_payment_happens_after_the_purchase_event(synthetic: EventLog) -> None:
     paid_seconds = paid.dictionary[paid.codes[rows]] // 1000
     assert np.all(paid_seconds > synthetic.times[rows])
     assert np.all(synthetic.event_codes[rows] == synthetic.event_code("purchase"))
+
+
+def test_big_integers_beside_decimals_keep_their_exact_labels_and_comparisons() -> None:
+    # Regression: a number property mixing ids beyond 2**53 with decimals was held as float64,
+    # so 4255875062385414000 became the label 4255875062385414144 and 4255875062385414001
+    # compared equal to 4255875062385414000.
+    from airflow_provider_analytics.emulator.analysis_filters import filter_mask, parse_filter
+    from airflow_provider_analytics.emulator.analysis_splits import split_labels
+    from airflow_provider_analytics.emulator.eventlog_columns import encode_values
+
+    values = [4255875062385414000, 4255875062385414001, 9.5, None, -4635244755532264000]
+    column = encode_values("number", values, strict=True)
+    split = split_labels(column, None)
+    labels = [split.labels[i] for i in split.ids]
+    assert labels == [
+        "4255875062385414000",
+        "4255875062385414001",
+        "9.5",
+        "未知",
+        "-4635244755532264000",
+    ]
+
+    class Source:
+        def __len__(self) -> int:
+            return len(values)
+
+        def column(self, expression: str) -> Any:
+            return column
+
+    equal = parse_filter(
+        {
+            "conditions": [
+                {"expression": "user.age", "function": "EQ", "params": [4255875062385414001]}
+            ],
+            "relation": "AND",
+        },
+        "filter",
+    )
+    assert filter_mask(equal, Source()).tolist() == [False, True, False, False, False]
