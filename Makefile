@@ -14,7 +14,7 @@ $(UV):
 	$(PYTHON) -m venv .tools
 	.tools/bin/python -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
 
-$(VENV)/.synced: $(UV) uv.lock pyproject.toml
+$(VENV)/.synced: $(UV) uv.lock pyproject.toml emulator/pyproject.toml
 	$(UV) sync --frozen --python $(PYTHON) --extra s3
 	touch $@
 
@@ -48,7 +48,7 @@ demo: venv
 
 ## make emulator: serve the emulator on 127.0.0.1:4005 until Ctrl-C.
 emulator: venv
-	$(PY) -m airflow_provider_analytics.emulator --port 4005
+	$(PY) -m analytics_emulator --port 4005
 
 ## make bench: the benchmarks under benchmarks/ (prints figures; takes minutes).
 bench: venv

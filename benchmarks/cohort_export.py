@@ -28,8 +28,7 @@ import time
 from pathlib import Path
 
 import requests
-
-from airflow_provider_analytics.emulator.process import EmulatorProcess
+from analytics_emulator.process import EmulatorProcess
 
 HERE = Path(__file__).resolve()
 TOKEN, APP_KEY, XTOKEN = "bench-token", "bench-app-key", "bench-xtoken"

@@ -29,7 +29,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_analytics.emulator.process import EmulatorProcess
+from analytics_emulator.process import EmulatorProcess
 
 if TYPE_CHECKING:
     from multiprocessing.synchronize import Barrier

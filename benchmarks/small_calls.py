@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import requests
+from analytics_emulator.process import EmulatorProcess
 
 from airflow_provider_analytics.client import AnalyticsClient, ClientConfig
-from airflow_provider_analytics.emulator.process import EmulatorProcess
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+from analytics_emulator.process import EmulatorProcess
 
-from airflow_provider_analytics.emulator.process import EmulatorProcess
 from devtools.airflow_runner import REPO, DagRunner, connection_env, migrate
 
 if TYPE_CHECKING:

@@ -7,9 +7,9 @@ import os
 from typing import TYPE_CHECKING
 
 import pytest
+from analytics_emulator.server import EmulatorConfig, EmulatorServer
 from hypothesis import Phase, settings
 
-from airflow_provider_analytics.emulator.server import EmulatorConfig, EmulatorServer
 from tests.emulator_helpers import EmulatorAdmin
 
 if TYPE_CHECKING:

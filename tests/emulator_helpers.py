@@ -10,7 +10,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
     from datetime import date
 
-    from airflow_provider_analytics.emulator.server import EmulatorServer
+    from analytics_emulator.server import EmulatorServer
 
 ADMIN_HEADER = "X-Emulator-Admin"
 

@@ -34,7 +34,7 @@ from bisect import bisect_right
 from datetime import date, datetime, timedelta
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from airflow_provider_analytics.emulator import catalog
+from analytics_emulator import catalog
 
 if TYPE_CHECKING:
     from collections.abc import Mapping

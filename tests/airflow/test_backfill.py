@@ -22,7 +22,8 @@ import pytest
 from devtools.airflow_runner import AIRFLOW, airflow_env, connection_env
 
 if TYPE_CHECKING:
-    from airflow_provider_analytics.emulator.server import EmulatorServer
+    from analytics_emulator.server import EmulatorServer
+
     from devtools.airflow_runner import DagRunner, DagRunResult
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("airflow")]

@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow.parquet as pq
 import pytest
+from analytics_emulator.server import EmulatorConfig, EmulatorServer
 
 from airflow_provider_analytics.client import AnalyticsClient, ClientConfig
-from airflow_provider_analytics.emulator.server import EmulatorConfig, EmulatorServer
 from devtools.airflow_runner import DagRunResult, connection_env
 from tests.emulator_helpers import EmulatorAdmin
 from tests.oracle import oracle_events, oracle_funnel

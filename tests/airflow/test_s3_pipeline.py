@@ -23,7 +23,8 @@ from devtools.airflow_runner import connection_env
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from airflow_provider_analytics.emulator.server import EmulatorServer
+    from analytics_emulator.server import EmulatorServer
+
     from devtools.airflow_runner import DagRunner, DagRunResult
 
 pytestmark = [pytest.mark.integration]

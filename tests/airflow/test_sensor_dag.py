@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from analytics_emulator.server import EmulatorConfig, EmulatorServer
 
-from airflow_provider_analytics.emulator.server import EmulatorConfig, EmulatorServer
 from devtools.airflow_runner import DagRunResult, connection_env
 from tests.emulator_helpers import EmulatorAdmin
 

@@ -11,7 +11,8 @@ from airflow_provider_analytics.client import AnalyticsClient, ClientConfig
 from devtools.airflow_runner import connection_env
 
 if TYPE_CHECKING:
-    from airflow_provider_analytics.emulator.server import EmulatorServer
+    from analytics_emulator.server import EmulatorServer
+
     from devtools.airflow_runner import DagRunner
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]

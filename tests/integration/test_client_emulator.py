@@ -8,6 +8,7 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from analytics_emulator import catalog
 
 from airflow_provider_analytics.client import (
     AnalyticsAlreadyExistsError,
@@ -24,12 +25,12 @@ from airflow_provider_analytics.client import (
     AnalyticsUnsupportedMediaTypeError,
     ClientConfig,
 )
-from airflow_provider_analytics.emulator import catalog
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from airflow_provider_analytics.emulator.server import EmulatorServer
+    from analytics_emulator.server import EmulatorServer
+
     from tests.emulator_helpers import EmulatorAdmin
 
 pytestmark = pytest.mark.integration

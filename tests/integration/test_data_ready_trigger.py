@@ -12,7 +12,8 @@ import pytest
 from airflow_provider_analytics.triggers.data_ready import AnalyticsDataReadyTrigger
 
 if TYPE_CHECKING:
-    from airflow_provider_analytics.emulator.server import EmulatorServer
+    from analytics_emulator.server import EmulatorServer
+
     from tests.emulator_helpers import EmulatorAdmin
 
 pytestmark = pytest.mark.integration

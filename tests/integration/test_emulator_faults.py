@@ -12,7 +12,8 @@ import requests
 from tests.emulator_helpers import ADMIN_HEADER, project_headers
 
 if TYPE_CHECKING:
-    from airflow_provider_analytics.emulator.server import EmulatorServer
+    from analytics_emulator.server import EmulatorServer
+
     from tests.emulator_helpers import EmulatorAdmin
 
 pytestmark = pytest.mark.integration

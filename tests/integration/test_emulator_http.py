@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 import requests
+from analytics_emulator import catalog
+from analytics_emulator.server import EmulatorConfig, EmulatorServer
 
-from airflow_provider_analytics.emulator import catalog
-from airflow_provider_analytics.emulator.server import EmulatorConfig, EmulatorServer
 from tests.emulator_helpers import EmulatorAdmin, account_headers, project_headers
 
 if TYPE_CHECKING:

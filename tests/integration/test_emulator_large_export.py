@@ -12,7 +12,7 @@ import requests
 from tests.emulator_helpers import EmulatorAdmin, project_headers
 
 if TYPE_CHECKING:
-    from airflow_provider_analytics.emulator.server import EmulatorServer
+    from analytics_emulator.server import EmulatorServer
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

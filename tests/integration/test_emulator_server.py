@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 import requests
+from analytics_emulator.server import EmulatorConfig, EmulatorServer
 
-from airflow_provider_analytics.emulator.server import EmulatorConfig, EmulatorServer
 from tests.emulator_helpers import project_headers
 
 if TYPE_CHECKING:
@@ -90,7 +90,7 @@ def test_cli_serves_until_sigterm_and_writes_the_port(tmp_path: Path) -> None:
         [
             sys.executable,
             "-m",
-            "airflow_provider_analytics.emulator",
+            "analytics_emulator",
             "--port",
             "0",
             "--token",
@@ -130,7 +130,7 @@ def test_cli_refuses_a_public_host() -> None:
         [
             sys.executable,
             "-m",
-            "airflow_provider_analytics.emulator",
+            "analytics_emulator",
             "--port",
             "0",
             "--host",

@@ -21,7 +21,7 @@ from tests.emulator_helpers import EmulatorAdmin
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from airflow_provider_analytics.emulator.server import EmulatorServer
+    from analytics_emulator.server import EmulatorServer
 
 pytestmark = pytest.mark.integration
 

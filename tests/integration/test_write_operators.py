@@ -29,7 +29,7 @@ from airflow_provider_analytics.operators.campaigns import (
 from tests.emulator_helpers import EmulatorAdmin
 
 if TYPE_CHECKING:
-    from airflow_provider_analytics.emulator.server import EmulatorServer
+    from analytics_emulator.server import EmulatorServer
 
 pytestmark = pytest.mark.integration
 

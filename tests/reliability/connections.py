@@ -9,8 +9,7 @@ from tests.reliability.fault_catalog import READ_TIMEOUT
 
 if TYPE_CHECKING:
     import pytest
-
-    from airflow_provider_analytics.emulator.server import EmulatorServer
+    from analytics_emulator.server import EmulatorServer
 
 CONNECTION_ENV: Final = "AIRFLOW_CONN_ANALYTICS_DEFAULT"
 QUICK_RETRIES: Final = {

@@ -17,6 +17,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Final
 
 from airflow.sdk.exceptions import AirflowFailException, AirflowSensorTimeout
+from analytics_emulator.campaigns import CampaignSpec
 
 from airflow_provider_analytics.client import (
     AnalyticsQuotaExceededError,
@@ -25,7 +26,6 @@ from airflow_provider_analytics.client import (
     AnalyticsStreamError,
     AnalyticsTransportError,
 )
-from airflow_provider_analytics.emulator.campaigns import CampaignSpec
 from airflow_provider_analytics.jobs.cohort_export import ExportIncompleteError
 from airflow_provider_analytics.jobs.data_ready import TRANSIENT_ERRORS
 from airflow_provider_analytics.operators.campaigns import UtmReadBackError
@@ -53,7 +53,7 @@ from tests.reliability.subjects import (
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from airflow_provider_analytics.emulator.server import EmulatorServer
+    from analytics_emulator.server import EmulatorServer
 
 EXPORT_OPERATOR: Final = "CohortExportToParquetOperator"
 STALL_SETTLE_SECONDS: Final = 0.3

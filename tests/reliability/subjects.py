@@ -19,9 +19,9 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Final
 
 import pyarrow.parquet as pq
+from analytics_emulator.errors import BadRequest
 
 from airflow_provider_analytics.client import operations as ops
-from airflow_provider_analytics.emulator.errors import BadRequest
 from airflow_provider_analytics.hooks.analytics import AnalyticsHook
 from airflow_provider_analytics.operators.accounts import (
     AccountActivationOperator,
@@ -43,9 +43,8 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     import pyarrow as pa
-
-    from airflow_provider_analytics.emulator.server import EmulatorServer
-    from airflow_provider_analytics.emulator.state import EmulatorState
+    from analytics_emulator.server import EmulatorServer
+    from analytics_emulator.state import EmulatorState
 
 DAY: Final = "2024-01-15"
 START: Final = dt.datetime(2024, 1, 15, tzinfo=dt.UTC)

@@ -17,8 +17,8 @@ from tests.reliability.results import record
 
 if TYPE_CHECKING:
     import requests
+    from analytics_emulator.server import EmulatorServer
 
-    from airflow_provider_analytics.emulator.server import EmulatorServer
     from tests.emulator_helpers import EmulatorAdmin
 
 pytestmark = pytest.mark.integration

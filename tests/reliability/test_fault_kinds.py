@@ -22,7 +22,8 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from pathlib import Path
 
-    from airflow_provider_analytics.emulator.server import EmulatorServer
+    from analytics_emulator.server import EmulatorServer
+
     from tests.emulator_helpers import EmulatorAdmin
 
 pytestmark = pytest.mark.integration

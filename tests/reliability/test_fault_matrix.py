@@ -17,7 +17,7 @@ from tests.reliability.subjects import OPERATIONS, SUBJECTS, Layer, Subject
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from airflow_provider_analytics.emulator.server import EmulatorServer
+    from analytics_emulator.server import EmulatorServer
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

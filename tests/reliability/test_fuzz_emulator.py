@@ -11,10 +11,10 @@ from urllib.parse import quote
 
 import pytest
 import requests
+from analytics_emulator.server import EmulatorConfig, EmulatorServer
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from airflow_provider_analytics.emulator.server import EmulatorConfig, EmulatorServer
 from tests.emulator_helpers import ADMIN_HEADER, account_headers, project_headers
 from tests.reliability.fuzzing import json_values, mutated, to_json
 from tests.reliability.results import record

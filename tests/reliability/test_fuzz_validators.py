@@ -9,6 +9,7 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any, Final
 
 import pytest
+from analytics_emulator.server import EmulatorConfig, EmulatorServer
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -20,7 +21,6 @@ from airflow_provider_analytics.client import (
     validation,
 )
 from airflow_provider_analytics.client.errors import AnalyticsBadRequestError
-from airflow_provider_analytics.emulator.server import EmulatorConfig, EmulatorServer
 from tests.reliability.fuzzing import json_values, mutated
 from tests.reliability.results import record
 from tests.reliability.subjects import EVENT_REQUEST, FUNNEL_REQUEST

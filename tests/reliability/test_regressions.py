@@ -17,7 +17,8 @@ from tests.reliability.connections import QUICK_RETRIES, use_connection
 from tests.reliability.subjects import EVENT_REQUEST
 
 if TYPE_CHECKING:
-    from airflow_provider_analytics.emulator.server import EmulatorServer
+    from analytics_emulator.server import EmulatorServer
+
     from tests.emulator_helpers import EmulatorAdmin
 
 pytestmark = pytest.mark.integration

@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 import pytest
 from airflow.sdk.exceptions import TaskDeferred
+from analytics_emulator.campaigns import CampaignSpec
+from analytics_emulator.server import EmulatorConfig, EmulatorServer
 
 from airflow_provider_analytics.client import (
     AnalyticsApiError,
@@ -29,8 +31,6 @@ from airflow_provider_analytics.client import (
     AnalyticsTransportError,
     ClientConfig,
 )
-from airflow_provider_analytics.emulator.campaigns import CampaignSpec
-from airflow_provider_analytics.emulator.server import EmulatorConfig, EmulatorServer
 from airflow_provider_analytics.hooks.analytics import AnalyticsHook
 from airflow_provider_analytics.operators.accounts import (
     AccountActivationOperator,

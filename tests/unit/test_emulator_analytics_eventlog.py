@@ -8,10 +8,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-
-from airflow_provider_analytics.emulator import catalog
-from airflow_provider_analytics.emulator.eventlog import EventLog, generate_event_log
-from airflow_provider_analytics.emulator.eventlog_columns import date_to_day
+from analytics_emulator import catalog
+from analytics_emulator.eventlog import EventLog, generate_event_log
+from analytics_emulator.eventlog_columns import date_to_day
 
 
 def ev(user: int, event: str, time: str, **properties: Any) -> dict[str, Any]:
@@ -185,9 +184,9 @@ def test_big_integers_beside_decimals_keep_their_exact_labels_and_comparisons() 
     # Regression: a number property mixing ids beyond 2**53 with decimals was held as float64,
     # so 4255875062385414000 became the label 4255875062385414144 and 4255875062385414001
     # compared equal to 4255875062385414000.
-    from airflow_provider_analytics.emulator.analysis_filters import filter_mask, parse_filter
-    from airflow_provider_analytics.emulator.analysis_splits import split_labels
-    from airflow_provider_analytics.emulator.eventlog_columns import encode_values
+    from analytics_emulator.analysis_filters import filter_mask, parse_filter
+    from analytics_emulator.analysis_splits import split_labels
+    from analytics_emulator.eventlog_columns import encode_values
 
     values = [4255875062385414000, 4255875062385414001, 9.5, None, -4635244755532264000]
     column = encode_values("number", values, strict=True)

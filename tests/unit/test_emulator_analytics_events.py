@@ -6,10 +6,10 @@ import datetime as dt
 from typing import Any
 
 import pytest
+from analytics_emulator import catalog
+from analytics_emulator.analytics import analyze_events
+from analytics_emulator.eventlog import EventLog
 
-from airflow_provider_analytics.emulator import catalog
-from airflow_provider_analytics.emulator.analytics import analyze_events
-from airflow_provider_analytics.emulator.eventlog import EventLog
 from tests.oracle import UsersPopulation, differences, oracle_events
 
 

@@ -7,10 +7,10 @@ import itertools
 from typing import Any
 
 import pytest
+from analytics_emulator import catalog
+from analytics_emulator.analytics import analyze_funnel
+from analytics_emulator.eventlog import EventLog
 
-from airflow_provider_analytics.emulator import catalog
-from airflow_provider_analytics.emulator.analytics import analyze_funnel
-from airflow_provider_analytics.emulator.eventlog import EventLog
 from tests.oracle import UsersPopulation, differences, oracle_funnel
 
 

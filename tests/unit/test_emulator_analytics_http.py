@@ -5,12 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from analytics_emulator import analytics
+from analytics_emulator.app import build_app
+from analytics_emulator.server import EmulatorConfig
+from analytics_emulator.state import EmulatorState
 from fastapi.testclient import TestClient
-
-from airflow_provider_analytics.emulator import analytics
-from airflow_provider_analytics.emulator.app import build_app
-from airflow_provider_analytics.emulator.server import EmulatorConfig
-from airflow_provider_analytics.emulator.state import EmulatorState
 
 FUNNEL = {
     "steps": [{"expression": "event.$startup"}, {"expression": "event.purchase"}],

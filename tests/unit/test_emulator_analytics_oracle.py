@@ -12,12 +12,12 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from analytics_emulator import catalog
+from analytics_emulator.analytics import analyze_events, analyze_funnel
+from analytics_emulator.eventlog import EventLog
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from airflow_provider_analytics.emulator import catalog
-from airflow_provider_analytics.emulator.analytics import analyze_events, analyze_funnel
-from airflow_provider_analytics.emulator.eventlog import EventLog
 from tests.oracle import UsersPopulation, differences, oracle_events, oracle_funnel
 
 COHORTS = {**catalog.COHORTS, "trio": 3}

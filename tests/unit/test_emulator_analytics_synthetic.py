@@ -7,11 +7,11 @@ from typing import Any
 
 import numpy as np
 import pytest
+from analytics_emulator import catalog
+from analytics_emulator.analytics import analyze_events, analyze_funnel
+from analytics_emulator.eventlog import EventLog, generate_event_log
+from analytics_emulator.population import Population
 
-from airflow_provider_analytics.emulator import catalog
-from airflow_provider_analytics.emulator.analytics import analyze_events, analyze_funnel
-from airflow_provider_analytics.emulator.eventlog import EventLog, generate_event_log
-from airflow_provider_analytics.emulator.population import Population
 from tests.oracle import differences, oracle_events, oracle_funnel
 
 SEED = 3

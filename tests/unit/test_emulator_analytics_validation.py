@@ -7,13 +7,13 @@ import datetime as dt
 from typing import Any
 
 import pytest
+from analytics_emulator import catalog
+from analytics_emulator.analytics import analyze_events, analyze_funnel
+from analytics_emulator.errors import BadRequest
+from analytics_emulator.eventlog import EventLog
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from airflow_provider_analytics.emulator import catalog
-from airflow_provider_analytics.emulator.analytics import analyze_events, analyze_funnel
-from airflow_provider_analytics.emulator.errors import BadRequest
-from airflow_provider_analytics.emulator.eventlog import EventLog
 from tests.oracle import UsersPopulation
 
 LOG = EventLog.from_records(

@@ -9,10 +9,9 @@ from datetime import date, datetime, timedelta
 
 import numpy as np
 import pytest
-
-from airflow_provider_analytics.emulator import catalog
-from airflow_provider_analytics.emulator import fixedwidth as fw
-from airflow_provider_analytics.emulator.population import BLOCK_ROWS, Population
+from analytics_emulator import catalog
+from analytics_emulator import fixedwidth as fw
+from analytics_emulator.population import BLOCK_ROWS, Population
 
 DEFAULT = catalog.default_user_property_ids()
 EVERYTHING = [p.id for p in catalog.USER_PROPERTIES] + list(catalog.TAG_CODES)

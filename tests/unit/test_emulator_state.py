@@ -9,30 +9,29 @@ from urllib.parse import parse_qs, urlsplit
 
 import numpy as np
 import pytest
-
-from airflow_provider_analytics.emulator import faults as f
-from airflow_provider_analytics.emulator.accounts import (
+from analytics_emulator import faults as f
+from analytics_emulator.accounts import (
     ALREADY_EXISTS,
     EXISTS_BUT_DISABLED,
     AccountSpec,
     AccountStore,
 )
-from airflow_provider_analytics.emulator.campaigns import (
+from analytics_emulator.campaigns import (
     CampaignSpec,
     CampaignStore,
     Measure,
     long_url,
 )
-from airflow_provider_analytics.emulator.errors import BadRequest, NotCompleted
-from airflow_provider_analytics.emulator.export import (
+from analytics_emulator.errors import BadRequest, NotCompleted
+from analytics_emulator.export import (
     MALFORMED_LINE,
     BlockCache,
     ExportSource,
     _stream_pieces,
 )
-from airflow_provider_analytics.emulator.plan import Changes, ItemSpec, TrackingPlan
-from airflow_provider_analytics.emulator.population import EncodedBlock, Population
-from airflow_provider_analytics.emulator.state import EmulatorState
+from analytics_emulator.plan import Changes, ItemSpec, TrackingPlan
+from analytics_emulator.population import EncodedBlock, Population
+from analytics_emulator.state import EmulatorState
 
 
 def _by_id(records: list[dict]) -> dict[str, dict]:

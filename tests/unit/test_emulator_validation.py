@@ -5,9 +5,8 @@ from __future__ import annotations
 from datetime import date
 
 import pytest
-
-from airflow_provider_analytics.emulator import validation as v
-from airflow_provider_analytics.emulator.errors import BadRequest
+from analytics_emulator import validation as v
+from analytics_emulator.errors import BadRequest
 
 
 def _refused(call, *args, **kwargs) -> list[str]:  # type: ignore[no-untyped-def]

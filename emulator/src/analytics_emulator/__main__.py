@@ -1,0 +1,102 @@
+"""Serve the emulator until SIGINT or SIGTERM: ``python -m analytics_emulator``.
+
+Prints ``emulator listening on http://127.0.0.1:PORT`` once it accepts requests; with
+``--port-file`` it also writes the port there (for scripts that ask for ``--port 0``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from analytics_emulator import catalog
+from analytics_emulator.config import EmulatorConfig, is_loopback
+from analytics_emulator.server import EmulatorServer
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+
+def _cohort(text: str) -> tuple[str, int]:
+    code, sep, size = text.partition("=")
+    if not sep or not code or not size.isdigit():
+        raise argparse.ArgumentTypeError(f"expected CODE=SIZE, got {text!r}")
+    return code, int(size)
+
+
+def _loopback(text: str) -> str:
+    if not is_loopback(text):
+        raise argparse.ArgumentTypeError(f"the emulator only listens on loopback, not {text!r}")
+    return text
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    """Readers polling for the file never see it half written."""
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(text)
+    os.replace(partial, path)
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    defaults = EmulatorConfig()
+    parser = argparse.ArgumentParser(
+        prog="python -m analytics_emulator",
+        description="Serve the analytics platform emulator on loopback.",
+    )
+    parser.add_argument("--port", type=int, required=True, help="port, 0 for any free one")
+    parser.add_argument("--host", type=_loopback, default=defaults.host)
+    parser.add_argument("--token", default=defaults.token)
+    parser.add_argument("--app-key", default=defaults.app_key)
+    parser.add_argument("--xtoken", default=defaults.xtoken)
+    parser.add_argument("--admin-token", default=None, help="enable the /_emulator/ admin API")
+    parser.add_argument("--seed", type=int, default=defaults.seed)
+    parser.add_argument(
+        "--cohort",
+        type=_cohort,
+        action="append",
+        default=[],
+        metavar="CODE=SIZE",
+        help="add or resize a cohort (repeatable)",
+    )
+    parser.add_argument("--port-file", type=Path, help="write the bound port to this file")
+    parser.add_argument("--log-level", default="warning")
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
+    config = EmulatorConfig(
+        token=args.token,
+        app_key=args.app_key,
+        xtoken=args.xtoken,
+        admin_token=args.admin_token,
+        seed=args.seed,
+        cohorts={**catalog.COHORTS, **dict(args.cohort)},
+        host=args.host,
+        port=args.port,
+        log_level=args.log_level,
+    )
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    server = EmulatorServer(config).start()
+    try:
+        if args.port_file is not None:
+            _write_atomically(args.port_file, f"{server.port}\n")
+        print(f"emulator listening on {server.base_url}", flush=True)
+        while not stop.wait(0.5):
+            pass
+    finally:
+        server.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,77 @@
+"""Run the emulator as a separate process (for the demo, benchmarks and DAG runs)."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from types import TracebackType
+
+
+class EmulatorProcess:
+    """``python -m analytics_emulator`` on a free loopback port.
+
+    :param credentials: ``token``, ``app_key``, ``xtoken`` and optionally ``admin_token``.
+    :param cohorts: extra cohort codes and sizes.
+    :param startup_timeout: seconds to wait for the port to be bound.
+    """
+
+    def __init__(
+        self,
+        *,
+        credentials: Mapping[str, str],
+        cohorts: Mapping[str, int] | None = None,
+        startup_timeout: float = 60.0,
+    ) -> None:
+        self.credentials = dict(credentials)
+        self.cohorts = dict(cohorts or {})
+        self.startup_timeout = startup_timeout
+        self.process: subprocess.Popen[bytes] | None = None
+        self.base_url = ""
+
+    def start(self) -> EmulatorProcess:
+        with tempfile.TemporaryDirectory(prefix="analytics-emulator-") as workdir:
+            port_file = Path(workdir) / "port"
+            command = [sys.executable, "-m", "analytics_emulator"]
+            command += ["--port", "0", "--port-file", str(port_file)]
+            for name, value in self.credentials.items():
+                command += [f"--{name.replace('_', '-')}", value]
+            for code, size in self.cohorts.items():
+                command += ["--cohort", f"{code}={size}"]
+            self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL)
+            deadline = time.monotonic() + self.startup_timeout
+            while not (port_file.exists() and port_file.read_text().strip()):
+                if self.process.poll() is not None or time.monotonic() > deadline:
+                    self.stop()
+                    raise RuntimeError("the emulator did not start")
+                time.sleep(0.05)
+            self.base_url = f"http://127.0.0.1:{port_file.read_text().strip()}"
+        return self
+
+    def stop(self) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.send_signal(signal.SIGINT)
+        try:
+            self.process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+    def __enter__(self) -> EmulatorProcess:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()

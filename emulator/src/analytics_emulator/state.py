@@ -1,0 +1,117 @@
+"""Everything a running emulator remembers, and how to put it back to the seeded start.
+
+The stores (tracking plan, ad tracking, accounts) guard themselves with their own locks;
+this object swaps them as a whole on :meth:`EmulatorState.reset`. The synthetic event log
+is built on first use (it takes a moment) and kept across resets; a hand-built log from
+the admin API replaces it until the next reset.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from typing import TYPE_CHECKING, Any
+
+from analytics_emulator.accounts import AccountStore
+from analytics_emulator.campaigns import CampaignStore
+from analytics_emulator.connections import ConnectionRegistry
+from analytics_emulator.export import DEFAULT_CACHE_BYTES, BlockCache
+from analytics_emulator.faults import FaultStore
+from analytics_emulator.plan import TrackingPlan
+from analytics_emulator.population import Population
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
+    from datetime import date
+
+    from analytics_emulator.eventlog import EventLog
+
+
+class RequestStats:
+    """How many requests each operation received (faulted and refused ones included)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counts: Counter[str] = Counter()
+
+    def count(self, operation: str) -> None:
+        with self._lock:
+            self._counts[operation] += 1
+
+    def snapshot(self) -> dict[str, int]:
+        with self._lock:
+            return dict(self._counts)
+
+
+class EmulatorState:
+    """The emulator's memory.
+
+    :param seed: seed of every synthetic value (population, ids, event log).
+    :param cohorts: cohort code -> size; a cohort of size N holds users 0..N-1.
+    :param app_key: the project key ad tracking records carry.
+    :param export_cache_bytes: cap of the encoded export block cache.
+    """
+
+    def __init__(
+        self,
+        *,
+        seed: int,
+        cohorts: Mapping[str, int],
+        app_key: str,
+        export_cache_bytes: int = DEFAULT_CACHE_BYTES,
+    ) -> None:
+        self.seed = seed
+        self.cohorts = dict(cohorts)
+        self.app_key = app_key
+        self.population = Population(seed)
+        self.export_blocks = BlockCache(export_cache_bytes)
+        self.connections = ConnectionRegistry()
+        self.faults = FaultStore()
+        self._lock = threading.Lock()
+        self._log_lock = threading.Lock()
+        self._generated_log: EventLog | None = None
+        self.reset()
+
+    def reset(self) -> None:
+        """Back to the seeded start: plan, ad tracking, accounts, faults, data-until, stats,
+        masked values and event log."""
+        with self._lock:
+            self.plan = TrackingPlan()
+            self.campaigns = CampaignStore(self.seed, self.app_key)
+            self.accounts = AccountStore(self.seed)
+            self.stats = RequestStats()
+            self.data_until: date | None = None
+            self.masked_overrides: frozenset[str] = frozenset()
+            self._replaced_log: EventLog | None = None
+        self.faults.clear()
+        self.connections.reset_count()
+
+    def masked_properties(self) -> frozenset[str]:
+        """Properties whose values read as the masked marker: the plan's, plus overrides."""
+        return self.plan.masked_user_properties() | self.masked_overrides
+
+    def set_masked_overrides(self, properties: Iterable[str]) -> None:
+        self.masked_overrides = frozenset(properties)
+
+    def event_log(self) -> EventLog:
+        """The log analyses read: a hand-built one if set, else the synthetic one."""
+        replaced = self._replaced_log
+        if replaced is not None:
+            return replaced
+        with self._log_lock:
+            if self._generated_log is None:
+                from analytics_emulator import eventlog
+
+                self._generated_log = eventlog.generate_event_log(self.seed)
+            return self._generated_log
+
+    def replace_event_log(self, records: Iterable[Mapping[str, Any]]) -> int:
+        """Use a hand-built log until the next reset; returns its number of events.
+
+        :raises ValueError: from the log builder, for a record that does not fit.
+        """
+        from analytics_emulator import eventlog
+
+        log = eventlog.EventLog.from_records(records)
+        self._replaced_log = log
+        return len(log)
