@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import functools
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from airflow.sdk import BaseHook
 from airflow.sdk.log import mask_secret
@@ -17,7 +16,6 @@ if TYPE_CHECKING:
 
     from airflow.sdk import Connection
 
-P = ParamSpec("P")
 R = TypeVar("R")
 
 _INT_EXTRAS = ("max_attempts", "pool_maxsize")
@@ -113,24 +111,12 @@ def client_config_from_connection(conn: Connection) -> ClientConfig:
     )
 
 
-def _delegated(
-    method: Callable[Concatenate[AnalyticsClient, P], R],
-) -> Callable[Concatenate[AnalyticsHook, P], R]:
-    """Expose a client operation on the hook under the same name, signature and docstring."""
-
-    @functools.wraps(method)
-    def call(self: AnalyticsHook, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        return method(self.get_conn(), *args, **kwargs)
-
-    return call
-
-
 class AnalyticsHook(BaseHook):
     """Interact with the analytics platform's open API through an ``analytics`` connection.
 
-    Every operation of the interface is available under the client's method name
-    (``hook.create_utm(...)``, ``hook.export_cohort_users(...)``, ...); the client is built on
-    first use, so constructing the hook does no I/O.
+    The hook turns the connection into an :class:`AnalyticsClient`; every operation of the
+    interface is a method of that client (``hook.get_conn().create_utm(...)``). The client is
+    built on first use, so constructing the hook does no I/O.
 
     :param analytics_conn_id: id of the ``analytics`` connection.
     """
@@ -183,23 +169,3 @@ class AnalyticsHook(BaseHook):
             return self.get_conn().test_connection()
         except Exception as error:  # the UI shows the reason instead of a stack trace
             return False, str(error)
-
-    create_utm = _delegated(AnalyticsClient.create_utm)
-    get_utm = _delegated(AnalyticsClient.get_utm)
-    get_utm_conversion = _delegated(AnalyticsClient.get_utm_conversion)
-    delete_utm = _delegated(AnalyticsClient.delete_utm)
-    list_user_properties = _delegated(AnalyticsClient.list_user_properties)
-    list_events = _delegated(AnalyticsClient.list_events)
-    list_event_properties = _delegated(AnalyticsClient.list_event_properties)
-    add_user_property = _delegated(AnalyticsClient.add_user_property)
-    add_event = _delegated(AnalyticsClient.add_event)
-    update_user_property = _delegated(AnalyticsClient.update_user_property)
-    update_event = _delegated(AnalyticsClient.update_event)
-    update_event_property = _delegated(AnalyticsClient.update_event_property)
-    get_cohort_users = _delegated(AnalyticsClient.get_cohort_users)
-    iter_cohort_user_pages = _delegated(AnalyticsClient.iter_cohort_user_pages)
-    export_cohort_users = _delegated(AnalyticsClient.export_cohort_users)
-    register_account = _delegated(AnalyticsClient.register_account)
-    set_account_activation = _delegated(AnalyticsClient.set_account_activation)
-    analyze_funnel = _delegated(AnalyticsClient.analyze_funnel)
-    analyze_events = _delegated(AnalyticsClient.analyze_events)

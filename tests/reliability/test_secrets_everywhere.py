@@ -438,7 +438,7 @@ def test_tls_is_verified_by_default_and_nothing_is_sent_to_an_unverified_server(
         hook = AnalyticsHook()
         assert hook.client_config.verify is True
         with pytest.raises(AnalyticsTransportError, match="TLS failed") as caught:
-            hook.list_events()
+            hook.get_conn().list_events()
         assert https.received == []  # not even once: a failed verification is not retried
         assert not any(secret in str(caught.value) for secret in SECRETS)
         connection["extra"]["verify"] = str(certificate[0])

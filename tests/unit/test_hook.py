@@ -106,18 +106,19 @@ def test_secrets_are_masked_and_never_in_reprs(monkeypatch: pytest.MonkeyPatch) 
         assert TOKEN not in text and APP_KEY not in text and XTOKEN not in text
 
 
-def test_operations_are_delegated_with_the_clients_signature(
+def test_the_hooks_client_sends_the_connections_credentials(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     set_connection(monkeypatch, password=TOKEN, extra={"app_key": APP_KEY})
     hook = AnalyticsHook()
-    assert AnalyticsHook.list_events.__doc__ == AnalyticsClient.list_events.__doc__
+    assert isinstance(hook.get_conn(), AnalyticsClient)
+    assert hook.get_conn() is hook.get_conn()  # built once per hook
     with rm.Mocker() as mock, caplog.at_level(logging.DEBUG):
         mock.get(
             "https://analytics.example.com:4005/uba/api/schema/event?plan=1",
             json=[{"id": "$startup", "name": "App start"}],
         )
-        assert hook.list_events(plan=1) == [{"id": "$startup", "name": "App start"}]
+        assert hook.get_conn().list_events(plan=1) == [{"id": "$startup", "name": "App start"}]
         request = mock.request_history[0]
         assert request.headers["token"] == TOKEN and request.headers["appKey"] == APP_KEY
     assert TOKEN not in caplog.text and APP_KEY not in caplog.text
