@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 export UV_PYTHON_DOWNLOADS := never
 export UV_PROJECT_ENVIRONMENT := $(abspath $(VENV))
 
-.PHONY: venv test test-fast lint format typecheck demo emulator bench reliability clean
+.PHONY: venv test test-fast lint format typecheck docs demo emulator bench reliability clean
 
 $(UV):
 	$(PYTHON) -m venv .tools
@@ -20,16 +20,23 @@ $(VENV)/.synced: $(UV) uv.lock pyproject.toml emulator/pyproject.toml
 
 venv: $(VENV)/.synced
 
-## make test: lint, type check, then the whole test suite (unit, integration, real Airflow runs).
+## make test: lint, type check, the docs build, then the whole test suite (unit, integration,
+## real Airflow runs, every example of the README and the docs).
 test: venv
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
+	$(MAKE) --no-print-directory docs
 	$(VENV)/bin/pytest -n 2 --dist loadscope -q -ra --durations=15
 
 ## make test-fast: the suite without the slow real-Airflow and large-stream tests.
 test-fast: venv
 	$(VENV)/bin/pytest -n 2 --dist loadscope -q -m "not slow"
+
+## make docs: the documentation site into out/docs/html; any warning fails the build.
+docs: venv
+	rm -rf out/docs
+	$(VENV)/bin/sphinx-build -W --keep-going -q -b html -d out/docs/doctrees docs out/docs/html
 
 lint: venv
 	$(VENV)/bin/ruff check .

@@ -5,6 +5,18 @@ from __future__ import annotations
 from typing import Any
 
 _PACKAGE = "airflow_provider_analytics"
+DOCUMENTATION_URL = "https://airflow-provider-analytics.readthedocs.io/en/latest/"
+"""Where the built documentation is published; also the ``Documentation`` project URL, from
+which Airflow fills ``documentation-url``."""
+
+HOW_TO_GUIDES = [
+    "/docs/operators/index.md",
+    "/docs/howto/daily_pipeline.md",
+    "/docs/howto/backfill.md",
+    "/docs/howto/object_storage.md",
+]
+"""The how-to pages in the repository's ``docs/`` folder (Airflow's own providers list theirs
+the same way, from the repository root)."""
 
 
 def _secret(label: str, description: str) -> dict[str, Any]:
@@ -68,7 +80,8 @@ PROVIDER_INFO: dict[str, Any] = {
     "integrations": [
         {
             "integration-name": "Analytics",
-            "external-doc-url": "https://pypi.org/project/airflow-provider-analytics/",
+            "external-doc-url": DOCUMENTATION_URL,
+            "how-to-guide": HOW_TO_GUIDES,
             "tags": ["service"],
         }
     ],

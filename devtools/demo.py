@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+from analytics_emulator.catalog import PROJECT_TIMEZONE
 from analytics_emulator.process import EmulatorProcess
 
 from devtools.airflow_runner import REPO, DagRunner, connection_env, migrate
@@ -106,7 +107,8 @@ def print_event_totals(path: Path) -> None:
 
 
 def print_users(path: Path, rows: int = 5) -> None:
-    print(f"\nFirst rows of {path.name} (cohort export, times in UTC):")
+    # the connection names the project's timezone, so the export converted its local times
+    print(f"\nFirst rows of {path.name} (cohort export, times converted to UTC):")
     print(readable(pq.read_table(path).slice(0, rows)).to_string(index=False))
 
 
@@ -115,7 +117,8 @@ def run_pipeline(home: Path, output: Path) -> tuple[DagRunResult, float]:
     started = time.monotonic()
     with EmulatorProcess(credentials=CREDENTIALS) as emulator:
         print(f"emulator listening on {emulator.base_url}")
-        env = connection_env(emulator.base_url, **CREDENTIALS)
+        # the emulator writes datetimes in its project's timezone, as the platform does
+        env = connection_env(emulator.base_url, **CREDENTIALS, timezone=PROJECT_TIMEZONE)
         env["ANALYTICS_OUTPUT_ROOT"] = f"file://{output}/"
         print(f"running `airflow dags test {DAG_ID} {DEMO_DATE}` ...")
         result = DagRunner(home).run(DAG_ID, DEMO_DATE, dag_files=DAG_FILES, env=env)
@@ -136,7 +139,11 @@ def main() -> int:
         print(result.output[-6000:])
         print(f"\nthe DAG run did not succeed (state {result.state}, exit {result.returncode})")
         return 1
-    print(f"DAG run {result.run_id}: {result.state} in {seconds:.0f} s")
+    # `airflow dags test` names the run after the moment it started, not after the day it covers
+    print(
+        f"DAG run for logical date {DEMO_DATE}: {result.state} in {seconds:.0f} s "
+        f"(run id {result.run_id}, named by Airflow after when it started)"
+    )
     for task_id, state in sorted(result.task_states.items()):
         print(f"  {task_id}: {state}")
     files = print_files(output)

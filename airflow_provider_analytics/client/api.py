@@ -442,6 +442,10 @@ class AnalyticsClient:
 
         Arguments are checked now; pages are fetched as the iterator is consumed. When
         ``limit`` is smaller than ``page_size``, pages of ``limit`` users are asked for.
+        Each page is one response of :meth:`get_cohort_users` as the platform sends it:
+        ``{"count": <users in the cohort>, "page": <1-based number>, "size": <users on this
+        page>, "users": [{<property id or tag.<code>>: <value>, ...}, ...]}``; the last page
+        may be shorter than ``page_size``.
 
         :param cohort_code: the cohort.
         :param properties: as in :meth:`get_cohort_users`.

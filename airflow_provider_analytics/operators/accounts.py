@@ -38,6 +38,7 @@ class RegisterAccountOperator(AnalyticsBaseOperator):
     :param department: department (templated).
     :param login_user: operator recorded by the platform (templated).
     :param ensure_exists: treat "already exists" as success.
+    :param analytics_conn_id: id of the ``analytics`` connection (templated).
     """
 
     template_fields: Sequence[str] = (
@@ -116,6 +117,7 @@ class AccountActivationOperator(AnalyticsBaseOperator):
     :param account_email: the account's email (templated).
     :param activation: True enables, False disables (templated).
     :param login_user: operator recorded by the platform (templated).
+    :param analytics_conn_id: id of the ``analytics`` connection (templated).
     """
 
     template_fields: Sequence[str] = (

@@ -62,6 +62,7 @@ class CreateUtmOperator(AnalyticsBaseOperator):
     :param remarks: remarks (templated).
     :param utm_type: tracking type, when the platform wants one (templated).
     :param login_user: operator recorded by the platform (templated).
+    :param analytics_conn_id: id of the ``analytics`` connection (templated).
     """
 
     template_fields: Sequence[str] = (
@@ -133,6 +134,7 @@ class DeleteUtmOperator(AnalyticsBaseOperator):
     """Delete an ad tracking link logically (spec 4.4); its data is kept by the platform.
 
     :param campaign_id: the campaign (templated).
+    :param analytics_conn_id: id of the ``analytics`` connection (templated).
     """
 
     template_fields: Sequence[str] = ("analytics_conn_id", "campaign_id")
@@ -156,6 +158,7 @@ class UtmConversionOperator(AnalyticsBaseOperator):
     :param convert_measures: alternatively, ``[{"expression", "aggregator"}]``.
     :param from_date: first day, default the data interval's (templated).
     :param to_date: last day, default the data interval's (templated).
+    :param analytics_conn_id: id of the ``analytics`` connection (templated).
     """
 
     template_fields: Sequence[str] = (

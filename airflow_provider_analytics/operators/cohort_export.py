@@ -35,6 +35,7 @@ class CohortExportToParquetOperator(AnalyticsOutputOperator):
     :param compression: Parquet codec, zstd by default.
     :param row_group_rows: rows per Parquet row group.
     :param attempts: whole-export attempts on cut streams, transport faults and short counts.
+    :param analytics_conn_id: id of the ``analytics`` connection (templated).
     """
 
     template_fields: Sequence[str] = (

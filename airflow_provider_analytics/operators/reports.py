@@ -18,14 +18,7 @@ if TYPE_CHECKING:
 class _AnalysisReportOperator(AnalyticsOutputOperator):
     """Run one analysis over the data interval and write its tidy table as Parquet.
 
-    :param request: the analysis request body (templated); ``fromDate``/``toDate`` default to
-        the run's data interval. Validated before anything is sent.
-    :param destination: object URI, or a prefix ending in ``/`` that gets
-        ``dt=<first day of the data interval>/<report>.parquet`` (templated). Written
-        atomically; a rerun replaces it. Its untemplated prefix is declared as the task's Asset
-        unless ``outlets`` are given.
-    :param window_days: split long ranges into windows of this many days (backfills).
-    :param compression: Parquet codec, zstd by default.
+    The public subclasses document the parameters (each names its own analysis).
     """
 
     kind: ClassVar[ReportKind]
@@ -76,8 +69,20 @@ class FunnelReportOperator(_AnalysisReportOperator):
     """Funnel analysis (spec 4.16) as one row per split value, date and step.
 
     Columns include converted users, conversion rate (vs the previous step), completion rate
-    (vs the first step) and median seconds to the next step; see the README for the table.
-    The XCom carries the overall conversion of the whole range.
+    (vs the first step) and median seconds to the next step; the documentation's report tables
+    page lists them all. The XCom carries the overall conversion of the whole range.
+
+    :param request: the funnel request body (``steps``, ``crowds``, ``convertTime``, ...;
+        templated). ``fromDate``/``toDate`` default to the run's data interval. Validated
+        before anything is sent.
+    :param destination: object URI, or a prefix ending in ``/`` that gets
+        ``dt=<first day of the data interval>/funnel.parquet`` (templated). Written atomically;
+        a rerun replaces it. Its untemplated prefix is declared as the task's Asset unless
+        ``outlets`` are given.
+    :param window_days: split long ranges into windows of this many days (backfills); each
+        row carries its window as ``query_from_date``/``query_to_date``.
+    :param compression: Parquet codec, zstd by default.
+    :param analytics_conn_id: id of the ``analytics`` connection (templated).
     """
 
     kind = FUNNEL
@@ -89,6 +94,18 @@ class EventReportOperator(_AnalysisReportOperator):
 
     Each row's range total is kept as rows flagged ``is_total``. The XCom carries the total
     of each measure.
+
+    :param request: the event analysis request body (``measures``, ``crowds``, ``unit``,
+        ``byFields``, ...; templated). ``fromDate``/``toDate`` default to the run's data
+        interval. Validated before anything is sent.
+    :param destination: object URI, or a prefix ending in ``/`` that gets
+        ``dt=<first day of the data interval>/events.parquet`` (templated). Written atomically;
+        a rerun replaces it. Its untemplated prefix is declared as the task's Asset unless
+        ``outlets`` are given.
+    :param window_days: split long ranges into windows of this many days (backfills); each
+        row carries its window as ``query_from_date``/``query_to_date``.
+    :param compression: Parquet codec, zstd by default.
+    :param analytics_conn_id: id of the ``analytics`` connection (templated).
     """
 
     kind = EVENTS

@@ -35,6 +35,7 @@ class AnalyticsDataSensor(BaseSensorOperator, AnalyticsBaseOperator):
     :param from_date: first day, default the data interval's first day (templated).
     :param to_date: last day, default the data interval's last day (templated).
     :param deferrable: wait in the triggerer instead of a worker slot.
+    :param analytics_conn_id: id of the ``analytics`` connection (templated).
     """
 
     template_fields: Sequence[str] = (

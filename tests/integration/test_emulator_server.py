@@ -109,6 +109,14 @@ def test_cli_serves_until_sigterm_and_writes_the_port(tmp_path: Path) -> None:
         line = process.stdout.readline().strip()
         port = int(port_file.read_text())
         assert line == f"emulator listening on http://127.0.0.1:{port}"
+        printed = [process.stdout.readline().split() for _ in range(4)]
+        assert [words[0] for words in printed] == ["token", "app_key", "xtoken", "timezone"]
+        assert [words[-1] for words in printed] == [
+            "cli-token",
+            "emulator-app-key",
+            "emulator-xtoken",
+            "Asia/Shanghai",
+        ]
         response = requests.post(
             f"http://127.0.0.1:{port}/uba/api/cohort/users",
             headers={"token": "cli-token", "appKey": "emulator-app-key"},
@@ -123,6 +131,19 @@ def test_cli_serves_until_sigterm_and_writes_the_port(tmp_path: Path) -> None:
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+def test_cli_help_names_the_default_credentials() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "analytics_emulator", "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    defaults = EmulatorConfig()
+    text = " ".join(result.stdout.split())
+    for secret in (defaults.token, defaults.app_key, defaults.xtoken, "Asia/Shanghai"):
+        assert secret in text
 
 
 def test_cli_refuses_a_public_host() -> None:

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import importlib
 from importlib.metadata import entry_points
+from pathlib import Path
 
 import airflow_provider_analytics
 from airflow_provider_analytics import get_provider_info
+from airflow_provider_analytics.provider_info import DOCUMENTATION_URL
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_entry_point_resolves_to_get_provider_info() -> None:
@@ -43,3 +47,20 @@ def test_secrets_are_password_fields_and_version_matches() -> None:
     assert fields["xtoken"]["schema"]["format"] == "password"
     assert "format" not in fields["utm_prefix"]["schema"]
     assert info["versions"][0] == airflow_provider_analytics.__version__
+
+
+def test_how_to_guides_are_pages_of_the_documentation() -> None:
+    (integration,) = get_provider_info()["integrations"]
+    guides = integration["how-to-guide"]
+    assert guides
+    for guide in guides:
+        assert guide.startswith("/docs/") and (ROOT / guide.lstrip("/")).is_file(), guide
+    assert integration["external-doc-url"] == DOCUMENTATION_URL
+
+
+def test_airflow_shows_the_documentation_url() -> None:
+    """Airflow reads ``documentation-url`` from the installed distribution's project URLs."""
+    from airflow.providers_manager import ProvidersManager
+
+    provider = ProvidersManager().providers["airflow-provider-analytics"]
+    assert provider.data["documentation-url"] == DOCUMENTATION_URL

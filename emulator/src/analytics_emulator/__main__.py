@@ -1,7 +1,10 @@
 """Serve the emulator until SIGINT or SIGTERM: ``python -m analytics_emulator``.
 
-Prints ``emulator listening on http://127.0.0.1:PORT`` once it accepts requests; with
+Once it accepts requests it prints its base URL and the credentials a connection needs
+(``emulator listening on http://127.0.0.1:PORT``, then the token, appKey and xtoken); with
 ``--port-file`` it also writes the port there (for scripts that ask for ``--port 0``).
+The emulator is a local stand-in with well-known default credentials, so printing them is the
+point, not a leak.
 """
 
 from __future__ import annotations
@@ -43,19 +46,53 @@ def _write_atomically(path: Path, text: str) -> None:
     os.replace(partial, path)
 
 
+def connection_summary(config: EmulatorConfig) -> str:
+    """The credentials and timezone a connection to this emulator needs, one per line."""
+    return "\n".join(
+        [
+            f"  token (connection password): {config.token}",
+            f"  app_key (extra):             {config.app_key}",
+            f"  xtoken (extra):              {config.xtoken}",
+            f"  timezone (extra):            {catalog.PROJECT_TIMEZONE}",
+        ]
+    )
+
+
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     defaults = EmulatorConfig()
     parser = argparse.ArgumentParser(
         prog="python -m analytics_emulator",
-        description="Serve the analytics platform emulator on loopback.",
+        description="Serve the analytics platform emulator on loopback. Once it accepts "
+        "requests it prints its base URL and the credentials to put in an `analytics` "
+        "connection (host, password = token, extras app_key and xtoken).",
+        epilog=f"Default connection: host http://{defaults.host}:PORT, password "
+        f"{defaults.token!r}, extra {{'app_key': {defaults.app_key!r}, "
+        f"'xtoken': {defaults.xtoken!r}, 'timezone': {catalog.PROJECT_TIMEZONE!r}}}.",
     )
     parser.add_argument("--port", type=int, required=True, help="port, 0 for any free one")
-    parser.add_argument("--host", type=_loopback, default=defaults.host)
-    parser.add_argument("--token", default=defaults.token)
-    parser.add_argument("--app-key", default=defaults.app_key)
-    parser.add_argument("--xtoken", default=defaults.xtoken)
+    parser.add_argument(
+        "--host",
+        type=_loopback,
+        default=defaults.host,
+        help="loopback address (default %(default)s)",
+    )
+    parser.add_argument(
+        "--token",
+        default=defaults.token,
+        help="project token, header `token` (default %(default)s)",
+    )
+    parser.add_argument(
+        "--app-key", default=defaults.app_key, help="project appKey (default %(default)s)"
+    )
+    parser.add_argument(
+        "--xtoken",
+        default=defaults.xtoken,
+        help="platform xtoken for account operations (default %(default)s)",
+    )
     parser.add_argument("--admin-token", default=None, help="enable the /_emulator/ admin API")
-    parser.add_argument("--seed", type=int, default=defaults.seed)
+    parser.add_argument(
+        "--seed", type=int, default=defaults.seed, help="seed of the synthetic data (%(default)s)"
+    )
     parser.add_argument(
         "--cohort",
         type=_cohort,
@@ -91,6 +128,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.port_file is not None:
             _write_atomically(args.port_file, f"{server.port}\n")
         print(f"emulator listening on {server.base_url}", flush=True)
+        print(connection_summary(config), flush=True)
         while not stop.wait(0.5):
             pass
     finally:

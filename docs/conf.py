@@ -1,0 +1,39 @@
+"""Sphinx configuration of the provider's documentation (``make docs``)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+# Importing the operators for autodoc imports Airflow, which would otherwise create its
+# configuration under the user's home.
+os.environ.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="analytics-docs-airflow-"))
+
+from airflow_provider_analytics import __version__  # noqa: E402
+
+project = "airflow-provider-analytics"
+author = "airflow-provider-analytics contributors"
+copyright = "the airflow-provider-analytics contributors; Apache License 2.0"
+release = version = __version__
+
+extensions = ["myst_parser", "sphinx.ext.autodoc", "sphinx.ext.viewcode"]
+source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
+root_doc = "index"
+exclude_patterns = ["_build"]
+
+myst_enable_extensions = ["colon_fence"]
+myst_heading_anchors = 3
+# Pages that include README sections start below the page's own title level.
+suppress_warnings = ["myst.header"]
+
+autodoc_member_order = "bysource"
+autodoc_typehints = "description"
+autodoc_default_options = {"show-inheritance": True}
+
+html_theme = "alabaster"
+html_title = f"airflow-provider-analytics {release}"
+html_theme_options = {"description": "Apache Airflow provider for a product-analytics platform"}
