@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import tempfile
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from airflow.sdk import ObjectStoragePath
+
 from airflow_provider_analytics.jobs.cohort_export import ExportSettings, export_cohort_to_parquet
-from airflow_provider_analytics.operators.output import AnalyticsOutputOperator
+from airflow_provider_analytics.operators.output import AnalyticsOutputOperator, iceberg_table_uri
 from airflow_provider_analytics.operators.paths import output_path
 
 if TYPE_CHECKING:
@@ -26,6 +31,9 @@ class CohortExportToParquetOperator(AnalyticsOutputOperator):
     :param cohort_code: the cohort to export (templated).
     :param destination: object URI (``file:///...``, ``s3://conn_id@bucket/...``), or a prefix
         ending in ``/`` that gets ``cohort=<code>/dt=<ds>/users.parquet`` (templated).
+    :param iceberg_table: instead of ``destination``, the Iceberg table ``namespace.table``
+        whose ``dt`` partition for ``ds`` is replaced in one commit (templated).
+    :param iceberg_conn_id: the connection describing the Iceberg catalog.
     :param properties: user property ids and ``tag.<code>`` keys in column order (templated);
         default: the visible properties of the tracking plan.
     :param limit: export at most this many users (templated).
@@ -41,6 +49,7 @@ class CohortExportToParquetOperator(AnalyticsOutputOperator):
         "analytics_conn_id",
         "cohort_code",
         "destination",
+        "iceberg_table",
         "properties",
         "limit",
         "timezone",
@@ -51,7 +60,7 @@ class CohortExportToParquetOperator(AnalyticsOutputOperator):
         self,
         *,
         cohort_code: str,
-        destination: str,
+        destination: str | None = None,
         properties: Sequence[str] | None = None,
         limit: int | None = None,
         timezone: str | None = None,
@@ -72,6 +81,8 @@ class CohortExportToParquetOperator(AnalyticsOutputOperator):
         )
 
     def execute(self, context: Context) -> dict[str, Any]:
+        if self.iceberg_table:
+            return self._export_to_iceberg(context)
         path = output_path(
             self.destination,
             {"cohort": self.cohort_code, "dt": context["ds"]},
@@ -89,6 +100,32 @@ class CohortExportToParquetOperator(AnalyticsOutputOperator):
         )
         self.publish_output(context, path, rows=result.rows, cohort_code=self.cohort_code)
         return result.as_dict()
+
+    def _export_to_iceberg(self, context: Context) -> dict[str, Any]:
+        """Export to a local Parquet file (verified, as usual), then replace the day's
+        partition of ``iceberg_table`` with it in one commit."""
+        from airflow_provider_analytics.sinks.iceberg import replace_day_from_parquet
+
+        assert self.iceberg_table is not None
+        catalog, catalog_name = self.iceberg_catalog()
+        with tempfile.TemporaryDirectory(prefix="cohort-export-") as directory:
+            local = ObjectStoragePath((Path(directory) / "users.parquet").as_uri())
+            result = export_cohort_to_parquet(
+                self.hook.get_conn(),
+                self.cohort_code,
+                local,
+                properties=list(self.properties) if self.properties is not None else None,
+                limit=int(self.limit) if self.limit is not None else None,
+                timezone=self.timezone or self.hook.project_timezone,
+                schema_overrides=self.schema_overrides,
+                settings=self.settings,
+            )
+            committed = replace_day_from_parquet(
+                catalog, self.iceberg_table, dt.date.fromisoformat(context["ds"]), local.path
+            )
+        uri = iceberg_table_uri(catalog_name, self.iceberg_table)
+        self.publish_output(context, uri, rows=result.rows, cohort_code=self.cohort_code)
+        return {**result.as_dict(), "uri": uri, "iceberg": committed}
 
     def lineage_input_name(self) -> str:
         return f"cohort/{self.cohort_code}"
