@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 from airflow_provider_analytics.client.rules import fail
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Iterator, Mapping
 
 log = logging.getLogger(__name__)
 
@@ -103,32 +103,18 @@ def write_table_atomically(
 
 
 class ParquetTables:
-    """Named tables written as sibling Parquet objects, each replaced atomically.
+    """Named tables, each written as one Parquet object and replaced atomically.
 
-    The main table goes to ``main`` itself; another table to ``main``'s sibling whose stem
-    ends the way its name does: with main ``dt=2024-01-05/funnel.parquet`` and main name
-    ``funnel``, the table ``funnel_totals`` goes to ``dt=2024-01-05/funnel_totals.parquet``.
-
-    :param main: the main table's object.
-    :param main_name: the main table's name.
+    :param paths: the object each table name is written to.
     :param compression: Parquet codec, checked here, before any work is done.
     """
 
-    def __init__(self, main: StoragePath, main_name: str, *, compression: str = "zstd") -> None:
-        self.main = main
-        self.main_name = main_name
+    def __init__(self, paths: Mapping[str, StoragePath], *, compression: str = "zstd") -> None:
+        self.paths = dict(paths)
         self.compression = parquet_compression(compression)
-
-    def path_for(self, name: str) -> StoragePath:
-        """The object a table of this name is written to."""
-        if name == self.main_name:
-            return self.main
-        stem, dot, extension = self.main.name.partition(".")
-        suffix = name.removeprefix(self.main_name)
-        return self.main.parent / f"{stem}{suffix}{dot}{extension}"
 
     def write_table(self, name: str, table: pa.Table) -> dict[str, Any]:
         """Write (replace) one table; return its URI, row count and size."""
-        path = self.path_for(name)
+        path = self.paths[name]
         written = write_table_atomically(table, path, compression=self.compression)
         return {"uri": str(path), "rows": table.num_rows, "bytes_written": written}

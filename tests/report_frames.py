@@ -16,6 +16,4 @@ def funnel_frame(response: dict[str, Any], *, timezone: str = "UTC") -> pd.DataF
 def event_frame(
     response: dict[str, Any], request: dict[str, Any] | None = None, *, timezone: str = "UTC"
 ) -> pd.DataFrame:
-    return event_table(response, request, timezone=timezone).to_pandas(
-        types_mapper=pd.ArrowDtype
-    )
+    return event_table(response, request, timezone=timezone).to_pandas(types_mapper=pd.ArrowDtype)

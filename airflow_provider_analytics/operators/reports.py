@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from airflow_provider_analytics.operators.intervals import interval_dates
 from airflow_provider_analytics.operators.output import AnalyticsOutputOperator, iceberg_table_uri
-from airflow_provider_analytics.operators.paths import output_path
+from airflow_provider_analytics.operators.paths import table_paths
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -24,14 +24,15 @@ class _AnalysisReportOperator(AnalyticsOutputOperator):
     """Run one analysis over the data interval and write its report tables.
 
     Each grain is a table of its own (``docs/report_tables.md``): the main table
-    (``<report>.parquet``) and its siblings (``<report>_totals.parquet``, ...).
+    (``funnel``, ``events``) and the others (``funnel_totals``, ``events_totals``, ...).
 
     :param request: the analysis request body (templated); ``fromDate``/``toDate`` default to
         the run's data interval. Validated before anything is sent.
-    :param destination: the main table's object URI, or a prefix ending in ``/`` that gets
-        ``dt=<first day of the data interval>/<report>.parquet`` (templated); the other tables
-        are its siblings. Each is written atomically; a rerun replaces them. Its untemplated
-        prefix is declared as the task's Asset unless ``outlets`` are given.
+    :param destination: a prefix ending in ``/`` under which each table gets
+        ``<table>/dt=<first day of the data interval>/<table>.parquet``, or the main table's
+        object URI, the others being its siblings (templated). Each object is written
+        atomically; a rerun replaces them. The untemplated prefix is declared as the task's
+        Asset unless ``outlets`` are given.
     :param iceberg_table: instead of ``destination``, the main Iceberg table
         ``namespace.table`` (the others get the same suffixes); each run replaces its day's
         ``dt`` partition (the first day of the data interval) in every table.
@@ -99,7 +100,13 @@ class _AnalysisReportOperator(AnalyticsOutputOperator):
             result.uri,
             result.headline,
         )
-        self.publish_output(context, output_uri, rows=result.rows, report=self.report_name)
+        self.publish_output(
+            context,
+            output_uri,
+            rows=result.rows,
+            report=self.report_name,
+            tables={name: table["uri"] for name, table in result.tables.items()},
+        )
         return result.as_dict()
 
     def _writer(self, day: str) -> tuple[TableWriter, str]:
@@ -114,8 +121,9 @@ class _AnalysisReportOperator(AnalyticsOutputOperator):
             return tables, iceberg_table_uri(catalog_name, self.iceberg_table)
         from airflow_provider_analytics.storage import ParquetTables
 
-        path = output_path(self.destination, {"dt": day}, f"{self.report_name}.parquet")
-        return ParquetTables(path, self.report_name, compression=self.compression), str(path)
+        names = [grain.name for grain in self.kind.grains]
+        paths = table_paths(self.destination, names, {"dt": day})
+        return ParquetTables(paths, compression=self.compression), str(paths[names[0]])
 
     def lineage_input_name(self) -> str:
         return f"{self.report_name}_analysis"

@@ -77,7 +77,11 @@ def test_windows_become_one_query_each_and_one_table_per_grain(
         mock.post(
             f"{BASE}/uba/api/funnels/analyze", json=lambda req, ctx: funnel_response(req.json())
         )
-        result = run_report(FUNNEL, client, request, ParquetTables(target, "funnel"), window_days=4)
+        paths = {
+            name: target.parent / f"{name}.parquet"
+            for name in ("funnel", "funnel_totals", "funnel_by_value", "funnel_by_value_totals")
+        }
+        result = run_report(FUNNEL, client, request, ParquetTables(paths), window_days=4)
         sent = [(r.json()["fromDate"], r.json()["toDate"]) for r in mock.request_history]
     assert sent == date_windows("2024-01-01", "2024-01-10", 4)
     folder = tmp_path / "funnel/dt=2024-01-10"
@@ -132,7 +136,8 @@ def test_event_headline_sums_totals_per_measure(client: AnalyticsClient, tmp_pat
     target = ObjectStoragePath(f"file://{tmp_path}/events.parquet")
     with rm.Mocker() as mock:
         mock.post(f"{BASE}/uba/api/events/analyze", json=response)
-        result = run_report(EVENTS, client, request, ParquetTables(target, "events"))
+        paths = {name: target.parent / f"{name}.parquet" for name in ("events", "events_totals")}
+        result = run_report(EVENTS, client, request, ParquetTables(paths))
     totals = [(m["expression"], m["aggregator"], m["total"]) for m in result.headline["measures"]]
     assert totals == [
         ("event.purchase", "TOTAL_COUNT", 7),
@@ -184,7 +189,10 @@ def test_operator_fills_the_interval_and_validates_before_sending(tmp_path, monk
         summary = good.execute({**context, "outlet_events": _Events()})  # type: ignore[arg-type]
         body = mock.request_history[0].json()
     assert (body["fromDate"], body["toDate"]) == ("2024-01-15", "2024-01-15")
-    assert summary["uri"] == f"file://{tmp_path}/dt=2024-01-15/funnel.parquet"
+    assert summary["uri"] == f"file://{tmp_path}/funnel/dt=2024-01-15/funnel.parquet"
+    assert summary["tables"]["funnel_totals"]["uri"] == (
+        f"file://{tmp_path}/funnel_totals/dt=2024-01-15/funnel_totals.parquet"
+    )
 
 
 def test_partition_is_the_first_day_the_run_covers(tmp_path, monkeypatch) -> None:
@@ -220,4 +228,4 @@ def test_partition_is_the_first_day_the_run_covers(tmp_path, monkeypatch) -> Non
         summary = report.execute(context)  # type: ignore[arg-type]
         body = mock.request_history[0].json()
     assert (body["fromDate"], body["toDate"]) == ("2024-01-14", "2024-01-14")
-    assert summary["uri"] == f"file://{tmp_path}/dt=2024-01-14/funnel.parquet"
+    assert summary["uri"] == f"file://{tmp_path}/funnel/dt=2024-01-14/funnel.parquet"
