@@ -133,7 +133,8 @@ class AnalyticsOutputOperator(AnalyticsBaseOperator):
             scheme, _, rest = without_conn_id(self.written_uri).partition("://")
             if scheme == "iceberg":
                 catalog, _, table = rest.partition("/")
-                outputs.append(Dataset(namespace=f"iceberg://{catalog}", name=table))
+                name = table.replace("/", ".")
+                outputs.append(Dataset(namespace=f"iceberg://{catalog}", name=name))
             elif scheme == "file":
                 outputs.append(Dataset(namespace="file", name=rest))
             else:

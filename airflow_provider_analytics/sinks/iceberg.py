@@ -31,6 +31,7 @@ from pyiceberg.exceptions import (
     NoSuchTableError,
     TableAlreadyExistsError,
     ValidationError,
+    ValidationException,
 )
 from pyiceberg.io.pyarrow import _check_pyarrow_schema_compatible, _dataframe_to_data_files
 from pyiceberg.transforms import IdentityTransform
@@ -267,7 +268,10 @@ class IcebergDayWriter:
                     overwrite.append_data_file(data_file)
             try:
                 committed = transaction.commit_transaction()
-            except CommitFailedException as error:
+            except (CommitFailedException, ValidationException) as error:
+                # pyiceberg retries a lost race itself, but its conflict check refuses files
+                # added to any partition; both errors guarantee nothing landed, and the next
+                # attempt plans the day's files again against the table as it is now
                 if attempt == self.attempts:
                     raise
                 log.info(

@@ -39,7 +39,10 @@ TABLES = {
         name: f"checkout_funnel/{name}/dt={{day}}/{name}.parquet"
         for name in ("funnel", "funnel_totals", "funnel_by_value", "funnel_by_value_totals")
     },
-    **{name: f"daily_events/{name}/dt={{day}}/{name}.parquet" for name in ("events", "events_totals")},
+    **{
+        name: f"daily_events/{name}/dt={{day}}/{name}.parquet"
+        for name in ("events", "events_totals")
+    },
 }
 UNSPLIT_FUNNEL_TABLES = ("funnel_by_value", "funnel_by_value_totals")
 """The example funnel is not split: these tables are written, and empty."""

@@ -19,9 +19,9 @@ from airflow_provider_analytics.tabular.labels import (
     steps_express_matches,
 )
 from airflow_provider_analytics.tabular.schemas import (
-    table_from_columns,
     json_numbers,
     plan_by_columns,
+    table_from_columns,
 )
 
 
