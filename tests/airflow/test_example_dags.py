@@ -33,6 +33,7 @@ EXAMPLE_DAG_IDS = {
     "analytics_account_activation",
     "analytics_tracking_plan",
     "analytics_cohort_exports",
+    "analytics_iceberg",
 }
 CHECKOUT_STEPS = ["$startup", "search", "add_to_cart", "purchase"]
 
@@ -428,3 +429,38 @@ def test_cohort_exports_map_over_cohorts_and_announce_each_file(
     assert sorted((index, json.loads(extra)["rows"]) for index, extra in announced) == [
         (index, export["rows"]) for index, export in enumerate(exports)
     ]
+
+
+@RUNS_A_DAG
+def test_iceberg_example_writes_its_day_to_every_table(
+    dag_runner: DagRunner, run_env: dict[str, str], tmp_path: Path
+) -> None:
+    from airflow_provider_analytics.sinks.iceberg import catalog_properties, open_catalog
+
+    extra = {"uri": f"sqlite:///{tmp_path}/catalog.db", "warehouse": f"file://{tmp_path}/wh"}
+    connection = json.dumps({"conn_type": "iceberg", "extra": extra})
+    env = run_env | {"AIRFLOW_CONN_ANALYTICS_ICEBERG": connection}
+    run = succeeded(
+        dag_runner.run(
+            "analytics_iceberg", RUN_DATE, dag_files=dag_files("analytics_iceberg"), env=env
+        )
+    )
+    lake = open_catalog("analytics_iceberg", catalog_properties(extra=extra))
+    names = sorted(".".join(identifier) for identifier in lake.list_tables("analytics"))
+    assert names == [
+        "analytics.checkout_funnel",
+        "analytics.checkout_funnel_by_value",
+        "analytics.checkout_funnel_by_value_totals",
+        "analytics.checkout_funnel_totals",
+        "analytics.cohort_users",
+        "analytics.daily_events",
+        "analytics.daily_events_totals",
+    ]
+    for name in names:
+        table = lake.load_table(name)
+        assert [s.summary["analytics.dt"] for s in table.snapshots()] == [RUN_DATE], name
+        rows = table.scan().to_arrow()
+        assert {day.isoformat() for day in rows.column("dt").to_pylist()} == {RUN_DATE}, name
+    users = lake.load_table("analytics.cohort_users").scan().to_arrow()
+    assert users.num_rows == run.task_xcom("cohort_users")["rows"] == 1000
+    assert run.task_xcom("checkout_funnel")["uri"] == "analytics.checkout_funnel"
