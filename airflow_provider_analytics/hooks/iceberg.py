@@ -20,7 +20,8 @@ class IcebergCatalogHook(BaseHook):
     ``{"uri": "postgresql+psycopg2://iceberg@db:5432/catalog", "warehouse": "s3://..."}``
     with the database password in the password field, or a REST catalog (host, port,
     schema ``https``; the password is its bearer token). ``catalog_name`` in the extra names
-    the catalog in assets and lineage (default: the connection id).
+    the catalog for pyiceberg (default: the connection id); a SQL catalog keeps its tables
+    under that name.
 
     :param iceberg_conn_id: the connection's id.
     """
@@ -40,7 +41,7 @@ class IcebergCatalogHook(BaseHook):
 
     @property
     def catalog_name(self) -> str:
-        """The catalog's name in assets and lineage."""
+        """The catalog's name for pyiceberg (a SQL catalog's tables are kept under it)."""
         return str((self.connection.extra_dejson or {}).get("catalog_name") or self.iceberg_conn_id)
 
     def get_conn(self) -> Catalog:

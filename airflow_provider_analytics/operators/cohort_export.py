@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk import ObjectStoragePath
 
 from airflow_provider_analytics.jobs.cohort_export import ExportSettings, export_cohort_to_parquet
-from airflow_provider_analytics.operators.output import AnalyticsOutputOperator, iceberg_table_uri
+from airflow_provider_analytics.operators.output import AnalyticsOutputOperator
 from airflow_provider_analytics.operators.paths import output_path
 
 if TYPE_CHECKING:
@@ -107,7 +107,7 @@ class CohortExportToParquetOperator(AnalyticsOutputOperator):
         from airflow_provider_analytics.sinks.iceberg import replace_day_from_parquet
 
         assert self.iceberg_table is not None
-        catalog, catalog_name = self.iceberg_catalog()
+        catalog, uri = self.iceberg_catalog()
         with tempfile.TemporaryDirectory(prefix="cohort-export-") as directory:
             local = ObjectStoragePath((Path(directory) / "users.parquet").as_uri())
             result = export_cohort_to_parquet(
@@ -123,7 +123,6 @@ class CohortExportToParquetOperator(AnalyticsOutputOperator):
             committed = replace_day_from_parquet(
                 catalog, self.iceberg_table, dt.date.fromisoformat(context["ds"]), local.path
             )
-        uri = iceberg_table_uri(catalog_name, self.iceberg_table)
         self.publish_output(context, uri, rows=result.rows, cohort_code=self.cohort_code)
         return {**result.as_dict(), "uri": uri, "iceberg": committed}
 

@@ -102,11 +102,12 @@ class AnalyticsOutputOperator(AnalyticsBaseOperator):
         self.written_uri: str | None = None
 
     def iceberg_catalog(self) -> tuple[Any, str]:
-        """The pyiceberg catalog of ``iceberg_conn_id`` and its name (for the table's URI)."""
+        """The pyiceberg catalog of ``iceberg_conn_id``, and the table's URI (which names the
+        catalog by the connection id, as the Asset declared at parse time does)."""
         from airflow_provider_analytics.hooks.iceberg import IcebergCatalogHook
 
-        hook = IcebergCatalogHook(iceberg_conn_id=self.iceberg_conn_id)
-        return hook.get_conn(), hook.catalog_name
+        catalog = IcebergCatalogHook(iceberg_conn_id=self.iceberg_conn_id).get_conn()
+        return catalog, iceberg_table_uri(self.iceberg_conn_id, str(self.iceberg_table))
 
     def publish_output(
         self, context: Context, path: ObjectStoragePath | str, **details: Any

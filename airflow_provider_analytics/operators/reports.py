@@ -9,7 +9,7 @@ import datetime as dt
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from airflow_provider_analytics.operators.intervals import interval_dates
-from airflow_provider_analytics.operators.output import AnalyticsOutputOperator, iceberg_table_uri
+from airflow_provider_analytics.operators.output import AnalyticsOutputOperator
 from airflow_provider_analytics.operators.paths import table_paths
 
 if TYPE_CHECKING:
@@ -114,11 +114,11 @@ class _AnalysisReportOperator(AnalyticsOutputOperator):
         if self.iceberg_table:
             from airflow_provider_analytics.sinks.iceberg import IcebergTables
 
-            catalog, catalog_name = self.iceberg_catalog()
+            catalog, uri = self.iceberg_catalog()
             tables = IcebergTables(
                 catalog, self.iceberg_table, self.report_name, dt.date.fromisoformat(day)
             )
-            return tables, iceberg_table_uri(catalog_name, self.iceberg_table)
+            return tables, uri
         from airflow_provider_analytics.storage import ParquetTables
 
         names = [grain.name for grain in self.kind.grains]

@@ -28,6 +28,7 @@ from airflow_provider_analytics.sinks.iceberg import (
     open_catalog,
 )
 from tests import iceberg_rest_server
+from tests.postgres_cluster import postgres_cluster, server_programs
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -87,20 +88,35 @@ def use_platform(monkeypatch: pytest.MonkeyPatch, server: EmulatorServer) -> Non
     monkeypatch.setenv("AIRFLOW_CONN_ANALYTICS_DEFAULT", json.dumps(connection))
 
 
-@pytest.fixture(params=["sql", "rest"])
+@pytest.fixture(scope="module")
+def postgres_uri() -> Iterator[str]:
+    """A database on a PostgreSQL cluster of its own, where PostgreSQL is installed."""
+    programs = server_programs()
+    if programs is None:
+        pytest.skip("PostgreSQL's server programs (initdb, pg_ctl) are not installed")
+    with postgres_cluster(programs) as uri:
+        yield uri
+
+
+@pytest.fixture(params=["sql", "rest", "postgresql"])
 def lake(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch) -> Iterator[Catalog]:
-    """The ``iceberg_default`` connection (SQL catalog on SQLite, or a REST catalog) and the
-    same catalog opened for reading back."""
-    if request.param == "sql":
+    """The ``iceberg_default`` connection (SQL catalog on SQLite or PostgreSQL, or a REST
+    catalog) and the same catalog opened for reading back."""
+    if request.param in ("sql", "postgresql"):
         extra = {
             "type": "sql",
             "uri": f"sqlite:///{tmp_path}/catalog.db",
             "warehouse": f"file://{tmp_path}/warehouse",
         }
+        if request.param == "postgresql":
+            # one database for the module: each test gets a catalog name of its own
+            extra["uri"] = request.getfixturevalue("postgres_uri")
+            extra["catalog_name"] = f"lake_{tmp_path.name.replace('-', '_')}"
         monkeypatch.setenv(
             "AIRFLOW_CONN_ICEBERG_DEFAULT", json.dumps({"conn_type": "iceberg", "extra": extra})
         )
-        yield open_catalog("iceberg_default", catalog_properties(extra=extra))
+        name = extra.get("catalog_name", "iceberg_default")
+        yield open_catalog(name, catalog_properties(extra=extra))
         return
     for server in iceberg_rest_server.serve(str(tmp_path), token=REST_TOKEN):
         host, port = server.server_address[:2]
