@@ -9,7 +9,11 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import ObjectStoragePath
 
-from airflow_provider_analytics.jobs.cohort_export import ExportSettings, export_cohort_to_parquet
+from airflow_provider_analytics.jobs.cohort_export import (
+    ExportResult,
+    ExportSettings,
+    export_cohort_to_parquet,
+)
 from airflow_provider_analytics.operators.output import AnalyticsOutputOperator
 from airflow_provider_analytics.operators.paths import output_path
 
@@ -88,7 +92,13 @@ class CohortExportToParquetOperator(AnalyticsOutputOperator):
             {"cohort": self.cohort_code, "dt": context["ds"]},
             "users.parquet",
         )
-        result = export_cohort_to_parquet(
+        result = self._export(path)
+        self.publish_output(context, path, rows=result.rows, cohort_code=self.cohort_code)
+        return result.as_dict()
+
+    def _export(self, path: ObjectStoragePath) -> ExportResult:
+        """Run the export job into the Parquet object ``path``."""
+        return export_cohort_to_parquet(
             self.hook.get_conn(),
             self.cohort_code,
             path,
@@ -98,8 +108,6 @@ class CohortExportToParquetOperator(AnalyticsOutputOperator):
             schema_overrides=self.schema_overrides,
             settings=self.settings,
         )
-        self.publish_output(context, path, rows=result.rows, cohort_code=self.cohort_code)
-        return result.as_dict()
 
     def _export_to_iceberg(self, context: Context) -> dict[str, Any]:
         """Export to a local Parquet file (verified, as usual), then replace the day's
@@ -110,16 +118,7 @@ class CohortExportToParquetOperator(AnalyticsOutputOperator):
         catalog, uri = self.iceberg_catalog()
         with tempfile.TemporaryDirectory(prefix="cohort-export-") as directory:
             local = ObjectStoragePath((Path(directory) / "users.parquet").as_uri())
-            result = export_cohort_to_parquet(
-                self.hook.get_conn(),
-                self.cohort_code,
-                local,
-                properties=list(self.properties) if self.properties is not None else None,
-                limit=int(self.limit) if self.limit is not None else None,
-                timezone=self.timezone or self.hook.project_timezone,
-                schema_overrides=self.schema_overrides,
-                settings=self.settings,
-            )
+            result = self._export(local)
             committed = replace_day_from_parquet(
                 catalog, self.iceberg_table, dt.date.fromisoformat(context["ds"]), local.path
             )
