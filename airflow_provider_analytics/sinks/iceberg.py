@@ -11,6 +11,12 @@ data files already written are reused, not rewritten.
 Before anything is written, the table gains the columns the data has and it lacks (existing
 data files are not rewritten; old rows read the new column as null), and a column whose
 type cannot be evolved to the data's type fails naming the column.
+
+pyiceberg's public ``overwrite`` commits a delete snapshot and an append snapshot and rewrites
+nothing it cannot drop whole; to make a day one snapshot whose files are written once, the
+data files are written with pyiceberg's own writer (``_dataframe_to_data_files``) and
+committed through its public snapshot API. That writer is internal, hence the extra's pin to
+one pyiceberg minor version.
 """
 
 from __future__ import annotations
