@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 from airflow_provider_analytics.client.rules import fail
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Iterator, Mapping
 
 log = logging.getLogger(__name__)
 
@@ -100,3 +100,21 @@ def write_table_atomically(
     with atomic_destination(destination) as temporary, temporary.open("wb") as sink:
         pq.write_table(table, sink, compression=compression)
         return int(sink.tell())
+
+
+class ParquetTables:
+    """Named tables, each written as one Parquet object and replaced atomically.
+
+    :param paths: the object each table name is written to.
+    :param compression: Parquet codec, checked here, before any work is done.
+    """
+
+    def __init__(self, paths: Mapping[str, StoragePath], *, compression: str = "zstd") -> None:
+        self.paths = dict(paths)
+        self.compression = parquet_compression(compression)
+
+    def write_table(self, name: str, table: pa.Table) -> dict[str, Any]:
+        """Write (replace) one table; return its URI, row count and size."""
+        path = self.paths[name]
+        written = write_table_atomically(table, path, compression=self.compression)
+        return {"uri": str(path), "rows": table.num_rows, "bytes_written": written}

@@ -1,7 +1,7 @@
-"""How fast funnel and event responses flatten into DataFrames.
+"""How fast funnel and event responses become their report tables (Arrow, one per grain).
 
-Builds large responses in memory (no server, no JSON decoding), times ``event_frame`` and
-``funnel_frame`` with ``time.perf_counter`` and prints the best of a few runs. The event
+Builds large responses in memory (no server, no JSON decoding), times ``event_tables`` and
+``funnel_tables`` with ``time.perf_counter`` and prints the best of a few runs. The event
 case, 10,000 split values x 3 measures x 31 days, should take well under half a second.
 
 Run: ``.venv/bin/python benchmarks/flatten_reports.py [--runs N]``
@@ -16,12 +16,12 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_analytics.tabular.frames import event_frame, funnel_frame
+from airflow_provider_analytics.tabular.frames import event_tables, funnel_tables
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    import pandas as pd
+    import pyarrow as pa
 
 EVENT_SPLITS = 10_000
 EVENT_DAYS = 31
@@ -117,7 +117,7 @@ def funnel_response(splits: int, days: int, steps: int, seed: int = 11) -> dict[
 
 @dataclass(frozen=True)
 class Timing:
-    """Best wall-clock and CPU seconds over several runs, and the last run's row count."""
+    """Best wall-clock and CPU seconds over several runs, and the last run's rows (all tables)."""
 
     wall: float
     cpu: float
@@ -130,7 +130,7 @@ class Timing:
         )
 
 
-def best_of(runs: int, call: Callable[[], pd.DataFrame]) -> Timing:
+def best_of(runs: int, call: Callable[[], dict[str, pa.Table]]) -> Timing:
     """Time ``runs`` (at least one) calls with ``time.perf_counter`` and ``time.process_time``.
 
     CPU time is shown beside wall time because on a shared machine the wall clock also
@@ -139,7 +139,7 @@ def best_of(runs: int, call: Callable[[], pd.DataFrame]) -> Timing:
     walls, cpus, rows = [], [], 0
     for _ in range(max(runs, 1)):
         wall, cpu = time.perf_counter(), time.process_time()
-        rows = len(call())
+        rows = sum(table.num_rows for table in call().values())
         walls.append(time.perf_counter() - wall)
         cpus.append(time.process_time() - cpu)
     return Timing(min(walls), min(cpus), rows)
@@ -151,19 +151,19 @@ def main() -> None:
     args = parser.parse_args()
 
     request, response = event_response(EVENT_SPLITS, EVENT_DAYS)
-    timing = best_of(args.runs, lambda: event_frame(response, request))
+    timing = best_of(args.runs, lambda: event_tables(response, request))
     verdict = "within" if timing.wall < EVENT_TARGET_SECONDS else "OVER"
     print(
-        f"event_frame  {EVENT_SPLITS:,} splits x 3 measures x {EVENT_DAYS} days, with request: "
+        f"event_tables  {EVENT_SPLITS:,} splits x 3 measures x {EVENT_DAYS} days, with request: "
         f"{timing.describe(args.runs)}; {verdict} the {EVENT_TARGET_SECONDS} s target"
     )
-    timing = best_of(args.runs, lambda: event_frame(response))
-    print(f"event_frame  same response, no request: {timing.describe(args.runs)}")
+    timing = best_of(args.runs, lambda: event_tables(response))
+    print(f"event_tables  same response, no request: {timing.describe(args.runs)}")
 
     funnel = funnel_response(FUNNEL_SPLITS, FUNNEL_DAYS, FUNNEL_STEPS)
-    timing = best_of(args.runs, lambda: funnel_frame(funnel))
+    timing = best_of(args.runs, lambda: funnel_tables(funnel))
     print(
-        f"funnel_frame {FUNNEL_SPLITS:,} splits x {FUNNEL_DAYS + 1} date columns x "
+        f"funnel_tables {FUNNEL_SPLITS:,} splits x {FUNNEL_DAYS + 1} date columns x "
         f"{FUNNEL_STEPS} steps: {timing.describe(args.runs)}"
     )
 

@@ -80,8 +80,7 @@ def print_files(root: Path) -> list[Path]:
 
 def print_funnel(path: Path) -> None:
     """The funnel's steps over the whole day: users and the two rates the platform leaves out."""
-    table = pq.read_table(path)
-    overall = table.filter(pc.and_(table["is_overall"], table["is_all_dates"]))
+    overall = pq.read_table(path)
     print(f"\nCheckout funnel ({path.name}, all users, whole range):")
     print(f"  {'step':<14}{'users':>8}{'vs previous':>14}{'vs first':>11}{'median to next':>16}")
     for row in overall.sort_by("step_number").to_pylist():
@@ -96,11 +95,12 @@ def print_funnel(path: Path) -> None:
 def print_event_totals(path: Path) -> None:
     """Each measure's total for the range, one column per measure, one row per split value."""
     table = pq.read_table(path)
-    totals = table.filter(table["is_total"]).to_pandas()
+    totals = table.to_pandas()
     split = [name for name in table.column_names if name.startswith("by_")]
     expression = totals["measure_expression"].str.removeprefix("event.")
     totals["measure"] = expression + " " + totals["measure_aggregator"]
-    pivot = totals.pivot_table(index=split, columns="measure", values="value", aggfunc="sum")
+    totals["number"] = totals["count"].fillna(totals["value"])
+    pivot = totals.pivot_table(index=split, columns="measure", values="number", aggfunc="sum")
     pivot.loc["(all)"] = pivot.sum()
     print(f"\nEvent totals ({path.name}; user counts added up over the split values):")
     print(pivot.to_string(float_format=_number))
@@ -148,12 +148,12 @@ def main() -> int:
         print(f"  {task_id}: {state}")
     files = print_files(output)
     by_name = {path.name: path for path in files}
-    missing = {"funnel.parquet", "events.parquet", "users.parquet"} - set(by_name)
+    missing = {"funnel_totals.parquet", "events_totals.parquet", "users.parquet"} - set(by_name)
     if missing:
         print(f"missing output: {sorted(missing)}")
         return 1
-    print_funnel(by_name["funnel.parquet"])
-    print_event_totals(by_name["events.parquet"])
+    print_funnel(by_name["funnel_totals.parquet"])
+    print_event_totals(by_name["events_totals.parquet"])
     print_users(by_name["users.parquet"])
     return 0
 

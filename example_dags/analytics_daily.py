@@ -5,8 +5,8 @@ Each run covers the day of its logical date and writes Hive-style partitions und
 ANALYTICS_OUTPUT_ROOT (see analytics_outputs.py)::
 
     cohort_users/cohort=cohort_small/dt=2024-01-15/users.parquet
-    checkout_funnel/dt=2024-01-15/funnel.parquet
-    daily_events/dt=2024-01-15/events.parquet
+    checkout_funnel/funnel/dt=2024-01-15/funnel.parquet
+    daily_events/events/dt=2024-01-15/events.parquet
 
 A rerun or a backfill of a day replaces that day's files and touches no other day.
 """

@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 import pendulum
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from airflow.sdk import ObjectStoragePath, dag, task
 from analytics_outputs import CHECKOUT_FUNNEL
@@ -32,13 +31,13 @@ def analytics_funnel_digest() -> None:
     def funnel_digest(*, inlet_events: Any) -> dict[str, Any]:
         """Users and completion rate of each step over the partition's whole date range."""
         newest = inlet_events[FUNNEL_TABLE][-1]
-        with ObjectStoragePath(newest.extra["uri"]).open("rb") as source:
-            table = pq.read_table(source)
-        overall = table.filter(pc.and_(table["is_overall"], table["is_all_dates"]))
+        totals_uri = newest.extra["tables"]["funnel_totals"]
+        with ObjectStoragePath(totals_uri).open("rb") as source:
+            overall = pq.read_table(source)
         steps = overall.sort_by("step_number").select(
             ["step_event", "converted_users", "completion_rate"]
         )
-        return {"uri": newest.extra["uri"], "steps": steps.to_pylist()}
+        return {"uri": totals_uri, "steps": steps.to_pylist()}
 
     funnel_digest()
 

@@ -1,10 +1,11 @@
-"""Funnel and event reports: query, flatten to a tidy table, write one Parquet object.
+"""Funnel and event reports: query, flatten, cut into one table per grain, write each.
 
 The work behind ``FunnelReportOperator`` and ``EventReportOperator``, usable without Airflow.
 A long date range can be split into windows of ``window_days`` so a year of history becomes a
 series of modest queries; the windows' tables are concatenated, each row carrying the window it
 came from (``query_from_date``, ``query_to_date``), because a funnel's ``$ALL`` column and an
-event analysis' totals are per query.
+event analysis' totals are per query. Everything stays in Arrow; the tables go to a
+:class:`TableWriter` (Parquet objects, or Iceberg tables).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import time
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -22,22 +23,19 @@ from airflow_provider_analytics.client.validation import (
     validate_event_request,
     validate_funnel_request,
 )
-from airflow_provider_analytics.storage import (
-    StoragePath,
-    parquet_compression,
-    write_table_atomically,
-)
+from airflow_provider_analytics.jobs.cohort_export import check_timezone
 from airflow_provider_analytics.tabular.frames import (
+    EVENT_GRAINS,
+    FUNNEL_GRAINS,
     FUNNEL_SCHEMA,
-    event_frame,
     event_schema,
-    funnel_frame,
+    event_table,
+    funnel_table,
 )
+from airflow_provider_analytics.tabular.grains import Grain, cut_grains
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
-
-    import pandas as pd
+    from collections.abc import Callable, Mapping, Sequence
 
 WINDOW_FIELDS = (pa.field("query_from_date", pa.date32()), pa.field("query_to_date", pa.date32()))
 
@@ -68,16 +66,12 @@ def _sum_where(table: pa.Table, mask: pa.ChunkedArray | pa.Array, column: str) -
     return float(total or 0)
 
 
-def funnel_headline(table: pa.Table) -> dict[str, Any]:
-    """Overall conversion (last step over first step) of the unsplit ``$ALL`` rows."""
-    overall = pc.and_(table.column("is_overall"), table.column("is_all_dates"))
-    steps = pc.max(table.column("step_number")).as_py() or 0
-    first = _sum_where(
-        table, pc.and_(overall, pc.equal(table.column("step_number"), 1)), "converted_users"
-    )
-    last = _sum_where(
-        table, pc.and_(overall, pc.equal(table.column("step_number"), steps)), "converted_users"
-    )
+def funnel_headline(tables: Mapping[str, pa.Table]) -> dict[str, Any]:
+    """Overall conversion (last step over first step) of the whole range, all users together."""
+    totals = tables["funnel_totals"]
+    steps = pc.max(totals.column("step_number")).as_py() or 0
+    first = _sum_where(totals, pc.equal(totals.column("step_number"), 1), "converted_users")
+    last = _sum_where(totals, pc.equal(totals.column("step_number"), steps), "converted_users")
     return {
         "steps": steps,
         "first_step_users": int(first),
@@ -86,21 +80,19 @@ def funnel_headline(table: pa.Table) -> dict[str, Any]:
     }
 
 
-def event_headline(table: pa.Table) -> dict[str, Any]:
+def event_headline(tables: Mapping[str, pa.Table]) -> dict[str, Any]:
     """Per measure: the sum of the range totals over split values and windows."""
-    totals = table.filter(table.column("is_total"))
+    totals = tables["events_totals"]
     measures = []
-    for index in sorted(set(table.column("measure_index").to_pylist())):
+    for index in sorted(set(totals.column("measure_index").to_pylist())):
         rows = totals.filter(pc.equal(totals.column("measure_index"), index))
-        labels = rows.column("measure_label").to_pylist() or [None]
-        expressions = rows.column("measure_expression").to_pylist() or [None]
-        aggregators = rows.column("measure_aggregator").to_pylist() or [None]
+        counted = rows.column("count").null_count < rows.num_rows
         measures.append(
             {
-                "measure": labels[0],
-                "expression": expressions[0],
-                "aggregator": aggregators[0],
-                "total": pc.sum(rows.column("value")).as_py(),
+                "measure": rows.column("measure_label")[0].as_py(),
+                "expression": rows.column("measure_expression")[0].as_py(),
+                "aggregator": rows.column("measure_aggregator")[0].as_py(),
+                "total": pc.sum(rows.column("count" if counted else "value")).as_py(),
             }
         )
     return {"measures": measures}
@@ -113,11 +105,13 @@ class ReportKind:
     name: str
     validate: Callable[[Mapping[str, Any]], dict[str, Any]]
     analyze: Callable[[AnalyticsClient, dict[str, Any]], dict[str, Any]]
-    flatten: Callable[[dict[str, Any], dict[str, Any]], pd.DataFrame]
+    flatten: Callable[[dict[str, Any], dict[str, Any], str], pa.Table]
     schema: Callable[[dict[str, Any]], pa.Schema]
-    headline: Callable[[pa.Table], dict[str, Any]]
+    grains: Sequence[Grain]
+    headline: Callable[[Mapping[str, pa.Table]], dict[str, Any]]
 
-    def table_schema(self, request: dict[str, Any]) -> pa.Schema:
+    def flattened_schema(self, request: dict[str, Any]) -> pa.Schema:
+        """The flattened table's columns for this request, with the query window's."""
         schema = self.schema(request)
         for window_field in WINDOW_FIELDS:
             schema = schema.append(window_field)
@@ -128,23 +122,39 @@ FUNNEL = ReportKind(
     name="funnel",
     validate=validate_funnel_request,
     analyze=AnalyticsClient.analyze_funnel,
-    flatten=lambda response, request: funnel_frame(response),
+    flatten=lambda response, request, timezone: funnel_table(response, timezone=timezone),
     schema=lambda request: FUNNEL_SCHEMA,
+    grains=FUNNEL_GRAINS,
     headline=funnel_headline,
 )
 EVENTS = ReportKind(
     name="events",
     validate=validate_event_request,
     analyze=AnalyticsClient.analyze_events,
-    flatten=event_frame,
+    flatten=lambda response, request, timezone: event_table(response, request, timezone=timezone),
     schema=lambda request: event_schema(request),
+    grains=EVENT_GRAINS,
     headline=event_headline,
 )
 
 
+class TableWriter(Protocol):
+    """Where the report tables go: each named table replaced as a whole.
+
+    :meth:`write_table` returns a small JSON-able description of what was written (at least
+    ``uri`` and ``rows``).
+    """
+
+    def write_table(self, name: str, table: pa.Table) -> dict[str, Any]: ...
+
+
 @dataclass
 class ReportResult:
-    """What a report wrote; small and JSON-able (the operator's XCom)."""
+    """What a report wrote; small and JSON-able (the operator's XCom).
+
+    ``uri`` and ``rows`` are the main table's (the first grain); ``tables`` describes every
+    table written, by name.
+    """
 
     uri: str
     report: str
@@ -152,72 +162,81 @@ class ReportResult:
     windows: int
     from_date: str
     to_date: str
-    bytes_written: int
     seconds: float
     headline: dict[str, Any]
+    tables: dict[str, dict[str, Any]]
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def build_report_table(
+def build_report_tables(
     kind: ReportKind,
     client: AnalyticsClient,
     request: Mapping[str, Any],
     *,
     window_days: int | None = None,
-) -> tuple[pa.Table, int]:
-    """Validate, query window by window, flatten; returns the table and the window count.
+    timezone: str = "UTC",
+) -> tuple[dict[str, pa.Table], int]:
+    """Validate, query window by window, flatten, cut into grains.
+
+    Returns the report tables by name and the window count.
 
     :param kind: :data:`FUNNEL` or :data:`EVENTS`.
     :param client: the API client.
     :param request: the analysis request body (spec 4.16 / 4.17) with fromDate and toDate.
     :param window_days: split the date range into windows of this many days.
+    :param timezone: the project's time zone, in which the platform writes date-times.
     """
     body = kind.validate(request)
-    schema = kind.table_schema(body)
+    check_timezone(timezone)
+    schema = kind.flattened_schema(body)
     windows = date_windows(body["fromDate"], body["toDate"], window_days)
     tables = []
     for from_date, to_date in windows:
         response = kind.analyze(client, {**body, "fromDate": from_date, "toDate": to_date})
-        table = pa.Table.from_pandas(kind.flatten(response, body), preserve_index=False)
+        table = kind.flatten(response, body, timezone)
         for window_field, day in zip(WINDOW_FIELDS, (from_date, to_date), strict=True):
             value = pa.scalar(dt.date.fromisoformat(day), pa.date32())
             table = table.append_column(window_field, pa.repeat(value, table.num_rows))
         tables.append(table.cast(schema))
-    return pa.concat_tables(tables) if tables else schema.empty_table(), len(windows)
+    flattened = pa.concat_tables(tables) if tables else schema.empty_table()
+    return cut_grains(flattened, kind.grains), len(windows)
 
 
 def run_report(
     kind: ReportKind,
     client: AnalyticsClient,
     request: Mapping[str, Any],
-    destination: StoragePath,
+    writer: TableWriter,
     *,
     window_days: int | None = None,
-    compression: str = "zstd",
+    timezone: str = "UTC",
 ) -> ReportResult:
-    """Build the report table and write it atomically to ``destination`` (replacing it).
+    """Build the report tables and hand each to ``writer`` (which replaces it).
 
     :param kind: :data:`FUNNEL` or :data:`EVENTS`.
     :param client: the API client.
     :param request: the analysis request body with fromDate and toDate.
-    :param destination: the Parquet object to (re)place.
+    :param writer: where the tables go (:class:`~airflow_provider_analytics.storage.ParquetTables`
+        or :class:`~airflow_provider_analytics.sinks.iceberg.IcebergTables`).
     :param window_days: split the date range into windows of this many days.
-    :param compression: Parquet codec.
+    :param timezone: the project's time zone, in which the platform writes date-times.
     """
-    parquet_compression(compression)
     started = time.monotonic()
-    table, windows = build_report_table(kind, client, request, window_days=window_days)
-    bytes_written = write_table_atomically(table, destination, compression=compression)
+    tables, windows = build_report_tables(
+        kind, client, request, window_days=window_days, timezone=timezone
+    )
+    written = {name: writer.write_table(name, table) for name, table in tables.items()}
+    main = written[kind.grains[0].name]
     return ReportResult(
-        uri=str(destination),
+        uri=str(main["uri"]),
         report=kind.name,
-        rows=table.num_rows,
+        rows=int(main["rows"]),
         windows=windows,
         from_date=str(request["fromDate"]),
         to_date=str(request["toDate"]),
-        bytes_written=bytes_written,
         seconds=round(time.monotonic() - started, 3),
-        headline=kind.headline(table),
+        headline=kind.headline(tables),
+        tables=written,
     )

@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import tempfile
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_analytics.jobs.cohort_export import ExportSettings, export_cohort_to_parquet
+from airflow.sdk import ObjectStoragePath
+
+from airflow_provider_analytics.jobs.cohort_export import (
+    ExportResult,
+    ExportSettings,
+    export_cohort_to_parquet,
+)
 from airflow_provider_analytics.operators.output import AnalyticsOutputOperator
 from airflow_provider_analytics.operators.paths import output_path
 
@@ -26,6 +35,9 @@ class CohortExportToParquetOperator(AnalyticsOutputOperator):
     :param cohort_code: the cohort to export (templated).
     :param destination: object URI (``file:///...``, ``s3://conn_id@bucket/...``), or a prefix
         ending in ``/`` that gets ``cohort=<code>/dt=<ds>/users.parquet`` (templated).
+    :param iceberg_table: instead of ``destination``, the Iceberg table ``namespace.table``
+        whose ``dt`` partition for ``ds`` is replaced in one commit (templated).
+    :param iceberg_conn_id: the connection describing the Iceberg catalog.
     :param properties: user property ids and ``tag.<code>`` keys in column order (templated);
         default: the visible properties of the tracking plan.
     :param limit: export at most this many users (templated).
@@ -42,6 +54,7 @@ class CohortExportToParquetOperator(AnalyticsOutputOperator):
         "analytics_conn_id",
         "cohort_code",
         "destination",
+        "iceberg_table",
         "properties",
         "limit",
         "timezone",
@@ -52,7 +65,7 @@ class CohortExportToParquetOperator(AnalyticsOutputOperator):
         self,
         *,
         cohort_code: str,
-        destination: str,
+        destination: str | None = None,
         properties: Sequence[str] | None = None,
         limit: int | None = None,
         timezone: str | None = None,
@@ -73,12 +86,20 @@ class CohortExportToParquetOperator(AnalyticsOutputOperator):
         )
 
     def execute(self, context: Context) -> dict[str, Any]:
+        if self.iceberg_table:
+            return self._export_to_iceberg(context)
         path = output_path(
             self.destination,
             {"cohort": self.cohort_code, "dt": context["ds"]},
             "users.parquet",
         )
-        result = export_cohort_to_parquet(
+        result = self._export(path)
+        self.publish_output(context, path, rows=result.rows, cohort_code=self.cohort_code)
+        return result.as_dict()
+
+    def _export(self, path: ObjectStoragePath) -> ExportResult:
+        """Run the export job into the Parquet object ``path``."""
+        return export_cohort_to_parquet(
             self.hook.get_conn(),
             self.cohort_code,
             path,
@@ -88,8 +109,22 @@ class CohortExportToParquetOperator(AnalyticsOutputOperator):
             schema_overrides=self.schema_overrides,
             settings=self.settings,
         )
-        self.publish_output(context, path, rows=result.rows, cohort_code=self.cohort_code)
-        return result.as_dict()
+
+    def _export_to_iceberg(self, context: Context) -> dict[str, Any]:
+        """Export to a local Parquet file (verified, as usual), then replace the day's
+        partition of ``iceberg_table`` with it in one commit."""
+        from airflow_provider_analytics.sinks.iceberg import replace_day_from_parquet
+
+        assert self.iceberg_table is not None
+        catalog, uri = self.iceberg_catalog()
+        with tempfile.TemporaryDirectory(prefix="cohort-export-") as directory:
+            local = ObjectStoragePath((Path(directory) / "users.parquet").as_uri())
+            result = self._export(local)
+            committed = replace_day_from_parquet(
+                catalog, self.iceberg_table, dt.date.fromisoformat(context["ds"]), local.path
+            )
+        self.publish_output(context, uri, rows=result.rows, cohort_code=self.cohort_code)
+        return {**result.as_dict(), "uri": uri, "iceberg": committed}
 
     def lineage_input_name(self) -> str:
         return f"cohort/{self.cohort_code}"

@@ -1,12 +1,13 @@
-"""What operators that write to object storage share: the destination, its Airflow Asset and
-its lineage.
+"""What operators that write to object storage or Iceberg share: the destination, its Airflow
+Asset and its lineage.
 
 Each such operator declares, unless given ``outlets``, one Asset for its destination: the part
 of the URI before anything templated (``.../cohort_users/`` for
 ``.../cohort_users/cohort=vip/dt={{ ds }}/users.parquet``), so a downstream DAG can be scheduled
 on it. At run time the asset event carries the rendered object's URI and row count, and, where
 the OpenLineage provider is installed, the task reports the platform as input and the object
-as output.
+as output. With ``iceberg_table`` instead of ``destination``, the asset and the lineage output
+are the table (``iceberg://<catalog>/<namespace>/<table>``).
 """
 
 from __future__ import annotations
@@ -46,24 +47,73 @@ def destination_asset(destination: str) -> Asset | None:
     return Asset(uri=uri, name=uri)
 
 
+def iceberg_asset(iceberg_conn_id: str, iceberg_table: str) -> Asset | None:
+    """The Asset standing for an Iceberg table (none while the name is templated).
+
+    :param iceberg_conn_id: the catalog's connection id, which names the catalog.
+    :param iceberg_table: ``namespace.table``.
+    """
+    if "{{" in iceberg_table or "{{" in iceberg_conn_id:
+        return None
+    uri = iceberg_table_uri(iceberg_conn_id, iceberg_table)
+    return Asset(uri=uri, name=uri)
+
+
+def iceberg_table_uri(catalog_name: str, identifier: str) -> str:
+    """``iceberg://<catalog>/<namespace>/<table>``: how assets and lineage name a table."""
+    namespace, _, table = identifier.rpartition(".")
+    return f"iceberg://{catalog_name}/{namespace.replace('.', '/')}/{table}"
+
+
 class AnalyticsOutputOperator(AnalyticsBaseOperator):
-    """Base of operators that write one object per run to object storage.
+    """Base of operators that write one object, or one Iceberg table's day, per run.
 
     :param destination: object URI or a prefix ending in ``/`` (templated by the subclass).
+    :param iceberg_table: instead of ``destination``: the Iceberg table ``namespace.table``
+        whose ``dt`` partition for the run's day is replaced (needs the ``[iceberg]`` extra).
+    :param iceberg_conn_id: the connection describing the Iceberg catalog.
     """
 
     lineage_source = "analytics"
     """What the input dataset is called in lineage; subclasses name their source."""
 
-    def __init__(self, *, destination: str, **kwargs: Any) -> None:
-        if "outlets" not in kwargs and (asset := destination_asset(destination)) is not None:
-            kwargs["outlets"] = [asset]
+    def __init__(
+        self,
+        *,
+        destination: str | None = None,
+        iceberg_table: str | None = None,
+        iceberg_conn_id: str = "iceberg_default",
+        **kwargs: Any,
+    ) -> None:
+        if (destination is None) == (iceberg_table is None):
+            raise ValueError("give exactly one of destination and iceberg_table")
+        if "outlets" not in kwargs:
+            asset = (
+                destination_asset(destination)
+                if destination is not None
+                else iceberg_asset(iceberg_conn_id, str(iceberg_table))
+            )
+            if asset is not None:
+                kwargs["outlets"] = [asset]
         super().__init__(**kwargs)
-        self.destination = destination
+        self.destination = destination or ""
+        self.iceberg_table = iceberg_table
+        self.iceberg_conn_id = iceberg_conn_id
         self.written_uri: str | None = None
 
-    def publish_output(self, context: Context, path: ObjectStoragePath, **details: Any) -> None:
-        """Record what was written on this task's asset events (and for lineage)."""
+    def iceberg_catalog(self) -> tuple[Any, str]:
+        """The pyiceberg catalog of ``iceberg_conn_id``, and the table's URI (which names the
+        catalog by the connection id, as the Asset declared at parse time does)."""
+        from airflow_provider_analytics.hooks.iceberg import IcebergCatalogHook
+
+        catalog = IcebergCatalogHook(iceberg_conn_id=self.iceberg_conn_id).get_conn()
+        return catalog, iceberg_table_uri(self.iceberg_conn_id, str(self.iceberg_table))
+
+    def publish_output(
+        self, context: Context, path: ObjectStoragePath | str, **details: Any
+    ) -> None:
+        """Record what was written (an object, or a table's URI) on the asset events and for
+        lineage."""
         self.written_uri = str(path)
         for outlet in self.outlets:
             if isinstance(outlet, Asset):
@@ -82,7 +132,11 @@ class AnalyticsOutputOperator(AnalyticsBaseOperator):
         outputs = []
         if self.written_uri:
             scheme, _, rest = without_conn_id(self.written_uri).partition("://")
-            if scheme == "file":
+            if scheme == "iceberg":
+                catalog, _, table = rest.partition("/")
+                name = table.replace("/", ".")
+                outputs.append(Dataset(namespace=f"iceberg://{catalog}", name=name))
+            elif scheme == "file":
                 outputs.append(Dataset(namespace="file", name=rest))
             else:
                 bucket, _, key = rest.partition("/")

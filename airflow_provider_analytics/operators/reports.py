@@ -1,72 +1,129 @@
-"""FunnelReportOperator and EventReportOperator: analyses as tidy Parquet tables."""
+"""FunnelReportOperator and EventReportOperator: analyses as report tables, one grain each.
+
+The jobs (and with them pyarrow) are imported when a task runs, not when a DAG file is parsed.
+"""
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from airflow_provider_analytics.jobs.reports import EVENTS, FUNNEL, ReportKind, run_report
 from airflow_provider_analytics.operators.intervals import interval_dates
-from airflow_provider_analytics.operators.output import AnalyticsOutputOperator
-from airflow_provider_analytics.operators.paths import output_path
+from airflow_provider_analytics.operators.output import AnalyticsOutputOperator, iceberg_table_uri
+from airflow_provider_analytics.operators.paths import table_paths
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
     from airflow.sdk import Context
 
+    from airflow_provider_analytics.jobs.reports import ReportKind, TableWriter
+
 
 class _AnalysisReportOperator(AnalyticsOutputOperator):
-    """Run one analysis over the data interval and write its tidy table as Parquet.
+    """Run one analysis over the data interval and write its report tables.
+
+    Each grain is a table of its own (``docs/report_tables.md``): the main table
+    (``funnel``, ``events``) and the others (``funnel_totals``, ``events_totals``, ...).
 
     The public subclasses document the parameters (each names its own analysis).
     """
 
-    kind: ClassVar[ReportKind]
-    template_fields: Sequence[str] = ("analytics_conn_id", "request", "destination")
+    report_name: ClassVar[str]
+    template_fields: Sequence[str] = (
+        "analytics_conn_id",
+        "request",
+        "destination",
+        "iceberg_table",
+        "timezone",
+    )
     template_fields_renderers: ClassVar[dict[str, str]] = {"request": "json"}
 
     def __init__(
         self,
         *,
         request: Mapping[str, Any],
-        destination: str,
+        destination: str | None = None,
         window_days: int | None = None,
         compression: str = "zstd",
+        timezone: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(destination=destination, **kwargs)
         self.request = request
         self.window_days = window_days
         self.compression = compression
+        self.timezone = timezone
+
+    @property
+    def kind(self) -> ReportKind:
+        from airflow_provider_analytics.jobs.reports import EVENTS, FUNNEL
+
+        return FUNNEL if self.report_name == FUNNEL.name else EVENTS
 
     def execute(self, context: Context) -> dict[str, Any]:
+        from airflow_provider_analytics.jobs.reports import run_report
+
         body = dict(self.request)
         from_date, to_date = interval_dates(context)
         body.setdefault("fromDate", from_date)
         body.setdefault("toDate", to_date)
         # the partition is the first day the run covers (under a data-interval timetable a
         # manual run for D covers D-1, so ``ds`` would name the wrong day)
-        path = output_path(self.destination, {"dt": from_date}, f"{self.kind.name}.parquet")
+        writer, output_uri = self._writer(from_date)
         result = run_report(
             self.kind,
             self.hook.get_conn(),
             body,
-            path,
+            writer,
             window_days=self.window_days,
-            compression=self.compression,
+            timezone=self.timezone or self.hook.project_timezone,
         )
         self.log.info(
-            "%s report: %d rows to %s; %s", self.kind.name, result.rows, path, result.headline
+            "%s report: %d rows to %s; %s",
+            self.report_name,
+            result.rows,
+            result.uri,
+            result.headline,
         )
-        self.publish_output(context, path, rows=result.rows, report=self.kind.name)
-        return result.as_dict()
+        summary = result.as_dict()
+        if self.iceberg_table:
+            # the sink names tables namespace.table; assets and XComs name them by URI
+            summary["uri"] = output_uri
+            for table in summary["tables"].values():
+                table["uri"] = iceberg_table_uri(self.iceberg_conn_id, table["uri"])
+        self.publish_output(
+            context,
+            output_uri,
+            rows=result.rows,
+            report=self.report_name,
+            tables={name: table["uri"] for name, table in summary["tables"].items()},
+        )
+        return summary
+
+    def _writer(self, day: str) -> tuple[TableWriter, str]:
+        """Where the tables go, and the URI that names the main one."""
+        if self.iceberg_table:
+            from airflow_provider_analytics.sinks.iceberg import IcebergTables
+
+            catalog, uri = self.iceberg_catalog()
+            tables = IcebergTables(
+                catalog, self.iceberg_table, self.report_name, dt.date.fromisoformat(day)
+            )
+            return tables, uri
+        from airflow_provider_analytics.storage import ParquetTables
+
+        names = [grain.name for grain in self.kind.grains]
+        paths = table_paths(self.destination, names, {"dt": day})
+        return ParquetTables(paths, compression=self.compression), str(paths[names[0]])
 
     def lineage_input_name(self) -> str:
-        return f"{self.kind.name}_analysis"
+        return f"{self.report_name}_analysis"
 
 
 class FunnelReportOperator(_AnalysisReportOperator):
-    """Funnel analysis (spec 4.16) as one row per split value, date and step.
+    """Funnel analysis (spec 4.16) as four tables: all users and split values, per day and
+    over the whole range, one row per step in each.
 
     Columns include converted users, conversion rate (vs the previous step), completion rate
     (vs the first step) and median seconds to the next step; the documentation's report tables
@@ -75,38 +132,52 @@ class FunnelReportOperator(_AnalysisReportOperator):
     :param request: the funnel request body (``steps``, ``crowds``, ``convertTime``, ...;
         templated). ``fromDate``/``toDate`` default to the run's data interval. Validated
         before anything is sent.
-    :param destination: object URI, or a prefix ending in ``/`` that gets
-        ``dt=<first day of the data interval>/funnel.parquet`` (templated). Written atomically;
-        a rerun replaces it. Its untemplated prefix is declared as the task's Asset unless
-        ``outlets`` are given.
+    :param destination: a prefix ending in ``/`` under which each table gets
+        ``<table>/dt=<first day of the data interval>/<table>.parquet``, or the ``funnel``
+        table's object URI, the other tables being its siblings (templated). Each object is
+        written atomically; a rerun replaces them. The untemplated prefix is declared as the
+        task's Asset unless ``outlets`` are given.
+    :param iceberg_table: instead of ``destination``, the ``funnel`` Iceberg table
+        ``namespace.table`` (the other tables get the same suffixes); each run replaces its
+        day's ``dt`` partition (the first day of the data interval) in every table.
+    :param iceberg_conn_id: the connection describing the Iceberg catalog.
     :param window_days: split long ranges into windows of this many days (backfills); each
         row carries its window as ``query_from_date``/``query_to_date``.
     :param compression: Parquet codec, zstd by default.
+    :param timezone: the project's time zone, in which the platform writes date-times;
+        default: the connection's ``timezone`` extra, else UTC.
     :param analytics_conn_id: id of the ``analytics`` connection (templated).
     """
 
-    kind = FUNNEL
+    report_name = "funnel"
     ui_color = "#e8f1d4"
 
 
 class EventReportOperator(_AnalysisReportOperator):
-    """Event analysis (spec 4.17) as one row per split values, measure and period.
+    """Event analysis (spec 4.17) as two tables: one row per split values, measure and period,
+    and the platform's totals over the whole range.
 
-    Each row's range total is kept as rows flagged ``is_total``. The XCom carries the total
-    of each measure.
+    The XCom carries the total of each measure.
 
     :param request: the event analysis request body (``measures``, ``crowds``, ``unit``,
         ``byFields``, ...; templated). ``fromDate``/``toDate`` default to the run's data
         interval. Validated before anything is sent.
-    :param destination: object URI, or a prefix ending in ``/`` that gets
-        ``dt=<first day of the data interval>/events.parquet`` (templated). Written atomically;
-        a rerun replaces it. Its untemplated prefix is declared as the task's Asset unless
-        ``outlets`` are given.
+    :param destination: a prefix ending in ``/`` under which each table gets
+        ``<table>/dt=<first day of the data interval>/<table>.parquet``, or the ``events``
+        table's object URI, the other tables being its siblings (templated). Each object is
+        written atomically; a rerun replaces them. The untemplated prefix is declared as the
+        task's Asset unless ``outlets`` are given.
+    :param iceberg_table: instead of ``destination``, the ``events`` Iceberg table
+        ``namespace.table`` (the other tables get the same suffixes); each run replaces its
+        day's ``dt`` partition (the first day of the data interval) in every table.
+    :param iceberg_conn_id: the connection describing the Iceberg catalog.
     :param window_days: split long ranges into windows of this many days (backfills); each
         row carries its window as ``query_from_date``/``query_to_date``.
     :param compression: Parquet codec, zstd by default.
+    :param timezone: the project's time zone, in which the platform writes date-times;
+        default: the connection's ``timezone`` extra, else UTC.
     :param analytics_conn_id: id of the ``analytics`` connection (templated).
     """
 
-    kind = EVENTS
+    report_name = "events"
     ui_color = "#f4e6d0"

@@ -1,23 +1,23 @@
-"""An event analysis response (spec 4.17) as a long, tidy DataFrame.
+"""An event analysis response (spec 4.17) as one long Arrow table.
 
 One output row per (split values, measure, period), in that order; after each measure's
 periods comes one more row flagged ``is_total`` holding the row's ``sum`` entry for that
-measure (period null). Split fields become ``by_*`` columns, with numeric bounds for
-bucketed fields.
+measure (period null); :mod:`.grains` puts the two kinds of row in separate report tables.
+Split fields become ``by_*`` columns, with numeric bounds for bucketed fields. A measure
+that counts (users, events, distinct values) has its numbers in the int64 ``count``
+column, any other measure in the float ``value`` column.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 
 from airflow_provider_analytics.tabular.labels import (
     is_bucket_label,
     label_text,
-    optional_report_datetime,
     parse_bucket_label,
     parse_report_datetime,
     split_measure_label,
@@ -26,12 +26,13 @@ from airflow_provider_analytics.tabular.schemas import (
     TIMESTAMP,
     ByColumn,
     event_schema_for,
-    frame_from_columns,
     gathered,
     json_numbers,
     json_object,
+    local_times_as_utc,
     plan_by_columns,
-    repeated,
+    report_updated_at,
+    table_from_columns,
     with_nulls,
 )
 
@@ -40,10 +41,16 @@ if TYPE_CHECKING:
 
 _Labels = list[str | None]
 
+COUNTING_AGGREGATORS: Final = frozenset({"TRIGGER_USER_COUNT", "TOTAL_COUNT", "REMOVE_DUMPLICATE"})
+"""Aggregators whose numbers are counts (users, events, distinct values): the ``count`` column."""
 
-def event_frame(
-    response: Mapping[str, Any], request: Mapping[str, Any] | None = None
-) -> pd.DataFrame:
+
+def event_table(
+    response: Mapping[str, Any],
+    request: Mapping[str, Any] | None = None,
+    *,
+    timezone: str = "UTC",
+) -> pa.Table:
     """Flatten an event analysis response into one row per (split values, measure, period).
 
     Each (split row, measure) also gets one ``is_total`` row holding the response's
@@ -56,16 +63,22 @@ def event_frame(
     :param response: the decoded JSON body of ``POST /uba/api/events/analyze``.
     :param request: the body that was posted; it makes measure columns exact and the
         schema independent of the data (see :func:`event_schema`).
+    :param timezone: the project's time zone, in which ``series`` and ``reportUpdateTime``
+        are written.
     :raises ValueError: when lengths disagree (values vs measures vs series, byValue vs
         byFields, request vs response), naming the row and the lengths; when a value is
-        not a number; when a series label is not a date in an accepted format; or when a
+        not a number, or a counting measure's value not a whole number; when a series label
+        is not a date in an accepted format; or when a
         bucketed field has a split value that is not a bucket label.
     """
     rows = _rows(response)
     measure_labels, measure_expressions, measure_aggregators = _measures(response, request)
     series = [label_text(period) for period in response.get("series") or []]
     by_columns, by_labels = _split_columns(response, request, rows)
-    values, null = _gather_values(rows, len(measure_labels), len(series))
+    counting = np.array(
+        [aggregator in COUNTING_AGGREGATORS for aggregator in measure_aggregators], dtype=bool
+    )
+    values, null = _gather_values(rows, counting, len(series))
 
     n_rows, n_measures, n_block = len(rows), len(measure_labels), len(series) + 1
     size = n_rows * n_measures * n_block
@@ -76,6 +89,7 @@ def event_frame(
         parse_report_datetime(period, what=f"event series[{position}]")
         for position, period in enumerate(series)
     ]
+    is_count = counting[measure_at]
 
     columns: dict[str, pa.Array | pa.ChunkedArray] = {}
     for column, labels in zip(by_columns, by_labels, strict=True):
@@ -87,26 +101,27 @@ def event_frame(
             "measure_expression": gathered(measure_expressions, pa.string(), measure_at),
             "measure_aggregator": gathered(measure_aggregators, pa.string(), measure_at),
             "period": gathered([*series, None], pa.string(), period_at),
-            "period_start": gathered([*starts, None], TIMESTAMP, period_at),
+            "period_start": gathered(
+                local_times_as_utc([*starts, None], timezone), TIMESTAMP, period_at
+            ),
             "date": gathered([*(start.date() for start in starts), None], pa.date32(), period_at),
             "is_total": pa.array(period_at == len(series)),
-            "value": with_nulls(values, null, pa.float64()),
-            "report_updated_at": repeated(
-                optional_report_datetime(
-                    response.get("reportUpdateTime"), what="event reportUpdateTime"
-                ),
-                TIMESTAMP,
-                size,
+            "count": with_nulls(
+                np.where(null | ~is_count, 0, values).astype(np.int64),
+                null | ~is_count,
+                pa.int64(),
             ),
+            "value": with_nulls(values, null | is_count, pa.float64()),
+            "report_updated_at": report_updated_at(response, timezone, size, what="event"),
         }
     )
-    return frame_from_columns(event_schema_for(by_columns), columns)
+    return table_from_columns(event_schema_for(by_columns), columns)
 
 
 def event_schema(
     request: Mapping[str, Any] | None = None, response: Mapping[str, Any] | None = None
 ) -> pa.Schema:
-    """The Arrow schema :func:`event_frame` produces for this request (or response).
+    """The Arrow schema :func:`event_table` produces for this request (or response).
 
     With a request, the split columns follow from its ``byFields`` alone (a field with
     non-empty ``buckets`` gets bound columns), so the schema is known before the query
@@ -225,9 +240,13 @@ def _by_column_arrays(
     arrays = {column.name: gathered(labels, pa.string(), row_at)}
     if not column.bucketed:
         return arrays
-    codes, distinct = pd.factorize(np.array(labels, dtype=object))
+    positions: dict[str, int] = {}
+    codes = np.array(
+        [-1 if label is None else positions.setdefault(label, len(positions)) for label in labels],
+        dtype=np.int64,
+    )
     bounds = []
-    for label in distinct:
+    for label in positions:
         parsed = parse_bucket_label(label)
         if parsed is None:
             raise ValueError(
@@ -247,9 +266,15 @@ def _by_column_arrays(
 
 
 def _gather_values(
-    rows: Sequence[Mapping[str, Any]], n_measures: int, n_series: int
+    rows: Sequence[Mapping[str, Any]], counting: np.ndarray, n_series: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Every row's per-period values and totals, in output order, with their null mask."""
+    """Every row's per-period values and totals, in output order, with their null mask.
+
+    :param rows: the response's rows.
+    :param counting: per measure, whether its numbers are counts (must be whole).
+    :param n_series: the number of ``series`` entries.
+    """
+    n_measures = len(counting)
     per_period: list[Any] = []
     totals: list[Any] = []
     for position, row in enumerate(rows):
@@ -296,4 +321,16 @@ def _gather_values(
     null = np.concatenate(
         [period_null.reshape(*shape, n_series), total_null.reshape(*shape, 1)], axis=2
     )
+    fractional = counting[None, :, None] & ~null & (values != np.round(values))
+    if fractional.any():
+        at_row, at_measure, at_block = (int(axis[0]) for axis in np.nonzero(fractional))
+        place = (
+            total_at(at_row * n_measures + at_measure)
+            if at_block == n_series
+            else period_at((at_row * n_measures + at_measure) * n_series + at_block)
+        )
+        raise ValueError(
+            f"{place} is {float(values[at_row, at_measure, at_block])!r}, not a whole number, "
+            f"although measure {at_measure} counts"
+        )
     return values.ravel(), null.ravel()

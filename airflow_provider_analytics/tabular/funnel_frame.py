@@ -1,8 +1,10 @@
-"""A funnel analysis response (spec 4.16) as a long, tidy DataFrame.
+"""A funnel analysis response (spec 4.16) as one long Arrow table.
 
-One output row per (split value, date column, step), in that order. The response holds
-only user counts; the rates are derived here: conversion against the previous step,
-completion against the first step, both null where the denominator is 0.
+One output row per (split value, date column, step), in that order, with flags telling the
+overall row from split values and the ``$ALL`` column from days; :mod:`.grains` cuts it
+into the report tables, one grain each. The response holds only user counts; the rates
+are derived here: conversion against the previous step, completion against the first step,
+both null where the denominator is 0.
 """
 
 from __future__ import annotations
@@ -18,25 +20,22 @@ from airflow_provider_analytics.tabular.labels import (
     OVERALL_BY_VALUE,
     event_id_of,
     label_text,
-    optional_report_datetime,
     parse_funnel_date,
     steps_express_matches,
 )
 from airflow_provider_analytics.tabular.schemas import (
     FUNNEL_SCHEMA,
-    TIMESTAMP,
-    frame_from_columns,
     gathered,
     json_numbers,
     json_object,
     repeated,
+    report_updated_at,
+    table_from_columns,
     with_nulls,
 )
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
-
-    import pandas as pd
 
 
 @dataclass(frozen=True)
@@ -49,16 +48,17 @@ class _FunnelCells:
     median_null: np.ndarray
 
 
-def funnel_frame(response: Mapping[str, Any]) -> pd.DataFrame:
+def funnel_table(response: Mapping[str, Any], *, timezone: str = "UTC") -> pa.Table:
     """Flatten a funnel analysis response into one row per (split value, date, step).
 
     Columns and types are :data:`~airflow_provider_analytics.tabular.schemas.FUNNEL_SCHEMA`
-    (documented in ``docs/report_tables.md``); a response without rows gives an empty frame
+    (documented in ``docs/report_tables.md``); a response without rows gives an empty table
     with the same columns. Medians are paired with steps by position (entry ``k`` of
     ``medianConvertedTime`` is step ``k+1`` to ``k+2``); a ``stepsExpress`` that names a
     different pair is an error, since the pairing would then be wrong.
 
     :param response: the decoded JSON body of ``POST /uba/api/funnels/analyze``.
+    :param timezone: the project's time zone, in which ``reportUpdateTime`` is written.
     :raises ValueError: when the response's lengths disagree (steps, dates, medians,
         split values), a count is missing or not a whole number, or a date label is not
         in an accepted format; the message names the row and the lengths.
@@ -110,15 +110,9 @@ def funnel_frame(response: Mapping[str, Any]) -> pd.DataFrame:
         "median_seconds_to_next": with_nulls(
             in_output_order(cells.median), in_output_order(cells.median_null), pa.int64()
         ),
-        "report_updated_at": repeated(
-            optional_report_datetime(
-                response.get("reportUpdateTime"), what="funnel reportUpdateTime"
-            ),
-            TIMESTAMP,
-            size,
-        ),
+        "report_updated_at": report_updated_at(response, timezone, size, what="funnel"),
     }
-    return frame_from_columns(FUNNEL_SCHEMA, columns)
+    return table_from_columns(FUNNEL_SCHEMA, columns)
 
 
 def _step_expressions(response: Mapping[str, Any], rows: Sequence[Any]) -> list[str]:

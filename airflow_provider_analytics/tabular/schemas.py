@@ -1,9 +1,9 @@
-"""Column specs of the report tables, and the helpers that make Arrow columns fit them.
+"""Column specs of the flattened analyses, and the helpers that make Arrow columns fit them.
 
 The Arrow schemas below are the single source of truth for column names and types: the
-frame builders assemble Arrow arrays, check them against the schema and hand pandas an
-Arrow-backed frame (``pd.ArrowDtype``). ``pyarrow.Table.from_pandas(df,
-preserve_index=False)`` therefore gives back exactly these types, for empty results too.
+builders assemble Arrow arrays and check them against the schema, so a table has exactly
+these types, for empty results too. Everything stays in Arrow; :mod:`.grains` cuts the
+flattened table into the report tables, one grain each.
 """
 
 from __future__ import annotations
@@ -12,16 +12,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from airflow_provider_analytics.tabular.labels import column_slug
+from airflow_provider_analytics.tabular.labels import column_slug, optional_report_datetime
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
 
-TIMESTAMP: Final = pa.timestamp("us")
-"""Wall-clock time as the platform writes it (project local time, no zone), microseconds."""
+TIMESTAMP: Final = pa.timestamp("us", tz="UTC")
+"""An instant, microseconds, UTC: the platform's wall-clock times read in the project's zone."""
 
 FUNNEL_SCHEMA: Final = pa.schema(
     [
@@ -40,7 +40,7 @@ FUNNEL_SCHEMA: Final = pa.schema(
         ("report_updated_at", TIMESTAMP),
     ]
 )
-"""Columns of :func:`~airflow_provider_analytics.tabular.frames.funnel_frame`."""
+"""Columns of :func:`~airflow_provider_analytics.tabular.funnel_frame.funnel_table`."""
 
 EVENT_SCHEMA: Final = pa.schema(
     [
@@ -52,6 +52,7 @@ EVENT_SCHEMA: Final = pa.schema(
         ("period_start", TIMESTAMP),
         ("date", pa.date32()),
         ("is_total", pa.bool_()),
+        ("count", pa.int64()),
         ("value", pa.float64()),
         ("report_updated_at", TIMESTAMP),
     ]
@@ -124,10 +125,10 @@ def event_schema_for(by_columns: Sequence[ByColumn]) -> pa.Schema:
     return pa.schema([*by_fields, *EVENT_SCHEMA])
 
 
-def frame_from_columns(
+def table_from_columns(
     schema: pa.Schema, columns: Mapping[str, pa.Array | pa.ChunkedArray]
-) -> pd.DataFrame:
-    """Assemble Arrow columns into an Arrow-backed DataFrame with exactly ``schema``.
+) -> pa.Table:
+    """Assemble Arrow columns into a table with exactly ``schema``.
 
     :param schema: the table's columns, in order.
     :param columns: one Arrow array per schema field, all of the same length.
@@ -138,22 +139,36 @@ def frame_from_columns(
     for field, array in zip(schema, arrays, strict=True):
         if not array.type.equals(field.type):
             raise TypeError(f"column {field.name} is {array.type}, the schema says {field.type}")
-    table = pa.Table.from_arrays(arrays, schema=schema)
-    return table.to_pandas(types_mapper=pd.ArrowDtype)
+    return pa.Table.from_arrays(arrays, schema=schema)
 
 
 def gathered(
-    values: Sequence[object] | np.ndarray, arrow_type: pa.DataType, at: np.ndarray
+    values: Sequence[object] | np.ndarray | pa.Array, arrow_type: pa.DataType, at: np.ndarray
 ) -> pa.ChunkedArray:
     """``values[at]`` as an Arrow array: the per-label values broadcast to the output rows.
 
-    :param values: one value per distinct label (``None`` for null).
+    :param values: one value per distinct label (``None`` for null), or an Arrow array of them.
     :param arrow_type: the column's type.
     :param at: for each output row, the position of its label in ``values``.
     """
-    labels = pa.chunked_array([pa.array(values, type=arrow_type)])
+    array = values if isinstance(values, pa.Array) else pa.array(values, type=arrow_type)
     # Chunked take: for many distinct strings it runs several times faster than Array.take.
-    return labels.take(pa.array(at, type=pa.int64()))
+    return pa.chunked_array([array], type=arrow_type).take(pa.array(at, type=pa.int64()))
+
+
+def local_times_as_utc(values: Sequence[object], timezone: str) -> pa.Array:
+    """Naive wall-clock datetimes, read in ``timezone``, as UTC instants (:data:`TIMESTAMP`).
+
+    A wall-clock time that occurs twice (the hour repeated when summer time ends) is read as
+    the earlier instant, and one that does not exist (the hour skipped) as the instant of the
+    transition, so a report never fails over a clock change.
+
+    :param values: ``datetime`` values without a zone, or ``None``.
+    :param timezone: the project's time zone, e.g. ``Asia/Shanghai`` or ``UTC``.
+    """
+    naive = pa.array(values, type=pa.timestamp("us"))
+    local = pc.assume_timezone(naive, timezone, ambiguous="earliest", nonexistent="earliest")
+    return local.cast(TIMESTAMP)
 
 
 def with_nulls(values: np.ndarray, null: np.ndarray, arrow_type: pa.DataType) -> pa.Array:
@@ -169,6 +184,22 @@ def with_nulls(values: np.ndarray, null: np.ndarray, arrow_type: pa.DataType) ->
 def repeated(value: object, arrow_type: pa.DataType, length: int) -> pa.Array:
     """A column holding the same value (or null) in every row."""
     return pa.repeat(pa.scalar(value, type=arrow_type), length)
+
+
+def report_updated_at(
+    response: Mapping[str, Any], timezone: str, length: int, *, what: str
+) -> pa.Array:
+    """The response's ``reportUpdateTime`` as a UTC instant, repeated ``length`` times.
+
+    :param response: the analysis response.
+    :param timezone: the project's time zone, in which the platform writes the time.
+    :param length: the table's row count.
+    :param what: ``funnel`` or ``event``, for error messages.
+    """
+    updated = optional_report_datetime(
+        response.get("reportUpdateTime"), what=f"{what} reportUpdateTime"
+    )
+    return pa.repeat(local_times_as_utc([updated], timezone)[0], length)
 
 
 def json_numbers(

@@ -33,6 +33,7 @@ EXAMPLE_DAG_IDS = {
     "analytics_account_activation",
     "analytics_tracking_plan",
     "analytics_cohort_exports",
+    "analytics_iceberg",
 }
 CHECKOUT_STEPS = ["$startup", "search", "add_to_cart", "purchase"]
 
@@ -170,9 +171,13 @@ def test_daily_pipeline_writes_one_partition_per_table(daily_run: DagRunResult, 
         "daily_events",
     }
     assert written_files(out) == [
-        "checkout_funnel/dt=2024-01-15/funnel.parquet",
+        "checkout_funnel/funnel/dt=2024-01-15/funnel.parquet",
+        "checkout_funnel/funnel_by_value/dt=2024-01-15/funnel_by_value.parquet",
+        "checkout_funnel/funnel_by_value_totals/dt=2024-01-15/funnel_by_value_totals.parquet",
+        "checkout_funnel/funnel_totals/dt=2024-01-15/funnel_totals.parquet",
         "cohort_users/cohort=cohort_small/dt=2024-01-15/users.parquet",
-        "daily_events/dt=2024-01-15/events.parquet",
+        "daily_events/events/dt=2024-01-15/events.parquet",
+        "daily_events/events_totals/dt=2024-01-15/events_totals.parquet",
     ]
     export = daily_run.task_xcom("export_cohort_users")
     assert (
@@ -222,11 +227,14 @@ def test_daily_reports_cover_the_run_day_and_match_the_platform(
                 **day,
             }
         )
-    funnel = pq.read_table(out / "checkout_funnel/dt=2024-01-15/funnel.parquet").to_pylist()
+    funnel = pq.read_table(out / "checkout_funnel/funnel/dt=2024-01-15/funnel.parquet").to_pylist()
     assert {(r["query_from_date"].isoformat(), r["query_to_date"].isoformat()) for r in funnel} == {
         (RUN_DATE, RUN_DATE)
     }
-    whole_day = [r for r in funnel if r["is_overall"] and r["is_all_dates"]]
+    assert {r["date"].isoformat() for r in funnel} == {RUN_DATE}
+    whole_day = pq.read_table(
+        out / "checkout_funnel/funnel_totals/dt=2024-01-15/funnel_totals.parquet"
+    ).to_pylist()
     assert [r["step_event"] for r in whole_day] == CHECKOUT_STEPS
     expected_users = [step["convertedUser"][0] for step in funnel_answer["rows"][0]["stepsDetail"]]
     assert [r["converted_users"] for r in whole_day] == expected_users
@@ -236,11 +244,15 @@ def test_daily_reports_cover_the_run_day_and_match_the_platform(
         expected_users[-1] / expected_users[0], abs=1e-6
     )
 
-    events = pq.read_table(out / "daily_events/dt=2024-01-15/events.parquet").to_pylist()
+    events = pq.read_table(out / "daily_events/events/dt=2024-01-15/events.parquet").to_pylist()
+    events_totals = pq.read_table(
+        out / "daily_events/events_totals/dt=2024-01-15/events_totals.parquet"
+    ).to_pylist()
     totals = {
-        (r["by_event_anything_platform"], r["measure_index"]): r["value"]
-        for r in events
-        if r["is_total"]
+        (r["by_event_anything_platform"], r["measure_index"]): (
+            r["value"] if r["count"] is None else r["count"]
+        )
+        for r in events_totals
     }
     expected_totals = {
         (row["byValue"][0], index): value
@@ -248,7 +260,7 @@ def test_daily_reports_cover_the_run_day_and_match_the_platform(
         for index, value in enumerate(row["sum"])
     }
     assert totals == pytest.approx(expected_totals)
-    assert {r["date"].isoformat() for r in events if not r["is_total"]} == {RUN_DATE}
+    assert {r["date"].isoformat() for r in events} == {RUN_DATE}
 
 
 @RUNS_A_DAG
@@ -267,8 +279,8 @@ def test_daily_outputs_are_announced_on_their_assets(
         f"file://{out}/cohort_users": (
             f"file://{out}/cohort_users/cohort=cohort_small/dt=2024-01-15/users.parquet"
         ),
-        f"file://{out}/checkout_funnel": f"file://{out}/checkout_funnel/dt=2024-01-15/funnel.parquet",
-        f"file://{out}/daily_events": f"file://{out}/daily_events/dt=2024-01-15/events.parquet",
+        f"file://{out}/checkout_funnel": f"file://{out}/checkout_funnel/funnel/dt=2024-01-15/funnel.parquet",
+        f"file://{out}/daily_events": f"file://{out}/daily_events/events/dt=2024-01-15/events.parquet",
     }
 
 
@@ -285,11 +297,9 @@ def test_funnel_digest_reads_the_partition_the_pipeline_announced(
             env=run_env,
         )
     ).task_xcom("funnel_digest")
-    funnel_file = out / "checkout_funnel/dt=2024-01-15/funnel.parquet"
+    funnel_file = out / "checkout_funnel/funnel_totals/dt=2024-01-15/funnel_totals.parquet"
     assert digest["uri"] == f"file://{funnel_file}"
-    whole_day = [
-        r for r in pq.read_table(funnel_file).to_pylist() if r["is_overall"] and r["is_all_dates"]
-    ]
+    whole_day = pq.read_table(funnel_file).to_pylist()
     assert digest["steps"] == [
         {
             "step_event": r["step_event"],
@@ -419,3 +429,38 @@ def test_cohort_exports_map_over_cohorts_and_announce_each_file(
     assert sorted((index, json.loads(extra)["rows"]) for index, extra in announced) == [
         (index, export["rows"]) for index, export in enumerate(exports)
     ]
+
+
+@RUNS_A_DAG
+def test_iceberg_example_writes_its_day_to_every_table(
+    dag_runner: DagRunner, run_env: dict[str, str], tmp_path: Path
+) -> None:
+    from airflow_provider_analytics.sinks.iceberg import catalog_properties, open_catalog
+
+    extra = {"uri": f"sqlite:///{tmp_path}/catalog.db", "warehouse": f"file://{tmp_path}/wh"}
+    connection = json.dumps({"conn_type": "iceberg", "extra": extra})
+    env = run_env | {"AIRFLOW_CONN_ANALYTICS_ICEBERG": connection}
+    run = succeeded(
+        dag_runner.run(
+            "analytics_iceberg", RUN_DATE, dag_files=dag_files("analytics_iceberg"), env=env
+        )
+    )
+    lake = open_catalog("analytics_iceberg", catalog_properties(extra=extra))
+    names = sorted(".".join(identifier) for identifier in lake.list_tables("analytics"))
+    assert names == [
+        "analytics.checkout_funnel",
+        "analytics.checkout_funnel_by_value",
+        "analytics.checkout_funnel_by_value_totals",
+        "analytics.checkout_funnel_totals",
+        "analytics.cohort_users",
+        "analytics.daily_events",
+        "analytics.daily_events_totals",
+    ]
+    for name in names:
+        table = lake.load_table(name)
+        assert [s.summary["analytics.dt"] for s in table.snapshots()] == [RUN_DATE], name
+        rows = table.scan().to_arrow()
+        assert {day.isoformat() for day in rows.column("dt").to_pylist()} == {RUN_DATE}, name
+    users = lake.load_table("analytics.cohort_users").scan().to_arrow()
+    assert users.num_rows == run.task_xcom("cohort_users")["rows"] == 1000
+    assert run.task_xcom("checkout_funnel")["uri"] == "analytics.checkout_funnel"

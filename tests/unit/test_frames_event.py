@@ -10,11 +10,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from airflow_provider_analytics.tabular.frames import (
-    EVENT_SCHEMA,
-    event_frame,
-    event_schema,
-)
+from airflow_provider_analytics.tabular.frames import EVENT_SCHEMA, event_schema
+from tests.report_frames import event_frame
 
 
 def documented_request() -> dict:
@@ -81,13 +78,34 @@ def test_worked_example_with_request() -> None:
     assert cells(first, "period") == ["2024-01-01", "2024-01-02", None] * 2
     assert (
         cells(first, "period_start")
-        == [pd.Timestamp("2024-01-01"), pd.Timestamp("2024-01-02"), None] * 2
+        == [pd.Timestamp("2024-01-01", tz="UTC"), pd.Timestamp("2024-01-02", tz="UTC"), None] * 2
     )
     assert cells(first, "date") == [dt.date(2024, 1, 1), dt.date(2024, 1, 2), None] * 2
     assert cells(first, "is_total") == [False, False, True] * 2
-    assert cells(first, "value") == [3.0, 4.0, 6.0, 120.5, None, 120.5]
-    assert cells(frame, "value")[-6:] == [0.0, 1.0, 1.0, None, None, None]
-    assert set(cells(frame, "report_updated_at")) == {pd.Timestamp("2024-01-03 06:00:00")}
+    # distinct users are a count (int64 ``count``), a sum of amounts a ``value``
+    assert cells(first, "count") == [3, 4, 6, None, None, None]
+    assert cells(first, "value") == [None, None, None, 120.5, None, 120.5]
+    assert cells(frame, "count")[-6:] == [0, 1, 1, None, None, None]
+    assert cells(frame, "value")[-6:] == [None, None, None, None, None, None]
+    assert set(cells(frame, "report_updated_at")) == {pd.Timestamp("2024-01-03 06:00:00Z")}
+
+
+def test_times_are_read_in_the_project_time_zone() -> None:
+    frame = event_frame(documented_response(), documented_request(), timezone="Asia/Shanghai")
+    assert cells(frame, "period_start")[:3] == [
+        pd.Timestamp("2023-12-31 16:00:00Z"),
+        pd.Timestamp("2024-01-01 16:00:00Z"),
+        None,
+    ]
+    assert cells(frame, "date")[:2] == [dt.date(2024, 1, 1), dt.date(2024, 1, 2)]
+    assert set(cells(frame, "report_updated_at")) == {pd.Timestamp("2024-01-02 22:00:00Z")}
+
+
+def test_a_counting_measure_with_a_fraction_is_refused() -> None:
+    response = documented_response()
+    response["rows"][0]["values"][0][1] = 2.5
+    with pytest.raises(ValueError, match=r"rows\[0\]\.values\[0\]\[1\] is 2\.5, not a whole"):
+        event_frame(response, documented_request())
 
 
 def test_bucket_bounds_and_unknown_label() -> None:
@@ -162,7 +180,7 @@ def test_period_formats(period, start) -> None:
     frame = event_frame(response)
 
     assert cells(frame, "period") == [period, None]
-    assert cells(frame, "period_start") == [pd.Timestamp(start), None]
+    assert cells(frame, "period_start") == [pd.Timestamp(start, tz="UTC"), None]
     assert cells(frame, "date") == [start.date(), None]
     assert cells(frame, "measure_aggregator") == ["TOTAL_COUNT"] * 2
     assert cells(frame, "report_updated_at") == [None, None]
@@ -247,7 +265,8 @@ def test_missing_sum_gives_null_totals() -> None:
 
     frame = event_frame(response, documented_request())
 
-    assert cells(frame, "value")[:6] == [3.0, 4.0, None, 120.5, None, None]
+    assert cells(frame, "count")[:6] == [3, 4, None, None, None, None]
+    assert cells(frame, "value")[:6] == [None, None, None, 120.5, None, None]
 
 
 def test_empty_result_keeps_the_request_schema() -> None:
@@ -279,6 +298,7 @@ def test_parquet_gets_clean_types(tmp_path) -> None:
     read_back = pq.read_table(tmp_path / "events.parquet")
 
     assert read_back.schema.remove_metadata() == event_schema(documented_request())
-    assert read_back.column("value").null_count == 4
+    assert read_back.column("count").null_count == 4 * 3
+    assert read_back.column("value").null_count == 4 * 3 + 4
     assert read_back.column("period").null_count == 8
     assert read_back.column("by_event_purchase_price_lower").null_count == 2 * 6

@@ -11,7 +11,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from airflow_provider_analytics.tabular.frames import FUNNEL_SCHEMA, funnel_frame
+from airflow_provider_analytics.tabular.frames import FUNNEL_SCHEMA
+from tests.report_frames import funnel_frame
 
 STEPS = ["event.$startup", "event.$pageview", "event.purchase"]
 
@@ -88,7 +89,7 @@ def test_overall_row_worked_example_in_output_order() -> None:
     ]
     assert cells(overall, "is_overall") == [True] * 9
     assert set(cells(frame, "by_field")) == {"user.$city"}
-    assert set(cells(frame, "report_updated_at")) == {pd.Timestamp("2019-06-19 08:30:00")}
+    assert set(cells(frame, "report_updated_at")) == {pd.Timestamp("2019-06-19 08:30:00Z")}
 
 
 def test_zero_denominators_give_null_rates_never_nan_or_inf() -> None:
@@ -285,10 +286,15 @@ def test_parquet_gets_clean_types(tmp_path) -> None:
 
     assert table.schema.remove_metadata() == FUNNEL_SCHEMA
     assert read.field("date").type == pa.date32()
-    assert read.field("report_updated_at").type == pa.timestamp("us")
+    assert read.field("report_updated_at").type == pa.timestamp("us", tz="UTC")
     assert read.field("median_seconds_to_next").type == pa.int64()
     assert read.field("conversion_rate").type == pa.float64()
     assert read.field("by_value").type == pa.string()
     assert read.field("is_overall").type == pa.bool_()
     assert read_back.column("conversion_rate").null_count == 3 + 7
     assert read_back.column("median_seconds_to_next").null_count == 7 + 6
+
+
+def test_report_time_is_read_in_the_project_time_zone() -> None:
+    frame = funnel_frame(documented_response(), timezone="Asia/Shanghai")
+    assert set(cells(frame, "report_updated_at")) == {pd.Timestamp("2019-06-19 00:30:00Z")}

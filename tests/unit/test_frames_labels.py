@@ -19,9 +19,9 @@ from airflow_provider_analytics.tabular.labels import (
     steps_express_matches,
 )
 from airflow_provider_analytics.tabular.schemas import (
-    frame_from_columns,
     json_numbers,
     plan_by_columns,
+    table_from_columns,
 )
 
 
@@ -138,7 +138,7 @@ def test_a_column_of_the_wrong_type_is_refused_not_cast() -> None:
     schema = pa.schema([("converted_users", pa.int64())])
 
     with pytest.raises(TypeError, match="converted_users is double, the schema says int64"):
-        frame_from_columns(schema, {"converted_users": pa.array([1.5])})
+        table_from_columns(schema, {"converted_users": pa.array([1.5])})
 
 
 def test_non_finite_floats_from_lenient_json_become_nulls() -> None:

@@ -17,12 +17,8 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from airflow_provider_analytics.tabular.frames import (
-    FUNNEL_SCHEMA,
-    event_frame,
-    event_schema,
-    funnel_frame,
-)
+from airflow_provider_analytics.tabular.frames import FUNNEL_SCHEMA, event_schema
+from tests.report_frames import event_frame, funnel_frame
 
 FUNNEL_DATE_FORMATS = ("%Y/%m/%d 00:00:00", "%Y-%m-%d", "%Y-%m-%d 00:00:00")
 SERIES_FORMATS = ("%Y-%m-%d", "%Y-%m-%d %H:%M", "%Y-%m-%d %H:%M:%S", "%Y/%m/%d %H:%M:%S")

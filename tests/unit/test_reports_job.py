@@ -17,6 +17,7 @@ from airflow_provider_analytics.client import (
 )
 from airflow_provider_analytics.jobs.reports import EVENTS, FUNNEL, date_windows, run_report
 from airflow_provider_analytics.operators.reports import FunnelReportOperator
+from airflow_provider_analytics.storage import ParquetTables
 
 BASE = "https://analytics.example.com"
 STEPS = [
@@ -67,18 +68,35 @@ def test_date_windows_cover_the_range_inclusively() -> None:
     ]
 
 
-def test_windows_become_one_query_each_and_one_table(client: AnalyticsClient, tmp_path) -> None:
+def test_windows_become_one_query_each_and_one_table_per_grain(
+    client: AnalyticsClient, tmp_path
+) -> None:
     request = {"steps": STEPS, "crowds": ["$ALL"], "fromDate": "2024-01-01", "toDate": "2024-01-10"}
     target = ObjectStoragePath(f"file://{tmp_path}/funnel/dt=2024-01-10/funnel.parquet")
     with rm.Mocker() as mock:
         mock.post(
             f"{BASE}/uba/api/funnels/analyze", json=lambda req, ctx: funnel_response(req.json())
         )
-        result = run_report(FUNNEL, client, request, target, window_days=4)
+        paths = {
+            name: target.parent / f"{name}.parquet"
+            for name in ("funnel", "funnel_totals", "funnel_by_value", "funnel_by_value_totals")
+        }
+        result = run_report(FUNNEL, client, request, ParquetTables(paths), window_days=4)
         sent = [(r.json()["fromDate"], r.json()["toDate"]) for r in mock.request_history]
     assert sent == date_windows("2024-01-01", "2024-01-10", 4)
-    table = pq.read_table(str(tmp_path / "funnel/dt=2024-01-10/funnel.parquet"))
-    assert table.num_rows == result.rows == (3 + 10) * 2  # ($ALL + days) x steps over 3 windows
+    folder = tmp_path / "funnel/dt=2024-01-10"
+    assert sorted(path.name for path in folder.iterdir()) == [
+        "funnel.parquet",
+        "funnel_by_value.parquet",
+        "funnel_by_value_totals.parquet",
+        "funnel_totals.parquet",
+    ]
+    table = pq.read_table(str(folder / "funnel.parquet"))
+    totals = pq.read_table(str(folder / "funnel_totals.parquet"))
+    assert table.num_rows == result.rows == 10 * 2  # days x steps
+    assert totals.num_rows == 3 * 2  # windows x steps
+    assert pq.read_table(str(folder / "funnel_by_value.parquet")).num_rows == 0
+    assert result.tables["funnel_totals"]["uri"] == f"file://{folder}/funnel_totals.parquet"
     assert result.windows == 3
     assert result.headline == {
         "steps": 2,
@@ -86,7 +104,7 @@ def test_windows_become_one_query_each_and_one_table(client: AnalyticsClient, tm
         "last_step_users": 40,
         "overall_conversion": 0.4,
     }
-    assert set(table.column("query_to_date").to_pylist()) == {
+    assert set(totals.column("query_to_date").to_pylist()) == {
         dt.date(2024, 1, 4),
         dt.date(2024, 1, 8),
         dt.date(2024, 1, 10),
@@ -118,12 +136,15 @@ def test_event_headline_sums_totals_per_measure(client: AnalyticsClient, tmp_pat
     target = ObjectStoragePath(f"file://{tmp_path}/events.parquet")
     with rm.Mocker() as mock:
         mock.post(f"{BASE}/uba/api/events/analyze", json=response)
-        result = run_report(EVENTS, client, request, target)
+        paths = {name: target.parent / f"{name}.parquet" for name in ("events", "events_totals")}
+        result = run_report(EVENTS, client, request, ParquetTables(paths))
     totals = [(m["expression"], m["aggregator"], m["total"]) for m in result.headline["measures"]]
     assert totals == [
-        ("event.purchase", "TOTAL_COUNT", 7.0),
+        ("event.purchase", "TOTAL_COUNT", 7),
         ("event.purchase.amount", "SUM", 37.5),
     ]
+    assert pq.read_table(str(tmp_path / "events.parquet")).num_rows == 2 * 2 * 2
+    assert pq.read_table(str(tmp_path / "events_totals.parquet")).num_rows == 2 * 2
 
 
 def test_operator_fills_the_interval_and_validates_before_sending(tmp_path, monkeypatch) -> None:
@@ -168,7 +189,10 @@ def test_operator_fills_the_interval_and_validates_before_sending(tmp_path, monk
         summary = good.execute({**context, "outlet_events": _Events()})  # type: ignore[arg-type]
         body = mock.request_history[0].json()
     assert (body["fromDate"], body["toDate"]) == ("2024-01-15", "2024-01-15")
-    assert summary["uri"] == f"file://{tmp_path}/dt=2024-01-15/funnel.parquet"
+    assert summary["uri"] == f"file://{tmp_path}/funnel/dt=2024-01-15/funnel.parquet"
+    assert summary["tables"]["funnel_totals"]["uri"] == (
+        f"file://{tmp_path}/funnel_totals/dt=2024-01-15/funnel_totals.parquet"
+    )
 
 
 def test_partition_is_the_first_day_the_run_covers(tmp_path, monkeypatch) -> None:
@@ -204,4 +228,4 @@ def test_partition_is_the_first_day_the_run_covers(tmp_path, monkeypatch) -> Non
         summary = report.execute(context)  # type: ignore[arg-type]
         body = mock.request_history[0].json()
     assert (body["fromDate"], body["toDate"]) == ("2024-01-14", "2024-01-14")
-    assert summary["uri"] == f"file://{tmp_path}/dt=2024-01-14/funnel.parquet"
+    assert summary["uri"] == f"file://{tmp_path}/funnel/dt=2024-01-14/funnel.parquet"

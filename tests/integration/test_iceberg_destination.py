@@ -1,0 +1,310 @@
+"""Iceberg tables as the destination of the report and cohort export operators.
+
+A three-day backfill and a rerun, a property added to the plan between two days, a column
+whose type cannot evolve, and two days committing at once; against a SQL catalog on SQLite
+and a REST catalog server on loopback (tests/iceberg_rest_server.py), read back with pyiceberg.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import threading
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+from analytics_emulator import catalog as emulator_catalog
+
+from airflow_provider_analytics.client import AnalyticsClient, ClientConfig
+from airflow_provider_analytics.operators.cohort_export import CohortExportToParquetOperator
+from airflow_provider_analytics.operators.reports import EventReportOperator
+from airflow_provider_analytics.sinks.iceberg import (
+    DAY_PROPERTY,
+    IcebergDayWriter,
+    IcebergSchemaError,
+    catalog_properties,
+    open_catalog,
+)
+from tests import iceberg_rest_server
+from tests.postgres_cluster import postgres_cluster, server_programs
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from pathlib import Path
+
+    from analytics_emulator.server import EmulatorServer
+    from pyiceberg.catalog import Catalog
+    from pyiceberg.table import Table
+
+pytestmark = pytest.mark.integration
+
+DAYS = ["2024-01-10", "2024-01-11", "2024-01-12"]
+RERUN_DAY = "2024-01-11"
+REST_TOKEN = "rest-token-5f2c9e"
+EVENT_REQUEST = {
+    "measures": [
+        {"expression": "event.$Anything", "aggregator": "TOTAL_COUNT"},
+        {"expression": "event.purchase.amount", "aggregator": "SUM"},
+    ],
+    "crowds": ["$ALL"],
+    "unit": "DAY",
+    "byFields": [{"expression": "event.$Anything.$platform"}],
+}
+EVENT_KEYS = {
+    "analytics.events": ["by_event_anything_platform", "measure_index", "period"],
+    "analytics.events_totals": ["by_event_anything_platform", "measure_index", "dt"],
+}
+
+
+class _OutletEvents(dict):
+    """``context["outlet_events"]``: any outlet gets an object with an ``extra`` slot."""
+
+    def __missing__(self, key: Any) -> Any:
+        value = type("AssetEvent", (), {"extra": None})()
+        self[key] = value
+        return value
+
+
+def run_context(day: str) -> dict[str, Any]:
+    start = dt.datetime.fromisoformat(day).replace(tzinfo=dt.UTC)
+    return {
+        "ds": day,
+        "data_interval_start": start,
+        "data_interval_end": start + dt.timedelta(days=1),
+        "outlet_events": _OutletEvents(),
+    }
+
+
+def use_platform(monkeypatch: pytest.MonkeyPatch, server: EmulatorServer) -> None:
+    config = server.config
+    connection = {
+        "conn_type": "analytics",
+        "host": server.base_url,
+        "password": config.token,
+        "extra": {"app_key": config.app_key, "timezone": emulator_catalog.PROJECT_TIMEZONE},
+    }
+    monkeypatch.setenv("AIRFLOW_CONN_ANALYTICS_DEFAULT", json.dumps(connection))
+
+
+@pytest.fixture(scope="module")
+def postgres_uri() -> Iterator[str]:
+    """A database on a PostgreSQL cluster of its own, where PostgreSQL is installed."""
+    programs = server_programs()
+    if programs is None:
+        pytest.skip("PostgreSQL's server programs (initdb, pg_ctl) are not installed")
+    with postgres_cluster(programs) as uri:
+        yield uri
+
+
+@pytest.fixture(params=["sql", "rest", "postgresql"])
+def lake(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch) -> Iterator[Catalog]:
+    """The ``iceberg_default`` connection (SQL catalog on SQLite or PostgreSQL, or a REST
+    catalog) and the same catalog opened for reading back."""
+    if request.param in ("sql", "postgresql"):
+        extra = {
+            "type": "sql",
+            "uri": f"sqlite:///{tmp_path}/catalog.db",
+            "warehouse": f"file://{tmp_path}/warehouse",
+        }
+        if request.param == "postgresql":
+            # one database for the module: each test gets a catalog name of its own
+            extra["uri"] = request.getfixturevalue("postgres_uri")
+            extra["catalog_name"] = f"lake_{tmp_path.name.replace('-', '_')}"
+        monkeypatch.setenv(
+            "AIRFLOW_CONN_ICEBERG_DEFAULT", json.dumps({"conn_type": "iceberg", "extra": extra})
+        )
+        name = extra.get("catalog_name", "iceberg_default")
+        yield open_catalog(name, catalog_properties(extra=extra))
+        return
+    for server in iceberg_rest_server.serve(str(tmp_path), token=REST_TOKEN):
+        host, port = server.server_address[:2]
+        connection = {"conn_type": "iceberg", "host": host, "port": port, "password": REST_TOKEN}
+        monkeypatch.setenv("AIRFLOW_CONN_ICEBERG_DEFAULT", json.dumps(connection))
+        yield open_catalog(
+            "iceberg_default",
+            catalog_properties(host=str(host), port=port, password=REST_TOKEN),
+        )
+
+
+def day_rows(table: Table, day: str) -> pa.Table:
+    rows = table.scan(row_filter=f"dt = '{day}'").to_arrow()
+    flat = [field.name for field in rows.schema if not pa.types.is_nested(field.type)]
+    return rows.sort_by([(name, "ascending") for name in sorted(flat)])
+
+
+def day_files(table: Table, day: str) -> set[str]:
+    return {task.file.file_path for task in table.scan(row_filter=f"dt = '{day}'").plan_files()}
+
+
+def test_backfill_then_rerun_replaces_exactly_one_day(
+    emulator: EmulatorServer, lake: Catalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    use_platform(monkeypatch, emulator)
+    operator = EventReportOperator(
+        task_id="events", request=EVENT_REQUEST, iceberg_table="analytics.events"
+    )
+    assert [outlet.uri for outlet in operator.outlets] == [
+        "iceberg://iceberg_default/analytics/events"
+    ]
+    summaries = {day: operator.execute(run_context(day)) for day in DAYS}  # type: ignore[arg-type]
+    before = {
+        name: {
+            day: (day_rows(lake.load_table(name), day), day_files(lake.load_table(name), day))
+            for day in DAYS
+        }
+        for name in EVENT_KEYS
+    }
+    context = run_context(RERUN_DAY)
+    rerun = operator.execute(context)  # type: ignore[arg-type]
+
+    for name, keys in EVENT_KEYS.items():
+        table = lake.load_table(name)
+        snapshots = table.snapshots()
+        # one snapshot per commit, each naming the day it replaced
+        assert [s.summary[DAY_PROPERTY] for s in snapshots] == [*DAYS, RERUN_DAY], name
+        assert snapshots[-1].summary["deleted-data-files"] == "1", name
+        everything = table.scan().to_arrow()
+        assert sorted(set(everything.column("dt").to_pylist())) == [
+            dt.date.fromisoformat(day) for day in DAYS
+        ]
+        distinct = everything.group_by(keys).aggregate([]).num_rows
+        assert distinct == everything.num_rows > 0, name
+        for day in DAYS:
+            rows, files = before[name][day]
+            if day == RERUN_DAY:
+                assert day_files(table, day).isdisjoint(files), name
+                again = day_rows(table, day).drop_columns(["report_updated_at"])
+                assert again.equals(rows.drop_columns(["report_updated_at"])), name
+            else:
+                assert day_files(table, day) == files, (name, day)
+                assert day_rows(table, day).equals(rows), (name, day)
+
+    daily = lake.load_table("analytics.events").scan().to_arrow()
+    assert pc.all(pc.equal(daily.column("date"), daily.column("dt"))).as_py()
+    assert daily.schema.field("count").type == pa.int64()
+    assert daily.schema.field("report_updated_at").type == pa.timestamp("us", tz="UTC")
+    assert rerun["tables"]["events_totals"]["replaced_files"] == 1
+    assert summaries[DAYS[0]]["tables"]["events"]["replaced_files"] == 0
+    extra = next(iter(context["outlet_events"].values())).extra
+    assert extra["uri"] == "iceberg://iceberg_default/analytics/events"
+    assert extra["tables"] == {
+        "events": "iceberg://iceberg_default/analytics/events",
+        "events_totals": "iceberg://iceberg_default/analytics/events_totals",
+    }
+
+
+def test_lineage_names_the_table(emulator: EmulatorServer, lake: Catalog, monkeypatch) -> None:
+    use_platform(monkeypatch, emulator)
+    operator = EventReportOperator(
+        task_id="events", request=EVENT_REQUEST, iceberg_table="analytics.events"
+    )
+    operator.execute(run_context(DAYS[0]))  # type: ignore[arg-type]
+    lineage = operator.get_openlineage_facets_on_complete(None)
+    assert [(d.namespace, d.name) for d in lineage.outputs] == [
+        ("iceberg://iceberg_default", "analytics.events")
+    ]
+
+
+def test_a_property_added_to_the_plan_becomes_a_column_without_rewriting(
+    fresh_emulator: EmulatorServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    use_platform(monkeypatch, fresh_emulator)
+    extra = {"uri": f"sqlite:///{tmp_path}/catalog.db", "warehouse": f"file://{tmp_path}/wh"}
+    monkeypatch.setenv("AIRFLOW_CONN_LAKE", json.dumps({"conn_type": "iceberg", "extra": extra}))
+    lake = open_catalog("lake", catalog_properties(extra=extra))
+
+    def export(day: str, **kwargs: Any) -> dict[str, Any]:
+        operator = CohortExportToParquetOperator(
+            task_id="users",
+            cohort_code="cohort_small",
+            iceberg_table="analytics.cohort_users",
+            iceberg_conn_id="lake",
+            **kwargs,
+        )
+        return operator.execute(run_context(day))  # type: ignore[arg-type]
+
+    first = export(DAYS[0])
+    columns_before = set(lake.load_table("analytics.cohort_users").schema().column_names)
+    files_before = day_files(lake.load_table("analytics.cohort_users"), DAYS[0])
+    config = fresh_emulator.config
+    with AnalyticsClient(
+        ClientConfig(fresh_emulator.base_url, token=config.token, app_key=config.app_key)
+    ) as client:
+        client.add_user_property("loyalty_tier", "string", name="Loyalty tier")
+    second = export(DAYS[1])
+
+    table = lake.load_table("analytics.cohort_users")
+    assert "loyalty_tier" not in columns_before
+    assert set(table.schema().column_names) == columns_before | {"loyalty_tier"}
+    assert day_files(table, DAYS[0]) == files_before  # the first day was not rewritten
+    old = day_rows(table, DAYS[0])
+    assert old.num_rows == first["rows"] == 1000
+    assert old.column("loyalty_tier").null_count == old.num_rows
+    assert day_rows(table, DAYS[1]).num_rows == second["rows"] == 1000
+    assert second["uri"] == "iceberg://lake/analytics/cohort_users"
+    assert len(table.snapshots()) == 2
+
+    # a column whose type cannot evolve fails naming it, before anything reaches the table
+    with pytest.raises(IcebergSchemaError, match="is_vip"):
+        export(DAYS[2], schema_overrides={"is_vip": "string"})
+    after = lake.load_table("analytics.cohort_users")
+    assert len(after.snapshots()) == 2
+    assert after.schema() == table.schema()
+    assert day_rows(after, DAYS[2]).num_rows == 0
+
+
+class _RacingCatalog:
+    """A catalog whose first ``load_table`` in each committing thread waits for the other
+    thread's, so both commit against the same table state and one of them must retry."""
+
+    def __init__(self, catalog: Catalog, parties: int) -> None:
+        self._catalog = catalog
+        self._barrier = threading.Barrier(parties)
+        self._waited = threading.local()
+        self.armed = False
+
+    def load_table(self, identifier: str) -> Any:
+        table = self._catalog.load_table(identifier)
+        if self.armed and not getattr(self._waited, "done", False):
+            self._waited.done = True
+            self._barrier.wait(timeout=30)
+        return table
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._catalog, name)
+
+
+def test_two_days_committed_at_once_both_land(lake: Catalog, monkeypatch) -> None:
+    from airflow_provider_analytics.hooks.iceberg import IcebergCatalogHook
+
+    catalog = IcebergCatalogHook().get_conn()
+    racing = _RacingCatalog(catalog, parties=2)
+    data = {
+        day: pa.table({"user": pa.array(range(n * 10, n * 10 + 5), pa.int64())})
+        for n, day in enumerate(DAYS[:2])
+    }
+    writers = {
+        day: IcebergDayWriter(racing, "analytics.race", dt.date.fromisoformat(day))  # type: ignore[arg-type]
+        for day in data
+    }
+    for day, writer in writers.items():
+        writer.open(data[day].schema)
+        writer.write(data[day])
+    racing.armed = True
+    results: dict[str, dict[str, Any]] = {}
+    threads = [
+        threading.Thread(target=lambda d=day: results.__setitem__(d, writers[d].commit()))
+        for day in writers
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+
+    assert sorted(result["commit_attempts"] for result in results.values()) == [1, 2]
+    table = lake.load_table("analytics.race")
+    assert sorted(s.summary[DAY_PROPERTY] for s in table.snapshots()) == DAYS[:2]
+    for day in DAYS[:2]:
+        assert day_rows(table, day).column("user").to_pylist() == data[day]["user"].to_pylist()

@@ -1,0 +1,115 @@
+"""Where report tables go: one object (or Iceberg table) per grain, and the catalog connection."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from airflow_provider_analytics.hooks.iceberg import IcebergCatalogHook
+from airflow_provider_analytics.operators.output import iceberg_asset
+from airflow_provider_analytics.operators.paths import table_paths
+from airflow_provider_analytics.operators.reports import FunnelReportOperator
+from airflow_provider_analytics.sinks.iceberg import IcebergTables, catalog_properties
+from airflow_provider_analytics.tabular.frames import (
+    EVENT_GRAINS,
+    EVENT_SCHEMA,
+    FUNNEL_GRAINS,
+    FUNNEL_SCHEMA,
+)
+
+DOC = (Path(__file__).resolve().parents[2] / "docs" / "report_tables.md").read_text()
+FUNNEL_NAMES = [grain.name for grain in FUNNEL_GRAINS]
+
+
+def test_a_prefix_gives_each_table_a_directory_of_its_own() -> None:
+    paths = table_paths("file:///lake/checkout/", FUNNEL_NAMES, {"dt": "2024-01-05"})
+    assert {name: str(path) for name, path in paths.items()} == {
+        name: f"file:///lake/checkout/{name}/dt=2024-01-05/{name}.parquet" for name in FUNNEL_NAMES
+    }
+
+
+def test_an_object_uri_is_the_main_table_and_the_others_are_its_siblings() -> None:
+    paths = table_paths("file:///lake/dt=2024-01-05/checkout.parquet", FUNNEL_NAMES, {})
+    assert [str(path) for path in paths.values()] == [
+        "file:///lake/dt=2024-01-05/checkout.parquet",
+        "file:///lake/dt=2024-01-05/checkout_totals.parquet",
+        "file:///lake/dt=2024-01-05/checkout_by_value.parquet",
+        "file:///lake/dt=2024-01-05/checkout_by_value_totals.parquet",
+    ]
+
+
+def test_iceberg_tables_take_the_same_suffixes() -> None:
+    tables = IcebergTables(None, "lake.checkout", "funnel", None)  # type: ignore[arg-type]
+    assert [tables.identifier_for(name) for name in FUNNEL_NAMES] == [
+        "lake.checkout",
+        "lake.checkout_totals",
+        "lake.checkout_by_value",
+        "lake.checkout_by_value_totals",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("grains", "flattened"), [(FUNNEL_GRAINS, FUNNEL_SCHEMA), (EVENT_GRAINS, EVENT_SCHEMA)]
+)
+def test_no_table_keeps_a_flag_that_mixes_grains_and_each_grain_is_documented(
+    grains, flattened
+) -> None:
+    for grain in grains:
+        names = grain.schema(flattened).names
+        assert not {"is_overall", "is_all_dates", "is_total"} & set(names), grain.name
+        assert f"| `{grain.name}` | {grain.grain} |" in DOC, grain.name
+
+
+def test_sql_catalog_properties_carry_the_password_in_the_database_url() -> None:
+    properties = catalog_properties(
+        login="iceberg",
+        password="pw-7c1e9a",
+        extra={"uri": "postgresql+psycopg2://db.internal:5432/catalog", "warehouse": "s3://lake/"},
+    )
+    assert properties == {
+        "type": "sql",
+        "uri": "postgresql+psycopg2://iceberg:pw-7c1e9a@db.internal:5432/catalog",
+        "warehouse": "s3://lake/",
+    }
+    sqlite = catalog_properties(extra={"uri": "sqlite:////data/catalog.db"})
+    assert sqlite == {"type": "sql", "uri": "sqlite:////data/catalog.db"}
+
+
+def test_rest_catalog_properties_from_host_and_token() -> None:
+    assert catalog_properties(
+        host="catalog.internal", port=8181, schema="https", password="t0k"
+    ) == {
+        "uri": "https://catalog.internal:8181",
+        "type": "rest",
+        "token": "t0k",
+    }
+    with pytest.raises(ValueError, match="uri"):
+        catalog_properties(extra={"warehouse": "s3://lake/"})
+
+
+def test_the_hook_names_the_catalog_and_masks_the_password(monkeypatch) -> None:
+    masked: list[str] = []
+    monkeypatch.setattr("airflow_provider_analytics.hooks.iceberg.mask_secret", masked.append)
+    extra = {"uri": "sqlite:///:memory:", "catalog_name": "lake"}
+    connection = {"conn_type": "iceberg", "password": "pw-7c1e9a", "extra": extra}
+    monkeypatch.setenv("AIRFLOW_CONN_ICEBERG_DEFAULT", json.dumps(connection))
+    hook = IcebergCatalogHook()
+    catalog = hook.get_conn()
+    assert hook.catalog_name == catalog.name == "lake"
+    assert "pw-7c1e9a" in masked
+    assert iceberg_asset("iceberg_default", "analytics.funnel").uri == (
+        "iceberg://iceberg_default/analytics/funnel"
+    )
+    assert iceberg_asset("iceberg_default", "{{ params.table }}") is None
+
+
+def test_an_operator_needs_exactly_one_destination() -> None:
+    request = {"steps": [], "crowds": ["$ALL"]}
+    with pytest.raises(ValueError, match="exactly one of destination and iceberg_table"):
+        FunnelReportOperator(task_id="f", request=request)
+    with pytest.raises(ValueError, match="exactly one of destination and iceberg_table"):
+        FunnelReportOperator(
+            task_id="f", request=request, destination="file:///x/", iceberg_table="a.b"
+        )
