@@ -6,6 +6,11 @@ from typing import Any
 
 _PACKAGE = "airflow_provider_analytics"
 
+#: Extra holding the appKey. Airflow hides an extra in its connection views (REST API, UI,
+#: CLI) when the key's name contains a sensitive word such as ``api_key``; the older name
+#: ``app_key`` contains none and would be shown in clear, so it is only read, never offered.
+APP_KEY_EXTRA = "app_api_key"
+
 
 def _secret(label: str, description: str) -> dict[str, Any]:
     return {
@@ -24,7 +29,7 @@ def _number(label: str, kind: str, default: float, description: str) -> dict[str
 
 
 CONNECTION_FIELDS: dict[str, Any] = {
-    "app_key": _secret("App key", "The project's appKey (header `appKey`)."),
+    APP_KEY_EXTRA: _secret("App key", "The project's appKey (header `appKey`)."),
     "xtoken": _secret(
         "Platform xtoken", "Platform-wide super token for account operations (header `xtoken`)."
     ),
