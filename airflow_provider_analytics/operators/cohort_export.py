@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from airflow_provider_analytics.client import rules, validation
 from airflow_provider_analytics.jobs.cohort_export import ExportSettings, export_cohort_to_parquet
 from airflow_provider_analytics.operators.output import AnalyticsOutputOperator
-from airflow_provider_analytics.operators.paths import output_path
+from airflow_provider_analytics.operators.paths import output_path, partition_value
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -72,22 +73,28 @@ class CohortExportToParquetOperator(AnalyticsOutputOperator):
         )
 
     def execute(self, context: Context) -> dict[str, Any]:
+        # Rendered values are checked as they are, never coerced: limit=True or 1.9 would
+        # otherwise export one user and succeed.
+        cohort_code = partition_value(rules.cohort_code(self.cohort_code), "cohort_code")
+        limit = None if self.limit is None else validation.validate_limit(self.limit)
+        properties = (
+            None if self.properties is None else validation.validate_properties(self.properties)
+        )
+        timezone = rules.optional_string(self.timezone, "timezone")
         path = output_path(
-            self.destination,
-            {"cohort": self.cohort_code, "dt": context["ds"]},
-            "users.parquet",
+            self.destination, {"cohort": cohort_code, "dt": context["ds"]}, "users.parquet"
         )
         result = export_cohort_to_parquet(
             self.hook.get_conn(),
-            self.cohort_code,
+            cohort_code,
             path,
-            properties=list(self.properties) if self.properties is not None else None,
-            limit=int(self.limit) if self.limit is not None else None,
-            timezone=self.timezone or self.hook.project_timezone,
+            properties=properties,
+            limit=limit,
+            timezone=timezone or self.hook.project_timezone,
             schema_overrides=self.schema_overrides,
             settings=self.settings,
         )
-        self.publish_output(context, path, rows=result.rows, cohort_code=self.cohort_code)
+        self.publish_output(context, path, rows=result.rows, cohort_code=cohort_code)
         return result.as_dict()
 
     def lineage_input_name(self) -> str:
