@@ -21,6 +21,7 @@ from airflow_provider_analytics.client.operations import (
     LIST_EVENTS,
     Operation,
 )
+from airflow_provider_analytics.tabular.labels import report_day
 
 if TYPE_CHECKING:
     from airflow_provider_analytics.client import AnalyticsClient
@@ -124,7 +125,7 @@ class DataReadyCheck:
     def _evaluate_counts(self, response: Any) -> Readiness:
         if not isinstance(response, dict):
             raise errors.AnalyticsProtocolError("analyze_events: the answer is not a JSON object")
-        series = [str(s)[:10] for s in response.get("series") or []]
+        series = [report_day(label) for label in response.get("series") or []]
         counts = dict.fromkeys(self.days(), 0.0)
         for row in response.get("rows") or []:
             values = (row.get("values") or [[]])[0] or []

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from airflow_provider_analytics.client import AnalyticsClient, rules
+from airflow_provider_analytics.client import AnalyticsClient, AnalyticsProtocolError, rules
 from airflow_provider_analytics.client.validation import (
     validate_event_request,
     validate_funnel_request,
@@ -180,7 +180,14 @@ def build_report_table(
     tables = []
     for from_date, to_date in windows:
         response = kind.analyze(client, {**body, "fromDate": from_date, "toDate": to_date})
-        table = pa.Table.from_pandas(kind.flatten(response, body), preserve_index=False)
+        try:
+            frame = kind.flatten(response, body)
+        except ValueError as error:  # the frames name what in the answer does not fit
+            raise AnalyticsProtocolError(
+                f"analyze_{kind.name}: the answer cannot be read as a report: {error}",
+                operation=f"analyze_{kind.name}",
+            ) from error
+        table = pa.Table.from_pandas(frame, preserve_index=False)
         for window_field, day in zip(WINDOW_FIELDS, (from_date, to_date), strict=True):
             value = pa.scalar(dt.date.fromisoformat(day), pa.date32())
             table = table.append_column(window_field, pa.repeat(value, table.num_rows))
