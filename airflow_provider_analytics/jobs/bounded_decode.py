@@ -17,14 +17,14 @@ from typing import Any
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from airflow_provider_analytics.client.errors import bounded_repr
+from airflow_provider_analytics.client.errors import AnalyticsError, bounded_repr
 
 MAX_CHARACTERS = 5_000_000
 MAX_NODES = 200_000
 MAX_DEPTH = 64
 
 
-class DecodeError(ValueError):
+class DecodeError(AnalyticsError, ValueError):
     """The text is not a document of the accepted size and shape; the message says where."""
 
 

@@ -81,6 +81,24 @@ def test_there_are_at_least_sixty_distinct_bad_inputs() -> None:
     }
 
 
+def test_the_hostile_cases_cover_paths_coercion_headers_and_parsers() -> None:
+    hostile = [case for case in BAD_INPUTS if case.hostile]
+    assert len(hostile) >= 30
+    assert {case.field for case in hostile} >= {
+        "cohort_code",
+        "destination",
+        "limit",
+        "login_user",
+        "email",
+        "account_email",
+        "threshold",
+        "file",
+        "xtoken",
+        "app_key",
+        "verify",
+    }
+
+
 @pytest.mark.parametrize("case", BAD_INPUTS, ids=[case.id for case in BAD_INPUTS])
 def test_refused_before_any_request(
     case: BadInput,
@@ -103,6 +121,7 @@ def test_refused_before_any_request(
             "error_type": type(error).__name__,
             "message": str(error),
             "requests": len(sent),
+            "hostile": case.hostile,
         },
     )
     assert sent == []
