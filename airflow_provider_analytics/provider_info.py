@@ -6,9 +6,9 @@ from typing import Any
 
 _PACKAGE = "airflow_provider_analytics"
 
-#: Extra holding the appKey. Airflow hides an extra in its connection views (REST API, UI,
-#: CLI) when the key's name contains a sensitive word such as ``api_key``; the older name
-#: ``app_key`` contains none and would be shown in clear, so it is only read, never offered.
+#: Extra holding the appKey. Airflow's REST API and UI hide an extra when the key's name
+#: contains a sensitive word such as ``api_key``; the older name ``app_key`` contains none and
+#: would be shown in clear, so it is only read, never offered.
 APP_KEY_EXTRA = "app_api_key"
 
 
