@@ -30,6 +30,8 @@ real value, short enough that a runaway template cannot ship megabytes."""
 COUNT_MAX = 2**31 - 1
 """Largest row count (``limit``, ``page``, ``pageSize``): the platform reads them as 32-bit
 integers (a Java ``int``)."""
+INT64_MAX = 2**63 - 1
+"""Largest magnitude of any integer sent: the platform reads numbers as 64-bit values at most."""
 COHORT_CODE_RULE = (
     "must not contain '/', '\\', '..' or surrounding whitespace (it names a storage partition)"
 )
@@ -208,6 +210,12 @@ def integer(
         else:
             rule = "must be an integer"
         fail(field, rule, value)
+    return _within_int64(value, field)
+
+
+def _within_int64(value: int, field: str) -> int:
+    if not -INT64_MAX <= value <= INT64_MAX:
+        fail(field, "must fit in a 64-bit integer", value)
     return value
 
 
@@ -254,7 +262,7 @@ def number(value: Any, field: str) -> int | float:
         or (isinstance(value, float) and not math.isfinite(value))
     ):
         fail(field, "must be a finite number", value)
-    return value
+    return value if isinstance(value, float) else _within_int64(value, field)
 
 
 def json_scalar(value: Any, field: str) -> str | int | float | bool:

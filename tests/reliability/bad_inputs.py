@@ -845,6 +845,13 @@ def _hostile_cases() -> list[BadInput]:
             hook_call("export_cohort_users", "cohort_tiny", limit=10**30),
         ),
         hostile("hook", "analysis cohort with /", "crowds[0]", events(crowds=["a/../b"])),
+        hostile("hook", "convertTime 10**30", "convertTime", funnel(convertTime=10**30)),
+        hostile(
+            "hook",
+            "filter value 10**40",
+            "filter.conditions[0].params[0]",
+            funnel(filter=condition("event.purchase.amount", "GT", 10**40)),
+        ),
         hostile(
             "hook",
             "login user with CR",

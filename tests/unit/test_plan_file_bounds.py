@@ -23,19 +23,10 @@ from airflow_provider_analytics.jobs.tracking_plan_file import (
     load_tracking_plan,
     parse_tracking_plan,
 )
+from tests.reliability.bad_inputs import alias_bomb
 
 if TYPE_CHECKING:
     from pathlib import Path
-
-
-def alias_bomb(levels: int, width: int) -> str:
-    """Each level is a list of ``width`` aliases of the level below: width**levels leaves."""
-    lines = ['a0: &a0 ["lol"]']
-    for level in range(1, levels):
-        aliases = ", ".join([f"*a{level - 1}"] * width)
-        lines.append(f"a{level}: &a{level} [{aliases}]")
-    lines.append(f"events: [*a{levels - 1}]")
-    return "\n".join(lines) + "\n"
 
 
 def refusal(tmp_path: Path, text: str, name: str = "plan.yaml") -> str:
