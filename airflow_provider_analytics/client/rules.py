@@ -233,8 +233,9 @@ def count(value: Any, field: str) -> int:
 
 def cohort_code(value: Any, field: str = "cohort_code") -> str:
     """A cohort code: 1 to 100 characters, sendable, and safe as a storage partition value."""
-    code = non_empty_string(value, field)
-    code = sendable(code, field, max_length=ID_MAX_LENGTH)
+    if not isinstance(value, str) or not value.strip():
+        fail(field, "must be a non-empty string", value)
+    code = sendable(value, field, max_length=ID_MAX_LENGTH)
     if "/" in code or "\\" in code or ".." in code or code != code.strip():
         fail(field, COHORT_CODE_RULE, value)
     return code

@@ -27,7 +27,7 @@ SYSTEM_DIRECTORIES = frozenset(
 """Top-level local directories no destination may point into."""
 
 PARTITION_RULE = (
-    "must be a non-empty value without '/', '\\\\', '..', '=' or control characters "
+    "must be a non-empty value without '/', '\\', '..', '=' or control characters "
     "(it names a storage partition)"
 )
 _PARTITION_UNSAFE = re.compile(r"[/\\=\x00-\x1f\x7f-\x9f]|\.\.")

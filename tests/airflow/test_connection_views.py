@@ -55,9 +55,9 @@ def api_server(airflow_home: Path) -> Iterator[str]:
         },
     )
     log = (airflow_home / f"api-server-{port}.log").open("w")
+    command = [AIRFLOW, "api-server", "--apps", "core", "--workers", "1"]
     server = subprocess.Popen(
-        [AIRFLOW, "api-server", "--apps", "core", "--host", "127.0.0.1", "--port", str(port)]
-        + ["--workers", "1"],
+        [*command, "--host", "127.0.0.1", "--port", str(port)],
         env=env,
         stdout=log,
         stderr=subprocess.STDOUT,
