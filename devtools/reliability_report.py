@@ -248,7 +248,7 @@ def matrix_section(cases: list[dict[str, Any]]) -> list[str]:
 
 
 def bad_input_section(entries: list[dict[str, Any]]) -> list[str]:
-    cases = {(e["target"], e["label"]): e for e in entries}
+    cases = {(e["target"], e["label"]): e for e in entries if not e.get("hostile")}
     refused_early = [e for e in cases.values() if e["requests"] == 0]
     targets = Counter(target for target, _ in cases)
     return [
@@ -259,7 +259,7 @@ def bad_input_section(entries: list[dict[str, Any]]) -> list[str]:
             f"operator and the sensor; {len(refused_early)} of them were refused before any "
             "request reached the emulator (checked twice: no request passed through `requests`' "
             "transport adapter, and the emulator's request counters did not move), each with an "
-            "error that names the field."
+            "error that names the field. The hostile ones are listed in the next section."
         ),
         *table(["given to", "invalid inputs"], sorted(targets.items())),
         "",
