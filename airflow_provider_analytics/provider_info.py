@@ -18,6 +18,11 @@ HOW_TO_GUIDES = [
 """The how-to pages in the repository's ``docs/`` folder (Airflow's own providers list theirs
 the same way, from the repository root)."""
 
+#: Extra holding the appKey. Airflow's REST API and UI hide an extra when the key's name
+#: contains a sensitive word such as ``api_key``; the older name ``app_key`` contains none and
+#: would be shown in clear, so it is only read, never offered.
+APP_KEY_EXTRA = "app_api_key"
+
 
 def _secret(label: str, description: str) -> dict[str, Any]:
     return {
@@ -36,7 +41,7 @@ def _number(label: str, kind: str, default: float, description: str) -> dict[str
 
 
 CONNECTION_FIELDS: dict[str, Any] = {
-    "app_key": _secret("App key", "The project's appKey (header `appKey`)."),
+    APP_KEY_EXTRA: _secret("App key", "The project's appKey (header `appKey`)."),
     "xtoken": _secret(
         "Platform xtoken", "Platform-wide super token for account operations (header `xtoken`)."
     ),

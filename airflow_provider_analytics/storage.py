@@ -5,19 +5,23 @@ Works with any pathlib-like object-storage path (Airflow's ``ObjectStoragePath``
 which Hive-style readers, DuckDB globs on ``*.parquet`` and pyarrow datasets all skip), then
 renamed over the destination. On local disk the rename is atomic and replaces the old file; on
 S3 the final key appears whole when the copy completes. On any failure the temporary object is
-deleted and the destination is left as it was.
+deleted and the destination is left as it was; an operating-system failure (a full disk, a
+missing permission) is raised as :class:`AnalyticsStorageError` naming the destination and
+what was being written.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import re
 import uuid
-from typing import IO, TYPE_CHECKING, Any, Protocol
+from typing import IO, TYPE_CHECKING, Any, Protocol, TypeGuard
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from airflow_provider_analytics.client.errors import AnalyticsError
 from airflow_provider_analytics.client.rules import fail
 
 if TYPE_CHECKING:
@@ -62,6 +66,44 @@ class StoragePath(Protocol):
     def rename(self, target: Any) -> Any: ...
 
 
+_HIVE_PARTITION = re.compile(r"[^/=]+=[^/]+")
+
+
+class AnalyticsStorageError(AnalyticsError, OSError):
+    """Writing an object failed in the storage itself (full disk, permissions, quota).
+
+    Nothing was replaced: the destination holds what it held before, and the temporary object
+    was removed.
+
+    :param destination: the object that was being written.
+    :param subject: what was being written (``cohort 'vip'``); its Hive partitions otherwise.
+    :param cause: the operating system's error.
+    """
+
+    def __init__(self, destination: object, subject: str | None, cause: OSError) -> None:
+        where = str(destination)
+        subject = subject or ", ".join(_HIVE_PARTITION.findall(where)) or None
+        reason = cause.strerror or str(cause) or type(cause).__name__
+        super().__init__(
+            f"could not write {where}"
+            + (f" ({subject})" if subject else "")
+            + f": {type(cause).__name__}: {reason}. Nothing was replaced; free space or fix "
+            "the permissions of the destination, then rerun"
+        )
+        self.destination = where
+        self.subject = subject
+        self.errno = cause.errno
+
+
+def _is_storage_failure(error: BaseException) -> TypeGuard[OSError]:
+    """An ``OSError`` of the storage, not of the network (which raises its own subclasses)."""
+    if not isinstance(error, OSError) or isinstance(error, AnalyticsError):
+        return False
+    if isinstance(error, ConnectionError | TimeoutError):
+        return False
+    return not type(error).__module__.startswith(("requests", "urllib3", "http"))
+
+
 def _remove_quietly(path: StoragePath) -> None:
     try:
         path.unlink(missing_ok=True)
@@ -70,21 +112,31 @@ def _remove_quietly(path: StoragePath) -> None:
 
 
 @contextlib.contextmanager
-def atomic_destination(destination: StoragePath) -> Iterator[StoragePath]:
+def atomic_destination(
+    destination: StoragePath, *, subject: str | None = None
+) -> Iterator[StoragePath]:
     """Yield a temporary sibling of ``destination``; move it into place when the block succeeds.
 
     :param destination: where the finished object must appear.
+    :param subject: what is written, for an error (``cohort 'vip'``); by default the Hive
+        partitions of ``destination`` (``cohort=vip, dt=2024-01-15``).
+    :raises AnalyticsStorageError: the storage failed (an ``OSError`` that is not the network's).
     """
-    with contextlib.suppress(FileExistsError):
-        destination.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        with contextlib.suppress(FileExistsError):
+            destination.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise AnalyticsStorageError(destination, subject, error) from error
     temporary: StoragePath = (
         destination.parent / f".{destination.name}.{uuid.uuid4().hex}.inprogress"
     )
     try:
         yield temporary
         temporary.rename(destination)
-    except BaseException:
+    except BaseException as error:
         _remove_quietly(temporary)
+        if _is_storage_failure(error):
+            raise AnalyticsStorageError(destination, subject, error) from error
         raise
 
 

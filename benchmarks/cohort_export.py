@@ -68,7 +68,7 @@ def child_provider(base_url: str, cohort: str, out: str) -> None:
             "conn_type": "analytics",
             "host": base_url,
             "password": TOKEN,
-            "extra": {"app_key": APP_KEY, "xtoken": XTOKEN},
+            "extra": {"app_api_key": APP_KEY, "xtoken": XTOKEN},
         }
     )
     from airflow.sdk import ObjectStoragePath

@@ -60,7 +60,7 @@ def export_one(base_url: str, index: int, out: str, via: str, barrier: Barrier) 
                 "conn_type": "analytics",
                 "host": base_url,
                 "password": TOKEN,
-                "extra": {"app_key": APP_KEY, "xtoken": XTOKEN},
+                "extra": {"app_api_key": APP_KEY, "xtoken": XTOKEN},
             }
         )
         from airflow.sdk import ObjectStoragePath

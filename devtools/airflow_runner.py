@@ -151,7 +151,7 @@ def connection_env(
                 "conn_type": "analytics",
                 "host": base_url,
                 "password": token,
-                "extra": {"app_key": app_key, "xtoken": xtoken, **extra},
+                "extra": {"app_api_key": app_key, "xtoken": xtoken, **extra},
             }
         )
     }

@@ -1,8 +1,9 @@
 """Write ``docs/reliability.md`` from the figures the reliability tests and load benchmarks left.
 
 ``make reliability`` runs ``tests/reliability`` with ``RELIABILITY_RESULTS_DIR`` set (the tests
-then append JSON lines: ``matrix-*.jsonl``, ``bad_input-*``, ``fuzz-*``, ``secrets-*``,
-``load_small-*``), runs the two load benchmarks with ``--json`` into the same folder, then this:
+then append JSON lines: ``matrix-*.jsonl``, ``bad_input-*``, ``hostile-*``, ``fuzz-*``,
+``secrets-*``, ``load_small-*``), runs the two load benchmarks with ``--json`` into the same
+folder, then this:
 
     python -m devtools.reliability_report out/reliability docs/reliability.md
 """
@@ -54,6 +55,34 @@ FIXES: Final = (
         "New faults `end_after_rows` (the export job's row count check catches it: retried, "
         "then `ExportIncompleteError` saying rows expected vs received) and `stall_after_rows` "
         "(the read timeout fires mid-stream; the job starts again).",
+    ),
+    (
+        "A server error message was cut to 500 characters before secrets were masked: a token "
+        "echoed across the cut leaked all but its last character.",
+        "Server text is masked first, then cut (errors, the trigger's events and logs).",
+    ),
+    (
+        "A token beyond Latin-1 was accepted, then every call raised `UnicodeEncodeError` "
+        "carrying it; the appKey showed in clear in Airflow's connection views.",
+        "Token, appKey and xtoken must be printable Latin-1 (refused without echo); the appKey "
+        "is stored as extra `app_api_key`, a name Airflow masks (checked on a real api-server).",
+    ),
+    (
+        "`cohort_code='../../../x'` and a rendered destination with `../` wrote outside the "
+        "prefix; `limit=True` or `1.9` exported one user; 26 hostile values reached the server.",
+        "Rendered values are checked, never coerced; partition values stay one path level; "
+        "every string sent is bounded and free of control characters.",
+    ),
+    (
+        "A 512-byte YAML alias bomb cost 60 s and 3 GB, a duplicate key dropped a block.",
+        "The loader counts what aliases expand to and stops early; a key given twice is refused "
+        "naming both lines; messages use a bounded repr.",
+    ),
+    (
+        "A full disk gave a bare `OSError`; `reportUpdateTime` with milliseconds failed a "
+        "report; slashed series labels never counted for the sensor.",
+        "`AnalyticsStorageError` names the destination and cohort; every documented date-time "
+        "form is read, an unreadable metadata field is logged; the sensor uses the frames' parser.",
     ),
 )
 
@@ -219,7 +248,7 @@ def matrix_section(cases: list[dict[str, Any]]) -> list[str]:
 
 
 def bad_input_section(entries: list[dict[str, Any]]) -> list[str]:
-    cases = {(e["target"], e["label"]): e for e in entries}
+    cases = {(e["target"], e["label"]): e for e in entries if not e.get("hostile")}
     refused_early = [e for e in cases.values() if e["requests"] == 0]
     targets = Counter(target for target, _ in cases)
     return [
@@ -230,7 +259,7 @@ def bad_input_section(entries: list[dict[str, Any]]) -> list[str]:
             f"operator and the sensor; {len(refused_early)} of them were refused before any "
             "request reached the emulator (checked twice: no request passed through `requests`' "
             "transport adapter, and the emulator's request counters did not move), each with an "
-            "error that names the field."
+            "error that names the field. The hostile ones are listed in the next section."
         ),
         *table(["given to", "invalid inputs"], sorted(targets.items())),
         "",
@@ -245,6 +274,41 @@ def bad_input_section(entries: list[dict[str, Any]]) -> list[str]:
         ),
         "",
         "</details>",
+        "",
+    ]
+
+
+def hostile_section(bad: list[dict[str, Any]], handled: list[dict[str, Any]]) -> list[str]:
+    """Inputs built to break out: the refusals from the catalogue, then the other outcomes."""
+    refused = {(e["target"], e["label"]): e for e in bad if e.get("hostile")}
+    early = sum(1 for e in refused.values() if e["requests"] == 0)
+    outcomes = {e["case"]: e["outcome"] for e in handled}
+    return [
+        "## Hostile input",
+        "",
+        *paragraph(
+            f"Values crafted to escape a path, split a header or a query, be coerced into "
+            f"something else or exhaust a parser. {early} of the {len(refused)} below were "
+            "refused before any request, each by an error naming the field (`file` for a plan "
+            "file's decoding), and nothing was written. A destination may not hold `.` or `..` "
+            "segments nor point into a system directory (`/etc`, `/usr`, `/proc`...): the "
+            "untemplated part of a destination is the DAG author's to choose, the rendered rest "
+            "stays inside it."
+        ),
+        *table(
+            ["given to", "hostile input", "field named", "error"],
+            (
+                [e["target"], e["label"], f"`{e['field']}`", f"{e['error_type']}: {e['message']}"]
+                for e in sorted(refused.values(), key=lambda e: (e["target"], e["label"]))
+            ),
+        ),
+        "",
+        *paragraph(
+            "Hostile input that is not simply refused, and what happens instead. The appKey's "
+            "masking in Airflow's own connection views is checked against a real "
+            "`airflow api-server` (`tests/airflow/test_connection_views.py`), outside this run."
+        ),
+        *table(["case", "outcome"], sorted(outcomes.items())),
         "",
     ]
 
@@ -461,6 +525,7 @@ def render(folder: Path) -> str:
     """The whole page from the figures in ``folder``."""
     cases = unique_cases(read_lines(folder, "matrix"))
     bad = read_lines(folder, "bad_input")
+    hostile = read_lines(folder, "hostile")
     fuzz = read_lines(folder, "fuzz")
     secrets = read_lines(folder, "secrets")
     small = read_lines(folder, "load_small")
@@ -518,6 +583,7 @@ def render(folder: Path) -> str:
         "",
         *matrix_section(cases),
         *bad_input_section(bad),
+        *hostile_section(bad, hostile),
         *fuzz_section(fuzz),
         *secrets_section(secrets),
         *load_section(exports, exports_hook, calls, small),

@@ -529,6 +529,8 @@ class AnalyticsClient:
         """
         if password is not None and (not isinstance(password, str) or not password):
             rules.fail("password", "must be a non-empty string")
+        if password is not None:
+            rules.sendable(password, "password")
         body = _without_none(
             {
                 "email": rules.email(email),

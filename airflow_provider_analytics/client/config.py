@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import math
+import os
 import re
 from dataclasses import dataclass, fields
 from typing import Any, NoReturn
@@ -15,6 +16,9 @@ from airflow_provider_analytics.client.errors import AnalyticsConfigurationError
 _SECRET_FIELDS = ("token", "app_key", "xtoken")
 _PREFIX_SEGMENT = re.compile(r"[A-Za-z0-9._~-]+")
 _HEADER_UNSAFE = re.compile(r"[\x00-\x1f\x7f]")
+# A header value travels as Latin-1: printable ASCII and printable Latin-1 only, no C0/C1
+# controls (which could split a header) and nothing that Latin-1 cannot encode.
+_HEADER_SECRET = re.compile(r"[\x20-\x7e\xa0-\xff]+")
 
 
 def is_loopback(host: str) -> bool:
@@ -76,8 +80,7 @@ class ClientConfig:
             self._check_number(name, minimum=0.0, inclusive=True)
         self._check_int("max_attempts", minimum=1)
         self._check_int("pool_maxsize", minimum=1)
-        if not isinstance(self.verify, bool) and not (isinstance(self.verify, str) and self.verify):
-            self._refuse("verify", "must be True, False or the path of a CA bundle")
+        self._check_verify()
         if not isinstance(self.allow_insecure_http, bool):
             self._refuse("allow_insecure_http", "must be a bool")
         if (
@@ -150,12 +153,26 @@ class ClientConfig:
             self._refuse(name, "must be a string or None", show=False)
         if value == "":
             object.__setattr__(self, name, None)
-        elif _HEADER_UNSAFE.search(value) or value != value.strip():
+        elif not _HEADER_SECRET.fullmatch(value) or value != value.strip():
             self._refuse(
                 name,
-                "must not contain control characters or surrounding whitespace "
-                "(it is sent as an HTTP header)",
+                "must be printable Latin-1 characters (no control characters, no characters "
+                "beyond Latin-1) without surrounding whitespace: it is sent as an HTTP header",
                 show=False,
+            )
+
+    def _check_verify(self) -> None:
+        verify = self.verify
+        if isinstance(verify, bool):
+            return
+        if not isinstance(verify, str) or not verify:
+            self._refuse("verify", "must be True, False or the path of a CA bundle", verify)
+        if _HEADER_UNSAFE.search(verify) or not os.path.exists(verify):
+            self._refuse(
+                "verify",
+                "names no CA bundle file or directory on this machine; give the path of a PEM "
+                "bundle readable by the worker, or True to use the default bundle",
+                verify,
             )
 
     def _normalised_prefix(self) -> str:

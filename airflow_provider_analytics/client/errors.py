@@ -9,6 +9,7 @@ connection's secrets, so a server echoing a header cannot leak a token.
 
 from __future__ import annotations
 
+import reprlib
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_analytics.client.redaction import Redactor
@@ -70,8 +71,41 @@ class AnalyticsError(Exception):
         return (_restore, (type(self), dict(self.__dict__)))
 
 
+def _bounded_repr_settings() -> reprlib.Repr:
+    settings = reprlib.Repr()
+    settings.maxlevel = 3
+    for name in (
+        "maxtuple",
+        "maxlist",
+        "maxarray",
+        "maxdict",
+        "maxset",
+        "maxfrozenset",
+        "maxdeque",
+    ):
+        setattr(settings, name, 6)
+    settings.maxstring = settings.maxother = _MAX_SHOWN_VALUE
+    settings.maxlong = 40
+    return settings
+
+
+_BOUNDED_REPR = _bounded_repr_settings()
+
+
+def bounded_repr(value: Any, limit: int = _MAX_SHOWN_VALUE) -> str:
+    """A ``repr`` of ``value`` at most ``limit`` characters long, whatever its size.
+
+    Built from a few items and levels only (:mod:`reprlib`), so a huge or deeply shared
+    value (a YAML alias bomb, a 10,000-character string) costs no more than a small one.
+    """
+    text = _BOUNDED_REPR.repr(value)
+    if len(text) > limit:
+        text = text[: limit - 3] + "..."
+    return text
+
+
 def _shown(value: Any) -> str:
-    text = repr(value)
+    text = bounded_repr(value)
     if len(text) > _MAX_SHOWN_VALUE:
         text = text[: _MAX_SHOWN_VALUE - 3] + "..."
     return text

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from airflow_provider_analytics.client import errors
 from airflow_provider_analytics.client.operations import AuthKind
+from airflow_provider_analytics.client.redaction import Redactor
 from airflow_provider_analytics.client.retry import FailurePhase
 
 if TYPE_CHECKING:
@@ -18,8 +19,6 @@ if TYPE_CHECKING:
 
     from airflow_provider_analytics.client.operations import Operation
     from airflow_provider_analytics.client.retry import TransportFailure
-
-_MAX_MSG = 500
 
 
 class HttpAnswer(Protocol):
@@ -54,8 +53,11 @@ def _as_int(value: Any) -> Any:
     return value
 
 
-def _error_body(response: HttpAnswer) -> tuple[Any, str | None, Any]:
-    """``(code, msg, data)`` of the platform's error body; ``None`` parts when absent."""
+def _error_body(response: HttpAnswer, redactor: Redactor) -> tuple[Any, str | None, Any]:
+    """``(code, msg, data)`` of the platform's error body; ``None`` parts when absent.
+
+    ``msg`` is masked, then cut to an excerpt.
+    """
     try:
         body = response.json()
     except ValueError:
@@ -64,7 +66,7 @@ def _error_body(response: HttpAnswer) -> tuple[Any, str | None, Any]:
         return None, None, None
     msg = body.get("msg")
     if msg is not None:
-        msg = str(msg)[:_MAX_MSG]
+        msg = redactor.excerpt(msg)
     return _as_int(body.get("code")), msg, body.get("data")
 
 
@@ -144,16 +146,18 @@ def error_from_response(
     :param secrets: values to mask.
     """
     status = response.status_code
-    code, msg, data = _error_body(response)
+    secrets = tuple(secrets)
+    redactor = Redactor(secrets)
+    code, msg, data = _error_body(response, redactor)
     cls, advice = _classify(status, code, operation, attempts)
     detail = f"HTTP {status}"
     if code is not None and code != status:
-        detail += f", code {code}"
+        detail += f", code {redactor.excerpt(code, 80)}"
     if msg:
         detail += f": {msg}"
     message = f"{operation.name}: {advice} ({detail})"
     if cls is errors.AnalyticsBadRequestError and isinstance(data, list) and data:
-        message += f"; offending parameters: {', '.join(map(str, data))}"
+        message += f"; offending parameters: {redactor.excerpt(', '.join(map(str, data)))}"
     if cls is errors.AnalyticsServerError and not operation.idempotent:
         message += "." + _unknown_outcome(operation)
     return cls(
@@ -197,7 +201,9 @@ def error_from_transport(
         )
     else:
         advice = "the request could not be made"
-    message = f"{operation.name}: {advice} ({failure.exception}: {detail})"
+    secrets = tuple(secrets)
+    shown = Redactor(secrets).excerpt(detail)
+    message = f"{operation.name}: {advice} ({failure.exception}: {shown})"
     if failure.phase is FailurePhase.EXCHANGE and not operation.idempotent:
         message += "." + _unknown_outcome(operation)
     return errors.AnalyticsTransportError(

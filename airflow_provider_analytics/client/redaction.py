@@ -12,6 +12,8 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
 
 MASK = "***"
+#: Longest excerpt of server text that an error or a log line shows.
+EXCERPT_LENGTH = 500
 
 
 class Redactor:
@@ -36,6 +38,17 @@ class Redactor:
             if secret in value:
                 value = value.replace(secret, MASK)
         return value
+
+    def excerpt(self, value: object, limit: int = EXCERPT_LENGTH) -> str:
+        """``str(value)`` with every secret masked, then cut to ``limit`` characters.
+
+        Masking comes first: a secret that straddles the cut would otherwise leave a
+        fragment that no longer matches, and so escapes the mask.
+        """
+        text = self.text(str(value))
+        if len(text) > limit:
+            text = text[: limit - 3] + "..."
+        return text
 
     def value(self, value: Any) -> Any:
         """Return a copy of a JSON-like value (str, list, dict, scalars) with secrets masked.

@@ -13,6 +13,7 @@ from airflow_provider_analytics.client.errors import (
     AnalyticsOperationFailedError,
     AnalyticsProtocolError,
 )
+from airflow_provider_analytics.client.redaction import Redactor
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -51,13 +52,15 @@ class ResponseReader:
                 f"the answer (HTTP {response.status_code}, {content_type}) is not JSON"
             ) from None
         if isinstance(body, dict) and "success" in body and body["success"] != 0:
+            redactor = Redactor(self._secrets)
+            msg = None if body.get("msg") is None else redactor.excerpt(body["msg"])
             raise AnalyticsOperationFailedError(
-                f"{self._operation}: the server reported failure (success={body['success']!r}"
-                f"{', msg: ' + str(body['msg']) if body.get('msg') else ''}); "
-                "the operation was not carried out",
+                f"{self._operation}: the server reported failure "
+                f"(success={redactor.excerpt(repr(body['success']), 80)}"
+                f"{', msg: ' + msg if msg else ''}); the operation was not carried out",
                 status=response.status_code,
                 code=body.get("code"),
-                msg=None if body.get("msg") is None else str(body["msg"]),
+                msg=msg,
                 data=body.get("data"),
                 operation=self._operation,
                 secrets=self._secrets,

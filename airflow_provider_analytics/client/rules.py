@@ -3,6 +3,8 @@
 Each function returns the accepted (possibly normalised) value or raises
 :class:`AnalyticsValidationError` naming the field and the rule, before anything is sent.
 A bool is never accepted where a number is expected, although Python treats it as one.
+Every string that is sent is bounded in length and free of control characters (which could
+split a query parameter or a log line) and of lone surrogates (which no UTF-8 can carry).
 """
 
 from __future__ import annotations
@@ -22,6 +24,17 @@ if TYPE_CHECKING:
 ID_MAX_LENGTH = 100
 NAME_MAX_LENGTH = 50
 REMARK_MAX_LENGTH = 100
+STRING_MAX_LENGTH = 4096
+"""Longest free string sent (filter values, ad tracking fields, login user); far beyond any
+real value, short enough that a runaway template cannot ship megabytes."""
+COUNT_MAX = 2**31 - 1
+"""Largest row count (``limit``, ``page``, ``pageSize``): the platform reads them as 32-bit
+integers (a Java ``int``)."""
+INT64_MAX = 2**63 - 1
+"""Largest magnitude of any integer sent: the platform reads numbers as 64-bit values at most."""
+COHORT_CODE_RULE = (
+    "must not contain '/', '\\', '..' or surrounding whitespace (it names a storage partition)"
+)
 DATA_TYPES = ("string", "number", "boolean", "datetime", "array<string>")
 
 ID_RULE = "must contain only letters, digits and underscore and not start with a digit"
@@ -33,6 +46,7 @@ _ID = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 _EMAIL = re.compile(r"[^@\s]+@[^@\s.]+(?:\.[^@\s.]+)+")
 _CAMPAIGN_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_UNSENDABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 _EMAIL_MAX_LENGTH = 254
 
 
@@ -41,18 +55,37 @@ def fail(field: str, rule: str, *value: Any) -> NoReturn:
     raise AnalyticsValidationError(field, rule, *value)
 
 
+def sendable(value: str, field: str, *, max_length: int = STRING_MAX_LENGTH) -> str:
+    """A string fit to be sent: at most ``max_length`` characters, no control characters.
+
+    :param value: the string (already known to be one).
+    :param field: the parameter, for the message.
+    :param max_length: longest accepted length.
+    """
+    if len(value) > max_length:
+        fail(field, f"must be at most {max_length} characters long (got {len(value)})")
+    found = _UNSENDABLE.search(value)
+    if found is not None:
+        fail(
+            field,
+            f"must not contain control characters or lone surrogates "
+            f"(found {found.group()!r} at position {found.start()})",
+        )
+    return value
+
+
 def string(value: Any, field: str) -> str:
-    """A string (possibly empty)."""
+    """A string (possibly empty) fit to be sent."""
     if not isinstance(value, str):
         fail(field, "must be a string", value)
-    return value
+    return sendable(value, field)
 
 
 def non_empty_string(value: Any, field: str) -> str:
-    """A string with something other than whitespace in it."""
+    """A string with something other than whitespace in it, fit to be sent."""
     if not isinstance(value, str) or not value.strip():
         fail(field, "must be a non-empty string", value)
-    return value
+    return sendable(value, field)
 
 
 def optional_string(value: Any, field: str) -> str | None:
@@ -96,8 +129,11 @@ def _allowed_in_text(char: str) -> bool:
 
 
 def text(value: Any, field: str, *, min_length: int, max_length: int) -> str:
-    """A display text (name or remark): bounded length, no special characters."""
-    result = string(value, field)
+    """A display text (name or remark): bounded length, no special characters (control
+    characters included)."""
+    if not isinstance(value, str):
+        fail(field, "must be a string", value)
+    result = value
     if not min_length <= len(result) <= max_length:
         fail(field, f"must be {min_length} to {max_length} characters long", value)
     bad = next((c for c in result if not _allowed_in_text(c)), None)
@@ -174,12 +210,35 @@ def integer(
         else:
             rule = "must be an integer"
         fail(field, rule, value)
+    return _within_int64(value, field)
+
+
+def _within_int64(value: int, field: str) -> int:
+    if not -INT64_MAX <= value <= INT64_MAX:
+        fail(field, "must fit in a 64-bit integer", value)
     return value
 
 
 def positive_int(value: Any, field: str) -> int:
     """An int (not a bool) of at least 1."""
     return integer(value, field, minimum=1)
+
+
+def count(value: Any, field: str) -> int:
+    """A row count (``limit``, ``page``, ``pageSize``): an int from 1 to :data:`COUNT_MAX`."""
+    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= COUNT_MAX:
+        fail(field, f"must be a positive integer up to {COUNT_MAX}", value)
+    return value
+
+
+def cohort_code(value: Any, field: str = "cohort_code") -> str:
+    """A cohort code: 1 to 100 characters, sendable, and safe as a storage partition value."""
+    if not isinstance(value, str) or not value.strip():
+        fail(field, "must be a non-empty string", value)
+    code = sendable(value, field, max_length=ID_MAX_LENGTH)
+    if "/" in code or "\\" in code or ".." in code or code != code.strip():
+        fail(field, COHORT_CODE_RULE, value)
+    return code
 
 
 def flag(value: Any, field: str) -> int:
@@ -204,7 +263,7 @@ def number(value: Any, field: str) -> int | float:
         or (isinstance(value, float) and not math.isfinite(value))
     ):
         fail(field, "must be a finite number", value)
-    return value
+    return value if isinstance(value, float) else _within_int64(value, field)
 
 
 def json_scalar(value: Any, field: str) -> str | int | float | bool:
@@ -220,12 +279,12 @@ def email(value: Any, field: str = "email") -> str:
     """A plausible e-mail address (``local@domain.tld``)."""
     if not isinstance(value, str) or len(value) > _EMAIL_MAX_LENGTH or not _EMAIL.fullmatch(value):
         fail(field, "must be an e-mail address like name@example.com", value)
-    return value
+    return sendable(value, field)
 
 
 def http_url(value: Any, field: str) -> str:
     """An absolute ``http``/``https`` URL with a host."""
-    if isinstance(value, str) and not any(c.isspace() for c in value):
+    if isinstance(value, str) and not any(c.isspace() for c in sendable(value, field)):
         try:
             parts = urlsplit(value)
         except ValueError:

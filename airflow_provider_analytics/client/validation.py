@@ -195,7 +195,7 @@ def crowds(value: Any, field: str = "crowds") -> list[str]:
         fail(field, f"must be a list with one cohort code or {ALL_USERS}", value)
     if len(value) > 1:
         fail(field, "comparing cohorts is not supported: give exactly one cohort code", value)
-    return [rules.non_empty_string(value[0], f"{field}[0]")]
+    return [rules.cohort_code(value[0], f"{field}[0]")]
 
 
 def buckets(value: Any, field: str) -> list[int | float] | None:
@@ -297,7 +297,7 @@ def validate_funnel_request(request: Mapping[str, Any]) -> dict[str, Any]:
             body["convertTimeUnit"], "convertTimeUnit", CONVERT_TIME_UNITS
         )
     if "limit" in body:
-        result["limit"] = rules.positive_int(body["limit"], "limit")
+        result["limit"] = rules.count(body["limit"], "limit")
     return result
 
 
@@ -361,13 +361,13 @@ def conversion_measures(value: Any, field: str = "convertMeasures") -> list[dict
 
 
 def validate_cohort_code(value: Any, field: str = "cohort_code") -> str:
-    """A cohort code: a non-empty string."""
-    return rules.non_empty_string(value, field)
+    """A cohort code (:func:`rules.cohort_code`)."""
+    return rules.cohort_code(value, field)
 
 
 def validate_limit(value: Any, field: str = "limit") -> int:
-    """A row limit: a positive int (not a bool)."""
-    return rules.positive_int(value, field)
+    """A row limit: an int (not a bool) from 1 to :data:`rules.COUNT_MAX`."""
+    return rules.count(value, field)
 
 
 def validate_properties(value: Any, field: str = "properties") -> list[str]:
@@ -410,8 +410,8 @@ def cohort_body(
     if (page is None) != (page_size is None):
         fail("page_size" if page_size is None else "page", "page and page_size go together")
     if page is not None:
-        body["page"] = rules.positive_int(page, "page")
-        body["pageSize"] = rules.positive_int(page_size, "page_size")
+        body["page"] = rules.count(page, "page")
+        body["pageSize"] = rules.count(page_size, "page_size")
         if limit is not None and body["pageSize"] > body["limit"]:
             fail("page_size", f"must not exceed limit ({limit})", page_size)
     return body

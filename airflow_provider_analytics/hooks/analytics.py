@@ -10,6 +10,7 @@ from airflow.sdk.log import mask_secret
 
 from airflow_provider_analytics.client import AnalyticsClient, ClientConfig
 from airflow_provider_analytics.client.errors import AnalyticsConfigurationError
+from airflow_provider_analytics.provider_info import APP_KEY_EXTRA
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -75,7 +76,8 @@ def _base_url(conn: Connection, extras: Mapping[str, Any]) -> str:
 def client_config_from_connection(conn: Connection) -> ClientConfig:
     """Build the client's configuration from an ``analytics`` connection.
 
-    Host is the base URL, password the project ``token``; extras carry ``app_key``, ``xtoken``,
+    Host is the base URL, password the project ``token``; extras carry ``app_api_key`` (the
+    appKey; ``app_key`` and ``appKey`` are still read), ``xtoken``,
     ``utm_prefix``, timeouts, ``verify``, ``max_attempts`` and ``allow_insecure_http``. Every secret
     is registered with Airflow's secret masker before anything can log it.
 
@@ -83,7 +85,7 @@ def client_config_from_connection(conn: Connection) -> ClientConfig:
     """
     extras = conn.extra_dejson or {}
     token = conn.password or _extra(extras, "token")
-    app_key = _extra(extras, "app_key", "appKey")
+    app_key = _extra(extras, APP_KEY_EXTRA) or _extra(extras, "app_key", "appKey")
     xtoken = _extra(extras, "xtoken")
     for secret in (token, app_key, xtoken):
         if secret:

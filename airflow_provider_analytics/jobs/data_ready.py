@@ -21,6 +21,7 @@ from airflow_provider_analytics.client.operations import (
     LIST_EVENTS,
     Operation,
 )
+from airflow_provider_analytics.tabular.labels import report_day
 
 if TYPE_CHECKING:
     from airflow_provider_analytics.client import AnalyticsClient
@@ -78,9 +79,7 @@ class DataReadyCheck:
             rules.id_ref(self.event_property, "event_property")
             if self.source != "plan":
                 rules.fail("event_property", "is only used with source='plan'")
-        if isinstance(self.threshold, bool) or not isinstance(self.threshold, int | float):
-            rules.fail("threshold", "must be a number", self.threshold)
-        if self.threshold <= 0:
+        if rules.number(self.threshold, "threshold") <= 0:
             rules.fail("threshold", "must be greater than 0", self.threshold)
         if self.source == "plan" and self.event == "$Anything":
             rules.fail("event", "must name a real event when source='plan'", self.event)
@@ -126,7 +125,7 @@ class DataReadyCheck:
     def _evaluate_counts(self, response: Any) -> Readiness:
         if not isinstance(response, dict):
             raise errors.AnalyticsProtocolError("analyze_events: the answer is not a JSON object")
-        series = [str(s)[:10] for s in response.get("series") or []]
+        series = [report_day(label) for label in response.get("series") or []]
         counts = dict.fromkeys(self.days(), 0.0)
         for row in response.get("rows") or []:
             values = (row.get("values") or [[]])[0] or []

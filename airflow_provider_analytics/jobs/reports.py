@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from airflow_provider_analytics.client import AnalyticsClient, rules
+from airflow_provider_analytics.client import AnalyticsClient, AnalyticsProtocolError, rules
 from airflow_provider_analytics.client.validation import (
     validate_event_request,
     validate_funnel_request,
@@ -195,7 +195,13 @@ def build_report_tables(
     tables = []
     for from_date, to_date in windows:
         response = kind.analyze(client, {**body, "fromDate": from_date, "toDate": to_date})
-        table = kind.flatten(response, body, timezone)
+        try:
+            table = kind.flatten(response, body, timezone)
+        except ValueError as error:  # the frames name what in the answer does not fit
+            raise AnalyticsProtocolError(
+                f"analyze_{kind.name}: the answer cannot be read as a report: {error}",
+                operation=f"analyze_{kind.name}",
+            ) from error
         for window_field, day in zip(WINDOW_FIELDS, (from_date, to_date), strict=True):
             value = pa.scalar(dt.date.fromisoformat(day), pa.date32())
             table = table.append_column(window_field, pa.repeat(value, table.num_rows))

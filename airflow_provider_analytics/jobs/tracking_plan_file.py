@@ -18,16 +18,23 @@ place in the file (``events[2].properties[0].id: ...``), so one run shows everyt
 from __future__ import annotations
 
 import difflib
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import yaml
-
 from airflow_provider_analytics.client import rules
-from airflow_provider_analytics.client.errors import AnalyticsError, AnalyticsValidationError
+from airflow_provider_analytics.client.errors import (
+    AnalyticsError,
+    AnalyticsValidationError,
+    bounded_repr,
+)
+from airflow_provider_analytics.jobs.bounded_decode import (
+    MAX_CHARACTERS,
+    DecodeError,
+    decode_json,
+    decode_yaml,
+)
 
 if TYPE_CHECKING:
     import os
@@ -38,6 +45,7 @@ _T = TypeVar("_T")
 TOP_LEVEL_KEYS = ("user_properties", "events")
 PROPERTY_KEYS = ("id", "name", "remark", "data_type", "dataType")
 EVENT_KEYS = ("id", "name", "remark", "properties")
+MAX_LISTED_PROBLEMS = 50
 
 
 class TrackingPlanFileError(AnalyticsError, ValueError):
@@ -48,7 +56,9 @@ class TrackingPlanFileError(AnalyticsError, ValueError):
     """
 
     def __init__(self, problems: Sequence[str], *, origin: str) -> None:
-        listing = "\n".join(f"  - {problem}" for problem in problems)
+        listing = "\n".join(f"  - {problem}" for problem in problems[:MAX_LISTED_PROBLEMS])
+        if len(problems) > MAX_LISTED_PROBLEMS:
+            listing += f"\n  - ... and {len(problems) - MAX_LISTED_PROBLEMS} more"
         super().__init__(
             f"{origin}: {len(problems)} problem(s) in the tracking plan; "
             f"nothing was sent to the platform:\n{listing}"
@@ -141,9 +151,10 @@ class _Problems:
             return None
         for key in value:
             if key not in allowed:
-                close = difflib.get_close_matches(str(key), allowed, n=1)
+                shown = key if isinstance(key, str) and len(key) <= 80 else bounded_repr(key)
+                close = difflib.get_close_matches(shown, allowed, n=1)
                 hint = f"; did you mean {close[0]}?" if close else ""
-                self.add(f"{field}.{key}", f"is not a known key{hint}")
+                self.add(f"{field}.{shown}", f"is not a known key{hint}")
         return value
 
     def items(self, value: Any, field: str) -> list[Any]:
@@ -272,16 +283,13 @@ def resolve_plan_path(
 
 
 def _decode(text: str, path: Path) -> Any:
-    """JSON for ``.json`` files, YAML otherwise (YAML also reads JSON)."""
+    """JSON for ``.json`` files, YAML otherwise (YAML also reads JSON); bounded either way."""
     try:
         if path.suffix.lower() == ".json":
-            return json.loads(text)
-        return yaml.safe_load(text)
-    except (json.JSONDecodeError, yaml.YAMLError) as exc:
-        kind = "JSON" if path.suffix.lower() == ".json" else "YAML"
-        raise TrackingPlanFileError(
-            [f"file: cannot be read as {kind}: {exc}"], origin=str(path)
-        ) from exc
+            return decode_json(text)
+        return decode_yaml(text)
+    except DecodeError as exc:
+        raise TrackingPlanFileError([f"file: {exc}"], origin=str(path)) from None
 
 
 def load_tracking_plan(
@@ -299,8 +307,13 @@ def load_tracking_plan(
         return parse_tracking_plan(source)
     path = resolve_plan_path(source, base_dir)
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open(encoding="utf-8") as stream:
+            text = stream.read(MAX_CHARACTERS + 1)  # one more than allowed: enough to refuse
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
         raise TrackingPlanFileError([f"file: cannot be read: {reason}"], origin=str(path)) from exc
+    except UnicodeDecodeError as exc:
+        raise TrackingPlanFileError(
+            [f"file: is not UTF-8 text (byte {exc.start} cannot be decoded)"], origin=str(path)
+        ) from None
     return parse_tracking_plan(_decode(text, path), origin=str(path))

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow_provider_analytics.client import rules
 from airflow_provider_analytics.client.errors import AnalyticsError
+from airflow_provider_analytics.client.redaction import Redactor
 from airflow_provider_analytics.operators.base import AnalyticsBaseOperator
 from airflow_provider_analytics.operators.intervals import interval_dates
 
@@ -122,7 +123,8 @@ class CreateUtmOperator(AnalyticsBaseOperator):
             record = client.get_utm(campaign_id)
         except AnalyticsError as error:
             raise UtmReadBackError(campaign_id, error) from error
-        self.log.info("created ad tracking %s: %s", campaign_id, record.get("url"))
+        shown_url = Redactor(self.hook.client_config.secrets()).excerpt(record.get("url"), 300)
+        self.log.info("created ad tracking %s: %s", campaign_id, shown_url)
         return {
             "campaign_id": campaign_id,
             "url": record.get("url"),

@@ -9,13 +9,14 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import ObjectStoragePath
 
+from airflow_provider_analytics.client import rules, validation
 from airflow_provider_analytics.jobs.cohort_export import (
     ExportResult,
     ExportSettings,
     export_cohort_to_parquet,
 )
 from airflow_provider_analytics.operators.output import AnalyticsOutputOperator
-from airflow_provider_analytics.operators.paths import output_path
+from airflow_provider_analytics.operators.paths import output_path, partition_value
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -86,31 +87,43 @@ class CohortExportToParquetOperator(AnalyticsOutputOperator):
         )
 
     def execute(self, context: Context) -> dict[str, Any]:
+        cohort_code = self._checked_cohort_code()
         if self.iceberg_table:
-            return self._export_to_iceberg(context)
+            return self._export_to_iceberg(context, cohort_code)
         path = output_path(
-            self.destination,
-            {"cohort": self.cohort_code, "dt": context["ds"]},
-            "users.parquet",
+            self.destination, {"cohort": cohort_code, "dt": context["ds"]}, "users.parquet"
         )
-        result = self._export(path)
-        self.publish_output(context, path, rows=result.rows, cohort_code=self.cohort_code)
+        result = self._export(path, cohort_code)
+        self.publish_output(context, path, rows=result.rows, cohort_code=cohort_code)
         return result.as_dict()
 
-    def _export(self, path: ObjectStoragePath) -> ExportResult:
-        """Run the export job into the Parquet object ``path``."""
+    def _checked_cohort_code(self) -> str:
+        """The rendered cohort code, safe as a partition value."""
+        return partition_value(rules.cohort_code(self.cohort_code), "cohort_code")
+
+    def _export(self, path: ObjectStoragePath, cohort_code: str) -> ExportResult:
+        """Run the export job into the Parquet object ``path``.
+
+        Rendered values are checked as they are, never coerced: ``limit=True`` or ``1.9``
+        would otherwise export one user and succeed.
+        """
+        limit = None if self.limit is None else validation.validate_limit(self.limit)
+        properties = (
+            None if self.properties is None else validation.validate_properties(self.properties)
+        )
+        timezone = rules.optional_string(self.timezone, "timezone")
         return export_cohort_to_parquet(
             self.hook.get_conn(),
-            self.cohort_code,
+            cohort_code,
             path,
-            properties=list(self.properties) if self.properties is not None else None,
-            limit=int(self.limit) if self.limit is not None else None,
-            timezone=self.timezone or self.hook.project_timezone,
+            properties=properties,
+            limit=limit,
+            timezone=timezone or self.hook.project_timezone,
             schema_overrides=self.schema_overrides,
             settings=self.settings,
         )
 
-    def _export_to_iceberg(self, context: Context) -> dict[str, Any]:
+    def _export_to_iceberg(self, context: Context, cohort_code: str) -> dict[str, Any]:
         """Export to a local Parquet file (verified, as usual), then replace the day's
         partition of ``iceberg_table`` with it in one commit."""
         from airflow_provider_analytics.sinks.iceberg import replace_day_from_parquet
@@ -119,11 +132,11 @@ class CohortExportToParquetOperator(AnalyticsOutputOperator):
         catalog, uri = self.iceberg_catalog()
         with tempfile.TemporaryDirectory(prefix="cohort-export-") as directory:
             local = ObjectStoragePath((Path(directory) / "users.parquet").as_uri())
-            result = self._export(local)
+            result = self._export(local, cohort_code)
             committed = replace_day_from_parquet(
                 catalog, self.iceberg_table, dt.date.fromisoformat(context["ds"]), local.path
             )
-        self.publish_output(context, uri, rows=result.rows, cohort_code=self.cohort_code)
+        self.publish_output(context, uri, rows=result.rows, cohort_code=cohort_code)
         return {**result.as_dict(), "uri": uri, "iceberg": committed}
 
     def lineage_input_name(self) -> str:

@@ -72,14 +72,13 @@ class AnalyticsDataSensor(BaseSensorOperator, AnalyticsBaseOperator):
     def data_check(self, context: Context) -> DataReadyCheck:
         """The check for this run (validated: a bad argument fails before any request)."""
         first, last = interval_dates(context)
-        threshold = self.threshold
-        if isinstance(threshold, str):
-            threshold = float(threshold)
+        # The check validates every rendered value as it is (a threshold of "5" or True is
+        # refused by name, not coerced).
         return DataReadyCheck(
             from_date=self.from_date or first,
             to_date=self.to_date or last,
             event=self.event,
-            threshold=threshold,
+            threshold=self.threshold,
             source=self.source,  # type: ignore[arg-type]
             event_property=self.event_property,
         )

@@ -8,9 +8,12 @@ frame builders call them once per distinct label, never once per output cell.
 
 from __future__ import annotations
 
+import logging
 import re
 from datetime import date, datetime
 from typing import Final, NamedTuple
+
+log = logging.getLogger(__name__)
 
 ALL_DATES_LABEL: Final = "$ALL"
 """The funnel's ``dateList`` entry holding the result over the whole date range."""
@@ -27,11 +30,14 @@ _REPORT_DATETIME_FORMATS: Final = (
     (re.compile(r"\d{4}-\d{2}-\d{2}"), "%Y-%m-%d"),
     (re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}"), "%Y-%m-%d %H:%M"),
     (re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}"), "%Y-%m-%d %H:%M:%S"),
+    (re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{1,6}"), "%Y-%m-%d %H:%M:%S.%f"),
     (re.compile(r"\d{4}/\d{2}/\d{2} \d{2}:\d{2}:\d{2}"), "%Y/%m/%d %H:%M:%S"),
 )
 ACCEPTED_DATETIME_FORMATS: Final = (
-    "yyyy-MM-dd, yyyy-MM-dd HH:mm, yyyy-MM-dd HH:mm:ss, yyyy/MM/dd HH:mm:ss"
+    "yyyy-MM-dd, yyyy-MM-dd HH:mm, yyyy-MM-dd HH:mm:ss, yyyy-MM-dd HH:mm:ss.SSS, "
+    "yyyy/MM/dd HH:mm:ss"
 )
+"""The forms spec 2.5 gives for date-times, the funnel examples' slashed form, and minutes."""
 
 _NUMBER: Final = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
 _BUCKET_LABEL: Final = re.compile(rf"\s*(?P<lower>-∞|{_NUMBER})\s*~\s*(?P<upper>\+?∞|{_NUMBER})\s*")
@@ -53,9 +59,9 @@ class BucketBounds(NamedTuple):
 def parse_report_datetime(text: object, *, what: str) -> datetime:
     """Parse a date or date-time as analysis responses write them.
 
-    Accepted: ``yyyy-MM-dd``, ``yyyy-MM-dd HH:mm``, ``yyyy-MM-dd HH:mm:ss`` and
-    ``yyyy/MM/dd HH:mm:ss`` (the funnel examples' form). Anything else is refused rather
-    than guessed, because a misread date silently moves numbers to the wrong day.
+    Accepted: :data:`ACCEPTED_DATETIME_FORMATS` (spec 2.5's three, with or without
+    milliseconds, and ``yyyy/MM/dd HH:mm:ss``, the funnel examples' form). Anything else is
+    refused rather than guessed, because a misread date silently moves numbers to the wrong day.
 
     :param text: the label from the response.
     :param what: what the label is (e.g. ``"funnel dateList[2]"``), for the error message.
@@ -69,13 +75,52 @@ def parse_report_datetime(text: object, *, what: str) -> datetime:
                 except ValueError:
                     break
     raise ValueError(
-        f"{what} {text!r} is not a date in one of the accepted formats: {ACCEPTED_DATETIME_FORMATS}"
+        f"{what} {_shown(text)} is not a date in one of the accepted formats: "
+        f"{ACCEPTED_DATETIME_FORMATS}"
     )
 
 
+def _shown(text: object) -> str:
+    shown = repr(text) if isinstance(text, str | int | float | None) else type(text).__name__
+    return shown if len(shown) <= 80 else shown[:77] + "..."
+
+
 def optional_report_datetime(text: object, *, what: str) -> datetime | None:
-    """:func:`parse_report_datetime`, except that ``None`` (a field left out) stays ``None``."""
-    return None if text is None else parse_report_datetime(text, what=what)
+    """A metadata date-time such as ``reportUpdateTime``, which no number depends on.
+
+    Parsed like :func:`parse_report_datetime`; ``None`` (a field left out) stays ``None``. A
+    value in no accepted form is not fatal: it is logged as it came (shortened) and ``None``
+    is returned, so one odd metadata field never fails a whole report.
+
+    :param text: the field's value.
+    :param what: which field, for the log.
+    """
+    if text is None:
+        return None
+    try:
+        return parse_report_datetime(text, what=what)
+    except ValueError:
+        log.warning(
+            "%s %s is not a date-time in an accepted form (%s); left empty",
+            what,
+            _shown(text),
+            ACCEPTED_DATETIME_FORMATS,
+        )
+        return None
+
+
+def report_day(label: object) -> str | None:
+    """The calendar day (``yyyy-MM-dd``) a series label stands for, or ``None``.
+
+    The same parser the report frames use, so a day the frames place in a table is the day
+    the data-ready check counts.
+
+    :param label: a ``series`` entry of an event analysis.
+    """
+    try:
+        return parse_report_datetime(label, what="series label").date().isoformat()
+    except ValueError:
+        return None
 
 
 def parse_funnel_date(text: object, *, what: str) -> date:
@@ -90,7 +135,9 @@ def parse_funnel_date(text: object, *, what: str) -> date:
     """
     moment = parse_report_datetime(text, what=what)
     if moment.time() != datetime.min.time():
-        raise ValueError(f"{what} {text!r} is not a whole day: its time of day is not 00:00:00")
+        raise ValueError(
+            f"{what} {_shown(text)} is not a whole day: its time of day is not 00:00:00"
+        )
     return moment.date()
 
 

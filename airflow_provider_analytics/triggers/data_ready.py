@@ -11,6 +11,7 @@ from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 from airflow_provider_analytics.client import ClientConfig, errors
 from airflow_provider_analytics.client.failures import error_from_response
+from airflow_provider_analytics.client.redaction import Redactor
 from airflow_provider_analytics.client.session import auth_headers
 from airflow_provider_analytics.hooks.analytics import AnalyticsHook, client_config_from_connection
 from airflow_provider_analytics.jobs.data_ready import TRANSIENT_ERRORS, DataReadyCheck, Readiness
@@ -88,16 +89,17 @@ class AnalyticsDataReadyTrigger(BaseTrigger):
             connection = await AnalyticsHook.aget_connection(self.analytics_conn_id)
             config = client_config_from_connection(connection)
         except Exception as error:  # a bad check or connection can never succeed
-            yield TriggerEvent({"status": "error", "message": str(error)})
+            yield TriggerEvent({"status": "error", "message": Redactor().excerpt(error)})
             return
+        shown = Redactor(config.secrets()).excerpt
         async with httpx.AsyncClient(verify=config.verify, follow_redirects=False) as http:
             while True:
                 try:
                     readiness = await check_once(http, config, check)
                 except TRANSIENT_ERRORS as error:
-                    log.warning("data-ready check failed transiently, polling on: %s", error)
+                    log.warning("data-ready check failed transiently, polling on: %s", shown(error))
                 except Exception as error:  # anything else ends the wait with its reason
-                    yield TriggerEvent({"status": "error", "message": str(error)})
+                    yield TriggerEvent({"status": "error", "message": shown(error)})
                     return
                 else:
                     if readiness.ready:

@@ -134,3 +134,36 @@ def test_trigger_serializes_to_plain_json() -> None:
     assert path == "airflow_provider_analytics.triggers.data_ready.AnalyticsDataReadyTrigger"
     assert json.loads(json.dumps(kwargs)) == kwargs
     assert AnalyticsDataReadyTrigger(**kwargs).serialize() == (path, kwargs)
+
+
+def test_an_unexpected_failure_reaches_the_event_masked_and_bounded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Whatever text an unexpected failure carries, the event shows it masked, then cut."""
+    import airflow_provider_analytics.triggers.data_ready as trigger_module
+
+    token = "tok-Trig9-Zx41-distinct"
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_ANALYTICS_DEFAULT",
+        json.dumps(
+            {
+                "conn_type": "analytics",
+                "host": "http://127.0.0.1:9",
+                "password": token,
+                "extra": {"app_api_key": "app-Trig9-Qw83"},
+            }
+        ),
+    )
+
+    async def failing_check(*_: Any) -> Any:
+        raise RuntimeError("w" * 480 + f"header token: {token}" + "v" * 2000)
+
+    monkeypatch.setattr(trigger_module, "check_once", failing_check)
+    trigger = AnalyticsDataReadyTrigger(
+        "analytics_default", {"from_date": DAY, "to_date": DAY}, poke_interval=0.01
+    )
+    event = first_event(trigger)
+    assert event["status"] == "error"
+    message = event["message"]
+    assert len(message) <= 500
+    assert not any(token[i : i + 4] in message for i in range(len(token) - 3))

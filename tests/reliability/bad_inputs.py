@@ -4,8 +4,10 @@ must name. Every one must be refused before any HTTP request is made."""
 from __future__ import annotations
 
 import datetime as dt
+import tempfile
 from collections import defaultdict
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from airflow_provider_analytics.hooks.analytics import AnalyticsHook
@@ -44,6 +46,8 @@ class BadInput:
     :param field: the field the error must name.
     :param call: makes the call with the invalid input.
     :param connection: connection fields replacing the good ones (for connection cases).
+    :param hostile: crafted to break out (of a path, a header, a parser) rather than a slip;
+        listed in the report's hostile-input section.
     """
 
     target: str
@@ -51,6 +55,7 @@ class BadInput:
     field: str
     call: Callable[[], Any]
     connection: dict[str, Any] = field(default_factory=dict)
+    hostile: bool = False
 
     @property
     def id(self) -> str:
@@ -525,7 +530,7 @@ def _operator_cases() -> list[BadInput]:
         BadInput(
             "RegisterAccountOperator",
             "e-mail without a domain",
-            "email",
+            "account_email",
             executed(RegisterAccountOperator, account_email="ana@"),
         ),
         BadInput(
@@ -702,6 +707,226 @@ def _sensor_cases() -> list[BadInput]:
     ]
 
 
+def alias_bomb(levels: int, width: int) -> str:
+    """YAML whose each level lists ``width`` aliases of the level below (width**levels values)."""
+    lines = ['a0: &a0 ["lol"]']
+    for level in range(1, levels):
+        lines.append(f"a{level}: &a{level} [" + ", ".join([f"*a{level - 1}"] * width) + "]")
+    lines.append(f"events: [*a{levels - 1}]")
+    return "\n".join(lines) + "\n"
+
+
+def synced_file(text: str) -> Callable[[], Any]:
+    """Runs the tracking plan operator on a plan file holding ``text``."""
+
+    def call() -> Any:
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder) / "plan.yaml"
+            path.write_text(text, encoding="utf-8")
+            operator = TrackingPlanSyncOperator(task_id="bad_input", plan=str(path))
+            return operator.execute(context())  # type: ignore[arg-type]
+
+    return call
+
+
+def _hostile_cases() -> list[BadInput]:
+    """Values built to escape a path, split a header or a query, or exhaust a parser."""
+    export = CohortExportToParquetOperator
+    good: dict[str, Any] = {"cohort_code": "cohort_tiny", "destination": DESTINATION}
+    exporter = "CohortExportToParquetOperator"
+
+    def exported(**changes: Any) -> Callable[[], Any]:
+        return executed(export, **{**good, **changes})
+
+    def funnel_to(destination: str) -> Callable[[], Any]:
+        return executed(FunnelReportOperator, request=FUNNEL_REQUEST, destination=destination)
+
+    def hostile(target: str, label: str, field: str, call: Callable[[], Any]) -> BadInput:
+        return BadInput(target, label, field, call, hostile=True)
+
+    def connection(label: str, field: str, extra: dict[str, Any]) -> BadInput:
+        def build() -> Any:
+            return AnalyticsHook().get_conn()
+
+        return BadInput("connection", label, field, build, extra, hostile=True)
+
+    utm = ("https://shop.example.com/", "c", "m", "s")
+    return [
+        hostile(exporter, "limit rendered as True", "limit", exported(limit=True)),
+        hostile(exporter, "limit rendered as 1.9", "limit", exported(limit=1.9)),
+        hostile(exporter, "limit rendered as 'abc'", "limit", exported(limit="abc")),
+        hostile(exporter, "limit rendered as text '100'", "limit", exported(limit="100")),
+        hostile(exporter, "limit 10**30", "limit", exported(limit=10**30)),
+        hostile(
+            exporter, "cohort code ../../../x", "cohort_code", exported(cohort_code="../../../x")
+        ),
+        hostile(exporter, "cohort code with /", "cohort_code", exported(cohort_code="vip/x")),
+        hostile(exporter, "cohort code with NUL", "cohort_code", exported(cohort_code="vip\x00")),
+        hostile(
+            exporter,
+            "cohort code of 10,000 characters",
+            "cohort_code",
+            exported(cohort_code="c" * 10_000),
+        ),
+        hostile(exporter, "cohort code with =", "cohort_code", exported(cohort_code="a=b")),
+        hostile(
+            exporter,
+            "rendered destination climbing out with ../",
+            "destination",
+            exported(destination=DESTINATION + "../../escaped/"),
+        ),
+        hostile(
+            exporter,
+            "destination file:///etc/",
+            "destination",
+            exported(destination="file:///etc/"),
+        ),
+        hostile(
+            "FunnelReportOperator",
+            "rendered destination climbing out with ..",
+            "destination",
+            funnel_to("file:///nonexistent-bad-input/reports/../../../x/"),
+        ),
+        hostile(
+            "FunnelReportOperator",
+            "destination with a NUL",
+            "destination",
+            funnel_to("file:///nonexistent-bad-input/\x00/"),
+        ),
+        hostile(
+            "RegisterAccountOperator",
+            "e-mail with NUL",
+            "account_email",
+            executed(RegisterAccountOperator, account_email="ana\x00@example.com"),
+        ),
+        hostile(
+            "AccountActivationOperator",
+            "login user with CR LF",
+            "login_user",
+            executed(
+                AccountActivationOperator,
+                account_email="ana@example.com",
+                activation=True,
+                login_user="ops\r\nX-Injected: 1",
+            ),
+        ),
+        hostile(
+            "AnalyticsDataSensor",
+            "threshold rendered as text '5'",
+            "threshold",
+            lambda: AnalyticsDataSensor(task_id="wait", threshold="5").poke(context()),  # type: ignore[arg-type]
+        ),
+        hostile(
+            "AnalyticsDataSensor",
+            "threshold NaN",
+            "threshold",
+            lambda: AnalyticsDataSensor(task_id="wait", threshold=float("nan")).poke(context()),  # type: ignore[arg-type]
+        ),
+        hostile("hook", "cohort code with /", "cohort_code", hook_call("get_cohort_users", "a/b")),
+        hostile(
+            "hook", "cohort code with NUL", "cohort_code", hook_call("get_cohort_users", "a\x00")
+        ),
+        hostile(
+            "hook",
+            "cohort code of 10,000 characters",
+            "cohort_code",
+            hook_call("get_cohort_users", "c" * 10_000),
+        ),
+        hostile(
+            "hook",
+            "limit 10**30",
+            "limit",
+            hook_call("get_cohort_users", "cohort_tiny", limit=10**30),
+        ),
+        hostile(
+            "hook",
+            "export limit 10**30",
+            "limit",
+            hook_call("export_cohort_users", "cohort_tiny", limit=10**30),
+        ),
+        hostile("hook", "analysis cohort with /", "crowds[0]", events(crowds=["a/../b"])),
+        hostile("hook", "convertTime 10**30", "convertTime", funnel(convertTime=10**30)),
+        hostile(
+            "hook",
+            "filter value 10**40",
+            "filter.conditions[0].params[0]",
+            funnel(filter=condition("event.purchase.amount", "GT", 10**40)),
+        ),
+        hostile(
+            "hook",
+            "login user with CR",
+            "login_user",
+            hook_call("create_utm", *utm, login_user="a\rb"),
+        ),
+        hostile(
+            "hook",
+            "login user with LF",
+            "login_user",
+            hook_call("create_utm", *utm, login_user="a\nb"),
+        ),
+        hostile(
+            "hook",
+            "login user with NUL",
+            "login_user",
+            hook_call("create_utm", *utm, login_user="a\x00"),
+        ),
+        hostile(
+            "hook", "e-mail with NUL", "email", hook_call("register_account", "ana\x00@example.com")
+        ),
+        hostile(
+            "hook",
+            "password with NUL",
+            "password",
+            hook_call("register_account", "ana@example.com", password="pw\x00"),
+        ),
+        hostile(
+            "hook",
+            "campaign name of 10,000 characters",
+            "utm_campaign",
+            hook_call("create_utm", utm[0], "c" * 10_000, "m", "s"),
+        ),
+        hostile(
+            "hook",
+            "campaign source with a lone surrogate",
+            "utm_source",
+            hook_call("create_utm", utm[0], "c", "m", "s\ud800"),
+        ),
+        connection("xtoken beyond Latin-1", "xtoken", {"xtoken": "xt-\u20ac-secret"}),
+        connection("appKey with a C1 control", "app_key", {"app_api_key": "ak-\x85-secret"}),
+        connection("CA bundle path naming nothing", "verify", {"verify": "/nonexistent/ca.pem"}),
+        hostile(
+            "TrackingPlanSyncOperator",
+            f"{len(alias_bomb(9, 9).encode())}-byte YAML alias bomb (9**9 values)",
+            "file",
+            synced_file(alias_bomb(9, 9)),
+        ),
+        hostile(
+            "TrackingPlanSyncOperator",
+            f"{len(alias_bomb(10, 10).encode())}-byte YAML alias bomb (10**10 values)",
+            "file",
+            synced_file(alias_bomb(10, 10)),
+        ),
+        hostile(
+            "TrackingPlanSyncOperator",
+            "top-level key given twice",
+            "file",
+            synced_file("events:\n  - id: a\nevents:\n  - id: b\n"),
+        ),
+        hostile(
+            "TrackingPlanSyncOperator",
+            "id given twice in one event",
+            "file",
+            synced_file("events:\n  - id: a\n    id: b\n"),
+        ),
+        hostile(
+            "TrackingPlanSyncOperator",
+            "the same event id twice",
+            "events[1].id",
+            executed(TrackingPlanSyncOperator, plan={"events": [{"id": "a"}, {"id": "a"}]}),
+        ),
+    ]
+
+
 BAD_INPUTS: Final[tuple[BadInput, ...]] = (
     *_hook_ids(),
     *_hook_texts(),
@@ -711,4 +936,5 @@ BAD_INPUTS: Final[tuple[BadInput, ...]] = (
     *_connection_cases(),
     *_operator_cases(),
     *_sensor_cases(),
+    *_hostile_cases(),
 )

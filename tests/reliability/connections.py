@@ -34,7 +34,7 @@ def connection_json(server: EmulatorServer, **extra: Any) -> str:
             "conn_type": "analytics",
             "host": server.base_url,
             "password": config.token,
-            "extra": {"app_key": config.app_key, "xtoken": config.xtoken, **extra},
+            "extra": {"app_api_key": config.app_key, "xtoken": config.xtoken, **extra},
         }
     )
 

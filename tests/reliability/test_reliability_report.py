@@ -66,8 +66,22 @@ def results(tmp_path: Path) -> Path:
                 "error_type": "AnalyticsValidationError",
                 "message": "limit: must be a positive integer (got 0)",
                 "requests": 0,
-            }
+            },
+            {
+                "target": "hook",
+                "label": "cohort code with /",
+                "field": "cohort_code",
+                "error_type": "AnalyticsValidationError",
+                "message": "cohort_code: must not contain '/'",
+                "requests": 0,
+                "hostile": True,
+            },
         ],
+    )
+    write_lines(
+        tmp_path,
+        "hostile-gw1.jsonl",
+        [{"case": "a token echoed across the cut", "outcome": "masked: 0 fragments"}],
     )
     write_lines(
         tmp_path,
@@ -114,6 +128,11 @@ def test_the_page_shows_the_matrix_and_the_figures(results: Path) -> None:
     assert "`list_events: server error after 3 attempt(s)`" in page
     assert "- stream faults need a stream (1 cells)" in page
     assert "| hook | limit 0 | `limit` |" in page
+    hostile = page[page.index("## Hostile input") :]
+    assert "1 of the 1 below were refused before any request" in hostile
+    assert "| hook | cohort code with / | `cohort_code` |" in hostile
+    assert "| hook | limit 0 |" not in hostile
+    assert "| a token echoed across the cut | masked: 0 fragments |" in hostile
     assert "| emulator list_events | 60 | 200: 40, 400: 20 |" in page
     assert "| 1 | 1,200 | 3 | 0 | 0 |" in page
     assert "The export load benchmark was not run for this report." in page

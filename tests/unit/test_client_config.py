@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from pathlib import Path
 
 import pytest
 
@@ -126,9 +127,43 @@ def test_other_settings_are_checked(name: str, value: object) -> None:
         ClientConfig("https://h", **{name: value})  # type: ignore[arg-type]
 
 
-def test_verify_accepts_a_ca_bundle_path_and_false() -> None:
-    assert ClientConfig("https://h", verify="certs/ca.pem").verify == "certs/ca.pem"
+def test_verify_accepts_a_ca_bundle_path_and_false(tmp_path: Path) -> None:
+    bundle = tmp_path / "ca.pem"
+    bundle.write_text("-----BEGIN CERTIFICATE-----\n")
+    assert ClientConfig("https://h", verify=str(bundle)).verify == str(bundle)
     assert ClientConfig("https://h", verify=False).verify is False
+
+
+def test_a_verify_path_that_names_nothing_is_refused_naming_the_path(tmp_path: Path) -> None:
+    missing = tmp_path / "no-such-ca.pem"
+    with pytest.raises(
+        AnalyticsConfigurationError, match=r"ClientConfig\.verify: names no CA"
+    ) as e:
+        ClientConfig("https://h", verify=str(missing))
+    assert str(missing) in str(e.value)
+
+
+@pytest.mark.parametrize("field", ["token", "app_key", "xtoken"])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "secret-Vv19\u20ac",
+        "\u0161ecret-Vv19",
+        "secret\x85Vv19",
+        "secret\x00Vv19",
+        "s\U0001f600Vv19",
+    ],
+)
+def test_secrets_beyond_printable_latin1_are_refused_without_echo(field: str, bad: str) -> None:
+    with pytest.raises(AnalyticsConfigurationError) as caught:
+        ClientConfig("https://h", **{field: bad})
+    shown = f"{caught.value} {caught.value!r} {caught.value.args}"
+    assert field in shown
+    assert "Vv19" not in shown and "ecret" not in shown
+
+
+def test_printable_latin1_secrets_are_accepted() -> None:
+    assert ClientConfig("https://h", token="caf\u00e9-\u00ff-Vv19").token == "caf\u00e9-\u00ff-Vv19"
 
 
 @pytest.mark.parametrize("field", ["token", "app_key", "xtoken"])

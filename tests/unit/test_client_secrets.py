@@ -140,3 +140,45 @@ def test_redactor_masks_nested_values_and_longest_first() -> None:
         "n": None,
     }
     assert not Redactor([None, ""])
+
+
+def _fragments(secret: str, minimum: int = 4) -> list[str]:
+    """Every piece of ``secret`` at least ``minimum`` characters long."""
+    return [secret[i:j] for i in range(len(secret)) for j in range(i + minimum, len(secret) + 1)]
+
+
+@pytest.mark.parametrize("offset", range(470, 510, 3))
+def test_a_secret_echoed_across_the_excerpt_cut_leaves_no_fragment(
+    client: AnalyticsClient, requests_mock: rm.Mocker, offset: int
+) -> None:
+    """Masking comes before cutting: a token straddling the cut leaves not even a piece."""
+    msg = "x" * offset + TOKEN + " and then some more text " * 40
+    requests_mock.get(
+        BASE + "/uba/api/schema/event", status_code=400, json={"code": 400, "msg": msg}
+    )
+    with pytest.raises(AnalyticsBadRequestError) as caught:
+        client.list_events()
+    text = shown(caught.value)
+    assert not [piece for piece in _fragments(TOKEN) if piece in text.replace("x" * 4, "")]
+    assert len(caught.value.msg or "") <= 500
+
+
+def test_a_success_failure_echo_across_the_cut_leaves_no_fragment(
+    client: AnalyticsClient, requests_mock: rm.Mocker
+) -> None:
+    requests_mock.delete(
+        BASE + "/svc/uba/api/operations/utm/drop/5",
+        json={"success": 1, "msg": "y" * 490 + APP_KEY + "z" * 600},
+    )
+    with pytest.raises(AnalyticsOperationFailedError) as caught:
+        client.delete_utm(5)
+    text = shown(caught.value)
+    assert not [piece for piece in _fragments(APP_KEY) if piece in text]
+
+
+def test_redactor_excerpt_masks_before_it_cuts() -> None:
+    redactor = Redactor([TOKEN])
+    text = "a" * 495 + TOKEN
+    assert redactor.excerpt(text) == "a" * 495 + "***"
+    cut = redactor.excerpt("b" * 600 + TOKEN, limit=20)
+    assert cut == "b" * 17 + "..."

@@ -161,3 +161,37 @@ def test_zero_length_interval_covers_the_logical_day(connection: None) -> None:
         }
     )
     assert (weekly.from_date, weekly.to_date) == ("2024-01-15", "2024-01-21")
+
+
+@pytest.mark.parametrize(
+    "form",
+    [
+        "{day}",
+        "{day} 00:00:00",
+        "{day} 00:00:00.000",
+        "{slashed} 00:00:00",
+    ],
+)
+def test_every_series_label_form_the_frames_accept_counts(form: str) -> None:
+    """The check reads days with the frames' parser: a slashed label counts (it never did)."""
+    days = ["2024-01-14", "2024-01-15"]
+    labels = [form.format(day=d, slashed=d.replace("-", "/")) for d in days]
+    readiness = DataReadyCheck(*days, threshold=5).evaluate(counts_response(labels, [7, 5]))
+    assert readiness.ready, readiness.detail
+    assert readiness.detail["counts"] == {"2024-01-14": 7.0, "2024-01-15": 5.0}
+
+
+def test_a_series_label_in_no_accepted_form_counts_for_no_day() -> None:
+    labels = ["14/01/2024", "2024-01-15T00:00:00"]
+    check = DataReadyCheck("2024-01-14", "2024-01-15")
+    readiness = check.evaluate(counts_response(labels, [7, 5]))
+    assert not readiness.ready
+    assert readiness.detail["missing"] == ["2024-01-14", "2024-01-15"]
+
+
+@pytest.mark.parametrize("threshold", ["5", True, float("nan"), float("inf"), [5]])
+def test_a_rendered_threshold_is_refused_not_coerced(connection: None, threshold: object) -> None:
+    sensor = AnalyticsDataSensor(task_id="wait", threshold=threshold)  # type: ignore[arg-type]
+    with rm.Mocker() as mocked, pytest.raises(AirflowFailException, match="threshold"):
+        sensor.poke(context())
+    assert mocked.call_count == 0

@@ -228,10 +228,6 @@ def test_whole_median_missing_means_every_median_null() -> None:
             lambda r: r["dateList"].__setitem__(1, "2019/06/17 12:00:00"),
             r"dateList\[1\] '2019/06/17 12:00:00' is not a whole day",
         ),
-        (
-            lambda r: r.__setitem__("reportUpdateTime", "yesterday"),
-            r"reportUpdateTime 'yesterday' is not a date",
-        ),
     ],
 )
 def test_malformed_responses_raise_naming_the_place_and_lengths(change, message) -> None:
@@ -298,3 +294,31 @@ def test_parquet_gets_clean_types(tmp_path) -> None:
 def test_report_time_is_read_in_the_project_time_zone() -> None:
     frame = funnel_frame(documented_response(), timezone="Asia/Shanghai")
     assert set(cells(frame, "report_updated_at")) == {pd.Timestamp("2019-06-19 00:30:00Z")}
+
+
+@pytest.mark.parametrize(
+    ("written", "expected"),
+    [
+        ("2019-07-30 09:59:06.345", "2019-07-30 09:59:06.345000+00:00"),
+        ("2019-07-30 09:59:06", "2019-07-30 09:59:06+00:00"),
+        ("2019-07-30", "2019-07-30 00:00:00+00:00"),
+        ("2019/07/30 09:59:06", "2019-07-30 09:59:06+00:00"),
+    ],
+)
+def test_report_update_time_in_every_documented_form(written: str, expected: str) -> None:
+    response = copy.deepcopy(documented_response())
+    response["reportUpdateTime"] = written
+    frame = funnel_frame(response)
+    assert {str(value) for value in frame["report_updated_at"]} == {expected}
+
+
+def test_an_unreadable_report_update_time_is_logged_not_fatal(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    response = copy.deepcopy(documented_response())
+    response["reportUpdateTime"] = "yesterday"
+    with caplog.at_level("WARNING"):
+        frame = funnel_frame(response)
+    assert len(frame) > 0
+    assert frame["report_updated_at"].isna().all()
+    assert "funnel reportUpdateTime 'yesterday' is not a date-time" in caplog.text

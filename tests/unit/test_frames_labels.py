@@ -12,9 +12,11 @@ from airflow_provider_analytics.tabular.labels import (
     BucketBounds,
     column_slug,
     label_text,
+    optional_report_datetime,
     parse_bucket_label,
     parse_funnel_date,
     parse_report_datetime,
+    report_day,
     split_measure_label,
     steps_express_matches,
 )
@@ -53,6 +55,8 @@ def test_bucket_labels(label, bounds) -> None:
         ("2019-06-17", dt.datetime(2019, 6, 17)),
         ("2019-06-17 08:30", dt.datetime(2019, 6, 17, 8, 30)),
         ("2019-06-17 08:30:05", dt.datetime(2019, 6, 17, 8, 30, 5)),
+        ("2019-07-30 09:59:06.345", dt.datetime(2019, 7, 30, 9, 59, 6, 345000)),
+        ("2019-07-30 09:59:06.5", dt.datetime(2019, 7, 30, 9, 59, 6, 500000)),
         ("2019/06/17 08:30:05", dt.datetime(2019, 6, 17, 8, 30, 5)),
     ],
 )
@@ -67,6 +71,8 @@ def test_report_datetimes(text, expected) -> None:
         "2019-6-17",
         "17/06/2019",
         "2019-06-17T08:30:05",
+        "2019-06-17 08:30:05.",
+        "2019-06-17 08:30:05.1234567",
         "2019-13-01",
         "",
         None,
@@ -148,3 +154,35 @@ def test_non_finite_floats_from_lenient_json_become_nulls() -> None:
 
     assert null.tolist() == [False, True, True, True, False]
     assert numbers[~null].tolist() == [1.0, -2.5]
+
+
+@pytest.mark.parametrize(
+    ("label", "day"),
+    [
+        ("2024-01-15", "2024-01-15"),
+        ("2024-01-15 00:00:00", "2024-01-15"),
+        ("2024-01-15 00:00:00.000", "2024-01-15"),
+        ("2024/01/15 00:00:00", "2024-01-15"),
+        ("2024-01-15 23:59", "2024-01-15"),
+        ("2024/01/15", None),
+        ("15/01/2024", None),
+        ("2024-01-15T00:00:00", None),
+        (20240115, None),
+        (None, None),
+    ],
+)
+def test_report_day_reads_what_the_frames_read(label: object, day: str | None) -> None:
+    assert report_day(label) == day
+    if day is not None:  # the same parser: the frames place the row on that day
+        assert parse_report_datetime(label, what="x").date().isoformat() == day
+
+
+def test_an_unreadable_metadata_time_is_left_empty_and_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level("WARNING"):
+        assert optional_report_datetime("x" * 10_000, what="event reportUpdateTime") is None
+        assert optional_report_datetime(None, what="event reportUpdateTime") is None
+    (record,) = caplog.records
+    assert "event reportUpdateTime" in record.getMessage()
+    assert len(record.getMessage()) < 400

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+from pathlib import Path
 
 import pytest
 import requests_mock as rm
@@ -67,15 +68,17 @@ def test_host_without_scheme_uses_schema_and_port(monkeypatch: pytest.MonkeyPatc
     )
 
 
-def test_ui_prefixed_extras_and_ca_bundle(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_ui_prefixed_extras_and_ca_bundle(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    bundle = tmp_path / "ca.pem"
+    bundle.write_text("-----BEGIN CERTIFICATE-----\n")
     set_connection(
         monkeypatch,
         password=TOKEN,
-        extra={"extra__analytics__app_key": APP_KEY, "verify": "/etc/ssl/ca.pem"},
+        extra={"extra__analytics__app_key": APP_KEY, "verify": str(bundle)},
     )
     config = AnalyticsHook().client_config
     assert config.app_key == APP_KEY
-    assert config.verify == "/etc/ssl/ca.pem"
+    assert config.verify == str(bundle)
 
 
 @pytest.mark.parametrize(

@@ -43,7 +43,7 @@ def test_every_listed_module_and_class_imports() -> None:
 def test_secrets_are_password_fields_and_version_matches() -> None:
     info = get_provider_info()
     fields = info["connection-types"][0]["conn-fields"]
-    assert fields["app_key"]["schema"]["format"] == "password"
+    assert fields["app_api_key"]["schema"]["format"] == "password"
     assert fields["xtoken"]["schema"]["format"] == "password"
     assert "format" not in fields["utm_prefix"]["schema"]
     assert info["versions"][0] == airflow_provider_analytics.__version__

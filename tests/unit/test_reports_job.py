@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
@@ -12,6 +13,8 @@ from airflow.sdk import ObjectStoragePath
 
 from airflow_provider_analytics.client import (
     AnalyticsClient,
+    AnalyticsError,
+    AnalyticsProtocolError,
     AnalyticsValidationError,
     ClientConfig,
 )
@@ -229,3 +232,34 @@ def test_partition_is_the_first_day_the_run_covers(tmp_path, monkeypatch) -> Non
         body = mock.request_history[0].json()
     assert (body["fromDate"], body["toDate"]) == ("2024-01-14", "2024-01-14")
     assert summary["uri"] == f"file://{tmp_path}/funnel/dt=2024-01-14/funnel.parquet"
+
+
+def test_an_answer_the_frames_cannot_read_is_a_protocol_error(
+    client: AnalyticsClient, tmp_path
+) -> None:
+    request = {"steps": STEPS, "crowds": ["$ALL"], "fromDate": "2024-01-01", "toDate": "2024-01-02"}
+    response = funnel_response(request)
+    response["dateList"][1] = "01/02/2024"
+    with rm.Mocker() as mock, pytest.raises(AnalyticsProtocolError) as caught:
+        mock.post(f"{BASE}/uba/api/funnels/analyze", json=response)
+        run_report(FUNNEL, client, request, ParquetTables(funnel_paths(tmp_path)))
+    assert isinstance(caught.value, AnalyticsError)
+    assert "analyze_funnel: the answer cannot be read as a report" in str(caught.value)
+    assert "dateList[1] '01/02/2024'" in str(caught.value)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_report_update_time_with_milliseconds_is_read(client: AnalyticsClient, tmp_path) -> None:
+    request = {"steps": STEPS, "crowds": ["$ALL"], "fromDate": "2024-01-01", "toDate": "2024-01-01"}
+    response = {**funnel_response(request), "reportUpdateTime": "2019-07-30 09:59:06.345"}
+    with rm.Mocker() as mock:
+        mock.post(f"{BASE}/uba/api/funnels/analyze", json=response)
+        run_report(FUNNEL, client, request, ParquetTables(funnel_paths(tmp_path)))
+    column = pq.read_table(str(tmp_path / "funnel.parquet")).column("report_updated_at")
+    assert {str(v) for v in column.to_pylist()} == {"2019-07-30 09:59:06.345000+00:00"}
+
+
+def funnel_paths(root: Path) -> dict[str, ObjectStoragePath]:
+    """Every funnel table's object in ``root``."""
+    names = ("funnel", "funnel_totals", "funnel_by_value", "funnel_by_value_totals")
+    return {name: ObjectStoragePath(f"file://{root}/{name}.parquet") for name in names}

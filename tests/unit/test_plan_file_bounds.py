@@ -1,0 +1,157 @@
+"""Hostile plan files: alias bombs, deep nesting, duplicate keys, huge values and odd bytes
+are refused with a message that names their place, at a cost that does not grow with the
+expansion the file asks for."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from airflow_provider_analytics.client.errors import bounded_repr
+from airflow_provider_analytics.jobs import bounded_decode
+from airflow_provider_analytics.jobs.bounded_decode import (
+    DecodeError,
+    decode_yaml,
+)
+from airflow_provider_analytics.jobs.tracking_plan_file import (
+    TrackingPlanFileError,
+    load_tracking_plan,
+    parse_tracking_plan,
+)
+from tests.reliability.bad_inputs import alias_bomb
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+
+def refusal(tmp_path: Path, text: str, name: str = "plan.yaml") -> str:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(TrackingPlanFileError) as caught:
+        load_tracking_plan(path)
+    return str(caught.value)
+
+
+@pytest.mark.parametrize(("levels", "width"), [(9, 9), (10, 10), (25, 2)])
+def test_an_alias_bomb_is_refused_while_it_is_composed(
+    tmp_path: Path, levels: int, width: int
+) -> None:
+    text = alias_bomb(levels, width)
+    assert len(text) < 600  # the sizes the issue measured: 512 and 560 bytes
+    message = refusal(tmp_path, text)
+    assert "alias bomb" in message
+    assert "line " in message
+    assert len(message) < 600
+
+
+def test_aliases_within_the_bound_still_work(tmp_path: Path) -> None:
+    text = (
+        "common: &amount {id: amount, name: Order amount, data_type: number}\n"
+        "events:\n"
+        "  - id: purchase\n"
+        "    properties: [*amount]\n"
+        "  - id: refund\n"
+        "    properties: [*amount]\n"
+    )
+    data = decode_yaml(text)
+    assert data["events"][1]["properties"][0]["id"] == "amount"
+
+
+def test_the_bound_counts_expanded_values_exactly(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reference count written independently: just under the bound passes, just over fails."""
+    monkeypatch.setattr(bounded_decode, "MAX_NODES", 2000)
+
+    def document(leaves: int) -> str:
+        # one list of `leaves` aliases to a scalar: 1 (list) + leaves values, plus the keys
+        return "s: &s x\nbig: [" + ", ".join(["*s"] * leaves) + "]\n"
+
+    def expanded(leaves: int) -> int:
+        return 1 + 2 + 2 + leaves  # mapping, (s, x), (big, list), aliases
+
+    fits = 2000 - expanded(0)
+    assert expanded(fits) == 2000
+    assert len(decode_yaml(document(fits))["big"]) == fits
+    with pytest.raises(DecodeError, match="alias bomb"):
+        decode_yaml(document(fits + 1))
+
+
+def test_a_recursive_alias_is_refused() -> None:
+    with pytest.raises(DecodeError, match="contains it"):
+        decode_yaml("a: &a [1, *a]\n")
+
+
+@pytest.mark.parametrize(
+    ("text", "first", "second"),
+    [
+        ("events:\n  - id: a\nuser_properties: []\nevents:\n  - id: b\n", "line 1", "line 4"),
+        ("events:\n  - id: a\n    name: A\n    id: b\n", "line 2", "line 4"),
+        ("user_properties:\n  - {id: x, data_type: number, data_type: string}\n", "", "line 2"),
+    ],
+)
+def test_a_key_given_twice_is_refused_naming_both_places(
+    tmp_path: Path, text: str, first: str, second: str
+) -> None:
+    assert yaml.safe_load(text) is not None  # the plain loader accepts it, keeping the last
+    message = refusal(tmp_path, text)
+    assert "given twice" in message
+    assert first in message and second in message
+
+
+def test_a_json_key_given_twice_is_refused(tmp_path: Path) -> None:
+    text = '{"events": [{"id": "a"}], "events": []}'
+    assert json.loads(text) == {"events": []}  # what a plain decoder silently makes of it
+    assert "'events' is given twice" in refusal(tmp_path, text, "plan.json")
+
+
+def test_duplicate_ids_name_both_places() -> None:
+    with pytest.raises(TrackingPlanFileError) as caught:
+        parse_tracking_plan({"events": [{"id": "a"}, {"id": "b"}, {"id": "a"}]})
+    assert "events[2].id: 'a' is already declared at events[0]" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "name"),
+    [
+        ("x: " + "[" * 200 + "]" * 200, "plan.yaml"),
+        ("[" * 100_000 + "]" * 100_000, "plan.json"),
+    ],
+)
+def test_deep_nesting_is_refused(tmp_path: Path, text: str, name: str) -> None:
+    assert "deep" in refusal(tmp_path, text, name)
+
+
+def test_a_file_over_the_size_bound_is_refused_without_reading_it_all(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(bounded_decode, "MAX_CHARACTERS", 1000)
+    monkeypatch.setattr("airflow_provider_analytics.jobs.tracking_plan_file.MAX_CHARACTERS", 1000)
+    assert "at most 1,000" in refusal(tmp_path, "events: []\n" + "#" * 5000)
+
+
+def test_bytes_that_are_not_utf8_are_refused(tmp_path: Path) -> None:
+    path = tmp_path / "plan.yaml"
+    path.write_bytes(b"events:\n  - id: caf\xe9\n")
+    with pytest.raises(TrackingPlanFileError, match="not UTF-8"):
+        load_tracking_plan(path)
+
+
+def test_huge_values_are_shown_bounded() -> None:
+    huge = {"id": "x" * 100_000, "name": ["n"] * 100_000}
+    with pytest.raises(TrackingPlanFileError) as caught:
+        parse_tracking_plan({"events": [huge] * 1000, "k" * 10_000: 1})
+    message = str(caught.value)
+    assert "and " in message and "more" in message  # the listing is cut, not the count
+    assert len(message) < 20_000
+
+
+@settings(max_examples=50)
+@given(st.recursive(st.none() | st.integers() | st.text(), st.lists, max_leaves=50))
+def test_bounded_repr_is_short_for_any_value(value: Any) -> None:
+    shared = [value] * 1000
+    assert len(bounded_repr([shared] * 1000)) <= 80
+    assert len(bounded_repr(value, 30)) <= 30
