@@ -73,10 +73,10 @@ def context() -> dict[str, Any]:
 
 
 def hook_call(method: str, *args: Any, **kwargs: Any) -> Callable[[], Any]:
-    """Calls ``AnalyticsHook().<method>(*args, **kwargs)`` and consumes what it returns."""
+    """Calls the hook client's ``<method>(*args, **kwargs)`` and consumes what it returns."""
 
     def call() -> Any:
-        result = getattr(AnalyticsHook(), method)(*args, **kwargs)
+        result = getattr(AnalyticsHook().get_conn(), method)(*args, **kwargs)
         return list(result) if method == "iter_cohort_user_pages" else result
 
     return call

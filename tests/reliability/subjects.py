@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Final
 import pyarrow.parquet as pq
 from analytics_emulator.errors import BadRequest
 
+from airflow_provider_analytics.client import AnalyticsClient
 from airflow_provider_analytics.client import operations as ops
 from airflow_provider_analytics.hooks.analytics import AnalyticsHook
 from airflow_provider_analytics.operators.accounts import (
@@ -164,9 +165,10 @@ class Workspace:
         return f"file://{self.directory}/"
 
     @staticmethod
-    def hook() -> AnalyticsHook:
-        """A hook on ``analytics_default`` (the connection the test puts in the environment)."""
-        return AnalyticsHook()
+    def hook() -> AnalyticsClient:
+        """The client of a hook on ``analytics_default`` (the connection the test puts in the
+        environment)."""
+        return AnalyticsHook().get_conn()
 
     @staticmethod
     def context() -> dict[str, Any]:
@@ -330,7 +332,7 @@ def _cohort_pages(ws: Workspace) -> dict[str, Any]:
 def _operation_runs() -> dict[str, Callable[[Workspace], Any]]:
     """One call per operation of the interface, through the hook."""
 
-    def hook(ws: Workspace) -> AnalyticsHook:
+    def hook(ws: Workspace) -> AnalyticsClient:
         return ws.hook()
 
     return {

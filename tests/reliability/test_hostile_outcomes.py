@@ -32,11 +32,11 @@ from airflow_provider_analytics.jobs.tracking_plan_file import (
 )
 from airflow_provider_analytics.operators.cohort_export import CohortExportToParquetOperator
 from airflow_provider_analytics.storage import AnalyticsStorageError
-from airflow_provider_analytics.tabular.frames import funnel_frame
 from tests.reliability.bad_inputs import alias_bomb
 from tests.reliability.connections import use_connection
 from tests.reliability.results import record
 from tests.reliability.subjects import OutletEvent
+from tests.report_frames import funnel_frame
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -258,7 +258,7 @@ def prepare(admin: EmulatorAdmin, server: EmulatorServer, name: str) -> str:
         CampaignSpec("https://a.example/", "c", "m", "s"), None
     )
     if name == "AccountActivationOperator":
-        AnalyticsHook().register_account("growth@example.com")
+        AnalyticsHook().get_conn().register_account("growth@example.com")
     return str(campaign)
 
 
@@ -443,7 +443,7 @@ def test_tls_is_verified_by_default_and_nothing_is_sent_to_an_unverified_server(
         assert not any(secret in str(caught.value) for secret in SECRETS)
         connection["extra"]["verify"] = str(certificate[0])
         monkeypatch.setenv(CONNECTION_ENV, json.dumps(connection))
-        assert AnalyticsHook().list_events() == [{"id": "purchase"}]
+        assert AnalyticsHook().get_conn().list_events() == [{"id": "purchase"}]
         assert https.received[0][1]["token"] == TOKEN
 
 
