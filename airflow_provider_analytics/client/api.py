@@ -481,20 +481,22 @@ class AnalyticsClient:
 
         The request is sent now (and retried if it fails before streaming starts); the
         body is read through the returned :class:`CohortExport`, best used as a context
-        manager. Reads wait up to ``export_read_timeout`` seconds for data.
+        manager. Reads wait up to ``export_read_timeout`` seconds for data, and the whole
+        body must arrive within ``export_deadline`` seconds of the request.
 
         :param cohort_code: the cohort.
         :param limit: most users; ``None`` for all.
         :param properties: as in :meth:`get_cohort_users`.
         """
         body = validation.cohort_body(cohort_code, limit=limit, properties=properties)
+        deadline = time.monotonic() + self._config.export_deadline
         response = self._send(
             ops.EXPORT_COHORT_USERS,
             json=body,
             stream=True,
             read_timeout=self._config.export_read_timeout,
         )
-        return CohortExport(response, secrets=self._config.secrets())
+        return CohortExport(response, secrets=self._config.secrets(), deadline=deadline)
 
     # Enterprise accounts (spec 4.14, 4.15)
 
