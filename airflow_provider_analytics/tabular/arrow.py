@@ -126,6 +126,9 @@ class BlockDecoder:
         )
         self._has_decimals = any(pa.types.is_decimal(c.arrow_type) for c in schema.columns)
         self._converters = [_converter(c.arrow_type) for c in schema.columns]
+        self._text_columns = [
+            i for i, f in enumerate(self._read_schema) if _holds_text(f.type)
+        ]
 
     # the fast path
 
@@ -138,6 +141,11 @@ class BlockDecoder:
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
             return None
         if lines is not None and table.num_rows != lines:
+            return None
+        try:  # the parser copies string bytes as they are: check they are UTF-8
+            for index in self._text_columns:
+                table.column(index).validate(full=True)
+        except pa.ArrowInvalid:
             return None
         return table
 
@@ -214,6 +222,8 @@ class BlockDecoder:
                 ):
                     self.masked_values += 1
                     values.append(None)
+                elif _has_surrogates(value):
+                    raise self._refused(column, start + i, value, "not valid UTF-8")
                 else:
                     try:
                         values.append(convert(value))
@@ -228,10 +238,7 @@ class BlockDecoder:
 
     def _record(self, line: bytes, row: int) -> dict[str, Any]:
         where = f"line {self.rows + row + 1} of the export"
-        try:
-            text = line.decode("utf-8")
-        except UnicodeDecodeError:
-            raise self._invalid_utf8(line, row) from None
+        text = line.decode("utf-8", "surrogateescape")  # bad bytes are refused per column
         try:
             record = _DECODER.decode(text)
         except ValueError as error:
@@ -241,23 +248,6 @@ class BlockDecoder:
         if not isinstance(record, dict):
             raise MalformedStreamError(f"{where} is not a JSON object")
         return record
-
-    def _invalid_utf8(self, line: bytes, row: int) -> ExportDataError:
-        """Name the column whose value holds the invalid bytes, if it can be found."""
-        where = f"row {self.rows + row + 1} of the export"
-        try:
-            record = json.loads(line.decode("utf-8", "surrogateescape"))
-        except ValueError:
-            record = None
-        if isinstance(record, dict):
-            for key, value in record.items():
-                if _has_surrogates(key) or _has_surrogates(value):
-                    shown = key.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-                    return ExportDataError(
-                        f"column {shown!r} ({where}): the value is not valid UTF-8; "
-                        "nothing was written"
-                    )
-        return ExportDataError(f"{where} is not valid UTF-8; nothing was written")
 
     def _refused(self, column: ExportColumn, row: int, value: Any, why: str) -> ExportDataError:
         return ExportDataError(
@@ -321,9 +311,20 @@ class BlockDecoder:
             raise self._refused(column, row, values[row].as_py(), str(error)) from None
 
 
+def _holds_text(arrow_type: pa.DataType) -> bool:
+    if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type):
+        return _holds_text(arrow_type.value_type)
+    return pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type)
+
+
 def _has_surrogates(value: Any) -> bool:
+    """Whether a decoded value holds bytes that were not UTF-8 (or an unpaired surrogate)."""
     if isinstance(value, str):
-        return any("\udc80" <= ch <= "\udcff" for ch in value)
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return True
+        return False
     if isinstance(value, list):
         return any(_has_surrogates(item) for item in value)
     if isinstance(value, dict):
