@@ -107,7 +107,11 @@ def test_every_type_decodes_with_doubles_and_timezone() -> None:
     )
     assert decoder.slow_lines == 0
     rows = table.to_pylist()
-    assert [r["distinct_id"] for r in rows] == [4255875062385414000.0, 14.898609719035171, 0.1 + 0.2]
+    assert [r["distinct_id"] for r in rows] == [
+        4255875062385414000.0,
+        14.898609719035171,
+        0.1 + 0.2,
+    ]
     assert decoder.inexact_values == {"distinct_id": 1}  # beyond 2**53: counted
     utc = dt.UTC
     assert rows[0]["seen"] == dt.datetime(2024, 1, 5, 2, 0, 0, 123000, tzinfo=utc)
