@@ -5,7 +5,8 @@ The rule, per value of a column (absent keys and ``null`` give null):
 - ``string`` columns take strings; a number becomes its JSON text, ``true``/``false`` theirs.
 - ``number`` (float64) columns take JSON numbers, rounded to the nearest double; a value of
   magnitude 2**53 or more (or beyond the double range) is counted in :attr:`inexact_values`.
-  Exact ``decimal`` columns take numbers with at most the column's scale of decimals.
+  Exact ``decimal`` columns take numbers (also written as strings) with at most the
+  column's scale of decimals.
 - ``boolean`` columns take ``true``/``false``; ``datetime`` columns the spec's three texts,
   which must be real calendar dates, read in the project's timezone; ``array<string>``
   columns lists of strings and nulls.
@@ -54,6 +55,8 @@ INEXACT_MAGNITUDE: Final = float(2**53)
 _MARKER_BYTES: Final = json.dumps(MASKED_MARKER, ensure_ascii=False).encode()
 _DATETIME_PATTERN: Final = r"^\d{4}-\d{2}-\d{2}( ([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d{1,3})?)?$"
 _DATETIME_TEXT: Final = re.compile(_DATETIME_PATTERN)
+_DECIMAL_TEXT: Final = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+"""Exact decimal columns also take numbers written as strings, as Arrow's parser does."""
 _LONG_DIGITS: Final = re.compile(rb"\d{60}")
 """Arrow's decimal parser wraps around beyond ~76 digits; such blocks take the Python path."""
 _SMALLEST_RUN: Final = 16
@@ -126,9 +129,7 @@ class BlockDecoder:
         )
         self._has_decimals = any(pa.types.is_decimal(c.arrow_type) for c in schema.columns)
         self._converters = [_converter(c.arrow_type) for c in schema.columns]
-        self._text_columns = [
-            i for i, f in enumerate(self._read_schema) if _holds_text(f.type)
-        ]
+        self._text_columns = [i for i, f in enumerate(self._read_schema) if _holds_text(f.type)]
 
     # the fast path
 
@@ -380,7 +381,7 @@ def _to_integer(value: Any) -> int:
 
 def _decimal_converter(scale: int) -> Callable[[Any], decimal.Decimal]:
     def to_decimal(value: Any) -> decimal.Decimal:
-        if not isinstance(value, _Number):
+        if not isinstance(value, str) or not _DECIMAL_TEXT.fullmatch(value):
             raise TypeError(f"a JSON {_kind(value)} is not a number")
         number = decimal.Decimal(value)
         exponent = number.as_tuple().exponent
