@@ -103,9 +103,12 @@ def ref_value(kind: str, value: Any, counts: dict[str, Any]) -> Any:
         return value
     elif kind == "datetime" and isinstance(value, str):
         return ref_datetime(value)
-    elif kind == "list" and isinstance(value, list):
-        if all(item is None or isinstance(item, str) for item in value):
-            return value
+    elif (
+        kind == "list"
+        and isinstance(value, list)
+        and all(item is None or isinstance(item, str) for item in value)
+    ):
+        return value
     raise Invalid
 
 
