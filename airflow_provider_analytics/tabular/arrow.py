@@ -18,9 +18,9 @@ The rule, per value of a column (absent keys and ``null`` give null):
   :class:`MalformedStreamError`.
 
 Arrow's C++ parser decodes whole blocks (the fast path). It accepts exactly the values the
-rule takes as they are, so a block it refuses holds a marker or an odd value: its lines are
-split into runs Arrow accepts and single lines decoded in Python by the same rule, and the
-results are joined in order. Vectorised steps (datetime texts, markers in them, decimal range,
+rule takes as they are, so a block it refuses holds a marker or an odd value: the lines Arrow
+refuses are decoded one by one in Python by the same rule, the runs between them by Arrow, and
+the results are joined in order. Vectorised steps (datetime texts, markers in them, decimal range,
 counting) run on the joined table, so a value's outcome never depends on its neighbours or on
 where blocks were cut.
 """
@@ -60,6 +60,7 @@ _DECIMAL_TEXT: Final = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 _LONG_DIGITS: Final = re.compile(rb"\d{60}")
 """Arrow's decimal parser wraps around beyond ~76 digits; such blocks take the Python path."""
 _SMALLEST_RUN: Final = 16
+_REFUSED_ROW: Final = re.compile(r" in row (\d+)\b")
 
 
 class ExportDataError(AnalyticsError, ValueError):
@@ -133,14 +134,17 @@ class BlockDecoder:
 
     # the fast path
 
-    def _arrow(self, data: bytes, lines: int | None = None) -> pa.Table | None:
+    def _arrow(self, data: bytes, lines: int | None = None) -> pa.Table | int | None:
+        """Arrow's parser on whole lines: the table, or where it refused them (the 0-based
+        row it names, or None)."""
         options = pa_json.ReadOptions(use_threads=False, block_size=max(len(data), 1 << 20))
         try:
             table = pa_json.read_json(
                 io.BytesIO(data), read_options=options, parse_options=self._parse_options
             )
-        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
-            return None
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as error:
+            refused = _REFUSED_ROW.search(str(error))
+            return int(refused.group(1)) if refused else None
         if lines is not None and table.num_rows != lines:
             return None
         try:  # the parser copies string bytes as they are: check they are UTF-8
@@ -158,7 +162,8 @@ class BlockDecoder:
         """
         if self._has_decimals and _LONG_DIGITS.search(block):
             return None
-        return self._arrow(block)
+        parsed = self._arrow(block)
+        return parsed if isinstance(parsed, pa.Table) else None
 
     def finish(self, block: bytes, parsed: pa.Table | None) -> pa.Table:
         """Complete a block in stream order: decode what Arrow refused, then the vectorised
@@ -178,29 +183,31 @@ class BlockDecoder:
         return self.finish(block, self.parse(block))
 
     def _runs(self, lines: list[bytes], start: int) -> pa.Table:
-        """Decode ``lines`` (row ``start`` of the block onward): Arrow for runs it accepts,
-        Python for the lines it refuses. Lines holding a marker are tried in Python first."""
-        parsed = self._arrow(b"\n".join(lines) + b"\n", len(lines))
-        if parsed is not None:
-            return parsed
-        if len(lines) <= _SMALLEST_RUN:
-            return self._python(lines, start)
-        marked = [i for i, line in enumerate(lines) if _MARKER_BYTES in line]
-        if 0 < len(marked) <= len(lines) // 4:
-            cuts = sorted({0, len(lines), *marked, *(i + 1 for i in marked)})
-            single = set(marked)
-            pieces = []
-            for low, high in itertools.pairwise(cuts):
-                part = lines[low:high]
-                if high - low == 1 and low in single:
-                    pieces.append(self._python(part, start + low))
-                else:
-                    pieces.append(self._runs(part, start + low))
-            return pa.concat_tables(pieces)
-        middle = len(lines) // 2
-        return pa.concat_tables(
-            [self._runs(lines[:middle], start), self._runs(lines[middle:], start + middle)]
-        )
+        """Decode ``lines`` (row ``start`` of the block onward): Arrow for the runs it accepts,
+        the Python rule for each line it refuses.
+
+        Arrow names the first row it refuses and stops there, so each refused line costs a
+        parse up to itself; where it names none, the run is halved.
+        """
+        pieces = []
+        while lines:
+            parsed = self._arrow(b"\n".join(lines) + b"\n", len(lines))
+            if isinstance(parsed, pa.Table):
+                pieces.append(parsed)
+                break
+            if len(lines) <= _SMALLEST_RUN:
+                pieces.append(self._python(lines, start))
+                break
+            if parsed is None or not 0 <= parsed < len(lines):
+                middle = len(lines) // 2
+                pieces.append(self._runs(lines[:middle], start))
+                pieces.append(self._runs(lines[middle:], start + middle))
+                break
+            if parsed:
+                pieces.append(self._runs(lines[:parsed], start))
+            pieces.append(self._python(lines[parsed : parsed + 1], start + parsed))
+            lines, start = lines[parsed + 1 :], start + parsed + 1
+        return pieces[0] if len(pieces) == 1 else pa.concat_tables(pieces)
 
     # the Python rule, line by line
 
