@@ -6,6 +6,7 @@ import datetime as dt
 import json
 import re
 from decimal import Decimal
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -18,6 +19,7 @@ from airflow_provider_analytics.tabular.export_schema import (
     MASKED_MARKER,
     NUMBER_TYPE,
     TIMESTAMP_TYPE,
+    TYPE_TABLE,
     default_properties,
     export_schema,
 )
@@ -252,3 +254,15 @@ def test_any_chunking_of_the_body_gives_the_same_table(cuts: list[int], block: i
     assert table.column("distinct_id").to_pylist() == [float(r["distinct_id"]) for r in RECORDS]
     assert table.column("$city").to_pylist() == [r["$city"] for r in RECORDS]
     assert table.column("tags").to_pylist() == [r["tags"] for r in RECORDS]
+
+
+def test_the_readme_type_table_is_the_one_the_code_uses() -> None:
+    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("### Cohort users", 1)[1].split("###", 1)[0]
+    table = [line for line in section.splitlines() if line.startswith("| `")]
+    assert table == [
+        f"| `{name}` | {arrow_type} | {note} |" for name, arrow_type, note in TYPE_TABLE
+    ]
+    schema = export_schema([item["id"] for item in PLAN[:5]], PLAN)
+    by_plan_type = {item["dataType"]: c.arrow_type for item, c in zip(PLAN, schema.columns)}
+    assert by_plan_type == {name: arrow_type for name, arrow_type, _ in TYPE_TABLE}
