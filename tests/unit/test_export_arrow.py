@@ -264,5 +264,7 @@ def test_the_readme_type_table_is_the_one_the_code_uses() -> None:
         f"| `{name}` | {arrow_type} | {note} |" for name, arrow_type, note in TYPE_TABLE
     ]
     schema = export_schema([item["id"] for item in PLAN[:5]], PLAN)
-    by_plan_type = {item["dataType"]: c.arrow_type for item, c in zip(PLAN, schema.columns)}
+    by_plan_type = {
+        item["dataType"]: c.arrow_type for item, c in zip(PLAN[:5], schema.columns, strict=True)
+    }
     assert by_plan_type == {name: arrow_type for name, arrow_type, _ in TYPE_TABLE}
