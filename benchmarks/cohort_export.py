@@ -2,10 +2,10 @@
 
 A pre-generated NDJSON file (21 properties of every plan type: full-precision doubles, ids
 printed the way a Java double prints them, CJK text, nulls inside lists, a masked marker in a
-typed column (a datetime) every 10,000 rows) is served by a stdlib HTTP server with ``socket.sendfile``, so
-the server costs almost nothing and the figures measure the client. Each contender runs in its
-own child process; rounds alternate the contenders, and the median of the in-process job time
-is reported with the child's peak RSS:
+typed column (a datetime) every 10,000 rows) is served by a stdlib HTTP server with
+``socket.sendfile``, so the server costs almost nothing and the figures measure the client.
+Each contender runs in its own child process; rounds alternate the contenders, and the median
+of the in-process job time is reported with the child's peak RSS:
 
   (a) provider        a process that imported Airflow; hook from an AIRFLOW_CONN_* connection,
                       ObjectStoragePath file:// destination; only the export call is timed
@@ -77,12 +77,14 @@ def _record(rng: random.Random, row: int, marker_every: int, rotate: bool) -> st
         "nickname": json.dumps(f"用户{row}_{rng.choice(CITIES)}", ensure_ascii=False),
         "email": json.dumps(f"user{row}@example.com"),
         "channel": json.dumps(rng.choice(["app", "web", "mini", "ads"])),
-        "device": json.dumps(rng.choice(["iPhone 15", "Pixel 8", "华为 Mate 60"]), ensure_ascii=False),
+        "device": json.dumps(
+            rng.choice(["iPhone 15", "Pixel 8", "华为 Mate 60"]), ensure_ascii=False
+        ),
         "phone": json.dumps(MARKER, ensure_ascii=False),
         "is_vip": rng.choice(["true", "false"]),
         "opted_in": rng.choice(["true", "false", "null"]),
         "verified": rng.choice(["true", "false"]),
-        "register_time": f'"2023-{rng.randrange(1, 13):02d}-{day:02d} 10:{rng.randrange(60):02d}:05"',
+        "register_time": f'"2023-{rng.randrange(1, 13):02d}-{day:02d} 10:{day:02d}:05"',
         "last_login": f'"2024-01-{day:02d} 0{rng.randrange(10)}:00:00.{rng.randrange(1000):03d}"',
         "birthday": f'"19{rng.randrange(50, 99)}-0{rng.randrange(1, 10)}-{day:02d}"',
         "interests": json.dumps(rng.sample(WORDS, rng.randrange(0, 4)), ensure_ascii=False),
@@ -90,7 +92,9 @@ def _record(rng: random.Random, row: int, marker_every: int, rotate: bool) -> st
         "labels": "null" if row % 5 == 0 else json.dumps(["新客", "高价值"], ensure_ascii=False),
     }
     if row % marker_every == marker_every - 1:
-        column = MARKED_COLUMNS[(row // marker_every) % len(MARKED_COLUMNS)] if rotate else "last_login"
+        column = (
+            MARKED_COLUMNS[(row // marker_every) % len(MARKED_COLUMNS)] if rotate else "last_login"
+        )
         values[column] = json.dumps(MARKER, ensure_ascii=False)
     return "{" + ", ".join(f'"{k}": {v}' for k, v in values.items()) + "}\n"
 

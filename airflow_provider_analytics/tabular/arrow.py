@@ -18,9 +18,9 @@ The rule, per value of a column (absent keys and ``null`` give null):
   :class:`MalformedStreamError`.
 
 Arrow's C++ parser decodes whole blocks (the fast path). It accepts exactly the values the
-rule takes as they are, so a block it refuses holds a marker or an odd value: the lines Arrow
-refuses are decoded one by one in Python by the same rule, the runs between them by Arrow, and
-the results are joined in order. Vectorised steps (datetime texts, markers in them, decimal range,
+rule takes as they are, so a block it refuses holds a marker or an odd value: each line Arrow
+refuses is decoded in Python by the same rule and its row put in place of an empty one in
+Arrow's table. Vectorised steps (datetime texts, markers in them, decimal range,
 counting) run on the joined table, so a value's outcome never depends on its neighbours or on
 where blocks were cut.
 """
@@ -30,7 +30,6 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import io
-import itertools
 import json
 import re
 from typing import TYPE_CHECKING, Any, Final
@@ -52,7 +51,6 @@ if TYPE_CHECKING:
 
 INEXACT_MAGNITUDE: Final = float(2**53)
 """From here on a double no longer holds every integer: such values are counted."""
-_MARKER_BYTES: Final = json.dumps(MASKED_MARKER, ensure_ascii=False).encode()
 _DATETIME_PATTERN: Final = r"^\d{4}-\d{2}-\d{2}( ([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d{1,3})?)?$"
 _DATETIME_TEXT: Final = re.compile(_DATETIME_PATTERN)
 _DECIMAL_TEXT: Final = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
@@ -60,6 +58,8 @@ _DECIMAL_TEXT: Final = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 _LONG_DIGITS: Final = re.compile(rb"\d{60}")
 """Arrow's decimal parser wraps around beyond ~76 digits; such blocks take the Python path."""
 _SMALLEST_RUN: Final = 16
+_MOST_REFUSED: Final = 8
+"""Lines of one run given to the Python rule one by one before the run is halved instead."""
 _REFUSED_ROW: Final = re.compile(r" in row (\d+)\b")
 
 
@@ -154,26 +154,27 @@ class BlockDecoder:
             return None
         return table
 
-    def parse(self, block: bytes) -> pa.Table | None:
-        """Arrow's parser on the whole block, or None where the block needs :meth:`finish`.
+    def parse(self, block: bytes) -> pa.Table | int | None:
+        """Arrow's parser on the whole block: the table, or the 0-based row it refused (None
+        when it names none); hand the result to :meth:`finish`.
 
         Touches no state, so blocks may be parsed on several threads; hand the results to
         :meth:`finish` in stream order.
         """
         if self._has_decimals and _LONG_DIGITS.search(block):
             return None
-        parsed = self._arrow(block)
-        return parsed if isinstance(parsed, pa.Table) else None
+        return self._arrow(block)
 
-    def finish(self, block: bytes, parsed: pa.Table | None) -> pa.Table:
+    def finish(self, block: bytes, parsed: pa.Table | int | None) -> pa.Table:
         """Complete a block in stream order: decode what Arrow refused, then the vectorised
         steps; counts rows, masked and inexact values."""
-        if parsed is None:
+        if not isinstance(parsed, pa.Table):
             lines = [line for line in block.split(b"\n") if line.strip()]
             if self._has_decimals and _LONG_DIGITS.search(block):
-                parsed = self._python(lines, 0)
+                parsed, masked = self._python(lines, 0)
             else:
-                parsed = self._runs(lines, 0)
+                parsed, masked = self._runs(lines, 0, parsed)
+            self.masked_values += masked
         table = self._complete(parsed)
         self.rows += table.num_rows
         return table
@@ -182,37 +183,48 @@ class BlockDecoder:
         """Decode one block of whole lines (as :func:`iter_line_blocks` cuts them)."""
         return self.finish(block, self.parse(block))
 
-    def _runs(self, lines: list[bytes], start: int) -> pa.Table:
-        """Decode ``lines`` (row ``start`` of the block onward): Arrow for the runs it accepts,
-        the Python rule for each line it refuses.
+    def _runs(
+        self, lines: list[bytes], start: int, refused: int | None = -1
+    ) -> tuple[pa.Table, int]:
+        """Decode ``lines`` (row ``start`` of the block onward) when Arrow refused them.
 
-        Arrow names the first row it refuses and stops there, so each refused line costs a
-        parse up to itself; where it names none, the run is halved.
+        Arrow names the first row it refuses and stops there, cheaply. That line is decoded
+        by the Python rule and replaced by ``{}`` for Arrow, until Arrow takes the rest; the
+        Python rows then replace the empty ones. Where Arrow names no row, or refuses many,
+        the lines are halved until they are few enough for the Python rule.
+
+        :param refused: what Arrow said of all ``lines`` already (-1: not tried yet).
+        :return: the table and the masked values its Python rows held.
         """
-        pieces = []
-        while lines:
-            parsed = self._arrow(b"\n".join(lines) + b"\n", len(lines))
-            if isinstance(parsed, pa.Table):
-                pieces.append(parsed)
-                break
-            if len(lines) <= _SMALLEST_RUN:
-                pieces.append(self._python(lines, start))
-                break
-            if parsed is None or not 0 <= parsed < len(lines):
+        if len(lines) <= _SMALLEST_RUN:
+            return self._python(lines, start)
+        for_arrow = list(lines)
+        own: dict[int, tuple[pa.Table, int]] = {}  # rows decoded by the Python rule
+        parsed = self._arrow(b"\n".join(lines) + b"\n", len(lines)) if refused == -1 else refused
+        while not isinstance(parsed, pa.Table):
+            if parsed is None or not 0 <= parsed < len(lines) or len(own) >= _MOST_REFUSED:
                 middle = len(lines) // 2
-                pieces.append(self._runs(lines[:middle], start))
-                pieces.append(self._runs(lines[middle:], start + middle))
-                break
-            if parsed:
-                pieces.append(self._runs(lines[:parsed], start))
-            pieces.append(self._python(lines[parsed : parsed + 1], start + parsed))
-            lines, start = lines[parsed + 1 :], start + parsed + 1
-        return pieces[0] if len(pieces) == 1 else pa.concat_tables(pieces)
+                first, first_masked = self._runs(lines[:middle], start)
+                second, second_masked = self._runs(lines[middle:], start + middle)
+                return pa.concat_tables([first, second]), first_masked + second_masked
+            own[parsed] = self._python(lines[parsed : parsed + 1], start + parsed)
+            for_arrow[parsed] = b"{}"
+            parsed = self._arrow(b"\n".join(for_arrow) + b"\n", len(lines))
+        if not own:
+            return parsed, 0
+        pieces, done = [], 0
+        for row in sorted(own):
+            pieces += [parsed.slice(done, row - done), own[row][0]]
+            done = row + 1
+        pieces.append(parsed.slice(done))
+        return pa.concat_tables(pieces), sum(masked for _, masked in own.values())
 
     # the Python rule, line by line
 
-    def _python(self, lines: list[bytes], start: int) -> pa.Table:
+    def _python(self, lines: list[bytes], start: int) -> tuple[pa.Table, int]:
+        """The Python rule for ``lines``; returns the table and the markers it turned to null."""
         self.slow_lines += len(lines)
+        masked = 0
         records = [self._record(line, start + i) for i, line in enumerate(lines)]
         arrays = []
         for column, convert, field in zip(
@@ -228,7 +240,7 @@ class BlockDecoder:
                     and not isinstance(value, _Number)
                     and not pa.types.is_string(field.type)
                 ):
-                    self.masked_values += 1
+                    masked += 1
                     values.append(None)
                 elif _has_surrogates(value):
                     raise self._refused(column, start + i, value, "not valid UTF-8")
@@ -242,7 +254,7 @@ class BlockDecoder:
             except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as error:
                 row = _first_unfit(values, field.type)
                 raise self._refused(column, start + row, values[row], str(error)) from None
-        return pa.Table.from_arrays(arrays, schema=self._read_schema)
+        return pa.Table.from_arrays(arrays, schema=self._read_schema), masked
 
     def _record(self, line: bytes, row: int) -> dict[str, Any]:
         where = f"line {self.rows + row + 1} of the export"

@@ -242,3 +242,60 @@ def test_a_trickling_server_cannot_hold_the_export_past_its_deadline(serve: Any)
         with pytest.raises(AnalyticsStreamError, match="did not finish within its deadline"):
             list(export.iter_records())
         assert export.bytes_read < 300  # gave up after about a second, not 30
+
+
+class _TrickleServer:
+    """Answers every request with headers and then one body byte every 50 ms."""
+
+    def __init__(self) -> None:
+        import http.server
+        import threading
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", "1000")
+                self.end_headers()
+                try:
+                    for _ in range(600):
+                        self.wfile.write(b" ")
+                        self.wfile.flush()
+                        time.sleep(0.05)
+                except OSError:
+                    pass
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return None
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+        self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def test_a_trickle_cannot_hold_an_ordinary_call_or_test_connection(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from airflow_provider_analytics.client import api
+
+    server = _TrickleServer()
+    try:
+        config = ClientConfig(server.base_url, token="t0k", app_key="app", request_deadline=1.0)
+        with (
+            AnalyticsClient(config) as client,
+            pytest.raises(AnalyticsError, match=r"no complete answer within 1 s"),
+        ):
+            client.list_user_properties()
+        monkeypatch.setattr(api, "TEST_CONNECTION_DEADLINE", 1.0)
+        slow = ClientConfig(server.base_url, token="t0k", app_key="app")  # 600 s by default
+        with AnalyticsClient(slow) as client:
+            ok, reason = client.test_connection()
+        assert not ok and "no complete answer within 1 s" in reason
+    finally:
+        server.close()
