@@ -27,13 +27,15 @@ class Watch:
     """The connection of one request and whether its deadline has passed."""
 
     def __init__(self) -> None:
-        self.connection: HTTPConnection | None = None
+        self.sock: socket.socket | None = None
         self.expired = False
         self._lock = threading.Lock()
 
     def attach(self, connection: HTTPConnection) -> None:
+        """Remember the socket the request was sent on (the connection may drop its
+        reference once the answer is being read, the answer keeps reading from it)."""
         with self._lock:
-            self.connection = connection
+            self.sock = connection.sock
             if self.expired:
                 self._cut()
 
@@ -43,10 +45,9 @@ class Watch:
             self._cut()
 
     def _cut(self) -> None:
-        sock = getattr(self.connection, "sock", None)
-        if sock is not None:
+        if self.sock is not None:
             with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
+                self.sock.shutdown(socket.SHUT_RDWR)
 
 
 def _attach_current(connection: HTTPConnection) -> None:
@@ -57,14 +58,14 @@ def _attach_current(connection: HTTPConnection) -> None:
 
 class _WatchedHTTPConnection(HTTPConnection):
     def request(self, *args: Any, **kwargs: Any) -> None:
-        _attach_current(self)
         super().request(*args, **kwargs)
+        _attach_current(self)
 
 
 class _WatchedHTTPSConnection(HTTPSConnection):
     def request(self, *args: Any, **kwargs: Any) -> None:
-        _attach_current(self)
         super().request(*args, **kwargs)
+        _attach_current(self)
 
 
 class _WatchedHTTPPool(HTTPConnectionPool):

@@ -174,7 +174,10 @@ class CohortExport:
             if line.lstrip()[:1] in (b"<", b"["):
                 detail = describe_unfinished(line, self.lines_read - 1)
             else:
-                detail = f"{where} is not valid JSON ({exc.msg}, column {exc.colno})"
+                detail = (
+                    f"{where} is not valid JSON ({exc.msg}, column {exc.colno}); run the export "
+                    "again: a damaged line usually means the stream was damaged on its way"
+                )
             raise MalformedStreamError(f"{_OPERATION}: {detail}", operation=_OPERATION) from None
         except UnicodeDecodeError:
             raise MalformedStreamError(

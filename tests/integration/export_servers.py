@@ -80,6 +80,7 @@ class ExportServer:
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
+        self.httpd.block_on_close = False  # a paced body may still be sending
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
     @property
