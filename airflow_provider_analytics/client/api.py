@@ -32,6 +32,9 @@ if TYPE_CHECKING:
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
+TEST_CONNECTION_DEADLINE = 15.0
+"""Seconds :meth:`AnalyticsClient.test_connection` waits in all before it reports failure."""
+
 
 def _reports_operation(method: Callable[_P, _R]) -> Callable[_P, _R]:
     """Name the method as ``operation`` on errors raised before a request (validation)."""
@@ -123,6 +126,7 @@ class AnalyticsClient:
         stream: bool = False,
         read_timeout: float | None = None,
         extra_secrets: Iterable[str] = (),
+        time_limit: float | None = None,
         **path_params: str,
     ) -> requests.Response:
         path = operation.build_path(self._config.utm_prefix, **path_params)
@@ -134,6 +138,7 @@ class AnalyticsClient:
             stream=stream,
             read_timeout=read_timeout,
             extra_secrets=extra_secrets,
+            time_limit=time_limit,
         )
 
     def _reader(
@@ -485,20 +490,22 @@ class AnalyticsClient:
 
         The request is sent now (and retried if it fails before streaming starts); the
         body is read through the returned :class:`CohortExport`, best used as a context
-        manager. Reads wait up to ``export_read_timeout`` seconds for data.
+        manager. Reads wait up to ``export_read_timeout`` seconds for data, and the whole
+        body must arrive within ``export_deadline`` seconds of the request.
 
         :param cohort_code: the cohort.
         :param limit: most users; ``None`` for all.
         :param properties: as in :meth:`get_cohort_users`.
         """
         body = validation.cohort_body(cohort_code, limit=limit, properties=properties)
+        deadline = time.monotonic() + self._config.export_deadline
         response = self._send(
             ops.EXPORT_COHORT_USERS,
             json=body,
             stream=True,
             read_timeout=self._config.export_read_timeout,
         )
-        return CohortExport(response, secrets=self._config.secrets())
+        return CohortExport(response, secrets=self._config.secrets(), deadline=deadline)
 
     # Enterprise accounts (spec 4.14, 4.15)
 
@@ -589,13 +596,17 @@ class AnalyticsClient:
         return self._reader(ops.ANALYZE_EVENTS).object(response, "series", "rows")
 
     def test_connection(self) -> tuple[bool, str]:
-        """Check the connection with a harmless read (the events inside the plan).
+        """Check the connection with a harmless read (the events inside the plan), giving up
+        after ``TEST_CONNECTION_DEADLINE`` seconds (someone is waiting in the UI).
 
         :return: ``(True, summary)`` or ``(False, reason)``; never raises, never shows
             a credential.
         """
         try:
-            events = self.list_events(plan=1)
+            response = self._send(
+                ops.LIST_EVENTS, params=_plan_filters(1, None), time_limit=TEST_CONNECTION_DEADLINE
+            )
+            events = self._reader(ops.LIST_EVENTS).records(response)
         except AnalyticsError as exc:
             return False, str(exc)
         except Exception as exc:  # a connection test reports, it does not raise

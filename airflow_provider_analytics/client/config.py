@@ -44,6 +44,9 @@ class ClientConfig:
     :param connect_timeout: seconds to establish a connection.
     :param read_timeout: seconds to wait for data on ordinary calls.
     :param export_read_timeout: seconds to wait for data on a cohort export stream.
+    :param export_deadline: seconds one export attempt may take in all, however the
+        server paces its bytes (a trickle cannot hold a task forever).
+    :param request_deadline: seconds an ordinary call may take in all, retries included.
     :param verify: TLS verification: ``True``, ``False`` or a CA bundle path.
     :param max_attempts: attempts per operation, first try included.
     :param backoff_base: first backoff ceiling in seconds; doubles each attempt.
@@ -61,6 +64,8 @@ class ClientConfig:
     connect_timeout: float = 10.0
     read_timeout: float = 60.0
     export_read_timeout: float = 600.0
+    export_deadline: float = 4 * 3600.0
+    request_deadline: float = 600.0
     verify: bool | str = True
     max_attempts: int = 4
     backoff_base: float = 0.5
@@ -74,7 +79,13 @@ class ClientConfig:
         for name in _SECRET_FIELDS:
             self._check_secret(name)
         object.__setattr__(self, "utm_prefix", self._normalised_prefix())
-        for name in ("connect_timeout", "read_timeout", "export_read_timeout"):
+        for name in (
+            "connect_timeout",
+            "read_timeout",
+            "export_read_timeout",
+            "export_deadline",
+            "request_deadline",
+        ):
             self._check_number(name, minimum=0.0, inclusive=False)
         for name in ("backoff_base", "backoff_max"):
             self._check_number(name, minimum=0.0, inclusive=True)

@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import json
+import time
 from typing import TYPE_CHECKING, Any
 
 import requests
 import urllib3.exceptions
 
 from airflow_provider_analytics.client.errors import AnalyticsStreamError
-from airflow_provider_analytics.client.ndjson import iter_lines
+from airflow_provider_analytics.client.ndjson import (
+    MAX_LINE_BYTES,
+    MalformedStreamError,
+    describe_unfinished,
+    iter_lines,
+)
 from airflow_provider_analytics.client.redaction import Redactor
 
 if TYPE_CHECKING:
@@ -32,10 +38,22 @@ class CohortExport:
 
     :param response: the export's answer, opened with ``stream=True``.
     :param secrets: values to mask in error messages.
+    :param deadline: ``time.monotonic()`` value by which the whole body must have arrived
+        (``None``: no bound beyond the per-read timeout).
+    :param max_line_bytes: the longest line :meth:`iter_lines` accepts.
     """
 
-    def __init__(self, response: requests.Response, *, secrets: Iterable[str] = ()) -> None:
+    def __init__(
+        self,
+        response: requests.Response,
+        *,
+        secrets: Iterable[str] = (),
+        deadline: float | None = None,
+        max_line_bytes: int = MAX_LINE_BYTES,
+    ) -> None:
         self._response = response
+        self._deadline = deadline
+        self.max_line_bytes = max_line_bytes
         self._redactor = Redactor(secrets)
         self._started = False
         self._closed = False
@@ -63,11 +81,31 @@ class CohortExport:
         self._closed = True
         self._response.close()
 
-    def _broken(self, detail: str) -> AnalyticsStreamError:
+    def _broken(self, detail: str, *, hint: str = _RERUN_HINT) -> AnalyticsStreamError:
         return AnalyticsStreamError(
-            f"{_OPERATION}: {self._redactor.text(detail)}; {_RERUN_HINT}",
+            f"{_OPERATION}: {self._redactor.text(detail)}; {hint}",
             operation=_OPERATION,
         )
+
+    def _foreign_body(self) -> MalformedStreamError | None:
+        """An answer that is plainly not NDJSON (an HTML page), named before reading it."""
+        content_type = self._response.headers.get("Content-Type", "").lower()
+        if not content_type.startswith(("text/html", "application/xhtml")):
+            return None
+        return MalformedStreamError(
+            f"{_OPERATION}: {describe_unfinished(b'<', 0)}", operation=_OPERATION
+        )
+
+    def _read_chunks(self, chunk_size: int) -> Iterator[bytes]:
+        """The decoded body as it arrives: each read returns what one receive brought (so
+        a byte count is exact when the stream breaks, and a trickle meets the deadline)."""
+        raw = self._response.raw
+        read1 = getattr(raw, "read1", None)
+        if read1 is None:  # a stand-in body without read1 (tests)
+            yield from self._response.iter_content(chunk_size)
+            return
+        while chunk := read1(chunk_size, decode_content=True):
+            yield chunk
 
     def iter_bytes(self, chunk_size: int = 1 << 20) -> Iterator[bytes]:
         """Yield the raw body in chunks of at most ``chunk_size`` bytes, as they arrive.
@@ -80,11 +118,22 @@ class CohortExport:
         if self._started or self._closed:
             raise RuntimeError("the export body was already read or closed; start a new export")
         self._started = True
+        foreign = self._foreign_body()
+        if foreign is not None:
+            self.close()
+            raise foreign
         try:
-            for chunk in self._response.iter_content(chunk_size):
-                if chunk:
-                    self.bytes_read += len(chunk)
-                    yield chunk
+            for chunk in self._read_chunks(chunk_size):
+                self.bytes_read += len(chunk)
+                yield chunk
+                if self._deadline is not None and time.monotonic() > self._deadline:
+                    self.close()
+                    raise self._broken(
+                        f"the export did not finish within its deadline ({self.bytes_read} "
+                        "bytes had arrived)",
+                        hint="raise export_deadline if the cohort is this large, or export "
+                        "fewer users with limit",
+                    )
         except (requests.RequestException, urllib3.exceptions.HTTPError, OSError) as exc:
             self.close()
             raise self._broken(
@@ -98,13 +147,13 @@ class CohortExport:
         :raises AnalyticsStreamError: the stream broke, or ended inside a line.
         """
         try:
-            for line in iter_lines(self.iter_bytes()):
+            for line in iter_lines(self.iter_bytes(), max_line_bytes=self.max_line_bytes):
                 self.lines_read += 1
                 yield line
-        except AnalyticsStreamError as exc:
+        except MalformedStreamError as exc:
             if exc.operation is not None:
                 raise
-            raise self._broken(str(exc)) from None
+            raise MalformedStreamError(f"{_OPERATION}: {exc}", operation=_OPERATION) from None
 
     def iter_records(self) -> Iterator[dict[str, Any]]:
         """Yield each line decoded as a JSON object (cohort user record, spec 2.6).
@@ -122,11 +171,21 @@ class CohortExport:
         try:
             record = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise self._broken(
-                f"{where} is not valid JSON ({exc.msg}, column {exc.colno})"
-            ) from None
+            if line.lstrip()[:1] in (b"<", b"["):
+                detail = describe_unfinished(line, self.lines_read - 1)
+            else:
+                detail = (
+                    f"{where} is not valid JSON ({exc.msg}, column {exc.colno}); run the export "
+                    "again: a damaged line usually means the stream was damaged on its way"
+                )
+            raise MalformedStreamError(f"{_OPERATION}: {detail}", operation=_OPERATION) from None
         except UnicodeDecodeError:
-            raise self._broken(f"{where} is not valid UTF-8") from None
+            raise MalformedStreamError(
+                f"{_OPERATION}: {where} is not valid UTF-8", operation=_OPERATION
+            ) from None
         if not isinstance(record, dict):
-            raise self._broken(f"{where} is not a JSON object but a {type(record).__name__}")
+            raise MalformedStreamError(
+                f"{_OPERATION}: {where} is not a JSON object but a {type(record).__name__}",
+                operation=_OPERATION,
+            )
         return record

@@ -1,66 +1,150 @@
-"""Split a newline-delimited JSON byte stream into complete lines.
+"""The one line splitter for newline-delimited JSON streams.
 
 Splitting on ``b"\\n"`` is safe for UTF-8: no byte of a multi-byte character equals
-``0x0A``, so a character cut between two chunks is simply joined again with the rest
-of its line. Work is done per chunk with ``bytes.split``, never per byte.
+``0x0A``, so a character cut between two chunks is joined again with the rest of its
+line. Work is done per chunk (``bytes.rfind``, ``bytes.split``), never per byte.
+
+:func:`iter_line_blocks` groups chunks of any size into blocks of whole lines (what the
+Arrow decoder takes); :func:`iter_lines` hands out the lines one by one (what
+:meth:`CohortExport.iter_records` takes). Both refuse a line longer than ``max_line_bytes``
+before holding more of it, so a hostile stream cannot make memory grow without bound.
 """
 
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from airflow_provider_analytics.client.errors import AnalyticsStreamError
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
 
+MAX_LINE_BYTES: Final = 16 << 20
+"""Default longest line: a cohort user record is a few KiB; 16 MiB leaves ample room."""
 
-def _is_json(data: bytes) -> bool:
+
+class MalformedStreamError(AnalyticsStreamError, ValueError):
+    """The body is not newline-delimited JSON objects: a cut, corrupted or foreign stream."""
+
+
+def describe_unfinished(tail: bytes, complete_rows: int) -> str:
+    """Say what an unterminated last piece of a stream is, for the error message.
+
+    A JSON array (``[...]``) or an HTML page is named as such; they are not NDJSON, and
+    waiting longer would not help.
+
+    :param tail: the bytes after the last newline (or the whole body if it has none).
+    :param complete_rows: complete lines read before it.
+    """
+    text = tail.lstrip()
+    if text[:1] == b"[":
+        return (
+            "the body is a JSON array, not one JSON object per line (NDJSON); check that "
+            "the base URL points at the platform's export API"
+        )
+    if text[:1] == b"<":
+        return (
+            "the body is not JSON but looks like an HTML page (probably a proxy or login "
+            "page); check the base URL and the credentials"
+        )
+    return (
+        f"the stream ended inside a line after {complete_rows} complete rows "
+        f"({len(tail)} bytes of an unfinished line)"
+    )
+
+
+def _is_json_object(data: bytes) -> bool:
     try:
-        json.loads(data)
+        return isinstance(json.loads(data), dict)
     except ValueError:
         return False
-    return True
 
 
-def iter_lines(chunks: Iterable[bytes]) -> Iterator[bytes]:
-    """Yield the complete lines of a stream given as byte chunks of any size.
+def iter_line_blocks(
+    chunks: Iterable[bytes],
+    block_bytes: int = 1 << 20,
+    *,
+    max_line_bytes: int = MAX_LINE_BYTES,
+) -> Iterator[bytes]:
+    """Group arbitrary byte chunks into blocks of whole lines of about ``block_bytes``.
 
-    Line ends (``\\n`` or ``\\r\\n``) are removed and empty lines skipped. A last line
-    without a newline is yielded only when it is a complete JSON value; otherwise the
-    stream was cut inside a line.
+    Every block ends with ``b"\\n"``; blank lines may remain inside a block. A final piece
+    without a newline is yielded (with one added) only if it is a complete JSON object.
 
     :param chunks: the body, cut at arbitrary byte positions.
-    :raises AnalyticsStreamError: the stream ended inside a line.
+    :param block_bytes: the size at which a block is handed on.
+    :param max_line_bytes: the longest line accepted.
+    :raises MalformedStreamError: the stream ended inside a line, is not NDJSON, or has a
+        line longer than ``max_line_bytes`` (naming its row).
     """
-    partial: list[bytes] = []
-    complete = 0
+    pending: list[bytes] = []
+    pending_bytes = 0  # bytes held in ``pending``
+    line_bytes = 0  # bytes of the unfinished line at the end of ``pending``
+    rows = 0  # newline-terminated lines yielded so far (blank ones included)
     for chunk in chunks:
-        if b"\n" not in chunk:
-            if chunk:
-                partial.append(chunk)
+        if not chunk:
             continue
-        pieces = chunk.split(b"\n")
-        if partial:
-            partial.append(pieces[0])
-            pieces[0] = b"".join(partial)
-            partial.clear()
-        tail = pieces.pop()
-        if tail:
-            partial.append(tail)
-        for line in pieces:
-            if line.endswith(b"\r"):
-                line = line[:-1]
-            if line:
-                complete += 1
-                yield line
-    last = b"".join(partial).rstrip(b"\r")
-    if not last.strip():
+        cut = chunk.rfind(b"\n") + 1
+        # the unfinished last line may not outgrow the bound (complete ones: _check_lines)
+        line_bytes = line_bytes + len(chunk) if cut == 0 else len(chunk) - cut
+        if line_bytes > max_line_bytes:
+            held = b"".join(pending) + chunk
+            raise _too_long(rows + held.count(b"\n"), max_line_bytes)
+        pending.append(chunk)
+        pending_bytes += len(chunk)
+        if cut == 0 or pending_bytes < block_bytes:
+            continue
+        last = pending.pop()
+        pending.append(last[:cut])
+        block = b"".join(pending)
+        _check_lines(block, rows, max_line_bytes)
+        rows += block.count(b"\n")
+        yield block
+        rest = last[cut:]
+        pending, pending_bytes = ([rest], len(rest)) if rest else ([], 0)
+    data = b"".join(pending)
+    cut = data.rfind(b"\n") + 1
+    if cut:
+        block = data[:cut]
+        _check_lines(block, rows, max_line_bytes)
+        rows += block.count(b"\n")
+        yield block
+    tail = data[cut:]
+    if tail.strip():
+        if not _is_json_object(tail):
+            raise MalformedStreamError(describe_unfinished(tail, rows))
+        yield tail + b"\n"
+
+
+def _check_lines(block: bytes, rows_before: int, max_line_bytes: int) -> None:
+    """Refuse a block holding a line longer than ``max_line_bytes`` (cheap when none is)."""
+    if len(block) <= max_line_bytes:
         return
-    if not _is_json(last):
-        raise AnalyticsStreamError(
-            f"stream ended inside a line after {complete} complete rows "
-            f"({len(last)} bytes of an unfinished line)"
-        )
-    yield last
+    for row, line in enumerate(block.split(b"\n")):
+        if len(line) > max_line_bytes:
+            raise _too_long(rows_before + row, max_line_bytes)
+
+
+def _too_long(rows_before: int, max_line_bytes: int) -> MalformedStreamError:
+    return MalformedStreamError(
+        f"line {rows_before + 1} of the export is longer than max_line_bytes "
+        f"({max_line_bytes} bytes); raise max_line_bytes if such records are expected"
+    )
+
+
+def iter_lines(chunks: Iterable[bytes], *, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[bytes]:
+    """Yield the complete lines of a stream given as byte chunks of any size.
+
+    Line ends (``\\n`` or ``\\r\\n``) are removed and blank lines skipped. Built on
+    :func:`iter_line_blocks`, so both readers cut, bound and refuse alike.
+
+    :param chunks: the body, cut at arbitrary byte positions.
+    :param max_line_bytes: the longest line accepted.
+    :raises MalformedStreamError: as :func:`iter_line_blocks`.
+    """
+    for block in iter_line_blocks(chunks, 1, max_line_bytes=max_line_bytes):
+        for line in block.split(b"\n"):
+            line = line.rstrip(b"\r")
+            if line.strip():
+                yield line

@@ -12,9 +12,12 @@ import time
 from typing import TYPE_CHECKING, Any
 
 import requests
-from requests.adapters import HTTPAdapter
 
-from airflow_provider_analytics.client.errors import AnalyticsConfigurationError
+from airflow_provider_analytics.client.deadline import DeadlineAdapter, deadline
+from airflow_provider_analytics.client.errors import (
+    AnalyticsConfigurationError,
+    AnalyticsTransportError,
+)
 from airflow_provider_analytics.client.failures import error_from_response, error_from_transport
 from airflow_provider_analytics.client.operations import AuthKind
 from airflow_provider_analytics.client.redaction import Redactor
@@ -34,7 +37,7 @@ if TYPE_CHECKING:
 
 def _new_session(config: ClientConfig) -> requests.Session:
     session = requests.Session()
-    adapter = HTTPAdapter(pool_maxsize=config.pool_maxsize, max_retries=0)
+    adapter = DeadlineAdapter(pool_maxsize=config.pool_maxsize, max_retries=0)
     session.mount("https://", adapter)
     session.mount("http://", adapter)
     return session
@@ -104,6 +107,7 @@ class HttpSession:
         stream: bool = False,
         read_timeout: float | None = None,
         extra_secrets: Iterable[str] = (),
+        time_limit: float | None = None,
     ) -> requests.Response:
         """Send ``operation`` and return its successful (2xx) answer.
 
@@ -115,6 +119,9 @@ class HttpSession:
         :param read_timeout: read timeout instead of the configured one.
         :param extra_secrets: values of this request to mask in errors, besides the
             credentials (a password in the body, for example).
+        :param time_limit: seconds the whole call may take, retries included, instead of
+            ``request_deadline`` (for a streamed answer: until its headers have arrived).
+            Enforced on the pool this object creates.
         :raises AnalyticsConfigurationError: the needed credentials are not configured.
         :raises AnalyticsApiError: the server answered with an error status.
         :raises AnalyticsTransportError: no answer, after the retries allowed.
@@ -129,22 +136,32 @@ class HttpSession:
         url = config.api_root + path
         secrets = (*self._secrets, *extra_secrets)
         redactor = Redactor(secrets)
+        limit = config.request_deadline if time_limit is None else time_limit
+        ends = time.monotonic() + limit
         attempt = 0
         while True:
             attempt += 1
             try:
-                response = self._session.request(
-                    operation.method,
-                    url,
-                    params=query,
-                    json=json,
-                    headers=headers,
-                    timeout=timeout,
-                    verify=config.verify,
-                    stream=stream,
-                    allow_redirects=False,
-                )
+                with deadline(ends - time.monotonic()) as watch:
+                    response = self._session.request(
+                        operation.method,
+                        url,
+                        params=query,
+                        json=json,
+                        headers=headers,
+                        timeout=timeout,
+                        verify=config.verify,
+                        stream=stream,
+                        allow_redirects=False,
+                    )
             except requests.RequestException as exc:
+                if watch.expired or time.monotonic() >= ends:
+                    raise AnalyticsTransportError(
+                        f"{operation.name}: no complete answer within {limit:g} s "
+                        f"(attempt {attempt}); the server is stalled or sends too slowly; "
+                        "raise request_deadline if it is merely slow",
+                        operation=operation.name,
+                    ) from None
                 failure = classify_transport_error(exc)
                 if self._retry.has_attempts_left(attempt) and self._retry.retries_transport(
                     failure, idempotent=operation.idempotent

@@ -23,10 +23,12 @@ import pyarrow.parquet as pq
 
 from airflow_provider_analytics.client import rules
 from airflow_provider_analytics.client.errors import (
+    AnalyticsError,
     AnalyticsServerError,
     AnalyticsStreamError,
     AnalyticsTransportError,
 )
+from airflow_provider_analytics.client.ndjson import MAX_LINE_BYTES, iter_line_blocks
 from airflow_provider_analytics.client.validation import (
     validate_cohort_code,
     validate_limit,
@@ -38,13 +40,11 @@ from airflow_provider_analytics.storage import (
     atomic_destination,
     parquet_compression,
 )
-from airflow_provider_analytics.tabular.arrow import (
-    BlockDecoder,
+from airflow_provider_analytics.tabular.arrow import BlockDecoder
+from airflow_provider_analytics.tabular.export_schema import (
     ExportSchema,
-    MalformedStreamError,
     default_properties,
     export_schema,
-    iter_line_blocks,
 )
 
 if TYPE_CHECKING:
@@ -73,15 +73,15 @@ def check_timezone(timezone: Any) -> str:
     rules.fail("timezone", "must be a time zone name such as Asia/Shanghai or UTC", timezone)
 
 
-class ExportIncompleteError(RuntimeError):
-    """The export delivered a different number of rows than the cohort holds."""
+class ExportIncompleteError(AnalyticsError, RuntimeError):
+    """The export delivered a different number of rows than the cohort holds, or every
+    attempt failed."""
 
 
 _RETRYABLE = (
-    AnalyticsStreamError,
+    AnalyticsStreamError,  # includes MalformedStreamError (a cut or corrupted stream)
     AnalyticsTransportError,
     AnalyticsServerError,
-    MalformedStreamError,
     ExportIncompleteError,
 )
 
@@ -94,6 +94,8 @@ class ExportSettings:
     :param row_group_rows: rows per Parquet row group; with ``row_group_bytes`` it bounds memory.
     :param row_group_bytes: flush a row group once its Arrow data reaches this size.
     :param block_bytes: NDJSON bytes decoded at once.
+    :param max_line_bytes: the longest record line accepted; a longer one fails the export
+        naming its row, so memory stays bounded whatever the server sends.
     :param chunk_bytes: bytes read from the socket at once.
     :param attempts: whole-export attempts for cut streams, transport faults and short counts.
     :param retry_delay: base seconds between attempts (doubled each time, with jitter).
@@ -113,6 +115,7 @@ class ExportSettings:
     row_group_rows: int = 262_144
     row_group_bytes: int = 8 << 20
     block_bytes: int = 1 << 20
+    max_line_bytes: int = MAX_LINE_BYTES
     chunk_bytes: int = 256 << 10
     attempts: int = 3
     retry_delay: float = 2.0
@@ -136,6 +139,8 @@ class ExportResult:
     masked_values: int
     attempts: int
     column_origins: dict[str, str] = field(default_factory=dict)
+    inexact_values: dict[str, int] = field(default_factory=dict)
+    """Per float column: values of magnitude 2**53 or more, which a double may have rounded."""
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -225,8 +230,8 @@ class _ExportRun:
     expected: int
     settings: ExportSettings
 
-    def attempt(self) -> tuple[int, int, int]:
-        """Stream, decode, write, verify the count, commit. Returns rows, bytes, masked."""
+    def attempt(self) -> tuple[int, int, BlockDecoder]:
+        """Stream, decode, write, verify the count, commit. Returns rows, bytes, the decoder."""
         settings = self.settings
         decoder = BlockDecoder(self.schema)
         progress = _Progress(self.cohort_code, self.expected, settings.progress_interval)
@@ -242,7 +247,9 @@ class _ExportRun:
                     properties=self.schema.names,
                 )
                 lines = iter_line_blocks(
-                    export.iter_bytes(settings.chunk_bytes), settings.block_bytes
+                    export.iter_bytes(settings.chunk_bytes),
+                    settings.block_bytes,
+                    max_line_bytes=settings.max_line_bytes,
                 )
                 with export, read_ahead(lines) as blocks:
                     for block, parsed in map_ahead(decoder.parse, blocks, settings.parse_threads):
@@ -260,10 +267,10 @@ class _ExportRun:
             finally:
                 writer.close()
             bytes_written = int(sink.tell())
-        return decoder.rows, bytes_written, decoder.masked_values
+        return decoder.rows, bytes_written, decoder
 
-    def with_retries(self, sleep: Callable[[float], None]) -> tuple[int, int, int, int]:
-        """Attempt until one succeeds; returns rows, bytes, masked values and the attempt."""
+    def with_retries(self, sleep: Callable[[float], None]) -> tuple[int, int, BlockDecoder, int]:
+        """Attempt until one succeeds; returns rows, bytes, the decoder and the attempt."""
         attempts = self.settings.attempts
         for attempt in range(1, attempts + 1):
             try:
@@ -343,7 +350,8 @@ def export_cohort_to_parquet(
     plan = client.list_user_properties()
     columns = list(properties) if properties is not None else default_properties(plan)
     schema = export_schema(columns, plan, timezone=timezone, overrides=schema_overrides)
-    count = int(client.get_cohort_users(cohort_code, limit=1, properties=columns[:1])["count"])
+    first = schema.names[:1] or None
+    count = int(client.get_cohort_users(cohort_code, limit=1, properties=first)["count"])
     expected = count if limit is None else min(limit, count)
     log.info(
         "exporting cohort %s: %d users, %d columns, to %s",
@@ -355,8 +363,17 @@ def export_cohort_to_parquet(
 
     with _arrow_memory_pool(settings.memory_pool):
         run = _ExportRun(client, cohort_code, schema, limit, destination, expected, settings)
-        rows, bytes_written, masked, attempt = run.with_retries(sleep)
+        rows, bytes_written, decoder, attempt = run.with_retries(sleep)
     seconds = time.monotonic() - started
+    for column, count in decoder.inexact_values.items():
+        log.warning(
+            "cohort %s: column %s holds %d values of magnitude 2**53 or more, which a double "
+            "may have rounded; set the column to 'decimal' with schema_overrides to keep them "
+            "exact",
+            cohort_code,
+            column,
+            count,
+        )
     log.info(
         "cohort %s: wrote %d rows, %.1f MB in %.1f s to %s",
         cohort_code,
@@ -374,7 +391,8 @@ def export_cohort_to_parquet(
         columns=schema.names,
         seconds=round(seconds, 3),
         rows_per_second=round(rows / seconds, 1) if seconds > 0 else float(rows),
-        masked_values=masked,
+        masked_values=decoder.masked_values,
         attempts=attempt,
         column_origins={c.name: c.origin for c in schema.columns},
+        inexact_values=dict(decoder.inexact_values),
     )

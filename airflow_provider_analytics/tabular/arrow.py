@@ -1,29 +1,28 @@
-"""Cohort users as Arrow: a typed schema from the tracking plan, NDJSON blocks -> tables.
+"""Blocks of NDJSON cohort user records -> Arrow tables of an :class:`ExportSchema`, by one rule.
 
-Column types follow the plan's ``dataType`` (spec 2.5):
+The rule, per value of a column (absent keys and ``null`` give null):
 
-============== ================================ =========================================
-plan type      Arrow / Parquet type             why
-============== ================================ =========================================
-string         string                           as is
-number         decimal128(38, 9)                exact: ids beyond 2**53 and decimals both
-                                                round-trip (BigQuery NUMERIC's shape)
-boolean        bool
-datetime       timestamp[ms, tz=UTC]            the platform writes local time in one of
-                                                three formats; it is read in the
-                                                project's timezone and stored as UTC
-array<string>  list<string>
-============== ================================ =========================================
+- ``string`` columns take strings; a number becomes its JSON text, ``true``/``false`` theirs.
+- ``number`` (float64) columns take JSON numbers, rounded to the nearest double; a value of
+  magnitude 2**53 or more (or beyond the double range) is counted in :attr:`inexact_values`.
+  Exact ``decimal`` columns take numbers (also written as strings) with at most the
+  column's scale of decimals.
+- ``boolean`` columns take ``true``/``false``; ``datetime`` columns the spec's three texts,
+  which must be real calendar dates, read in the project's timezone; ``array<string>``
+  columns lists of strings and nulls.
+- The masked marker ``(已脱敏)`` in a column that is not a string becomes null and is counted
+  in :attr:`masked_values`.
+- Anything else (a string in a number column, invalid UTF-8, an impossible date, a value that
+  does not fit) is refused with :class:`ExportDataError` naming the column and the 1-based row
+  of the export. A line that is not one JSON object (or repeats a key) is refused with
+  :class:`MalformedStreamError`.
 
-Masking rule: a property the plan marks ``masking=1`` is a string column (it holds the marker
-text ``(已脱敏)``). A marker met in a typed column (the plan says unmasked, the data disagrees)
-becomes null and is counted in :attr:`BlockDecoder.masked_values`. Any other value that does not
-fit its column's type fails the export with the column, the row and what was found.
-``tag.<code>`` keys and keys the plan doesn't know are string columns.
-
-Decoding is done in C++ by ``pyarrow.json`` on whole blocks of lines; a block it refuses (a
-marker in a typed column, a number in a string column) is decoded again line by line in Python
-with the rules above, so correctness never depends on the fast path.
+Arrow's C++ parser decodes whole blocks (the fast path). It accepts exactly the values the
+rule takes as they are, so a block it refuses holds a marker or an odd value: each line Arrow
+refuses is decoded in Python by the same rule and its row put in place of an empty one in
+Arrow's table. Vectorised steps (datetime texts, markers in them, decimal range,
+counting) run on the joined table, so a value's outcome never depends on its neighbours or on
+where blocks were cut.
 """
 
 from __future__ import annotations
@@ -33,185 +32,83 @@ import decimal
 import io
 import json
 import re
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
+from airflow_provider_analytics.client.errors import AnalyticsError
+from airflow_provider_analytics.client.ndjson import MalformedStreamError, describe_unfinished
+from airflow_provider_analytics.tabular.export_schema import (
+    MASKED_MARKER,
+    ExportColumn,
+    ExportSchema,
+)
+
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator, Mapping, Sequence
+    from collections.abc import Callable
 
-MASKED_MARKER: Final = "(已脱敏)"
-NUMBER_TYPE: Final = pa.decimal128(38, 9)
-TIMESTAMP_TYPE: Final = pa.timestamp("ms", tz="UTC")
-_PLAN_TYPES: Final[Mapping[str, pa.DataType]] = {
-    "string": pa.string(),
-    "number": NUMBER_TYPE,
-    "boolean": pa.bool_(),
-    "datetime": TIMESTAMP_TYPE,
-    "array<string>": pa.list_(pa.string()),
-}
-_DATETIME_TEXT: Final = re.compile(r"^\d{4}-\d{2}-\d{2}( \d{2}:\d{2}:\d{2}(\.\d{1,3})?)?$")
-
-
-class ExportDataError(ValueError):
-    """A value in the export does not fit its column's type (and is not the masked marker)."""
+INEXACT_MAGNITUDE: Final = float(2**53)
+"""From here on a double no longer holds every integer: such values are counted."""
+_DATETIME_PATTERN: Final = r"^\d{4}-\d{2}-\d{2}( ([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d{1,3})?)?$"
+_DATETIME_TEXT: Final = re.compile(_DATETIME_PATTERN)
+_DECIMAL_TEXT: Final = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+"""Exact decimal columns also take numbers written as strings, as Arrow's parser does."""
+_LONG_DIGITS: Final = re.compile(rb"\d{60}")
+"""Arrow's decimal parser wraps around beyond ~76 digits; such blocks take the Python path."""
+_SMALLEST_RUN: Final = 16
+_MOST_REFUSED: Final = 8
+"""Lines of one run given to the Python rule one by one before the run is halved instead."""
+_REFUSED_ROW: Final = re.compile(r" in row (\d+)\b")
 
 
-class MalformedStreamError(ValueError):
-    """A line of the export is not a JSON object (a corrupted or cut-off stream)."""
+class ExportDataError(AnalyticsError, ValueError):
+    """A value in the export does not fit its column (and is not the masked marker)."""
 
 
-@dataclass(frozen=True)
-class ExportColumn:
-    """One output column.
+class _Number(str):
+    """A JSON number kept as its text, so each column can read it by its own rule."""
 
-    :param name: the record key (a property id or ``tag.<code>``).
-    :param arrow_type: the column's type in the Parquet file.
-    :param origin: ``plan``, ``masked`` (string because the plan masks it), ``tag``,
-        ``unknown`` (not in the plan) or ``override`` (set by the caller).
-    """
-
-    name: str
-    arrow_type: pa.DataType
-    origin: str
-
-    @property
-    def is_timestamp(self) -> bool:
-        return pa.types.is_timestamp(self.arrow_type)
-
-    @property
-    def read_type(self) -> pa.DataType:
-        """The type the JSON parser produces; timestamps are parsed from their text afterwards."""
-        return pa.string() if self.is_timestamp else self.arrow_type
+    __slots__ = ()
 
 
-def _as_arrow_type(name: str, value: pa.DataType | str) -> pa.DataType:
-    if isinstance(value, pa.DataType):
-        return value
-    try:
-        return _PLAN_TYPES[value]
-    except KeyError:
-        raise ValueError(
-            f"schema override for {name!r}: {value!r} is not an Arrow type or one of "
-            f"{', '.join(_PLAN_TYPES)}"
-        ) from None
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
 
 
-@dataclass(frozen=True)
-class ExportSchema:
-    """The columns of a cohort export, in a stable order, and the project's timezone."""
-
-    columns: tuple[ExportColumn, ...]
-    timezone: str = "UTC"
-
-    @property
-    def names(self) -> list[str]:
-        return [c.name for c in self.columns]
-
-    @property
-    def arrow_schema(self) -> pa.Schema:
-        return pa.schema([pa.field(c.name, c.arrow_type) for c in self.columns])
-
-    @property
-    def read_schema(self) -> pa.Schema:
-        return pa.schema([pa.field(c.name, c.read_type) for c in self.columns])
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    record = dict(pairs)
+    if len(record) != len(pairs):
+        raise ValueError("a key is repeated")
+    return record
 
 
-def default_properties(plan: Iterable[Mapping[str, Any]]) -> list[str]:
-    """What the platform returns when a request names no properties: visible items of the plan."""
-    return [
-        str(item["id"])
-        for item in plan
-        if int(item.get("visible", 1)) == 1 and int(item.get("plan", 1)) == 1
-    ]
+_DECODER: Final = json.JSONDecoder(
+    parse_int=_Number,
+    parse_float=_Number,
+    parse_constant=_refuse_constant,
+    object_pairs_hook=_unique_keys,
+)
 
 
-def export_schema(
-    properties: Sequence[str],
-    plan: Iterable[Mapping[str, Any]],
-    *,
-    timezone: str = "UTC",
-    overrides: Mapping[str, pa.DataType | str] | None = None,
-) -> ExportSchema:
-    """Build the export's schema for ``properties`` (in that order) from the tracking plan.
-
-    :param properties: requested user property ids and ``tag.<code>`` keys.
-    :param plan: user property records (spec 2.2) as listed by the platform.
-    :param timezone: the project's timezone, in which datetime texts are read.
-    :param overrides: column -> Arrow type or plan data type, for columns the caller types itself.
-    """
-    overrides = dict(overrides or {})
-    unknown_overrides = set(overrides) - set(properties)
-    if unknown_overrides:
-        raise ValueError(
-            f"schema overrides name columns that are not exported: {sorted(unknown_overrides)}"
-        )
-    by_id = {str(item["id"]): item for item in plan}
-    columns = []
-    for name in properties:
-        if name in overrides:
-            column = ExportColumn(name, _as_arrow_type(name, overrides[name]), "override")
-        elif name.startswith("tag."):
-            column = ExportColumn(name, pa.string(), "tag")
-        elif (item := by_id.get(name)) is None:
-            column = ExportColumn(name, pa.string(), "unknown")
-        elif int(item.get("masking", 0)) == 1:
-            column = ExportColumn(name, pa.string(), "masked")
-        else:
-            column = ExportColumn(name, _as_arrow_type(name, str(item.get("dataType"))), "plan")
-        columns.append(column)
-    if len(set(properties)) != len(properties):
-        raise ValueError(f"properties are listed more than once: {list(properties)}")
-    return ExportSchema(tuple(columns), timezone)
+def _read_type(arrow_type: pa.DataType) -> pa.DataType:
+    """What the parser produces for a column: datetime texts are parsed afterwards, and
+    decimals are read wide and narrowed with an overflow check."""
+    if pa.types.is_timestamp(arrow_type):
+        return pa.string()
+    if pa.types.is_decimal(arrow_type):
+        return pa.decimal256(76, arrow_type.scale)
+    return arrow_type
 
 
-def iter_line_blocks(chunks: Iterable[bytes], block_bytes: int = 4 << 20) -> Iterator[bytes]:
-    """Group arbitrary byte chunks into blocks of whole lines of about ``block_bytes``.
-
-    Only newline bytes are cut at, so a multi-byte UTF-8 character is never split. A final
-    piece without a newline is yielded as its own block only if it holds a complete JSON
-    object; otherwise the stream ended inside a line and :class:`MalformedStreamError` says so.
-    """
-    pending: list[bytes | memoryview] = []
-    size = 0
-    for chunk in chunks:
-        if not chunk:
-            continue
-        pending.append(chunk)
-        size += len(chunk)
-        if size < block_bytes:
-            continue
-        # Cut at the last newline of the newest chunk: one copy of each byte, no rescans.
-        last = chunk
-        cut = last.rfind(b"\n") + 1
-        if cut == 0:
-            continue  # a line longer than this chunk: keep reading
-        pending[-1] = memoryview(last)[:cut]
-        yield b"".join(pending)
-        rest = last[cut:]
-        pending, size = ([rest], len(rest)) if rest else ([], 0)
-    data = b"".join(pending)
-    cut = data.rfind(b"\n") + 1
-    if cut:
-        yield data[:cut]
-    tail = data[cut:].strip()
-    if tail:
-        try:
-            complete = isinstance(json.loads(tail), dict)
-        except ValueError:
-            complete = False
-        if not complete:
-            raise MalformedStreamError(
-                f"the stream ended inside a line ({len(tail)} bytes after the last newline)"
-            )
-        yield tail + b"\n"
+def _shown(value: Any) -> str:
+    text = repr(str(value) if isinstance(value, _Number) else value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 class BlockDecoder:
-    """Decode blocks of NDJSON cohort user records into tables of an :class:`ExportSchema`.
+    """Decode blocks of NDJSON cohort user records (whole lines) into tables, in stream order.
 
     :param schema: the export's columns.
     """
@@ -220,204 +117,347 @@ class BlockDecoder:
         self.schema = schema
         self.rows = 0
         self.masked_values = 0
-        self.slow_blocks = 0
+        self.inexact_values: dict[str, int] = {}
+        """Per float column: values of magnitude 2**53 or more (a double may have rounded)."""
+        self.slow_lines = 0
+        """Lines decoded by the Python rule (markers in typed columns, odd values)."""
         self._arrow_schema = schema.arrow_schema
-        self._parse_options = pa_json.ParseOptions(
-            explicit_schema=schema.read_schema, unexpected_field_behavior="ignore"
+        self._read_schema = pa.schema(
+            [pa.field(c.name, _read_type(c.arrow_type)) for c in schema.columns]
         )
-        # blocks are ~1 MiB, below Arrow's own split size, so its thread pool only adds cost
-        self._read_options = pa_json.ReadOptions(use_threads=False, block_size=1 << 20)
+        self._parse_options = pa_json.ParseOptions(
+            explicit_schema=self._read_schema, unexpected_field_behavior="ignore"
+        )
+        self._has_decimals = any(pa.types.is_decimal(c.arrow_type) for c in schema.columns)
+        self._converters = [_converter(c.arrow_type) for c in schema.columns]
+        self._text_columns = [i for i, f in enumerate(self._read_schema) if _holds_text(f.type)]
 
-    def parse(self, block: bytes) -> pa.Table | None:
-        """The fast path alone: Arrow's C++ parser, or None when it refuses the block.
+    # the fast path
 
-        Thread-safe (it touches no state), so several blocks may be parsed at once; hand the
-        results to :meth:`finish` in stream order.
-        """
+    def _arrow(self, data: bytes, lines: int | None = None) -> pa.Table | int | None:
+        """Arrow's parser on whole lines: the table, or where it refused them (the 0-based
+        row it names, or None)."""
+        options = pa_json.ReadOptions(use_threads=False, block_size=max(len(data), 1 << 20))
         try:
-            return pa_json.read_json(
-                io.BytesIO(block),
-                read_options=self._read_options,
-                parse_options=self._parse_options,
+            table = pa_json.read_json(
+                io.BytesIO(data), read_options=options, parse_options=self._parse_options
             )
-        except (pa.ArrowInvalid, pa.ArrowTypeError):
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as error:
+            refused = _REFUSED_ROW.search(str(error))
+            return int(refused.group(1)) if refused else None
+        if lines is not None and table.num_rows != lines:
             return None
+        try:  # the parser copies string bytes as they are: check they are UTF-8
+            for index in self._text_columns:
+                table.column(index).validate(full=True)
+        except pa.ArrowInvalid:
+            return None
+        return table
 
-    def finish(self, block: bytes, parsed: pa.Table | None) -> pa.Table:
-        """Complete a block in stream order: the line-by-line path where :meth:`parse` gave
-        up, then column order and datetime parsing; counts rows and masked values."""
-        if parsed is None:
-            self.slow_blocks += 1
-            parsed = self._decode_line_by_line(block)
-        table = self._finish(parsed)
+    def parse(self, block: bytes) -> pa.Table | int | None:
+        """Arrow's parser on the whole block: the table, or the 0-based row it refused (None
+        when it names none); hand the result to :meth:`finish`.
+
+        Touches no state, so blocks may be parsed on several threads; hand the results to
+        :meth:`finish` in stream order.
+        """
+        if self._has_decimals and _LONG_DIGITS.search(block):
+            return None
+        return self._arrow(block)
+
+    def finish(self, block: bytes, parsed: pa.Table | int | None) -> pa.Table:
+        """Complete a block in stream order: decode what Arrow refused, then the vectorised
+        steps; counts rows, masked and inexact values."""
+        if not isinstance(parsed, pa.Table):
+            lines = [line for line in block.split(b"\n") if line.strip()]
+            if self._has_decimals and _LONG_DIGITS.search(block):
+                parsed, masked = self._python(lines, 0)
+            else:
+                parsed, masked = self._runs(lines, 0, parsed)
+            self.masked_values += masked
+        table = self._complete(parsed)
         self.rows += table.num_rows
         return table
 
     def decode(self, block: bytes) -> pa.Table:
-        """Decode one block of whole lines (as produced by :func:`iter_line_blocks`)."""
+        """Decode one block of whole lines (as :func:`iter_line_blocks` cuts them)."""
         return self.finish(block, self.parse(block))
 
-    def _finish(self, table: pa.Table) -> pa.Table:
-        """Put columns in schema order (absent keys -> nulls) and parse datetime texts."""
+    def _runs(
+        self, lines: list[bytes], start: int, refused: int | None = -1
+    ) -> tuple[pa.Table, int]:
+        """Decode ``lines`` (row ``start`` of the block onward) when Arrow refused them.
+
+        Arrow names the first row it refuses and stops there, cheaply. That line is decoded
+        by the Python rule and replaced by ``{}`` for Arrow, until Arrow takes the rest; the
+        Python rows then replace the empty ones. Where Arrow names no row, or refuses many,
+        the lines are halved until they are few enough for the Python rule.
+
+        :param refused: what Arrow said of all ``lines`` already (-1: not tried yet).
+        :return: the table and the masked values its Python rows held.
+        """
+        if len(lines) <= _SMALLEST_RUN:
+            return self._python(lines, start)
+        for_arrow = list(lines)
+        own: dict[int, tuple[pa.Table, int]] = {}  # rows decoded by the Python rule
+        parsed = self._arrow(b"\n".join(lines) + b"\n", len(lines)) if refused == -1 else refused
+        while not isinstance(parsed, pa.Table):
+            if parsed is None or not 0 <= parsed < len(lines) or len(own) >= _MOST_REFUSED:
+                middle = len(lines) // 2
+                first, first_masked = self._runs(lines[:middle], start)
+                second, second_masked = self._runs(lines[middle:], start + middle)
+                return pa.concat_tables([first, second]), first_masked + second_masked
+            own[parsed] = self._python(lines[parsed : parsed + 1], start + parsed)
+            for_arrow[parsed] = b"{}"
+            parsed = self._arrow(b"\n".join(for_arrow) + b"\n", len(lines))
+        if not own:
+            return parsed, 0
+        pieces, done = [], 0
+        for row in sorted(own):
+            pieces += [parsed.slice(done, row - done), own[row][0]]
+            done = row + 1
+        pieces.append(parsed.slice(done))
+        return pa.concat_tables(pieces), sum(masked for _, masked in own.values())
+
+    # the Python rule, line by line
+
+    def _python(self, lines: list[bytes], start: int) -> tuple[pa.Table, int]:
+        """The Python rule for ``lines``; returns the table and the markers it turned to null."""
+        self.slow_lines += len(lines)
+        masked = 0
+        records = [self._record(line, start + i) for i, line in enumerate(lines)]
         arrays = []
-        for column in self.schema.columns:
+        for column, convert, field in zip(
+            self.schema.columns, self._converters, self._read_schema, strict=True
+        ):
+            values: list[Any] = []
+            for i, record in enumerate(records):
+                value = record.get(column.name)
+                if value is None:
+                    values.append(None)
+                elif (
+                    value == MASKED_MARKER
+                    and not isinstance(value, _Number)
+                    and not pa.types.is_string(field.type)
+                ):
+                    masked += 1
+                    values.append(None)
+                elif _has_surrogates(value):
+                    raise self._refused(column, start + i, value, "not valid UTF-8")
+                else:
+                    try:
+                        values.append(convert(value))
+                    except (TypeError, ValueError, ArithmeticError) as error:
+                        raise self._refused(column, start + i, value, str(error)) from None
+            try:
+                arrays.append(pa.array(values, type=field.type))
+            except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as error:
+                row = _first_unfit(values, field.type)
+                raise self._refused(column, start + row, values[row], str(error)) from None
+        return pa.Table.from_arrays(arrays, schema=self._read_schema), masked
+
+    def _record(self, line: bytes, row: int) -> dict[str, Any]:
+        where = f"line {self.rows + row + 1} of the export"
+        text = line.decode("utf-8", "surrogateescape")  # bad bytes are refused per column
+        try:
+            record = _DECODER.decode(text)
+        except ValueError as error:
+            if line.lstrip()[:1] in (b"<", b"["):
+                raise MalformedStreamError(describe_unfinished(line, self.rows + row)) from None
+            raise MalformedStreamError(f"{where} is not valid JSON ({error})") from None
+        if not isinstance(record, dict):
+            raise MalformedStreamError(f"{where} is not a JSON object")
+        return record
+
+    def _refused(self, column: ExportColumn, row: int, value: Any, why: str) -> ExportDataError:
+        return ExportDataError(
+            f"column {column.name!r} (row {self.rows + row + 1} of the export): expected "
+            f"{column.arrow_type}, got {_shown(value)} ({why}); nothing was written. If the "
+            "plan's data type is wrong, set the column's type with schema_overrides"
+        )
+
+    # vectorised steps on the joined block
+
+    def _complete(self, table: pa.Table) -> pa.Table:
+        arrays = []
+        for column, field in zip(self.schema.columns, self._read_schema, strict=True):
             index = table.schema.get_field_index(column.name)
             values = (
-                table.column(index)
+                table.column(index).combine_chunks()
                 if index >= 0
-                else pa.nulls(table.num_rows, type=column.read_type)
+                else pa.nulls(table.num_rows, type=field.type)
             )
-            if column.is_timestamp:
+            if pa.types.is_timestamp(column.arrow_type):
                 values = self._timestamps(column, values)
+            elif pa.types.is_decimal(column.arrow_type):
+                values = self._narrow_decimals(column, values)
+            elif pa.types.is_floating(column.arrow_type):
+                self._count_inexact(column, values)
             arrays.append(values)
         return pa.Table.from_arrays(arrays, schema=self._arrow_schema)
 
-    def _timestamps(self, column: ExportColumn, texts: pa.ChunkedArray | pa.Array) -> pa.Array:
-        try:
-            naive = pc.cast(texts, pa.timestamp(column.arrow_type.unit))
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            naive = pa.array(
-                [self._datetime_value(column, i, t) for i, t in enumerate(texts.to_pylist())],
-                type=pa.timestamp(column.arrow_type.unit),
-            )
+    def _count_inexact(self, column: ExportColumn, values: pa.Array) -> None:
+        beyond = pc.sum(pc.greater_equal(pc.abs(values), INEXACT_MAGNITUDE)).as_py() or 0
+        if beyond:
+            self.inexact_values[column.name] = self.inexact_values.get(column.name, 0) + beyond
+
+    def _timestamps(self, column: ExportColumn, texts: pa.Array) -> pa.Array:
+        marked = pc.equal(texts, MASKED_MARKER)
+        masked = pc.sum(marked).as_py() or 0
+        if masked:
+            self.masked_values += masked
+            texts = pc.if_else(marked, pa.scalar(None, pa.string()), texts)
+        unit = column.arrow_type.unit
+        valid = pc.match_substring_regex(texts, _DATETIME_PATTERN)
+        naive = None
+        if pc.all(valid).as_py() is not False:
+            try:
+                naive = pc.cast(texts, pa.timestamp(unit))
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                naive = None
+        if naive is None:
+            row, text, why = _first_bad_datetime(texts.to_pylist())
+            raise self._refused(column, row, text, why)
         local = pc.assume_timezone(
             naive, self.schema.timezone, ambiguous="earliest", nonexistent="earliest"
         )
         return pc.cast(local, column.arrow_type)
 
-    def _datetime_value(self, column: ExportColumn, row: int, text: Any) -> dt.datetime | None:
-        if text is None:
-            return None
-        if text == MASKED_MARKER:
-            self.masked_values += 1
-            return None
-        if isinstance(text, str) and _DATETIME_TEXT.match(text):
-            return dt.datetime.fromisoformat(text)
-        raise self._type_error(column, row, text)
-
-    def _type_error(self, column: ExportColumn, row: int, value: Any) -> ExportDataError:
-        shown = repr(value)
-        shown = shown if len(shown) <= 60 else shown[:57] + "..."
-        return ExportDataError(
-            f"column {column.name!r} (row {self.rows + row + 1} of the export): expected "
-            f"{column.arrow_type}, got {type(value).__name__} {shown}; override the column's type "
-            "with schema_overrides if the plan's data type is wrong"
-        )
-
-    def _decode_line_by_line(self, block: bytes) -> pa.Table:
-        records: list[dict[str, Any]] = []
-        for number, line in enumerate(block.split(b"\n")):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line, parse_float=decimal.Decimal)
-            except ValueError:
-                raise MalformedStreamError(
-                    f"line {self.rows + len(records) + 1} of the export is not JSON "
-                    f"(block line {number + 1})"
-                ) from None
-            if not isinstance(record, dict):
-                raise MalformedStreamError(
-                    f"line {self.rows + len(records) + 1} of the export is not a JSON object"
-                )
-            records.append(record)
-        arrays = []
-        for column in self.schema.columns:
-            coerce = _COERCERS.get(_kind(column.read_type), _coerce_as_is)
-            values: list[Any] = []
-            for row, record in enumerate(records):
-                value = record.get(column.name)
-                if value is None:
-                    values.append(None)
-                elif value == MASKED_MARKER and column.read_type != pa.string():
-                    self.masked_values += 1
-                    values.append(None)
-                else:
-                    try:
-                        values.append(coerce(value))
-                    except (TypeError, ValueError, decimal.InvalidOperation):
-                        raise self._type_error(column, row, value) from None
-            try:
-                arrays.append(pa.array(values, type=column.read_type))
-            except (pa.ArrowInvalid, pa.ArrowTypeError) as error:
-                raise ExportDataError(
-                    f"column {column.name!r}: a value does not fit {column.read_type} ({error}); "
-                    "override the column's type with schema_overrides"
-                ) from None
-        return pa.Table.from_arrays(arrays, schema=self.schema.read_schema)
+    def _narrow_decimals(self, column: ExportColumn, values: pa.Array) -> pa.Array:
+        try:
+            return pc.cast(values, column.arrow_type)
+        except pa.ArrowInvalid as error:
+            row = _first_unfit(values.to_pylist(), column.arrow_type)
+            raise self._refused(column, row, values[row].as_py(), str(error)) from None
 
 
-def _kind(arrow_type: pa.DataType) -> str:
-    if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type):
-        return "string"
-    if pa.types.is_decimal(arrow_type):
-        return "decimal"
-    if pa.types.is_integer(arrow_type):
-        return "integer"
-    if pa.types.is_floating(arrow_type):
-        return "float"
-    if pa.types.is_boolean(arrow_type):
-        return "boolean"
+def _holds_text(arrow_type: pa.DataType) -> bool:
     if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type):
-        return "list"
-    return "other"
+        return _holds_text(arrow_type.value_type)
+    return pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type)
 
 
-def _coerce_string(value: Any) -> str:
-    """A non-string value in a string column becomes its JSON text (numbers exactly)."""
+def _has_surrogates(value: Any) -> bool:
+    """Whether a decoded value holds bytes that were not UTF-8 (or an unpaired surrogate)."""
     if isinstance(value, str):
-        return value
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return True
+        return False
+    if isinstance(value, list):
+        return any(_has_surrogates(item) for item in value)
+    if isinstance(value, dict):
+        return any(_has_surrogates(k) or _has_surrogates(v) for k, v in value.items())
+    return False
+
+
+def _first_unfit(values: list[Any], arrow_type: pa.DataType) -> int:
+    """The index of the first value that ``arrow_type`` refuses."""
+    for index, value in enumerate(values):
+        try:
+            pa.array([value], type=arrow_type)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+            return index
+    return 0
+
+
+def _first_bad_datetime(texts: list[Any]) -> tuple[int, Any, str]:
+    for index, text in enumerate(texts):
+        if text is None:
+            continue
+        if not _DATETIME_TEXT.match(text):
+            return index, text, "not yyyy-MM-dd HH:mm:ss[.SSS] or yyyy-MM-dd"
+        try:
+            dt.datetime.fromisoformat(text)
+        except ValueError as error:
+            return index, text, f"not a calendar date: {error}"
+    return 0, None, "Arrow refused the column's datetime texts"
+
+
+# per-kind conversions of the Python rule (JSON numbers arrive as _Number texts)
+
+
+def _to_string(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, int | decimal.Decimal):
+    if isinstance(value, str):  # _Number included: its JSON text
         return str(value)
-    return json.dumps(value, default=float, ensure_ascii=False)
+    raise TypeError(f"a JSON {_kind(value)} is not a string")
 
 
-def _coerce_decimal(value: Any) -> decimal.Decimal:
-    if isinstance(value, bool):
-        raise TypeError("a boolean is not a number")
-    if isinstance(value, int | decimal.Decimal):
-        return decimal.Decimal(value)
-    if isinstance(value, str) and value.strip():
-        return decimal.Decimal(value.strip())
-    raise TypeError("not a number")
+def _to_float(value: Any) -> float:
+    if isinstance(value, _Number):
+        return float(value)
+    raise TypeError(f"a JSON {_kind(value)} is not a number")
 
 
-def _coerce_integer(value: Any) -> int:
-    number = _coerce_decimal(value)
-    if number != number.to_integral_value():
-        raise ValueError("not an integer")
-    return int(number)
+def _to_integer(value: Any) -> int:
+    if isinstance(value, _Number) and re.fullmatch(r"-?\d+", value):
+        return int(value)
+    raise TypeError(f"a JSON {_kind(value)} is not an integer")
 
 
-def _coerce_float(value: Any) -> float:
-    return float(_coerce_decimal(value))
+def _decimal_converter(scale: int) -> Callable[[Any], decimal.Decimal]:
+    def to_decimal(value: Any) -> decimal.Decimal:
+        if not isinstance(value, str) or not _DECIMAL_TEXT.fullmatch(value):
+            raise TypeError(f"a JSON {_kind(value)} is not a number")
+        number = decimal.Decimal(value)
+        exponent = number.as_tuple().exponent
+        if isinstance(exponent, int) and -exponent > scale:
+            raise ValueError(f"more than {scale} decimals")
+        return number
+
+    return to_decimal
 
 
-def _coerce_boolean(value: Any) -> bool:
+def _to_boolean(value: Any) -> bool:
     if isinstance(value, bool):
         return value
-    if isinstance(value, str) and value.lower() in ("true", "false"):
-        return value.lower() == "true"
-    raise TypeError("not a boolean")
+    raise TypeError(f"a JSON {_kind(value)} is not true or false")
 
 
-def _coerce_list(value: Any) -> list[str]:
-    if not isinstance(value, list):
-        raise TypeError("not a list")
-    return [item if isinstance(item, str) else _coerce_string(item) for item in value]
+def _to_text(value: Any) -> str:
+    if isinstance(value, str) and not isinstance(value, _Number):
+        return value
+    raise TypeError(f"a JSON {_kind(value)} is not a datetime text")
 
 
-def _coerce_as_is(value: Any) -> Any:
-    return value
+def _to_string_list(value: Any) -> list[str | None]:
+    if isinstance(value, list) and all(
+        item is None or (isinstance(item, str) and not isinstance(item, _Number)) for item in value
+    ):
+        return value
+    raise TypeError("not a list of strings and nulls")
 
 
-_COERCERS = {
-    "string": _coerce_string,
-    "decimal": _coerce_decimal,
-    "integer": _coerce_integer,
-    "float": _coerce_float,
-    "boolean": _coerce_boolean,
-    "list": _coerce_list,
-}
+def _unsupported(value: Any) -> Any:
+    raise TypeError("this column type has no line-by-line rule")
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, _Number):
+        return "number"
+    if isinstance(value, bool):
+        return "boolean"
+    names: dict[type, str] = {str: "string", list: "array", dict: "object"}
+    return names.get(type(value), type(value).__name__)
+
+
+def _converter(arrow_type: pa.DataType) -> Callable[[Any], Any]:
+    """The Python rule for one column type (the values Arrow's parser takes, and no others)."""
+    if pa.types.is_timestamp(arrow_type):
+        return _to_text
+    if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type):
+        return _to_string
+    if pa.types.is_floating(arrow_type):
+        return _to_float
+    if pa.types.is_integer(arrow_type):
+        return _to_integer
+    if pa.types.is_decimal(arrow_type):
+        return _decimal_converter(arrow_type.scale)
+    if pa.types.is_boolean(arrow_type):
+        return _to_boolean
+    if pa.types.is_list(arrow_type) and pa.types.is_string(arrow_type.value_type):
+        return _to_string_list
+    return _unsupported

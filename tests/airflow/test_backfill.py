@@ -210,7 +210,7 @@ def test_duckdb_reads_the_hive_partitioned_tables(backfill: Backfill) -> None:
             "$city": "VARCHAR",
             "$os": "VARCHAR",
             "register_time": "TIMESTAMP WITH TIME ZONE",
-            "balance": "DECIMAL(38,9)",
+            "balance": "DOUBLE",
             "is_vip": "BOOLEAN",
             "cohort": "VARCHAR",
             "dt": "DATE",

@@ -123,6 +123,9 @@ class BrokenBody(io.RawIOBase):
         self._sent = True
         return len(self._data)
 
+    def read1(self, size: int = -1) -> bytes:  # what a socket file offers
+        return self.read(size)
+
 
 @pytest.fixture
 def client() -> AnalyticsClient:

@@ -4,23 +4,24 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 from decimal import Decimal
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from airflow_provider_analytics.tabular.arrow import (
+from airflow_provider_analytics.client.ndjson import MalformedStreamError, iter_line_blocks
+from airflow_provider_analytics.tabular.arrow import BlockDecoder, ExportDataError
+from airflow_provider_analytics.tabular.export_schema import (
     MASKED_MARKER,
     NUMBER_TYPE,
     TIMESTAMP_TYPE,
-    BlockDecoder,
-    ExportDataError,
-    MalformedStreamError,
+    TYPE_TABLE,
     default_properties,
     export_schema,
-    iter_line_blocks,
 )
 
 PLAN = [
@@ -33,7 +34,7 @@ PLAN = [
     {"id": "hidden", "dataType": "string", "visible": 0, "plan": 1},
     {"id": "outside", "dataType": "string", "visible": 1, "plan": 0},
 ]
-COLUMNS = ["distinct_id", "$city", "is_vip", "seen", "tags", "income", "tag.rfm", "mystery"]
+COLUMNS = ["distinct_id", "$city", "is_vip", "seen", "tags", "income", "tag.rfm", "$mystery"]
 
 
 def ndjson(*records: dict) -> bytes:
@@ -59,12 +60,12 @@ def test_schema_types_follow_the_plan_and_the_masking_rule() -> None:
         "tags": pa.list_(pa.string()),
         "income": pa.string(),  # masked in the plan -> string holding the marker
         "tag.rfm": pa.string(),
-        "mystery": pa.string(),
+        "$mystery": pa.string(),
     }
     origins = {c.name: c.origin for c in schema.columns}
     assert origins["income"] == "masked"
     assert origins["tag.rfm"] == "tag"
-    assert origins["mystery"] == "unknown"
+    assert origins["$mystery"] == "unknown"
 
 
 def test_default_properties_are_the_visible_plan_items_in_plan_order() -> None:
@@ -83,92 +84,128 @@ def test_overrides_take_arrow_or_plan_types_and_must_name_exported_columns() -> 
         export_schema(["$city", "$city"], PLAN)
 
 
-def test_every_type_decodes_exactly_with_big_ids_and_timezone() -> None:
-    big = 4255875062385414000
+def test_every_type_decodes_with_doubles_and_timezone() -> None:
     table, decoder = decode(
         ndjson(
             {
-                "distinct_id": big,
+                "distinct_id": 4255875062385414000,
                 "$city": "上海",
                 "is_vip": True,
                 "seen": "2024-01-05 10:00:00.123",
-                "tags": ["a", "b"],
+                "tags": ["a", None],
                 "income": MASKED_MARKER,
                 "tag.rfm": "high",
             },
             {
-                "distinct_id": -4635244755532264000,
+                "distinct_id": 14.898609719035171,
                 "$city": None,
                 "is_vip": False,
                 "seen": "2024-01-05",
                 "tags": [],
                 "income": None,
             },
-            {"distinct_id": 1234.56, "seen": "2024-01-05 23:59:59"},
+            {"distinct_id": 0.30000000000000004, "seen": "2024-01-05 23:59:59"},
         )
     )
-    assert decoder.slow_blocks == 0
+    assert decoder.slow_lines == 0
     rows = table.to_pylist()
-    assert rows[0]["distinct_id"] == Decimal(big)
-    assert int(rows[0]["distinct_id"]) == big  # beyond 2**53, exact
-    assert rows[1]["distinct_id"] == Decimal(-4635244755532264000)
-    assert rows[2]["distinct_id"] == Decimal("1234.56")
+    assert [r["distinct_id"] for r in rows] == [
+        4255875062385414000.0,
+        14.898609719035171,
+        0.1 + 0.2,
+    ]
+    assert decoder.inexact_values == {"distinct_id": 1}  # beyond 2**53: counted
     utc = dt.UTC
     assert rows[0]["seen"] == dt.datetime(2024, 1, 5, 2, 0, 0, 123000, tzinfo=utc)
     assert rows[1]["seen"] == dt.datetime(2024, 1, 4, 16, 0, tzinfo=utc)
     assert rows[2]["seen"] == dt.datetime(2024, 1, 5, 15, 59, 59, tzinfo=utc)
-    assert rows[0]["tags"] == ["a", "b"] and rows[1]["tags"] == []
+    assert rows[0]["tags"] == ["a", None] and rows[1]["tags"] == []
     assert rows[0]["income"] == MASKED_MARKER
     assert rows[0]["tag.rfm"] == "high" and rows[1]["tag.rfm"] is None
-    assert [r["mystery"] for r in rows] == [None, None, None]
     assert rows[0]["$city"] == "上海"
     assert table.schema == decoder.schema.arrow_schema
 
 
+def test_exact_decimal_setting_keeps_ids_and_refuses_what_does_not_fit() -> None:
+    columns = ["distinct_id", "$city"]
+    schema = export_schema(columns, PLAN, overrides={"distinct_id": "decimal"})
+    decoder = BlockDecoder(schema)
+    table = decoder.decode(ndjson({"distinct_id": 4255875062385414001}, {"distinct_id": 0.5}))
+    assert table.column("distinct_id").to_pylist() == [Decimal(4255875062385414001), Decimal("0.5")]
+    for value in ["9" * 31, "1.1234567891", "9" * 80]:
+        decoder = BlockDecoder(schema)
+        data = b'{"distinct_id": 1}\n{"distinct_id": ' + value.encode() + b"}\n"
+        with pytest.raises(ExportDataError, match=r"column 'distinct_id' \(row 2 of the export\)"):
+            decoder.decode(data)
+
+
 def test_marker_in_typed_columns_becomes_null_and_is_counted() -> None:
     record = {c: MASKED_MARKER for c in ["distinct_id", "is_vip", "seen", "tags", "$city"]}
-    table, decoder = decode(ndjson(record, {"distinct_id": 7}))
-    row = table.to_pylist()[0]
+    clean = [{"distinct_id": 7}] * 40
+    table, decoder = decode(ndjson(*clean, record, *clean))
+    row = table.to_pylist()[40]
     assert row["distinct_id"] is None and row["is_vip"] is None
     assert row["seen"] is None and row["tags"] is None
     assert row["$city"] == MASKED_MARKER  # a string column keeps the marker text
     assert decoder.masked_values == 4
-    assert decoder.slow_blocks == 1
-    assert table.column("distinct_id").to_pylist()[1] == Decimal(7)
+    assert decoder.slow_lines == 1  # only the marked line left the fast path
+    assert table.column("distinct_id").to_pylist()[41] == 7.0
 
 
 def test_marker_only_in_a_datetime_column_keeps_the_fast_path() -> None:
     table, decoder = decode(ndjson({"seen": MASKED_MARKER}, {"seen": "2024-02-01"}))
-    assert decoder.slow_blocks == 0
+    assert decoder.slow_lines == 0
     assert decoder.masked_values == 1
     assert table.column("seen").to_pylist()[0] is None
 
 
-def test_numbers_and_lists_in_string_columns_become_their_json_text() -> None:
-    table, _ = decode(ndjson({"mystery": 12, "$city": ["x"]}, {"mystery": True, "tag.rfm": 1.5}))
-    assert table.column("mystery").to_pylist() == ["12", "true"]
-    assert table.column("$city").to_pylist() == ['["x"]', None]
-    assert table.column("tag.rfm").to_pylist() == [None, "1.5"]
+def test_numbers_and_booleans_in_string_columns_become_their_json_text() -> None:
+    data = b'{"$mystery": 12.50, "$city": true}\n{"$mystery": 1e5, "tag.rfm": false}\n'
+    table, _ = decode(data, [*COLUMNS[:-1], "$mystery"])
+    assert table.column("$mystery").to_pylist() == ["12.50", "1e5"]
+    assert table.column("$city").to_pylist() == ["true", None]
+    assert table.column("tag.rfm").to_pylist() == [None, "false"]
+
+
+def test_a_tag_named_by_its_bare_code_is_the_tag_column() -> None:
+    for name in ("t_vip", "tag.t_vip"):
+        schema = export_schema(["$city", name], PLAN)
+        assert schema.names == ["$city", "tag.t_vip"]
+        table = BlockDecoder(schema).decode(ndjson({"$city": "x", "tag.t_vip": "gold"}))
+        assert table.column("tag.t_vip").to_pylist() == ["gold"]
+    with pytest.raises(ValueError, match="more than once"):
+        export_schema(["t_vip", "tag.t_vip"], PLAN)
 
 
 @pytest.mark.parametrize(
-    ("record", "column"),
+    ("line", "column", "why"),
     [
-        ({"is_vip": 5}, "is_vip"),
-        ({"distinct_id": "abc"}, "distinct_id"),
-        ({"seen": "yesterday"}, "seen"),
-        ({"tags": "a,b"}, "tags"),
-        ({"distinct_id": True}, "distinct_id"),
+        (b'{"is_vip": 5}', "is_vip", "not true or false"),
+        (b'{"distinct_id": "abc"}', "distinct_id", "not a number"),
+        (b'{"distinct_id": "12"}', "distinct_id", "not a number"),
+        (b'{"seen": "yesterday"}', "seen", "not yyyy-MM-dd"),
+        (b'{"seen": "2024-01-01T10:00:00"}', "seen", "not yyyy-MM-dd"),
+        (b'{"seen": "2024-02-30 10:00:00"}', "seen", "not a calendar date"),
+        (b'{"tags": "a,b"}', "tags", "not a list"),
+        (b'{"tags": ["a", 1]}', "tags", "not a list"),
+        (b'{"distinct_id": true}', "distinct_id", "not a number"),
+        (b'{"$city": ["x"]}', "$city", "not a string"),
+        (b'{"$city": "a\xff\xfeb"}', "$city", "not valid UTF-8"),
     ],
 )
-def test_values_that_fit_no_type_fail_naming_column_and_row(record: dict, column: str) -> None:
-    with pytest.raises(ExportDataError, match=rf"column '{column}'.*row 2"):
-        decode(ndjson({"distinct_id": 1}, record))
+def test_values_that_fit_no_type_fail_naming_column_and_row(
+    line: bytes, column: str, why: str
+) -> None:
+    data = ndjson({"distinct_id": 1}, {"distinct_id": 2}) + line + b"\n"
+    with pytest.raises(ExportDataError, match=rf"column '{re.escape(column)}' \(row 3 .*{why}"):
+        decode(data)
 
 
-def test_decimal_with_more_scale_than_the_column_fails_loudly() -> None:
-    with pytest.raises(ExportDataError, match="distinct_id"):
-        decode(ndjson({"distinct_id": 1.1234567891}))
+def test_rows_are_numbered_across_blocks() -> None:
+    decoder = BlockDecoder(export_schema(COLUMNS, PLAN))
+    decoder.decode(ndjson(*[{"distinct_id": i} for i in range(5)]))
+    with pytest.raises(ExportDataError, match=r"row 7 of the export"):
+        decoder.decode(ndjson({"seen": "2024-01-01"}, {"seen": "2023-02-29 00:00:00"}))
 
 
 def test_empty_input_gives_no_blocks() -> None:
@@ -214,8 +251,20 @@ def test_any_chunking_of_the_body_gives_the_same_table(cuts: list[int], block: i
     assert all(b.endswith(b"\n") for b in blocks)
     table = pa.concat_tables([decoder.decode(b) for b in blocks])
     assert table.num_rows == len(RECORDS)
-    assert [int(v) for v in table.column("distinct_id").to_pylist()] == [
-        r["distinct_id"] for r in RECORDS
-    ]
+    assert table.column("distinct_id").to_pylist() == [float(r["distinct_id"]) for r in RECORDS]
     assert table.column("$city").to_pylist() == [r["$city"] for r in RECORDS]
     assert table.column("tags").to_pylist() == [r["tags"] for r in RECORDS]
+
+
+def test_the_readme_type_table_is_the_one_the_code_uses() -> None:
+    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("### Cohort users", 1)[1].split("###", 1)[0]
+    table = [line for line in section.splitlines() if line.startswith("| `")]
+    assert table == [
+        f"| `{name}` | {arrow_type} | {note} |" for name, arrow_type, note in TYPE_TABLE
+    ]
+    schema = export_schema([item["id"] for item in PLAN[:5]], PLAN)
+    by_plan_type = {
+        item["dataType"]: c.arrow_type for item, c in zip(PLAN[:5], schema.columns, strict=True)
+    }
+    assert by_plan_type == {name: arrow_type for name, arrow_type, _ in TYPE_TABLE}

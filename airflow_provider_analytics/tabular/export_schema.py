@@ -1,0 +1,156 @@
+"""The columns of a cohort export: names, Parquet types and where each type came from.
+
+The type of a column follows the plan's ``dataType`` (spec 2.5); :data:`TYPE_TABLE` is the
+table the README shows (a test keeps the two equal).
+
+``number`` is ``float64`` (a DOUBLE in warehouses, ``float64`` in pandas). The platform keeps
+``number`` properties as doubles: its documented ids (``4255875062385414000``,
+``-4635244755532264000``) end in ``000``, the way a Java double prints a value beyond 2**53,
+and computed properties arrive with full double precision (``14.898609719035171``). A float64
+therefore holds what the platform holds. A value of magnitude 2**53 or more may have been an
+integer a double cannot hold exactly; such values are counted per column
+(``ExportResult.inexact_values``) and logged once per column. Whoever needs exact decimals
+(id columns) sets the column to ``decimal`` with ``schema_overrides``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
+
+import pyarrow as pa
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping, Sequence
+
+MASKED_MARKER: Final = "(已脱敏)"
+NUMBER_TYPE: Final = pa.float64()
+EXACT_NUMBER_TYPE: Final = pa.decimal128(38, 9)
+TIMESTAMP_TYPE: Final = pa.timestamp("ms", tz="UTC")
+
+TYPE_TABLE: Final[tuple[tuple[str, pa.DataType, str], ...]] = (
+    ("string", pa.string(), ""),
+    (
+        "number",
+        NUMBER_TYPE,
+        "the platform stores doubles (its ids end in `000` as a Java double prints them); "
+        "values of magnitude >= 2^53 are counted in `inexact_values` and logged; "
+        '`schema_overrides={"distinct_id": "decimal"}` keeps a column exact',
+    ),
+    ("boolean", pa.bool_(), ""),
+    (
+        "datetime",
+        TIMESTAMP_TYPE,
+        "`yyyy-MM-dd HH:mm:ss[.SSS]` or `yyyy-MM-dd`, read in the project's timezone",
+    ),
+    ("array<string>", pa.list_(pa.string()), "null items stay null"),
+)
+"""Plan data type, Parquet type, note: the README's cohort type table."""
+
+_TYPE_NAMES: Final[Mapping[str, pa.DataType]] = {
+    **{name: arrow_type for name, arrow_type, _ in TYPE_TABLE},
+    "decimal": EXACT_NUMBER_TYPE,
+}
+
+
+@dataclass(frozen=True)
+class ExportColumn:
+    """One output column.
+
+    :param name: the column's name, which is also its record key (a property id or
+        ``tag.<code>``).
+    :param arrow_type: the column's type in the Parquet file.
+    :param origin: ``plan``, ``masked`` (string because the plan masks it), ``tag``,
+        ``unknown`` (a ``$`` preset the plan does not list) or ``override`` (set by the caller).
+    """
+
+    name: str
+    arrow_type: pa.DataType
+    origin: str
+
+
+def _as_arrow_type(name: str, value: pa.DataType | str) -> pa.DataType:
+    if isinstance(value, pa.DataType):
+        return value
+    try:
+        return _TYPE_NAMES[value]
+    except (KeyError, TypeError):
+        raise ValueError(
+            f"schema override for {name!r}: {value!r} is not an Arrow type or one of "
+            f"{', '.join(_TYPE_NAMES)}"
+        ) from None
+
+
+@dataclass(frozen=True)
+class ExportSchema:
+    """The columns of a cohort export, in a stable order, and the project's timezone."""
+
+    columns: tuple[ExportColumn, ...]
+    timezone: str = "UTC"
+
+    @property
+    def names(self) -> list[str]:
+        return [c.name for c in self.columns]
+
+    @property
+    def arrow_schema(self) -> pa.Schema:
+        return pa.schema([pa.field(c.name, c.arrow_type) for c in self.columns])
+
+
+def default_properties(plan: Iterable[Mapping[str, Any]]) -> list[str]:
+    """What the platform returns when a request names no properties: visible items of the plan."""
+    return [
+        str(item["id"])
+        for item in plan
+        if int(item.get("visible", 1)) == 1 and int(item.get("plan", 1)) == 1
+    ]
+
+
+def column_name(name: str, plan_ids: Iterable[str]) -> str:
+    """The column (and record key) of a requested name: a name the plan does not know and
+    that is not a ``$`` preset is a tag's bare code (spec 2.6), whose data comes back under
+    ``tag.<code>``."""
+    if name.startswith(("tag.", "$")) or name in plan_ids:
+        return name
+    return f"tag.{name}"
+
+
+def export_schema(
+    properties: Sequence[str],
+    plan: Iterable[Mapping[str, Any]],
+    *,
+    timezone: str = "UTC",
+    overrides: Mapping[str, pa.DataType | str] | None = None,
+) -> ExportSchema:
+    """Build the export's schema for ``properties`` (in that order) from the tracking plan.
+
+    :param properties: requested user property ids, ``tag.<code>`` keys or bare tag codes.
+    :param plan: user property records (spec 2.2) as listed by the platform.
+    :param timezone: the project's timezone, in which datetime texts are read.
+    :param overrides: column -> Arrow type or type name (a plan data type or ``decimal``,
+        exact ``decimal128(38, 9)``), for columns the caller types itself.
+    """
+    by_id = {str(item["id"]): item for item in plan}
+    names = [column_name(name, by_id) for name in properties]
+    if len(set(names)) != len(names):
+        raise ValueError(f"properties name a column more than once: {list(properties)}")
+    overrides = {column_name(k, by_id): v for k, v in (overrides or {}).items()}
+    unknown_overrides = set(overrides) - set(names)
+    if unknown_overrides:
+        raise ValueError(
+            f"schema overrides name columns that are not exported: {sorted(unknown_overrides)}"
+        )
+    columns = []
+    for name in names:
+        if name in overrides:
+            column = ExportColumn(name, _as_arrow_type(name, overrides[name]), "override")
+        elif name.startswith("tag."):
+            column = ExportColumn(name, pa.string(), "tag")
+        elif (item := by_id.get(name)) is None:
+            column = ExportColumn(name, pa.string(), "unknown")
+        elif int(item.get("masking", 0)) == 1:
+            column = ExportColumn(name, pa.string(), "masked")
+        else:
+            column = ExportColumn(name, _as_arrow_type(name, str(item.get("dataType"))), "plan")
+        columns.append(column)
+    return ExportSchema(tuple(columns), timezone)

@@ -1,0 +1,302 @@
+"""The cohort export against servers that send what real platforms send (issue: real data).
+
+Each test is a defect that was seen, replayed by a local server that sends those bytes.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+import pyarrow.parquet as pq
+import pytest
+
+from airflow_provider_analytics.client import AnalyticsClient, ClientConfig
+from airflow_provider_analytics.client.errors import AnalyticsError, AnalyticsStreamError
+from airflow_provider_analytics.client.ndjson import MalformedStreamError
+from airflow_provider_analytics.jobs.cohort_export import (
+    ExportIncompleteError,
+    ExportSettings,
+    export_cohort_to_parquet,
+)
+from airflow_provider_analytics.tabular.arrow import ExportDataError
+from tests.integration.export_servers import ExportServer
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from pathlib import Path
+    from typing import BinaryIO
+
+MARKER = "(已脱敏)"
+PLAN = [
+    {"id": "score", "dataType": "number"},
+    {"id": "name", "dataType": "string"},
+    {"id": "vip", "dataType": "boolean"},
+    {"id": "seen", "dataType": "datetime"},
+    {"id": "labels", "dataType": "array<string>"},
+]
+ONCE = ExportSettings(attempts=1, retry_delay=0.0)
+
+
+def ndjson(*records: dict[str, Any]) -> bytes:
+    return b"".join(json.dumps(r, ensure_ascii=False).encode() + b"\n" for r in records)
+
+
+def client_for(server: ExportServer, **config: Any) -> AnalyticsClient:
+    return AnalyticsClient(ClientConfig(server.base_url, token="t0k", app_key="app", **config))
+
+
+def run_export(server: ExportServer, tmp_path: Path, **kwargs: Any) -> Any:
+    kwargs.setdefault("settings", ONCE)
+    with client_for(server) as client:
+        return export_cohort_to_parquet(client, "c1", tmp_path / "users.parquet", **kwargs)
+
+
+@pytest.fixture
+def serve() -> Iterator[Any]:
+    servers: list[ExportServer] = []
+
+    def start(**kwargs: Any) -> ExportServer:
+        kwargs.setdefault("plan", PLAN)
+        server = ExportServer(**kwargs).__enter__()
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.__exit__(None, None, None)
+
+
+def test_the_export_errors_belong_to_the_client_hierarchy() -> None:
+    assert issubclass(ExportIncompleteError, AnalyticsError)
+    assert issubclass(ExportIncompleteError, RuntimeError)
+    assert issubclass(ExportDataError, AnalyticsError) and issubclass(ExportDataError, ValueError)
+    assert issubclass(MalformedStreamError, AnalyticsError)
+    assert issubclass(MalformedStreamError, ValueError)
+
+
+def test_ordinary_doubles_are_written_as_the_same_doubles(serve: Any, tmp_path: Path) -> None:
+    body = b'{"score": 14.898609719035171}\n{"score": 0.30000000000000004}\n{"score": 7}\n'
+    result = run_export(serve(count=3, body=body), tmp_path, properties=["score"])
+    table = pq.read_table(tmp_path / "users.parquet")
+    assert table.column("score").to_pylist() == [14.898609719035171, 0.1 + 0.2, 7.0]
+    assert table.column("score").to_pandas().dtype == "float64"
+    assert result.inexact_values == {}
+
+
+def test_numbers_beyond_a_double_are_counted_and_logged_once(
+    serve: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    nines = "9" * 31
+    body = f'{{"score": {nines}}}\n{{"score": 4255875062385414001}}\n{{"score": 1}}\n'.encode()
+    with caplog.at_level(logging.WARNING):
+        result = run_export(serve(count=3, body=body), tmp_path, properties=["score"])
+    assert result.inexact_values == {"score": 2}
+    warnings = [r.getMessage() for r in caplog.records if "2**53" in r.getMessage()]
+    assert len(warnings) == 1 and "score" in warnings[0] and "decimal" in warnings[0]
+    assert pq.read_table(tmp_path / "users.parquet").column("score").to_pylist()[0] == 1e31
+
+
+def test_the_decimal_setting_keeps_ids_exact_and_refuses_what_it_cannot_hold(
+    serve: Any, tmp_path: Path
+) -> None:
+    body = b'{"score": 4255875062385414001}\n{"score": 0.5}\n'
+    run_export(
+        serve(count=2, body=body),
+        tmp_path,
+        properties=["score"],
+        schema_overrides={"score": "decimal"},
+    )
+    values = pq.read_table(tmp_path / "users.parquet").column("score").to_pylist()
+    assert [str(v) for v in values] == ["4255875062385414001.000000000", "0.500000000"]
+    body = b'{"score": 1}\n{"score": ' + b"9" * 31 + b"}\n"
+    with pytest.raises(ExportDataError, match=r"column 'score' \(row 2 of the export\)"):
+        run_export(
+            serve(count=2, body=body),
+            tmp_path / "b",
+            properties=["score"],
+            schema_overrides={"score": "decimal"},
+        )
+    assert not (tmp_path / "b").exists() or not any((tmp_path / "b").iterdir())
+
+
+@pytest.mark.parametrize(
+    ("line", "column", "why"),
+    [
+        (b'{"name": "caf\xe9 au lait"}', "name", "not valid UTF-8"),
+        (b'{"seen": "2024-02-30 10:00:00"}', "seen", "not a calendar date"),
+        (b'{"seen": "2024-01-01T10:00:00"}', "seen", "not yyyy-MM-dd"),
+        (b'{"vip": "yes"}', "vip", "not true or false"),
+    ],
+)
+def test_values_that_fit_nowhere_are_refused_by_column_and_row_and_nothing_is_written(
+    serve: Any, tmp_path: Path, line: bytes, column: str, why: str
+) -> None:
+    body = ndjson(*[{"name": f"u{i}"} for i in range(5)]) + line + b"\n"
+    with pytest.raises(ExportDataError, match=rf"column '{column}' \(row 6 of the export\).*{why}"):
+        run_export(serve(count=6, body=body), tmp_path)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_null_in_a_list_is_null_beside_a_marker_or_not(serve: Any, tmp_path: Path) -> None:
+    plain = [{"labels": ["a", None]} for _ in range(300)]
+    marked = [*plain[:150], {"labels": ["a", None], "vip": MARKER}, *plain[150:]]
+    for index, records in enumerate((plain, marked)):
+        folder = tmp_path / str(index)
+        result = run_export(serve(count=len(records), body=ndjson(*records)), folder)
+        labels = pq.read_table(folder / "users.parquet").column("labels").to_pylist()
+        assert {tuple(v) for v in labels} == {("a", None)}
+        assert result.masked_values == index
+
+
+def test_a_tag_named_by_its_bare_code_keeps_its_data(serve: Any, tmp_path: Path) -> None:
+    body = ndjson({"name": "x", "tag.t_vip": "gold"}, {"name": "y", "tag.t_vip": None})
+    for folder, name in (("bare", "t_vip"), ("prefixed", "tag.t_vip")):
+        result = run_export(serve(count=2, body=body), tmp_path / folder, properties=["name", name])
+        table = pq.read_table(tmp_path / folder / "users.parquet")
+        assert result.columns == table.column_names == ["name", "tag.t_vip"]
+        assert table.column("tag.t_vip").to_pylist() == ["gold", None]
+
+
+def test_a_line_longer_than_the_bound_fails_naming_its_row(serve: Any, tmp_path: Path) -> None:
+    body = ndjson({"name": "a"}) + b'{"name": "' + b"x" * 300_000 + b'"}\n'
+    settings = ExportSettings(attempts=1, max_line_bytes=100_000)
+    with pytest.raises(ExportIncompleteError, match=r"line 2 of the export is longer than"):
+        run_export(serve(count=2, body=body), tmp_path, settings=settings)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_gzip_bomb_is_read_no_further_than_the_line_bound(serve: Any) -> None:
+    inflated = 256 << 20  # one 256 MiB line, sent as ~250 KiB of gzip
+    bomb = gzip.compress(b'{"name": "' + b"a" * inflated, compresslevel=9)
+    server = serve(count=1, body=bomb, headers={"Content-Encoding": "gzip"})
+    with client_for(server) as client, client.export_cohort_users("c1") as export:
+        export.max_line_bytes = 1 << 20
+        with pytest.raises(MalformedStreamError, match="line 1 of the export is longer"):
+            for _ in export.iter_lines():
+                pass
+        assert export.bytes_read < 4 << 20  # inflated only as far as the bound, not 256 MiB
+
+
+def test_a_cut_body_reports_the_bytes_that_did_arrive(serve: Any) -> None:
+    sent = (ndjson(*[{"name": f"user {i}"} for i in range(2000)]))[:29_945]
+
+    def cut(wfile: BinaryIO) -> None:
+        wfile.write(sent)
+
+    server = serve(count=2000, write=cut, headers={"Content-Length": "100000"})
+    with (
+        client_for(server) as client,
+        client.export_cohort_users("c1") as export,
+        pytest.raises(AnalyticsStreamError, match="broke after 29945 bytes"),
+    ):
+        list(export.iter_records())
+
+
+def test_a_json_array_is_named_as_such(serve: Any, tmp_path: Path) -> None:
+    server = serve(count=2, body=b'[{"name": "a"}, {"name": "b"}]')
+    with (
+        client_for(server) as client,
+        client.export_cohort_users("c1") as export,
+        pytest.raises(MalformedStreamError, match="JSON array, not one JSON object") as caught,
+    ):
+        list(export.iter_records())
+    assert "ended inside a line" not in str(caught.value)
+    with pytest.raises(ExportIncompleteError, match="JSON array"):
+        run_export(server, tmp_path)
+
+
+@pytest.mark.parametrize("content_type", ["text/html; charset=utf-8", "application/x-ndjson"])
+def test_an_html_login_page_is_named_as_such(serve: Any, tmp_path: Path, content_type: str) -> None:
+    page = b"<!DOCTYPE html>\n<html><body><form>Sign in</form></body></html>\n"
+    server = serve(count=2, body=page, headers={"Content-Type": content_type})
+    with (
+        client_for(server) as client,
+        client.export_cohort_users("c1") as export,
+        pytest.raises(MalformedStreamError, match="HTML page") as caught,
+    ):
+        list(export.iter_records())
+    assert "export_read_timeout" not in str(caught.value)
+    assert "base URL and the credentials" in str(caught.value)
+    with pytest.raises(ExportIncompleteError, match="HTML page") as failed:
+        run_export(server, tmp_path)
+    assert "export_read_timeout" not in str(failed.value)
+
+
+def test_a_trickling_server_cannot_hold_the_export_past_its_deadline(serve: Any) -> None:
+    def trickle(wfile: BinaryIO) -> None:
+        wfile.write(b'{"name": "a"}\n{"name": "')
+        for _ in range(200):  # a byte every 50 ms for up to 10 s
+            wfile.write(b"x")
+            wfile.flush()
+            time.sleep(0.05)
+
+    server = serve(count=2, write=trickle)
+    with (
+        client_for(server, export_deadline=1.0) as client,
+        client.export_cohort_users("c1") as export,
+    ):
+        with pytest.raises(AnalyticsStreamError, match="did not finish within its deadline"):
+            list(export.iter_records())
+        assert export.bytes_read < 150  # gave up after about a second, not 10
+
+
+class _TrickleServer:
+    """Answers every request with headers and then one body byte every 50 ms."""
+
+    def __init__(self) -> None:
+        import http.server
+        import threading
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", "1000")
+                self.end_headers()
+                try:
+                    for _ in range(200):  # 10 s at most
+                        self.wfile.write(b" ")
+                        self.wfile.flush()
+                        time.sleep(0.05)
+                except OSError:
+                    pass
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return None
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.httpd.block_on_close = False  # do not wait for the trickle to end
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+        self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def test_a_trickle_cannot_hold_an_ordinary_call_or_test_connection(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from airflow_provider_analytics.client import api
+
+    server = _TrickleServer()
+    try:
+        config = ClientConfig(server.base_url, token="t0k", app_key="app", request_deadline=1.0)
+        with (
+            AnalyticsClient(config) as client,
+            pytest.raises(AnalyticsError, match=r"no complete answer within 1 s"),
+        ):
+            client.list_user_properties()
+        monkeypatch.setattr(api, "TEST_CONNECTION_DEADLINE", 1.0)
+        slow = ClientConfig(server.base_url, token="t0k", app_key="app")  # 600 s by default
+        with AnalyticsClient(slow) as client:
+            ok, reason = client.test_connection()
+        assert not ok and "no complete answer within 1 s" in reason
+    finally:
+        server.close()
