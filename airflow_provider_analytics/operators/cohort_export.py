@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_analytics.jobs.cohort_export import ExportSettings, export_cohort_to_parquet
+from airflow_provider_analytics.operators.intervals import covered_days
 from airflow_provider_analytics.operators.output import AnalyticsOutputOperator
 from airflow_provider_analytics.operators.paths import output_path
 
@@ -25,7 +26,8 @@ class CohortExportToParquetOperator(AnalyticsOutputOperator):
 
     :param cohort_code: the cohort to export (templated).
     :param destination: object URI (``file:///...``, ``s3://conn_id@bucket/...``), or a prefix
-        ending in ``/`` that gets ``cohort=<code>/dt=<ds>/users.parquet`` (templated).
+        ending in ``/`` that gets ``cohort=<code>/dt=<day>/users.parquet``, ``<day>`` being the
+        first day the run covers by the day rule of ``operators/intervals.py`` (templated).
     :param properties: user property ids and ``tag.<code>`` keys in column order (templated);
         default: the visible properties of the tracking plan.
     :param limit: export at most this many users (templated).
@@ -74,7 +76,7 @@ class CohortExportToParquetOperator(AnalyticsOutputOperator):
     def execute(self, context: Context) -> dict[str, Any]:
         path = output_path(
             self.destination,
-            {"cohort": self.cohort_code, "dt": context["ds"]},
+            {"cohort": self.cohort_code, "dt": covered_days(context).partition},
             "users.parquet",
         )
         result = export_cohort_to_parquet(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from airflow_provider_analytics.jobs.reports import EVENTS, FUNNEL, ReportKind, run_report
-from airflow_provider_analytics.operators.intervals import interval_dates
+from airflow_provider_analytics.operators.intervals import covered_days
 from airflow_provider_analytics.operators.output import AnalyticsOutputOperator
 from airflow_provider_analytics.operators.paths import output_path
 
@@ -16,12 +16,13 @@ if TYPE_CHECKING:
 
 
 class _AnalysisReportOperator(AnalyticsOutputOperator):
-    """Run one analysis over the data interval and write its tidy table as Parquet.
+    """Run one analysis over the days the run covers write its tidy table as Parquet.
 
     :param request: the analysis request body (templated); ``fromDate``/``toDate`` default to
-        the run's data interval. Validated before anything is sent.
+        the days the run covers (the day rule, ``operators/intervals.py``). Validated before
+        anything is sent.
     :param destination: object URI, or a prefix ending in ``/`` that gets
-        ``dt=<first day of the data interval>/<report>.parquet`` (templated). Written
+        ``dt=<first day the run covers>/<report>.parquet`` (templated). Written
         atomically; a rerun replaces it. Its untemplated prefix is declared as the task's Asset
         unless ``outlets`` are given.
     :param window_days: split long ranges into windows of this many days (backfills).
@@ -48,12 +49,10 @@ class _AnalysisReportOperator(AnalyticsOutputOperator):
 
     def execute(self, context: Context) -> dict[str, Any]:
         body = dict(self.request)
-        from_date, to_date = interval_dates(context)
-        body.setdefault("fromDate", from_date)
-        body.setdefault("toDate", to_date)
-        # the partition is the first day the run covers (under a data-interval timetable a
-        # manual run for D covers D-1, so ``ds`` would name the wrong day)
-        path = output_path(self.destination, {"dt": from_date}, f"{self.kind.name}.parquet")
+        days = covered_days(context)
+        body.setdefault("fromDate", days.dates[0])
+        body.setdefault("toDate", days.dates[1])
+        path = output_path(self.destination, {"dt": days.partition}, f"{self.kind.name}.parquet")
         result = run_report(
             self.kind,
             self.hook.get_conn(),
