@@ -370,7 +370,8 @@ class Stack:
         logs = [self.logs / f"{name}.log" for name in self.processes]
         _wait_for("Airflow (api-server health)", healthy, 240, logs)
         dag_ids = {path.stem for path in EXAMPLES.glob("analytics_*.py")} - {"analytics_outputs"}
-        _wait_for("the example DAGs", lambda: dag_ids <= set(self.dag_ids()), 240, logs)
+        dag_ids |= {path.stem for path in self.extra_dags}
+        _wait_for("the DAGs", lambda: dag_ids <= set(self.dag_ids()), 240, logs)
         self.check_alive()
         if self.executor == "celery":
             _wait_for("two Celery workers", self._workers_answer, 120, logs)
@@ -420,8 +421,10 @@ class Stack:
             cursor.execute(sql, params)
             return list(cursor.fetchall())
 
-    def dag_ids(self) -> list[str]:
-        return [row[0] for row in self.query("SELECT dag_id FROM dag WHERE NOT is_paused")]
+    def dag_ids(self, *, unpaused: bool = True) -> list[str]:
+        """The DAGs the dag-processor has stored (only the unpaused ones by default)."""
+        condition = "NOT is_paused" if unpaused else "TRUE"
+        return [row[0] for row in self.query(f"SELECT dag_id FROM dag WHERE {condition}")]
 
     # -- stopping ---------------------------------------------------------------------------
 
