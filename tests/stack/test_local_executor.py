@@ -43,27 +43,47 @@ def backfills_finished(stack: Stack, dag_id: str) -> bool:
     return all(completed is not None for (completed,) in rows)
 
 
-def test_a_manual_run_of_a_past_day_writes_that_days_partitions(local_stack: Stack) -> None:
-    """`airflow dags trigger analytics_daily --logical-date 2024-01-15` under the scheduler:
-    every output in dt=2024-01-15 with rows, and the sensor checked 2024-01-15."""
-    day = "2024-01-15"
-    run_id = trigger(local_stack, DAG_ID, day)
-    # While that run is queued or running it holds the date: a backfill over it adds no run
-    # and records why ("in flight"); the README documents the way around it.
+MANUAL_DAY = "2024-01-15"
+
+
+@pytest.fixture(scope="module")
+def manual_run(local_stack: Stack) -> str:
+    """`airflow dags trigger analytics_daily --logical-date 2024-01-15`, run by the scheduler;
+    meanwhile a backfill over the same day, which the run in flight holds off."""
+    run_id = trigger(local_stack, DAG_ID, MANUAL_DAY)
     backfill = local_stack.airflow(
-        "backfill", "create", "--dag-id", DAG_ID, "--from-date", day, "--to-date", day
+        "backfill", "create", "--dag-id", DAG_ID, "--from-date", MANUAL_DAY, "--to-date", MANUAL_DAY
     )
     assert backfill.returncode == 0, backfill.stderr
-    wait_for_run(local_stack, DAG_ID, run_id)
-    assert backfill_exceptions(local_stack, DAG_ID) == [(day, "in flight")]
+    wait_for_run(local_stack, DAG_ID, run_id, timeout=180)
+    wait_until(lambda: backfills_finished(local_stack, DAG_ID), 60, "the empty backfill to end")
+    return run_id
+
+
+def test_a_manual_run_of_a_past_day_writes_that_days_partitions(
+    local_stack: Stack, manual_run: str
+) -> None:
+    """Every output in dt=2024-01-15 with rows, and the sensor checked 2024-01-15."""
     for task_id in WRITERS:
-        summary = xcom(local_stack, DAG_ID, run_id, task_id)
-        assert f"/dt={day}/" in summary["uri"], (task_id, summary["uri"])
+        summary = xcom(local_stack, DAG_ID, manual_run, task_id)
+        assert f"/dt={MANUAL_DAY}/" in summary["uri"], (task_id, summary["uri"])
         assert parquet_rows(summary["uri"]) > 0, task_id
-    checked = xcom(local_stack, DAG_ID, run_id, "events_landed")
-    assert list(checked["counts"]) == [day]
-    assert checked["counts"][day] > 0
-    wait_until(lambda: backfills_finished(local_stack, DAG_ID), 30, "the empty backfill to end")
+    checked = xcom(local_stack, DAG_ID, manual_run, "events_landed")
+    assert list(checked["counts"]) == [MANUAL_DAY]
+    assert checked["counts"][MANUAL_DAY] > 0
+
+
+def test_a_backfill_over_a_day_a_run_in_flight_holds_adds_no_run(
+    local_stack: Stack, manual_run: str
+) -> None:
+    """Airflow records the day as "in flight" and creates nothing (see the README)."""
+    assert backfill_exceptions(local_stack, DAG_ID)[:1] == [(MANUAL_DAY, "in flight")]
+    runs = local_stack.query(
+        "SELECT run_type FROM dag_run WHERE dag_id = %s AND logical_date = %s::timestamptz",
+        DAG_ID,
+        f"{MANUAL_DAY}T00:00:00+00:00",
+    )
+    assert runs == [("manual",)]
 
 
 def _backfill_runs(stack: Stack) -> list[tuple[str, str, dt.datetime | None]]:
@@ -91,9 +111,21 @@ def _wait_for_backfill(stack: Stack, finished_after: dt.datetime) -> int:
             for _, state, end in runs
         )
 
-    wait_until(done, 50, "the backfill's three runs")
-    wait_until(lambda: backfills_finished(stack, DAG_ID), 20, "the backfill to be marked done")
+    wait_until(done, 240, "the backfill's three runs")
+    wait_until(lambda: backfills_finished(stack, DAG_ID), 60, "the backfill to be marked done")
     return most_running
+
+
+def _backfill(stack: Stack, *options: str) -> int:
+    """``airflow backfill create`` over the three days, two at a time; wait for it to end."""
+    started = dt.datetime.now(dt.UTC)
+    time.sleep(1)  # modification times of rewritten files must be able to differ
+    done = stack.airflow(
+        "backfill", "create", "--dag-id", DAG_ID, "--from-date", BACKFILL_DAYS[0],
+        "--to-date", BACKFILL_DAYS[-1], "--max-active-runs", "2", *options,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return _wait_for_backfill(stack, started)
 
 
 def _partitions(stack: Stack) -> dict[str, tuple[int, float]]:
@@ -108,17 +140,30 @@ def _partitions(stack: Stack) -> dict[str, tuple[int, float]]:
     return files
 
 
-def test_a_backfill_of_three_days_runs_under_the_scheduler(local_stack: Stack) -> None:
-    started = dt.datetime.now(dt.UTC)
-    done = local_stack.airflow(
-        "backfill", "create", "--dag-id", DAG_ID, "--from-date", BACKFILL_DAYS[0],
-        "--to-date", BACKFILL_DAYS[-1], "--max-active-runs", "2",
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    most_running = _wait_for_backfill(local_stack, started)
+@pytest.fixture(scope="module")
+def backfilled(local_stack: Stack) -> tuple[int, dict[str, tuple[int, float]]]:
+    """The scheduler has run a three-day backfill: most runs at once, the files written."""
+    wait_until(lambda: backfills_finished(local_stack, DAG_ID), 60, "earlier backfills to end")
+    assert not _backfill_runs(local_stack)
+    most_running = _backfill(local_stack)
+    return most_running, _partitions(local_stack)
+
+
+@pytest.fixture(scope="module")
+def reprocessed(
+    local_stack: Stack, backfilled: tuple[int, dict[str, tuple[int, float]]]
+) -> dict[str, tuple[int, float]]:
+    """The same range backfilled again with ``--reprocess-behavior completed``."""
+    _backfill(local_stack, "--reprocess-behavior", "completed")
+    return _partitions(local_stack)
+
+
+def test_a_backfill_of_three_days_runs_under_the_scheduler(
+    local_stack: Stack, backfilled: tuple[int, dict[str, tuple[int, float]]]
+) -> None:
+    most_running, files = backfilled
     assert [day for day, _, _ in _backfill_runs(local_stack)] == list(BACKFILL_DAYS)
     assert 1 <= most_running <= 2
-    files = _partitions(local_stack)
     expected = {
         f"{table}/dt={day}/{name}"
         for day in BACKFILL_DAYS
@@ -132,24 +177,20 @@ def test_a_backfill_of_three_days_runs_under_the_scheduler(local_stack: Stack) -
     assert all(rows > 0 for rows, _ in files.values())
 
 
-def test_reprocessing_completed_days_replaces_them_without_duplicates(local_stack: Stack) -> None:
-    before = _partitions(local_stack)
-    assert len(before) == 9, "runs after the three-day backfill"
-    started = dt.datetime.now(dt.UTC)
-    time.sleep(1)  # modification times must be able to differ
-    done = local_stack.airflow(
-        "backfill", "create", "--dag-id", DAG_ID, "--from-date", BACKFILL_DAYS[0],
-        "--to-date", BACKFILL_DAYS[-1], "--max-active-runs", "2",
-        "--reprocess-behavior", "completed",
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    _wait_for_backfill(local_stack, started)
-    after = _partitions(local_stack)
-    assert set(after) == set(before)  # the same objects: nothing appended beside them
-    for name, (rows, modified) in after.items():
+def test_reprocessing_completed_days_replaces_them_without_duplicates(
+    local_stack: Stack,
+    backfilled: tuple[int, dict[str, tuple[int, float]]],
+    reprocessed: dict[str, tuple[int, float]],
+) -> None:
+    before = backfilled[1]
+    assert len(before) == 9
+    assert set(reprocessed) == set(before)  # the same objects: nothing appended beside them
+    for name, (rows, modified) in reprocessed.items():
         assert rows == before[name][0], name
         assert modified > before[name][1], f"{name} was not rewritten"
     assert not list(local_stack.output.rglob("*.inprogress"))
+    # still one run per day: the reprocessing cleared and reran the same runs
+    assert [day for day, _, _ in _backfill_runs(local_stack)] == list(BACKFILL_DAYS)
 
 
 def test_the_deferrable_sensor_waits_in_the_triggerer_and_resumes(local_stack: Stack) -> None:
@@ -170,7 +211,7 @@ def test_the_deferrable_sensor_waits_in_the_triggerer_and_resumes(local_stack: S
         wait_until(deferred_to_a_triggerer, 40, "the sensor to defer to the triggerer")
     finally:
         emulator.set_data_until(None)
-    wait_for_run(local_stack, "stack_deferral", run_id)
+    wait_for_run(local_stack, "stack_deferral", run_id, timeout=50)
     (sensor,) = task_instances(local_stack, "stack_deferral", run_id)
     assert sensor["state"] == "success"
     detail = xcom(local_stack, "stack_deferral", run_id, "wait_deferred")
