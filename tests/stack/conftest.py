@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -34,6 +35,7 @@ def bring_up(executor: str) -> Iterator[Stack]:
         yield stack
     finally:
         stack.down()
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def stack_is_idle(stack: Stack) -> Callable[[], bool]:
