@@ -130,11 +130,49 @@ def parquet_rows(uri: str) -> int:
     return int(pq.read_metadata(uri.removeprefix("file://")).num_rows)
 
 
-@pytest.fixture(scope="module")
-def local_stack() -> Iterator[Stack]:
-    yield from bring_up("local")
+class OneStackAtATime:
+    """Brings up the stack a test asks for, stopping the other one first."""
+
+    def __init__(self) -> None:
+        self.executor = ""
+        self.running: Iterator[Stack] | None = None
+        self.stack: Stack | None = None
+
+    def get(self, executor: str) -> Stack:
+        if executor != self.executor:
+            self.close()
+            self.running = bring_up(executor)
+            self.stack = next(self.running)
+            self.executor = executor
+        assert self.stack is not None
+        return self.stack
+
+    def close(self) -> None:
+        if self.running is not None:
+            self.running.close()  # runs bring_up's clean-up
+        self.running, self.stack, self.executor = None, None, ""
 
 
 @pytest.fixture(scope="module")
-def celery_stack() -> Iterator[Stack]:
-    yield from bring_up("celery")
+def stacks() -> Iterator[OneStackAtATime]:
+    switch = OneStackAtATime()
+    try:
+        yield switch
+    finally:
+        switch.close()
+
+
+@pytest.fixture(scope="module")
+def local_stack(stacks: OneStackAtATime) -> Stack:
+    return stacks.get("local")
+
+
+@pytest.fixture(scope="module")
+def celery_stack(stacks: OneStackAtATime) -> Stack:
+    return stacks.get("celery")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Collect the stack tests first: their worker is mostly waiting on Airflow, so starting
+    them early lets the other worker run the rest of the suite meanwhile."""
+    items.sort(key=lambda item: "tests/stack/" not in item.nodeid)
