@@ -28,7 +28,8 @@ from tests.stack.conftest import (
 if TYPE_CHECKING:
     from devtools.stack import Stack
 
-pytestmark = [pytest.mark.slow, pytest.mark.integration]
+# Generous waits: on a loaded 2-core machine an Airflow task process takes tens of seconds.
+pytestmark = [pytest.mark.slow, pytest.mark.integration, pytest.mark.timeout(1200)]
 
 DAG_ID = "analytics_daily"
 WRITERS = ("export_cohort_users", "checkout_funnel", "daily_events")
@@ -61,7 +62,7 @@ def manual_run(local_stack: Stack) -> str:
         "backfill", "create", "--dag-id", DAG_ID, "--from-date", MANUAL_DAY, "--to-date", MANUAL_DAY
     )
     assert backfill.returncode == 0, backfill.stderr
-    wait_for_run(local_stack, DAG_ID, run_id, timeout=180)
+    wait_for_run(local_stack, DAG_ID, run_id, timeout=420)
     wait_until(lambda: backfills_finished(local_stack, DAG_ID), 60, "the empty backfill to end")
     return run_id
 
@@ -117,7 +118,7 @@ def _wait_for_backfill(stack: Stack, finished_after: dt.datetime) -> int:
             for _, state, end in runs
         )
 
-    wait_until(done, 240, "the backfill's three runs")
+    wait_until(done, 480, "the backfill's three runs")
     wait_until(lambda: backfills_finished(stack, DAG_ID), 60, "the backfill to be marked done")
     return most_running
 
@@ -235,7 +236,7 @@ def mapped_run(celery_stack: Stack) -> str:
     two run at once (the DAG allows two per run, each worker takes one task at a time)."""
     admin(celery_stack).fault("export_cohort_users", "stall", seconds=3, times=3)
     run_id = trigger(celery_stack, "analytics_cohort_exports", "2024-02-01")
-    wait_for_run(celery_stack, "analytics_cohort_exports", run_id, timeout=180)
+    wait_for_run(celery_stack, "analytics_cohort_exports", run_id, timeout=360)
     return run_id
 
 
@@ -271,7 +272,7 @@ def killed_export(celery_stack: Stack) -> dict:
     killed = running["hostname"]
     celery_stack.kill(killed)
     try:
-        wait_for_run(celery_stack, "stack_export_once", run_id, timeout=180)
+        wait_for_run(celery_stack, "stack_export_once", run_id, timeout=360)
     finally:
         emulator.clear_faults()
         celery_stack.start_worker(killed)
