@@ -8,7 +8,8 @@ PY := $(VENV)/bin/python
 export UV_PYTHON_DOWNLOADS := never
 export UV_PROJECT_ENVIRONMENT := $(abspath $(VENV))
 
-.PHONY: venv test test-fast lint format typecheck docs demo emulator bench reliability clean
+.PHONY: venv test test-fast lint format typecheck docs demo emulator bench reliability clean \
+	constraints constraints-check stack stack-celery stack-down
 
 $(UV):
 	$(PYTHON) -m venv .tools
@@ -73,6 +74,29 @@ reliability: venv
 	$(PY) benchmarks/load_exports.py --via hook --rss-target 0 --json out/reliability/load_exports_hook.json
 	$(PY) benchmarks/small_calls.py --json out/reliability/small_calls.json
 	$(PY) -m devtools.reliability_report out/reliability docs/reliability.md
+
+## make constraints: regenerate constraints-3.11.txt from uv.lock (after `uv lock`).
+constraints: venv
+	$(PY) -m devtools.constraints
+
+## make constraints-check: the file matches uv.lock, and pip resolves .[s3] with it
+## (`pip install --dry-run` in a throwaway venv; needs the package index).
+constraints-check: venv
+	$(PY) -m devtools.constraints --check
+	$(PY) -m devtools.constraints --dry-run
+
+## make stack: PostgreSQL, the emulator, api-server (127.0.0.1:8080), scheduler, dag-processor and
+## triggerer with the LocalExecutor, example DAGs unpaused; state and output under out/stack/.
+stack: venv
+	$(PY) -m devtools.stack up --executor local
+
+## make stack-celery: the same with the CeleryExecutor, Redis as broker and two Celery workers.
+stack-celery: venv
+	$(PY) -m devtools.stack up --executor celery
+
+## make stack-down: stop every process either stack target started (by pid).
+stack-down:
+	$(PY) -m devtools.stack down
 
 clean:
 	rm -rf $(VENV) .tools out .pytest_cache .mypy_cache .ruff_cache

@@ -7,14 +7,19 @@ renamed over the destination. On local disk the rename is atomic and replaces th
 S3 the final key appears whole when the copy completes. On any failure the temporary object is
 deleted and the destination is left as it was; an operating-system failure (a full disk, a
 missing permission) is raised as :class:`AnalyticsStorageError` naming the destination and
-what was being written.
+what was being written. A writer killed outright cannot delete its temporary: the next write
+of the same object removes such leftovers once they are older than
+``ANALYTICS_STALE_TEMPORARY_SECONDS`` (an hour by default), see ``remove_stale_temporaries``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import logging
+import os
 import re
+import time
 import uuid
 from typing import IO, TYPE_CHECKING, Any, Protocol, TypeGuard
 
@@ -65,6 +70,10 @@ class StoragePath(Protocol):
 
     def rename(self, target: Any) -> Any: ...
 
+    def iterdir(self) -> Any: ...
+
+    def stat(self) -> Any: ...
+
 
 _HIVE_PARTITION = re.compile(r"[^/=]+=[^/]+")
 
@@ -111,11 +120,84 @@ def _remove_quietly(path: StoragePath) -> None:
         log.warning("could not remove temporary object %s", path, exc_info=True)
 
 
+STALE_TEMPORARY_AGE_VARIABLE = "ANALYTICS_STALE_TEMPORARY_SECONDS"
+"""Environment variable: age in seconds after which another writer's temporary counts as left
+behind by a killed writer (default one hour)."""
+DEFAULT_STALE_TEMPORARY_AGE = dt.timedelta(hours=1)
+
+
+def stale_temporary_age() -> dt.timedelta:
+    """The age after which a temporary object counts as orphaned (from the environment).
+
+    :raises AnalyticsValidationError: naming the variable when it is not a number >= 0.
+    """
+    raw = os.environ.get(STALE_TEMPORARY_AGE_VARIABLE)
+    if raw is None or raw.strip() == "":
+        return DEFAULT_STALE_TEMPORARY_AGE
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = -1.0
+    if not seconds >= 0:
+        fail(STALE_TEMPORARY_AGE_VARIABLE, "must be a number of seconds >= 0", raw)
+    return dt.timedelta(seconds=seconds)
+
+
+def _temporary_prefix(destination: StoragePath) -> str:
+    return f".{destination.name}."
+
+
+def remove_stale_temporaries(
+    destination: StoragePath, *, older_than: dt.timedelta, now: float | None = None
+) -> list[str]:
+    """Delete ``destination``'s temporaries (``.<name>.<id>.inprogress``) older than the age.
+
+    Only a writer killed outright (SIGKILL, a lost node) leaves one behind; every other failure
+    removes its own. Temporaries younger than ``older_than`` may belong to a writer still at
+    work and are kept. Listing or deleting problems are logged, never raised: a clean-up must
+    not fail the write that runs it.
+
+    :param destination: the object whose leftovers to remove (its directory is listed).
+    :param older_than: minimum age, by the object's modification time.
+    :param now: the current time as a POSIX timestamp (default: the clock).
+    :return: the names removed.
+    """
+    cutoff = (time.time() if now is None else now) - older_than.total_seconds()
+    prefix = _temporary_prefix(destination)
+    removed: list[str] = []
+    try:
+        siblings = list(destination.parent.iterdir())
+    except FileNotFoundError:
+        return removed
+    except Exception:
+        log.warning("could not list %s for stale temporaries", destination.parent, exc_info=True)
+        return removed
+    for sibling in siblings:
+        name = sibling.name
+        if not (name.startswith(prefix) and name.endswith(".inprogress")):
+            continue
+        try:
+            modified = float(sibling.stat().st_mtime)
+        except FileNotFoundError:
+            continue  # its writer finished or removed it meanwhile
+        except Exception:
+            log.warning("could not read the age of %s", sibling, exc_info=True)
+            continue
+        if modified <= cutoff:
+            _remove_quietly(sibling)
+            log.info("removed stale temporary %s (left by a writer that was killed)", sibling)
+            removed.append(name)
+    return removed
+
+
 @contextlib.contextmanager
 def atomic_destination(
     destination: StoragePath, *, subject: str | None = None
 ) -> Iterator[StoragePath]:
     """Yield a temporary sibling of ``destination``; move it into place when the block succeeds.
+
+    Before writing, temporaries of the same object older than ``stale_temporary_age()`` are
+    removed (left by a writer that was killed).
 
     :param destination: where the finished object must appear.
     :param subject: what is written, for an error (``cohort 'vip'``); by default the Hive
@@ -127,8 +209,9 @@ def atomic_destination(
             destination.parent.mkdir(parents=True, exist_ok=True)
     except OSError as error:
         raise AnalyticsStorageError(destination, subject, error) from error
+    remove_stale_temporaries(destination, older_than=stale_temporary_age())
     temporary: StoragePath = (
-        destination.parent / f".{destination.name}.{uuid.uuid4().hex}.inprogress"
+        destination.parent / f"{_temporary_prefix(destination)}{uuid.uuid4().hex}.inprogress"
     )
     try:
         yield temporary

@@ -1,7 +1,9 @@
 """Daily analytics pipeline: once a day is over and its events have landed, export a cohort and
 flatten the checkout funnel and the day's event figures into Parquet tables.
 
-Each run covers the day of its logical date and writes Hive-style partitions under
+Each run covers the day of its logical date, by the provider's day rule, whether the scheduler,
+``airflow dags trigger --logical-date``, a backfill or ``airflow dags test`` started it (a run
+without a logical date covers the last finished day). It writes Hive-style partitions under
 ANALYTICS_OUTPUT_ROOT (see analytics_outputs.py)::
 
     cohort_users/cohort=cohort_small/dt=2024-01-15/users.parquet
@@ -17,11 +19,12 @@ import datetime as dt
 
 import pendulum
 import pyarrow as pa
-from airflow.providers.standard.sensors.time_delta import TimeDeltaSensor
+from airflow.providers.standard.sensors.date_time import DateTimeSensorAsync
 from airflow.sdk import dag
 from analytics_outputs import CHECKOUT_FUNNEL, COHORT_USERS, DAILY_EVENTS
 
 from airflow_provider_analytics.operators.cohort_export import CohortExportToParquetOperator
+from airflow_provider_analytics.operators.intervals import covered_days_end
 from airflow_provider_analytics.operators.reports import EventReportOperator, FunnelReportOperator
 from airflow_provider_analytics.sensors.data_ready import AnalyticsDataSensor
 
@@ -35,11 +38,14 @@ CHECKOUT_STEPS = ("$startup", "search", "add_to_cart", "purchase")
     max_active_runs=2,
     default_args={"retries": 2, "retry_delay": dt.timedelta(minutes=5)},
     tags=["analytics", "example"],
+    user_defined_macros={"covered_days_end": covered_days_end},
 )
 def analytics_daily() -> None:
-    # A scheduled run starts at the beginning of its day; the reports wait for the day to end.
-    day_is_over = TimeDeltaSensor(
-        task_id="day_is_over", delta=dt.timedelta(days=1), deferrable=True
+    # A scheduled run starts at the beginning of its day: wait (in the triggerer) until the day
+    # the run covers is over. A past day is over already, so backfills and manual runs of past
+    # days go straight on.
+    day_is_over = DateTimeSensorAsync(
+        task_id="day_is_over", target_time="{{ covered_days_end(dag_run, dag) }}"
     )
     events_landed = AnalyticsDataSensor(
         task_id="events_landed",

@@ -3,8 +3,9 @@
 The root comes from ANALYTICS_OUTPUT_ROOT: by default ``analytics-output/`` under
 AIRFLOW_HOME on local disk, or object storage such as
 ``s3://aws_default@my-bucket/analytics/`` (the connection id before the ``@``).
-Each prefix ends in ``/``, so the operators add the Hive-style partitions (``dt=<ds>/``) and
-declare the prefix as their Asset; a downstream pipeline is scheduled on that same Asset.
+Each prefix ends in ``/``, so the operators add the Hive-style partitions (``dt=<day>/``, the
+first day the run covers) and declare the prefix as their Asset; a downstream pipeline is
+scheduled on that same Asset.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ from airflow_provider_analytics.client import rules
 from airflow_provider_analytics.client.errors import AnalyticsError
 from airflow_provider_analytics.client.redaction import Redactor
 from airflow_provider_analytics.operators.base import AnalyticsBaseOperator
-from airflow_provider_analytics.operators.intervals import interval_dates
+from airflow_provider_analytics.operators.intervals import covered_days
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -151,15 +151,15 @@ class DeleteUtmOperator(AnalyticsBaseOperator):
 
 
 class UtmConversionOperator(AnalyticsBaseOperator):
-    """Conversion effect of an ad tracking link (spec 4.3) over the data interval.
+    """Conversion effect of an ad tracking link (spec 4.3) over the days the run covers.
 
     The platform's answer (whose fields the spec leaves open) is returned as the XCom, as is.
 
     :param campaign_id: the campaign (templated).
     :param expression: conversion target as an event expression, e.g. ``event.purchase``.
     :param convert_measures: alternatively, ``[{"expression", "aggregator"}]``.
-    :param from_date: first day, default the data interval's (templated).
-    :param to_date: last day, default the data interval's (templated).
+    :param from_date: first day, default the first day the run covers (templated).
+    :param to_date: last day, default the last day the run covers (templated).
     :param analytics_conn_id: id of the ``analytics`` connection (templated).
     """
 
@@ -189,7 +189,7 @@ class UtmConversionOperator(AnalyticsBaseOperator):
         self.to_date = to_date
 
     def execute(self, context: Context) -> dict[str, Any]:
-        first, last = interval_dates(context)
+        first, last = covered_days(context).dates
         return self.hook.get_conn().get_utm_conversion(
             self.campaign_id,
             self.from_date or first,

@@ -15,6 +15,7 @@ from airflow_provider_analytics.jobs.cohort_export import (
     ExportSettings,
     export_cohort_to_parquet,
 )
+from airflow_provider_analytics.operators.intervals import covered_days
 from airflow_provider_analytics.operators.output import AnalyticsOutputOperator
 from airflow_provider_analytics.operators.paths import output_path, partition_value
 
@@ -35,9 +36,10 @@ class CohortExportToParquetOperator(AnalyticsOutputOperator):
 
     :param cohort_code: the cohort to export (templated).
     :param destination: object URI (``file:///...``, ``s3://conn_id@bucket/...``), or a prefix
-        ending in ``/`` that gets ``cohort=<code>/dt=<ds>/users.parquet`` (templated).
+        ending in ``/`` that gets ``cohort=<code>/dt=<day>/users.parquet``, ``<day>`` being the
+        first day the run covers by the day rule of ``operators/intervals.py`` (templated).
     :param iceberg_table: instead of ``destination``, the Iceberg table ``namespace.table``
-        whose ``dt`` partition for ``ds`` is replaced in one commit (templated).
+        whose ``dt`` partition for that day is replaced in one commit (templated).
     :param iceberg_conn_id: the connection describing the Iceberg catalog.
     :param properties: user property ids and ``tag.<code>`` keys in column order (templated);
         default: the visible properties of the tracking plan.
@@ -91,7 +93,9 @@ class CohortExportToParquetOperator(AnalyticsOutputOperator):
         if self.iceberg_table:
             return self._export_to_iceberg(context, cohort_code)
         path = output_path(
-            self.destination, {"cohort": cohort_code, "dt": context["ds"]}, "users.parquet"
+            self.destination,
+            {"cohort": cohort_code, "dt": covered_days(context).partition},
+            "users.parquet",
         )
         result = self._export(path, cohort_code)
         self.publish_output(context, path, rows=result.rows, cohort_code=cohort_code)
@@ -134,7 +138,10 @@ class CohortExportToParquetOperator(AnalyticsOutputOperator):
             local = ObjectStoragePath((Path(directory) / "users.parquet").as_uri())
             result = self._export(local, cohort_code)
             committed = replace_day_from_parquet(
-                catalog, self.iceberg_table, dt.date.fromisoformat(context["ds"]), local.path
+                catalog,
+                self.iceberg_table,
+                dt.date.fromisoformat(covered_days(context).partition),
+                local.path,
             )
         self.publish_output(context, uri, rows=result.rows, cohort_code=cohort_code)
         return {**result.as_dict(), "uri": uri, "iceberg": committed}

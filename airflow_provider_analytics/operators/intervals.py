@@ -1,25 +1,133 @@
-"""The DAG run's data interval as the platform's inclusive ``yyyy-MM-dd`` date range."""
+"""The day rule: which calendar day or days a DAG run covers, for every operator and the sensor.
+
+One rule, whichever way the run started, so that within a run the cohort export, the reports
+and the data-ready sensor always agree:
+
+- The first day is the day of the run's **logical date**, in the DAG's timezone.
+- The run covers more than that day only when its data interval *starts at the logical date*
+  and spans further (a data-interval timetable: ``@weekly`` with data intervals covers the
+  week). Intervals that start elsewhere are ignored: Airflow 3 gives a manual run the interval
+  of the moment it was triggered, not of its logical date.
+- A run without a logical date (``airflow dags trigger`` without ``--logical-date``, the UI's
+  Trigger button) covers the last day that had ended when it was triggered.
+
+The README's table spells this out per run type and timetable.
+"""
 
 from __future__ import annotations
 
 import datetime as dt
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from airflow.sdk import Context
+    from collections.abc import Mapping
+
+UTC = dt.UTC
 
 
-def interval_dates(context: Context) -> tuple[str, str]:
-    """First and last day (inclusive) covered by the run's data interval.
+@dataclass(frozen=True)
+class CoveredDays:
+    """The inclusive range of days one run covers, and the timezone its days are counted in.
 
-    Airflow's intervals are half-open (``[start, end)``), so a daily run of 2024-01-05 covers
-    2024-01-05 only. Under Airflow 3's default cron timetable the interval is empty
-    (``start == end``); the run then covers the day of its logical date.
+    :param first: the first day (the partition every output of the run is written to).
+    :param last: the last day (equal to ``first`` for a one-day run).
+    :param timezone: the DAG's timezone.
     """
-    start = context.get("data_interval_start") or context.get("logical_date")
-    end = context.get("data_interval_end") or start
-    if start is None or end is None:
-        day = dt.date.fromisoformat(context["ds"])
-        return day.isoformat(), day.isoformat()
-    last = end - dt.timedelta(microseconds=1) if end > start else start
-    return start.date().isoformat(), last.date().isoformat()
+
+    first: dt.date
+    last: dt.date
+    timezone: dt.tzinfo = UTC
+
+    @property
+    def dates(self) -> tuple[str, str]:
+        """First and last day as the platform's ``yyyy-MM-dd`` strings."""
+        return self.first.isoformat(), self.last.isoformat()
+
+    @property
+    def partition(self) -> str:
+        """The ``dt=`` partition value of every output of the run: its first day."""
+        return self.first.isoformat()
+
+    @property
+    def end(self) -> dt.datetime:
+        """The moment the last covered day is over (midnight after it, in the DAG's timezone)."""
+        midnight = dt.datetime.combine(self.last + dt.timedelta(days=1), dt.time())
+        return _localize(midnight, self.timezone)
+
+
+def covered_days(context: Mapping[str, Any]) -> CoveredDays:
+    """The days the run of ``context`` covers, by the module's day rule.
+
+    :param context: the task's template context (``logical_date``, ``data_interval_start``,
+        ``data_interval_end``, ``dag_run`` and ``dag`` are read; a plain mapping with ``ds``
+        stands for the logical date).
+    """
+    timezone = _dag_timezone(context)
+    logical_day = _logical_day(context, timezone)
+    if logical_day is None:
+        run_after = getattr(context.get("dag_run"), "run_after", None) or dt.datetime.now(UTC)
+        last_complete = _local_date(run_after, timezone) - dt.timedelta(days=1)
+        return CoveredDays(last_complete, last_complete, timezone)
+    last = logical_day
+    if _own_interval(context, logical_day, timezone):
+        end = context["data_interval_end"] - dt.timedelta(microseconds=1)
+        last = max(logical_day, _local_date(end, timezone))
+    return CoveredDays(logical_day, last, timezone)
+
+
+def covered_days_end(dag_run: Any, dag: Any = None) -> str:
+    """ISO moment at which the run's covered days are over, for templates.
+
+    Registered as a user-defined macro, it lets a ``DateTimeSensor`` wait for the day to end:
+    ``target_time="{{ covered_days_end(dag_run, dag) }}"``.
+
+    :param dag_run: the template's ``dag_run``.
+    :param dag: the template's ``dag`` (for its timezone).
+    """
+    context = {
+        "dag_run": dag_run,
+        "dag": dag,
+        "logical_date": getattr(dag_run, "logical_date", None),
+        "data_interval_start": getattr(dag_run, "data_interval_start", None),
+        "data_interval_end": getattr(dag_run, "data_interval_end", None),
+    }
+    return covered_days(context).end.isoformat()
+
+
+def _own_interval(context: Mapping[str, Any], logical_day: dt.date, timezone: dt.tzinfo) -> bool:
+    """Whether the run has a non-empty data interval that starts at its logical date."""
+    start = context.get("data_interval_start")
+    end = context.get("data_interval_end")
+    if start is None or end is None or end <= start:
+        return False
+    logical = context.get("logical_date")
+    if logical is not None:
+        return bool(start == logical)
+    return _local_date(start, timezone) == logical_day  # a mapping with ``ds`` only
+
+
+def _logical_day(context: Mapping[str, Any], timezone: dt.tzinfo) -> dt.date | None:
+    logical = context.get("logical_date")
+    if logical is not None:
+        return _local_date(logical, timezone)
+    ds = context.get("ds")
+    return dt.date.fromisoformat(ds) if ds else None
+
+
+def _dag_timezone(context: Mapping[str, Any]) -> dt.tzinfo:
+    timezone = getattr(context.get("dag"), "timezone", None)
+    return timezone if isinstance(timezone, dt.tzinfo) else UTC
+
+
+def _local_date(moment: dt.datetime, timezone: dt.tzinfo) -> dt.date:
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(timezone).date()
+
+
+def _localize(naive: dt.datetime, timezone: dt.tzinfo) -> dt.datetime:
+    localize = getattr(timezone, "localize", None)  # pytz-style zones need it
+    if callable(localize):
+        return localize(naive)
+    return naive.replace(tzinfo=timezone)

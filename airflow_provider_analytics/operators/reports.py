@@ -8,7 +8,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from airflow_provider_analytics.operators.intervals import interval_dates
+from airflow_provider_analytics.operators.intervals import covered_days
 from airflow_provider_analytics.operators.output import AnalyticsOutputOperator, iceberg_table_uri
 from airflow_provider_analytics.operators.paths import table_paths
 
@@ -65,12 +65,10 @@ class _AnalysisReportOperator(AnalyticsOutputOperator):
         from airflow_provider_analytics.jobs.reports import run_report
 
         body = dict(self.request)
-        from_date, to_date = interval_dates(context)
-        body.setdefault("fromDate", from_date)
-        body.setdefault("toDate", to_date)
-        # the partition is the first day the run covers (under a data-interval timetable a
-        # manual run for D covers D-1, so ``ds`` would name the wrong day)
-        writer, output_uri = self._writer(from_date)
+        days = covered_days(context)
+        body.setdefault("fromDate", days.dates[0])
+        body.setdefault("toDate", days.dates[1])
+        writer, output_uri = self._writer(days.partition)
         result = run_report(
             self.kind,
             self.hook.get_conn(),

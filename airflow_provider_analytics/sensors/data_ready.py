@@ -1,4 +1,4 @@
-"""AnalyticsDataSensor: wait until the platform holds the data for the run's data interval."""
+"""AnalyticsDataSensor: wait until the platform holds the data for the days the run covers."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from airflow_provider_analytics.jobs.data_ready import TRANSIENT_ERRORS, DataReadyCheck
 from airflow_provider_analytics.operators.base import AnalyticsBaseOperator
-from airflow_provider_analytics.operators.intervals import interval_dates
+from airflow_provider_analytics.operators.intervals import covered_days
 from airflow_provider_analytics.triggers.data_ready import AnalyticsDataReadyTrigger
 
 if TYPE_CHECKING:
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 
 class AnalyticsDataSensor(BaseSensorOperator, AnalyticsBaseOperator):
-    """Wait until the platform holds data for every day of the run's data interval.
+    """Wait until the platform holds data for every day the run covers (the day rule).
 
     By default it runs an event analysis of TOTAL_COUNT for ``event`` (any event) by day and
     waits until each day reaches ``threshold``. With ``source="plan"`` it waits until the
@@ -32,8 +32,8 @@ class AnalyticsDataSensor(BaseSensorOperator, AnalyticsBaseOperator):
     :param threshold: events needed on each day (templated).
     :param source: ``events`` or ``plan``.
     :param event_property: with ``source="plan"``, a property of ``event`` that must have data.
-    :param from_date: first day, default the data interval's first day (templated).
-    :param to_date: last day, default the data interval's last day (templated).
+    :param from_date: first day, default the first day the run covers (templated).
+    :param to_date: last day, default the last day the run covers (templated).
     :param deferrable: wait in the triggerer instead of a worker slot.
     :param analytics_conn_id: id of the ``analytics`` connection (templated).
     """
@@ -71,7 +71,7 @@ class AnalyticsDataSensor(BaseSensorOperator, AnalyticsBaseOperator):
 
     def data_check(self, context: Context) -> DataReadyCheck:
         """The check for this run (validated: a bad argument fails before any request)."""
-        first, last = interval_dates(context)
+        first, last = covered_days(context).dates
         # The check validates every rendered value as it is (a threshold of "5" or True is
         # refused by name, not coerced).
         return DataReadyCheck(

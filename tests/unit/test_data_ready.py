@@ -155,7 +155,8 @@ def test_zero_length_interval_covers_the_logical_day(connection: None) -> None:
     assert (check.from_date, check.to_date) == ("2024-01-15", "2024-01-15")
     weekly = sensor.data_check(
         {
-            "ds": "2024-01-08",
+            "ds": "2024-01-15",
+            "logical_date": start,
             "data_interval_start": start,
             "data_interval_end": start + dt.timedelta(days=7),
         }

@@ -199,7 +199,8 @@ def test_operator_fills_the_interval_and_validates_before_sending(tmp_path, monk
 
 
 def test_partition_is_the_first_day_the_run_covers(tmp_path, monkeypatch) -> None:
-    """Under a data-interval timetable a manual run for D covers D-1: the file says D-1."""
+    """A manual run for D under a data-interval timetable gets the interval before D from
+    Airflow; by the day rule it still covers D, and the file says D."""
     monkeypatch.setenv(
         "AIRFLOW_CONN_ANALYTICS_DEFAULT",
         json.dumps(
@@ -214,6 +215,7 @@ def test_partition_is_the_first_day_the_run_covers(tmp_path, monkeypatch) -> Non
     end = dt.datetime(2024, 1, 15, tzinfo=dt.UTC)
     context = {
         "ds": "2024-01-15",
+        "logical_date": end,
         "data_interval_start": end - dt.timedelta(days=1),
         "data_interval_end": end,
         "outlet_events": {},
@@ -230,8 +232,8 @@ def test_partition_is_the_first_day_the_run_covers(tmp_path, monkeypatch) -> Non
         )
         summary = report.execute(context)  # type: ignore[arg-type]
         body = mock.request_history[0].json()
-    assert (body["fromDate"], body["toDate"]) == ("2024-01-14", "2024-01-14")
-    assert summary["uri"] == f"file://{tmp_path}/funnel/dt=2024-01-14/funnel.parquet"
+    assert (body["fromDate"], body["toDate"]) == ("2024-01-15", "2024-01-15")
+    assert summary["uri"] == f"file://{tmp_path}/funnel/dt=2024-01-15/funnel.parquet"
 
 
 def test_an_answer_the_frames_cannot_read_is_a_protocol_error(

@@ -1,0 +1,298 @@
+"""The provider under a production-like Airflow (devtools/stack.py).
+
+With the LocalExecutor (make stack): manual runs of past days, backfills and a deferral to the
+real triggerer. Then with the CeleryExecutor, Redis and two workers (make stack-celery): mapped
+exports spread over both workers, and a worker killed in the middle of an export.
+
+One module, so that one test worker brings up one stack at a time (the first is stopped before
+the second starts) while the other test worker gets on with the rest of the suite."""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from typing import TYPE_CHECKING
+
+import pytest
+
+from tests.stack.conftest import (
+    admin,
+    parquet_rows,
+    task_instances,
+    trigger,
+    wait_for_run,
+    wait_until,
+    xcom,
+)
+
+if TYPE_CHECKING:
+    from devtools.stack import Stack
+
+# Generous waits: on a loaded 2-core machine an Airflow task process takes tens of seconds.
+pytestmark = [pytest.mark.slow, pytest.mark.integration, pytest.mark.timeout(1200)]
+
+DAG_ID = "analytics_daily"
+WRITERS = ("export_cohort_users", "checkout_funnel", "daily_events")
+BACKFILL_DAYS = ("2024-01-02", "2024-01-03", "2024-01-04")
+
+
+def backfill_exceptions(stack: Stack, dag_id: str) -> list[tuple[str, str | None]]:
+    rows = stack.query(
+        "SELECT bdr.logical_date::date::text, bdr.exception_reason FROM backfill_dag_run bdr "
+        "JOIN backfill b ON b.id = bdr.backfill_id WHERE b.dag_id = %s ORDER BY bdr.id",
+        dag_id,
+    )
+    return [(str(day), reason) for day, reason in rows]
+
+
+def backfills_finished(stack: Stack, dag_id: str) -> bool:
+    rows = stack.query("SELECT completed_at FROM backfill WHERE dag_id = %s", dag_id)
+    return all(completed is not None for (completed,) in rows)
+
+
+MANUAL_DAY = "2024-01-15"
+
+
+@pytest.fixture(scope="module")
+def manual_run(local_stack: Stack) -> str:
+    """`airflow dags trigger analytics_daily --logical-date 2024-01-15`, run by the scheduler;
+    meanwhile a backfill over the same day, which the run in flight holds off."""
+    run_id = trigger(local_stack, DAG_ID, MANUAL_DAY)
+    backfill = local_stack.airflow(
+        "backfill", "create", "--dag-id", DAG_ID, "--from-date", MANUAL_DAY, "--to-date", MANUAL_DAY
+    )
+    assert backfill.returncode == 0, backfill.stderr
+    wait_for_run(local_stack, DAG_ID, run_id, timeout=420)
+    wait_until(lambda: backfills_finished(local_stack, DAG_ID), 60, "the empty backfill to end")
+    return run_id
+
+
+def test_a_manual_run_of_a_past_day_writes_that_days_partitions(
+    local_stack: Stack, manual_run: str
+) -> None:
+    """Every output in dt=2024-01-15 with rows, and the sensor checked 2024-01-15."""
+    for task_id in WRITERS:
+        summary = xcom(local_stack, DAG_ID, manual_run, task_id)
+        assert f"/dt={MANUAL_DAY}/" in summary["uri"], (task_id, summary["uri"])
+        assert parquet_rows(summary["uri"]) > 0, task_id
+    checked = xcom(local_stack, DAG_ID, manual_run, "events_landed")
+    assert list(checked["counts"]) == [MANUAL_DAY]
+    assert checked["counts"][MANUAL_DAY] > 0
+
+
+def test_a_backfill_over_a_day_a_run_in_flight_holds_adds_no_run(
+    local_stack: Stack, manual_run: str
+) -> None:
+    """Airflow records the day as "in flight" and creates nothing (see the README)."""
+    assert backfill_exceptions(local_stack, DAG_ID)[:1] == [(MANUAL_DAY, "in flight")]
+    runs = local_stack.query(
+        "SELECT run_type FROM dag_run WHERE dag_id = %s AND logical_date = %s::timestamptz",
+        DAG_ID,
+        f"{MANUAL_DAY}T00:00:00+00:00",
+    )
+    assert runs == [("manual",)]
+
+
+def _backfill_runs(stack: Stack) -> list[tuple[str, str, dt.datetime | None]]:
+    rows = stack.query(
+        "SELECT logical_date::date::text, state, end_date FROM dag_run "
+        "WHERE dag_id = %s AND run_type = 'backfill' ORDER BY logical_date",
+        DAG_ID,
+    )
+    return [(str(day), str(state), end) for day, state, end in rows]
+
+
+def _wait_for_backfill(stack: Stack, finished_after: dt.datetime) -> int:
+    """Wait until the three days' runs succeeded (ending after ``finished_after``); return the
+    most runs seen running at once."""
+    most_running = 0
+
+    def done() -> bool:
+        nonlocal most_running
+        runs = _backfill_runs(stack)
+        most_running = max(most_running, sum(state == "running" for _, state, _ in runs))
+        failed = [run for run in runs if run[1] == "failed"]
+        assert not failed, failed
+        return len(runs) == 3 and all(
+            state == "success" and end is not None and end > finished_after
+            for _, state, end in runs
+        )
+
+    wait_until(done, 480, "the backfill's three runs")
+    wait_until(lambda: backfills_finished(stack, DAG_ID), 60, "the backfill to be marked done")
+    return most_running
+
+
+def _backfill(stack: Stack, *options: str) -> int:
+    """``airflow backfill create`` over the three days, two at a time; wait for it to end."""
+    started = dt.datetime.now(dt.UTC)
+    time.sleep(1)  # modification times of rewritten files must be able to differ
+    done = stack.airflow(
+        "backfill", "create", "--dag-id", DAG_ID, "--from-date", BACKFILL_DAYS[0],
+        "--to-date", BACKFILL_DAYS[-1], "--max-active-runs", "2", *options,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return _wait_for_backfill(stack, started)
+
+
+def _partitions(stack: Stack) -> dict[str, tuple[int, float]]:
+    """Every object of analytics_daily's three backfilled days: rows and modification time."""
+    files = {}
+    for path in sorted(stack.output.rglob("*")):
+        name = str(path.relative_to(stack.output))
+        of_the_days = any(f"dt={day}" in name for day in BACKFILL_DAYS)
+        of_this_dag = "cohort=" not in name or "cohort=cohort_small" in name
+        if path.is_file() and of_the_days and of_this_dag:
+            files[name] = (parquet_rows(str(path)), path.stat().st_mtime)
+    return files
+
+
+@pytest.fixture(scope="module")
+def backfilled(local_stack: Stack) -> tuple[int, dict[str, tuple[int, float]]]:
+    """The scheduler has run a three-day backfill: most runs at once, the files written."""
+    wait_until(lambda: backfills_finished(local_stack, DAG_ID), 60, "earlier backfills to end")
+    assert not _backfill_runs(local_stack)
+    most_running = _backfill(local_stack)
+    return most_running, _partitions(local_stack)
+
+
+@pytest.fixture(scope="module")
+def reprocessed(
+    local_stack: Stack, backfilled: tuple[int, dict[str, tuple[int, float]]]
+) -> dict[str, tuple[int, float]]:
+    """The same range backfilled again with ``--reprocess-behavior completed``."""
+    _backfill(local_stack, "--reprocess-behavior", "completed")
+    return _partitions(local_stack)
+
+
+def test_a_backfill_of_three_days_runs_under_the_scheduler(
+    local_stack: Stack, backfilled: tuple[int, dict[str, tuple[int, float]]]
+) -> None:
+    most_running, files = backfilled
+    assert [day for day, _, _ in _backfill_runs(local_stack)] == list(BACKFILL_DAYS)
+    assert 1 <= most_running <= 2
+    expected = {
+        f"{table}/dt={day}/{name}"
+        for day in BACKFILL_DAYS
+        for table, name in (
+            ("cohort_users/cohort=cohort_small", "users.parquet"),
+            ("checkout_funnel", "funnel.parquet"),
+            ("daily_events", "events.parquet"),
+        )
+    }
+    assert set(files) == expected
+    assert all(rows > 0 for rows, _ in files.values())
+
+
+def test_reprocessing_completed_days_replaces_them_without_duplicates(
+    local_stack: Stack,
+    backfilled: tuple[int, dict[str, tuple[int, float]]],
+    reprocessed: dict[str, tuple[int, float]],
+) -> None:
+    before = backfilled[1]
+    assert len(before) == 9
+    assert set(reprocessed) == set(before)  # the same objects: nothing appended beside them
+    for name, (rows, modified) in reprocessed.items():
+        assert rows == before[name][0], name
+        assert modified > before[name][1], f"{name} was not rewritten"
+    assert not list(local_stack.output.rglob("*.inprogress"))
+    # still one run per day: the reprocessing cleared and reran the same runs
+    assert [day for day, _, _ in _backfill_runs(local_stack)] == list(BACKFILL_DAYS)
+
+
+def test_the_deferrable_sensor_waits_in_the_triggerer_and_resumes(local_stack: Stack) -> None:
+    emulator = admin(local_stack)
+    emulator.set_data_until(dt.date(2024, 1, 9))
+    try:
+        run_id = trigger(local_stack, "stack_deferral", "2024-01-10")
+
+        def deferred_to_a_triggerer() -> bool:
+            rows = local_stack.query(
+                "SELECT ti.state, t.triggerer_id FROM task_instance ti "
+                "JOIN trigger t ON t.id = ti.trigger_id WHERE ti.dag_id = %s AND ti.run_id = %s",
+                "stack_deferral",
+                run_id,
+            )
+            return bool(rows) and rows[0][0] == "deferred" and rows[0][1] is not None
+
+        wait_until(deferred_to_a_triggerer, 40, "the sensor to defer to the triggerer")
+    finally:
+        emulator.set_data_until(None)
+    wait_for_run(local_stack, "stack_deferral", run_id, timeout=50)
+    (sensor,) = task_instances(local_stack, "stack_deferral", run_id)
+    assert sensor["state"] == "success"
+    detail = xcom(local_stack, "stack_deferral", run_id, "wait_deferred")
+    assert list(detail["counts"]) == ["2024-01-10"]
+
+
+# -- CeleryExecutor ------------------------------------------------------------------------
+
+COHORT_SIZES = {"cohort_tiny": 7, "cohort_small": 1_000, "cohort_medium": 25_000}
+
+
+@pytest.fixture(scope="module")
+def mapped_run(celery_stack: Stack) -> str:
+    """analytics_cohort_exports for one past day; each export held 3 s by the platform so that
+    two run at once (the DAG allows two per run, each worker takes one task at a time)."""
+    admin(celery_stack).fault("export_cohort_users", "stall", seconds=3, times=3)
+    run_id = trigger(celery_stack, "analytics_cohort_exports", "2024-02-01")
+    wait_for_run(celery_stack, "analytics_cohort_exports", run_id, timeout=360)
+    return run_id
+
+
+def test_mapped_exports_spread_over_both_workers(celery_stack: Stack, mapped_run: str) -> None:
+    exports = task_instances(celery_stack, "analytics_cohort_exports", mapped_run)
+    ran_on = {ti["map_index"]: ti["hostname"] for ti in exports}
+    print(f"\nmapped export -> Celery worker: {ran_on}")
+    assert sorted(ran_on) == [0, 1, 2]
+    assert set(ran_on.values()) == {"worker-1", "worker-2"}
+    for ti in exports:
+        summary = xcom(
+            celery_stack, "analytics_cohort_exports", mapped_run, "export_cohort", ti["map_index"]
+        )
+        assert "/dt=2024-02-01/" in summary["uri"]
+        cohort = summary["uri"].split("cohort=")[1].split("/")[0]
+        assert parquet_rows(summary["uri"]) == COHORT_SIZES[cohort]
+
+
+@pytest.fixture(scope="module")
+def killed_export(celery_stack: Stack) -> dict:
+    """stack_export_once with its stream stalled after 10 rows; the worker running it is killed
+    (SIGKILL to its whole process group) while the temporary object is open."""
+    emulator = admin(celery_stack)
+    emulator.fault("export_cohort_users", "stall_after_rows", rows=10, seconds=120)
+    run_id = trigger(celery_stack, "stack_export_once", "2024-03-01")
+    partition = celery_stack.output / "cohort_users" / "cohort=cohort_small" / "dt=2024-03-01"
+    (temporary,) = wait_until(
+        lambda: list(partition.glob(".*.inprogress")) if partition.exists() else [],
+        120,
+        "the export's temporary object",
+    )
+    (running,) = task_instances(celery_stack, "stack_export_once", run_id)
+    killed = running["hostname"]
+    celery_stack.kill(killed)
+    try:
+        wait_for_run(celery_stack, "stack_export_once", run_id, timeout=360)
+    finally:
+        emulator.clear_faults()
+        celery_stack.start_worker(killed)
+    (final,) = task_instances(celery_stack, "stack_export_once", run_id)
+    retry = f"try {final['try_number']} on {final['hostname']}"
+    print(f"\nthe export ran on {killed} (killed), then {retry}")
+    return {"killed": killed, "temporary": temporary, "final": final, "partition": partition}
+
+
+def test_a_killed_worker_s_export_is_retried_elsewhere(killed_export: dict) -> None:
+    final = killed_export["final"]
+    assert final["state"] == "success"
+    assert final["try_number"] >= 2
+    assert final["hostname"] in {"worker-1", "worker-2"} - {killed_export["killed"]}
+
+
+def test_the_retried_file_is_whole_and_the_killed_attempt_s_temporary_is_gone(
+    killed_export: dict,
+) -> None:
+    partition = killed_export["partition"]
+    assert not killed_export["temporary"].exists()
+    assert sorted(path.name for path in partition.iterdir()) == ["users.parquet"]
+    assert parquet_rows(str(partition / "users.parquet")) == COHORT_SIZES["cohort_small"]
