@@ -14,6 +14,9 @@ HOW_TO_GUIDES = [
     "/docs/howto/daily_pipeline.md",
     "/docs/howto/backfill.md",
     "/docs/howto/object_storage.md",
+    "/docs/howto/days.md",
+    "/docs/howto/stack.md",
+    "/docs/howto/iceberg.md",
 ]
 """The how-to pages in the repository's ``docs/`` folder (Airflow's own providers list theirs
 the same way, from the repository root)."""
