@@ -235,7 +235,12 @@ class _ExportRun:
         settings = self.settings
         decoder = BlockDecoder(self.schema)
         progress = _Progress(self.cohort_code, self.expected, settings.progress_interval)
-        with atomic_destination(self.destination) as temporary, temporary.open("wb") as sink:
+        with (
+            atomic_destination(
+                self.destination, subject=f"cohort {self.cohort_code!r}"
+            ) as temporary,
+            temporary.open("wb") as sink,
+        ):
             writer = pq.ParquetWriter(
                 sink, self.schema.arrow_schema, compression=settings.compression
             )

@@ -10,12 +10,13 @@ import pytest
 from airflow.sdk import ObjectStoragePath
 from analytics_emulator import catalog
 
-from airflow_provider_analytics.client import AnalyticsClient, ClientConfig
+from airflow_provider_analytics.client import AnalyticsClient, AnalyticsError, ClientConfig
 from airflow_provider_analytics.jobs.cohort_export import (
     ExportIncompleteError,
     ExportSettings,
     export_cohort_to_parquet,
 )
+from airflow_provider_analytics.storage import AnalyticsStorageError
 from airflow_provider_analytics.tabular.export_schema import NUMBER_TYPE, TIMESTAMP_TYPE
 
 if TYPE_CHECKING:
@@ -222,3 +223,16 @@ def test_bad_input_fails_before_any_request(tmp_path: Path) -> None:
         export(offline, tmp_path, "")
     with pytest.raises(ValueError, match="properties"):
         export(offline, tmp_path, "cohort_small", properties=["bad id!"])
+
+
+def test_a_storage_failure_names_the_destination_and_the_cohort(
+    client: AnalyticsClient, tmp_path: Path
+) -> None:
+    # A custom destination has no cohort= partition to name the cohort by.
+    (tmp_path / "plain-file").write_text("not a folder")
+    target = ObjectStoragePath(f"file://{tmp_path}/plain-file/export.parquet")
+    with pytest.raises(AnalyticsStorageError) as caught:
+        export_cohort_to_parquet(client, "cohort_tiny", target)
+    assert isinstance(caught.value, AnalyticsError)
+    assert "plain-file/export.parquet" in str(caught.value)
+    assert "(cohort 'cohort_tiny')" in str(caught.value)
