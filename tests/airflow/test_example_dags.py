@@ -463,4 +463,6 @@ def test_iceberg_example_writes_its_day_to_every_table(
         assert {day.isoformat() for day in rows.column("dt").to_pylist()} == {RUN_DATE}, name
     users = lake.load_table("analytics.cohort_users").scan().to_arrow()
     assert users.num_rows == run.task_xcom("cohort_users")["rows"] == 1000
-    assert run.task_xcom("checkout_funnel")["uri"] == "analytics.checkout_funnel"
+    assert run.task_xcom("checkout_funnel")["uri"] == (
+        "iceberg://analytics_iceberg/analytics/checkout_funnel"
+    )
