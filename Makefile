@@ -21,13 +21,14 @@ $(VENV)/.synced: $(UV) uv.lock pyproject.toml emulator/pyproject.toml
 
 venv: $(VENV)/.synced
 
-## make test: lint, type check, the docs build, then the whole test suite (unit, integration,
-## real Airflow runs, every example of the README and the docs).
+## make test: lint, type check, the docs build, pip resolving with the constraints file, then the
+## whole test suite (unit, integration, real Airflow runs, every example of the README and docs).
 test: venv
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 	$(MAKE) --no-print-directory docs
+	$(MAKE) --no-print-directory constraints-check
 	$(VENV)/bin/pytest -n 2 --dist loadscope -q -ra --durations=15
 
 ## make test-fast: the suite without the slow real-Airflow and large-stream tests.

@@ -32,6 +32,7 @@ from airflow_provider_analytics.tabular.schemas import (
     local_times_as_utc,
     plan_by_columns,
     report_updated_at,
+    report_updated_at_text,
     table_from_columns,
     with_nulls,
 )
@@ -113,6 +114,7 @@ def event_table(
             ),
             "value": with_nulls(values, null | is_count, pa.float64()),
             "report_updated_at": report_updated_at(response, timezone, size, what="event"),
+            "report_updated_at_text": report_updated_at_text(response, size),
         }
     )
     return table_from_columns(event_schema_for(by_columns), columns)

@@ -30,6 +30,7 @@ from airflow_provider_analytics.tabular.schemas import (
     json_object,
     repeated,
     report_updated_at,
+    report_updated_at_text,
     table_from_columns,
     with_nulls,
 )
@@ -111,6 +112,7 @@ def funnel_table(response: Mapping[str, Any], *, timezone: str = "UTC") -> pa.Ta
             in_output_order(cells.median), in_output_order(cells.median_null), pa.int64()
         ),
         "report_updated_at": report_updated_at(response, timezone, size, what="funnel"),
+        "report_updated_at_text": report_updated_at_text(response, size),
     }
     return table_from_columns(FUNNEL_SCHEMA, columns)
 

@@ -8,6 +8,7 @@ flattened table into the report tables, one grain each.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
@@ -38,6 +39,7 @@ FUNNEL_SCHEMA: Final = pa.schema(
         ("completion_rate", pa.float64()),
         ("median_seconds_to_next", pa.int64()),
         ("report_updated_at", TIMESTAMP),
+        ("report_updated_at_text", pa.string()),
     ]
 )
 """Columns of :func:`~airflow_provider_analytics.tabular.funnel_frame.funnel_table`."""
@@ -55,6 +57,7 @@ EVENT_SCHEMA: Final = pa.schema(
         ("count", pa.int64()),
         ("value", pa.float64()),
         ("report_updated_at", TIMESTAMP),
+        ("report_updated_at_text", pa.string()),
     ]
 )
 """Columns every event frame has after its split columns; the whole schema when unsplit."""
@@ -200,6 +203,27 @@ def report_updated_at(
         response.get("reportUpdateTime"), what=f"{what} reportUpdateTime"
     )
     return pa.repeat(local_times_as_utc([updated], timezone)[0], length)
+
+
+REPORT_TIME_TEXT_LIMIT: Final = 200
+"""Characters of ``reportUpdateTime`` kept as sent; a longer value is cut."""
+
+
+def report_updated_at_text(response: Mapping[str, Any], length: int) -> pa.Array:
+    """The response's ``reportUpdateTime`` as the platform sent it, repeated ``length`` times.
+
+    Kept beside :func:`report_updated_at` so that a time in no accepted form (left empty
+    there, and logged) is not lost. A value that is not a string is kept as its JSON text.
+
+    :param response: the analysis response.
+    :param length: the table's row count.
+    """
+    value = response.get("reportUpdateTime")
+    if value is not None and not isinstance(value, str):
+        value = json.dumps(value, ensure_ascii=False, default=str)
+    if value is not None:
+        value = value[:REPORT_TIME_TEXT_LIMIT]
+    return pa.repeat(pa.scalar(value, type=pa.string()), length)
 
 
 def json_numbers(

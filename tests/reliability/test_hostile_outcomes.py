@@ -104,7 +104,7 @@ def test_a_storage_failure_mid_export_names_the_destination_and_the_cohort(
     with pytest.raises(AnalyticsStorageError) as caught:
         operator.execute(context)  # type: ignore[arg-type]
     message = str(caught.value)
-    assert "cohort=cohort_tiny, dt=2024-01-15" in message
+    assert "(cohort 'cohort_tiny')" in message
     assert f"{tmp_path}/exports/cohort=cohort_tiny/dt=2024-01-15/users.parquet" in message
     assert isinstance(caught.value, OSError)
     outcome(
@@ -173,11 +173,12 @@ def test_an_unreadable_report_update_time_is_logged_not_fatal(
     with caplog.at_level(logging.WARNING):
         frame = funnel_frame(response)
     assert frame["report_updated_at"].isna().all() and len(frame) == 4
+    assert set(frame["report_updated_at_text"]) == {"<b>soon</b>"}
     assert "'<b>soon</b>' is not a date-time" in caplog.text
     outcome(
         "reportUpdateTime in no documented form ('<b>soon</b>')",
-        f"the report is written ({len(frame)} rows); the field is left empty and its text "
-        "logged as a warning",
+        f"the report is written ({len(frame)} rows); report_updated_at is left empty, the text "
+        "is kept in report_updated_at_text and logged as a warning",
     )
 
 

@@ -321,4 +321,5 @@ def test_an_unreadable_report_update_time_is_logged_not_fatal(
         frame = funnel_frame(response)
     assert len(frame) > 0
     assert frame["report_updated_at"].isna().all()
+    assert set(frame["report_updated_at_text"]) == {"yesterday"}  # kept as sent
     assert "funnel reportUpdateTime 'yesterday' is not a date-time" in caplog.text
