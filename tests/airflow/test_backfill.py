@@ -74,9 +74,8 @@ def day_files(day: str) -> set[str]:
 
 def without_report_time(table: pa.Table) -> pa.Table:
     """The rows as the platform computed them, without the moment it computed them."""
-    if "report_updated_at" in table.column_names:
-        return table.drop_columns(["report_updated_at"])
-    return table
+    volatile = ("report_updated_at", "report_updated_at_text")
+    return table.drop_columns([name for name in volatile if name in table.column_names])
 
 
 @dataclass(frozen=True)

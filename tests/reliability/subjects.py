@@ -115,7 +115,7 @@ VOLATILE_KEYS: Final = frozenset(
     {"seconds", "rows_per_second", "attempts", "createTime", "updateTime", "reportUpdateTime"}
 )
 """Result fields that differ between two correct runs (timings, clocks, attempt counts)."""
-VOLATILE_COLUMNS: Final = ("report_updated_at",)
+VOLATILE_COLUMNS: Final = ("report_updated_at", "report_updated_at_text")
 """Output columns that carry the server's clock."""
 OPERATIONS: Final[dict[str, ops.Operation]] = {
     o.name: o for o in vars(ops).values() if isinstance(o, ops.Operation)
