@@ -205,6 +205,9 @@ def report_updated_at(
     return pa.repeat(local_times_as_utc([updated], timezone)[0], length)
 
 
+REPORT_TIME_COLUMNS: Final = ("report_updated_at", "report_updated_at_text")
+"""When the platform computed a report: the only columns that differ between reruns of a day."""
+
 REPORT_TIME_TEXT_LIMIT: Final = 200
 """Characters of ``reportUpdateTime`` kept as sent; a longer value is cut."""
 

@@ -19,6 +19,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
 
+from airflow_provider_analytics.tabular.schemas import REPORT_TIME_COLUMNS
 from devtools.airflow_runner import AIRFLOW, airflow_env, connection_env
 
 if TYPE_CHECKING:
@@ -74,8 +75,7 @@ def day_files(day: str) -> set[str]:
 
 def without_report_time(table: pa.Table) -> pa.Table:
     """The rows as the platform computed them, without the moment it computed them."""
-    volatile = ("report_updated_at", "report_updated_at_text")
-    return table.drop_columns([name for name in volatile if name in table.column_names])
+    return table.drop_columns([c for c in REPORT_TIME_COLUMNS if c in table.column_names])
 
 
 @dataclass(frozen=True)

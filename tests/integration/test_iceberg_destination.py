@@ -27,6 +27,7 @@ from airflow_provider_analytics.sinks.iceberg import (
     catalog_properties,
     open_catalog,
 )
+from airflow_provider_analytics.tabular.schemas import REPORT_TIME_COLUMNS
 from tests import iceberg_rest_server
 from tests.postgres_cluster import postgres_cluster, server_programs
 
@@ -40,8 +41,6 @@ if TYPE_CHECKING:
 
 pytestmark = pytest.mark.integration
 
-REPORT_TIME_COLUMNS = ("report_updated_at", "report_updated_at_text")
-"""When the platform computed a report: differs between reruns of the same day."""
 
 DAYS = ["2024-01-10", "2024-01-11", "2024-01-12"]
 RERUN_DAY = "2024-01-11"

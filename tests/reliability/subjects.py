@@ -37,6 +37,7 @@ from airflow_provider_analytics.operators.cohort_export import CohortExportToPar
 from airflow_provider_analytics.operators.reports import EventReportOperator, FunnelReportOperator
 from airflow_provider_analytics.operators.tracking_plan import TrackingPlanSyncOperator
 from airflow_provider_analytics.sensors.data_ready import AnalyticsDataSensor
+from airflow_provider_analytics.tabular.schemas import REPORT_TIME_COLUMNS
 from airflow_provider_analytics.triggers.data_ready import AnalyticsDataReadyTrigger
 
 if TYPE_CHECKING:
@@ -115,7 +116,7 @@ VOLATILE_KEYS: Final = frozenset(
     {"seconds", "rows_per_second", "attempts", "createTime", "updateTime", "reportUpdateTime"}
 )
 """Result fields that differ between two correct runs (timings, clocks, attempt counts)."""
-VOLATILE_COLUMNS: Final = ("report_updated_at", "report_updated_at_text")
+VOLATILE_COLUMNS: Final = REPORT_TIME_COLUMNS
 """Output columns that carry the server's clock."""
 OPERATIONS: Final[dict[str, ops.Operation]] = {
     o.name: o for o in vars(ops).values() if isinstance(o, ops.Operation)
