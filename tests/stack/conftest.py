@@ -31,7 +31,7 @@ def bring_up(executor: str) -> Iterator[Stack]:
     seconds = stack.up()
     print(f"\n{executor} stack up in {seconds:.0f} s")
     try:
-        wait_until(stack_is_idle(stack), 120, "the example DAGs' first scheduled runs")
+        wait_until(stack_is_idle(stack), 600, "the example DAGs' first scheduled runs")
         yield stack
     finally:
         stack.down()
@@ -52,6 +52,11 @@ def stack_is_idle(stack: Stack) -> Callable[[], bool]:
 
 
 def wait_until(ready: Callable[[], Any], timeout: float, what: str) -> Any:
+    """Poll ``ready`` each second until it returns something true; fail after ``timeout``.
+
+    Timeouts here bound liveness, not speed: a healthy stack is done long before them, and
+    they are generous because a shared 2-core machine can be many times slower than usual.
+    """
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = ready()
@@ -88,7 +93,7 @@ def run_state(stack: Stack, dag_id: str, run_id: str) -> str:
     return str(row[0])
 
 
-def wait_for_run(stack: Stack, dag_id: str, run_id: str, timeout: float = 55) -> str:
+def wait_for_run(stack: Stack, dag_id: str, run_id: str, timeout: float = 300) -> str:
     state = wait_until(
         lambda: (s := run_state(stack, dag_id, run_id)) in FINISHED and s,
         timeout,

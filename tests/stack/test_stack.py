@@ -65,7 +65,7 @@ def manual_run(local_stack: Stack) -> str:
     )
     assert backfill.returncode == 0, backfill.stderr
     wait_for_run(local_stack, DAG_ID, run_id, timeout=420)
-    wait_until(lambda: backfills_finished(local_stack, DAG_ID), 60, "the empty backfill to end")
+    wait_until(lambda: backfills_finished(local_stack, DAG_ID), 300, "the empty backfill to end")
     return run_id
 
 
@@ -120,8 +120,8 @@ def _wait_for_backfill(stack: Stack, finished_after: dt.datetime) -> int:
             for _, state, end in runs
         )
 
-    wait_until(done, 480, "the backfill's three runs")
-    wait_until(lambda: backfills_finished(stack, DAG_ID), 60, "the backfill to be marked done")
+    wait_until(done, 900, "the backfill's three runs")
+    wait_until(lambda: backfills_finished(stack, DAG_ID), 300, "the backfill to be marked done")
     return most_running
 
 
@@ -152,7 +152,7 @@ def _partitions(stack: Stack) -> dict[str, tuple[int, float]]:
 @pytest.fixture(scope="module")
 def backfilled(local_stack: Stack) -> tuple[int, dict[str, tuple[int, float]]]:
     """The scheduler has run a three-day backfill: most runs at once, the files written."""
-    wait_until(lambda: backfills_finished(local_stack, DAG_ID), 60, "earlier backfills to end")
+    wait_until(lambda: backfills_finished(local_stack, DAG_ID), 300, "earlier backfills to end")
     assert not _backfill_runs(local_stack)
     most_running = _backfill(local_stack)
     return most_running, _partitions(local_stack)
@@ -218,10 +218,10 @@ def test_the_deferrable_sensor_waits_in_the_triggerer_and_resumes(local_stack: S
             )
             return bool(rows) and rows[0][0] == "deferred" and rows[0][1] is not None
 
-        wait_until(deferred_to_a_triggerer, 40, "the sensor to defer to the triggerer")
+        wait_until(deferred_to_a_triggerer, 300, "the sensor to defer to the triggerer")
     finally:
         emulator.set_data_until(None)
-    wait_for_run(local_stack, "stack_deferral", run_id, timeout=50)
+    wait_for_run(local_stack, "stack_deferral", run_id)
     (sensor,) = task_instances(local_stack, "stack_deferral", run_id)
     assert sensor["state"] == "success"
     detail = xcom(local_stack, "stack_deferral", run_id, "wait_deferred")
