@@ -65,6 +65,7 @@ bench: venv
 	$(PY) benchmarks/flatten_reports.py
 	$(PY) benchmarks/load_exports.py
 	$(PY) benchmarks/small_calls.py
+	$(PY) benchmarks/import_time.py
 
 ## make reliability: fault matrix, bad input, fuzzing, secrets and load tests, then both load
 ## benchmarks at full size (the hook variant only reports); writes docs/reliability.md.

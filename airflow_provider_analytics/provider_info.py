@@ -21,6 +21,9 @@ HOW_TO_GUIDES = [
 """The how-to pages in the repository's ``docs/`` folder (Airflow's own providers list theirs
 the same way, from the repository root)."""
 
+DEFAULT_CONN_ID = "analytics_default"
+"""The connection the hook, the operators and the sensor use unless told otherwise."""
+
 #: Extra holding the appKey. Airflow's REST API and UI hide an extra when the key's name
 #: contains a sensitive word such as ``api_key``; the older name ``app_key`` contains none and
 #: would be shown in clear, so it is only read, never offered.

@@ -8,8 +8,9 @@
 
 from __future__ import annotations
 
-from airflow_provider_analytics.client.api import AnalyticsClient
-from airflow_provider_analytics.client.config import ClientConfig
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from airflow_provider_analytics.client.errors import (
     AnalyticsAlreadyExistsError,
     AnalyticsApiError,
@@ -30,13 +31,40 @@ from airflow_provider_analytics.client.errors import (
     AnalyticsUnsupportedMediaTypeError,
     AnalyticsValidationError,
 )
-from airflow_provider_analytics.client.export import CohortExport
-from airflow_provider_analytics.client.ndjson import iter_lines
-from airflow_provider_analytics.client.retry import RetryPolicy
-from airflow_provider_analytics.client.validation import (
-    validate_event_request,
-    validate_funnel_request,
-)
+
+if TYPE_CHECKING:
+    from airflow_provider_analytics.client.api import AnalyticsClient
+    from airflow_provider_analytics.client.config import ClientConfig
+    from airflow_provider_analytics.client.export import CohortExport
+    from airflow_provider_analytics.client.ndjson import iter_lines
+    from airflow_provider_analytics.client.retry import RetryPolicy
+    from airflow_provider_analytics.client.validation import (
+        validate_event_request,
+        validate_funnel_request,
+    )
+
+_LAZY = {
+    "AnalyticsClient": "api",
+    "ClientConfig": "config",
+    "CohortExport": "export",
+    "iter_lines": "ndjson",
+    "RetryPolicy": "retry",
+    "validate_event_request": "validation",
+    "validate_funnel_request": "validation",
+}
+"""Names whose modules load ``requests`` and the HTTP stack: imported on first use, so that
+importing ``client.rules`` or ``client.errors`` (as operator modules do at DAG-parse time)
+stays cheap."""
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "AnalyticsAlreadyExistsError",

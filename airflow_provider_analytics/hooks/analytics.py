@@ -10,7 +10,7 @@ from airflow.sdk.log import mask_secret
 
 from airflow_provider_analytics.client import AnalyticsClient, ClientConfig
 from airflow_provider_analytics.client.errors import AnalyticsConfigurationError
-from airflow_provider_analytics.provider_info import APP_KEY_EXTRA
+from airflow_provider_analytics.provider_info import APP_KEY_EXTRA, DEFAULT_CONN_ID
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -124,7 +124,7 @@ class AnalyticsHook(BaseHook):
     """
 
     conn_name_attr = "analytics_conn_id"
-    default_conn_name = "analytics_default"
+    default_conn_name = DEFAULT_CONN_ID
     conn_type = "analytics"
     hook_name = "Analytics"
 

@@ -1,4 +1,8 @@
-"""What every operator of this provider shares: the connection id and a lazily built hook."""
+"""What every operator of this provider shares: the connection id and a lazily built hook.
+
+The hook (and with it the HTTP client) is imported when a task first uses it, not when a DAG
+file is parsed.
+"""
 
 from __future__ import annotations
 
@@ -7,10 +11,12 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseOperator
 
-from airflow_provider_analytics.hooks.analytics import AnalyticsHook
+from airflow_provider_analytics.provider_info import DEFAULT_CONN_ID
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
+
+    from airflow_provider_analytics.hooks.analytics import AnalyticsHook
 
 
 class AnalyticsBaseOperator(BaseOperator):
@@ -21,12 +27,12 @@ class AnalyticsBaseOperator(BaseOperator):
 
     template_fields: Sequence[str] = ("analytics_conn_id",)
 
-    def __init__(
-        self, *, analytics_conn_id: str = AnalyticsHook.default_conn_name, **kwargs: Any
-    ) -> None:
+    def __init__(self, *, analytics_conn_id: str = DEFAULT_CONN_ID, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.analytics_conn_id = analytics_conn_id
 
     @cached_property
     def hook(self) -> AnalyticsHook:
+        from airflow_provider_analytics.hooks.analytics import AnalyticsHook
+
         return AnalyticsHook(analytics_conn_id=self.analytics_conn_id)

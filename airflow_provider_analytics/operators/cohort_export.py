@@ -16,7 +16,7 @@ from airflow_provider_analytics.jobs.cohort_export import (
     export_cohort_to_parquet,
 )
 from airflow_provider_analytics.operators.intervals import covered_days
-from airflow_provider_analytics.operators.output import AnalyticsOutputOperator
+from airflow_provider_analytics.operators.output import AnalyticsOutputOperator, object_target
 from airflow_provider_analytics.operators.paths import output_path, partition_value
 
 if TYPE_CHECKING:
@@ -98,7 +98,9 @@ class CohortExportToParquetOperator(AnalyticsOutputOperator):
             "users.parquet",
         )
         result = self._export(path, cohort_code)
-        self.publish_output(context, path, rows=result.rows, cohort_code=cohort_code)
+        self.publish_output(
+            context, path, [object_target(path)], rows=result.rows, cohort_code=cohort_code
+        )
         return result.as_dict()
 
     def _checked_cohort_code(self) -> str:
@@ -143,7 +145,13 @@ class CohortExportToParquetOperator(AnalyticsOutputOperator):
                 dt.date.fromisoformat(covered_days(context).partition),
                 local.path,
             )
-        self.publish_output(context, uri, rows=result.rows, cohort_code=cohort_code)
+        self.publish_output(
+            context,
+            uri,
+            self.iceberg_targets([str(self.iceberg_table)]),
+            rows=result.rows,
+            cohort_code=cohort_code,
+        )
         return {**result.as_dict(), "uri": uri, "iceberg": committed}
 
     def lineage_input_name(self) -> str:

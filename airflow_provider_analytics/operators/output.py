@@ -12,8 +12,9 @@ are the table (``iceberg://<catalog>/<namespace>/<table>``).
 
 from __future__ import annotations
 
-import re
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from airflow.sdk import Asset
 
@@ -22,16 +23,34 @@ from airflow_provider_analytics.operators.base import AnalyticsBaseOperator
 if TYPE_CHECKING:
     from airflow.sdk import Context, ObjectStoragePath
 
-_CONN_IN_AUTHORITY = re.compile(r"^(?P<scheme>[a-z][a-z0-9+.-]*)://[^@/]+@")
+
+@dataclass(frozen=True)
+class LineageTarget:
+    """A dataset written, named as OpenLineage names it: ``namespace`` and ``name``."""
+
+    namespace: str
+    name: str
 
 
-def without_conn_id(uri: str) -> str:
-    """``s3://conn_id@bucket/key`` -> ``s3://bucket/key``: the connection is not the data's name."""
-    return _CONN_IN_AUTHORITY.sub(r"\g<scheme>://", uri)
+def object_target(path: ObjectStoragePath) -> LineageTarget:
+    """An object's lineage name from the path's own attributes (``s3://bucket`` and the key,
+    ``file`` and the path), the way Airflow's ``FileTransferOperator`` names the objects it
+    copies, so the two meet in one lineage graph. The connection id is not part of it."""
+    return LineageTarget(path.namespace or "file", path.key)
+
+
+def iceberg_target(catalog_name: str, identifier: str) -> LineageTarget:
+    """An Iceberg table's lineage name: namespace ``iceberg://<catalog>``, name
+    ``<namespace>.<table>``."""
+    return LineageTarget(f"iceberg://{catalog_name}", identifier)
 
 
 def destination_asset(destination: str) -> Asset | None:
     """The Asset standing for every object a templated ``destination`` can render to.
+
+    The URI is split the way ``ObjectStoragePath`` splits it (the connection id before ``@``
+    is not the data's name) without building one: at parse time an ``s3://`` path would look
+    up its connection and open a filesystem (over a second per DAG file parse).
 
     :param destination: the operator's (unrendered) destination.
     """
@@ -41,9 +60,12 @@ def destination_asset(destination: str) -> Asset | None:
     static = static[: static.rfind("/") + 1]
     if static.startswith("/"):
         static = f"file://{static}"
-    if "://" not in static:
+    parts = urlsplit(static)
+    if not parts.scheme:
         return None
-    uri = without_conn_id(static)
+    uri = parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()
+    if parts.scheme == "file" and not parts.netloc:
+        uri = f"file://{parts.path}"  # geturl() drops the empty authority of file:///x
     return Asset(uri=uri, name=uri)
 
 
@@ -99,7 +121,7 @@ class AnalyticsOutputOperator(AnalyticsBaseOperator):
         self.destination = destination or ""
         self.iceberg_table = iceberg_table
         self.iceberg_conn_id = iceberg_conn_id
-        self.written_uri: str | None = None
+        self.written: list[LineageTarget] = []
 
     def iceberg_catalog(self) -> tuple[Any, str]:
         """The pyiceberg catalog of ``iceberg_conn_id``, and the table's URI (which names the
@@ -109,36 +131,33 @@ class AnalyticsOutputOperator(AnalyticsBaseOperator):
         catalog = IcebergCatalogHook(iceberg_conn_id=self.iceberg_conn_id).get_conn()
         return catalog, iceberg_table_uri(self.iceberg_conn_id, str(self.iceberg_table))
 
+    def iceberg_targets(self, identifiers: list[str]) -> list[LineageTarget]:
+        """The lineage names of Iceberg tables of this operator's catalog."""
+        return [iceberg_target(self.iceberg_conn_id, identifier) for identifier in identifiers]
+
     def publish_output(
-        self, context: Context, path: ObjectStoragePath | str, **details: Any
+        self,
+        context: Context,
+        uri: ObjectStoragePath | str,
+        written: list[LineageTarget],
+        **details: Any,
     ) -> None:
-        """Record what was written (an object, or a table's URI) on the asset events and for
-        lineage."""
-        self.written_uri = str(path)
+        """Record what was written: ``uri`` (an object a consumer can open, or a table's URI)
+        on the asset events, ``written`` (every object or table) for lineage."""
+        self.written = list(written)
         for outlet in self.outlets:
             if isinstance(outlet, Asset):
-                context["outlet_events"][outlet].extra = {"uri": self.written_uri, **details}
+                context["outlet_events"][outlet].extra = {"uri": str(uri), **details}
 
     def lineage_input_name(self) -> str:
         return self.lineage_source
 
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
-        """Input: the platform's analysis or cohort; output: the object written."""
+        """Input: the platform's analysis or cohort; outputs: every object or table written."""
         from airflow.providers.common.compat.openlineage.facet import Dataset
         from airflow.providers.openlineage.extractors import OperatorLineage
 
         base_url = self.hook.client_config.base_url.rstrip("/")
         inputs = [Dataset(namespace=base_url, name=self.lineage_input_name())]
-        outputs = []
-        if self.written_uri:
-            scheme, _, rest = without_conn_id(self.written_uri).partition("://")
-            if scheme == "iceberg":
-                catalog, _, table = rest.partition("/")
-                name = table.replace("/", ".")
-                outputs.append(Dataset(namespace=f"iceberg://{catalog}", name=name))
-            elif scheme == "file":
-                outputs.append(Dataset(namespace="file", name=rest))
-            else:
-                bucket, _, key = rest.partition("/")
-                outputs.append(Dataset(namespace=f"{scheme}://{bucket}", name=key))
+        outputs = [Dataset(namespace=t.namespace, name=t.name) for t in self.written]
         return OperatorLineage(inputs=inputs, outputs=outputs)

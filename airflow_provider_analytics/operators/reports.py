@@ -9,7 +9,12 @@ import datetime as dt
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from airflow_provider_analytics.operators.intervals import covered_days
-from airflow_provider_analytics.operators.output import AnalyticsOutputOperator, iceberg_table_uri
+from airflow_provider_analytics.operators.output import (
+    AnalyticsOutputOperator,
+    LineageTarget,
+    iceberg_table_uri,
+    object_target,
+)
 from airflow_provider_analytics.operators.paths import table_paths
 
 if TYPE_CHECKING:
@@ -68,7 +73,7 @@ class _AnalysisReportOperator(AnalyticsOutputOperator):
         days = covered_days(context)
         body.setdefault("fromDate", days.dates[0])
         body.setdefault("toDate", days.dates[1])
-        writer, output_uri = self._writer(days.partition)
+        writer, output_uri, written = self._writer(days.partition)
         result = run_report(
             self.kind,
             self.hook.get_conn(),
@@ -93,14 +98,16 @@ class _AnalysisReportOperator(AnalyticsOutputOperator):
         self.publish_output(
             context,
             output_uri,
+            written,
             rows=result.rows,
             report=self.report_name,
             tables={name: table["uri"] for name, table in summary["tables"].items()},
         )
         return summary
 
-    def _writer(self, day: str) -> tuple[TableWriter, str]:
-        """Where the tables go, and the URI that names the main one."""
+    def _writer(self, day: str) -> tuple[TableWriter, str, list[LineageTarget]]:
+        """Where the tables go, the URI that names the main one, and every table's lineage
+        name."""
         if self.iceberg_table:
             from airflow_provider_analytics.sinks.iceberg import IcebergTables
 
@@ -108,12 +115,14 @@ class _AnalysisReportOperator(AnalyticsOutputOperator):
             tables = IcebergTables(
                 catalog, self.iceberg_table, self.report_name, dt.date.fromisoformat(day)
             )
-            return tables, uri
+            grains = [tables.identifier_for(grain.name) for grain in self.kind.grains]
+            return tables, uri, self.iceberg_targets(grains)
         from airflow_provider_analytics.storage import ParquetTables
 
         names = [grain.name for grain in self.kind.grains]
         paths = table_paths(self.destination, names, {"dt": day})
-        return ParquetTables(paths, compression=self.compression), str(paths[names[0]])
+        written = [object_target(path) for path in paths.values()]
+        return ParquetTables(paths, compression=self.compression), str(paths[names[0]]), written
 
     def lineage_input_name(self) -> str:
         return f"{self.report_name}_analysis"

@@ -5,10 +5,8 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_analytics.hooks.analytics import AnalyticsHook
-from airflow_provider_analytics.jobs.tracking_plan import sync_tracking_plan
-from airflow_provider_analytics.jobs.tracking_plan_file import load_tracking_plan
 from airflow_provider_analytics.operators.base import AnalyticsBaseOperator
+from airflow_provider_analytics.provider_info import DEFAULT_CONN_ID
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -48,7 +46,7 @@ class TrackingPlanSyncOperator(AnalyticsBaseOperator):
         plan: str | os.PathLike[str] | Mapping[str, Any],
         dry_run: bool = False,
         apply_despite_conflicts: bool = False,
-        analytics_conn_id: str = AnalyticsHook.default_conn_name,
+        analytics_conn_id: str = DEFAULT_CONN_ID,
         **kwargs: Any,
     ) -> None:
         super().__init__(analytics_conn_id=analytics_conn_id, **kwargs)
@@ -64,6 +62,9 @@ class TrackingPlanSyncOperator(AnalyticsBaseOperator):
         return os.path.dirname(fileloc) if fileloc else None
 
     def execute(self, context: Context) -> dict[str, Any]:
+        from airflow_provider_analytics.jobs.tracking_plan import sync_tracking_plan
+        from airflow_provider_analytics.jobs.tracking_plan_file import load_tracking_plan
+
         desired = load_tracking_plan(self.plan, base_dir=self._dag_folder(context))
         result = sync_tracking_plan(
             self.hook.get_conn(),

@@ -197,7 +197,7 @@ def test_backfill_then_rerun_replaces_exactly_one_day(
     }
 
 
-def test_lineage_names_the_table(emulator: EmulatorServer, lake: Catalog, monkeypatch) -> None:
+def test_lineage_names_every_table(emulator: EmulatorServer, lake: Catalog, monkeypatch) -> None:
     use_platform(monkeypatch, emulator)
     operator = EventReportOperator(
         task_id="events", request=EVENT_REQUEST, iceberg_table="analytics.events"
@@ -205,7 +205,8 @@ def test_lineage_names_the_table(emulator: EmulatorServer, lake: Catalog, monkey
     operator.execute(run_context(DAYS[0]))  # type: ignore[arg-type]
     lineage = operator.get_openlineage_facets_on_complete(None)
     assert [(d.namespace, d.name) for d in lineage.outputs] == [
-        ("iceberg://iceberg_default", "analytics.events")
+        ("iceberg://iceberg_default", "analytics.events"),
+        ("iceberg://iceberg_default", "analytics.events_totals"),
     ]
 
 

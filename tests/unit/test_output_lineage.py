@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
-from airflow.sdk import Asset
+from airflow.sdk import Asset, ObjectStoragePath
 
 from airflow_provider_analytics.operators.cohort_export import CohortExportToParquetOperator
-from airflow_provider_analytics.operators.output import destination_asset
+from airflow_provider_analytics.operators.output import (
+    LineageTarget,
+    destination_asset,
+    object_target,
+)
 from airflow_provider_analytics.operators.reports import FunnelReportOperator
 
 
@@ -50,22 +55,25 @@ class _Event:
     extra: dict | None = None
 
 
-def test_publish_output_and_openlineage_facets(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture
+def analytics_connection(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(
         "AIRFLOW_CONN_ANALYTICS_DEFAULT",
         json.dumps({"conn_type": "analytics", "host": "https://analytics.example.com:4005"}),
     )
+
+
+@pytest.mark.usefixtures("analytics_connection")
+def test_asset_event_names_the_object_and_lineage_its_bucket_and_key() -> None:
     export = CohortExportToParquetOperator(
         task_id="export", cohort_code="vip", destination="s3://aws@lake/users/"
     )
     events: dict[Asset, _Event] = {export.outlets[0]: _Event()}
     rendered = "s3://aws@lake/users/cohort=vip/dt=2024-01-15/users.parquet"
+    path = ObjectStoragePath(rendered)
 
-    class _Path:
-        def __str__(self) -> str:
-            return rendered
-
-    export.publish_output({"outlet_events": events}, _Path(), rows=42)  # type: ignore[arg-type]
+    export.publish_output({"outlet_events": events}, path, [object_target(path)], rows=42)  # type: ignore[arg-type]
+    # the event keeps the connection id: a consumer opens the object with it
     assert events[export.outlets[0]].extra == {"uri": rendered, "rows": 42}
     lineage = export.get_openlineage_facets_on_complete(None)
     (source,) = lineage.inputs
@@ -77,16 +85,40 @@ def test_publish_output_and_openlineage_facets(monkeypatch: pytest.MonkeyPatch) 
     )
 
 
-def test_local_output_lineage_namespace_is_file(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(
-        "AIRFLOW_CONN_ANALYTICS_DEFAULT",
-        json.dumps({"conn_type": "analytics", "host": "https://analytics.example.com"}),
-    )
-    report = FunnelReportOperator(task_id="funnel", request={}, destination="file:///data/f/")
-    report.written_uri = "file:///data/f/dt=2024-01-15/funnel.parquet"
+def test_object_target_matches_airflows_file_transfer_naming() -> None:
+    """Airflow's own FileTransferOperator names a local object ``file`` + its key, and an
+    object in a bucket ``<scheme>://<bucket>`` + its key: the same object gets the same name
+    whichever operator touches it."""
+    local = ObjectStoragePath("file:///data/f/dt=2024-01-15/funnel.parquet")
+    assert object_target(local) == LineageTarget("file", "data/f/dt=2024-01-15/funnel.parquet")
+    plain = ObjectStoragePath("/data/f/funnel.parquet")
+    assert object_target(plain) == LineageTarget("file", "data/f/funnel.parquet")
+
+
+@pytest.mark.usefixtures("analytics_connection")
+def test_report_lineage_names_every_table_written(tmp_path: Path) -> None:
+    report = FunnelReportOperator(task_id="funnel", request={}, destination=f"file://{tmp_path}/f/")
+    _, uri, written = report._writer("2024-01-15")
+    assert uri == f"file://{tmp_path}/f/funnel/dt=2024-01-15/funnel.parquet"
+    key = str(tmp_path).lstrip("/")
+    assert written == [
+        LineageTarget("file", f"{key}/f/{table}/dt=2024-01-15/{table}.parquet")
+        for table in ("funnel", "funnel_totals", "funnel_by_value", "funnel_by_value_totals")
+    ]
+    report.written = written
     lineage = report.get_openlineage_facets_on_complete(None)
     assert lineage.inputs[0].name == "funnel_analysis"
-    assert (lineage.outputs[0].namespace, lineage.outputs[0].name) == (
-        "file",
-        "/data/f/dt=2024-01-15/funnel.parquet",
+    assert [(o.namespace, o.name) for o in lineage.outputs] == [
+        (t.namespace, t.name) for t in written
+    ]
+
+
+@pytest.mark.usefixtures("analytics_connection")
+def test_iceberg_lineage_names_the_catalog_and_each_table() -> None:
+    report = FunnelReportOperator(
+        task_id="funnel", request={}, iceberg_table="lake.funnel", iceberg_conn_id="lakehouse"
     )
+    assert report.iceberg_targets(["lake.funnel", "lake.funnel_totals"]) == [
+        LineageTarget("iceberg://lakehouse", "lake.funnel"),
+        LineageTarget("iceberg://lakehouse", "lake.funnel_totals"),
+    ]
