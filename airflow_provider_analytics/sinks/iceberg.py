@@ -10,7 +10,9 @@ data files already written are reused, not rewritten.
 
 Before anything is written, the table gains the columns the data has and it lacks (existing
 data files are not rewritten; old rows read the new column as null), and a column whose
-type cannot be evolved to the data's type fails naming the column.
+type cannot be evolved to the data's type fails naming the column. A cohort column holding a
+property the table holds under another name (``$city`` against ``city``: the export's
+``column_names`` changed) fails too, instead of becoming a second column.
 
 pyiceberg's public ``overwrite`` commits a delete snapshot and an append snapshot and rewrites
 nothing it cannot drop whole; to make a day one snapshot whose files are written once, the
