@@ -4,7 +4,6 @@ rules applied once per export and per report."""
 from __future__ import annotations
 
 import datetime as dt
-import json
 from collections import defaultdict
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
@@ -23,6 +22,7 @@ from airflow_provider_analytics.client import (
 from airflow_provider_analytics.jobs.cohort_export import export_cohort_to_parquet
 from airflow_provider_analytics.jobs.reports import FUNNEL, run_report
 from airflow_provider_analytics.operators.cohort_export import CohortExportToParquetOperator
+from tests.reliability.connections import use_connection
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -123,14 +123,7 @@ def test_a_collision_among_the_plans_columns_is_refused_after_the_plan_alone(
 def test_operator_renders_column_names(
     emulator: EmulatorServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    config = emulator.config
-    connection = {
-        "conn_type": "analytics",
-        "host": emulator.base_url,
-        "password": config.token,
-        "extra": {"app_key": config.app_key, "timezone": catalog.PROJECT_TIMEZONE},
-    }
-    monkeypatch.setenv("AIRFLOW_CONN_ANALYTICS_DEFAULT", json.dumps(connection))
+    use_connection(monkeypatch, emulator, timezone=catalog.PROJECT_TIMEZONE)
     operator = CohortExportToParquetOperator(
         task_id="users",
         cohort_code="cohort_small",
