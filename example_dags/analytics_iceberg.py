@@ -13,6 +13,7 @@ password field; a REST catalog: host, port, schema ``https`` and the token as pa
 Tables (namespace ``analytics``), each partitioned by ``dt``::
 
     analytics.cohort_users                      one row per member of the cohort, per day
+                                                (columns named for warehouses: city, not $city)
     analytics.checkout_funnel, ..._totals,      the funnel's four tables (one grain each)
         ..._by_value, ..._by_value_totals
     analytics.daily_events, ..._totals          the event figures and the platform's totals
@@ -47,6 +48,7 @@ def analytics_iceberg() -> None:
         cohort_code="cohort_small",
         iceberg_table="analytics.cohort_users",
         iceberg_conn_id=CATALOG,
+        column_names="warehouse",  # city, tag_tag_rfm: Spark, Trino and Athena need no quoting
     )
     FunnelReportOperator(
         task_id="checkout_funnel",

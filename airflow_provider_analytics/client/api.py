@@ -413,7 +413,7 @@ class AnalyticsClient:
     @_reports_operation
     def get_cohort_users(
         self,
-        cohort_code: str,
+        cohort_code: str | validation.CohortQuery,
         *,
         limit: int | None = None,
         properties: list[str] | None = None,
@@ -422,7 +422,9 @@ class AnalyticsClient:
     ) -> dict[str, Any]:
         """One call's worth of a cohort's users (spec 4.12): ``{count, page, size, users}``.
 
-        :param cohort_code: the cohort.
+        :param cohort_code: the cohort, or a
+            :class:`~airflow_provider_analytics.client.validation.CohortQuery` (checked already,
+            with its limit and properties).
         :param limit: most users to return (server default 1000; with paging, the cohort).
         :param properties: user property ids, or ``tag.<code>``, to return per user;
             ``None`` for the plan's visible properties.
@@ -457,12 +459,11 @@ class AnalyticsClient:
         :param page_size: users per page.
         :param limit: most users to read in all; ``None`` for the whole cohort.
         """
+        query = validation.cohort_query(cohort_code, limit=limit, properties=properties)
         size = rules.positive_int(page_size, "page_size")
-        if limit is not None:
-            size = min(size, rules.positive_int(limit, "limit"))
-        body = validation.cohort_body(
-            cohort_code, limit=limit, properties=properties, page=1, page_size=size
-        )
+        if query.limit is not None:
+            size = min(size, query.limit)
+        body = validation.cohort_body(query, page=1, page_size=size)
         return self._cohort_pages(body)
 
     def _cohort_pages(self, body: dict[str, Any]) -> Iterator[dict[str, Any]]:
@@ -481,7 +482,7 @@ class AnalyticsClient:
     @_reports_operation
     def export_cohort_users(
         self,
-        cohort_code: str,
+        cohort_code: str | validation.CohortQuery,
         *,
         limit: int | None = None,
         properties: list[str] | None = None,
@@ -493,7 +494,9 @@ class AnalyticsClient:
         manager. Reads wait up to ``export_read_timeout`` seconds for data, and the whole
         body must arrive within ``export_deadline`` seconds of the request.
 
-        :param cohort_code: the cohort.
+        :param cohort_code: the cohort, or a
+            :class:`~airflow_provider_analytics.client.validation.CohortQuery`, as in
+            :meth:`get_cohort_users`.
         :param limit: most users; ``None`` for all.
         :param properties: as in :meth:`get_cohort_users`.
         """
@@ -574,24 +577,32 @@ class AnalyticsClient:
     # Analyses (spec 4.16, 4.17)
 
     @_reports_operation
-    def analyze_funnel(self, request: Mapping[str, Any]) -> dict[str, Any]:
+    def analyze_funnel(
+        self, request: Mapping[str, Any] | validation.AnalysisRequest
+    ) -> dict[str, Any]:
         """Run a funnel analysis (spec 4.16) and return the server's result.
 
-        :param request: the body with the spec's keys; see
-            :func:`~airflow_provider_analytics.client.validation.validate_funnel_request`.
+        :param request: the body with the spec's keys (see
+            :func:`~airflow_provider_analytics.client.validation.validate_funnel_request`),
+            or one checked already by
+            :func:`~airflow_provider_analytics.client.validation.funnel_request`.
         """
-        body = validation.validate_funnel_request(request)
+        body = dict(validation.funnel_request(request).body)
         response = self._send(ops.ANALYZE_FUNNEL, json=body)
         return self._reader(ops.ANALYZE_FUNNEL).object(response, "dateList", "rows")
 
     @_reports_operation
-    def analyze_events(self, request: Mapping[str, Any]) -> dict[str, Any]:
+    def analyze_events(
+        self, request: Mapping[str, Any] | validation.AnalysisRequest
+    ) -> dict[str, Any]:
         """Run an event analysis (spec 4.17) and return the server's result.
 
-        :param request: the body with the spec's keys; see
-            :func:`~airflow_provider_analytics.client.validation.validate_event_request`.
+        :param request: the body with the spec's keys (see
+            :func:`~airflow_provider_analytics.client.validation.validate_event_request`),
+            or one checked already by
+            :func:`~airflow_provider_analytics.client.validation.event_request`.
         """
-        body = validation.validate_event_request(request)
+        body = dict(validation.event_request(request).body)
         response = self._send(ops.ANALYZE_EVENTS, json=body)
         return self._reader(ops.ANALYZE_EVENTS).object(response, "series", "rows")
 

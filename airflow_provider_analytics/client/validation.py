@@ -14,6 +14,7 @@ import difflib
 import itertools
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +22,7 @@ from airflow_provider_analytics.client import rules
 from airflow_provider_analytics.client.rules import fail
 
 if TYPE_CHECKING:
-    from collections.abc import Collection, Iterable
+    from collections.abc import Callable, Collection, Iterable
 
 EVENT_AGGREGATORS = ("TRIGGER_USER_COUNT", "TOTAL_COUNT", "AVG_COUNT")
 PROPERTY_AGGREGATORS = ("REMOVE_DUMPLICATE", "SUM", "AVG", "MAX", "MIN", "AVG_PER")
@@ -343,6 +344,55 @@ def validate_event_request(request: Mapping[str, Any]) -> dict[str, Any]:
     return result
 
 
+@dataclass(frozen=True)
+class AnalysisRequest:
+    """A checked analysis body, made by :func:`funnel_request` or :func:`event_request`.
+
+    ``analyze_funnel`` and ``analyze_events`` send it without checking it again, so a job
+    checks a request once, before its first query, and may query it window by window.
+
+    :param kind: ``funnel`` (spec 4.16) or ``events`` (spec 4.17).
+    :param body: the normalised body with the spec's camelCase keys.
+    """
+
+    kind: str
+    body: Mapping[str, Any]
+
+    def window(self, from_date: str, to_date: str) -> AnalysisRequest:
+        """The same request over ``from_date`` to ``to_date``, a part of its own date range.
+
+        :raises ValueError: for a window outside the checked range.
+        """
+        if not self.body["fromDate"] <= from_date <= to_date <= self.body["toDate"]:
+            raise ValueError(
+                f"window {from_date}..{to_date} is not inside "
+                f"{self.body['fromDate']}..{self.body['toDate']}"
+            )
+        return replace(self, body={**self.body, "fromDate": from_date, "toDate": to_date})
+
+
+def _analysis_request(
+    request: Any, kind: str, validate: Callable[[Mapping[str, Any]], dict[str, Any]]
+) -> AnalysisRequest:
+    if isinstance(request, AnalysisRequest):
+        if request.kind != kind:
+            fail("request", f"is a checked {request.kind} request; a {kind} request is needed")
+        return request
+    return AnalysisRequest(kind, validate(request))
+
+
+def funnel_request(request: Mapping[str, Any] | AnalysisRequest) -> AnalysisRequest:
+    """Check a funnel analysis body once (:func:`validate_funnel_request`); a checked
+    :class:`AnalysisRequest` of a funnel is returned as it is."""
+    return _analysis_request(request, "funnel", validate_funnel_request)
+
+
+def event_request(request: Mapping[str, Any] | AnalysisRequest) -> AnalysisRequest:
+    """Check an event analysis body once (:func:`validate_event_request`); a checked
+    :class:`AnalysisRequest` of an event analysis is returned as it is."""
+    return _analysis_request(request, "events", validate_event_request)
+
+
 def conversion_measures(value: Any, field: str = "convertMeasures") -> list[dict[str, Any]]:
     """Measures of an ad tracking conversion query: ``[{expression, aggregator}]``."""
     if not isinstance(value, list) or not value:
@@ -388,6 +438,66 @@ def validate_properties(value: Any, field: str = "properties") -> list[str]:
     return result
 
 
+@dataclass(frozen=True)
+class CohortQuery:
+    """A checked cohort users request (spec 4.12/4.13), made by :func:`cohort_query`.
+
+    The client's cohort methods take it in place of ``cohort_code`` and send it without
+    checking it again, so a job can check its arguments before its first request and every
+    rule still runs once.
+
+    :param cohort_code: the cohort.
+    :param limit: most users; ``None`` for the server's default (all, for an export).
+    :param properties: property ids and ``tag.<code>`` keys (or bare tag codes); ``None`` for
+        the plan's visible properties.
+    """
+
+    cohort_code: str
+    limit: int | None = None
+    properties: tuple[str, ...] | None = None
+
+    def with_properties(self, properties: Any) -> CohortQuery:
+        """This request for ``properties`` (checked now, e.g. ids read from the plan)."""
+        return replace(self, properties=tuple(validate_properties(properties)))
+
+    def sizing(self) -> CohortQuery:
+        """The smallest request whose answer still holds the cohort's ``count``: one user,
+        the first property."""
+        return replace(self, limit=1, properties=self.properties[:1] if self.properties else None)
+
+    def body(self) -> dict[str, Any]:
+        """The request body; a tag is named by its bare code, as spec 2.6 describes."""
+        body: dict[str, Any] = {"cohortCode": self.cohort_code}
+        if self.limit is not None:
+            body["limit"] = self.limit
+        if self.properties is not None:
+            body["properties"] = [p.removeprefix("tag.") for p in self.properties]
+        return body
+
+
+def cohort_query(cohort_code: Any, *, limit: Any = None, properties: Any = None) -> CohortQuery:
+    """Check the arguments of a cohort users request once, into a :class:`CohortQuery`.
+
+    A :class:`CohortQuery` given as ``cohort_code`` is returned as it is (it was checked when
+    it was made); ``limit`` and ``properties`` then belong inside it, not beside it.
+
+    :param cohort_code: the cohort, or a :class:`CohortQuery`.
+    :param limit: most users, 1 to :data:`rules.COUNT_MAX`.
+    :param properties: property ids (``$`` presets allowed) or ``tag.<code>`` keys.
+    :raises AnalyticsValidationError: naming the first field that breaks a rule.
+    """
+    if isinstance(cohort_code, CohortQuery):
+        for field, value in (("limit", limit), ("properties", properties)):
+            if value is not None:
+                fail(field, "give it inside the CohortQuery, not beside it", value)
+        return cohort_code
+    return CohortQuery(
+        validate_cohort_code(cohort_code),
+        None if limit is None else validate_limit(limit),
+        None if properties is None else tuple(validate_properties(properties)),
+    )
+
+
 def cohort_body(
     cohort_code: Any,
     *,
@@ -401,19 +511,18 @@ def cohort_body(
     ``page`` and ``page_size`` go together, and ``page_size`` may not exceed ``limit``. A tag
     may be named ``tag.<code>`` (the key its values come back under) or by its bare code; the
     request always names the bare code, as spec 2.6 describes.
+
+    :param cohort_code: the cohort, or a :class:`CohortQuery` (not checked again).
     """
-    body: dict[str, Any] = {"cohortCode": validate_cohort_code(cohort_code)}
-    if limit is not None:
-        body["limit"] = validate_limit(limit)
-    if properties is not None:
-        body["properties"] = [p.removeprefix("tag.") for p in validate_properties(properties)]
+    query = cohort_query(cohort_code, limit=limit, properties=properties)
+    body = query.body()
     if (page is None) != (page_size is None):
         fail("page_size" if page_size is None else "page", "page and page_size go together")
     if page is not None:
         body["page"] = rules.count(page, "page")
         body["pageSize"] = rules.count(page_size, "page_size")
-        if limit is not None and body["pageSize"] > body["limit"]:
-            fail("page_size", f"must not exceed limit ({limit})", page_size)
+        if query.limit is not None and body["pageSize"] > query.limit:
+            fail("page_size", f"must not exceed limit ({query.limit})", page_size)
     return body
 
 

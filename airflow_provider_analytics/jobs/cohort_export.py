@@ -29,11 +29,7 @@ from airflow_provider_analytics.client.errors import (
     AnalyticsTransportError,
 )
 from airflow_provider_analytics.client.ndjson import MAX_LINE_BYTES, iter_line_blocks
-from airflow_provider_analytics.client.validation import (
-    validate_cohort_code,
-    validate_limit,
-    validate_properties,
-)
+from airflow_provider_analytics.client.validation import CohortQuery, cohort_query
 from airflow_provider_analytics.jobs.pipeline import WriteBehind, map_ahead, read_ahead
 from airflow_provider_analytics.storage import (
     StoragePath,
@@ -41,6 +37,11 @@ from airflow_provider_analytics.storage import (
     parquet_compression,
 )
 from airflow_provider_analytics.tabular.arrow import BlockDecoder
+from airflow_provider_analytics.tabular.column_names import (
+    ColumnNames,
+    column_name_map,
+    column_names_setting,
+)
 from airflow_provider_analytics.tabular.export_schema import (
     ExportSchema,
     default_properties,
@@ -139,8 +140,12 @@ class ExportResult:
     masked_values: int
     attempts: int
     column_origins: dict[str, str] = field(default_factory=dict)
+    """Per column (by its name in the file): where its type came from."""
     inexact_values: dict[str, int] = field(default_factory=dict)
     """Per float column: values of magnitude 2**53 or more, which a double may have rounded."""
+    column_ids: dict[str, str] = field(default_factory=dict)
+    """Per column (by its name in the file): the platform id it holds (also in the Parquet
+    field metadata, key ``analytics.id``)."""
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -223,9 +228,8 @@ class _ExportRun:
     """Everything one export needs once the schema and the expected count are known."""
 
     client: AnalyticsClient
-    cohort_code: str
+    query: CohortQuery
     schema: ExportSchema
-    limit: int | None
     destination: StoragePath
     expected: int
     settings: ExportSettings
@@ -246,11 +250,7 @@ class _ExportRun:
             )
             row_groups = _RowGroupWriter(writer, settings)
             try:
-                export = self.client.export_cohort_users(
-                    self.cohort_code,
-                    limit=self.limit,
-                    properties=self.schema.names,
-                )
+                export = self.client.export_cohort_users(self.query)
                 lines = iter_line_blocks(
                     export.iter_bytes(settings.chunk_bytes),
                     settings.block_bytes,
@@ -273,6 +273,10 @@ class _ExportRun:
                 writer.close()
             bytes_written = int(sink.tell())
         return decoder.rows, bytes_written, decoder
+
+    @property
+    def cohort_code(self) -> str:
+        return self.query.cohort_code
 
     def with_retries(self, sleep: Callable[[float], None]) -> tuple[int, int, BlockDecoder, int]:
         """Attempt until one succeeds; returns rows, bytes, the decoder and the attempt."""
@@ -318,59 +322,79 @@ def _arrow_memory_pool(name: str) -> Iterator[None]:
 
 def export_cohort_to_parquet(
     client: AnalyticsClient,
-    cohort_code: str,
+    cohort_code: str | CohortQuery,
     destination: StoragePath,
     *,
     properties: Sequence[str] | None = None,
     limit: int | None = None,
     timezone: str = "UTC",
     schema_overrides: Mapping[str, pa.DataType | str] | None = None,
+    column_names: ColumnNames | str = ColumnNames.IDS,
     settings: ExportSettings | None = None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> ExportResult:
     """Export ``cohort_code``'s users to ``destination`` as Parquet and return what was written.
 
+    Every argument is checked before the first request. Column names two properties would
+    share under ``column_names="warehouse"`` are refused then too when ``properties`` are given;
+    when they are not, the columns are the plan's, known after its listing (the first request)
+    and checked before the cohort's size is asked for or the export opened.
+
     :param client: the API client.
-    :param cohort_code: the cohort to export.
+    :param cohort_code: the cohort to export, or a
+        :class:`~airflow_provider_analytics.client.validation.CohortQuery` (checked already,
+        holding the limit and properties).
     :param destination: the Parquet object to (re)place, e.g. an ``ObjectStoragePath``.
     :param properties: user property ids and ``tag.<code>`` keys, in column order; default: the
         visible properties of the tracking plan, in the plan's order.
     :param limit: export at most this many users.
     :param timezone: the project's timezone, in which datetime values are read.
-    :param schema_overrides: column -> Arrow type or plan data type.
+    :param schema_overrides: column -> Arrow type or plan data type; a column is named by its
+        id (a tag by ``tag.<code>`` or its bare code) or by its name in the file.
+    :param column_names: ``ids`` (default: ``$city``, ``tag.tag_rfm``) or ``warehouse``
+        (``city``, ``tag_tag_rfm``; :mod:`~airflow_provider_analytics.tabular.column_names`).
+        Each Parquet field keeps its id in its metadata (``analytics.id``) either way.
     :param settings: write and retry settings.
     :param sleep: waits between attempts (injectable for tests).
     """
     settings = settings or ExportSettings()
-    validate_cohort_code(cohort_code)
-    if limit is not None:
-        validate_limit(limit)
-    if properties is not None:
-        properties = validate_properties(properties)
-    validate_limit(settings.attempts, "attempts")
+    query = cohort_query(cohort_code, limit=limit, properties=properties)
+    naming = column_names_setting(column_names)
+    if query.properties is not None:
+        column_name_map(query.properties, naming)
+    rules.count(settings.attempts, "attempts")
     parquet_compression(settings.compression)
     check_timezone(timezone)
 
     started = time.monotonic()
     plan = client.list_user_properties()
-    columns = list(properties) if properties is not None else default_properties(plan)
-    schema = export_schema(columns, plan, timezone=timezone, overrides=schema_overrides)
-    first = schema.names[:1] or None
-    count = int(client.get_cohort_users(cohort_code, limit=1, properties=first)["count"])
-    expected = count if limit is None else min(limit, count)
+    if query.properties is None:
+        query = query.with_properties(default_properties(plan))
+    schema = export_schema(
+        query.properties or (),
+        plan,
+        timezone=timezone,
+        overrides=schema_overrides,
+        column_names=naming,
+    )
+    count = int(client.get_cohort_users(query.sizing())["count"])
+    expected = count if query.limit is None else min(query.limit, count)
     log.info(
         "exporting cohort %s: %d users, %d columns, to %s",
-        cohort_code,
+        query.cohort_code,
         expected,
-        len(columns),
+        len(schema.columns),
         destination,
     )
 
     with _arrow_memory_pool(settings.memory_pool):
-        run = _ExportRun(client, cohort_code, schema, limit, destination, expected, settings)
+        run = _ExportRun(client, query, schema, destination, expected, settings)
         rows, bytes_written, decoder, attempt = run.with_retries(sleep)
     seconds = time.monotonic() - started
-    for column, count in decoder.inexact_values.items():
+    written = {c.name: c.written_name for c in schema.columns}
+    inexact = {written[column]: count for column, count in decoder.inexact_values.items()}
+    cohort_code = query.cohort_code
+    for column, count in inexact.items():
         log.warning(
             "cohort %s: column %s holds %d values of magnitude 2**53 or more, which a double "
             "may have rounded; set the column to 'decimal' with schema_overrides to keep them "
@@ -393,11 +417,12 @@ def export_cohort_to_parquet(
         rows=rows,
         expected_rows=expected,
         bytes_written=bytes_written,
-        columns=schema.names,
+        columns=schema.written_names,
         seconds=round(seconds, 3),
         rows_per_second=round(rows / seconds, 1) if seconds > 0 else float(rows),
         masked_values=decoder.masked_values,
         attempts=attempt,
-        column_origins={c.name: c.origin for c in schema.columns},
-        inexact_values=dict(decoder.inexact_values),
+        column_origins={c.written_name: c.origin for c in schema.columns},
+        inexact_values=inexact,
+        column_ids={c.written_name: c.name for c in schema.columns},
     )

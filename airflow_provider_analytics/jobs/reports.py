@@ -20,8 +20,9 @@ import pyarrow.compute as pc
 
 from airflow_provider_analytics.client import AnalyticsClient, AnalyticsProtocolError, rules
 from airflow_provider_analytics.client.validation import (
-    validate_event_request,
-    validate_funnel_request,
+    AnalysisRequest,
+    event_request,
+    funnel_request,
 )
 from airflow_provider_analytics.jobs.cohort_export import check_timezone
 from airflow_provider_analytics.tabular.frames import (
@@ -103,8 +104,8 @@ class ReportKind:
     """What differs between the funnel and the event report."""
 
     name: str
-    validate: Callable[[Mapping[str, Any]], dict[str, Any]]
-    analyze: Callable[[AnalyticsClient, dict[str, Any]], dict[str, Any]]
+    validate: Callable[[Mapping[str, Any]], AnalysisRequest]
+    analyze: Callable[[AnalyticsClient, AnalysisRequest], dict[str, Any]]
     flatten: Callable[[dict[str, Any], dict[str, Any], str], pa.Table]
     schema: Callable[[dict[str, Any]], pa.Schema]
     grains: Sequence[Grain]
@@ -120,7 +121,7 @@ class ReportKind:
 
 FUNNEL = ReportKind(
     name="funnel",
-    validate=validate_funnel_request,
+    validate=funnel_request,
     analyze=AnalyticsClient.analyze_funnel,
     flatten=lambda response, request, timezone: funnel_table(response, timezone=timezone),
     schema=lambda request: FUNNEL_SCHEMA,
@@ -129,7 +130,7 @@ FUNNEL = ReportKind(
 )
 EVENTS = ReportKind(
     name="events",
-    validate=validate_event_request,
+    validate=event_request,
     analyze=AnalyticsClient.analyze_events,
     flatten=lambda response, request, timezone: event_table(response, request, timezone=timezone),
     schema=lambda request: event_schema(request),
@@ -178,7 +179,8 @@ def build_report_tables(
     window_days: int | None = None,
     timezone: str = "UTC",
 ) -> tuple[dict[str, pa.Table], int]:
-    """Validate, query window by window, flatten, cut into grains.
+    """Check the request (once, by the client's rules, before the first query), query window by
+    window, flatten, cut into grains.
 
     Returns the report tables by name and the window count.
 
@@ -188,13 +190,14 @@ def build_report_tables(
     :param window_days: split the date range into windows of this many days.
     :param timezone: the project's time zone, in which the platform writes date-times.
     """
-    body = kind.validate(request)
+    checked = kind.validate(request)
+    body = dict(checked.body)
     check_timezone(timezone)
     schema = kind.flattened_schema(body)
     windows = date_windows(body["fromDate"], body["toDate"], window_days)
     tables = []
     for from_date, to_date in windows:
-        response = kind.analyze(client, {**body, "fromDate": from_date, "toDate": to_date})
+        response = kind.analyze(client, checked.window(from_date, to_date))
         try:
             table = kind.flatten(response, body, timezone)
         except ValueError as error:  # the frames name what in the answer does not fit

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import ObjectStoragePath
 
-from airflow_provider_analytics.client import rules, validation
+from airflow_provider_analytics.client import rules
+from airflow_provider_analytics.client.validation import CohortQuery, cohort_query
 from airflow_provider_analytics.jobs.cohort_export import (
     ExportResult,
     ExportSettings,
@@ -46,7 +47,13 @@ class CohortExportToParquetOperator(AnalyticsOutputOperator):
     :param limit: export at most this many users (templated).
     :param timezone: the project's timezone for datetime values; default: the connection's
         ``timezone`` extra, else UTC (templated).
-    :param schema_overrides: column -> Arrow type or plan data type.
+    :param schema_overrides: column -> Arrow type or plan data type; a column is named by its
+        id (a tag by ``tag.<code>`` or its bare code) or by its name in the file.
+    :param column_names: ``ids`` (default) writes the platform's ids as column names
+        (``$city``, ``tag.tag_rfm``); ``warehouse`` writes names of ASCII letters, digits and
+        ``_`` (``city``, ``tag_tag_rfm``), refusing two ids that would share one before any
+        request. Each field keeps its id in the Parquet field metadata (``analytics.id``); an
+        Iceberg table gets the same names (templated).
     :param compression: Parquet codec, zstd by default.
     :param row_group_rows: rows per Parquet row group.
     :param attempts: whole-export attempts on cut streams, transport faults and short counts.
@@ -61,6 +68,7 @@ class CohortExportToParquetOperator(AnalyticsOutputOperator):
         "properties",
         "limit",
         "timezone",
+        "column_names",
     )
     ui_color = "#d9ecf2"
 
@@ -73,6 +81,7 @@ class CohortExportToParquetOperator(AnalyticsOutputOperator):
         limit: int | None = None,
         timezone: str | None = None,
         schema_overrides: Mapping[str, pa.DataType | str] | None = None,
+        column_names: str = "ids",
         compression: str = "zstd",
         row_group_rows: int = ExportSettings.row_group_rows,
         attempts: int = ExportSettings.attempts,
@@ -84,52 +93,51 @@ class CohortExportToParquetOperator(AnalyticsOutputOperator):
         self.limit = limit
         self.timezone = timezone
         self.schema_overrides = schema_overrides
+        self.column_names = column_names
         self.settings = ExportSettings(
             compression=compression, row_group_rows=row_group_rows, attempts=attempts
         )
 
     def execute(self, context: Context) -> dict[str, Any]:
-        cohort_code = self._checked_cohort_code()
+        query = self._query()
         if self.iceberg_table:
-            return self._export_to_iceberg(context, cohort_code)
+            return self._export_to_iceberg(context, query)
         path = output_path(
             self.destination,
-            {"cohort": cohort_code, "dt": covered_days(context).partition},
+            {"cohort": query.cohort_code, "dt": covered_days(context).partition},
             "users.parquet",
         )
-        result = self._export(path, cohort_code)
+        result = self._export(path, query)
         self.publish_output(
-            context, path, [object_target(path)], rows=result.rows, cohort_code=cohort_code
+            context, path, [object_target(path)], rows=result.rows, cohort_code=query.cohort_code
         )
         return result.as_dict()
 
-    def _checked_cohort_code(self) -> str:
-        """The rendered cohort code, safe as a partition value."""
-        return partition_value(rules.cohort_code(self.cohort_code), "cohort_code")
-
-    def _export(self, path: ObjectStoragePath, cohort_code: str) -> ExportResult:
-        """Run the export job into the Parquet object ``path``.
+    def _query(self) -> CohortQuery:
+        """The rendered cohort code, limit and properties, checked once by the client's rules
+        (the code also as a partition value).
 
         Rendered values are checked as they are, never coerced: ``limit=True`` or ``1.9``
         would otherwise export one user and succeed.
         """
-        limit = None if self.limit is None else validation.validate_limit(self.limit)
-        properties = (
-            None if self.properties is None else validation.validate_properties(self.properties)
-        )
+        query = cohort_query(self.cohort_code, limit=self.limit, properties=self.properties)
+        partition_value(query.cohort_code, "cohort_code")
+        return query
+
+    def _export(self, path: ObjectStoragePath, query: CohortQuery) -> ExportResult:
+        """Run the export job into the Parquet object ``path``."""
         timezone = rules.optional_string(self.timezone, "timezone")
         return export_cohort_to_parquet(
             self.hook.get_conn(),
-            cohort_code,
+            query,
             path,
-            properties=properties,
-            limit=limit,
             timezone=timezone or self.hook.project_timezone,
             schema_overrides=self.schema_overrides,
+            column_names=self.column_names,
             settings=self.settings,
         )
 
-    def _export_to_iceberg(self, context: Context, cohort_code: str) -> dict[str, Any]:
+    def _export_to_iceberg(self, context: Context, query: CohortQuery) -> dict[str, Any]:
         """Export to a local Parquet file (verified, as usual), then replace the day's
         partition of ``iceberg_table`` with it in one commit."""
         from airflow_provider_analytics.sinks.iceberg import replace_day_from_parquet
@@ -138,7 +146,7 @@ class CohortExportToParquetOperator(AnalyticsOutputOperator):
         catalog, uri = self.iceberg_catalog()
         with tempfile.TemporaryDirectory(prefix="cohort-export-") as directory:
             local = ObjectStoragePath((Path(directory) / "users.parquet").as_uri())
-            result = self._export(local, cohort_code)
+            result = self._export(local, query)
             committed = replace_day_from_parquet(
                 catalog,
                 self.iceberg_table,
@@ -150,7 +158,7 @@ class CohortExportToParquetOperator(AnalyticsOutputOperator):
             uri,
             self.iceberg_targets([str(self.iceberg_table)]),
             rows=result.rows,
-            cohort_code=cohort_code,
+            cohort_code=query.cohort_code,
         )
         return {**result.as_dict(), "uri": uri, "iceberg": committed}
 

@@ -31,7 +31,8 @@ class _AnalysisReportOperator(AnalyticsOutputOperator):
     Each grain is a table of its own (``docs/report_tables.md``): the main table
     (``funnel``, ``events``) and the others (``funnel_totals``, ``events_totals``, ...).
 
-    The public subclasses document the parameters (each names its own analysis).
+    The public subclasses' docstrings share one parameter text (:func:`_report_doc`), each
+    naming its own analysis.
     """
 
     report_name: ClassVar[str]
@@ -128,63 +129,62 @@ class _AnalysisReportOperator(AnalyticsOutputOperator):
         return f"{self.report_name}_analysis"
 
 
+_PARAMETERS = """
+:param request: the {analysis} request body
+    ({keys}; templated). ``fromDate``/``toDate`` default to the run's data interval.
+    Checked before anything is sent.
+:param destination: a prefix ending in ``/`` under which each table gets
+    ``<table>/dt=<first day of the data interval>/<table>.parquet``, or the ``{main}``
+    table's object URI, the other tables being its siblings (templated). Each object is
+    written atomically; a rerun replaces them. The untemplated prefix is declared as the
+    task's Asset unless ``outlets`` are given.
+:param iceberg_table: instead of ``destination``, the ``{main}`` Iceberg table
+    ``namespace.table`` (the other tables get the same suffixes); each run replaces its
+    day's ``dt`` partition (the first day of the data interval) in every table.
+:param iceberg_conn_id: the connection describing the Iceberg catalog.
+:param window_days: split long ranges into windows of this many days (backfills); each
+    row carries its window as ``query_from_date``/``query_to_date``.
+:param compression: Parquet codec, zstd by default.
+:param timezone: the project's time zone, in which the platform writes date-times;
+    default: the connection's ``timezone`` extra, else UTC.
+:param analytics_conn_id: id of the ``analytics`` connection (templated).
+"""
+
+
+def _report_doc(summary: str, *, analysis: str, keys: str, main: str) -> str:
+    """A report operator's docstring: its own summary, then the parameters they share."""
+    return summary + _PARAMETERS.format(analysis=analysis, keys=keys, main=main)
+
+
 class FunnelReportOperator(_AnalysisReportOperator):
-    """Funnel analysis (spec 4.16) as four tables: all users and split values, per day and
-    over the whole range, one row per step in each.
+    __doc__ = _report_doc(
+        """Funnel analysis (spec 4.16) as four tables: all users and split values, per day and
+over the whole range, one row per step in each.
 
-    Columns include converted users, conversion rate (vs the previous step), completion rate
-    (vs the first step) and median seconds to the next step; the documentation's report tables
-    page lists them all. The XCom carries the overall conversion of the whole range.
-
-    :param request: the funnel request body (``steps``, ``crowds``, ``convertTime``, ...;
-        templated). ``fromDate``/``toDate`` default to the run's data interval. Validated
-        before anything is sent.
-    :param destination: a prefix ending in ``/`` under which each table gets
-        ``<table>/dt=<first day of the data interval>/<table>.parquet``, or the ``funnel``
-        table's object URI, the other tables being its siblings (templated). Each object is
-        written atomically; a rerun replaces them. The untemplated prefix is declared as the
-        task's Asset unless ``outlets`` are given.
-    :param iceberg_table: instead of ``destination``, the ``funnel`` Iceberg table
-        ``namespace.table`` (the other tables get the same suffixes); each run replaces its
-        day's ``dt`` partition (the first day of the data interval) in every table.
-    :param iceberg_conn_id: the connection describing the Iceberg catalog.
-    :param window_days: split long ranges into windows of this many days (backfills); each
-        row carries its window as ``query_from_date``/``query_to_date``.
-    :param compression: Parquet codec, zstd by default.
-    :param timezone: the project's time zone, in which the platform writes date-times;
-        default: the connection's ``timezone`` extra, else UTC.
-    :param analytics_conn_id: id of the ``analytics`` connection (templated).
-    """
+Columns include converted users, conversion rate (vs the previous step), completion rate
+(vs the first step) and median seconds to the next step; the documentation's report tables
+page lists them all. The XCom carries the overall conversion of the whole range.
+""",
+        analysis="funnel",
+        keys="``steps``, ``crowds``, ``convertTime``, ...",
+        main="funnel",
+    )
 
     report_name = "funnel"
     ui_color = "#e8f1d4"
 
 
 class EventReportOperator(_AnalysisReportOperator):
-    """Event analysis (spec 4.17) as two tables: one row per split values, measure and period,
-    and the platform's totals over the whole range.
+    __doc__ = _report_doc(
+        """Event analysis (spec 4.17) as two tables: one row per split values, measure and period,
+and the platform's totals over the whole range.
 
-    The XCom carries the total of each measure.
-
-    :param request: the event analysis request body (``measures``, ``crowds``, ``unit``,
-        ``byFields``, ...; templated). ``fromDate``/``toDate`` default to the run's data
-        interval. Validated before anything is sent.
-    :param destination: a prefix ending in ``/`` under which each table gets
-        ``<table>/dt=<first day of the data interval>/<table>.parquet``, or the ``events``
-        table's object URI, the other tables being its siblings (templated). Each object is
-        written atomically; a rerun replaces them. The untemplated prefix is declared as the
-        task's Asset unless ``outlets`` are given.
-    :param iceberg_table: instead of ``destination``, the ``events`` Iceberg table
-        ``namespace.table`` (the other tables get the same suffixes); each run replaces its
-        day's ``dt`` partition (the first day of the data interval) in every table.
-    :param iceberg_conn_id: the connection describing the Iceberg catalog.
-    :param window_days: split long ranges into windows of this many days (backfills); each
-        row carries its window as ``query_from_date``/``query_to_date``.
-    :param compression: Parquet codec, zstd by default.
-    :param timezone: the project's time zone, in which the platform writes date-times;
-        default: the connection's ``timezone`` extra, else UTC.
-    :param analytics_conn_id: id of the ``analytics`` connection (templated).
-    """
+The XCom carries the total of each measure.
+""",
+        analysis="event analysis",
+        keys="``measures``, ``crowds``, ``unit``, ``byFields``, ...",
+        main="events",
+    )
 
     report_name = "events"
     ui_color = "#f4e6d0"

@@ -10,7 +10,9 @@ data files already written are reused, not rewritten.
 
 Before anything is written, the table gains the columns the data has and it lacks (existing
 data files are not rewritten; old rows read the new column as null), and a column whose
-type cannot be evolved to the data's type fails naming the column.
+type cannot be evolved to the data's type fails naming the column. A cohort column holding a
+property the table holds under another name (``$city`` against ``city``: the export's
+``column_names`` changed) fails too, instead of becoming a second column.
 
 pyiceberg's public ``overwrite`` commits a delete snapshot and an append snapshot and rewrites
 nothing it cannot drop whole; to make a day one snapshot whose files are written once, the
@@ -42,8 +44,10 @@ from pyiceberg.exceptions import (
 from pyiceberg.io.pyarrow import _check_pyarrow_schema_compatible, _dataframe_to_data_files
 from pyiceberg.transforms import IdentityTransform
 
+from airflow_provider_analytics.tabular.column_names import ID_METADATA_KEY, warehouse_name
+
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Callable, Collection, Mapping
 
     from pyiceberg.catalog import Catalog
     from pyiceberg.manifest import DataFile
@@ -174,6 +178,7 @@ class IcebergDayWriter:
             )
         full = schema.append(pa.field(PARTITION_COLUMN, pa.date32(), nullable=False))
         table = self._load_or_create(full)
+        self._refuse_renamed_columns([field.name for field in table.schema().fields], schema)
         if not any(
             isinstance(field.transform, IdentityTransform)
             and table.schema().find_column_name(field.source_id) == PARTITION_COLUMN
@@ -184,6 +189,22 @@ class IcebergDayWriter:
                 " so that a run replaces exactly its day"
             )
         self._table = self._evolve(table, full)
+
+    def _refuse_renamed_columns(self, existing: Collection[str], schema: pa.Schema) -> None:
+        """Refuse data whose column holds a platform id (field metadata ``analytics.id``) that
+        the table holds under the other naming (``$city`` against ``city``): evolving would add
+        a second column for the same property and leave the first null from this day on."""
+        for field in schema:
+            column_id = (field.metadata or {}).get(ID_METADATA_KEY.encode())
+            if column_id is None or field.name in existing:
+                continue
+            for other in {column_id.decode(), warehouse_name(column_id.decode())} - {field.name}:
+                if other in existing:
+                    raise IcebergSchemaError(
+                        f"{self.identifier}: the table holds {column_id.decode()!r} as column "
+                        f"{other!r} and this run names it {field.name!r}; write with the "
+                        "column_names the table was created with, or to a new table"
+                    )
 
     def _load_or_create(self, schema: pa.Schema) -> Table:
         namespace = self.identifier.rpartition(".")[0]

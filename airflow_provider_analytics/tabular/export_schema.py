@@ -11,14 +11,24 @@ therefore holds what the platform holds. A value of magnitude 2**53 or more may 
 integer a double cannot hold exactly; such values are counted per column
 (``ExportResult.inexact_values``) and logged once per column. Whoever needs exact decimals
 (id columns) sets the column to ``decimal`` with ``schema_overrides``.
+
+A column is decoded by its id (the record key) and written under the name
+:mod:`~airflow_provider_analytics.tabular.column_names` gives it; each Parquet field keeps its
+id in the field metadata (``analytics.id``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Final
 
 import pyarrow as pa
+
+from airflow_provider_analytics.tabular.column_names import (
+    ID_METADATA_KEY,
+    ColumnNames,
+    column_name_map,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
@@ -57,16 +67,28 @@ _TYPE_NAMES: Final[Mapping[str, pa.DataType]] = {
 class ExportColumn:
     """One output column.
 
-    :param name: the column's name, which is also its record key (a property id or
+    :param name: the column's id, which is also its record key (a property id or
         ``tag.<code>``).
     :param arrow_type: the column's type in the Parquet file.
     :param origin: ``plan``, ``masked`` (string because the plan masks it), ``tag``,
         ``unknown`` (a ``$`` preset the plan does not list) or ``override`` (set by the caller).
+    :param written_as: the name in the Parquet file when it differs from the id.
     """
 
     name: str
     arrow_type: pa.DataType
     origin: str
+    written_as: str | None = None
+
+    @property
+    def written_name(self) -> str:
+        """The column's name in the Parquet file."""
+        return self.written_as or self.name
+
+    @property
+    def field(self) -> pa.Field:
+        """The Parquet field: the written name, the type, and the id in the metadata."""
+        return pa.field(self.written_name, self.arrow_type, metadata={ID_METADATA_KEY: self.name})
 
 
 def _as_arrow_type(name: str, value: pa.DataType | str) -> pa.DataType:
@@ -90,11 +112,18 @@ class ExportSchema:
 
     @property
     def names(self) -> list[str]:
+        """The column ids (the record keys), in order."""
         return [c.name for c in self.columns]
 
     @property
+    def written_names(self) -> list[str]:
+        """The column names in the Parquet file, in order."""
+        return [c.written_name for c in self.columns]
+
+    @property
     def arrow_schema(self) -> pa.Schema:
-        return pa.schema([pa.field(c.name, c.arrow_type) for c in self.columns])
+        """The schema written (decoded tables come out in it)."""
+        return pa.schema([c.field for c in self.columns])
 
 
 def default_properties(plan: Iterable[Mapping[str, Any]]) -> list[str]:
@@ -121,6 +150,7 @@ def export_schema(
     *,
     timezone: str = "UTC",
     overrides: Mapping[str, pa.DataType | str] | None = None,
+    column_names: ColumnNames = ColumnNames.IDS,
 ) -> ExportSchema:
     """Build the export's schema for ``properties`` (in that order) from the tracking plan.
 
@@ -128,13 +158,20 @@ def export_schema(
     :param plan: user property records (spec 2.2) as listed by the platform.
     :param timezone: the project's timezone, in which datetime texts are read.
     :param overrides: column -> Arrow type or type name (a plan data type or ``decimal``,
-        exact ``decimal128(38, 9)``), for columns the caller types itself.
+        exact ``decimal128(38, 9)``), for columns the caller types itself. A column is named
+        by its id, a tag by its bare code too, or by its written name.
+    :param column_names: how the columns are named in the file (:class:`ColumnNames`).
+    :raises AnalyticsValidationError: when two columns would be written under one name.
     """
     by_id = {str(item["id"]): item for item in plan}
     names = [column_name(name, by_id) for name in properties]
     if len(set(names)) != len(names):
         raise ValueError(f"properties name a column more than once: {list(properties)}")
-    overrides = {column_name(k, by_id): v for k, v in (overrides or {}).items()}
+    written = column_name_map(names, column_names)
+    by_written = {name: column_id for column_id, name in written.items()}
+    overrides = {
+        by_written.get(k) or column_name(k, by_id): v for k, v in (overrides or {}).items()
+    }
     unknown_overrides = set(overrides) - set(names)
     if unknown_overrides:
         raise ValueError(
@@ -152,5 +189,6 @@ def export_schema(
             column = ExportColumn(name, pa.string(), "masked")
         else:
             column = ExportColumn(name, _as_arrow_type(name, str(item.get("dataType"))), "plan")
-        columns.append(column)
+        alias = written[name]
+        columns.append(replace(column, written_as=alias) if alias != name else column)
     return ExportSchema(tuple(columns), timezone)

@@ -4,6 +4,7 @@ success in a real `airflow dags test` against an emulator, with its effects chec
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import sys
 from pathlib import Path
@@ -463,6 +464,8 @@ def test_iceberg_example_writes_its_day_to_every_table(
         assert {day.isoformat() for day in rows.column("dt").to_pylist()} == {RUN_DATE}, name
     users = lake.load_table("analytics.cohort_users").scan().to_arrow()
     assert users.num_rows == run.task_xcom("cohort_users")["rows"] == 1000
+    assert "city" in users.column_names  # column_names="warehouse": no $ or . in a name
+    assert all(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) for name in users.column_names)
     assert run.task_xcom("checkout_funnel")["uri"] == (
         "iceberg://analytics_iceberg/analytics/checkout_funnel"
     )

@@ -258,6 +258,42 @@ def test_a_property_added_to_the_plan_becomes_a_column_without_rewriting(
     assert day_rows(after, DAYS[2]).num_rows == 0
 
 
+def test_cohort_columns_keep_their_names_in_the_table(
+    emulator: EmulatorServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    use_platform(monkeypatch, emulator)
+    extra = {"uri": f"sqlite:///{tmp_path}/catalog.db", "warehouse": f"file://{tmp_path}/wh"}
+    monkeypatch.setenv("AIRFLOW_CONN_LAKE", json.dumps({"conn_type": "iceberg", "extra": extra}))
+    lake = open_catalog("lake", catalog_properties(extra=extra))
+
+    def export(day: str, column_names: str) -> dict[str, Any]:
+        operator = CohortExportToParquetOperator(
+            task_id="users",
+            cohort_code="cohort_small",
+            properties=["distinct_id", "$city", "tag.tag_rfm"],
+            iceberg_table="analytics.cohort_users",
+            iceberg_conn_id="lake",
+            column_names=column_names,
+        )
+        return operator.execute(run_context(day))  # type: ignore[arg-type]
+
+    first = export(DAYS[0], "warehouse")
+    table = lake.load_table("analytics.cohort_users")
+    assert table.schema().column_names == ["distinct_id", "city", "tag_tag_rfm", "dt"]
+    assert first["column_ids"] == {
+        "distinct_id": "distinct_id",
+        "city": "$city",
+        "tag_tag_rfm": "tag.tag_rfm",
+    }
+    # the same ids under the other naming would become second columns: refused, nothing written
+    with pytest.raises(IcebergSchemaError, match=r"'\$city' as column 'city'.*names it '\$city'"):
+        export(DAYS[1], "ids")
+    after = lake.load_table("analytics.cohort_users")
+    assert after.schema() == table.schema()
+    assert len(after.snapshots()) == 1
+    assert day_rows(after, DAYS[1]).num_rows == 0
+
+
 class _RacingCatalog:
     """A catalog whose first ``load_table`` in each committing thread waits for the other
     thread's, so both commit against the same table state and one of them must retry."""

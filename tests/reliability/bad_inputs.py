@@ -590,6 +590,18 @@ def _operator_cases() -> list[BadInput]:
             executed(export, **good_export, compression="lz5"),
         ),
         BadInput(
+            "CohortExportToParquetOperator",
+            "unknown column naming",
+            "column_names",
+            executed(export, **good_export, column_names="snake"),
+        ),
+        BadInput(
+            "CohortExportToParquetOperator",
+            "two properties sharing a warehouse column name",
+            "properties",
+            executed(export, **good_export, properties=["$city", "city"], column_names="warehouse"),
+        ),
+        BadInput(
             "FunnelReportOperator",
             "empty steps",
             "steps",

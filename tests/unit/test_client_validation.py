@@ -891,3 +891,43 @@ def test_public_single_value_validators() -> None:
 def test_campaign_ids_from_create_are_accepted_as_int_or_str() -> None:
     assert v.rules.campaign_id(12345) == "12345"
     assert v.rules.campaign_id("AbC_9-x") == "AbC_9-x"
+
+
+def test_a_cohort_query_is_checked_once_and_then_passed_as_it_is() -> None:
+    query = v.cohort_query("cohort_small", limit=10, properties=["$city", "tag_rfm"])
+    assert query == v.CohortQuery("cohort_small", 10, ("$city", "tag_rfm"))
+    assert v.cohort_query(query) is query
+    assert v.cohort_body(query, page=2, page_size=5) == {
+        "cohortCode": "cohort_small",
+        "limit": 10,
+        "properties": ["$city", "tag_rfm"],
+        "page": 2,
+        "pageSize": 5,
+    }
+    assert query.sizing() == v.CohortQuery("cohort_small", 1, ("$city",))
+    assert v.CohortQuery("c").sizing() == v.CohortQuery("c", 1, None)
+    with pytest.raises(AnalyticsValidationError, match=r"^limit: give it inside the CohortQuery"):
+        v.cohort_query(query, limit=5)
+    with pytest.raises(AnalyticsValidationError, match=r"^properties\[0\]: "):
+        query.with_properties(["a b"])
+    with pytest.raises(AnalyticsValidationError, match=r"^page_size: must not exceed limit"):
+        v.cohort_body(query, page=1, page_size=11)
+
+
+def test_an_analysis_request_is_checked_once_and_windowed_inside_its_range() -> None:
+    body = {
+        "steps": [{"expression": "event.a"}, {"expression": "event.b"}],
+        "crowds": ["$ALL"],
+        "fromDate": "2024-01-01",
+        "toDate": "2024-01-31",
+    }
+    checked = v.funnel_request(body)
+    assert checked.kind == "funnel"
+    assert v.funnel_request(checked) is checked
+    window = checked.window("2024-01-08", "2024-01-14")
+    assert (window.body["fromDate"], window.body["toDate"]) == ("2024-01-08", "2024-01-14")
+    assert checked.body["fromDate"] == "2024-01-01"
+    with pytest.raises(ValueError, match="not inside"):
+        checked.window("2023-12-31", "2024-01-02")
+    with pytest.raises(AnalyticsValidationError, match=r"^request: is a checked funnel request"):
+        v.event_request(checked)

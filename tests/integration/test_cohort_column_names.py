@@ -1,0 +1,195 @@
+"""The cohort export's ``column_names`` against the emulator over real HTTP, and the client's
+rules applied once per export and per report."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import defaultdict
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any
+
+import pyarrow.parquet as pq
+import pytest
+from airflow.sdk import ObjectStoragePath
+from analytics_emulator import catalog
+
+from airflow_provider_analytics.client import (
+    AnalyticsClient,
+    AnalyticsValidationError,
+    ClientConfig,
+    validation,
+)
+from airflow_provider_analytics.jobs.cohort_export import export_cohort_to_parquet
+from airflow_provider_analytics.jobs.reports import FUNNEL, run_report
+from airflow_provider_analytics.operators.cohort_export import CohortExportToParquetOperator
+from tests.reliability.connections import use_connection
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from pathlib import Path
+
+    import pyarrow as pa
+    from analytics_emulator.server import EmulatorServer
+
+    from tests.emulator_helpers import EmulatorAdmin
+
+pytestmark = pytest.mark.integration
+
+PROPERTIES = ["distinct_id", "$city", "age", "tag.tag_rfm", "tag_lifecycle"]
+
+
+@pytest.fixture
+def client(emulator: EmulatorServer) -> Iterator[AnalyticsClient]:
+    config = emulator.config
+    with AnalyticsClient(
+        ClientConfig(emulator.base_url, token=config.token, app_key=config.app_key)
+    ) as api:
+        yield api
+
+
+def target(tmp_path: Path, name: str = "users.parquet") -> ObjectStoragePath:
+    return ObjectStoragePath((tmp_path / name).as_uri())
+
+
+def export(client: AnalyticsClient, path: ObjectStoragePath, **kwargs: Any) -> Any:
+    kwargs.setdefault("timezone", catalog.PROJECT_TIMEZONE)
+    return export_cohort_to_parquet(client, "cohort_small", path, **kwargs)
+
+
+def sent(admin: EmulatorAdmin) -> dict[str, int]:
+    return {name: count for name, count in admin.stats()["requests"].items() if count}
+
+
+def test_warehouse_names_hold_the_same_data_and_keep_each_id(
+    client: AnalyticsClient, tmp_path: Path
+) -> None:
+    by_id = export(client, target(tmp_path, "ids.parquet"), properties=PROPERTIES)
+    by_name = export(
+        client,
+        target(tmp_path, "names.parquet"),
+        properties=PROPERTIES,
+        column_names="warehouse",
+    )
+    names = ["distinct_id", "city", "age", "tag_tag_rfm", "tag_tag_lifecycle"]
+    ids = ["distinct_id", "$city", "age", "tag.tag_rfm", "tag.tag_lifecycle"]
+    assert by_id.columns == ids
+    assert by_name.columns == names
+    assert by_name.column_ids == dict(zip(names, ids, strict=True))
+    assert list(by_name.column_origins) == names
+    assert by_name.column_origins["tag_tag_lifecycle"] == "tag"
+
+    written = pq.read_table(tmp_path / "names.parquet")
+    original = pq.read_table(tmp_path / "ids.parquet")
+    assert written.column_names == names
+    assert [f.metadata[b"analytics.id"].decode() for f in written.schema] == ids
+    assert [f.metadata[b"analytics.id"].decode() for f in original.schema] == ids
+    assert written.num_rows == original.num_rows == 1000
+    assert written.rename_columns(ids).to_pylist() == original.to_pylist()
+
+
+def test_a_collision_in_the_given_properties_is_refused_before_any_request(
+    client: AnalyticsClient, emulator_admin: EmulatorAdmin, tmp_path: Path
+) -> None:
+    before = sent(emulator_admin)
+    with pytest.raises(AnalyticsValidationError) as caught:
+        export(
+            client,
+            target(tmp_path),
+            properties=["distinct_id", "$city", "city"],
+            column_names="warehouse",
+        )
+    assert caught.value.field == "properties"
+    assert "'$city' and 'city' would share the column name 'city'" in str(caught.value)
+    assert sent(emulator_admin) == before
+    assert not list(tmp_path.iterdir())
+
+
+def test_a_collision_among_the_plans_columns_is_refused_after_the_plan_alone(
+    client: AnalyticsClient, emulator_admin: EmulatorAdmin, tmp_path: Path
+) -> None:
+    client.add_user_property("city", "string", name="City (own)")
+    before = sent(emulator_admin)
+    with pytest.raises(AnalyticsValidationError, match=r"'\$city' and 'city'"):
+        export(client, target(tmp_path), column_names="warehouse")
+    after = sent(emulator_admin)
+    asked = {name: after[name] - before.get(name, 0) for name in after}
+    assert {name: count for name, count in asked.items() if count} == {"list_user_properties": 1}
+    assert not list(tmp_path.iterdir())
+    # with the ids, the same plan exports both columns
+    result = export(client, target(tmp_path), limit=5)
+    assert {"$city", "city"} <= set(result.columns)
+
+
+def test_operator_renders_column_names(
+    emulator: EmulatorServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    use_connection(monkeypatch, emulator, timezone=catalog.PROJECT_TIMEZONE)
+    operator = CohortExportToParquetOperator(
+        task_id="users",
+        cohort_code="cohort_small",
+        destination=f"{tmp_path.as_uri()}/",
+        properties=["$city", "tag.tag_rfm"],
+        limit=7,
+        column_names="{{ params.naming }}",
+    )
+    start = dt.datetime(2024, 1, 15, tzinfo=dt.UTC)
+    context: dict[str, Any] = {
+        "ds": "2024-01-15",
+        "logical_date": start,
+        "data_interval_start": start,
+        "data_interval_end": start + dt.timedelta(days=1),
+        "params": {"naming": "warehouse"},
+        "outlet_events": defaultdict(lambda: SimpleNamespace(extra=None)),
+    }
+    operator.render_template_fields(context)  # type: ignore[arg-type]
+    assert operator.column_names == "warehouse"
+    result = operator.execute(context)  # type: ignore[arg-type]
+    assert result["columns"] == ["city", "tag_tag_rfm"]
+    assert result["column_ids"] == {"city": "$city", "tag_tag_rfm": "tag.tag_rfm"}
+    written = pq.read_table(tmp_path / "cohort=cohort_small" / "dt=2024-01-15" / "users.parquet")
+    assert written.column_names == ["city", "tag_tag_rfm"]
+    assert written.num_rows == 7
+
+
+def _counting(monkeypatch: pytest.MonkeyPatch, name: str) -> list[Any]:
+    """Record each call of ``validation.<name>`` (the module's own calls included)."""
+    calls: list[Any] = []
+    original = getattr(validation, name)
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(args)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(validation, name, counted)
+    return calls
+
+
+def test_an_export_checks_each_argument_once(
+    client: AnalyticsClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    codes = _counting(monkeypatch, "validate_cohort_code")
+    limits = _counting(monkeypatch, "validate_limit")
+    properties = _counting(monkeypatch, "validate_properties")
+    result = export(client, target(tmp_path), properties=["distinct_id", "$city"], limit=20)
+    assert result.rows == 20
+    assert (len(codes), len(limits), len(properties)) == (1, 1, 1)
+
+
+def test_a_report_checks_its_request_once_for_all_its_windows(
+    client: AnalyticsClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    checks = _counting(monkeypatch, "validate_funnel_request")
+    request = {
+        "steps": [{"expression": "event.$startup"}, {"expression": "event.purchase"}],
+        "crowds": ["$ALL"],
+        "fromDate": "2024-01-01",
+        "toDate": "2024-01-03",
+    }
+
+    class _Tables:
+        def write_table(self, name: str, table: pa.Table) -> dict[str, Any]:
+            return {"uri": name, "rows": table.num_rows}
+
+    result = run_report(FUNNEL, client, request, _Tables(), window_days=1)
+    assert result.windows == 3
+    assert len(checks) == 1
