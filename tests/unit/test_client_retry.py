@@ -20,10 +20,10 @@ from airflow_provider_analytics.client import (
     ClientConfig,
     RetryPolicy,
 )
-from airflow_provider_analytics.client.retry import (
+from airflow_provider_analytics.client.retry import parse_retry_after
+from airflow_provider_analytics.client.transport_failures import (
     FailurePhase,
     classify_transport_error,
-    parse_retry_after,
 )
 
 if TYPE_CHECKING:
@@ -368,12 +368,10 @@ def test_delay_prefers_retry_after_up_to_its_own_cap() -> None:
     assert policy.delay(2) == 1.0
 
 
-def test_wait_sleeps_the_delay_and_logs(caplog: pytest.LogCaptureFixture) -> None:
-    slept: list[float] = []
-    policy = RetryPolicy(3, 1.0, 10.0, sleep=slept.append, random=lambda: 0.5)
+def test_announce_logs_the_retry_and_returns_the_delay(caplog: pytest.LogCaptureFixture) -> None:
+    policy = RetryPolicy(3, 1.0, 10.0, random=lambda: 0.5)
     with caplog.at_level(logging.WARNING, logger="airflow_provider_analytics.client"):
-        assert policy.wait("get_utm", 2, "HTTP 502") == 1.0
-    assert slept == [1.0]
+        assert policy.announce("get_utm", 2, "HTTP 502") == 1.0
     assert caplog.records[-1].getMessage() == (
         "get_utm: attempt 2/3 failed (HTTP 502); retrying in 1.00 s"
     )
