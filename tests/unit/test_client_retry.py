@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import email.utils
 import logging
+import ssl
 from typing import TYPE_CHECKING, Any
 
+import httpx
 import pytest
 import requests
 from urllib3.exceptions import MaxRetryError, NewConnectionError
@@ -43,6 +45,17 @@ def refused() -> requests.ConnectionError:
     """What requests raises when nothing listens on the port."""
     cause = NewConnectionError(None, "Failed to establish a new connection: refused")  # type: ignore[arg-type]
     return requests.ConnectionError(MaxRetryError(None, "/x", cause))  # type: ignore[arg-type]
+
+
+def tls_refused() -> httpx.ConnectError:
+    """What httpx raises when the server's certificate is not trusted."""
+    try:
+        try:
+            raise ssl.SSLCertVerificationError("certificate verify failed")
+        except ssl.SSLError as cause:
+            raise httpx.ConnectError(str(cause)) from cause
+    except httpx.ConnectError as error:
+        return error
 
 
 class Recorder:
@@ -400,10 +413,22 @@ def test_status_rules() -> None:
         (requests.exceptions.ChunkedEncodingError(), FailurePhase.EXCHANGE),
         (requests.exceptions.InvalidURL(), FailurePhase.OTHER),
         (requests.exceptions.InvalidHeader(), FailurePhase.OTHER),
+        (httpx.ConnectError("[Errno 111] Connection refused"), FailurePhase.CONNECT),
+        (httpx.ConnectTimeout("timed out"), FailurePhase.CONNECT),
+        (httpx.PoolTimeout("no free connection"), FailurePhase.CONNECT),
+        (tls_refused(), FailurePhase.TLS),
+        (httpx.ReadTimeout("timed out"), FailurePhase.EXCHANGE),
+        (httpx.WriteTimeout("timed out"), FailurePhase.EXCHANGE),
+        (httpx.ReadError("reset"), FailurePhase.EXCHANGE),
+        (httpx.RemoteProtocolError("peer closed the connection"), FailurePhase.EXCHANGE),
+        (httpx.UnsupportedProtocol("ftp"), FailurePhase.OTHER),
+        (httpx.LocalProtocolError("bad header"), FailurePhase.OTHER),
+        (httpx.InvalidURL("no host"), FailurePhase.OTHER),
+        (ValueError("neither library's"), FailurePhase.OTHER),
     ],
 )
 def test_transport_failures_are_classified_by_how_far_they_got(
-    exc: requests.RequestException, phase: FailurePhase
+    exc: Exception, phase: FailurePhase
 ) -> None:
     failure = classify_transport_error(exc)
     assert failure.phase is phase
