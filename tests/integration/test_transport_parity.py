@@ -26,7 +26,11 @@ from airflow_provider_analytics.client import (
 )
 from airflow_provider_analytics.client.async_api import AsyncAnalyticsClient
 from airflow_provider_analytics.client.operations import CREATE_UTM, LIST_EVENTS, ApiCall
-from tests.reliability.local_servers import LocalServer, self_signed_certificate
+from tests.reliability.local_servers import (
+    LocalServer,
+    ServedOnLoopback,
+    self_signed_certificate,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -56,7 +60,7 @@ class Answer:
     trickle: bool = False
 
 
-class ScriptedServer:
+class ScriptedServer(ServedOnLoopback):
     """Answers the n-th request with ``script[n]`` (the last entry repeats) and records
     each request's method, path, headers and body.
 
@@ -103,17 +107,7 @@ class ScriptedServer:
             def log_message(self, format: str, *args: Any) -> None:
                 return None
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
-
-    def __enter__(self) -> ScriptedServer:
-        self.thread.start()
-        return self
+        super().__init__(ThreadingHTTPServer(("127.0.0.1", 0), Handler))
 
     def __exit__(
         self,
@@ -121,10 +115,8 @@ class ScriptedServer:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self.stop.set()
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        self.thread.join(10)
+        self.stop.set()  # end the trickles first: shutting down waits for no handler
+        super().__exit__(exc_type, exc, tb)
 
 
 def refused_url() -> str:
