@@ -141,7 +141,7 @@ class AsyncHttpSession:
             except (httpx.RequestError, httpx.InvalidURL) as exc:
                 verdict = call.after_failure(exc)
             else:
-                verdict = call.after_answer(response, response.headers.get("Retry-After"))
+                verdict = call.after_answer(response)
                 if verdict.accepted:
                     return response
             if verdict.error is not None:

@@ -160,11 +160,10 @@ class CallAttempts:
             raise self._deadline_error()
         return left
 
-    def after_answer(self, answer: HttpAnswer, retry_after: str | None) -> Verdict:
+    def after_answer(self, answer: HttpAnswer) -> Verdict:
         """The verdict on an attempt that got an HTTP answer.
 
         :param answer: the answer (its body is read only for an error to raise).
-        :param retry_after: the answer's ``Retry-After`` header, if any.
         """
         status = answer.status_code
         if 200 <= status < 300:
@@ -175,7 +174,7 @@ class CallAttempts:
         ):
             wait = None
             if status in RETRY_AFTER_STATUSES:
-                wait = parse_retry_after(retry_after, now=policy.clock())
+                wait = parse_retry_after(answer.headers.get("Retry-After"), now=policy.clock())
             delay = policy.announce(operation.name, self.attempt, f"HTTP {status}", wait)
             return Verdict(retry_in=delay)
         error = error_from_response(operation, answer, attempts=self.attempt, secrets=self._secrets)

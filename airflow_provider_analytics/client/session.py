@@ -119,7 +119,7 @@ class HttpSession:
             except requests.RequestException as exc:
                 verdict = call.after_failure(exc, cut_by_deadline=watch.expired)
             else:
-                verdict = call.after_answer(response, response.headers.get("Retry-After"))
+                verdict = call.after_answer(response)
                 if verdict.accepted:
                     return response
                 response.close()

@@ -22,6 +22,8 @@ from airflow_provider_analytics.client import (
     ClientConfig,
     RetryPolicy,
 )
+from airflow_provider_analytics.client import operations as ops
+from airflow_provider_analytics.client.attempts import CallAttempts
 from airflow_provider_analytics.client.retry import parse_retry_after
 from airflow_provider_analytics.client.transport_failures import (
     FailurePhase,
@@ -451,3 +453,42 @@ def test_parse_retry_after() -> None:
     assert parse_retry_after(earlier, now=now) == 0.0
     for bad in (None, "", "soon", "nan", "inf", "Wed, 99 Foo 2024 99:99:99"):
         assert parse_retry_after(bad, now=now) is None
+
+
+class FakeAnswer:
+    def __init__(self, status: int, headers: dict[str, str] | None = None) -> None:
+        self.status_code = status
+        self.headers = headers or {}
+
+    def json(self) -> Any:
+        return {"code": self.status_code}
+
+
+def test_a_wait_longer_than_the_deadline_ends_the_call_before_the_next_attempt() -> None:
+    """The call's deadline covers the waits: after a Retry-After that outlasts it, the next
+    attempt is refused before anything is sent."""
+    now = [100.0]
+    config = ClientConfig(BASE, token="tok", app_key="app", request_deadline=10.0)
+    call = CallAttempts(
+        config, RetryPolicy.from_config(config), ops.LIST_EVENTS, "/x", clock=lambda: now[0]
+    )
+    assert call.start() == 10.0
+    verdict = call.after_answer(FakeAnswer(503, {"Retry-After": "30"}))
+    assert verdict.retry_in == 30.0 and not verdict.accepted
+    now[0] += 30.0
+    with pytest.raises(AnalyticsTransportError, match=r"no complete answer within 10 s"):
+        call.start()
+
+
+def test_verdicts_on_answers_and_failures() -> None:
+    config = ClientConfig(BASE, token="tok", app_key="app", max_attempts=2)
+    call = CallAttempts(config, RetryPolicy.from_config(config), ops.CREATE_UTM, "/x", json={})
+    assert call.request.headers["Content-Type"] == "application/json"
+    call.start()
+    assert call.after_answer(FakeAnswer(201)).accepted
+    dropped = call.after_failure(requests.ConnectionError("Connection aborted."))
+    assert isinstance(dropped.error, AnalyticsTransportError)  # a create that may have arrived
+    assert "outcome is unknown" in str(dropped.error)
+    assert call.after_failure(refused()).retry_in is not None  # never arrived: retried
+    call.start()
+    assert isinstance(call.after_answer(FakeAnswer(429)).error, AnalyticsRateLimitError)
