@@ -63,6 +63,7 @@ class ServedOnLoopback:
     def __init__(self, httpd: ThreadingHTTPServer, scheme: str = "http") -> None:
         self.httpd = httpd
         self.httpd.daemon_threads = True
+        self.httpd.block_on_close = False  # a paced answer may still be sending
         self.scheme = scheme
         self.thread = threading.Thread(
             target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
