@@ -146,6 +146,21 @@ class AnalyticsClient:
     ) -> ResponseReader:
         return ResponseReader(operation.name, (*self._config.secrets(), *extra_secrets))
 
+    def request_json(self, call: ops.ApiCall) -> Any:
+        """Send a request described as data and return its decoded JSON answer.
+
+        The generic way in for a caller that describes its request once and sends it
+        through this client or through
+        :class:`~airflow_provider_analytics.client.async_api.AsyncAnalyticsClient` (the
+        data-ready check). Nothing is checked here beyond the credentials: build the call
+        from checked values.
+
+        :param call: the operation, its query, body and path parameters.
+        """
+        path = call.path(self._config.utm_prefix)
+        response = self._http.request(call.operation, path, params=call.params, json=call.body)
+        return self._reader(call.operation).json(response)
+
     # Ad tracking (spec 4.1 to 4.4)
 
     @_reports_operation

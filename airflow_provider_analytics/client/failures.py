@@ -12,13 +12,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 from airflow_provider_analytics.client import errors
 from airflow_provider_analytics.client.operations import AuthKind
 from airflow_provider_analytics.client.redaction import Redactor
-from airflow_provider_analytics.client.retry import FailurePhase
+from airflow_provider_analytics.client.transport_failures import FailurePhase
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Mapping
 
     from airflow_provider_analytics.client.operations import Operation
-    from airflow_provider_analytics.client.retry import TransportFailure
+    from airflow_provider_analytics.client.transport_failures import TransportFailure
 
 
 class HttpAnswer(Protocol):
@@ -26,6 +26,9 @@ class HttpAnswer(Protocol):
 
     @property
     def status_code(self) -> int: ...
+
+    @property
+    def headers(self) -> Mapping[str, str]: ...
 
     def json(self) -> Any: ...
 

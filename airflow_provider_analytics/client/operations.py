@@ -6,8 +6,9 @@ keeps the client's methods about arguments and results only.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any
 from urllib.parse import quote
 
 
@@ -50,6 +51,27 @@ class Operation:
         """
         encoded = {key: quote(value, safe="") for key, value in params.items()}
         return self.path.format(prefix=prefix, **encoded)
+
+
+@dataclass(frozen=True)
+class ApiCall:
+    """One request described as data, for a caller that sends it through either transport
+    (``AnalyticsClient.request_json`` or ``AsyncAnalyticsClient.request_json``).
+
+    :param operation: the operation.
+    :param params: query parameters (``None`` values are dropped).
+    :param body: JSON body, ``None`` for no body.
+    :param path_params: values of the path template's fields (a campaign id, for example).
+    """
+
+    operation: Operation
+    params: dict[str, Any] = field(default_factory=dict)
+    body: Any = None
+    path_params: dict[str, str] = field(default_factory=dict)
+
+    def path(self, prefix: str) -> str:
+        """The request path, with the ad tracking ``prefix`` and the path parameters."""
+        return self.operation.build_path(prefix, **self.path_params)
 
 
 _UTM = "{prefix}/uba/api/operations/utm"

@@ -18,7 +18,7 @@ from airflow_provider_analytics.client.redaction import Redactor
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-    import requests
+    from airflow_provider_analytics.client.failures import HttpAnswer
 
 _CHECK_ADDRESS = "check that the base URL points at the platform's open API"
 
@@ -42,7 +42,7 @@ class ResponseReader:
             secrets=self._secrets,
         )
 
-    def json(self, response: requests.Response) -> Any:
+    def json(self, response: HttpAnswer) -> Any:
         """The decoded JSON body, checked for a failed ``success``."""
         try:
             body = response.json()
@@ -67,7 +67,7 @@ class ResponseReader:
             )
         return body
 
-    def object(self, response: requests.Response, *required: str) -> dict[str, Any]:
+    def object(self, response: HttpAnswer, *required: str) -> dict[str, Any]:
         """A JSON object holding at least the ``required`` keys."""
         body = self.json(response)
         if not isinstance(body, dict):
@@ -77,11 +77,11 @@ class ResponseReader:
             raise self.protocol_error(f"the answer lacks {', '.join(missing)}")
         return body
 
-    def success(self, response: requests.Response) -> dict[str, Any]:
+    def success(self, response: HttpAnswer) -> dict[str, Any]:
         """The ``{success: 0}`` body a write promises."""
         return self.object(response, "success")
 
-    def records(self, response: requests.Response) -> list[dict[str, Any]]:
+    def records(self, response: HttpAnswer) -> list[dict[str, Any]]:
         """A JSON array of objects."""
         body = self.json(response)
         if not isinstance(body, list) or not all(isinstance(item, dict) for item in body):

@@ -1,9 +1,10 @@
-"""The HTTP layer: one pooled ``requests.Session``, credentials, timeouts and retries.
+"""The synchronous transport: one pooled ``requests.Session`` driving :class:`CallAttempts`.
 
-Every operation goes through :meth:`HttpSession.request`, which sends the credentials the
-operation needs, applies the retry policy and turns failures into the client's errors.
-The adapter's own retries are off (``max_retries=0``): retrying is decided here, per
-operation, because creating something twice is not the same as reading it twice.
+Every operation goes through :meth:`HttpSession.request`. What to send and what to do after
+each attempt is decided by :mod:`~airflow_provider_analytics.client.attempts`, shared with the
+asynchronous transport; this module only sends, sleeps and closes. The adapter's own retries
+are off (``max_retries=0``): retrying is decided per operation, because creating something
+twice is not the same as reading it twice.
 """
 
 from __future__ import annotations
@@ -13,20 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 import requests
 
+from airflow_provider_analytics.client.attempts import CallAttempts
 from airflow_provider_analytics.client.deadline import DeadlineAdapter, deadline
-from airflow_provider_analytics.client.errors import (
-    AnalyticsConfigurationError,
-    AnalyticsTransportError,
-)
-from airflow_provider_analytics.client.failures import error_from_response, error_from_transport
-from airflow_provider_analytics.client.operations import AuthKind
-from airflow_provider_analytics.client.redaction import Redactor
-from airflow_provider_analytics.client.retry import (
-    RETRY_AFTER_STATUSES,
-    RetryPolicy,
-    classify_transport_error,
-    parse_retry_after,
-)
+from airflow_provider_analytics.client.retry import RetryPolicy
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping
@@ -41,33 +31,6 @@ def _new_session(config: ClientConfig) -> requests.Session:
     session.mount("https://", adapter)
     session.mount("http://", adapter)
     return session
-
-
-def auth_headers(config: ClientConfig, operation: Operation) -> dict[str, str]:
-    """The credential headers ``operation`` needs: ``token`` and ``appKey``, or ``xtoken``.
-
-    :param config: the credentials.
-    :param operation: decides which credentials.
-    :raises AnalyticsConfigurationError: the connection does not set them (checked before
-        anything is sent).
-    """
-    if operation.auth is AuthKind.PLATFORM:
-        if not config.xtoken:
-            raise AnalyticsConfigurationError(
-                f"{operation.name} is an account operation and needs the platform "
-                "credential xtoken, which the connection does not set",
-                operation=operation.name,
-            )
-        return {"xtoken": config.xtoken}
-    token, app_key = config.token, config.app_key
-    if not token or not app_key:
-        missing = [n for n, v in (("token", token), ("appKey", app_key)) if not v]
-        raise AnalyticsConfigurationError(
-            f"{operation.name} is a project operation and needs the project credentials "
-            f"token and appKey; the connection does not set {' and '.join(missing)}",
-            operation=operation.name,
-        )
-    return {"token": token, "appKey": app_key}
 
 
 class HttpSession:
@@ -89,8 +52,8 @@ class HttpSession:
         self._config = config
         self._owns_session = session is None
         self._session = _new_session(config) if session is None else session
-        self._retry = RetryPolicy.from_config(config, sleep=sleep)
-        self._secrets = config.secrets()
+        self._retry = RetryPolicy.from_config(config)
+        self._sleep = sleep
 
     def close(self) -> None:
         """Close the pool if this object created it."""
@@ -126,69 +89,41 @@ class HttpSession:
         :raises AnalyticsApiError: the server answered with an error status.
         :raises AnalyticsTransportError: no answer, after the retries allowed.
         """
-        config = self._config
-        headers = {"User-Agent": config.user_agent, "Accept": "application/json"}
-        headers.update(auth_headers(config, operation))
-        if json is not None:
-            headers["Content-Type"] = "application/json"
-        query = None if params is None else {k: v for k, v in params.items() if v is not None}
-        timeout = (config.connect_timeout, read_timeout or config.read_timeout)
-        url = config.api_root + path
-        secrets = (*self._secrets, *extra_secrets)
-        redactor = Redactor(secrets)
-        limit = config.request_deadline if time_limit is None else time_limit
-        ends = time.monotonic() + limit
-        attempt = 0
+        call = CallAttempts(
+            self._config,
+            self._retry,
+            operation,
+            path,
+            params=params,
+            json=json,
+            read_timeout=read_timeout,
+            extra_secrets=extra_secrets,
+            time_limit=time_limit,
+        )
+        out = call.request
         while True:
-            attempt += 1
+            left = call.start()
             try:
-                with deadline(ends - time.monotonic()) as watch:
+                with deadline(left) as watch:
                     response = self._session.request(
-                        operation.method,
-                        url,
-                        params=query,
-                        json=json,
-                        headers=headers,
-                        timeout=timeout,
-                        verify=config.verify,
+                        out.method,
+                        out.url,
+                        params=out.params,
+                        json=out.json,
+                        headers=out.headers,
+                        timeout=(out.connect_timeout, out.read_timeout),
+                        verify=self._config.verify,
                         stream=stream,
                         allow_redirects=False,
                     )
             except requests.RequestException as exc:
-                if watch.expired or time.monotonic() >= ends:
-                    raise AnalyticsTransportError(
-                        f"{operation.name}: no complete answer within {limit:g} s "
-                        f"(attempt {attempt}); the server is stalled or sends too slowly; "
-                        "raise request_deadline if it is merely slow",
-                        operation=operation.name,
-                    ) from None
-                failure = classify_transport_error(exc)
-                if self._retry.has_attempts_left(attempt) and self._retry.retries_transport(
-                    failure, idempotent=operation.idempotent
-                ):
-                    self._retry.wait(operation.name, attempt, failure.reason)
-                    continue
-                raise error_from_transport(
-                    operation,
-                    failure,
-                    attempts=attempt,
-                    detail=redactor.text(str(exc)),
-                    secrets=secrets,
-                ) from None
-            status = response.status_code
-            if 200 <= status < 300:
-                return response
-            if self._retry.has_attempts_left(attempt) and self._retry.retries_status(
-                status, idempotent=operation.idempotent
-            ):
-                retry_after = None
-                if status in RETRY_AFTER_STATUSES:
-                    retry_after = parse_retry_after(
-                        response.headers.get("Retry-After"), now=self._retry.clock()
-                    )
+                verdict = call.after_failure(exc, cut_by_deadline=watch.expired)
+            else:
+                verdict = call.after_answer(response)
+                if verdict.accepted:
+                    return response
                 response.close()
-                self._retry.wait(operation.name, attempt, f"HTTP {status}", retry_after)
-                continue
-            error = error_from_response(operation, response, attempts=attempt, secrets=secrets)
-            response.close()
-            raise error
+            if verdict.error is not None:
+                raise verdict.error from None
+            assert verdict.retry_in is not None
+            self._sleep(verdict.retry_in)

@@ -1,6 +1,9 @@
 """Has the platform got the data for a date range? The check behind the data-ready sensor.
 
-Two ways to tell, both plain data so the sensor (sync) and its trigger (async) share them:
+The check describes its request as data (:meth:`DataReadyCheck.call`) and judges the decoded
+answer (:meth:`DataReadyCheck.evaluate`); the sensor sends the call through the synchronous
+client and its trigger through the asynchronous one, so both ask and judge alike. Two ways
+to tell:
 
 - ``events`` (default): an event analysis (spec 4.17) of TOTAL_COUNT for ``event`` (default
   ``$Anything``, any event) by DAY; every day of the range must reach ``threshold``.
@@ -12,19 +15,16 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from airflow_provider_analytics.client import errors, rules
 from airflow_provider_analytics.client.operations import (
     ANALYZE_EVENTS,
     LIST_EVENT_PROPERTIES,
     LIST_EVENTS,
-    Operation,
+    ApiCall,
 )
 from airflow_provider_analytics.tabular.labels import report_day
-
-if TYPE_CHECKING:
-    from airflow_provider_analytics.client import AnalyticsClient
 
 TRANSIENT_ERRORS = (
     errors.AnalyticsServerError,
@@ -41,15 +41,6 @@ class Readiness:
 
     ready: bool
     detail: dict[str, Any]
-
-
-@dataclass(frozen=True)
-class ApiCall:
-    """One request: the operation, its query parameters and JSON body."""
-
-    operation: Operation
-    params: dict[str, Any]
-    body: dict[str, Any] | None
 
 
 @dataclass(frozen=True)
@@ -92,7 +83,7 @@ class DataReadyCheck:
         return [(first + dt.timedelta(days=n)).isoformat() for n in range((last - first).days + 1)]
 
     def call(self) -> ApiCall:
-        """The request that answers this check."""
+        """The request that answers this check (built from the checked fields)."""
         if self.source == "events":
             body = {
                 "measures": [{"expression": f"event.{self.event}", "aggregator": "TOTAL_COUNT"}],
@@ -101,30 +92,31 @@ class DataReadyCheck:
                 "toDate": self.to_date,
                 "unit": "DAY",
             }
-            return ApiCall(ANALYZE_EVENTS, {}, body)
+            return ApiCall(ANALYZE_EVENTS, body=body)
         if self.event_property is not None:
-            return ApiCall(LIST_EVENT_PROPERTIES, {"eventId": self.event}, None)
-        return ApiCall(LIST_EVENTS, {}, None)
-
-    def fetch(self, client: AnalyticsClient) -> Any:
-        """Make the call with the synchronous client."""
-        if self.source == "events":
-            body = self.call().body
-            assert body is not None
-            return client.analyze_events(body)
-        if self.event_property is not None:
-            return client.list_event_properties(self.event)
-        return client.list_events()
+            return ApiCall(LIST_EVENT_PROPERTIES, {"eventId": self.event})
+        return ApiCall(LIST_EVENTS)
 
     def evaluate(self, payload: Any) -> Readiness:
-        """Judge the call's decoded JSON answer."""
+        """Judge the call's decoded JSON answer.
+
+        :raises AnalyticsProtocolError: the answer does not have the operation's shape.
+        """
         if self.source == "events":
             return self._evaluate_counts(payload)
         return self._evaluate_plan(payload)
 
     def _evaluate_counts(self, response: Any) -> Readiness:
         if not isinstance(response, dict):
-            raise errors.AnalyticsProtocolError("analyze_events: the answer is not a JSON object")
+            raise errors.AnalyticsProtocolError(
+                "analyze_events: the answer is not a JSON object", operation="analyze_events"
+            )
+        missing_keys = [key for key in ("series", "rows") if key not in response]
+        if missing_keys:
+            raise errors.AnalyticsProtocolError(
+                f"analyze_events: the answer lacks {', '.join(missing_keys)}",
+                operation="analyze_events",
+            )
         series = [report_day(label) for label in response.get("series") or []]
         counts = dict.fromkeys(self.days(), 0.0)
         for row in response.get("rows") or []:
@@ -144,10 +136,13 @@ class DataReadyCheck:
         )
 
     def _evaluate_plan(self, items: Any) -> Readiness:
+        if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
+            operation = self.call().operation.name
+            raise errors.AnalyticsProtocolError(
+                f"{operation}: expected a JSON array of objects", operation=operation
+            )
         wanted = self.event_property if self.event_property is not None else self.event
-        found = next(
-            (i for i in items or [] if isinstance(i, dict) and i.get("id") == wanted), None
-        )
+        found = next((i for i in items if i.get("id") == wanted), None)
         status = None if found is None else found.get("dataStatus")
         return Readiness(
             status == 1,
@@ -158,7 +153,3 @@ class DataReadyCheck:
                 "dataStatus": status,
             },
         )
-
-    def check(self, client: AnalyticsClient) -> Readiness:
-        """Fetch and judge with the synchronous client."""
-        return self.evaluate(self.fetch(client))

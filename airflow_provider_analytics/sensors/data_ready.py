@@ -91,7 +91,7 @@ class AnalyticsDataSensor(BaseSensorOperator, AnalyticsBaseOperator):
     def poke(self, context: Context) -> PokeReturnValue:
         try:
             check = self.data_check(context)
-            readiness = check.check(self.hook.get_conn())
+            readiness = check.evaluate(self.hook.get_conn().request_json(check.call()))
         except TRANSIENT_ERRORS as error:
             self.log.warning("data-ready check failed transiently, will poke again: %s", error)
             return PokeReturnValue(is_done=False)

@@ -6,60 +6,31 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
-import httpx
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
-from airflow_provider_analytics.client import ClientConfig, errors
-from airflow_provider_analytics.client.failures import error_from_response
 from airflow_provider_analytics.client.redaction import Redactor
-from airflow_provider_analytics.client.session import auth_headers
 from airflow_provider_analytics.hooks.analytics import AnalyticsHook, client_config_from_connection
 from airflow_provider_analytics.jobs.data_ready import TRANSIENT_ERRORS, DataReadyCheck, Readiness
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
+    from airflow_provider_analytics.client.async_api import AsyncAnalyticsClient
+
 log = logging.getLogger(__name__)
 
 
-async def check_once(
-    http: httpx.AsyncClient, config: ClientConfig, check: DataReadyCheck
-) -> Readiness:
-    """One asynchronous check; raises the client's errors for failed answers."""
-    call = check.call()
-    headers = {"Accept": "application/json", "User-Agent": config.user_agent}
-    headers.update(auth_headers(config, call.operation))
-    try:
-        response = await http.request(
-            call.operation.method,
-            config.api_root + call.operation.build_path(config.utm_prefix),
-            params=call.params or None,
-            json=call.body,
-            headers=headers,
-            timeout=httpx.Timeout(config.read_timeout, connect=config.connect_timeout),
-        )
-    except httpx.HTTPError as error:
-        raise errors.AnalyticsTransportError(
-            f"{call.operation.name}: no answer ({type(error).__name__})",
-            operation=call.operation.name,
-            secrets=config.secrets(),
-        ) from None
-    if response.status_code != 200:
-        raise error_from_response(call.operation, response, attempts=1, secrets=config.secrets())
-    try:
-        payload = response.json()
-    except ValueError:
-        raise errors.AnalyticsProtocolError(
-            f"{call.operation.name}: the answer is not JSON", operation=call.operation.name
-        ) from None
-    return check.evaluate(payload)
+async def check_once(client: AsyncAnalyticsClient, check: DataReadyCheck) -> Readiness:
+    """One check through the asynchronous client; raises the client's errors."""
+    return check.evaluate(await client.request_json(check.call()))
 
 
 class AnalyticsDataReadyTrigger(BaseTrigger):
     """Poll the platform until the data for a date range has landed; then fire one event.
 
     Events are plain JSON: ``{"status": "success", "detail": {...}}`` or
-    ``{"status": "error", "message": "..."}``. Transient failures (5xx, 429, timeouts) are
+    ``{"status": "error", "message": "..."}``. Each check has the retries and deadline of
+    the connection's client; transient failures left after them (5xx, 429, timeouts) are
     logged and polled through; authentication or request errors end the wait at once.
 
     :param analytics_conn_id: id of the ``analytics`` connection.
@@ -84,6 +55,9 @@ class AnalyticsDataReadyTrigger(BaseTrigger):
         )
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
+        # Loads httpx: only here, in the triggerer, never when a DAG file is parsed.
+        from airflow_provider_analytics.client.async_api import AsyncAnalyticsClient
+
         try:
             check = DataReadyCheck(**self.check)
             connection = await AnalyticsHook.aget_connection(self.analytics_conn_id)
@@ -92,10 +66,10 @@ class AnalyticsDataReadyTrigger(BaseTrigger):
             yield TriggerEvent({"status": "error", "message": Redactor().excerpt(error)})
             return
         shown = Redactor(config.secrets()).excerpt
-        async with httpx.AsyncClient(verify=config.verify, follow_redirects=False) as http:
+        async with AsyncAnalyticsClient(config) as client:
             while True:
                 try:
-                    readiness = await check_once(http, config, check)
+                    readiness = await check_once(client, check)
                 except TRANSIENT_ERRORS as error:
                     log.warning("data-ready check failed transiently, polling on: %s", shown(error))
                 except Exception as error:  # anything else ends the wait with its reason

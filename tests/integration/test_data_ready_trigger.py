@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import json
+import logging
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -21,8 +22,7 @@ pytestmark = pytest.mark.integration
 DAY = "2024-01-15"
 
 
-@pytest.fixture
-def connection(monkeypatch: pytest.MonkeyPatch, emulator: EmulatorServer) -> None:
+def set_connection(monkeypatch: pytest.MonkeyPatch, emulator: EmulatorServer, **extra: Any) -> None:
     config = emulator.config
     monkeypatch.setenv(
         "AIRFLOW_CONN_ANALYTICS_DEFAULT",
@@ -31,10 +31,15 @@ def connection(monkeypatch: pytest.MonkeyPatch, emulator: EmulatorServer) -> Non
                 "conn_type": "analytics",
                 "host": emulator.base_url,
                 "password": config.token,
-                "extra": {"app_key": config.app_key},
+                "extra": {"app_key": config.app_key, **extra},
             }
         ),
     )
+
+
+@pytest.fixture
+def connection(monkeypatch: pytest.MonkeyPatch, emulator: EmulatorServer) -> None:
+    set_connection(monkeypatch, emulator)
 
 
 def first_event(
@@ -67,15 +72,18 @@ def test_trigger_fires_when_the_days_data_arrives(
     )
     polls_before = emulator_admin.stats()["requests"].get("analyze_events", 0)
 
-    async def arrive() -> None:
-        await asyncio.sleep(1.0)
+    def polls() -> int:
+        return int(emulator_admin.stats()["requests"].get("analyze_events", 0)) - polls_before
+
+    async def arrive() -> None:  # after three polls that found the day missing
+        while await asyncio.to_thread(polls) < 3:
+            await asyncio.sleep(0.1)
         await asyncio.to_thread(emulator_admin.set_data_until, None)
 
     event = first_event(trigger, during=arrive)
     assert event["status"] == "success"
     assert event["detail"]["counts"][DAY] > 0 and event["detail"]["missing"] == []
-    polls = emulator_admin.stats()["requests"]["analyze_events"] - polls_before
-    assert polls >= 3  # it waited, polling, before the data arrived
+    assert polls() >= 4  # it polled on while the day was missing, then saw it
 
 
 def test_trigger_polls_through_server_errors(
@@ -86,6 +94,39 @@ def test_trigger_polls_through_server_errors(
         "analytics_default", {"from_date": DAY, "to_date": DAY}, 0.1
     )
     assert first_event(trigger)["status"] == "success"
+
+
+def test_one_check_retries_with_the_clients_policy(
+    monkeypatch: pytest.MonkeyPatch, emulator: EmulatorServer, emulator_admin: EmulatorAdmin
+) -> None:
+    """Two 503s are retried inside one check (the poke interval is far longer than the
+    wait), as the sensor's synchronous client would."""
+    set_connection(monkeypatch, emulator, max_attempts=3, backoff_base=0.01)
+    emulator_admin.fault("analyze_events", "status", status=503, times=2)
+    polls_before = emulator_admin.stats()["requests"].get("analyze_events", 0)
+    trigger = AnalyticsDataReadyTrigger(
+        "analytics_default", {"from_date": DAY, "to_date": DAY}, poke_interval=600
+    )
+    assert first_event(trigger, timeout=20)["status"] == "success"
+    assert emulator_admin.stats()["requests"]["analyze_events"] - polls_before == 3
+
+
+def test_a_check_out_of_attempts_is_logged_and_polled_through(
+    monkeypatch: pytest.MonkeyPatch,
+    emulator: EmulatorServer,
+    emulator_admin: EmulatorAdmin,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    set_connection(monkeypatch, emulator, max_attempts=1)
+    emulator_admin.fault("analyze_events", "status", status=503, times=2)
+    trigger = AnalyticsDataReadyTrigger(
+        "analytics_default", {"from_date": DAY, "to_date": DAY}, poke_interval=0.05
+    )
+    with caplog.at_level(logging.WARNING, logger="airflow_provider_analytics.triggers"):
+        assert first_event(trigger)["status"] == "success"
+    transient = [r for r in caplog.records if "failed transiently, polling on" in r.getMessage()]
+    assert len(transient) == 2
+    assert "server error after 1 attempt(s)" in transient[0].getMessage()
 
 
 def test_trigger_ends_at_once_on_authentication_errors(

@@ -9,7 +9,7 @@ import json
 import ssl
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
@@ -53,7 +53,42 @@ def self_signed_certificate(folder: Path) -> tuple[Path, Path]:
     return cert_file, key_file
 
 
-class LocalServer:
+class ServedOnLoopback:
+    """Serves ``httpd`` on a thread of its own while used as a context manager.
+
+    :param httpd: the server, bound to ``127.0.0.1``.
+    :param scheme: ``http`` or ``https``.
+    """
+
+    def __init__(self, httpd: ThreadingHTTPServer, scheme: str = "http") -> None:
+        self.httpd = httpd
+        self.httpd.daemon_threads = True
+        self.httpd.block_on_close = False  # a paced answer may still be sending
+        self.scheme = scheme
+        self.thread = threading.Thread(
+            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+
+    @property
+    def base_url(self) -> str:
+        return f"{self.scheme}://127.0.0.1:{self.httpd.server_address[1]}"
+
+    def __enter__(self) -> Self:
+        self.thread.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.thread.join(10)
+
+
+class LocalServer(ServedOnLoopback):
     """Answers every request with one status, headers and JSON body; keeps each request's
     path and headers in :attr:`received`.
 
@@ -91,29 +126,9 @@ class LocalServer:
             def log_message(self, format: str, *args: Any) -> None:
                 return None
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.scheme = "http"
+        httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         if tls is not None:
             context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
             context.load_cert_chain(str(tls[0]), str(tls[1]))
-            self.httpd.socket = context.wrap_socket(self.httpd.socket, server_side=True)
-            self.scheme = "https"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        return f"{self.scheme}://127.0.0.1:{self.httpd.server_address[1]}"
-
-    def __enter__(self) -> LocalServer:
-        self.thread.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        self.thread.join(10)
+            httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
+        super().__init__(httpd, "http" if tls is None else "https")

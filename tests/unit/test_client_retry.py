@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import email.utils
 import logging
+import ssl
 from typing import TYPE_CHECKING, Any
 
+import httpx
 import pytest
 import requests
 from urllib3.exceptions import MaxRetryError, NewConnectionError
@@ -20,10 +22,12 @@ from airflow_provider_analytics.client import (
     ClientConfig,
     RetryPolicy,
 )
-from airflow_provider_analytics.client.retry import (
+from airflow_provider_analytics.client import operations as ops
+from airflow_provider_analytics.client.attempts import CallAttempts
+from airflow_provider_analytics.client.retry import parse_retry_after
+from airflow_provider_analytics.client.transport_failures import (
     FailurePhase,
     classify_transport_error,
-    parse_retry_after,
 )
 
 if TYPE_CHECKING:
@@ -43,6 +47,17 @@ def refused() -> requests.ConnectionError:
     """What requests raises when nothing listens on the port."""
     cause = NewConnectionError(None, "Failed to establish a new connection: refused")  # type: ignore[arg-type]
     return requests.ConnectionError(MaxRetryError(None, "/x", cause))  # type: ignore[arg-type]
+
+
+def tls_refused() -> httpx.ConnectError:
+    """What httpx raises when the server's certificate is not trusted."""
+    try:
+        try:
+            raise ssl.SSLCertVerificationError("certificate verify failed")
+        except ssl.SSLError as cause:
+            raise httpx.ConnectError(str(cause)) from cause
+    except httpx.ConnectError as error:
+        return error
 
 
 class Recorder:
@@ -368,12 +383,10 @@ def test_delay_prefers_retry_after_up_to_its_own_cap() -> None:
     assert policy.delay(2) == 1.0
 
 
-def test_wait_sleeps_the_delay_and_logs(caplog: pytest.LogCaptureFixture) -> None:
-    slept: list[float] = []
-    policy = RetryPolicy(3, 1.0, 10.0, sleep=slept.append, random=lambda: 0.5)
+def test_announce_logs_the_retry_and_returns_the_delay(caplog: pytest.LogCaptureFixture) -> None:
+    policy = RetryPolicy(3, 1.0, 10.0, random=lambda: 0.5)
     with caplog.at_level(logging.WARNING, logger="airflow_provider_analytics.client"):
-        assert policy.wait("get_utm", 2, "HTTP 502") == 1.0
-    assert slept == [1.0]
+        assert policy.announce("get_utm", 2, "HTTP 502") == 1.0
     assert caplog.records[-1].getMessage() == (
         "get_utm: attempt 2/3 failed (HTTP 502); retrying in 1.00 s"
     )
@@ -402,10 +415,22 @@ def test_status_rules() -> None:
         (requests.exceptions.ChunkedEncodingError(), FailurePhase.EXCHANGE),
         (requests.exceptions.InvalidURL(), FailurePhase.OTHER),
         (requests.exceptions.InvalidHeader(), FailurePhase.OTHER),
+        (httpx.ConnectError("[Errno 111] Connection refused"), FailurePhase.CONNECT),
+        (httpx.ConnectTimeout("timed out"), FailurePhase.CONNECT),
+        (httpx.PoolTimeout("no free connection"), FailurePhase.CONNECT),
+        (tls_refused(), FailurePhase.TLS),
+        (httpx.ReadTimeout("timed out"), FailurePhase.EXCHANGE),
+        (httpx.WriteTimeout("timed out"), FailurePhase.EXCHANGE),
+        (httpx.ReadError("reset"), FailurePhase.EXCHANGE),
+        (httpx.RemoteProtocolError("peer closed the connection"), FailurePhase.EXCHANGE),
+        (httpx.UnsupportedProtocol("ftp"), FailurePhase.OTHER),
+        (httpx.LocalProtocolError("bad header"), FailurePhase.OTHER),
+        (httpx.InvalidURL("no host"), FailurePhase.OTHER),
+        (ValueError("neither library's"), FailurePhase.OTHER),
     ],
 )
 def test_transport_failures_are_classified_by_how_far_they_got(
-    exc: requests.RequestException, phase: FailurePhase
+    exc: Exception, phase: FailurePhase
 ) -> None:
     failure = classify_transport_error(exc)
     assert failure.phase is phase
@@ -428,3 +453,42 @@ def test_parse_retry_after() -> None:
     assert parse_retry_after(earlier, now=now) == 0.0
     for bad in (None, "", "soon", "nan", "inf", "Wed, 99 Foo 2024 99:99:99"):
         assert parse_retry_after(bad, now=now) is None
+
+
+class FakeAnswer:
+    def __init__(self, status: int, headers: dict[str, str] | None = None) -> None:
+        self.status_code = status
+        self.headers = headers or {}
+
+    def json(self) -> Any:
+        return {"code": self.status_code}
+
+
+def test_a_wait_longer_than_the_deadline_ends_the_call_before_the_next_attempt() -> None:
+    """The call's deadline covers the waits: after a Retry-After that outlasts it, the next
+    attempt is refused before anything is sent."""
+    now = [100.0]
+    config = ClientConfig(BASE, token="tok", app_key="app", request_deadline=10.0)
+    call = CallAttempts(
+        config, RetryPolicy.from_config(config), ops.LIST_EVENTS, "/x", clock=lambda: now[0]
+    )
+    assert call.start() == 10.0
+    verdict = call.after_answer(FakeAnswer(503, {"Retry-After": "30"}))
+    assert verdict.retry_in == 30.0 and not verdict.accepted
+    now[0] += 30.0
+    with pytest.raises(AnalyticsTransportError, match=r"no complete answer within 10 s"):
+        call.start()
+
+
+def test_verdicts_on_answers_and_failures() -> None:
+    config = ClientConfig(BASE, token="tok", app_key="app", max_attempts=2)
+    call = CallAttempts(config, RetryPolicy.from_config(config), ops.CREATE_UTM, "/x", json={})
+    assert call.request.headers["Content-Type"] == "application/json"
+    call.start()
+    assert call.after_answer(FakeAnswer(201)).accepted
+    dropped = call.after_failure(requests.ConnectionError("Connection aborted."))
+    assert isinstance(dropped.error, AnalyticsTransportError)  # a create that may have arrived
+    assert "outcome is unknown" in str(dropped.error)
+    assert call.after_failure(refused()).retry_in is not None  # never arrived: retried
+    call.start()
+    assert isinstance(call.after_answer(FakeAnswer(429)).error, AnalyticsRateLimitError)

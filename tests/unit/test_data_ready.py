@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import subprocess
+import sys
 
 import pytest
 import requests_mock as rm
@@ -196,3 +198,17 @@ def test_a_rendered_threshold_is_refused_not_coerced(connection: None, threshold
     with rm.Mocker() as mocked, pytest.raises(AirflowFailException, match="threshold"):
         sensor.poke(context())
     assert mocked.call_count == 0
+
+
+def test_the_async_transport_stays_out_of_dag_parsing() -> None:
+    """Importing the sensor (as a DAG file does) loads neither the trigger's asynchronous
+    client nor its transport; the trigger imports them when it runs."""
+    code = (
+        "import sys, airflow_provider_analytics.sensors.data_ready\n"
+        "prefix = 'airflow_provider_analytics.client.async'\n"
+        "print([m for m in sys.modules if m.startswith(prefix)])\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert result.stdout.strip() == "[]"

@@ -1,0 +1,150 @@
+"""The asynchronous transport: one ``httpx.AsyncClient`` driving :class:`CallAttempts`.
+
+The twin of :mod:`~airflow_provider_analytics.client.session` for code that runs in an event
+loop (the triggerer). Both let :mod:`~airflow_provider_analytics.client.attempts` decide what
+to send and what to do after each attempt; here the waits are ``asyncio.sleep`` and the
+call's deadline is an ``asyncio.timeout`` around each attempt. Only this module and
+:mod:`~airflow_provider_analytics.client.async_api` import ``httpx``; nothing imported when a
+DAG file is parsed loads them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import httpx
+
+from airflow_provider_analytics.client.attempts import CallAttempts
+from airflow_provider_analytics.client.retry import RetryPolicy
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable, Iterable, Mapping
+    from types import TracebackType
+
+    from airflow_provider_analytics.client.config import ClientConfig
+    from airflow_provider_analytics.client.operations import Operation
+
+
+def _tls(verify: bool | str) -> bool | ssl.SSLContext:
+    """``ClientConfig.verify`` as httpx takes it: a CA bundle (file or directory) becomes a
+    context, as ``requests`` reads the same setting."""
+    if isinstance(verify, bool):
+        return verify
+    if Path(verify).is_dir():
+        return ssl.create_default_context(capath=verify)
+    return ssl.create_default_context(cafile=verify)
+
+
+def _new_client(config: ClientConfig) -> httpx.AsyncClient:
+    return httpx.AsyncClient(
+        verify=_tls(config.verify),
+        follow_redirects=False,
+        limits=httpx.Limits(max_keepalive_connections=config.pool_maxsize),
+    )
+
+
+class AsyncHttpSession:
+    """Sends the spec's operations from an event loop over one connection pool.
+
+    :param config: where and how to connect.
+    :param client: an ``httpx.AsyncClient`` to use instead of a new one; the caller keeps
+        ownership and closes it.
+    :param sleep: waits between attempts (injectable for tests).
+    """
+
+    def __init__(
+        self,
+        config: ClientConfig,
+        *,
+        client: httpx.AsyncClient | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        self._config = config
+        self._owns_client = client is None
+        self._client = _new_client(config) if client is None else client
+        self._retry = RetryPolicy.from_config(config)
+        self._sleep = sleep
+
+    async def aclose(self) -> None:
+        """Close the pool if this object created it."""
+        if self._owns_client:
+            await self._client.aclose()
+
+    async def __aenter__(self) -> AsyncHttpSession:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def request(
+        self,
+        operation: Operation,
+        path: str,
+        *,
+        params: Mapping[str, Any] | None = None,
+        json: Any = None,
+        extra_secrets: Iterable[str] = (),
+        time_limit: float | None = None,
+    ) -> httpx.Response:
+        """Send ``operation`` and return its successful (2xx) answer, body read.
+
+        Same arguments, retries, deadline and errors as
+        :meth:`~airflow_provider_analytics.client.session.HttpSession.request` (there is no
+        streaming here).
+
+        :param operation: the operation; decides credentials and retry safety.
+        :param path: request path (already percent-encoded) below the base URL.
+        :param params: query parameters (``None`` values are dropped).
+        :param json: JSON body, or ``None`` for no body.
+        :param extra_secrets: values of this request to mask in errors, besides the
+            credentials.
+        :param time_limit: seconds the whole call may take, retries included, instead of
+            ``request_deadline``.
+        :raises AnalyticsConfigurationError: the needed credentials are not configured.
+        :raises AnalyticsApiError: the server answered with an error status.
+        :raises AnalyticsTransportError: no answer, after the retries allowed.
+        """
+        call = CallAttempts(
+            self._config,
+            self._retry,
+            operation,
+            path,
+            params=params,
+            json=json,
+            extra_secrets=extra_secrets,
+            time_limit=time_limit,
+        )
+        out = call.request
+        timeout = httpx.Timeout(out.read_timeout, connect=out.connect_timeout)
+        while True:
+            left = call.start()
+            try:
+                async with asyncio.timeout(left):
+                    response = await self._client.request(
+                        out.method,
+                        out.url,
+                        params=out.params,
+                        json=out.json,
+                        headers=out.headers,
+                        timeout=timeout,
+                    )
+            except TimeoutError as exc:  # the call's deadline, not an httpx timeout
+                verdict = call.after_failure(exc, cut_by_deadline=True)
+            except (httpx.RequestError, httpx.InvalidURL) as exc:
+                verdict = call.after_failure(exc)
+            else:
+                verdict = call.after_answer(response)
+                if verdict.accepted:
+                    return response
+            if verdict.error is not None:
+                raise verdict.error from None
+            assert verdict.retry_in is not None
+            await self._sleep(verdict.retry_in)

@@ -1,0 +1,214 @@
+"""The decisions of one call, free of any HTTP library: what to send, and after each attempt
+whether to accept the answer, wait and try again, or fail with which client error.
+
+The synchronous transport (``requests``) and the asynchronous one (``httpx``) both drive a
+:class:`CallAttempts` and only do the I/O themselves (send, sleep, close), so they send the
+same credentials and headers, retry the same failures after the same waits, keep to the
+same overall deadline and raise the same errors with the same masked messages.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from airflow_provider_analytics.client.errors import (
+    AnalyticsConfigurationError,
+    AnalyticsError,
+    AnalyticsTransportError,
+)
+from airflow_provider_analytics.client.failures import error_from_response, error_from_transport
+from airflow_provider_analytics.client.operations import AuthKind
+from airflow_provider_analytics.client.redaction import Redactor
+from airflow_provider_analytics.client.retry import RETRY_AFTER_STATUSES, parse_retry_after
+from airflow_provider_analytics.client.transport_failures import classify_transport_error
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Mapping
+
+    from airflow_provider_analytics.client.config import ClientConfig
+    from airflow_provider_analytics.client.failures import HttpAnswer
+    from airflow_provider_analytics.client.operations import Operation
+    from airflow_provider_analytics.client.retry import RetryPolicy
+
+
+def auth_headers(config: ClientConfig, operation: Operation) -> dict[str, str]:
+    """The credential headers ``operation`` needs: ``token`` and ``appKey``, or ``xtoken``.
+
+    :param config: the credentials.
+    :param operation: decides which credentials.
+    :raises AnalyticsConfigurationError: the connection does not set them (checked before
+        anything is sent).
+    """
+    if operation.auth is AuthKind.PLATFORM:
+        if not config.xtoken:
+            raise AnalyticsConfigurationError(
+                f"{operation.name} is an account operation and needs the platform "
+                "credential xtoken, which the connection does not set",
+                operation=operation.name,
+            )
+        return {"xtoken": config.xtoken}
+    token, app_key = config.token, config.app_key
+    if not token or not app_key:
+        missing = [n for n, v in (("token", token), ("appKey", app_key)) if not v]
+        raise AnalyticsConfigurationError(
+            f"{operation.name} is a project operation and needs the project credentials "
+            f"token and appKey; the connection does not set {' and '.join(missing)}",
+            operation=operation.name,
+        )
+    return {"token": token, "appKey": app_key}
+
+
+@dataclass(frozen=True)
+class Outgoing:
+    """The request every attempt of a call sends.
+
+    :param method: HTTP method.
+    :param url: absolute URL without the query.
+    :param params: query parameters, ``None`` values dropped (``None`` for no query).
+    :param json: JSON body, ``None`` for no body.
+    :param headers: user agent, ``Accept``, credentials and, with a body, ``Content-Type``.
+    :param connect_timeout: seconds to wait for the connection.
+    :param read_timeout: seconds to wait for each piece of the answer.
+    """
+
+    method: str
+    url: str
+    params: dict[str, Any] | None
+    json: Any
+    headers: dict[str, str]
+    connect_timeout: float
+    read_timeout: float
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What to do after one attempt: accept its answer, wait ``retry_in`` seconds and try
+    again, or raise ``error``."""
+
+    retry_in: float | None = None
+    error: AnalyticsError | None = None
+
+    @property
+    def accepted(self) -> bool:
+        """The answer is a success (2xx) to hand back."""
+        return self.retry_in is None and self.error is None
+
+
+class CallAttempts:
+    """One call of ``operation``: the request to send and the verdict on every attempt.
+
+    :param config: where and how to connect, and the credentials.
+    :param policy: the retry policy.
+    :param operation: the operation; decides credentials and retry safety.
+    :param path: request path (already percent-encoded) below the base URL.
+    :param params: query parameters (``None`` values are dropped).
+    :param json: JSON body, or ``None`` for no body.
+    :param read_timeout: read timeout instead of the configured one.
+    :param extra_secrets: values of this request to mask in errors, besides the credentials.
+    :param time_limit: seconds the whole call may take, retries included, instead of
+        ``request_deadline``.
+    :param clock: monotonic seconds (injectable for tests).
+    :raises AnalyticsConfigurationError: the needed credentials are not configured.
+    """
+
+    def __init__(
+        self,
+        config: ClientConfig,
+        policy: RetryPolicy,
+        operation: Operation,
+        path: str,
+        *,
+        params: Mapping[str, Any] | None = None,
+        json: Any = None,
+        read_timeout: float | None = None,
+        extra_secrets: Iterable[str] = (),
+        time_limit: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        headers = {"User-Agent": config.user_agent, "Accept": "application/json"}
+        headers.update(auth_headers(config, operation))
+        if json is not None:
+            headers["Content-Type"] = "application/json"
+        self.request = Outgoing(
+            method=operation.method,
+            url=config.api_root + path,
+            params=None if params is None else {k: v for k, v in params.items() if v is not None},
+            json=json,
+            headers=headers,
+            connect_timeout=config.connect_timeout,
+            read_timeout=read_timeout or config.read_timeout,
+        )
+        self.operation = operation
+        self.attempt = 0
+        self._policy = policy
+        self._secrets = (*config.secrets(), *extra_secrets)
+        self._clock = clock
+        self._limit = config.request_deadline if time_limit is None else time_limit
+        self._ends = clock() + self._limit
+
+    def start(self) -> float:
+        """Count the next attempt and return the seconds it may take (the rest of the
+        call's deadline).
+
+        :raises AnalyticsTransportError: the deadline has passed already.
+        """
+        self.attempt += 1
+        left = self._ends - self._clock()
+        if left <= 0:
+            raise self._deadline_error()
+        return left
+
+    def after_answer(self, answer: HttpAnswer) -> Verdict:
+        """The verdict on an attempt that got an HTTP answer.
+
+        :param answer: the answer (its body is read only for an error to raise).
+        """
+        status = answer.status_code
+        if 200 <= status < 300:
+            return Verdict()
+        policy, operation = self._policy, self.operation
+        if policy.has_attempts_left(self.attempt) and policy.retries_status(
+            status, idempotent=operation.idempotent
+        ):
+            wait = None
+            if status in RETRY_AFTER_STATUSES:
+                wait = parse_retry_after(answer.headers.get("Retry-After"), now=policy.clock())
+            delay = policy.announce(operation.name, self.attempt, f"HTTP {status}", wait)
+            return Verdict(retry_in=delay)
+        error = error_from_response(operation, answer, attempts=self.attempt, secrets=self._secrets)
+        return Verdict(error=error)
+
+    def after_failure(self, exc: BaseException, *, cut_by_deadline: bool = False) -> Verdict:
+        """The verdict on an attempt that got no HTTP answer.
+
+        :param exc: what the HTTP library raised.
+        :param cut_by_deadline: the transport stopped the attempt because the call's
+            deadline passed.
+        """
+        if cut_by_deadline or self._clock() >= self._ends:
+            return Verdict(error=self._deadline_error())
+        failure = classify_transport_error(exc)
+        policy, operation = self._policy, self.operation
+        if policy.has_attempts_left(self.attempt) and policy.retries_transport(
+            failure, idempotent=operation.idempotent
+        ):
+            return Verdict(retry_in=policy.announce(operation.name, self.attempt, failure.reason))
+        error = error_from_transport(
+            operation,
+            failure,
+            attempts=self.attempt,
+            detail=Redactor(self._secrets).text(str(exc)),
+            secrets=self._secrets,
+        )
+        return Verdict(error=error)
+
+    def _deadline_error(self) -> AnalyticsTransportError:
+        name = self.operation.name
+        return AnalyticsTransportError(
+            f"{name}: no complete answer within {self._limit:g} s (attempt {self.attempt}); "
+            "the server is stalled or sends too slowly; raise request_deadline if it is "
+            "merely slow",
+            operation=name,
+        )

@@ -1,0 +1,323 @@
+"""The synchronous (requests) and asynchronous (httpx) transports against the same table of
+server behaviours, over real HTTP on 127.0.0.1: both must send the same request and end the
+same way (same answer or error class, same attempts, same waits, same masked message)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import socket
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from airflow_provider_analytics.client import (
+    AnalyticsAuthenticationError,
+    AnalyticsClient,
+    AnalyticsError,
+    AnalyticsRateLimitError,
+    AnalyticsServerError,
+    AnalyticsTransportError,
+    ClientConfig,
+)
+from airflow_provider_analytics.client.async_api import AsyncAnalyticsClient
+from airflow_provider_analytics.client.operations import CREATE_UTM, LIST_EVENTS, ApiCall
+from tests.reliability.local_servers import (
+    LocalServer,
+    ServedOnLoopback,
+    self_signed_certificate,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
+    from types import TracebackType
+
+pytestmark = pytest.mark.integration
+
+TOKEN = "tok-Parity-7781-secret"
+APP_KEY = "app-Parity-2290"
+LIST = ApiCall(LIST_EVENTS, {"plan": 1, "dataStatus": None})
+CREATE = ApiCall(
+    CREATE_UTM,
+    {"loginUser": "ops"},
+    {"pageUrl": "https://shop.example.com", "utmCampaign": "c", "utmMedium": "m"},
+)
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One scripted answer: a status, headers and a JSON body; ``trickle`` sends the body
+    one byte every 0.1 s instead (a stalled server that never times a read out)."""
+
+    status: int = 200
+    body: Any = field(default_factory=list)
+    headers: dict[str, str] = field(default_factory=dict)
+    trickle: bool = False
+
+
+class ScriptedServer(ServedOnLoopback):
+    """Answers the n-th request with ``script[n]`` (the last entry repeats) and records
+    each request's method, path, headers and body.
+
+    :param script: the answers, in order.
+    """
+
+    def __init__(self, script: list[Answer]) -> None:
+        self.received: list[dict[str, Any]] = []
+        self.stop = threading.Event()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def _answer(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else b""
+                server.received.append(
+                    {
+                        "method": self.command,
+                        "path": self.path,
+                        "headers": {k.lower(): v for k, v in self.headers.items()},
+                        "body": json.loads(body) if body else None,
+                    }
+                )
+                answer = script[min(len(server.received), len(script)) - 1]
+                payload = json.dumps(answer.body).encode()
+                self.send_response(answer.status)
+                for key, value in answer.headers.items():
+                    self.send_header(key, value)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload) + 1000 * answer.trickle))
+                self.end_headers()
+                if not answer.trickle:
+                    self.wfile.write(payload)
+                    return
+                while not server.stop.wait(0.1):
+                    try:
+                        self.wfile.write(b" ")
+                        self.wfile.flush()
+                    except OSError:  # the client gave up and closed the connection
+                        return
+
+            do_GET = do_POST = do_PUT = do_DELETE = _answer
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return None
+
+        super().__init__(ThreadingHTTPServer(("127.0.0.1", 0), Handler))
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop.set()  # end the trickles first: shutting down waits for no handler
+        super().__exit__(exc_type, exc, tb)
+
+
+def refused_url() -> str:
+    """An address on which nothing listens (a port just bound, then released)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return f"http://127.0.0.1:{port}"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How one call ended, in the terms both transports must agree on."""
+
+    result: Any
+    error: type[AnalyticsError] | None
+    message: str | None
+    waits: list[float]
+
+
+def _shared_message(error: AnalyticsError) -> str:
+    """The error's message; a transport error's trailing ``(<exception>: <text>)`` names the
+    HTTP library's own exception, so it is left out of the comparison."""
+    message = str(error)
+    if type(error) is AnalyticsTransportError:
+        message = re.sub(r" \(\w+: .*\)(\.|$)", r"\1", message, flags=re.DOTALL)
+    return message
+
+
+def call_sync(config: ClientConfig, call: ApiCall) -> Outcome:
+    waits: list[float] = []
+    with AnalyticsClient(config, sleep=waits.append) as client:
+        try:
+            result = client.request_json(call)
+        except AnalyticsError as error:
+            return Outcome(None, type(error), _shared_message(error), waits)
+    return Outcome(result, None, None, waits)
+
+
+def call_async(config: ClientConfig, call: ApiCall) -> Outcome:
+    waits: list[float] = []
+
+    async def record(seconds: float) -> None:
+        waits.append(seconds)
+
+    async def main() -> Outcome:
+        async with AsyncAnalyticsClient(config, sleep=record) as client:
+            try:
+                result = await client.request_json(call)
+            except AnalyticsError as error:
+                return Outcome(None, type(error), _shared_message(error), waits)
+        return Outcome(result, None, None, waits)
+
+    return asyncio.run(main())
+
+
+TRANSPORTS: dict[str, Callable[[ClientConfig, ApiCall], Outcome]] = {
+    "sync": call_sync,
+    "async": call_async,
+}
+
+
+@dataclass(frozen=True)
+class Row:
+    """A server behaviour, the call sent to it and what both transports must end with."""
+
+    script: list[Answer] | None  # None: nothing listens
+    call: ApiCall
+    error: type[AnalyticsError] | None
+    attempts: int
+    says: tuple[str, ...] = ()
+    waits: list[float] | None = None  # exact waits when the server chose them
+    settings: dict[str, Any] = field(default_factory=dict)
+
+
+ROWS = {
+    "429 with Retry-After, then 200": Row(
+        [Answer(429, {"code": 429}, {"Retry-After": "7"}), Answer(200, [{"id": "buy"}])],
+        LIST,
+        None,
+        2,
+        waits=[7.0],
+    ),
+    "429 with Retry-After until the attempts run out, on a create": Row(
+        [Answer(429, {"code": 429, "msg": "slow down"}, {"Retry-After": "2"})],
+        CREATE,
+        AnalyticsRateLimitError,
+        3,
+        ("still rate limited after 3 attempt(s)", "slow down"),
+        waits=[2.0, 2.0],
+    ),
+    "503 then 200": Row([Answer(503, {}), Answer(200, [])], LIST, None, 2),
+    "500 on a create is not retried": Row(
+        [Answer(500, {"code": 500, "msg": "boom"})],
+        CREATE,
+        AnalyticsServerError,
+        1,
+        ("server error after 1 attempt(s)", "its outcome is unknown"),
+        waits=[],
+    ),
+    "connection refused": Row(
+        None, LIST, AnalyticsTransportError, 0, ("could not connect after 3 attempt(s)",)
+    ),
+    "a server stalled past the deadline": Row(
+        [Answer(200, [], trickle=True)],
+        LIST,
+        AnalyticsTransportError,
+        1,
+        ("no complete answer within 1 s (attempt 1)",),
+        waits=[],
+        settings={"request_deadline": 1.0},
+    ),
+    "401 echoing the token": Row(
+        [Answer(401, {"code": 401, "msg": f"bad token {TOKEN} for appKey {APP_KEY}"})],
+        LIST,
+        AnalyticsAuthenticationError,
+        1,
+        ("authentication failed", "bad token *** for appKey ***"),
+        waits=[],
+    ),
+}
+
+
+def config_for(base_url: str, **settings: Any) -> ClientConfig:
+    options: dict[str, Any] = {"max_attempts": 3, "backoff_base": 0.01, **settings}
+    return ClientConfig(base_url, token=TOKEN, app_key=APP_KEY, **options)
+
+
+def run_row(row: Row, transport: str) -> tuple[Outcome, list[dict[str, Any]]]:
+    if row.script is None:
+        return TRANSPORTS[transport](config_for(refused_url(), **row.settings), row.call), []
+    with ScriptedServer(row.script) as server:
+        outcome = TRANSPORTS[transport](config_for(server.base_url, **row.settings), row.call)
+    return outcome, server.received
+
+
+def _comparable(request: dict[str, Any]) -> dict[str, Any]:
+    """What the call decides about a request; the HTTP libraries' own defaults (connection
+    handling, accepted encodings, body length) are theirs."""
+    own = {"connection", "accept-encoding", "content-length", "host"}
+    headers = {k: v for k, v in request["headers"].items() if k not in own}
+    return {**request, "headers": headers}
+
+
+@pytest.mark.parametrize("name", list(ROWS))
+def test_both_transports_end_alike(name: str) -> None:
+    row = ROWS[name]
+    outcomes = {transport: run_row(row, transport) for transport in TRANSPORTS}
+    (sync, sync_seen), (async_, async_seen) = outcomes["sync"], outcomes["async"]
+
+    assert sync.error is async_.error is row.error
+    assert sync.message == async_.message
+    assert sync.result == async_.result
+    assert len(sync_seen) == len(async_seen) == row.attempts
+    assert [_comparable(r) for r in sync_seen] == [_comparable(r) for r in async_seen]
+    assert len(sync.waits) == len(async_.waits)
+    if row.waits is not None:
+        assert sync.waits == async_.waits == row.waits
+    for phrase in row.says:
+        assert phrase in (sync.message or "")
+    for secret in (TOKEN, APP_KEY):
+        assert secret not in (sync.message or "") and secret not in json.dumps(sync.result)
+
+
+def test_both_transports_send_the_credentials_and_query_of_the_call() -> None:
+    seen = {transport: run_row(ROWS["503 then 200"], transport)[1] for transport in TRANSPORTS}
+    for requests_seen in seen.values():
+        request = requests_seen[-1]
+        assert request["method"] == "GET"
+        assert request["path"] == "/uba/api/schema/event?plan=1"
+        assert request["headers"]["token"] == TOKEN
+        assert request["headers"]["appkey"] == APP_KEY
+        assert request["headers"]["accept"] == "application/json"
+        assert request["headers"]["user-agent"].startswith("airflow-provider-analytics/")
+
+
+def test_a_create_sends_its_body_and_query_alike() -> None:
+    row = Row([Answer(200, {"success": 0, "campaignId": 5})], CREATE, None, 1)
+    for transport in TRANSPORTS:
+        outcome, seen = run_row(row, transport)
+        assert outcome.result == {"success": 0, "campaignId": 5}
+        assert seen[0]["method"] == "POST"
+        assert seen[0]["path"] == "/svc/uba/api/operations/utm?loginUser=ops"
+        assert seen[0]["body"] == CREATE.body
+        assert seen[0]["headers"]["content-type"] == "application/json"
+
+
+def test_tls_failures_are_not_retried_and_a_ca_bundle_is_honoured(tmp_path: Path) -> None:
+    certificate, key = self_signed_certificate(tmp_path)
+    with LocalServer(body=[{"id": "buy"}], tls=(certificate, key)) as server:
+        untrusted = {t: call(config_for(server.base_url), LIST) for t, call in TRANSPORTS.items()}
+        trusted = {
+            t: call(config_for(server.base_url, verify=str(certificate)), LIST)
+            for t, call in TRANSPORTS.items()
+        }
+        received = len(server.received)
+    for outcome in untrusted.values():
+        assert outcome.error is AnalyticsTransportError
+        assert outcome.message is not None and "TLS failed" in outcome.message
+        assert outcome.waits == []
+    assert untrusted["sync"].message == untrusted["async"].message
+    assert trusted["sync"] == trusted["async"]
+    assert trusted["sync"].result == [{"id": "buy"}]
+    assert received == 2
