@@ -11,7 +11,6 @@ from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 from airflow_provider_analytics.jobs.data_ready import TRANSIENT_ERRORS, DataReadyCheck
 from airflow_provider_analytics.operators.base import AnalyticsBaseOperator
 from airflow_provider_analytics.operators.intervals import covered_days
-from airflow_provider_analytics.triggers.data_ready import AnalyticsDataReadyTrigger
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -106,6 +105,8 @@ class AnalyticsDataSensor(BaseSensorOperator, AnalyticsBaseOperator):
         first = self.poke(context)
         if first.is_done:
             return first.xcom_value
+        from airflow_provider_analytics.triggers.data_ready import AnalyticsDataReadyTrigger
+
         self.defer(
             trigger=AnalyticsDataReadyTrigger(
                 analytics_conn_id=self.analytics_conn_id,
