@@ -17,15 +17,16 @@ import statistics
 import subprocess
 import sys
 
-PARSE_TIME_MODULES = (
-    "airflow_provider_analytics.operators.accounts",
-    "airflow_provider_analytics.operators.campaigns",
-    "airflow_provider_analytics.operators.cohort_export",
-    "airflow_provider_analytics.operators.reports",
-    "airflow_provider_analytics.operators.tracking_plan",
-    "airflow_provider_analytics.sensors.data_ready",
-)
-"""The modules a DAG file imports to use the provider's operators and sensor."""
+from airflow_provider_analytics import get_provider_info
+
+PARSE_TIME_MODULES = [
+    module
+    for kind in ("operators", "sensors")
+    for entry in get_provider_info()[kind]
+    for module in entry["python-modules"]
+]
+"""The modules a DAG file imports to use the provider's operators and sensor, as the provider
+declares them to Airflow."""
 
 MARKER = "import-time-benchmark-marker"
 
