@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from airflow_provider_analytics.client import rules
 from airflow_provider_analytics.client.errors import (
@@ -34,12 +33,8 @@ from airflow_provider_analytics.client.validation import (
     validate_limit,
     validate_properties,
 )
-from airflow_provider_analytics.jobs.pipeline import WriteBehind, map_ahead, read_ahead
-from airflow_provider_analytics.storage import (
-    StoragePath,
-    atomic_destination,
-    parquet_compression,
-)
+from airflow_provider_analytics.jobs.pipeline import map_ahead, read_ahead
+from airflow_provider_analytics.sinks.parquet import parquet_compression, parquet_stream
 from airflow_provider_analytics.tabular.arrow import BlockDecoder
 from airflow_provider_analytics.tabular.export_schema import (
     ExportSchema,
@@ -51,6 +46,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Mapping, Sequence
 
     from airflow_provider_analytics.client import AnalyticsClient
+    from airflow_provider_analytics.storage import StoragePath
 
 log = logging.getLogger(__name__)
 
@@ -174,50 +170,6 @@ class _Progress:
         )
 
 
-class _RowGroupWriter:
-    """Buffers decoded tables and writes them as row groups of bounded rows and bytes.
-
-    Row groups are encoded in a background thread while the next one is decoded, so at most
-    two row groups are held in memory.
-    """
-
-    def __init__(self, writer: pq.ParquetWriter, settings: ExportSettings) -> None:
-        self.settings = settings
-        self.pending: list[pa.Table] = []
-        self.pending_rows = 0
-        self.pending_bytes = 0
-        self.behind: WriteBehind[pa.Table] = WriteBehind(
-            lambda table: writer.write_table(table, row_group_size=max(table.num_rows, 1))
-        )
-
-    def add(self, table: pa.Table) -> None:
-        self.pending.append(table)
-        self.pending_rows += table.num_rows
-        self.pending_bytes += table.nbytes
-        if (
-            self.pending_rows >= self.settings.row_group_rows
-            or self.pending_bytes >= self.settings.row_group_bytes
-        ):
-            self._submit()
-
-    def _submit(self) -> None:
-        if self.pending:
-            table = pa.concat_tables(self.pending)
-            self.pending, self.pending_rows, self.pending_bytes = [], 0, 0
-            self.behind.submit(table)
-
-    def finish(self) -> None:
-        """Write what is buffered and wait for every write."""
-        self._submit()
-        self.behind.close()
-
-    def abandon(self) -> None:
-        """Stop after a failure; the file is discarded anyway."""
-        self.pending = []
-        with contextlib.suppress(Exception):
-            self.behind.close()
-
-
 @dataclass(frozen=True)
 class _ExportRun:
     """Everything one export needs once the schema and the expected count are known."""
@@ -235,43 +187,32 @@ class _ExportRun:
         settings = self.settings
         decoder = BlockDecoder(self.schema)
         progress = _Progress(self.cohort_code, self.expected, settings.progress_interval)
-        with (
-            atomic_destination(
-                self.destination, subject=f"cohort {self.cohort_code!r}"
-            ) as temporary,
-            temporary.open("wb") as sink,
-        ):
-            writer = pq.ParquetWriter(
-                sink, self.schema.arrow_schema, compression=settings.compression
+        with parquet_stream(
+            self.destination,
+            self.schema.arrow_schema,
+            compression=settings.compression,
+            row_group_rows=settings.row_group_rows,
+            row_group_bytes=settings.row_group_bytes,
+            subject=f"cohort {self.cohort_code!r}",
+        ) as parquet:
+            export = self.client.export_cohort_users(
+                self.cohort_code, limit=self.limit, properties=self.schema.names
             )
-            row_groups = _RowGroupWriter(writer, settings)
-            try:
-                export = self.client.export_cohort_users(
-                    self.cohort_code,
-                    limit=self.limit,
-                    properties=self.schema.names,
+            lines = iter_line_blocks(
+                export.iter_bytes(settings.chunk_bytes),
+                settings.block_bytes,
+                max_line_bytes=settings.max_line_bytes,
+            )
+            with export, read_ahead(lines) as blocks:
+                for block, parsed in map_ahead(decoder.parse, blocks, settings.parse_threads):
+                    parquet.add(decoder.finish(block, parsed))
+                    progress.update(decoder.rows, parquet.bytes_written)
+            if decoder.rows != self.expected:
+                raise ExportIncompleteError(
+                    f"cohort {self.cohort_code!r}: expected {self.expected} rows but the "
+                    f"export delivered {decoder.rows}"
                 )
-                lines = iter_line_blocks(
-                    export.iter_bytes(settings.chunk_bytes),
-                    settings.block_bytes,
-                    max_line_bytes=settings.max_line_bytes,
-                )
-                with export, read_ahead(lines) as blocks:
-                    for block, parsed in map_ahead(decoder.parse, blocks, settings.parse_threads):
-                        row_groups.add(decoder.finish(block, parsed))
-                        progress.update(decoder.rows, sink.tell())
-                if decoder.rows != self.expected:
-                    raise ExportIncompleteError(
-                        f"cohort {self.cohort_code!r}: expected {self.expected} rows but the "
-                        f"export delivered {decoder.rows}"
-                    )
-                row_groups.finish()
-            except BaseException:
-                row_groups.abandon()
-                raise
-            finally:
-                writer.close()
-            bytes_written = int(sink.tell())
+        bytes_written = parquet.bytes_written
         return decoder.rows, bytes_written, decoder
 
     def with_retries(self, sleep: Callable[[float], None]) -> tuple[int, int, BlockDecoder, int]:

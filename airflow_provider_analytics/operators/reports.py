@@ -109,7 +109,7 @@ class _AnalysisReportOperator(AnalyticsOutputOperator):
                 catalog, self.iceberg_table, self.report_name, dt.date.fromisoformat(day)
             )
             return tables, uri
-        from airflow_provider_analytics.storage import ParquetTables
+        from airflow_provider_analytics.sinks.parquet import ParquetTables
 
         names = [grain.name for grain in self.kind.grains]
         paths = table_paths(self.destination, names, {"dt": day})
