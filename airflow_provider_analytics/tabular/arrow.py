@@ -21,8 +21,9 @@ Arrow's C++ parser decodes whole blocks (the fast path). It accepts exactly the 
 rule takes as they are, so a block it refuses holds a marker or an odd value. Markers are
 common (one row in a thousand), so a refused block is first given to Arrow again with each
 ``"<typed column>": "(已脱敏)"`` written as ``"<typed column>": null`` (a byte replacement,
-counted). That is exact when every ``{`` of the block opens one of its records, which is
-checked: the key can then only be a record's own. Otherwise each line Arrow refuses is
+counted). That is exact when every ``{`` of the block opens one of its records and the
+key's quote follows ``{``, ``,`` or white space, which is checked: the key can then only be a
+record's own. Otherwise each line Arrow refuses is
 decoded in Python by the same rule and its row put in place of an empty one in Arrow's table.
 Vectorised steps (datetime texts, markers in them, decimal range, counting) run on the joined
 table, so a value's outcome never depends on its neighbours or on where blocks were cut.
@@ -32,7 +33,6 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
-import io
 import json
 import re
 from typing import TYPE_CHECKING, Any, Final
@@ -139,7 +139,7 @@ class BlockDecoder:
         self._has_decimals = any(pa.types.is_decimal(c.arrow_type) for c in schema.columns)
         self._converters = [_converter(c.arrow_type) for c in schema.columns]
         self._text_columns = [i for i, f in enumerate(self._read_schema) if _holds_text(f.type)]
-        self._marked_values = _marked_values(self._read_schema)
+        self._typed_markers = _TypedMarkers(self._read_schema)
 
     # the fast path
 
@@ -149,7 +149,7 @@ class BlockDecoder:
         options = pa_json.ReadOptions(use_threads=False, block_size=max(len(data), 1 << 20))
         try:
             table = pa_json.read_json(
-                io.BytesIO(data), read_options=options, parse_options=self._parse_options
+                pa.BufferReader(data), read_options=options, parse_options=self._parse_options
             )
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as error:
             refused = _REFUSED_ROW.search(str(error))
@@ -173,13 +173,9 @@ class BlockDecoder:
         if self._has_decimals and _LONG_DIGITS.search(block):
             return None, 0
         parsed = self._arrow(block)
-        if isinstance(parsed, pa.Table) or not self._marked_values:
+        if isinstance(parsed, pa.Table):
             return parsed, 0
-        nulled, masked = block, 0
-        for marked, null in self._marked_values:
-            found = nulled.count(marked)
-            if found:
-                nulled, masked = nulled.replace(marked, null), masked + found
+        nulled, masked = self._typed_markers.null(block)
         if masked:
             table = self._arrow(nulled)
             if isinstance(table, pa.Table) and nulled.count(b"{") == table.num_rows:
@@ -354,17 +350,46 @@ class BlockDecoder:
             raise self._refused(column, row, values[row].as_py(), str(error)) from None
 
 
-def _marked_values(read_schema: pa.Schema) -> list[tuple[bytes, bytes]]:
-    """``"<column>": "(已脱敏)"`` and its null replacement, for every column Arrow does not read
-    as text (in the two spacings a serializer writes)."""
-    marker = json.dumps(MASKED_MARKER, ensure_ascii=False).encode()
-    pairs = []
-    for field in read_schema:
-        if pa.types.is_string(field.type):
-            continue
-        key = json.dumps(field.name, ensure_ascii=False).encode()
-        pairs += [(key + colon + marker, key + colon + b"null") for colon in (b": ", b":")]
-    return pairs
+class _TypedMarkers:
+    """Writes ``"<column>": "(已脱敏)"`` as ``"<column>": null`` for the columns Arrow does not
+    read as text, in the two spacings a serializer writes.
+
+    A match counts only where the key's opening quote follows ``{``, ``,`` or white space, so
+    it cannot be the end of a longer key holding an escaped quote; a block with any other
+    match is left alone (the line rule then decodes it).
+
+    :param read_schema: the columns as Arrow reads them.
+    """
+
+    def __init__(self, read_schema: pa.Schema) -> None:
+        self.marker = json.dumps(MASKED_MARKER, ensure_ascii=False).encode()
+        keys = [json.dumps(f.name, ensure_ascii=False).encode() for f in read_schema]
+        self.prefixes = tuple(
+            key + colon
+            for key, field in zip(keys, read_schema, strict=True)
+            if not pa.types.is_string(field.type)
+            for colon in (b": ", b":")
+        )
+
+    def null(self, block: bytes) -> tuple[bytes, int]:
+        """``block`` with its typed markers written as null, and how many there were (0 when
+        none, or when a match is not certainly a record's key: ``block`` is then returned)."""
+        if not self.prefixes:
+            return block, 0
+        marker, pieces, done = self.marker, [], 0
+        at = block.find(marker)
+        while at >= 0:
+            if block.endswith(self.prefixes, 0, at):
+                key = at - len(next(p for p in self.prefixes if block.endswith(p, 0, at)))
+                if key < 1 or block[key - 1] not in b"{, \t\r\n":
+                    return block, 0
+                pieces += [block[done:at], b"null"]
+                done = at + len(marker)
+            at = block.find(marker, at + len(marker))
+        if not pieces:
+            return block, 0
+        pieces.append(block[done:])
+        return b"".join(pieces), len(pieces) // 2
 
 
 def _holds_text(arrow_type: pa.DataType) -> bool:

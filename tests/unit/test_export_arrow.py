@@ -172,6 +172,7 @@ def test_markers_are_nulled_for_arrow_in_both_spacings(compact: bool) -> None:
     [
         {"other": {"is_vip": MASKED_MARKER}},  # a nested key is not the record's column
         {"$city": '"is_vip": {'},  # a brace in a text
+        {'x"is_vip': MASKED_MARKER},  # a longer key ending in the column's, after a quote
     ],
 )
 def test_markers_beside_braces_that_open_no_record_take_the_line_rule(odd: dict) -> None:
