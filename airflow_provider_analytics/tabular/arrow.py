@@ -140,6 +140,7 @@ class BlockDecoder:
         self._converters = [_converter(c.arrow_type) for c in schema.columns]
         self._text_columns = [i for i, f in enumerate(self._read_schema) if _holds_text(f.type)]
         self._typed_markers = _TypedMarkers(self._read_schema)
+        self._markers_before = False  # the last block held typed markers
 
     # the fast path
 
@@ -167,26 +168,36 @@ class BlockDecoder:
         """Arrow's parser on the whole block: the table (and the markers it nulled), or the
         0-based row it refused (None when it names none); hand the result to :meth:`finish`.
 
-        Touches no state, so blocks may be parsed on several threads; hand the results to
+        Changes no state, so blocks may be parsed on several threads; hand the results to
         :meth:`finish` in stream order.
         """
         if self._has_decimals and _LONG_DIGITS.search(block):
             return None, 0
+        if self._markers_before:  # likely here too: spare Arrow a refusal
+            nulled = self._without_typed_markers(block)
+            if nulled is not None:
+                return nulled
         parsed = self._arrow(block)
         if isinstance(parsed, pa.Table):
             return parsed, 0
+        return self._without_typed_markers(block) or (parsed, 0)
+
+    def _without_typed_markers(self, block: bytes) -> ParsedBlock | None:
+        """Arrow's table of ``block`` with its typed markers as null, and their count; None
+        when there are none or the replacement is not certainly exact."""
         nulled, masked = self._typed_markers.null(block)
         if masked:
             table = self._arrow(nulled)
             if isinstance(table, pa.Table) and nulled.count(b"{") == table.num_rows:
                 return table, masked
-        return parsed, 0
+        return None
 
     def finish(self, block: bytes, parsed_block: ParsedBlock) -> pa.Table:
         """Complete a block in stream order: decode what Arrow refused, then the vectorised
         steps; counts rows, masked and inexact values."""
         parsed, masked = parsed_block
         self.masked_values += masked
+        self._markers_before = masked > 0
         if not isinstance(parsed, pa.Table):
             lines = [line for line in block.split(b"\n") if line.strip()]
             if self._has_decimals and _LONG_DIGITS.search(block):
