@@ -23,32 +23,13 @@ import time
 import uuid
 from typing import IO, TYPE_CHECKING, Any, Protocol, TypeGuard
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-
 from airflow_provider_analytics.client.errors import AnalyticsError
 from airflow_provider_analytics.client.rules import fail
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Mapping
+    from collections.abc import Iterator
 
 log = logging.getLogger(__name__)
-
-PARQUET_CODECS = ("none", "snappy", "gzip", "brotli", "lz4", "zstd")
-"""Compression codecs a Parquet object can be written with (subject to this pyarrow build)."""
-
-
-def parquet_compression(value: Any, field: str = "compression") -> str:
-    """Check a Parquet codec name before any work is done, so a typo fails at once.
-
-    :param value: the codec, e.g. ``zstd``; ``none`` writes uncompressed.
-    :param field: the argument's name, for the error.
-    :raises AnalyticsValidationError: naming ``field`` for a codec that cannot be written.
-    """
-    available = [c for c in PARQUET_CODECS if c == "none" or pa.Codec.is_available(c)]
-    if not isinstance(value, str) or value.lower() not in available:
-        fail(field, f"must be one of {', '.join(available)}", value)
-    return value
 
 
 class StoragePath(Protocol):
@@ -221,35 +202,3 @@ def atomic_destination(
         if _is_storage_failure(error):
             raise AnalyticsStorageError(destination, subject, error) from error
         raise
-
-
-def write_table_atomically(
-    table: pa.Table, destination: StoragePath, *, compression: str = "zstd"
-) -> int:
-    """Write ``table`` as one Parquet object at ``destination`` atomically; return bytes written.
-
-    :param table: the data.
-    :param destination: the object's path.
-    :param compression: Parquet compression codec.
-    """
-    with atomic_destination(destination) as temporary, temporary.open("wb") as sink:
-        pq.write_table(table, sink, compression=compression)
-        return int(sink.tell())
-
-
-class ParquetTables:
-    """Named tables, each written as one Parquet object and replaced atomically.
-
-    :param paths: the object each table name is written to.
-    :param compression: Parquet codec, checked here, before any work is done.
-    """
-
-    def __init__(self, paths: Mapping[str, StoragePath], *, compression: str = "zstd") -> None:
-        self.paths = dict(paths)
-        self.compression = parquet_compression(compression)
-
-    def write_table(self, name: str, table: pa.Table) -> dict[str, Any]:
-        """Write (replace) one table; return its URI, row count and size."""
-        path = self.paths[name]
-        written = write_table_atomically(table, path, compression=self.compression)
-        return {"uri": str(path), "rows": table.num_rows, "bytes_written": written}

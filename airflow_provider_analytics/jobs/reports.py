@@ -227,8 +227,9 @@ def run_report(
     :param kind: :data:`FUNNEL` or :data:`EVENTS`.
     :param client: the API client.
     :param request: the analysis request body with fromDate and toDate.
-    :param writer: where the tables go (:class:`~airflow_provider_analytics.storage.ParquetTables`
-        or :class:`~airflow_provider_analytics.sinks.iceberg.IcebergTables`).
+    :param writer: where the tables go
+        (:class:`~airflow_provider_analytics.sinks.parquet.ParquetTables` or
+        :class:`~airflow_provider_analytics.sinks.iceberg.IcebergTables`).
     :param window_days: split the date range into windows of this many days.
     :param timezone: the project's time zone, in which the platform writes date-times.
     """

@@ -118,7 +118,7 @@ class _AnalysisReportOperator(AnalyticsOutputOperator):
             )
             grains = [tables.identifier_for(grain.name) for grain in self.kind.grains]
             return tables, uri, self.iceberg_targets(grains)
-        from airflow_provider_analytics.storage import ParquetTables
+        from airflow_provider_analytics.sinks.parquet import ParquetTables
 
         names = [grain.name for grain in self.kind.grains]
         paths = table_paths(self.destination, names, {"dt": day})

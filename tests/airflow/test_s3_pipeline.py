@@ -17,7 +17,8 @@ import pytest
 from airflow.sdk import ObjectStoragePath
 from moto.server import ThreadedMotoServer
 
-from airflow_provider_analytics.storage import atomic_destination, write_table_atomically
+from airflow_provider_analytics.sinks.parquet import write_table_atomically
+from airflow_provider_analytics.storage import atomic_destination
 from devtools.airflow_runner import connection_env
 
 if TYPE_CHECKING:

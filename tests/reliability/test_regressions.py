@@ -12,7 +12,7 @@ from airflow_provider_analytics.client.validation import validate_event_request
 from airflow_provider_analytics.jobs.cohort_export import check_timezone
 from airflow_provider_analytics.jobs.reports import date_windows
 from airflow_provider_analytics.operators.campaigns import CreateUtmOperator, UtmReadBackError
-from airflow_provider_analytics.storage import parquet_compression
+from airflow_provider_analytics.sinks.parquet import parquet_compression
 from tests.reliability.connections import QUICK_RETRIES, use_connection
 from tests.reliability.subjects import EVENT_REQUEST
 

@@ -148,8 +148,40 @@ def test_marker_in_typed_columns_becomes_null_and_is_counted() -> None:
     assert row["seen"] is None and row["tags"] is None
     assert row["$city"] == MASKED_MARKER  # a string column keeps the marker text
     assert decoder.masked_values == 4
-    assert decoder.slow_lines == 1  # only the marked line left the fast path
+    assert decoder.slow_lines == 0  # markers are nulled for Arrow, no line left the fast path
     assert table.column("distinct_id").to_pylist()[41] == 7.0
+
+
+@pytest.mark.parametrize("compact", [False, True])
+def test_markers_are_nulled_for_arrow_in_both_spacings(compact: bool) -> None:
+    separators = (",", ":") if compact else (", ", ": ")
+    records = [{"distinct_id": i, "is_vip": True, "$city": MASKED_MARKER} for i in range(30)]
+    records[7]["is_vip"] = records[19]["tags"] = MASKED_MARKER  # type: ignore[assignment]
+    data = b"".join(
+        json.dumps(r, ensure_ascii=False, separators=separators).encode() + b"\n" for r in records
+    )
+    table, decoder = decode(data)
+    assert decoder.slow_lines == 0 and decoder.masked_values == 2
+    assert table.column("is_vip").to_pylist() == [None if i == 7 else True for i in range(30)]
+    assert table.column("distinct_id").to_pylist() == [float(i) for i in range(30)]
+    assert set(table.column("$city").to_pylist()) == {MASKED_MARKER}
+
+
+@pytest.mark.parametrize(
+    "odd",
+    [
+        {"other": {"is_vip": MASKED_MARKER}},  # a nested key is not the record's column
+        {"$city": '"is_vip": {'},  # a brace in a text
+        {'x"is_vip': MASKED_MARKER},  # a longer key ending in the column's, after a quote
+    ],
+)
+def test_markers_beside_braces_that_open_no_record_take_the_line_rule(odd: dict) -> None:
+    records = [{"distinct_id": i, "is_vip": False} for i in range(30)]
+    records[5] = {**records[5], "is_vip": MASKED_MARKER}
+    records[12] = {**records[12], **odd}
+    table, decoder = decode(ndjson(*records))
+    assert decoder.masked_values == 1 and decoder.slow_lines >= 1
+    assert table.column("is_vip").to_pylist() == [None if i == 5 else False for i in range(30)]
 
 
 def test_marker_only_in_a_datetime_column_keeps_the_fast_path() -> None:

@@ -20,7 +20,7 @@ from airflow_provider_analytics.client import (
 )
 from airflow_provider_analytics.jobs.reports import EVENTS, FUNNEL, date_windows, run_report
 from airflow_provider_analytics.operators.reports import FunnelReportOperator
-from airflow_provider_analytics.storage import ParquetTables
+from airflow_provider_analytics.sinks.parquet import ParquetTables
 
 BASE = "https://analytics.example.com"
 STEPS = [

@@ -17,11 +17,11 @@ from moto.server import ThreadedMotoServer
 from upath import UPath
 
 from airflow_provider_analytics.client.errors import AnalyticsValidationError
+from airflow_provider_analytics.sinks.parquet import write_table_atomically
 from airflow_provider_analytics.storage import (
     STALE_TEMPORARY_AGE_VARIABLE,
     remove_stale_temporaries,
     stale_temporary_age,
-    write_table_atomically,
 )
 
 if TYPE_CHECKING:

@@ -1,0 +1,204 @@
+"""Parquet objects in object storage, each one written atomically.
+
+Two ways in, both on top of :func:`~airflow_provider_analytics.storage.atomic_destination` (a
+reader sees the whole object or the previous one, never a partial file):
+
+- :class:`ParquetTables` and :func:`write_table_atomically`: a whole table at once (reports);
+- :func:`parquet_stream`: a table arriving in pieces (a cohort export), written as row groups
+  of bounded rows and bytes, each encoded in a background thread while the next one fills.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from airflow_provider_analytics.client.rules import fail
+from airflow_provider_analytics.jobs.pipeline import WriteBehind
+from airflow_provider_analytics.storage import StoragePath, atomic_destination
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Mapping
+
+PARQUET_CODECS = ("none", "snappy", "gzip", "brotli", "lz4", "zstd")
+"""Compression codecs a Parquet object can be written with (subject to this pyarrow build)."""
+
+
+def parquet_compression(value: Any, field: str = "compression") -> str:
+    """Check a Parquet codec name before any work is done, so a typo fails at once.
+
+    :param value: the codec, e.g. ``zstd``; ``none`` writes uncompressed.
+    :param field: the argument's name, for the error.
+    :raises AnalyticsValidationError: naming ``field`` for a codec that cannot be written.
+    """
+    available = [c for c in PARQUET_CODECS if c == "none" or pa.Codec.is_available(c)]
+    if not isinstance(value, str) or value.lower() not in available:
+        fail(field, f"must be one of {', '.join(available)}", value)
+    return value
+
+
+def write_table_atomically(
+    table: pa.Table, destination: StoragePath, *, compression: str = "zstd"
+) -> int:
+    """Write ``table`` as one Parquet object at ``destination`` atomically; return bytes written.
+
+    :param table: the data.
+    :param destination: the object's path.
+    :param compression: Parquet compression codec.
+    """
+    with atomic_destination(destination) as temporary, temporary.open("wb") as sink:
+        pq.write_table(table, sink, compression=compression)
+        return int(sink.tell())
+
+
+class ParquetTables:
+    """Named tables, each written as one Parquet object and replaced atomically.
+
+    :param paths: the object each table name is written to.
+    :param compression: Parquet codec, checked here, before any work is done.
+    """
+
+    def __init__(self, paths: Mapping[str, StoragePath], *, compression: str = "zstd") -> None:
+        self.paths = dict(paths)
+        self.compression = parquet_compression(compression)
+
+    def write_table(self, name: str, table: pa.Table) -> dict[str, Any]:
+        """Write (replace) one table; return its URI, row count and size."""
+        path = self.paths[name]
+        written = write_table_atomically(table, path, compression=self.compression)
+        return {"uri": str(path), "rows": table.num_rows, "bytes_written": written}
+
+
+def _dictionary_columns(schema: pa.Schema) -> list[str]:
+    """The columns worth dictionary encoding: texts and lists of texts, which repeat.
+
+    Numbers and datetimes of user records rarely repeat; dictionary encoding them costs time
+    before the writer falls back to plain, and makes the file larger: the benchmark's 1M-user
+    cohort took 62 MiB with every column dictionary encoded, 53 MiB with texts and lists
+    only, written ~15% faster.
+    """
+    return [
+        field.name
+        for field in schema
+        if pa.types.is_string(field.type)
+        or pa.types.is_large_string(field.type)
+        or pa.types.is_list(field.type)
+    ]
+
+
+class ParquetStream:
+    """Pieces of one table, buffered and written as row groups of bounded rows and bytes.
+
+    A row group is encoded in a background thread while the next one fills, so at most two
+    are held in memory. Made by :func:`parquet_stream`, which commits or discards the object.
+
+    :param sink: the open binary file the Parquet object is written to.
+    :param schema: every piece's schema.
+    :param compression: Parquet codec.
+    :param row_group_rows: rows per row group at most.
+    :param row_group_bytes: a row group is written once its Arrow data reaches this size.
+    """
+
+    def __init__(
+        self,
+        sink: Any,
+        schema: pa.Schema,
+        *,
+        compression: str,
+        row_group_rows: int,
+        row_group_bytes: int,
+    ) -> None:
+        self._sink = sink
+        self._writer = pq.ParquetWriter(
+            sink, schema, compression=compression, use_dictionary=_dictionary_columns(schema)
+        )
+        self._row_group_rows = row_group_rows
+        self._row_group_bytes = row_group_bytes
+        self._pending: list[pa.Table] = []
+        self._pending_rows = 0
+        self._pending_bytes = 0
+        self._behind: WriteBehind[pa.Table] = WriteBehind(self._write_row_group)
+        self.bytes_written = 0
+        """Bytes in the object so far; its final size once the stream is closed."""
+
+    def _write_row_group(self, table: pa.Table) -> None:
+        self._writer.write_table(table, row_group_size=max(table.num_rows, 1))
+        self.bytes_written = int(self._sink.tell())
+
+    def add(self, table: pa.Table) -> None:
+        """Buffer ``table``; hand a row group to the writing thread once it is full."""
+        self._pending.append(table)
+        self._pending_rows += table.num_rows
+        self._pending_bytes += table.nbytes
+        if (
+            self._pending_rows >= self._row_group_rows
+            or self._pending_bytes >= self._row_group_bytes
+        ):
+            self._submit()
+
+    def _submit(self) -> None:
+        if self._pending:
+            table = pa.concat_tables(self._pending)
+            self._pending, self._pending_rows, self._pending_bytes = [], 0, 0
+            self._behind.submit(table)
+
+    def _finish(self) -> None:
+        """Write what is buffered, wait for every write and write the footer."""
+        try:
+            self._submit()
+            self._behind.close()
+        finally:
+            self._writer.close()
+        self.bytes_written = int(self._sink.tell())
+
+    def _abandon(self) -> None:
+        """Stop after a failure; the object is discarded anyway."""
+        self._pending = []
+        with contextlib.suppress(Exception):
+            self._behind.close()
+        with contextlib.suppress(Exception):
+            self._writer.close()
+
+
+@contextlib.contextmanager
+def parquet_stream(
+    destination: StoragePath,
+    schema: pa.Schema,
+    *,
+    compression: str = "zstd",
+    row_group_rows: int = 262_144,
+    row_group_bytes: int = 8 << 20,
+    subject: str | None = None,
+) -> Iterator[ParquetStream]:
+    """Yield a :class:`ParquetStream` writing ``destination``; commit it when the block succeeds.
+
+    When the block raises, nothing is committed: the destination keeps what it held.
+
+    :param destination: where the finished object must appear.
+    :param schema: the table's schema.
+    :param compression: Parquet codec.
+    :param row_group_rows: rows per row group at most.
+    :param row_group_bytes: a row group is written once its Arrow data reaches this size.
+    :param subject: what is written, for a storage error (``cohort 'vip'``).
+    :raises AnalyticsStorageError: the storage failed.
+    """
+    with (
+        atomic_destination(destination, subject=subject) as temporary,
+        temporary.open("wb") as sink,
+    ):
+        stream = ParquetStream(
+            sink,
+            schema,
+            compression=compression,
+            row_group_rows=row_group_rows,
+            row_group_bytes=row_group_bytes,
+        )
+        try:
+            yield stream
+        except BaseException:
+            stream._abandon()
+            raise
+        stream._finish()
