@@ -27,8 +27,9 @@ from airflow_provider_analytics.client.errors import (
     AnalyticsStreamError,
     AnalyticsTransportError,
 )
-from airflow_provider_analytics.client.ndjson import MAX_LINE_BYTES, iter_line_blocks
+from airflow_provider_analytics.client.ndjson import iter_line_blocks
 from airflow_provider_analytics.client.validation import CohortQuery, cohort_query
+from airflow_provider_analytics.jobs.export_settings import ExportSettings
 from airflow_provider_analytics.jobs.pipeline import map_ahead, read_ahead
 from airflow_provider_analytics.sinks.parquet import parquet_compression, parquet_stream
 from airflow_provider_analytics.tabular.arrow import BlockDecoder
@@ -81,45 +82,6 @@ _RETRYABLE = (
     AnalyticsServerError,
     ExportIncompleteError,
 )
-
-
-@dataclass(frozen=True)
-class ExportSettings:
-    """How to write: all optional, the defaults suit cohorts up to millions of users.
-
-    :param compression: Parquet codec (zstd, snappy, gzip, none).
-    :param row_group_rows: rows per Parquet row group; with ``row_group_bytes`` it bounds memory.
-    :param row_group_bytes: flush a row group once its Arrow data reaches this size.
-    :param block_bytes: NDJSON bytes decoded at once.
-    :param max_line_bytes: the longest record line accepted; a longer one fails the export
-        naming its row, so memory stays bounded whatever the server sends.
-    :param chunk_bytes: bytes read from the socket at once.
-    :param attempts: whole-export attempts for cut streams, transport faults and short counts.
-    :param retry_delay: base seconds between attempts (doubled each time, with jitter).
-    :param progress_interval: seconds between progress log lines.
-    :param parse_threads: blocks parsed at once (Arrow's parser releases the GIL). On 2 shared
-        cores, 2 took a 1M-user export from 8.0 s to 5.8 s (medians of 3 alternating runs) for
-        ~7 MiB more memory; 1 keeps a worker's other tasks a core.
-    :param memory_pool: Arrow allocator during the export: ``system`` (default; returns freed
-        memory to the OS promptly, measured ~30 MiB lower peak than mimalloc here) or
-        ``default`` to leave Arrow's choice alone.
-
-    Memory is dominated by ``row_group_bytes`` (two row groups are in flight: one filling, one
-    being encoded). Larger row groups compress and scan a little better and cost that much
-    more memory.
-    """
-
-    compression: str = "zstd"
-    row_group_rows: int = 262_144
-    row_group_bytes: int = 8 << 20
-    block_bytes: int = 1 << 20
-    max_line_bytes: int = MAX_LINE_BYTES
-    chunk_bytes: int = 256 << 10
-    attempts: int = 3
-    retry_delay: float = 2.0
-    progress_interval: float = 30.0
-    memory_pool: str = "system"
-    parse_threads: int = 2
 
 
 @dataclass

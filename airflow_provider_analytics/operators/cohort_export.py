@@ -11,11 +11,7 @@ from airflow.sdk import ObjectStoragePath
 
 from airflow_provider_analytics.client import rules
 from airflow_provider_analytics.client.validation import CohortQuery, cohort_query
-from airflow_provider_analytics.jobs.cohort_export import (
-    ExportResult,
-    ExportSettings,
-    export_cohort_to_parquet,
-)
+from airflow_provider_analytics.jobs.export_settings import ExportSettings
 from airflow_provider_analytics.operators.intervals import covered_days
 from airflow_provider_analytics.operators.output import AnalyticsOutputOperator, object_target
 from airflow_provider_analytics.operators.paths import output_path, partition_value
@@ -25,6 +21,8 @@ if TYPE_CHECKING:
 
     import pyarrow as pa
     from airflow.sdk import Context
+
+    from airflow_provider_analytics.jobs.cohort_export import ExportResult
 
 
 class CohortExportToParquetOperator(AnalyticsOutputOperator):
@@ -126,6 +124,8 @@ class CohortExportToParquetOperator(AnalyticsOutputOperator):
 
     def _export(self, path: ObjectStoragePath, query: CohortQuery) -> ExportResult:
         """Run the export job into the Parquet object ``path``."""
+        from airflow_provider_analytics.jobs.cohort_export import export_cohort_to_parquet
+
         timezone = rules.optional_string(self.timezone, "timezone")
         return export_cohort_to_parquet(
             self.hook.get_conn(),

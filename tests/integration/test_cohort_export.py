@@ -13,9 +13,9 @@ from analytics_emulator import catalog
 from airflow_provider_analytics.client import AnalyticsClient, AnalyticsError, ClientConfig
 from airflow_provider_analytics.jobs.cohort_export import (
     ExportIncompleteError,
-    ExportSettings,
     export_cohort_to_parquet,
 )
+from airflow_provider_analytics.jobs.export_settings import ExportSettings
 from airflow_provider_analytics.storage import AnalyticsStorageError
 from airflow_provider_analytics.tabular.export_schema import NUMBER_TYPE, TIMESTAMP_TYPE
 

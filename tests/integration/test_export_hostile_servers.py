@@ -19,9 +19,9 @@ from airflow_provider_analytics.client.errors import AnalyticsError, AnalyticsSt
 from airflow_provider_analytics.client.ndjson import MalformedStreamError
 from airflow_provider_analytics.jobs.cohort_export import (
     ExportIncompleteError,
-    ExportSettings,
     export_cohort_to_parquet,
 )
+from airflow_provider_analytics.jobs.export_settings import ExportSettings
 from airflow_provider_analytics.tabular.arrow import ExportDataError
 from tests.integration.export_servers import ExportServer
 

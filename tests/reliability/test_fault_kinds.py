@@ -13,9 +13,9 @@ from airflow.sdk import ObjectStoragePath
 from airflow_provider_analytics.client import AnalyticsClient, ClientConfig
 from airflow_provider_analytics.jobs.cohort_export import (
     ExportIncompleteError,
-    ExportSettings,
     export_cohort_to_parquet,
 )
+from airflow_provider_analytics.jobs.export_settings import ExportSettings
 from tests.emulator_helpers import project_headers
 
 if TYPE_CHECKING:
