@@ -23,8 +23,7 @@ import time
 import uuid
 from typing import IO, TYPE_CHECKING, Any, Protocol, TypeGuard
 
-from airflow_provider_analytics.client.errors import AnalyticsError
-from airflow_provider_analytics.client.rules import fail
+from airflow_provider_analytics.client.errors import AnalyticsConfigurationError, AnalyticsError
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -110,7 +109,7 @@ DEFAULT_STALE_TEMPORARY_AGE = dt.timedelta(hours=1)
 def stale_temporary_age() -> dt.timedelta:
     """The age after which a temporary object counts as orphaned (from the environment).
 
-    :raises AnalyticsValidationError: naming the variable when it is not a number >= 0.
+    :raises AnalyticsConfigurationError: naming the variable when it is not a number >= 0.
     """
     raw = os.environ.get(STALE_TEMPORARY_AGE_VARIABLE)
     if raw is None or raw.strip() == "":
@@ -120,7 +119,9 @@ def stale_temporary_age() -> dt.timedelta:
     except ValueError:
         seconds = -1.0
     if not seconds >= 0:
-        fail(STALE_TEMPORARY_AGE_VARIABLE, "must be a number of seconds >= 0", raw)
+        raise AnalyticsConfigurationError(
+            f"{STALE_TEMPORARY_AGE_VARIABLE} must be a number of seconds >= 0 (got {raw!r})"
+        )
     return dt.timedelta(seconds=seconds)
 
 

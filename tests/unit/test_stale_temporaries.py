@@ -16,7 +16,7 @@ import pytest
 from moto.server import ThreadedMotoServer
 from upath import UPath
 
-from airflow_provider_analytics.client.errors import AnalyticsValidationError
+from airflow_provider_analytics.client.errors import AnalyticsConfigurationError
 from airflow_provider_analytics.sinks.parquet import write_table_atomically
 from airflow_provider_analytics.storage import (
     STALE_TEMPORARY_AGE_VARIABLE,
@@ -109,7 +109,7 @@ def test_the_age_comes_from_the_environment(monkeypatch, raw: str, seconds: floa
 @pytest.mark.parametrize("raw", ["-1", "an hour", "nan"])
 def test_a_bad_age_names_the_variable(monkeypatch, raw: str) -> None:
     monkeypatch.setenv(STALE_TEMPORARY_AGE_VARIABLE, raw)
-    with pytest.raises(AnalyticsValidationError, match=STALE_TEMPORARY_AGE_VARIABLE):
+    with pytest.raises(AnalyticsConfigurationError, match=STALE_TEMPORARY_AGE_VARIABLE):
         stale_temporary_age()
 
 
