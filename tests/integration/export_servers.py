@@ -8,17 +8,17 @@ servers send: odd values, invalid bytes, a cut body, a trickle, gzip, an HTML pa
 from __future__ import annotations
 
 import json
-import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 
+from tests.loopback import ServedOnLoopback
+
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from types import TracebackType
     from typing import BinaryIO
 
 
-class ExportServer:
+class ExportServer(ServedOnLoopback):
     """Serves ``plan`` and a cohort of ``count`` users whose export body ``write`` sends.
 
     :param plan: user property records returned by the plan listing.
@@ -78,25 +78,4 @@ class ExportServer:
             def log_message(self, format: str, *args: Any) -> None:
                 return None
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.httpd.block_on_close = False  # a paced body may still be sending
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
-
-    def __enter__(self) -> ExportServer:
-        self.thread.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        self.thread.join(10)
+        super().__init__(ThreadingHTTPServer(("127.0.0.1", 0), Handler))

@@ -26,11 +26,8 @@ from airflow_provider_analytics.client import (
 )
 from airflow_provider_analytics.client.async_api import AsyncAnalyticsClient
 from airflow_provider_analytics.client.operations import CREATE_UTM, LIST_EVENTS, ApiCall
-from tests.reliability.local_servers import (
-    LocalServer,
-    ServedOnLoopback,
-    self_signed_certificate,
-)
+from tests.loopback import ServedOnLoopback
+from tests.reliability.local_servers import LocalServer, self_signed_certificate
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -7,18 +7,18 @@ import datetime as dt
 import ipaddress
 import json
 import ssl
-import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
+from tests.loopback import ServedOnLoopback
+
 if TYPE_CHECKING:
     from pathlib import Path
-    from types import TracebackType
 
 
 def self_signed_certificate(folder: Path) -> tuple[Path, Path]:
@@ -51,41 +51,6 @@ def self_signed_certificate(folder: Path) -> tuple[Path, Path]:
         )
     )
     return cert_file, key_file
-
-
-class ServedOnLoopback:
-    """Serves ``httpd`` on a thread of its own while used as a context manager.
-
-    :param httpd: the server, bound to ``127.0.0.1``.
-    :param scheme: ``http`` or ``https``.
-    """
-
-    def __init__(self, httpd: ThreadingHTTPServer, scheme: str = "http") -> None:
-        self.httpd = httpd
-        self.httpd.daemon_threads = True
-        self.httpd.block_on_close = False  # a paced answer may still be sending
-        self.scheme = scheme
-        self.thread = threading.Thread(
-            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-
-    @property
-    def base_url(self) -> str:
-        return f"{self.scheme}://127.0.0.1:{self.httpd.server_address[1]}"
-
-    def __enter__(self) -> Self:
-        self.thread.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        self.thread.join(10)
 
 
 class LocalServer(ServedOnLoopback):
