@@ -30,7 +30,7 @@ from airflow_provider_analytics.client.errors import (
 from airflow_provider_analytics.client.ndjson import iter_line_blocks
 from airflow_provider_analytics.client.validation import CohortQuery, cohort_query
 from airflow_provider_analytics.jobs.export_settings import ExportSettings
-from airflow_provider_analytics.jobs.pipeline import map_ahead, read_ahead
+from airflow_provider_analytics.pipeline import map_ahead, read_ahead
 from airflow_provider_analytics.sinks.parquet import parquet_compression, parquet_stream
 from airflow_provider_analytics.tabular.arrow import BlockDecoder
 from airflow_provider_analytics.tabular.column_names import (

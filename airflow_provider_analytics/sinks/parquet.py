@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from airflow_provider_analytics.client.rules import fail
-from airflow_provider_analytics.jobs.pipeline import WriteBehind
+from airflow_provider_analytics.pipeline import WriteBehind
 from airflow_provider_analytics.storage import StoragePath, atomic_destination
 
 if TYPE_CHECKING:

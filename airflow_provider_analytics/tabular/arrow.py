@@ -31,11 +31,12 @@ table, so a value's outcome never depends on its neighbours or on where blocks w
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import decimal
 import json
 import re
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -66,9 +67,23 @@ _MOST_REFUSED: Final = 8
 _REFUSED_ROW: Final = re.compile(r" in row (\d+)\b")
 
 
-ParsedBlock = tuple["pa.Table | int | None", int]
-"""What :meth:`BlockDecoder.parse` found: Arrow's table or the row it refused, and the masked
-markers it turned to null."""
+@dataclasses.dataclass
+class _Tally:
+    """What the vectorised steps of one block counted."""
+
+    masked: int = 0
+    inexact: dict[str, int] = dataclasses.field(default_factory=dict)
+
+
+class ParsedBlock(NamedTuple):
+    """What :meth:`BlockDecoder.parse` found, for :meth:`BlockDecoder.finish`."""
+
+    parsed: pa.Table | int | None
+    """Arrow's table, or the 0-based row it refused (None when it names none)."""
+    masked: int = 0
+    """Markers written as null before Arrow parsed the block."""
+    completed: tuple[pa.Table, _Tally] | None = None
+    """The vectorised steps done ahead, when they refused nothing."""
 
 
 class ExportDataError(AnalyticsError, ValueError):
@@ -165,22 +180,33 @@ class BlockDecoder:
         return table
 
     def parse(self, block: bytes) -> ParsedBlock:
-        """Arrow's parser on the whole block: the table (and the markers it nulled), or the
-        0-based row it refused (None when it names none); hand the result to :meth:`finish`.
+        """Arrow's parser on the whole block, then the vectorised steps when it took the block;
+        hand the result to :meth:`finish`.
 
         Changes no state, so blocks may be parsed on several threads; hand the results to
         :meth:`finish` in stream order.
         """
+        found = self._parse(block)
+        if not isinstance(found.parsed, pa.Table):
+            return found
+        tally = _Tally()
+        try:
+            completed = self._complete(found.parsed, tally)
+        except ExportDataError:  # refused again in finish, which knows the row of the export
+            return found
+        return found._replace(completed=(completed, tally))
+
+    def _parse(self, block: bytes) -> ParsedBlock:
         if self._has_decimals and _LONG_DIGITS.search(block):
-            return None, 0
+            return ParsedBlock(None)
         if self._markers_before:  # likely here too: spare Arrow a refusal
             nulled = self._without_typed_markers(block)
             if nulled is not None:
                 return nulled
         parsed = self._arrow(block)
         if isinstance(parsed, pa.Table):
-            return parsed, 0
-        return self._without_typed_markers(block) or (parsed, 0)
+            return ParsedBlock(parsed)
+        return self._without_typed_markers(block) or ParsedBlock(parsed)
 
     def _without_typed_markers(self, block: bytes) -> ParsedBlock | None:
         """Arrow's table of ``block`` with its typed markers as null, and their count; None
@@ -189,23 +215,30 @@ class BlockDecoder:
         if masked:
             table = self._arrow(nulled)
             if isinstance(table, pa.Table) and nulled.count(b"{") == table.num_rows:
-                return table, masked
+                return ParsedBlock(table, masked)
         return None
 
     def finish(self, block: bytes, parsed_block: ParsedBlock) -> pa.Table:
         """Complete a block in stream order: decode what Arrow refused, then the vectorised
         steps; counts rows, masked and inexact values."""
-        parsed, masked = parsed_block
+        parsed, masked, completed = parsed_block
         self.masked_values += masked
         self._markers_before = masked > 0
-        if not isinstance(parsed, pa.Table):
-            lines = [line for line in block.split(b"\n") if line.strip()]
-            if self._has_decimals and _LONG_DIGITS.search(block):
-                parsed, masked = self._python(lines, 0)
-            else:
-                parsed, masked = self._runs(lines, 0, parsed)
-            self.masked_values += masked
-        table = self._complete(parsed)
+        if completed is not None:
+            table, tally = completed
+        else:
+            if not isinstance(parsed, pa.Table):
+                lines = [line for line in block.split(b"\n") if line.strip()]
+                if self._has_decimals and _LONG_DIGITS.search(block):
+                    parsed, masked = self._python(lines, 0)
+                else:
+                    parsed, masked = self._runs(lines, 0, parsed)
+                self.masked_values += masked
+            tally = _Tally()
+            table = self._complete(parsed, tally)
+        self.masked_values += tally.masked
+        for column, count in tally.inexact.items():
+            self.inexact_values[column] = self.inexact_values.get(column, 0) + count
         self.rows += table.num_rows
         return table
 
@@ -308,7 +341,7 @@ class BlockDecoder:
 
     # vectorised steps on the joined block
 
-    def _complete(self, table: pa.Table) -> pa.Table:
+    def _complete(self, table: pa.Table, tally: _Tally) -> pa.Table:
         arrays = []
         for column, field in zip(self.schema.columns, self._read_schema, strict=True):
             index = table.schema.get_field_index(column.name)
@@ -318,24 +351,19 @@ class BlockDecoder:
                 else pa.nulls(table.num_rows, type=field.type)
             )
             if pa.types.is_timestamp(column.arrow_type):
-                values = self._timestamps(column, values)
+                values = self._timestamps(column, values, tally)
             elif pa.types.is_decimal(column.arrow_type):
                 values = self._narrow_decimals(column, values)
             elif pa.types.is_floating(column.arrow_type):
-                self._count_inexact(column, values)
+                _count_inexact(column, values, tally)
             arrays.append(values)
         return pa.Table.from_arrays(arrays, schema=self._arrow_schema)
 
-    def _count_inexact(self, column: ExportColumn, values: pa.Array) -> None:
-        beyond = pc.sum(pc.greater_equal(pc.abs(values), INEXACT_MAGNITUDE)).as_py() or 0
-        if beyond:
-            self.inexact_values[column.name] = self.inexact_values.get(column.name, 0) + beyond
-
-    def _timestamps(self, column: ExportColumn, texts: pa.Array) -> pa.Array:
+    def _timestamps(self, column: ExportColumn, texts: pa.Array, tally: _Tally) -> pa.Array:
         marked = pc.equal(texts, MASKED_MARKER)
         masked = pc.sum(marked).as_py() or 0
         if masked:
-            self.masked_values += masked
+            tally.masked += masked
             texts = pc.if_else(marked, pa.scalar(None, pa.string()), texts)
         unit = column.arrow_type.unit
         valid = pc.match_substring_regex(texts, _DATETIME_PATTERN)
@@ -359,6 +387,12 @@ class BlockDecoder:
         except pa.ArrowInvalid as error:
             row = _first_unfit(values.to_pylist(), column.arrow_type)
             raise self._refused(column, row, values[row].as_py(), str(error)) from None
+
+
+def _count_inexact(column: ExportColumn, values: pa.Array, tally: _Tally) -> None:
+    beyond = pc.sum(pc.greater_equal(pc.abs(values), INEXACT_MAGNITUDE)).as_py() or 0
+    if beyond:
+        tally.inexact[column.name] = tally.inexact.get(column.name, 0) + beyond
 
 
 class _TypedMarkers:
