@@ -175,8 +175,9 @@ class CallAttempts:
             wait = None
             if status in RETRY_AFTER_STATUSES:
                 wait = parse_retry_after(answer.headers.get("Retry-After"), now=policy.clock())
-            delay = policy.announce(operation.name, self.attempt, f"HTTP {status}", wait)
-            return Verdict(retry_in=delay)
+            delay = self._wait_within_deadline(f"HTTP {status}", wait)
+            if delay is not None:
+                return Verdict(retry_in=delay)
         error = error_from_response(operation, answer, attempts=self.attempt, secrets=self._secrets)
         return Verdict(error=error)
 
@@ -194,7 +195,9 @@ class CallAttempts:
         if policy.has_attempts_left(self.attempt) and policy.retries_transport(
             failure, idempotent=operation.idempotent
         ):
-            return Verdict(retry_in=policy.announce(operation.name, self.attempt, failure.reason))
+            delay = self._wait_within_deadline(failure.reason)
+            if delay is not None:
+                return Verdict(retry_in=delay)
         error = error_from_transport(
             operation,
             failure,
@@ -203,6 +206,16 @@ class CallAttempts:
             secrets=self._secrets,
         )
         return Verdict(error=error)
+
+    def _wait_within_deadline(self, reason: str, retry_after: float | None = None) -> float | None:
+        """The wait before the next attempt, logged; ``None`` when the call's deadline would
+        pass before that attempt could start (the attempt's own error is raised at once then,
+        instead of sleeping into a deadline error)."""
+        policy = self._policy
+        delay = policy.delay(self.attempt, retry_after)
+        if delay >= self._ends - self._clock():
+            return None
+        return policy.announce(self.operation.name, self.attempt, reason, delay)
 
     def _deadline_error(self) -> AnalyticsTransportError:
         name = self.operation.name

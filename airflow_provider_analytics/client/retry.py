@@ -119,15 +119,12 @@ class RetryPolicy:
         """Whether another attempt may follow failed attempt ``attempt`` (1-based)."""
         return attempt < self.max_attempts
 
-    def announce(
-        self, operation: str, attempt: int, reason: str, retry_after: float | None = None
-    ) -> float:
-        """Log the coming retry at WARNING and return how long to wait before it.
+    def announce(self, operation: str, attempt: int, reason: str, delay: float) -> float:
+        """Log the coming retry at WARNING and return ``delay``, the wait before it.
 
         Only the operation, the attempt count, the reason and the delay are logged, never
         headers, bodies or URLs with their queries.
         """
-        delay = self.delay(attempt, retry_after)
         logger.warning(
             "%s: attempt %d/%d failed (%s); retrying in %.2f s",
             operation,

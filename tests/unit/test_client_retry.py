@@ -386,7 +386,7 @@ def test_delay_prefers_retry_after_up_to_its_own_cap() -> None:
 def test_announce_logs_the_retry_and_returns_the_delay(caplog: pytest.LogCaptureFixture) -> None:
     policy = RetryPolicy(3, 1.0, 10.0, random=lambda: 0.5)
     with caplog.at_level(logging.WARNING, logger="airflow_provider_analytics.client"):
-        assert policy.announce("get_utm", 2, "HTTP 502") == 1.0
+        assert policy.announce("get_utm", 2, "HTTP 502", policy.delay(2)) == 1.0
     assert caplog.records[-1].getMessage() == (
         "get_utm: attempt 2/3 failed (HTTP 502); retrying in 1.00 s"
     )
@@ -464,20 +464,25 @@ class FakeAnswer:
         return {"code": self.status_code}
 
 
-def test_a_wait_longer_than_the_deadline_ends_the_call_before_the_next_attempt() -> None:
-    """The call's deadline covers the waits: after a Retry-After that outlasts it, the next
-    attempt is refused before anything is sent."""
+def test_a_wait_longer_than_the_deadline_ends_the_call_at_once() -> None:
+    """The call's deadline covers the waits: a Retry-After (or a backoff) that outlasts it
+    ends the call with that attempt's error at once, instead of sleeping past the deadline."""
     now = [100.0]
     config = ClientConfig(BASE, token="tok", app_key="app", request_deadline=10.0)
-    call = CallAttempts(
-        config, RetryPolicy.from_config(config), ops.LIST_EVENTS, "/x", clock=lambda: now[0]
-    )
+    policy = RetryPolicy(max_attempts=4, backoff_base=0.5, random=lambda: 1.0)
+    call = CallAttempts(config, policy, ops.LIST_EVENTS, "/x", clock=lambda: now[0])
     assert call.start() == 10.0
-    verdict = call.after_answer(FakeAnswer(503, {"Retry-After": "30"}))
-    assert verdict.retry_in == 30.0 and not verdict.accepted
-    now[0] += 30.0
-    with pytest.raises(AnalyticsTransportError, match=r"no complete answer within 10 s"):
-        call.start()
+    waited = call.after_answer(FakeAnswer(503, {"Retry-After": "4"}))
+    assert waited.retry_in == 4.0  # fits in the 10 s left
+    now[0] += 4.0
+    assert call.start() == 6.0
+    verdict = call.after_answer(FakeAnswer(429, {"Retry-After": "100"}))
+    assert verdict.retry_in is None
+    assert isinstance(verdict.error, AnalyticsRateLimitError)
+    now[0] += 5.5
+    dropped = call.after_failure(requests.ReadTimeout("slow"))  # a 1 s backoff, 0.5 s left
+    assert dropped.retry_in is None
+    assert isinstance(dropped.error, AnalyticsTransportError)
 
 
 def test_verdicts_on_answers_and_failures() -> None:

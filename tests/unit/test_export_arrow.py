@@ -300,3 +300,19 @@ def test_the_readme_type_table_is_the_one_the_code_uses() -> None:
         item["dataType"]: c.arrow_type for item, c in zip(PLAN[:5], schema.columns, strict=True)
     }
     assert by_plan_type == {name: arrow_type for name, arrow_type, _ in TYPE_TABLE}
+
+
+def test_a_marker_in_a_large_string_column_is_its_text_whatever_came_before() -> None:
+    """A column overridden to large_string is text like string: the marker stays its text,
+    also in a block after one whose typed markers were nulled."""
+    schema = export_schema(["distinct_id", "$city"], PLAN, overrides={"$city": pa.large_string()})
+    marked = ndjson({"distinct_id": MASKED_MARKER, "$city": "x"})
+    text = ndjson({"distinct_id": 1, "$city": MASKED_MARKER})
+    alone = BlockDecoder(schema).decode(text)
+    after = BlockDecoder(schema)
+    first = after.decode(marked)
+    second = after.decode(text)
+    assert first.column("distinct_id").to_pylist() == [None]
+    assert alone.column("$city").to_pylist() == [MASKED_MARKER]
+    assert second.column("$city").to_pylist() == [MASKED_MARKER]
+    assert after.masked_values == 1
