@@ -14,7 +14,7 @@ import difflib
 import itertools
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
@@ -344,6 +344,16 @@ def validate_event_request(request: Mapping[str, Any]) -> dict[str, Any]:
     return result
 
 
+_CHECKED: Any = object()
+"""Passed by the functions that check a request; a checked request made any other way is
+refused, so that one the client sends unchecked cannot exist."""
+
+
+def _made_by_a_check(token: object, kind: str, maker: str) -> None:
+    if token is not _CHECKED:
+        raise TypeError(f"a {kind} is made by {maker}(), which checks it")
+
+
 @dataclass(frozen=True)
 class AnalysisRequest:
     """A checked analysis body, made by :func:`funnel_request` or :func:`event_request`.
@@ -357,12 +367,17 @@ class AnalysisRequest:
 
     kind: str
     body: Mapping[str, Any]
+    checked: object = field(default=None, repr=False, compare=False, kw_only=True)
+
+    def __post_init__(self) -> None:
+        _made_by_a_check(self.checked, "AnalysisRequest", "funnel_request() or event_request")
 
     def window(self, from_date: str, to_date: str) -> AnalysisRequest:
         """The same request over ``from_date`` to ``to_date``, a part of its own date range.
 
         :raises ValueError: for a window outside the checked range.
         """
+        rules.date_range(from_date, to_date)
         if not self.body["fromDate"] <= from_date <= to_date <= self.body["toDate"]:
             raise ValueError(
                 f"window {from_date}..{to_date} is not inside "
@@ -378,7 +393,7 @@ def _analysis_request(
         if request.kind != kind:
             fail("request", f"is a checked {request.kind} request; a {kind} request is needed")
         return request
-    return AnalysisRequest(kind, validate(request))
+    return AnalysisRequest(kind, validate(request), checked=_CHECKED)
 
 
 def funnel_request(request: Mapping[str, Any] | AnalysisRequest) -> AnalysisRequest:
@@ -455,6 +470,10 @@ class CohortQuery:
     cohort_code: str
     limit: int | None = None
     properties: tuple[str, ...] | None = None
+    checked: object = field(default=None, repr=False, compare=False, kw_only=True)
+
+    def __post_init__(self) -> None:
+        _made_by_a_check(self.checked, "CohortQuery", "cohort_query")
 
     def with_properties(self, properties: Any) -> CohortQuery:
         """This request for ``properties`` (checked now, e.g. ids read from the plan)."""
@@ -495,6 +514,7 @@ def cohort_query(cohort_code: Any, *, limit: Any = None, properties: Any = None)
         validate_cohort_code(cohort_code),
         None if limit is None else validate_limit(limit),
         None if properties is None else tuple(validate_properties(properties)),
+        checked=_CHECKED,
     )
 
 

@@ -895,7 +895,11 @@ def test_campaign_ids_from_create_are_accepted_as_int_or_str() -> None:
 
 def test_a_cohort_query_is_checked_once_and_then_passed_as_it_is() -> None:
     query = v.cohort_query("cohort_small", limit=10, properties=["$city", "tag_rfm"])
-    assert query == v.CohortQuery("cohort_small", 10, ("$city", "tag_rfm"))
+    assert (query.cohort_code, query.limit, query.properties) == (
+        "cohort_small",
+        10,
+        ("$city", "tag_rfm"),
+    )
     assert v.cohort_query(query) is query
     assert v.cohort_body(query, page=2, page_size=5) == {
         "cohortCode": "cohort_small",
@@ -904,8 +908,8 @@ def test_a_cohort_query_is_checked_once_and_then_passed_as_it_is() -> None:
         "page": 2,
         "pageSize": 5,
     }
-    assert query.sizing() == v.CohortQuery("cohort_small", 1, ("$city",))
-    assert v.CohortQuery("c").sizing() == v.CohortQuery("c", 1, None)
+    assert query.sizing() == v.cohort_query("cohort_small", limit=1, properties=["$city"])
+    assert v.cohort_query("c").sizing() == v.cohort_query("c", limit=1)
     with pytest.raises(AnalyticsValidationError, match=r"^limit: give it inside the CohortQuery"):
         v.cohort_query(query, limit=5)
     with pytest.raises(AnalyticsValidationError, match=r"^properties\[0\]: "):
@@ -931,3 +935,14 @@ def test_an_analysis_request_is_checked_once_and_windowed_inside_its_range() -> 
         checked.window("2023-12-31", "2024-01-02")
     with pytest.raises(AnalyticsValidationError, match=r"^request: is a checked funnel request"):
         v.event_request(checked)
+    with pytest.raises(AnalyticsValidationError, match=r"^toDate: "):
+        checked.window("2024-01-08", "2024-01-0x")
+
+
+def test_a_checked_request_cannot_be_made_without_its_check() -> None:
+    """The client sends a CohortQuery or AnalysisRequest as it is, so one may only come from
+    the functions that check it."""
+    with pytest.raises(TypeError, match=r"made by cohort_query\(\)"):
+        v.CohortQuery('../x"', limit=-5, properties=("a b",))
+    with pytest.raises(TypeError, match=r"AnalysisRequest is made by funnel_request"):
+        v.AnalysisRequest("events", {"bogus": 1})
