@@ -63,7 +63,7 @@ def check_timezone(timezone: Any) -> str:
     """
     if isinstance(timezone, str) and timezone:
         try:
-            pc.assume_timezone(pa.array([0], pa.timestamp("ms")), timezone)
+            pc.assume_timezone(pa.nulls(1, pa.timestamp("ms")), timezone)
         except pa.ArrowException:
             pass
         else:

@@ -36,6 +36,7 @@ import datetime as dt
 import decimal
 import json
 import re
+import struct
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 import pyarrow as pa
@@ -55,6 +56,21 @@ if TYPE_CHECKING:
 
 INEXACT_MAGNITUDE: Final = float(2**53)
 """From here on a double no longer holds every integer: such values are counted."""
+_INEXACT_MAGNITUDE: Final = pa.Array.from_buffers(
+    pa.float64(), 1, [None, pa.py_buffer(struct.pack("<d", INEXACT_MAGNITUDE))]
+)[0]
+_MASKED_TEXT: Final = pa.Array.from_buffers(
+    pa.string(),
+    1,
+    [
+        None,
+        pa.py_buffer(struct.pack("<ii", 0, len(MASKED_MARKER.encode()))),
+        pa.py_buffer(MASKED_MARKER.encode()),
+    ],
+)[0]
+"""Arrow scalars of the hot path's constants, built from buffers: converting a Python value
+(``pa.scalar``, ``pa.array`` or a bare constant given to a compute function) makes pyarrow
+import pandas, ~40 MiB of a worker's memory that an export does not need."""
 _DATETIME_PATTERN: Final = r"^\d{4}-\d{2}-\d{2}( ([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d{1,3})?)?$"
 _DATETIME_TEXT: Final = re.compile(_DATETIME_PATTERN)
 _DECIMAL_TEXT: Final = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
@@ -362,11 +378,11 @@ class BlockDecoder:
         return pa.Table.from_arrays(arrays, schema=self._arrow_schema)
 
     def _timestamps(self, column: ExportColumn, texts: pa.Array, tally: _Tally) -> pa.Array:
-        marked = pc.equal(texts, MASKED_MARKER)
+        marked = pc.equal(texts, _MASKED_TEXT)
         masked = pc.sum(marked).as_py() or 0
         if masked:
             tally.masked += masked
-            texts = pc.if_else(marked, pa.scalar(None, pa.string()), texts)
+            texts = pc.if_else(marked, pa.nulls(1, pa.string())[0], texts)
         unit = column.arrow_type.unit
         valid = pc.match_substring_regex(texts, _DATETIME_PATTERN)
         naive = None
@@ -392,7 +408,7 @@ class BlockDecoder:
 
 
 def _count_inexact(column: ExportColumn, values: pa.Array, tally: _Tally) -> None:
-    beyond = pc.sum(pc.greater_equal(pc.abs(values), INEXACT_MAGNITUDE)).as_py() or 0
+    beyond = pc.sum(pc.greater_equal(pc.abs(values), _INEXACT_MAGNITUDE)).as_py() or 0
     if beyond:
         tally.inexact[column.name] = tally.inexact.get(column.name, 0) + beyond
 
