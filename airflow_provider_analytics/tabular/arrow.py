@@ -433,26 +433,39 @@ class _TypedMarkers:
             if not _is_text(field.type)  # a text column keeps the marker as its text
             for colon in (b": ", b":")
         )
+        self._tail = min((len(p) for p in self.prefixes), default=0)
+        self._tails = {p[-self._tail :] for p in self.prefixes}
 
     def null(self, block: bytes) -> tuple[bytes, int]:
         """``block`` with its typed markers written as null, and how many there were (0 when
-        none, or when a match is not certainly a record's key: ``block`` is then returned)."""
+        none, or when a match is not certainly a record's key: ``block`` is then returned).
+
+        Text columns often hold the marker in every row, so the block is split at every
+        marker and only the pieces whose last bytes could end a typed key are looked at.
+        """
         if not self.prefixes:
             return block, 0
-        marker, pieces, done = self.marker, [], 0
-        at = block.find(marker)
-        while at >= 0:
-            if block.endswith(self.prefixes, 0, at):
-                key = at - len(next(p for p in self.prefixes if block.endswith(p, 0, at)))
-                if key < 1 or block[key - 1] not in b"{, \t\r\n":
-                    return block, 0
-                pieces += [block[done:at], b"null"]
-                done = at + len(marker)
-            at = block.find(marker, at + len(marker))
-        if not pieces:
+        pieces = block.split(self.marker)
+        last = len(pieces) - 1  # the piece after the last marker ends no key
+        typed = [
+            index
+            for index, piece in enumerate(pieces)
+            if piece[-self._tail :] in self._tails
+            and piece.endswith(self.prefixes)
+            and index < last
+        ]
+        if not typed:
             return block, 0
-        pieces.append(block[done:])
-        return b"".join(pieces), len(pieces) // 2
+        joints = [self.marker] * last
+        for index in typed:
+            piece = pieces[index]
+            key = len(piece) - max(len(p) for p in self.prefixes if piece.endswith(p))
+            if key < 1 or piece[key - 1] not in b"{, \t\r\n":
+                return block, 0
+            joints[index] = b"null"
+        woven: list[bytes] = [b""] * (2 * last + 1)
+        woven[::2], woven[1::2] = pieces, joints
+        return b"".join(woven), len(typed)
 
 
 def _is_text(arrow_type: pa.DataType) -> bool:
