@@ -7,8 +7,9 @@ typed column (a datetime) every 10,000 rows) is served by a stdlib HTTP server w
 Each contender runs in its own child process; rounds alternate the contenders, and the median
 of the in-process job time is reported with the child's peak RSS:
 
-  (a) provider        a process that imported Airflow; hook from an AIRFLOW_CONN_* connection,
-                      ObjectStoragePath file:// destination; only the export call is timed
+  (a) provider        a process that imported Airflow (its own AIRFLOW_HOME, examples off as in
+                      production); hook from an AIRFLOW_CONN_* connection, ObjectStoragePath
+                      file:// destination; only the export call is timed
   (b) duckdb          COPY (SELECT * FROM read_json(<local file>)) TO ... (parquet, zstd)
   (d) reference       requests streaming into pyarrow.json.open_json and a zstd ParquetWriter
   (a) markers         (a) on data with a masked marker every 1,000 rows, in turn in a number,
@@ -242,9 +243,12 @@ def child_reference(base_url: str, cohort: str, out: str) -> None:
     _report(time.perf_counter() - started, rows)
 
 
-def _run(command: list[str]) -> dict[str, float]:
+def _run(command: list[str], airflow_home: Path) -> dict[str, float]:
     # bytecode is written (once) so that imports do not recompile sources in every child
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    # a worker of its own, configured as in production: the machine's ~/airflow (and its
+    # example plugins, which a worker loads with its first object storage write) stay out
+    env |= {"AIRFLOW_HOME": str(airflow_home), "AIRFLOW__CORE__LOAD_EXAMPLES": "False"}
     done = subprocess.run(command, capture_output=True, text=True, env=env)
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(command[2:])} failed:\n{done.stdout}\n{done.stderr}")
@@ -302,7 +306,7 @@ def main() -> None:
             }
             for round_number in range(args.rounds):
                 for name, command in contenders.items():
-                    figures = _run(command)
+                    figures = _run(command, workdir / "airflow")
                     results.setdefault(name, []).append(figures)
                     print(
                         f"round {round_number + 1} {name:<20} {figures['seconds']:7.2f} s "
