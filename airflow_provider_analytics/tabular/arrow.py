@@ -71,8 +71,13 @@ _MASKED_TEXT: Final = pa.Array.from_buffers(
 """Arrow scalars of the hot path's constants, built from buffers: converting a Python value
 (``pa.scalar``, ``pa.array`` or a bare constant given to a compute function) makes pyarrow
 import pandas, ~40 MiB of a worker's memory that an export does not need."""
-_DATETIME_PATTERN: Final = r"^\d{4}-\d{2}-\d{2}( ([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d{1,3})?)?$"
-_DATETIME_TEXT: Final = re.compile(_DATETIME_PATTERN)
+_DATETIME_TEXT: Final = re.compile(
+    r"\d{4}-\d{2}-\d{2}( ([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d{1,3})?)?", re.ASCII
+)
+"""The spec's three datetime texts (names the reason when Arrow refused a column's texts)."""
+_DATETIME_LENGTHS: Final = pa.Array.from_buffers(
+    pa.int32(), 5, [None, pa.py_buffer(struct.pack("<5i", 10, 19, 21, 22, 23))]
+)
 _DECIMAL_TEXT: Final = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 """Exact decimal columns also take numbers written as strings, as Arrow's parser does."""
 _LONG_DIGITS: Final = re.compile(rb"\d{60}")
@@ -387,7 +392,13 @@ class BlockDecoder:
             tally.masked += masked
             texts = pc.if_else(marked, pa.nulls(1, pa.string())[0], texts)
         unit = column.arrow_type.unit
-        valid = pc.match_substring_regex(texts, _DATETIME_PATTERN)
+        # the spec's three texts are 10, 19, or 21 to 23 bytes long; Arrow's cast then takes
+        # them and refuses all else of those lengths except a "T" separator (checked against
+        # the pattern on mutated texts); cheaper than a regex match per value
+        valid = pc.and_(
+            pc.is_in(pc.binary_length(texts), value_set=_DATETIME_LENGTHS),
+            pc.invert(pc.match_substring(texts, "T")),
+        )
         naive = None
         if pc.all(valid).as_py() is not False:
             try:
@@ -510,7 +521,7 @@ def _first_bad_datetime(texts: list[Any]) -> tuple[int, Any, str]:
     for index, text in enumerate(texts):
         if text is None:
             continue
-        if not _DATETIME_TEXT.match(text):
+        if not _DATETIME_TEXT.fullmatch(text):
             return index, text, "not yyyy-MM-dd HH:mm:ss[.SSS] or yyyy-MM-dd"
         try:
             dt.datetime.fromisoformat(text)
