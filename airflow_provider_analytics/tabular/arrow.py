@@ -422,6 +422,10 @@ class BlockDecoder:
 
 
 def _count_inexact(column: ExportColumn, values: pa.Array, tally: _Tally) -> None:
+    extremes = pc.min_max(values).as_py()  # one pass; most columns hold no such value
+    low, high = extremes["min"], extremes["max"]
+    if low is None or -INEXACT_MAGNITUDE < low <= high < INEXACT_MAGNITUDE:
+        return
     beyond = pc.sum(pc.greater_equal(pc.abs(values), _INEXACT_MAGNITUDE)).as_py() or 0
     if beyond:
         tally.inexact[column.name] = tally.inexact.get(column.name, 0) + beyond
