@@ -269,6 +269,7 @@ def export_cohort_to_parquet(
     if query.properties is not None:
         column_name_map(query.properties, naming)
     rules.count(settings.attempts, "attempts")
+    rules.positive_int(settings.row_group_rows, "row_group_rows")
     parquet_compression(settings.compression)
     check_timezone(timezone)
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from airflow_provider_analytics.client.rules import fail
+from airflow_provider_analytics.client.rules import fail, positive_int
 from airflow_provider_analytics.pipeline import WriteBehind
 from airflow_provider_analytics.storage import StoragePath, atomic_destination
 
@@ -112,6 +112,7 @@ class ParquetStream:
     :param compression: Parquet codec.
     :param row_group_rows: rows per row group at most.
     :param row_group_bytes: a row group is written once its Arrow data reaches this size.
+    :raises AnalyticsValidationError: naming ``row_group_rows`` when it is not at least 1.
     """
 
     def __init__(
@@ -123,6 +124,7 @@ class ParquetStream:
         row_group_rows: int,
         row_group_bytes: int,
     ) -> None:
+        positive_int(row_group_rows, "row_group_rows")  # a bound of 0 would never fill
         self._sink = sink
         self._writer = pq.ParquetWriter(
             sink,
@@ -145,15 +147,22 @@ class ParquetStream:
         self.bytes_written = int(self._sink.tell())
 
     def add(self, table: pa.Table) -> None:
-        """Buffer ``table``; hand a row group to the writing thread once it is full."""
-        self._pending.append(table)
-        self._pending_rows += table.num_rows
-        self._pending_bytes += table.nbytes
-        if (
-            self._pending_rows >= self._row_group_rows
-            or self._pending_bytes >= self._row_group_bytes
-        ):
-            self._submit()
+        """Buffer ``table``; hand a row group to the writing thread each time one is full.
+
+        A table that would take the buffer past ``row_group_rows`` is cut there (a slice,
+        no copy), so no row group holds more rows.
+        """
+        while table.num_rows:
+            room = self._row_group_rows - self._pending_rows
+            taken, table = table.slice(0, room), table.slice(room)
+            self._pending.append(taken)
+            self._pending_rows += taken.num_rows
+            self._pending_bytes += taken.nbytes
+            if (
+                self._pending_rows >= self._row_group_rows
+                or self._pending_bytes >= self._row_group_bytes
+            ):
+                self._submit()
 
     def _submit(self) -> None:
         if self._pending:

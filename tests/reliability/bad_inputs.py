@@ -579,6 +579,12 @@ def _operator_cases() -> list[BadInput]:
         ),
         BadInput(
             "CohortExportToParquetOperator",
+            "row_group_rows 0",
+            "row_group_rows",
+            executed(export, **good_export, row_group_rows=0),
+        ),
+        BadInput(
+            "CohortExportToParquetOperator",
             "unknown time zone",
             "timezone",
             executed(export, **good_export, timezone="Mars/Olympus"),
