@@ -120,6 +120,42 @@ def test_a_collision_among_the_plans_columns_is_refused_after_the_plan_alone(
     assert {"$city", "city"} <= set(result.columns)
 
 
+def test_overrides_naming_an_id_and_its_file_name_are_refused_before_any_request(
+    client: AnalyticsClient, emulator_admin: EmulatorAdmin, tmp_path: Path
+) -> None:
+    before = sent(emulator_admin)
+    with pytest.raises(AnalyticsValidationError) as caught:
+        export(
+            client,
+            target(tmp_path),
+            schema_overrides={"$city": "string", "city": "boolean"},
+            column_names="warehouse",
+        )
+    assert caught.value.field == "schema_overrides"
+    assert "'$city' and 'city' both name the column" in str(caught.value)
+    assert sent(emulator_admin) == before
+    assert not list(tmp_path.iterdir())
+
+
+def test_overrides_naming_a_tag_and_its_bare_code_are_refused_after_the_plan_alone(
+    client: AnalyticsClient, emulator_admin: EmulatorAdmin, tmp_path: Path
+) -> None:
+    before = sent(emulator_admin)
+    with pytest.raises(AnalyticsValidationError) as caught:
+        export(
+            client,
+            target(tmp_path),
+            properties=PROPERTIES,
+            schema_overrides={"tag.tag_rfm": "string", "tag_rfm": "boolean"},
+        )
+    assert caught.value.field == "schema_overrides"
+    assert "'tag.tag_rfm' and 'tag_rfm' both name the column 'tag.tag_rfm'" in str(caught.value)
+    after = sent(emulator_admin)
+    asked = {name: after[name] - before.get(name, 0) for name in after}
+    assert {name: count for name, count in asked.items() if count} == {"list_user_properties": 1}
+    assert not list(tmp_path.iterdir())
+
+
 def test_operator_renders_column_names(
     emulator: EmulatorServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

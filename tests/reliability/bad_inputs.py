@@ -608,6 +608,17 @@ def _operator_cases() -> list[BadInput]:
             executed(export, **good_export, properties=["$city", "city"], column_names="warehouse"),
         ),
         BadInput(
+            "CohortExportToParquetOperator",
+            "schema_overrides naming a column by its id and by its warehouse name",
+            "schema_overrides",
+            executed(
+                export,
+                **good_export,
+                schema_overrides={"$city": "string", "city": "boolean"},
+                column_names="warehouse",
+            ),
+        ),
+        BadInput(
             "FunnelReportOperator",
             "empty steps",
             "steps",
