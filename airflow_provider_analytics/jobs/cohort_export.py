@@ -40,6 +40,7 @@ from airflow_provider_analytics.tabular.column_names import (
 )
 from airflow_provider_analytics.tabular.export_schema import (
     ExportSchema,
+    check_override_keys,
     default_properties,
     export_schema,
 )
@@ -256,7 +257,8 @@ def export_cohort_to_parquet(
     :param limit: export at most this many users.
     :param timezone: the project's timezone, in which datetime values are read.
     :param schema_overrides: column -> Arrow type or plan data type; a column is named by its
-        id (a tag by ``tag.<code>`` or its bare code) or by its name in the file.
+        id (a tag by ``tag.<code>`` or its bare code) or by its name in the file, once (two
+        keys naming one column are refused).
     :param column_names: ``ids`` (default: ``$city``, ``tag.tag_rfm``) or ``warehouse``
         (``city``, ``tag_tag_rfm``; :mod:`~airflow_provider_analytics.tabular.column_names`).
         Each Parquet field keeps its id in its metadata (``analytics.id``) either way.
@@ -268,7 +270,9 @@ def export_cohort_to_parquet(
     naming = column_names_setting(column_names)
     if query.properties is not None:
         column_name_map(query.properties, naming)
+    check_override_keys(schema_overrides, naming)
     rules.count(settings.attempts, "attempts")
+    rules.positive_int(settings.row_group_rows, "row_group_rows")
     parquet_compression(settings.compression)
     check_timezone(timezone)
 

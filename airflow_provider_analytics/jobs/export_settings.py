@@ -16,7 +16,8 @@ class ExportSettings:
     """How to write: all optional, the defaults suit cohorts up to millions of users.
 
     :param compression: Parquet codec (zstd, snappy, gzip, none).
-    :param row_group_rows: rows per Parquet row group; with ``row_group_bytes`` it bounds memory.
+    :param row_group_rows: rows per Parquet row group at most (at least 1); with
+        ``row_group_bytes`` it bounds memory.
     :param row_group_bytes: flush a row group once its Arrow data reaches this size.
     :param block_bytes: NDJSON bytes decoded at once.
     :param max_line_bytes: the longest record line accepted; a longer one fails the export

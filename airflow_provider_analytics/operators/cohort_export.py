@@ -46,7 +46,8 @@ class CohortExportToParquetOperator(AnalyticsOutputOperator):
     :param timezone: the project's timezone for datetime values; default: the connection's
         ``timezone`` extra, else UTC (templated).
     :param schema_overrides: column -> Arrow type or plan data type; a column is named by its
-        id (a tag by ``tag.<code>`` or its bare code) or by its name in the file.
+        id (a tag by ``tag.<code>`` or its bare code) or by its name in the file, once (two
+        keys naming one column are refused).
     :param column_names: ``ids`` (default) writes the platform's ids as column names
         (``$city``, ``tag.tag_rfm``); ``warehouse`` writes names of ASCII letters, digits and
         ``_`` (``city``, ``tag_tag_rfm``), refusing two ids that would share one before any

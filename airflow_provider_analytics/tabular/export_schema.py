@@ -20,14 +20,16 @@ id in the field metadata (``analytics.id``).
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, NoReturn
 
 import pyarrow as pa
 
+from airflow_provider_analytics.client import rules
 from airflow_provider_analytics.tabular.column_names import (
     ID_METADATA_KEY,
     ColumnNames,
     column_name_map,
+    warehouse_name,
 )
 
 if TYPE_CHECKING:
@@ -144,6 +146,52 @@ def column_name(name: str, plan_ids: Iterable[str]) -> str:
     return f"tag.{name}"
 
 
+def _named_twice(first: str, second: str, column: str) -> NoReturn:
+    rules.fail(
+        "schema_overrides",
+        f"{first!r} and {second!r} both name the column {column!r}; give its type once",
+    )
+
+
+def check_override_keys(
+    overrides: Mapping[str, Any] | None, column_names: ColumnNames = ColumnNames.IDS
+) -> None:
+    """Refuse, before any request, two ``schema_overrides`` keys that name one column whatever
+    the plan holds: a preset's or a tag's id and its name in the file under ``warehouse``
+    (``$city`` and ``city``). Other double namings (``tag.vip`` and a bare ``vip``, which may
+    be a property of the plan) are refused by :func:`export_schema`, once the plan is known.
+
+    :param overrides: the ``schema_overrides`` argument.
+    :param column_names: how the columns are named in the file.
+    :raises AnalyticsValidationError: naming ``schema_overrides`` and both keys.
+    """
+    if column_names is not ColumnNames.WAREHOUSE or not overrides:
+        return
+    for key in overrides:
+        if isinstance(key, str) and key.startswith(("$", "tag.")):
+            name = warehouse_name(key)
+            if name in overrides:
+                _named_twice(key, name, key)
+
+
+def _overrides_by_column(
+    overrides: Mapping[str, pa.DataType | str],
+    by_written: Mapping[str, str],
+    plan_ids: Mapping[str, Any],
+) -> dict[str, pa.DataType | str]:
+    """Each override under the column id its key names (a written name, an id, a tag's bare
+    code); two keys naming one column are refused rather than the last one winning."""
+    by_column: dict[str, pa.DataType | str] = {}
+    keys: dict[str, str] = {}
+    for key, value in overrides.items():
+        column = by_written.get(key) or column_name(key, plan_ids)
+        if column in keys:
+            _named_twice(keys[column], key, column)
+        keys[column] = key
+        by_column[column] = value
+    return by_column
+
+
 def export_schema(
     properties: Sequence[str],
     plan: Iterable[Mapping[str, Any]],
@@ -161,7 +209,8 @@ def export_schema(
         exact ``decimal128(38, 9)``), for columns the caller types itself. A column is named
         by its id, a tag by its bare code too, or by its written name.
     :param column_names: how the columns are named in the file (:class:`ColumnNames`).
-    :raises AnalyticsValidationError: when two columns would be written under one name.
+    :raises AnalyticsValidationError: when two columns would be written under one name, or
+        two keys of ``overrides`` name one column.
     """
     by_id = {str(item["id"]): item for item in plan}
     names = [column_name(name, by_id) for name in properties]
@@ -169,9 +218,7 @@ def export_schema(
         raise ValueError(f"properties name a column more than once: {list(properties)}")
     written = column_name_map(names, column_names)
     by_written = {name: column_id for column_id, name in written.items()}
-    overrides = {
-        by_written.get(k) or column_name(k, by_id): v for k, v in (overrides or {}).items()
-    }
+    overrides = _overrides_by_column(overrides or {}, by_written, by_id)
     unknown_overrides = set(overrides) - set(names)
     if unknown_overrides:
         raise ValueError(

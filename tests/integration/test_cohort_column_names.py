@@ -87,37 +87,81 @@ def test_warehouse_names_hold_the_same_data_and_keep_each_id(
     assert written.rename_columns(ids).to_pylist() == original.to_pylist()
 
 
+def refusal(
+    client: AnalyticsClient, admin: EmulatorAdmin, tmp_path: Path, **kwargs: Any
+) -> tuple[AnalyticsValidationError, dict[str, int]]:
+    """Run an export that must be refused: the error, and the requests made before it."""
+    before = sent(admin)
+    with pytest.raises(AnalyticsValidationError) as caught:
+        export(client, target(tmp_path), **kwargs)
+    after = sent(admin)
+    assert not list(tmp_path.iterdir())
+    asked = {name: after[name] - before.get(name, 0) for name in after}
+    return caught.value, {name: count for name, count in asked.items() if count}
+
+
 def test_a_collision_in_the_given_properties_is_refused_before_any_request(
     client: AnalyticsClient, emulator_admin: EmulatorAdmin, tmp_path: Path
 ) -> None:
-    before = sent(emulator_admin)
-    with pytest.raises(AnalyticsValidationError) as caught:
-        export(
-            client,
-            target(tmp_path),
-            properties=["distinct_id", "$city", "city"],
-            column_names="warehouse",
-        )
-    assert caught.value.field == "properties"
-    assert "'$city' and 'city' would share the column name 'city'" in str(caught.value)
-    assert sent(emulator_admin) == before
-    assert not list(tmp_path.iterdir())
+    error, asked = refusal(
+        client,
+        emulator_admin,
+        tmp_path,
+        properties=["distinct_id", "$city", "city"],
+        column_names="warehouse",
+    )
+    assert error.field == "properties"
+    assert "'$city' and 'city' would share the column name 'city'" in str(error)
+    assert asked == {}
 
 
 def test_a_collision_among_the_plans_columns_is_refused_after_the_plan_alone(
     client: AnalyticsClient, emulator_admin: EmulatorAdmin, tmp_path: Path
 ) -> None:
     client.add_user_property("city", "string", name="City (own)")
-    before = sent(emulator_admin)
-    with pytest.raises(AnalyticsValidationError, match=r"'\$city' and 'city'"):
-        export(client, target(tmp_path), column_names="warehouse")
-    after = sent(emulator_admin)
-    asked = {name: after[name] - before.get(name, 0) for name in after}
-    assert {name: count for name, count in asked.items() if count} == {"list_user_properties": 1}
-    assert not list(tmp_path.iterdir())
+    error, asked = refusal(client, emulator_admin, tmp_path, column_names="warehouse")
+    assert "'$city' and 'city'" in str(error)
+    assert asked == {"list_user_properties": 1}
     # with the ids, the same plan exports both columns
     result = export(client, target(tmp_path), limit=5)
     assert {"$city", "city"} <= set(result.columns)
+
+
+@pytest.mark.parametrize(
+    ("settings", "message", "asked"),
+    [
+        pytest.param(
+            {
+                "schema_overrides": {"$city": "string", "city": "boolean"},
+                "column_names": "warehouse",
+            },
+            "'$city' and 'city' both name the column '$city'",
+            {},
+            id="an id and its file name, before any request",
+        ),
+        pytest.param(
+            {
+                "properties": PROPERTIES,
+                "schema_overrides": {"tag.tag_rfm": "string", "tag_rfm": "boolean"},
+            },
+            "'tag.tag_rfm' and 'tag_rfm' both name the column 'tag.tag_rfm'",
+            {"list_user_properties": 1},
+            id="a tag and its bare code, after the plan alone",
+        ),
+    ],
+)
+def test_overrides_naming_one_column_twice_are_refused(
+    client: AnalyticsClient,
+    emulator_admin: EmulatorAdmin,
+    tmp_path: Path,
+    settings: dict[str, Any],
+    message: str,
+    asked: dict[str, int],
+) -> None:
+    error, made = refusal(client, emulator_admin, tmp_path, **settings)
+    assert error.field == "schema_overrides"
+    assert message in str(error)
+    assert made == asked
 
 
 def test_operator_renders_column_names(

@@ -196,6 +196,17 @@ def test_a_cut_body_reports_the_bytes_that_did_arrive(serve: Any) -> None:
         list(export.iter_records())
 
 
+def test_a_lost_line_and_a_doubled_one_with_the_right_count_fail_naming_the_line(
+    serve: Any, tmp_path: Path
+) -> None:
+    lines = ndjson(*[{"name": f"user {i}", "score": i} for i in range(50)]).splitlines()
+    damaged = [*lines[:9], *lines[10:30], lines[30] + lines[31], *lines[32:], lines[31]]
+    body = b"\n".join(damaged) + b"\n"
+    with pytest.raises(ExportIncompleteError, match=r"line 30 of the export is not valid JSON"):
+        run_export(serve(count=50, body=body), tmp_path)
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_json_array_is_named_as_such(serve: Any, tmp_path: Path) -> None:
     server = serve(count=2, body=b'[{"name": "a"}, {"name": "b"}]')
     with (

@@ -579,6 +579,12 @@ def _operator_cases() -> list[BadInput]:
         ),
         BadInput(
             "CohortExportToParquetOperator",
+            "row_group_rows 0",
+            "row_group_rows",
+            executed(export, **good_export, row_group_rows=0),
+        ),
+        BadInput(
+            "CohortExportToParquetOperator",
             "unknown time zone",
             "timezone",
             executed(export, **good_export, timezone="Mars/Olympus"),
@@ -600,6 +606,17 @@ def _operator_cases() -> list[BadInput]:
             "two properties sharing a warehouse column name",
             "properties",
             executed(export, **good_export, properties=["$city", "city"], column_names="warehouse"),
+        ),
+        BadInput(
+            "CohortExportToParquetOperator",
+            "schema_overrides naming a column by its id and by its warehouse name",
+            "schema_overrides",
+            executed(
+                export,
+                **good_export,
+                schema_overrides={"$city": "string", "city": "boolean"},
+                column_names="warehouse",
+            ),
         ),
         BadInput(
             "FunnelReportOperator",

@@ -148,6 +148,41 @@ def test_overrides_take_the_id_the_bare_tag_code_or_the_written_name(key: str) -
     assert overridden == [expected.get(key, "city")]
 
 
+@pytest.mark.parametrize(
+    ("naming", "first", "second", "column"),
+    [
+        (ColumnNames.WAREHOUSE, "$city", "city", "$city"),
+        (ColumnNames.WAREHOUSE, "tag_tag_rfm", "tag.tag_rfm", "tag.tag_rfm"),
+        (ColumnNames.WAREHOUSE, "tag_rfm", "tag_tag_rfm", "tag.tag_rfm"),
+        (ColumnNames.IDS, "tag.tag_rfm", "tag_rfm", "tag.tag_rfm"),
+        (ColumnNames.IDS, "tag_rfm", "tag.tag_rfm", "tag.tag_rfm"),
+    ],
+)
+def test_overrides_naming_one_column_twice_are_refused_naming_both_keys(
+    naming: ColumnNames, first: str, second: str, column: str
+) -> None:
+    with pytest.raises(AnalyticsValidationError) as caught:
+        export_schema(
+            ["age", "$city", "tag.tag_rfm"],
+            PLAN,
+            overrides={first: "string", second: "decimal"},
+            column_names=naming,
+        )
+    assert caught.value.field == "schema_overrides"
+    assert f"{first!r} and {second!r} both name the column {column!r}" in str(caught.value)
+
+
+def test_a_plan_property_and_a_tag_of_the_same_code_are_two_columns_to_override() -> None:
+    plan = [*PLAN, {"id": "vip", "dataType": "string"}]
+    schema = export_schema(
+        ["vip", "tag.vip"], plan, overrides={"vip": "boolean", "tag.vip": "decimal"}
+    )
+    assert [(c.name, c.arrow_type, c.origin) for c in schema.columns] == [
+        ("vip", pa.bool_(), "override"),
+        ("tag.vip", pa.decimal128(38, 9), "override"),
+    ]
+
+
 def test_a_collision_among_the_plans_columns_is_refused_by_the_schema() -> None:
     plan = [*PLAN, {"id": "city", "dataType": "string"}]
     with pytest.raises(AnalyticsValidationError, match=r"'\$city' and 'city'"):

@@ -276,6 +276,57 @@ def test_malformed_line_in_the_middle_is_a_stream_error() -> None:
         decode(data)
 
 
+def lines_of(*records: dict) -> list[bytes]:
+    return ndjson(*records).splitlines()
+
+
+def test_two_records_on_one_line_are_refused_naming_the_line() -> None:
+    lines = lines_of(*[{"distinct_id": i, "$city": f"c{i}"} for i in range(40)])
+    joined = [*lines[:10], lines[10] + lines[11], *lines[12:]]  # a newline lost, no record
+    with pytest.raises(MalformedStreamError, match=r"line 11 of the export is not valid JSON"):
+        decode(b"\n".join(joined) + b"\n")
+
+
+def test_a_missing_line_and_a_line_of_two_records_are_refused_not_written() -> None:
+    """The block's row count stays right: only the line count shows the damage."""
+    lines = lines_of(*[{"distinct_id": i, "$city": f"c{i}"} for i in range(40)])
+    damaged = [*lines[:5], *lines[6:20], lines[20] + lines[20], *lines[21:]]
+    data = b"\n".join(damaged) + b"\n"
+    assert len(damaged) == 39 and data.count(b"}{") == 1
+    with pytest.raises(MalformedStreamError, match=r"line 20 of the export is not valid JSON"):
+        decode(data)
+
+
+@pytest.mark.parametrize("city", ["c", "{"], ids=["markers nulled", "markers by the line rule"])
+def test_a_line_of_two_records_among_typed_markers_is_refused(city: str) -> None:
+    """A ``{`` in a value keeps the markers from being nulled for Arrow: the line rule then
+    takes the rows Arrow refuses, whose numbers (objects) no longer match the lines."""
+    records = [
+        {"distinct_id": i, "$city": city, "is_vip": MASKED_MARKER if i % 7 == 0 else True}
+        for i in range(40)
+    ]
+    lines = lines_of(*records)
+    joined = [*lines[:29], lines[29] + b" " + lines[30], *lines[31:]]
+    with pytest.raises(MalformedStreamError, match=r"line 30 of the export is not valid JSON"):
+        decode(b"\n".join(joined) + b"\n")
+
+
+def test_blank_lines_between_records_are_skipped() -> None:
+    records = [{"distinct_id": i} for i in range(40)]
+    lines = lines_of(*records)
+    data = b"\n".join([b"", *lines[:3], b"", b"  \r", *lines[3:]]) + b"\n\n"
+    table, decoder = decode(data)
+    assert table.column("distinct_id").to_pylist() == [float(i) for i in range(40)]
+    assert decoder.rows == 40
+
+
+def test_clean_blocks_stay_on_the_fast_path() -> None:
+    records = [{"distinct_id": i, "$city": "c", "is_vip": i % 2 == 0} for i in range(500)]
+    table, decoder = decode(ndjson(*records))
+    assert table.num_rows == decoder.rows == 500
+    assert decoder.slow_lines == 0
+
+
 RECORDS = [
     {"distinct_id": i * 10**17 + i, "$city": "城市🏙" * (i % 3), "tags": ["标签", "é"][: i % 3]}
     for i in range(40)
