@@ -161,6 +161,7 @@ class _ExportRun:
             compression=settings.compression,
             row_group_rows=settings.row_group_rows,
             row_group_bytes=settings.row_group_bytes,
+            prepare=decoder.complete,  # datetimes and counts once a row group, while it is written
             subject=f"cohort {self.cohort_code!r}",
         ) as parquet:
             export = self.client.export_cohort_users(self.query)

@@ -21,7 +21,7 @@ from airflow_provider_analytics.pipeline import WriteBehind
 from airflow_provider_analytics.storage import StoragePath, atomic_destination
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Mapping
+    from collections.abc import Callable, Iterator, Mapping
 
 PARQUET_CODECS = ("none", "snappy", "gzip", "brotli", "lz4", "zstd")
 """Compression codecs a Parquet object can be written with (subject to this pyarrow build)."""
@@ -112,6 +112,8 @@ class ParquetStream:
     :param compression: Parquet codec.
     :param row_group_rows: rows per row group at most.
     :param row_group_bytes: a row group is written once its Arrow data reaches this size.
+    :param prepare: turns each row group into ``schema`` in the writing thread, given the
+        0-based row of the whole table its first row is; the pieces are then of its input.
     :raises AnalyticsValidationError: naming ``row_group_rows`` when it is not at least 1.
     """
 
@@ -123,6 +125,7 @@ class ParquetStream:
         compression: str,
         row_group_rows: int,
         row_group_bytes: int,
+        prepare: Callable[[pa.Table, int], pa.Table] | None = None,
     ) -> None:
         positive_int(row_group_rows, "row_group_rows")  # a bound of 0 would never fill
         self._sink = sink
@@ -138,11 +141,16 @@ class ParquetStream:
         self._pending: list[pa.Table] = []
         self._pending_rows = 0
         self._pending_bytes = 0
-        self._behind: WriteBehind[pa.Table] = WriteBehind(self._write_row_group)
+        self._rows_handed = 0  # rows handed to the writing thread
+        self._prepare = prepare
+        self._behind: WriteBehind[tuple[pa.Table, int]] = WriteBehind(self._write_row_group)
         self.bytes_written = 0
         """Bytes in the object so far; its final size once the stream is closed."""
 
-    def _write_row_group(self, table: pa.Table) -> None:
+    def _write_row_group(self, group: tuple[pa.Table, int]) -> None:
+        table, first_row = group
+        if self._prepare is not None:
+            table = self._prepare(table, first_row)
         self._writer.write_table(table, row_group_size=max(table.num_rows, 1))
         self.bytes_written = int(self._sink.tell())
 
@@ -168,7 +176,8 @@ class ParquetStream:
         if self._pending:
             table = pa.concat_tables(self._pending)
             self._pending, self._pending_rows, self._pending_bytes = [], 0, 0
-            self._behind.submit(table)
+            self._behind.submit((table, self._rows_handed))
+            self._rows_handed += table.num_rows
 
     def _finish(self) -> None:
         """Write what is buffered, wait for every write and write the footer."""
@@ -196,6 +205,7 @@ def parquet_stream(
     compression: str = "zstd",
     row_group_rows: int = 262_144,
     row_group_bytes: int = 8 << 20,
+    prepare: Callable[[pa.Table, int], pa.Table] | None = None,
     subject: str | None = None,
 ) -> Iterator[ParquetStream]:
     """Yield a :class:`ParquetStream` writing ``destination``; commit it when the block succeeds.
@@ -207,6 +217,7 @@ def parquet_stream(
     :param compression: Parquet codec.
     :param row_group_rows: rows per row group at most.
     :param row_group_bytes: a row group is written once its Arrow data reaches this size.
+    :param prepare: see :class:`ParquetStream`.
     :param subject: what is written, for a storage error (``cohort 'vip'``).
     :raises AnalyticsStorageError: the storage failed.
     """
@@ -220,6 +231,7 @@ def parquet_stream(
             compression=compression,
             row_group_rows=row_group_rows,
             row_group_bytes=row_group_bytes,
+            prepare=prepare,
         )
         try:
             yield stream

@@ -34,7 +34,6 @@ table, so a value's outcome never depends on its neighbours or on where blocks w
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import decimal
 import json
@@ -97,14 +96,6 @@ _NEWLINE: Final = ord("\n")
 _BRACE: Final = ord("{")
 
 
-@dataclasses.dataclass
-class _Tally:
-    """What the vectorised steps of one block counted."""
-
-    masked: int = 0
-    inexact: dict[str, int] = dataclasses.field(default_factory=dict)
-
-
 class ParsedBlock(NamedTuple):
     """What :meth:`BlockDecoder.parse` found, for :meth:`BlockDecoder.finish`."""
 
@@ -112,8 +103,6 @@ class ParsedBlock(NamedTuple):
     """Arrow's table, or the 0-based row it refused (None when it names none)."""
     masked: int = 0
     """Markers written as null before Arrow parsed the block."""
-    completed: tuple[pa.Table, _Tally] | None = None
-    """The vectorised steps done ahead, when they refused nothing."""
 
 
 class ExportDataError(AnalyticsError, ValueError):
@@ -169,9 +158,13 @@ class BlockDecoder:
     def __init__(self, schema: ExportSchema) -> None:
         self.schema = schema
         self.rows = 0
-        self.masked_values = 0
+        """Rows finished so far (the 0-based row of the export the next block starts at)."""
         self.inexact_values: dict[str, int] = {}
         """Per float column: values of magnitude 2**53 or more (a double may have rounded)."""
+        # markers are counted by finish (in typed columns) and by complete (in datetime texts),
+        # which may run on two threads: each keeps its own count
+        self._masked_in_lines = 0
+        self._masked_in_columns = 0
         self.slow_lines = 0
         """Lines decoded by the Python rule (markers in typed columns, odd values)."""
         self._arrow_schema = schema.arrow_schema
@@ -209,26 +202,24 @@ class BlockDecoder:
             return None
         return table
 
+    @property
+    def masked_values(self) -> int:
+        """Masked markers in typed columns, written as null."""
+        return self._masked_in_lines + self._masked_in_columns
+
+    @property
+    def read_schema(self) -> pa.Schema:
+        """The tables :meth:`finish` returns: datetimes as their texts, decimals read wide."""
+        return self._read_schema
+
     def parse(self, block: bytes) -> ParsedBlock:
-        """Arrow's parser on the whole block, then the vectorised steps when it took the block;
-        hand the result to :meth:`finish`.
+        """Arrow's parser on the whole block; hand the result to :meth:`finish`.
 
         Changes no state, so blocks may be parsed on several threads; hand the results to
         :meth:`finish` in stream order. It reads one hint :meth:`finish` leaves (a recent block
         held typed markers: try nulling them first), which only saves time: Arrow refuses
         every typed marker, so either order gives the same table.
         """
-        found = self._parse(block)
-        if not isinstance(found.parsed, pa.Table):
-            return found
-        tally = _Tally()
-        try:
-            completed = self._complete(found.parsed, tally)
-        except ExportDataError:  # refused again in finish, which knows the row of the export
-            return found
-        return found._replace(completed=(completed, tally))
-
-    def _parse(self, block: bytes) -> ParsedBlock:
         if self._has_decimals and _LONG_DIGITS.search(block):
             return ParsedBlock(None)
         # Arrow reads two objects on one line as two rows: its table is taken only when it
@@ -254,32 +245,39 @@ class BlockDecoder:
         return None
 
     def finish(self, block: bytes, parsed_block: ParsedBlock) -> pa.Table:
-        """Complete a block in stream order: decode what Arrow refused, then the vectorised
-        steps; counts rows, masked and inexact values."""
-        parsed, masked, completed = parsed_block
-        self.masked_values += masked
+        """A block's table of :attr:`read_schema`, in stream order: decodes what Arrow refused;
+        counts rows and the markers in typed columns. Give the tables, one by one or joined,
+        to :meth:`complete`."""
+        parsed, masked = parsed_block
+        self._masked_in_lines += masked
         self._blocks_since_markers = 0 if masked else self._blocks_since_markers + 1
-        if completed is not None:
-            table, tally = completed
-        else:
-            if not isinstance(parsed, pa.Table):
-                lines = [line for line in block.split(b"\n") if line.strip()]
-                if self._has_decimals and _LONG_DIGITS.search(block):
-                    parsed, masked = self._python(lines, 0)
-                else:
-                    parsed, masked = self._runs(lines, 0, parsed)
-                self.masked_values += masked
-            tally = _Tally()
-            table = self._complete(parsed, tally)
-        self.masked_values += tally.masked
-        for column, count in tally.inexact.items():
-            self.inexact_values[column] = self.inexact_values.get(column, 0) + count
-        self.rows += table.num_rows
-        return table
+        if not isinstance(parsed, pa.Table):
+            lines = [line for line in block.split(b"\n") if line.strip()]
+            if self._has_decimals and _LONG_DIGITS.search(block):
+                parsed, masked = self._python(lines, 0)
+            else:
+                parsed, masked = self._runs(lines, 0, parsed)
+            self._masked_in_lines += masked
+        self.rows += parsed.num_rows
+        return parsed
+
+    def complete(self, table: pa.Table, first_row: int) -> pa.Table:
+        """The export's table from finished ones (joined or not): datetime texts read in the
+        project's timezone, decimals narrowed, markers in datetimes and inexact values counted.
+
+        Its fixed cost is paid once per call, so a row group is best given whole. May run on
+        another thread than :meth:`finish`, one call at a time.
+
+        :param table: rows of :attr:`read_schema`, as :meth:`finish` returned them.
+        :param first_row: the 0-based row of the export the table starts at (for refusals).
+        :raises ExportDataError: a value does not fit its column, naming it and its row.
+        """
+        return self._complete(table, first_row)
 
     def decode(self, block: bytes) -> pa.Table:
         """Decode one block of whole lines (as :func:`iter_line_blocks` cuts them)."""
-        return self.finish(block, self.parse(block))
+        first_row = self.rows
+        return self.complete(self.finish(block, self.parse(block)), first_row)
 
     def _runs(
         self, lines: list[bytes], start: int, refused: int | None = -1
@@ -348,17 +346,20 @@ class BlockDecoder:
                     masked += 1
                     values.append(None)
                 elif _has_surrogates(value):
-                    raise self._refused(column, start + i, value, "not valid UTF-8")
+                    raise self._refused(column, self.rows + start + i, value, "not valid UTF-8")
                 else:
                     try:
                         values.append(convert(value))
                     except (TypeError, ValueError, ArithmeticError) as error:
-                        raise self._refused(column, start + i, value, str(error)) from None
+                        raise self._refused(
+                            column, self.rows + start + i, value, str(error)
+                        ) from None
             try:
                 arrays.append(pa.array(values, type=field.type))
             except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as error:
-                row = _first_unfit(values, field.type)
-                raise self._refused(column, start + row, values[row], str(error)) from None
+                index = _first_unfit(values, field.type)
+                row = self.rows + start + index
+                raise self._refused(column, row, values[index], str(error)) from None
         return pa.Table.from_arrays(arrays, schema=self._read_schema), masked
 
     def _record(self, line: bytes, row: int) -> dict[str, Any]:
@@ -375,37 +376,34 @@ class BlockDecoder:
         return record
 
     def _refused(self, column: ExportColumn, row: int, value: Any, why: str) -> ExportDataError:
+        """``row``: the 0-based row of the export."""
         return ExportDataError(
-            f"column {column.name!r} (row {self.rows + row + 1} of the export): expected "
+            f"column {column.name!r} (row {row + 1} of the export): expected "
             f"{column.arrow_type}, got {_shown(value)} ({why}); nothing was written. If the "
             "plan's data type is wrong, set the column's type with schema_overrides"
         )
 
-    # vectorised steps on the joined block
+    # vectorised steps on whole row groups (chunked columns, no copies)
 
-    def _complete(self, table: pa.Table, tally: _Tally) -> pa.Table:
-        arrays = []
-        for column, field in zip(self.schema.columns, self._read_schema, strict=True):
-            index = table.schema.get_field_index(column.name)
-            values = (
-                table.column(index).combine_chunks()
-                if index >= 0
-                else pa.nulls(table.num_rows, type=field.type)
-            )
+    def _complete(self, table: pa.Table, first_row: int) -> pa.Table:
+        columns = []
+        for column, values in zip(self.schema.columns, table.columns, strict=True):
             if pa.types.is_timestamp(column.arrow_type):
-                values = self._timestamps(column, values, tally)
+                values = self._timestamps(column, values, first_row)
             elif pa.types.is_decimal(column.arrow_type):
-                values = self._narrow_decimals(column, values)
+                values = self._narrow_decimals(column, values, first_row)
             elif pa.types.is_floating(column.arrow_type):
-                _count_inexact(column, values, tally)
-            arrays.append(values)
-        return pa.Table.from_arrays(arrays, schema=self._arrow_schema)
+                self._count_inexact(column, values)
+            columns.append(values)
+        return pa.Table.from_arrays(columns, schema=self._arrow_schema)
 
-    def _timestamps(self, column: ExportColumn, texts: pa.Array, tally: _Tally) -> pa.Array:
+    def _timestamps(
+        self, column: ExportColumn, texts: pa.ChunkedArray, first_row: int
+    ) -> pa.ChunkedArray:
         marked = pc.equal(texts, _MASKED_TEXT)
         masked = pc.sum(marked).as_py() or 0
         if masked:
-            tally.masked += masked
+            self._masked_in_columns += masked
             texts = pc.if_else(marked, pa.nulls(1, pa.string())[0], texts)
         unit = column.arrow_type.unit
         # the spec's three texts are 10, 19, or 21 to 23 bytes long; Arrow's cast then takes
@@ -422,35 +420,37 @@ class BlockDecoder:
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
                 naive = None
         if naive is None:
-            row, text, why = _first_bad_datetime(texts.to_pylist())
-            raise self._refused(column, row, text, why)
+            index, text, why = _first_bad_datetime(texts.to_pylist())
+            raise self._refused(column, first_row + index, text, why)
         local = pc.assume_timezone(
             naive, self.schema.timezone, ambiguous="earliest", nonexistent="earliest"
         )
         return pc.cast(local, column.arrow_type)
 
-    def _narrow_decimals(self, column: ExportColumn, values: pa.Array) -> pa.Array:
+    def _narrow_decimals(
+        self, column: ExportColumn, values: pa.ChunkedArray, first_row: int
+    ) -> pa.ChunkedArray:
         try:
             return pc.cast(values, column.arrow_type)
         except pa.ArrowInvalid as error:
-            row = _first_unfit(values.to_pylist(), column.arrow_type)
-            raise self._refused(column, row, values[row].as_py(), str(error)) from None
+            index = _first_unfit(values.to_pylist(), column.arrow_type)
+            value = values[index].as_py()
+            raise self._refused(column, first_row + index, value, str(error)) from None
+
+    def _count_inexact(self, column: ExportColumn, values: pa.ChunkedArray) -> None:
+        extremes = pc.min_max(values).as_py()  # one pass; most columns hold no such value
+        low, high = extremes["min"], extremes["max"]
+        if low is None or -INEXACT_MAGNITUDE < low <= high < INEXACT_MAGNITUDE:
+            return
+        beyond = pc.sum(pc.greater_equal(pc.abs(values), _INEXACT_MAGNITUDE)).as_py() or 0
+        if beyond:
+            self.inexact_values[column.name] = self.inexact_values.get(column.name, 0) + beyond
 
 
 def _byte_count(block: bytes, byte: int) -> int:
     """How often ``byte`` occurs in ``block``: numpy counts a 1 MiB block in ~0.17 ms,
     ``bytes.count`` in ~0.45 ms (a whole block's decode takes ~11 ms)."""
     return int(np.count_nonzero(np.frombuffer(block, dtype=np.uint8) == byte))
-
-
-def _count_inexact(column: ExportColumn, values: pa.Array, tally: _Tally) -> None:
-    extremes = pc.min_max(values).as_py()  # one pass; most columns hold no such value
-    low, high = extremes["min"], extremes["max"]
-    if low is None or -INEXACT_MAGNITUDE < low <= high < INEXACT_MAGNITUDE:
-        return
-    beyond = pc.sum(pc.greater_equal(pc.abs(values), _INEXACT_MAGNITUDE)).as_py() or 0
-    if beyond:
-        tally.inexact[column.name] = tally.inexact.get(column.name, 0) + beyond
 
 
 class _TypedMarkers:

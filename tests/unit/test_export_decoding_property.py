@@ -13,16 +13,20 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import json
+import pathlib
 import re
+import tempfile
 import zoneinfo
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from airflow_provider_analytics.client.ndjson import iter_line_blocks
+from airflow_provider_analytics.sinks.parquet import parquet_stream
 from airflow_provider_analytics.tabular.arrow import BlockDecoder, ExportDataError
 from airflow_provider_analytics.tabular.export_schema import export_schema
 
@@ -239,7 +243,7 @@ def records(draw: st.DrawFn) -> bytes:
 
 
 @st.composite
-def streams(draw: st.DrawFn) -> tuple[list[bytes], list[int], int]:
+def streams(draw: st.DrawFn) -> tuple[list[bytes], list[int], int, int]:
     clean = draw(st.booleans())
     lines = draw(st.lists(records(), min_size=1, max_size=60))
     if clean:  # long runs of clean rows, so Arrow's fast path takes part
@@ -247,33 +251,47 @@ def streams(draw: st.DrawFn) -> tuple[list[bytes], list[int], int]:
         lines = [x for line in lines for x in (filler,) * draw(st.integers(0, 20)) + (line,)]
     body_size = sum(len(line) + 1 for line in lines)
     cuts = draw(st.lists(st.integers(0, body_size), max_size=12))
-    return lines, sorted(set(cuts)), draw(st.integers(1, 4000))
+    return lines, sorted(set(cuts)), draw(st.integers(1, 4000)), draw(st.integers(1, 50))
 
 
-def decode(lines: list[bytes], cuts: list[int], block_bytes: int) -> tuple[pa.Table, BlockDecoder]:
+def decode(
+    lines: list[bytes], cuts: list[int], block_bytes: int, group_rows: int = 1 << 20
+) -> tuple[pa.Table, BlockDecoder]:
+    """The export's path: blocks parsed and finished, completed per row group of at most
+    ``group_rows`` rows while the Parquet file is written, then read back."""
     body = b"".join(line + b"\n" for line in lines)
     chunks = [body[a:b] for a, b in zip([0, *cuts], [*cuts, len(body)], strict=True)]
     decoder = BlockDecoder(SCHEMA)
-    tables = [decoder.decode(block) for block in iter_line_blocks(chunks, block_bytes)]
-    return pa.concat_tables(tables), decoder
+    with tempfile.TemporaryDirectory() as directory:
+        path = pathlib.Path(directory, "users.parquet")
+        with parquet_stream(
+            path,
+            SCHEMA.arrow_schema,
+            compression="none",
+            row_group_rows=group_rows,
+            prepare=decoder.complete,
+        ) as stream:
+            for block in iter_line_blocks(chunks, block_bytes):
+                stream.add(decoder.finish(block, decoder.parse(block)))
+        return pq.read_table(path), decoder
 
 
 @settings(max_examples=120, deadline=None)
 @given(streams())
 def test_any_cut_of_any_stream_decodes_as_the_reference_does(
-    stream: tuple[list[bytes], list[int], int],
+    stream: tuple[list[bytes], list[int], int, int],
 ) -> None:
-    lines, cuts, block_bytes = stream
+    lines, cuts, block_bytes, group_rows = stream
     rows, counts, bad = reference(lines)
     if bad:
         with pytest.raises(ExportDataError) as caught:
-            decode(lines, cuts, block_bytes)
+            decode(lines, cuts, block_bytes, group_rows)
         named = re.search(r"column '([^']+)' \(row (\d+) of the export\)", str(caught.value))
         assert named is not None, str(caught.value)
         assert (named.group(1), int(named.group(2))) in bad, str(caught.value)
         return
-    table, decoder = decode(lines, cuts, block_bytes)
-    assert table.schema == SCHEMA.arrow_schema
+    table, decoder = decode(lines, cuts, block_bytes, group_rows)
+    assert table.schema.equals(SCHEMA.arrow_schema, check_metadata=False)
     assert table.to_pylist() == rows
     assert decoder.masked_values == counts["masked"]
     assert decoder.inexact_values == counts["inexact"]
@@ -288,3 +306,19 @@ def test_a_null_in_a_list_stays_null_whatever_its_neighbours(block_bytes: int) -
     for lines in ([plain] * 40, [plain] * 20 + [marked] + [plain] * 20):
         table, _ = decode(lines, [], block_bytes)
         assert set(map(tuple, table.column("labels").to_pylist())) == {("a", None)}
+
+
+@pytest.mark.parametrize(
+    ("bad", "column"),
+    [(b'{"seen": "2024-02-30 10:00:00"}', "seen"), (b'{"user_id": ' + b"9" * 31 + b"}", "user_id")],
+)
+@pytest.mark.parametrize("group_rows", [1, 7, 10, 1 << 20])
+def test_a_refusal_in_a_later_row_group_names_the_row_of_the_export(
+    bad: bytes, column: str, group_rows: int
+) -> None:
+    """Datetimes and decimals are completed per row group: the row named is still the
+    export's (the 26th line here), whichever group holds it."""
+    good = b'{"score": 1.5, "seen": "2024-01-01 10:00:00", "user_id": 7}'
+    lines = [good] * 25 + [bad] + [good] * 9
+    with pytest.raises(ExportDataError, match=rf"column '{column}' \(row 26 of the export\)"):
+        decode(lines, [100, 900], 64, group_rows)
