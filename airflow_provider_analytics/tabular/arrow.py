@@ -28,8 +28,9 @@ every ``{`` of the block opens one of its records and the key's quote follows ``
 or white space, which is checked: the key can then only be a record's own. Otherwise each
 line Arrow refuses is decoded in Python by the same rule and its row put in place of an
 empty one in Arrow's table.
-Vectorised steps (datetime texts, markers in them, decimal range, counting) run on the joined
-table, so a value's outcome never depends on its neighbours or on where blocks were cut.
+Vectorised steps (datetime texts, markers in them, decimal range, counting) run on whole row
+groups (:meth:`BlockDecoder.complete`), value by value, so a value's outcome never depends on
+its neighbours or on where blocks or groups were cut.
 """
 
 from __future__ import annotations
