@@ -475,38 +475,56 @@ class _TypedMarkers:
             for colon in (b": ", b":")
         )
         self._tail = min((len(p) for p in self.prefixes), default=0)
-        self._tails = {p[-self._tail :] for p in self.prefixes}
+        self._tails = np.array(sorted({p[-self._tail :] for p in self.prefixes}), dtype=bytes)
+        self._anchor = self.marker.index(b"(")  # its rarest byte in JSON text
 
     def null(self, block: bytes) -> tuple[bytes, int]:
         """``block`` with its typed markers written as null, and how many there were (0 when
         none, or when a match is not certainly a record's key: ``block`` is then returned).
 
-        Text columns often hold the marker in every row, so the block is split at every
-        marker and only the pieces whose last bytes could end a typed key are looked at.
+        Text columns often hold the marker in every row, so the markers are found with numpy
+        and only those whose last bytes before could end a typed key are looked at in Python.
         """
         if not self.prefixes:
             return block, 0
-        pieces = block.split(self.marker)
-        last = len(pieces) - 1  # the piece after the last marker ends no key
-        typed = [
-            index
-            for index, piece in enumerate(pieces)
-            if piece[-self._tail :] in self._tails
-            and piece.endswith(self.prefixes)
-            and index < last
-        ]
-        if not typed:
+        at = self._markers(np.frombuffer(block, dtype=np.uint8))
+        tail = self._tail
+        at = at[at >= tail]
+        if not at.size:
             return block, 0
-        joints = [self.marker] * last
-        for index in typed:
-            piece = pieces[index]
-            key = len(piece) - max(len(p) for p in self.prefixes if piece.endswith(p))
-            if key < 1 or piece[key - 1] not in b"{, \t\r\n":
+        before = np.frombuffer(block, dtype=np.uint8)[at[:, None] + np.arange(-tail, 0)]
+        at = at[np.isin(before.view(f"S{tail}").ravel(), self._tails)]
+        pieces, done, size = [], 0, len(self.marker)
+        for start in at.tolist():
+            matched = [len(p) for p in self.prefixes if block.endswith(p, 0, start)]
+            if not matched:
+                continue
+            key = start - max(matched)
+            if key < 1 or block[key - 1] not in b"{, \t\r\n":
                 return block, 0
-            joints[index] = b"null"
-        woven: list[bytes] = [b""] * (2 * last + 1)
-        woven[::2], woven[1::2] = pieces, joints
-        return b"".join(woven), len(typed)
+            pieces += [block[done:start], b"null"]
+            done = start + size
+        if not pieces:
+            return block, 0
+        pieces.append(block[done:])
+        return b"".join(pieces), len(pieces) // 2
+
+    def _markers(self, data: np.ndarray[Any, np.dtype[np.uint8]]) -> np.ndarray[Any, Any]:
+        """Where the marker starts in ``data``, left to right without overlaps (as
+        ``bytes.find`` steps through a text)."""
+        marker, anchor = self.marker, self._anchor
+        at = np.flatnonzero(data == marker[anchor]) - anchor
+        at = at[(at >= 0) & (at <= len(data) - len(marker))]
+        for offset, byte in enumerate(marker):
+            if offset != anchor and at.size:
+                at = at[data[at + offset] == byte]
+        if at.size > 1 and np.any(np.diff(at) < len(marker)):  # overlapping: keep the first
+            kept: list[int] = []
+            for start in at.tolist():
+                if not kept or start >= kept[-1] + len(marker):
+                    kept.append(start)
+            at = np.array(kept, dtype=np.intp)
+        return at
 
 
 def _is_text(arrow_type: pa.DataType) -> bool:
