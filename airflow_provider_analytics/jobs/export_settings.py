@@ -30,7 +30,7 @@ class ExportSettings:
         cores, 2 took a 1M-user export from 8.0 s to 5.8 s (medians of 3 alternating runs) for
         ~7 MiB more memory; 1 keeps a worker's other tasks a core.
     :param memory_pool: Arrow allocator during the export: ``system`` (default; returns freed
-        memory to the OS promptly, measured ~30 MiB lower peak than mimalloc here) or
+        memory to the OS promptly; a 1M-user export added ~50 MiB, ~95 with mimalloc) or
         ``default`` to leave Arrow's choice alone.
 
     Memory is dominated by ``row_group_bytes`` (two row groups are in flight: one filling, one
