@@ -31,8 +31,12 @@ from airflow_provider_analytics.client.ndjson import iter_line_blocks
 from airflow_provider_analytics.client.validation import CohortQuery, cohort_query
 from airflow_provider_analytics.jobs.export_settings import ExportSettings
 from airflow_provider_analytics.pipeline import map_ahead, read_ahead
-from airflow_provider_analytics.sinks.parquet import parquet_compression, parquet_stream
-from airflow_provider_analytics.tabular.arrow import BlockDecoder
+from airflow_provider_analytics.sinks.parquet import (
+    ParquetStream,
+    parquet_compression,
+    parquet_stream,
+)
+from airflow_provider_analytics.tabular.arrow import BlockDecoder, ExportDataError
 from airflow_provider_analytics.tabular.column_names import (
     ColumnNames,
     column_name_map,
@@ -171,9 +175,14 @@ class _ExportRun:
                 max_line_bytes=settings.max_line_bytes,
             )
             with export, read_ahead(lines) as blocks:
-                for block, parsed in map_ahead(decoder.parse, blocks, settings.parse_threads):
-                    parquet.add(decoder.finish(block, parsed))
-                    progress.update(decoder.rows, parquet.bytes_written)
+                try:
+                    for block, parsed in map_ahead(decoder.parse, blocks, settings.parse_threads):
+                        parquet.add(decoder.finish(block, parsed))
+                        progress.update(decoder.rows, parquet.bytes_written)
+                except _RETRYABLE as error:
+                    _raise_refused_value(parquet, error)
+                    raise
+            parquet.flush()  # values are checked per row group: a refusal wins over the count
             if decoder.rows != self.expected:
                 raise ExportIncompleteError(
                     f"cohort {self.cohort_code!r}: expected {self.expected} rows but the "
@@ -209,6 +218,18 @@ class _ExportRun:
                 )
                 sleep(delay)
         raise ValueError("attempts must be at least 1")
+
+
+def _raise_refused_value(parquet: ParquetStream, error: BaseException) -> None:
+    """Raise the refusal of a value the stream delivered before ``error`` (a cut stream, a
+    damaged line), if any: values are checked once per row group, and a refused value fails
+    the export by name, where another attempt would not help."""
+    try:
+        parquet.flush()
+    except ExportDataError as refused:
+        raise refused from error
+    except Exception:  # ``error`` is what the caller raises
+        return
 
 
 @contextlib.contextmanager

@@ -179,6 +179,12 @@ class ParquetStream:
             self._behind.submit((table, self._rows_handed))
             self._rows_handed += table.num_rows
 
+    def flush(self) -> None:
+        """Hand what is buffered to the writing thread and wait for every write; a write's
+        error (or ``prepare``'s) is raised here."""
+        self._submit()
+        self._behind.drain()
+
     def _finish(self) -> None:
         """Write what is buffered, wait for every write and write the footer."""
         try:

@@ -311,3 +311,31 @@ def test_a_trickle_cannot_hold_an_ordinary_call_or_test_connection(
         assert not ok and "no complete answer within 1 s" in reason
     finally:
         server.close()
+
+
+def _bad_datetime_at_row_30() -> bytes:
+    rows = [{"seen": "2024-01-01 10:00:00"}] * 29 + [{"seen": "2020-13-01 00:00:00"}]
+    return ndjson(*rows)
+
+
+def test_a_refused_value_wins_over_a_short_count(serve: Any, tmp_path: Path) -> None:
+    """Values are checked once per row group; the last group's refusal comes before the count
+    check, so the export fails by name at once instead of retrying a count mismatch."""
+    server = serve(count=31, body=_bad_datetime_at_row_30())
+    with pytest.raises(ExportDataError, match=r"column 'seen' \(row 30 of the export\)"):
+        run_export(server, tmp_path, settings=ExportSettings(attempts=3, retry_delay=0.0))
+    assert server.exports == 1
+    assert not list(tmp_path.iterdir())
+
+
+def test_a_refused_value_wins_over_a_later_cut(serve: Any, tmp_path: Path) -> None:
+    """A value refused in rows read before the stream was cut fails the export by name; a
+    retry would meet it again."""
+    rows = [{"seen": "2024-01-01 10:00:00"}] * 30
+    rows[9] = {"seen": "2020-13-01 00:00:00"}
+    server = serve(count=31, body=ndjson(*rows) + b'{"seen": "2024-01-01')
+    settings = ExportSettings(attempts=3, retry_delay=0.0, block_bytes=256, chunk_bytes=64)
+    with pytest.raises(ExportDataError, match=r"column 'seen' \(row 10 of the export\)"):
+        run_export(server, tmp_path, settings=settings)
+    assert server.exports == 1
+    assert not list(tmp_path.iterdir())
