@@ -60,28 +60,32 @@ if TYPE_CHECKING:
 
 INEXACT_MAGNITUDE: Final = float(2**53)
 """From here on a double no longer holds every integer: such values are counted."""
-_INEXACT_MAGNITUDE: Final = pa.Array.from_buffers(
-    pa.float64(), 1, [None, pa.py_buffer(struct.pack("<d", INEXACT_MAGNITUDE))]
-)[0]
-_MASKED_TEXT: Final = pa.Array.from_buffers(
-    pa.string(),
-    1,
-    [
-        None,
-        pa.py_buffer(struct.pack("<ii", 0, len(MASKED_MARKER.encode()))),
-        pa.py_buffer(MASKED_MARKER.encode()),
-    ],
-)[0]
-"""Arrow scalars of the hot path's constants, built from buffers: converting a Python value
-(``pa.scalar``, ``pa.array`` or a bare constant given to a compute function) makes pyarrow
-import pandas, ~40 MiB of a worker's memory that an export does not need."""
+
+
+# Arrow constants of the hot path are built from their buffers: converting a Python value
+# (``pa.scalar``, ``pa.array`` or a bare constant given to a compute function) makes pyarrow
+# import pandas, ~40 MiB of a worker's memory that an export does not need.
+
+
+def _numbers(arrow_type: pa.DataType, code: str, *values: float) -> pa.Array:
+    """``values`` as an Arrow array of ``arrow_type`` (``code``: its ``struct`` format)."""
+    data = struct.pack(f"<{len(values)}{code}", *values)
+    return pa.Array.from_buffers(arrow_type, len(values), [None, pa.py_buffer(data)])
+
+
+def _text(text: str) -> pa.Scalar:
+    data = text.encode()
+    offsets = pa.py_buffer(struct.pack("<ii", 0, len(data)))
+    return pa.Array.from_buffers(pa.string(), 1, [None, offsets, pa.py_buffer(data)])[0]
+
+
+_INEXACT_MAGNITUDE: Final = _numbers(pa.float64(), "d", INEXACT_MAGNITUDE)[0]
+_MASKED_TEXT: Final = _text(MASKED_MARKER)
 _DATETIME_TEXT: Final = re.compile(
     r"\d{4}-\d{2}-\d{2}( ([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d{1,3})?)?", re.ASCII
 )
 """The spec's three datetime texts (names the reason when Arrow refused a column's texts)."""
-_DATETIME_LENGTHS: Final = pa.Array.from_buffers(
-    pa.int32(), 5, [None, pa.py_buffer(struct.pack("<5i", 10, 19, 21, 22, 23))]
-)
+_DATETIME_LENGTHS: Final = _numbers(pa.int32(), "i", 10, 19, 21, 22, 23)
 _DECIMAL_TEXT: Final = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 """Exact decimal columns also take numbers written as strings, as Arrow's parser does."""
 _LONG_DIGITS: Final = re.compile(rb"\d{60}")
@@ -487,12 +491,13 @@ class _TypedMarkers:
         """
         if not self.prefixes:
             return block, 0
-        at = self._markers(np.frombuffer(block, dtype=np.uint8))
+        data = np.frombuffer(block, dtype=np.uint8)
+        at = self._markers(data)
         tail = self._tail
         at = at[at >= tail]
         if not at.size:
             return block, 0
-        before = np.frombuffer(block, dtype=np.uint8)[at[:, None] + np.arange(-tail, 0)]
+        before = data[at[:, None] + np.arange(-tail, 0)]
         at = at[np.isin(before.view(f"S{tail}").ravel(), self._tails)]
         pieces, done, size = [], 0, len(self.marker)
         for start in at.tolist():
