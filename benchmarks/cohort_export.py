@@ -162,9 +162,20 @@ def _cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _report(seconds: float, cpu: float, rows: int, baseline: float = 0.0) -> None:
-    """The child's figures: wall and CPU seconds of the timed call (all its threads), and
-    the peak RSS; ``baseline`` is the peak RSS before the timed call."""
+class _Timer:
+    """Wall and CPU seconds (all the process's threads) since it was made."""
+
+    def __init__(self) -> None:
+        self._wall, self._cpu = time.perf_counter(), _cpu_seconds()
+
+    def elapsed(self) -> tuple[float, float]:
+        return time.perf_counter() - self._wall, _cpu_seconds() - self._cpu
+
+
+def _report(elapsed: tuple[float, float], rows: int, baseline: float = 0.0) -> None:
+    """The child's figures: wall and CPU seconds of the timed call, and the peak RSS;
+    ``baseline`` is the peak RSS before the timed call."""
+    seconds, cpu = elapsed
     peak = _peak_rss_mib()
     figures = {"seconds": seconds, "cpu": cpu, "rows": rows, "peak_rss_mib": peak}
     print(json.dumps(figures | {"before": baseline}))
@@ -193,9 +204,9 @@ def child_provider(base_url: str, cohort: str, out: str) -> None:
     )
     destination = ObjectStoragePath(f"file://{out}")
     baseline = _peak_rss_mib()
-    cpu, started = _cpu_seconds(), time.perf_counter()
+    timer = _Timer()
     result = export_cohort_to_parquet(client, cohort, destination, timezone=TIMEZONE)
-    _report(time.perf_counter() - started, _cpu_seconds() - cpu, result.rows, baseline)
+    _report(timer.elapsed(), result.rows, baseline)
 
 
 def child_duckdb(ndjson: str, out: str) -> None:
@@ -203,14 +214,14 @@ def child_duckdb(ndjson: str, out: str) -> None:
     import duckdb
 
     con = duckdb.connect()
-    cpu, started = _cpu_seconds(), time.perf_counter()
+    timer = _Timer()
     con.execute(
         f"COPY (SELECT * FROM read_json('{ndjson}', format='newline_delimited')) "
         f"TO '{out}' (FORMAT parquet, COMPRESSION zstd)"
     )
-    seconds, cpu = time.perf_counter() - started, _cpu_seconds() - cpu
+    elapsed = timer.elapsed()
     rows = con.execute(f"SELECT count(*) FROM read_parquet('{out}')").fetchone()
-    _report(seconds, cpu, int(rows[0]) if rows else 0)
+    _report(elapsed, int(rows[0]) if rows else 0)
 
 
 def child_reference(base_url: str, cohort: str, out: str) -> None:
@@ -228,7 +239,7 @@ def child_reference(base_url: str, cohort: str, out: str) -> None:
     types |= {"datetime": pa.string(), "array<string>": pa.list_(pa.string())}
     fields = [(p["id"], types[p["dataType"]]) for p in PLAN]
     schema = pa.schema(fields)
-    cpu, started = _cpu_seconds(), time.perf_counter()
+    timer = _Timer()
     with requests.post(
         f"{base_url}/uba/api/cohort/users/export",
         json={"cohortCode": cohort},
@@ -247,7 +258,7 @@ def child_reference(base_url: str, cohort: str, out: str) -> None:
             for batch in reader:
                 writer.write_batch(batch)
                 rows += batch.num_rows
-    _report(time.perf_counter() - started, _cpu_seconds() - cpu, rows)
+    _report(timer.elapsed(), rows)
 
 
 def _run(command: list[str], airflow_home: Path) -> dict[str, float]:
