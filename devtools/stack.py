@@ -47,6 +47,24 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+def emulator_command(port: int, admin_token: str) -> list[str]:
+    """The emulator's command line; each value is joined to its option by ``=``.
+
+    A random token may begin with ``-`` (``secrets.token_urlsafe`` draws from ``A-Za-z0-9-_``),
+    and argparse reads a separate argument starting with ``-`` as an option, not as a value.
+    """
+    options = {
+        "port": str(port),
+        "admin-token": admin_token,
+        "token": CREDENTIALS["token"],
+        "app-key": CREDENTIALS["app_key"],
+        "xtoken": CREDENTIALS["xtoken"],
+    }
+    return [sys.executable, "-m", "analytics_emulator"] + [
+        f"--{name}={value}" for name, value in options.items()
+    ]
+
+
 class ProcessDied(RuntimeError):
     """A stack process exited while the stack was coming up."""
 
@@ -324,16 +342,14 @@ class Stack:
         )
 
     def _start_emulator(self) -> None:
-        token = self._secret("emulator-admin-token")
-        command = [sys.executable, "-m", "analytics_emulator", "--port"]
-        command += [str(self.ports["emulator"]), "--admin-token", token]
-        command += ["--token", CREDENTIALS["token"], "--app-key", CREDENTIALS["app_key"]]
-        command += ["--xtoken", CREDENTIALS["xtoken"]]
+        command = emulator_command(self.ports["emulator"], self._secret("emulator-admin-token"))
         self._spawn("emulator", command, env=dict(os.environ))
         _wait_for(
             "emulator",
             lambda: (
-                socket.create_connection(("127.0.0.1", self.ports["emulator"]), 1).close() is None
+                self.check_alive() is None
+                and socket.create_connection(("127.0.0.1", self.ports["emulator"]), 1).close()
+                is None
             ),
             60,
             [self.logs / "emulator.log"],
