@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from devtools.airflow_runner import AIRFLOW, REPO, connection_env
+from devtools.ports import free_port
 
 ROOT = REPO / "out" / "stack"
 EXAMPLES = REPO / "example_dags"
@@ -39,12 +40,6 @@ CREDENTIALS = {"token": "stack-token", "app_key": "stack-app-key", "xtoken": "st
 WORKERS = ("worker-1", "worker-2")
 POSTGRES_USER = "postgres"
 AIRFLOW_SERVICES = ("api-server", "scheduler", "dag-processor", "triggerer")
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def emulator_command(port: int, admin_token: str) -> list[str]:
@@ -190,7 +185,10 @@ class Stack:
                 "AIRFLOW__API_AUTH__JWT_SECRET": self._secret("jwt-secret"),
                 "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
                 "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": "30",
-                "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT": "20",
+                "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT": "60",
+                # one api-server worker on a shared machine can take more than the default 5 s
+                # to answer a task starting; the supervisor then kills the task and fails it
+                "AIRFLOW__WORKERS__EXECUTION_API_TIMEOUT": "30",
                 "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT_DETECTION_INTERVAL": "5",
                 "AIRFLOW__LOGGING__BASE_LOG_FOLDER": str(self.logs / "tasks"),
                 "ANALYTICS_OUTPUT_ROOT": f"file://{self.output}/",
@@ -307,7 +305,8 @@ class Stack:
             raise RuntimeError(f"initdb failed:\n{done.stdout}\n{done.stderr}")
         port = str(self.ports["postgres"])
         command = [str(postgres), "-D", str(data), "-p", port, "-c", "listen_addresses=127.0.0.1"]
-        command += ["-c", f"unix_socket_directories={data}", "-c", "fsync=off"]
+        # TCP only: a Unix socket path under a deep checkout can pass the 107-byte limit
+        command += ["-c", "unix_socket_directories=", "-c", "fsync=off"]
         self._spawn("postgres", command, env={"PATH": os.environ["PATH"]}, user=POSTGRES_USER)
         _wait_for(
             "PostgreSQL",
@@ -370,8 +369,7 @@ class Stack:
 
     def kill(self, name: str) -> None:
         """SIGKILL a process and everything it started (a lost node), e.g. a Celery worker."""
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.processes[name], signal.SIGKILL)
+        _kill_session(self.processes[name])
 
     def _wait_until_ready(self) -> None:
         health = f"http://127.0.0.1:{self.api_port}/api/v2/monitor/health"
@@ -480,7 +478,8 @@ def _reap(pid: int) -> None:
 def _stop_groups(
     groups: dict[str, int], first_signal: signal.Signals = signal.SIGTERM, grace: float = 15
 ) -> list[str]:
-    """Signal process groups together, SIGKILL what is left after ``grace`` seconds.
+    """Signal process groups together; after ``grace`` seconds, SIGKILL what is left of their
+    sessions.
 
     :param groups: name -> pid of the group leader.
     :return: the names that were still running.
@@ -492,12 +491,37 @@ def _stop_groups(
     deadline = time.monotonic() + grace
     while time.monotonic() < deadline and any(_alive(pid) for pid in running.values()):
         time.sleep(0.2)
-    for pid in running.values():
-        if _alive(pid):
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(pid, signal.SIGKILL)
+    for pid in groups.values():
+        _kill_session(pid)  # what is left, including processes that made their own group
         _reap(pid)
     return list(running)
+
+
+def _kill_session(leader: int) -> None:
+    """SIGKILL every process of the session ``leader`` started (``_spawn`` starts each stack
+    process in its own session). A group is not enough: Airflow's supervisor puts each task
+    process in a group of its own, and a task left running after its worker is killed would
+    go on writing."""
+    for pid in _session_members(leader):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _session_members(session: int) -> list[int]:
+    """The live processes of a session, from ``/proc/<pid>/stat``."""
+    members = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:  # exited meanwhile
+            continue
+        # after the command name in parentheses: state, ppid, pgrp, session, ...
+        state, _, _, sid = stat.rsplit(")", 1)[1].split()[:4]
+        if int(sid) == session and state != "Z":
+            members.append(int(entry.name))
+    return members
 
 
 def main(argv: list[str] | None = None) -> int:

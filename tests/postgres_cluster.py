@@ -12,10 +12,11 @@ import contextlib
 import glob
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 from typing import TYPE_CHECKING
+
+from devtools.ports import free_port
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -28,12 +29,6 @@ def server_programs() -> str | None:
         return os.path.dirname(found)
     candidates = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
     return os.path.dirname(candidates[-1]) if candidates else None
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @contextlib.contextmanager
@@ -49,7 +44,7 @@ def postgres_cluster(programs: str) -> Iterator[str]:
         subprocess.run(
             [*prefix, f"{programs}/initdb", "-D", data, "-A", "trust", "-U", "postgres"], **run
         )
-        port = _free_port()
+        port = free_port()
         options = f"-h 127.0.0.1 -p {port} -k {directory}"
         log = os.path.join(directory, "server.log")
         subprocess.run(

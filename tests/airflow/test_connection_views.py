@@ -8,7 +8,6 @@ read by the hook, and this test shows why it is no longer offered: the server sh
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import time
 from typing import TYPE_CHECKING, Any
@@ -19,6 +18,7 @@ import requests
 from airflow_provider_analytics.hooks.analytics import client_config_from_connection
 from airflow_provider_analytics.provider_info import APP_KEY_EXTRA, CONNECTION_FIELDS
 from devtools.airflow_runner import AIRFLOW, airflow_env
+from devtools.ports import free_port
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -32,16 +32,10 @@ XTOKEN = "xtoken-Bz6Yc1Nf8Gj2"
 TOKEN = "token-Ua4Ep9Ko7Di3"
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def api_server(airflow_home: Path) -> Iterator[str]:
     """A real api-server on a free loopback port, over the migrated test home."""
-    port = _free_port()
+    port = free_port()
     dags = airflow_home / "dags"
     env = airflow_env(
         airflow_home,

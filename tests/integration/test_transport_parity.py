@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import socket
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -26,6 +25,7 @@ from airflow_provider_analytics.client import (
 )
 from airflow_provider_analytics.client.async_api import AsyncAnalyticsClient
 from airflow_provider_analytics.client.operations import CREATE_UTM, LIST_EVENTS, ApiCall
+from devtools.ports import free_port
 from tests.loopback import ServedOnLoopback
 from tests.reliability.local_servers import LocalServer, self_signed_certificate
 
@@ -117,11 +117,8 @@ class ScriptedServer(ServedOnLoopback):
 
 
 def refused_url() -> str:
-    """An address on which nothing listens (a port just bound, then released)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    return f"http://127.0.0.1:{port}"
+    """An address on which nothing listens."""
+    return f"http://127.0.0.1:{free_port()}"
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from airflow_provider_analytics.client import (
     AnalyticsTransportError,
     ClientConfig,
 )
+from devtools.ports import free_port
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -141,11 +142,6 @@ def client_for(port: int, **options: Any) -> AnalyticsClient:
         **options,
     )
     return AnalyticsClient(config, sleep=lambda _: None)
-
-
-def free_port() -> int:
-    with socket.create_server(("127.0.0.1", 0)) as probe:
-        return int(probe.getsockname()[1])
 
 
 def test_refused_connection_is_retried_even_for_a_create() -> None:
