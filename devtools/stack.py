@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from devtools import sessions
 from devtools.airflow_runner import AIRFLOW, REPO, connection_env
 from devtools.ports import free_port
 
@@ -42,14 +43,16 @@ POSTGRES_USER = "postgres"
 AIRFLOW_SERVICES = ("api-server", "scheduler", "dag-processor", "triggerer")
 
 
-def emulator_command(port: int, admin_token: str) -> list[str]:
-    """The emulator's command line; each value is joined to its option by ``=``.
+def emulator_command(port_file: Path, admin_token: str) -> list[str]:
+    """The emulator's command line: any free port, written to ``port_file`` once it listens.
 
-    A random token may begin with ``-`` (``secrets.token_urlsafe`` draws from ``A-Za-z0-9-_``),
-    and argparse reads a separate argument starting with ``-`` as an option, not as a value.
+    Each value is joined to its option by ``=``: a random token may begin with ``-``
+    (``secrets.token_urlsafe`` draws from ``A-Za-z0-9-_``), and argparse reads a separate
+    argument starting with ``-`` as an option, not as a value.
     """
     options = {
-        "port": str(port),
+        "port": "0",
+        "port-file": str(port_file),
         "admin-token": admin_token,
         "token": CREDENTIALS["token"],
         "app-key": CREDENTIALS["app_key"],
@@ -131,6 +134,7 @@ class Stack:
     settings: dict[str, str] = field(default_factory=dict)
     ports: dict[str, int] = field(default_factory=dict)
     processes: dict[str, int] = field(default_factory=dict)
+    identities: dict[str, str] = field(default_factory=dict)
 
     @property
     def home(self) -> Path:
@@ -230,7 +234,7 @@ class Stack:
         shutil.rmtree(self.root, ignore_errors=True)
         for directory in (self.home, self.dags, self.output, self.logs):
             directory.mkdir(parents=True, exist_ok=True)
-        self.ports = {"postgres": free_port(), "emulator": free_port()}
+        self.ports = {"postgres": free_port()}
         try:
             self._start_postgres(postgres)
             if redis is not None:
@@ -259,11 +263,13 @@ class Stack:
             "api_port": self.api_port,
             "ports": self.ports,
             "processes": self.processes,
+            "identities": self.identities,
         }
         (self.root / "processes.json").write_text(json.dumps(state, indent=2))
 
     def _spawn(self, name: str, command: list[str], *, env: dict[str, str], user: str = "") -> int:
-        """Start ``command`` in its own session (its group is stopped as one), log to a file."""
+        """Start ``command`` in its own session (stopped as one, see devtools.sessions), log
+        to a file."""
         log = (self.logs / f"{name}.log").open("ab")
         preexec = None
         if user:
@@ -285,6 +291,7 @@ class Stack:
             cwd=self.root,
         )
         self.processes[name] = process.pid
+        self.identities[name] = sessions.identity(process.pid)
         self._record()
         return process.pid
 
@@ -311,7 +318,8 @@ class Stack:
         _wait_for(
             "PostgreSQL",
             lambda: (
-                socket.create_connection(("127.0.0.1", int(port)), timeout=1).close() is None
+                self.check_alive() is None
+                and socket.create_connection(("127.0.0.1", int(port)), timeout=1).close() is None
                 and self._psql("SELECT 1") == 0
             ),
             60,
@@ -335,24 +343,26 @@ class Stack:
         self._spawn("redis", command, env={"PATH": os.environ["PATH"]})
         _wait_for(
             "Redis",
-            lambda: socket.create_connection(("127.0.0.1", int(port)), timeout=1).close() is None,
+            lambda: (
+                self.check_alive() is None
+                and socket.create_connection(("127.0.0.1", int(port)), timeout=1).close() is None
+            ),
             30,
             [self.logs / "redis.log"],
         )
 
     def _start_emulator(self) -> None:
-        command = emulator_command(self.ports["emulator"], self._secret("emulator-admin-token"))
+        port_file = self.root / "emulator.port"
+        command = emulator_command(port_file, self._secret("emulator-admin-token"))
         self._spawn("emulator", command, env=dict(os.environ))
         _wait_for(
             "emulator",
-            lambda: (
-                self.check_alive() is None
-                and socket.create_connection(("127.0.0.1", self.ports["emulator"]), 1).close()
-                is None
-            ),
+            lambda: self.check_alive() is None and port_file.read_text().strip(),
             60,
             [self.logs / "emulator.log"],
         )
+        self.ports["emulator"] = int(port_file.read_text())
+        self._record()
 
     def _copy_dags(self) -> None:
         for path in [*EXAMPLES.glob("*.py"), *EXAMPLES.glob("*.yaml"), *self.extra_dags]:
@@ -369,7 +379,9 @@ class Stack:
 
     def kill(self, name: str) -> None:
         """SIGKILL a process and everything it started (a lost node), e.g. a Celery worker."""
-        _kill_session(self.processes[name])
+        left = sessions.kill(self.processes[name])
+        if left:
+            raise RuntimeError(f"{name}: processes {left} outlived SIGKILL")
 
     def _wait_until_ready(self) -> None:
         health = f"http://127.0.0.1:{self.api_port}/api/v2/monitor/health"
@@ -392,7 +404,7 @@ class Stack:
 
     def check_alive(self) -> None:
         """Raise :class:`ProcessDied` naming any recorded process that has exited."""
-        dead = [name for name, pid in self.processes.items() if not _alive(pid)]
+        dead = [name for name, pid in self.processes.items() if not sessions.group_alive(pid)]
         if dead:
             raise ProcessDied(f"exited: {', '.join(dead)} (see their logs under {self.logs})")
 
@@ -446,82 +458,23 @@ class Stack:
         """Stop every recorded process group (Airflow first, the database last), by pid."""
         state_file = self.root / "processes.json"
         if state_file.exists():
-            self.processes = json.loads(state_file.read_text())["processes"]
+            state = json.loads(state_file.read_text())
+            self.processes = state["processes"]
+            self.identities = state.get("identities", {})
+        ours = {
+            name: pid
+            for name, pid in self.processes.items()
+            if sessions.is_ours(pid, self.identities.get(name, ""))
+        }
         servers = ("emulator", "redis", "postgres")
-        airflow = [name for name in self.processes if name not in servers]
-        stopped = _stop_groups({name: self.processes[name] for name in airflow})
+        airflow = {name: pid for name, pid in ours.items() if name not in servers}
+        stopped = sessions.stop(airflow, signal.SIGTERM)
         for name in servers:  # the database last: the others use it until they are gone
-            if name in self.processes:
-                stopped += _stop_groups({name: self.processes[name]}, signal.SIGINT)
+            if name in ours:
+                stopped += sessions.stop({name: ours[name]}, signal.SIGINT)
         state_file.unlink(missing_ok=True)
-        self.processes = {}
+        self.processes, self.identities = {}, {}
         return stopped
-
-
-def _alive(pid: int) -> bool:
-    _reap(pid)
-    try:
-        os.killpg(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _reap(pid: int) -> None:
-    """Collect an exited child of this process (a zombie still answers signals)."""
-    with contextlib.suppress(ChildProcessError):
-        os.waitpid(pid, os.WNOHANG)
-
-
-def _stop_groups(
-    groups: dict[str, int], first_signal: signal.Signals = signal.SIGTERM, grace: float = 15
-) -> list[str]:
-    """Signal process groups together; after ``grace`` seconds, SIGKILL what is left of their
-    sessions.
-
-    :param groups: name -> pid of the group leader.
-    :return: the names that were still running.
-    """
-    running = {name: pid for name, pid in groups.items() if _alive(pid)}
-    for pid in running.values():
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(pid, first_signal)
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline and any(_alive(pid) for pid in running.values()):
-        time.sleep(0.2)
-    for pid in groups.values():
-        _kill_session(pid)  # what is left, including processes that made their own group
-        _reap(pid)
-    return list(running)
-
-
-def _kill_session(leader: int) -> None:
-    """SIGKILL every process of the session ``leader`` started (``_spawn`` starts each stack
-    process in its own session). A group is not enough: Airflow's supervisor puts each task
-    process in a group of its own, and a task left running after its worker is killed would
-    go on writing."""
-    for pid in _session_members(leader):
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-
-
-def _session_members(session: int) -> list[int]:
-    """The live processes of a session, from ``/proc/<pid>/stat``."""
-    members = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:  # exited meanwhile
-            continue
-        # after the command name in parentheses: state, ppid, pgrp, session, ...
-        state, _, _, sid = stat.rsplit(")", 1)[1].split()[:4]
-        if int(sid) == session and state != "Z":
-            members.append(int(entry.name))
-    return members
 
 
 def main(argv: list[str] | None = None) -> int:

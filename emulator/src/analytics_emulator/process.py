@@ -42,7 +42,7 @@ class EmulatorProcess:
             command = [sys.executable, "-m", "analytics_emulator"]
             command += ["--port", "0", "--port-file", str(port_file)]
             for name, value in self.credentials.items():
-                command += [f"--{name.replace('_', '-')}", value]
+                command.append(f"--{name.replace('_', '-')}={value}")  # a value may begin with -
             for code, size in self.cohorts.items():
                 command += ["--cohort", f"{code}={size}"]
             self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL)
