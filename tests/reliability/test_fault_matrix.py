@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.reliability.connections import QUICK_RETRIES, use_connection
+from tests.reliability.connections import quick_retries, use_connection
 from tests.reliability.fault_catalog import ALL_FAULTS, MatrixFault
 from tests.reliability.matrix import MatrixRunner, Outcome, expect
 from tests.reliability.results import record
@@ -49,11 +49,6 @@ def runner(
         matrix.close()
 
 
-@pytest.fixture(autouse=True)
-def connection(monkeypatch: pytest.MonkeyPatch, emulator: EmulatorServer) -> None:
-    use_connection(monkeypatch, emulator, **QUICK_RETRIES)
-
-
 def test_the_grid_covers_every_operation_and_operator() -> None:
     targets = {subject.target for subject in SUBJECTS}
     names = {subject.name for subject in SUBJECTS}
@@ -78,7 +73,15 @@ OPERATION_CASES = [case for case in CASES if case[1].layer is Layer.OPERATION]
 OPERATOR_CASES = [case for case in CASES if case[1].layer is not Layer.OPERATION]
 
 
-def run_case(runner: MatrixRunner, order: int, subject: Subject, fault: MatrixFault) -> None:
+def run_case(
+    monkeypatch: pytest.MonkeyPatch,
+    runner: MatrixRunner,
+    order: int,
+    subject: Subject,
+    fault: MatrixFault,
+) -> None:
+    """Run one case on a connection whose read timeouts suit its fault, and record it."""
+    use_connection(monkeypatch, runner.server, **quick_retries(fault.read_timeout))
     report = runner.run(order, subject, fault, f"case-{order}-{ALL_FAULTS.index(fault)}")
     record("matrix", report.as_dict())
     assert not report.problems, "\n".join(report.problems)
@@ -93,9 +96,14 @@ class TestHookOperations:
         ids=[case_id(*case) for case in OPERATION_CASES],
     )
     def test_fault(
-        self, runner: MatrixRunner, order: int, subject: Subject, fault: MatrixFault
+        self,
+        monkeypatch: pytest.MonkeyPatch,
+        runner: MatrixRunner,
+        order: int,
+        subject: Subject,
+        fault: MatrixFault,
     ) -> None:
-        run_case(runner, order, subject, fault)
+        run_case(monkeypatch, runner, order, subject, fault)
 
 
 class TestOperatorsSensorAndTrigger:
@@ -107,6 +115,11 @@ class TestOperatorsSensorAndTrigger:
         ids=[case_id(*case) for case in OPERATOR_CASES],
     )
     def test_fault(
-        self, runner: MatrixRunner, order: int, subject: Subject, fault: MatrixFault
+        self,
+        monkeypatch: pytest.MonkeyPatch,
+        runner: MatrixRunner,
+        order: int,
+        subject: Subject,
+        fault: MatrixFault,
     ) -> None:
-        run_case(runner, order, subject, fault)
+        run_case(monkeypatch, runner, order, subject, fault)
