@@ -73,20 +73,21 @@ OPERATION_CASES = [case for case in CASES if case[1].layer is Layer.OPERATION]
 OPERATOR_CASES = [case for case in CASES if case[1].layer is not Layer.OPERATION]
 
 
-def run_case(
-    monkeypatch: pytest.MonkeyPatch,
-    runner: MatrixRunner,
-    order: int,
-    subject: Subject,
-    fault: MatrixFault,
+@pytest.fixture
+def connection(
+    monkeypatch: pytest.MonkeyPatch, emulator: EmulatorServer, fault: MatrixFault
 ) -> None:
-    """Run one case on a connection whose read timeouts suit its fault, and record it."""
-    use_connection(monkeypatch, runner.server, **quick_retries(fault.read_timeout))
+    """The case's connection, with read timeouts that suit its fault (short for a stall)."""
+    use_connection(monkeypatch, emulator, **quick_retries(fault.read_timeout))
+
+
+def run_case(runner: MatrixRunner, order: int, subject: Subject, fault: MatrixFault) -> None:
     report = runner.run(order, subject, fault, f"case-{order}-{ALL_FAULTS.index(fault)}")
     record("matrix", report.as_dict())
     assert not report.problems, "\n".join(report.problems)
 
 
+@pytest.mark.usefixtures("connection")
 class TestHookOperations:
     """Every operation of the interface through the hook (one pytest-xdist scope)."""
 
@@ -96,16 +97,12 @@ class TestHookOperations:
         ids=[case_id(*case) for case in OPERATION_CASES],
     )
     def test_fault(
-        self,
-        monkeypatch: pytest.MonkeyPatch,
-        runner: MatrixRunner,
-        order: int,
-        subject: Subject,
-        fault: MatrixFault,
+        self, runner: MatrixRunner, order: int, subject: Subject, fault: MatrixFault
     ) -> None:
-        run_case(monkeypatch, runner, order, subject, fault)
+        run_case(runner, order, subject, fault)
 
 
+@pytest.mark.usefixtures("connection")
 class TestOperatorsSensorAndTrigger:
     """Every operator, the sensor and the trigger (another pytest-xdist scope)."""
 
@@ -115,11 +112,6 @@ class TestOperatorsSensorAndTrigger:
         ids=[case_id(*case) for case in OPERATOR_CASES],
     )
     def test_fault(
-        self,
-        monkeypatch: pytest.MonkeyPatch,
-        runner: MatrixRunner,
-        order: int,
-        subject: Subject,
-        fault: MatrixFault,
+        self, runner: MatrixRunner, order: int, subject: Subject, fault: MatrixFault
     ) -> None:
-        run_case(monkeypatch, runner, order, subject, fault)
+        run_case(runner, order, subject, fault)
