@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import time
+from typing import TYPE_CHECKING, Any, Final
 
 import requests
 
@@ -13,6 +14,7 @@ if TYPE_CHECKING:
     from analytics_emulator.server import EmulatorServer
 
 ADMIN_HEADER = "X-Emulator-Admin"
+IDLE_POLL_SECONDS: Final = 0.02
 
 
 def project_headers(server: EmulatorServer) -> dict[str, str]:
@@ -82,6 +84,17 @@ class EmulatorAdmin:
         """``{"requests": {operation: count}, "connections": n, ...}`` since the last reset."""
         result: dict[str, Any] = self._call("GET", "stats")
         return result
+
+    def wait_until_idle(self, within: float) -> int:
+        """Poll until the server serves no API request (``in_flight`` is 0), for at most
+        ``within`` seconds; returns how many were still being served at the end (0: idle).
+
+        :param within: the longest wait, in seconds.
+        """
+        deadline = time.monotonic() + within
+        while (busy := int(self.stats()["in_flight"])) and time.monotonic() < deadline:
+            time.sleep(IDLE_POLL_SECONDS)
+        return busy
 
     def close(self) -> None:
         self.session.close()

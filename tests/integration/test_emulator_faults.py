@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import http.client
 import json
+import time
 from datetime import date
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +22,7 @@ pytestmark = pytest.mark.integration
 
 EXPORT = "/uba/api/cohort/users/export"
 EVENTS = "/uba/api/schema/event"
+USER_PROPERTIES = "/uba/api/schema/userProperties"
 UTM = "/svc/uba/api/operations/utm"
 SMALL_EXPORT = {"cohortCode": "cohort_small", "properties": ["distinct_id", "nickname"]}
 
@@ -87,11 +90,57 @@ def test_reset_fault_drops_the_connection(
 def test_stall_fault_delays_the_answer(
     emulator: EmulatorServer, emulator_admin: EmulatorAdmin
 ) -> None:
-    emulator_admin.fault("list_events", "stall", seconds=5)
+    emulator_admin.fault("list_events", "stall", seconds=60)
     with pytest.raises(requests.ReadTimeout):
         _events(emulator, timeout=0.5)
     emulator_admin.fault("list_events", "stall", seconds=0.2)
     assert _events(emulator).status_code == 200
+
+
+def _held_requests(admin: EmulatorAdmin, operation: str, count: int) -> dict[str, Any]:
+    """The statistics once ``operation`` has been received ``count`` times (within 30 s)."""
+    deadline = time.monotonic() + 30
+    while (stats := admin.stats())["requests"].get(operation, 0) < count:
+        assert time.monotonic() < deadline, f"{operation} never reached the emulator"
+        time.sleep(0.02)
+    return stats
+
+
+def test_a_stall_ends_when_the_client_goes_away_and_the_operation_is_then_done(
+    emulator: EmulatorServer, emulator_admin: EmulatorAdmin
+) -> None:
+    emulator_admin.reset()
+    emulator_admin.fault("add_user_property", "stall", seconds=300)
+    body = json.dumps({"id": "stalled_prop", "dataType": "string"})
+    connection = http.client.HTTPConnection(emulator.config.host, emulator.port, timeout=30)
+    connection.request(
+        "POST",
+        USER_PROPERTIES,
+        body=body,
+        headers={**project_headers(emulator), "Content-Type": "application/json"},
+    )
+    assert _held_requests(emulator_admin, "add_user_property", 1)["in_flight"] == 1
+    assert not emulator.state.plan.has_user_property("stalled_prop")
+    connection.close()
+    # The stall would last 300 s: the wait ends well before only because the client left.
+    assert emulator_admin.wait_until_idle(60) == 0
+    assert emulator.state.plan.has_user_property("stalled_prop")
+
+
+def test_a_stream_stall_ends_when_the_client_goes_away(
+    emulator: EmulatorServer, emulator_admin: EmulatorAdmin
+) -> None:
+    emulator_admin.fault("export_cohort_users", "stall_after_rows", rows=5, seconds=300)
+    with _post(emulator, EXPORT, SMALL_EXPORT, stream=True, timeout=30) as response:
+        lines = response.iter_lines()
+        first = [json.loads(next(lines)) for _ in range(5)]
+        assert len({row["distinct_id"] for row in first}) == 5
+        assert emulator_admin.stats()["in_flight"] == 1
+    assert emulator_admin.wait_until_idle(60) == 0
+
+
+def test_admin_calls_are_not_counted_in_flight(emulator_admin: EmulatorAdmin) -> None:
+    assert emulator_admin.stats()["in_flight"] == 0
 
 
 @pytest.mark.parametrize("rows", [0, 5, 8192])

@@ -7,7 +7,7 @@ import signal
 import socket
 import subprocess
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 import pytest
 import requests
@@ -133,13 +133,25 @@ def test_cli_serves_until_sigterm_and_writes_the_port(tmp_path: Path) -> None:
             process.wait()
 
 
-def test_cli_help_names_the_default_credentials() -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "analytics_emulator", "--help"],
+HELP_COLUMNS: Final = "200"
+"""The terminal width argparse wraps the CLI's help and usage at: pinned (the test's own
+terminal may be narrow), and wide enough that no value is split at a hyphen."""
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m analytics_emulator`` with ``args`` and a pinned terminal width."""
+    return subprocess.run(
+        [sys.executable, "-m", "analytics_emulator", *args],
         capture_output=True,
         text=True,
-        check=True,
+        timeout=60,
+        env={**os.environ, "COLUMNS": HELP_COLUMNS},
     )
+
+
+def test_cli_help_names_the_default_credentials() -> None:
+    result = run_cli("--help")
+    assert result.returncode == 0, result.stderr
     defaults = EmulatorConfig()
     text = " ".join(result.stdout.split())
     for secret in (defaults.token, defaults.app_key, defaults.xtoken, "Asia/Shanghai"):
@@ -147,19 +159,6 @@ def test_cli_help_names_the_default_credentials() -> None:
 
 
 def test_cli_refuses_a_public_host() -> None:
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "analytics_emulator",
-            "--port",
-            "0",
-            "--host",
-            "0.0.0.0",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    result = run_cli("--port", "0", "--host", "0.0.0.0")
     assert result.returncode != 0
     assert "loopback" in result.stderr

@@ -12,14 +12,24 @@ if TYPE_CHECKING:
     from analytics_emulator.server import EmulatorServer
 
 CONNECTION_ENV: Final = "AIRFLOW_CONN_ANALYTICS_DEFAULT"
-QUICK_RETRIES: Final = {
-    "max_attempts": 3,
-    "backoff_base": 0.01,
-    "connect_timeout": READ_TIMEOUT,
-    "read_timeout": READ_TIMEOUT,
-    "export_read_timeout": READ_TIMEOUT,
-}
-"""Three attempts, waits of milliseconds and ~1 s timeouts: retries stay quick."""
+
+
+def quick_retries(read_timeout: float = READ_TIMEOUT) -> dict[str, float]:
+    """Three attempts and waits of milliseconds, so retries stay quick.
+
+    :param read_timeout: how long reads wait for data (ordinary calls and the export); the
+        default leaves the emulator's answers a wide margin on a loaded machine.
+    """
+    return {
+        "max_attempts": 3,
+        "backoff_base": 0.01,
+        "connect_timeout": READ_TIMEOUT,
+        "read_timeout": read_timeout,
+        "export_read_timeout": read_timeout,
+    }
+
+
+QUICK_RETRIES: Final = quick_retries()
 
 
 def connection_json(server: EmulatorServer, **extra: Any) -> str:

@@ -11,10 +11,18 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Final
 
-READ_TIMEOUT: Final = 1.0
-"""The connection's read timeouts (ordinary calls and the export) during the matrix."""
-STALL_SECONDS: Final = READ_TIMEOUT + 0.5
-"""How long a stall fault holds a request: a little past the read timeout."""
+READ_TIMEOUT: Final = 10.0
+"""The connection's timeouts (connect, ordinary calls, the export) in every case but the
+stalls: far beyond any answer of the emulator, so a loaded machine never turns an ordinary
+answer into a timeout."""
+STALL_READ_TIMEOUT: Final = 2.0
+"""The read timeouts in the stall cases. Each such case waits this long once for the stalled
+answer, so it is kept short; the other answers of the case (a retry, the rest of the run) get
+the same margin."""
+STALL_SECONDS: Final = 60.0
+"""How long a stall fault holds a request at most. The emulator ends a stall as soon as the
+client closes the connection, so a stall costs only the read timeout; being far longer than it,
+the stall is outlasted however late the client gets to read."""
 PERSISTENT_TIMES: Final = 10_000
 """A count no case uses up: the fault lasts the whole case."""
 EXPORT_ROWS: Final = 1_000
@@ -38,6 +46,8 @@ class Family(StrEnum):
     STREAM_STALL = "stream stalls"
     STREAM_SLOW = "slow stream"
 
+
+STALL_FAMILIES: Final = frozenset({Family.STALL, Family.STREAM_STALL})
 
 STREAM_FAMILIES: Final = frozenset(
     {
@@ -74,6 +84,11 @@ class MatrixFault:
         return PERSISTENT_TIMES if self.persistent else 1
 
     @property
+    def read_timeout(self) -> float:
+        """The read timeouts of the case: short only where the fault stalls the answer."""
+        return STALL_READ_TIMEOUT if self.family in STALL_FAMILIES else READ_TIMEOUT
+
+    @property
     def stream_only(self) -> bool:
         """Whether the fault exists only for the export stream."""
         return self.family in STREAM_FAMILIES
@@ -107,8 +122,8 @@ GENERIC_FAULTS: Final[tuple[MatrixFault, ...]] = (
     MatrixFault("reset", "connection reset before any answer, once", Family.RESET, "reset"),
     MatrixFault(
         "stall",
-        f"no answer for {STALL_SECONDS:g} s (read timeout {READ_TIMEOUT:g} s), once; the "
-        "request is then carried out",
+        f"no answer until the client gives up (read timeout {STALL_READ_TIMEOUT:g} s), once; "
+        "the request is then carried out",
         Family.STALL,
         "stall",
         {"seconds": STALL_SECONDS},
@@ -158,8 +173,8 @@ STREAM_FAULTS: Final[tuple[MatrixFault, ...]] = (
     ),
     MatrixFault(
         "stall-mid",
-        f"no data for {STALL_SECONDS:g} s after {CUT_AT_ROWS} rows (read timeout "
-        f"{READ_TIMEOUT:g} s), once",
+        f"no data after {CUT_AT_ROWS} rows until the client gives up (read timeout "
+        f"{STALL_READ_TIMEOUT:g} s), once",
         Family.STREAM_STALL,
         "stall_after_rows",
         {"rows": CUT_AT_ROWS, "seconds": STALL_SECONDS},

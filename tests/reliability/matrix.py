@@ -11,7 +11,6 @@ result, so nothing is lost.
 
 from __future__ import annotations
 
-import time
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Final
@@ -56,8 +55,10 @@ if TYPE_CHECKING:
     from analytics_emulator.server import EmulatorServer
 
 EXPORT_OPERATOR: Final = "CohortExportToParquetOperator"
-STALL_SETTLE_SECONDS: Final = 0.3
-"""Margin after a stall for the stalled request to finish on the server."""
+IDLE_WITHIN: Final = STALL_SECONDS / 2
+"""How long the emulator may take, once a run has returned, to finish the requests of the case
+(a stalled create goes on after its client gave up). Shorter than a stall, so a client that
+keeps a stalled connection open is reported instead of waited out."""
 _PROBE_CAMPAIGN: Final = CampaignSpec("https://probe.example.com/", "probe", "probe", "probe")
 """Created once (then reset away) to learn the id a reset emulator gives its first link."""
 
@@ -288,19 +289,22 @@ class MatrixRunner:
         self.admin.reset()
         subject.prepare(ws)
         self.admin.fault(subject.target, fault.kind, times=fault.times, **fault.args)
-        started = time.monotonic()
         result: Any = None
         error: BaseException | None = None
         try:
             result = subject.run(ws)
         except Exception as exc:
             error = exc
-        if fault.family is Family.STALL:
-            time.sleep(max(0.0, started + STALL_SECONDS + STALL_SETTLE_SECONDS - time.monotonic()))
+        still_served = self.admin.wait_until_idle(IDLE_WITHIN)
         report.hits = fault.times - self.admin.pending_times()
         self.admin.clear_faults()
         observed = self.observe(subject, ws, result)
         problems = report.problems
+        if still_served:
+            problems.append(
+                f"{still_served} request(s) still served {IDLE_WITHIN:g} s after the run: a "
+                "connection the client gave up on was left open"
+            )
         if report.hits < 1:
             problems.append(f"the fault was never hit: {subject.target} was not called")
         problems += _integrity(subject, observed, baseline, failed=error is not None)

@@ -82,20 +82,23 @@ def test_a_stall_after_the_rows_outlasts_a_short_read_timeout(
     emulator: EmulatorServer, emulator_admin: EmulatorAdmin
 ) -> None:
     whole = export_body(emulator).splitlines(keepends=True)
-    emulator_admin.fault("export_cohort_users", "stall_after_rows", rows=400, seconds=1.5)
+    # A 60 s stall the emulator ends when the client gives up: the client times out however
+    # late it reads, and the rows before the stall have the whole read timeout to arrive.
+    emulator_admin.fault("export_cohort_users", "stall_after_rows", rows=400, seconds=60)
     received = bytearray()
-    response = requests.post(
+    with requests.post(
         emulator.base_url + EXPORT,
         json=BODY,
         headers=project_headers(emulator),
         stream=True,
-        timeout=(10, 0.5),
-    )
-    assert response.status_code == 200
-    with pytest.raises(requests.ConnectionError, match="timed out"):
-        for chunk in response.iter_content(chunk_size=None):
-            received += chunk
+        timeout=(10, 2.0),
+    ) as response:
+        assert response.status_code == 200
+        with pytest.raises(requests.ConnectionError, match="timed out"):
+            for chunk in response.iter_content(chunk_size=None):
+                received += chunk
     assert bytes(received) == b"".join(whole[:400])
+    assert emulator_admin.wait_until_idle(30) == 0
 
 
 @pytest.mark.parametrize("rows", [400, 5000])

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.reliability.connections import QUICK_RETRIES, use_connection
+from tests.reliability.connections import quick_retries, use_connection
 from tests.reliability.fault_catalog import ALL_FAULTS, MatrixFault
 from tests.reliability.matrix import MatrixRunner, Outcome, expect
 from tests.reliability.results import record
@@ -49,11 +49,6 @@ def runner(
         matrix.close()
 
 
-@pytest.fixture(autouse=True)
-def connection(monkeypatch: pytest.MonkeyPatch, emulator: EmulatorServer) -> None:
-    use_connection(monkeypatch, emulator, **QUICK_RETRIES)
-
-
 def test_the_grid_covers_every_operation_and_operator() -> None:
     targets = {subject.target for subject in SUBJECTS}
     names = {subject.name for subject in SUBJECTS}
@@ -78,12 +73,21 @@ OPERATION_CASES = [case for case in CASES if case[1].layer is Layer.OPERATION]
 OPERATOR_CASES = [case for case in CASES if case[1].layer is not Layer.OPERATION]
 
 
+@pytest.fixture
+def connection(
+    monkeypatch: pytest.MonkeyPatch, emulator: EmulatorServer, fault: MatrixFault
+) -> None:
+    """The case's connection, with read timeouts that suit its fault (short for a stall)."""
+    use_connection(monkeypatch, emulator, **quick_retries(fault.read_timeout))
+
+
 def run_case(runner: MatrixRunner, order: int, subject: Subject, fault: MatrixFault) -> None:
     report = runner.run(order, subject, fault, f"case-{order}-{ALL_FAULTS.index(fault)}")
     record("matrix", report.as_dict())
     assert not report.problems, "\n".join(report.problems)
 
 
+@pytest.mark.usefixtures("connection")
 class TestHookOperations:
     """Every operation of the interface through the hook (one pytest-xdist scope)."""
 
@@ -98,6 +102,7 @@ class TestHookOperations:
         run_case(runner, order, subject, fault)
 
 
+@pytest.mark.usefixtures("connection")
 class TestOperatorsSensorAndTrigger:
     """Every operator, the sensor and the trigger (another pytest-xdist scope)."""
 

@@ -407,7 +407,9 @@ def test_block_cache_evicts_least_recently_used() -> None:
     assert (cache.hits, cache.misses) == (1, 5)
 
 
-def _stream(rows: int, fault: f.Fault | None, block_rows: int = 4) -> bytes:
+def _stream(
+    rows: int, fault: f.Fault | None, block_rows: int = 4, *, client_gone: bool = False
+) -> bytes:
     source = ExportSource(
         population=Population(7, block_rows=block_rows),
         cache=BlockCache(),
@@ -417,7 +419,10 @@ def _stream(rows: int, fault: f.Fault | None, block_rows: int = 4) -> bytes:
     )
 
     async def collect() -> bytes:
-        return b"".join([bytes(p) async for p in _stream_pieces(source, fault)])
+        disconnected = asyncio.Event()
+        if client_gone:
+            disconnected.set()
+        return b"".join([bytes(p) async for p in _stream_pieces(source, fault, disconnected)])
 
     return asyncio.run(collect())
 
@@ -441,6 +446,13 @@ def test_stream_pieces_with_row_faults(at: int) -> None:
     position = min(at, 10)
     assert lines[position] + b"\n" == bytes(MALFORMED_LINE)
     assert lines[:position] + lines[position + 1 :] == whole
+
+
+@pytest.mark.timeout(30)  # far below the stall's 300 s: a stall that ignores the client fails
+@pytest.mark.parametrize("at", [3, 25])
+def test_a_stream_stall_ends_at_once_when_the_client_is_gone(at: int) -> None:
+    stall = f.Fault("export_cohort_users", "stall_after_rows", 1, {"rows": at, "seconds": 300})
+    assert _stream(10, stall, client_gone=True) == _stream(10, None)
 
 
 # The state as a whole

@@ -119,13 +119,16 @@ def replace_event_log(request: Request, body: JsonObject) -> JSONResponse:
 
 @router.get("/stats")
 def stats(request: Request) -> JSONResponse:
-    """Requests per operation and TCP connections accepted since the last reset."""
+    """Requests per operation and TCP connections accepted since the last reset, and the API
+    requests being served right now (``in_flight``; admin calls are not counted, and a reset
+    leaves it alone)."""
     state = emulator_state(request)
     cache = state.export_blocks
     return JSONResponse(
         {
             "requests": state.stats.snapshot(),
             "connections": state.connections.accepted,
+            "in_flight": state.in_flight.count,
             "export_cache": {
                 "bytes": cache.size_bytes,
                 "hits": cache.hits,

@@ -15,6 +15,7 @@ from analytics_emulator import (
     routes_utm,
 )
 from analytics_emulator.http_common import install_error_handlers
+from analytics_emulator.in_flight import InFlightMiddleware
 
 if TYPE_CHECKING:
     from analytics_emulator.config import EmulatorConfig
@@ -39,6 +40,9 @@ def build_app(config: EmulatorConfig, state: EmulatorState) -> FastAPI:
     app.state.config = config
     app.state.emulator = state
     install_error_handlers(app)
+    app.add_middleware(
+        InFlightMiddleware, counter=state.in_flight, ignored_prefix=f"{admin.PREFIX}/"
+    )
     for prefix in config.utm_prefixes:
         app.include_router(routes_utm.router, prefix=prefix)
         app.include_router(routes_plan.prefixed_router, prefix=prefix)

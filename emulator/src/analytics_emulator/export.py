@@ -9,16 +9,16 @@ LRU cache, so a second export of the same properties is served at socket speed.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import threading
 import time
 from collections import OrderedDict, deque
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 from starlette.responses import Response
 
 from analytics_emulator import faults as f
+from analytics_emulator.disconnects import hold, wait_disconnect
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable
@@ -120,13 +120,16 @@ class ExportSource:
             yield block, min(size, self.rows - index * size)
 
 
-async def _stream_pieces(source: ExportSource, fault: f.Fault | None) -> AsyncIterator[memoryview]:
+async def _stream_pieces(
+    source: ExportSource, fault: f.Fault | None, disconnected: asyncio.Event
+) -> AsyncIterator[memoryview]:
     """The body, piece by piece, with a ``cut_*``/``end_after_rows``/``malformed_line``/
     ``stall_after_rows`` fault applied.
 
     A cut or end fault ends the iteration early; for a cut the response then drops the
     connection, for an end it finishes the body as if it were complete. A stall pauses after
-    its rows (or at the end of a shorter body), then goes on.
+    its rows (or at the end of a shorter body) until its seconds have passed or
+    ``disconnected`` is set, then goes on.
     """
     kind = None if fault is None else fault.kind
     at = -1 if fault is None or kind == f.TRICKLE else int(fault.args["rows"])
@@ -144,7 +147,7 @@ async def _stream_pieces(source: ExportSource, fault: f.Fault | None) -> AsyncIt
                 yield line[: (len(line) - 1) // 2]
                 return
             if kind == f.STALL_AFTER_ROWS:
-                await asyncio.sleep(pause)
+                await hold(pause, disconnected.wait())
             else:
                 yield MALFORMED_LINE
             start = local
@@ -153,7 +156,7 @@ async def _stream_pieces(source: ExportSource, fault: f.Fault | None) -> AsyncIt
     if at >= sent and kind == f.MALFORMED_LINE:
         yield MALFORMED_LINE
     elif at >= sent and kind == f.STALL_AFTER_ROWS:
-        await asyncio.sleep(pause)
+        await hold(pause, disconnected.wait())
 
 
 class ExportResponse(Response):
@@ -179,8 +182,7 @@ class ExportResponse(Response):
         disconnected = asyncio.Event()
 
         async def watch() -> None:
-            while (await receive())["type"] != "http.disconnect":
-                pass
+            await wait_disconnect(receive)
             disconnected.set()
 
         watcher = asyncio.create_task(watch())
@@ -192,14 +194,13 @@ class ExportResponse(Response):
                     "headers": self.raw_headers,
                 }
             )
-            async for piece in self._paced(_stream_pieces(self.source, self.fault)):
+            async for piece in self._paced(_stream_pieces(self.source, self.fault, disconnected)):
                 if disconnected.is_set():
                     return
                 await send({"type": "http.response.body", "body": piece, "more_body": True})
             if self._cuts():
                 self.connections.drop(scope, flush=True)
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(disconnected.wait(), _DISCONNECT_GRACE)
+                await hold(_DISCONNECT_GRACE, disconnected.wait())
                 return
             await send({"type": "http.response.body", "body": b"", "more_body": False})
         finally:
@@ -237,10 +238,4 @@ class DroppedConnectionResponse(Response):
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         self.connections.drop(scope, flush=False)
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(_wait_disconnect(receive), _DISCONNECT_GRACE)
-
-
-async def _wait_disconnect(receive: Receive) -> Any:
-    while (await receive())["type"] != "http.disconnect":
-        pass
+        await hold(_DISCONNECT_GRACE, wait_disconnect(receive))

@@ -6,14 +6,17 @@ names the client's methods use. Kinds:
 - ``status``: answer with an error body (``status``, ``code``, ``msg``, optional
   ``retry_after`` for a ``Retry-After`` header) without performing the operation;
 - ``reset``: drop the connection without answering;
-- ``stall``: sleep ``seconds``, then perform the operation normally;
+- ``stall``: hold the request ``seconds``, or until the client closes the connection if that
+  comes first, then perform the operation normally (so a long stall costs a client no more
+  than its read timeout; ``in_flight`` in the statistics tells when the operation is done);
 - for ``export_cohort_users`` only: ``cut_after_rows`` (``rows`` complete lines, then the
   connection drops without the terminating chunk), ``cut_inside_line`` (``rows`` lines and
   half of the next, then the drop), ``end_after_rows`` (``rows`` complete lines, then a clean
   end of the body, as a proxy that silently truncates would send), ``malformed_line``
   (after ``rows`` lines one line that is not JSON, then the rest), ``stall_after_rows``
-  (``rows`` lines, then nothing for ``seconds``, then the rest: a stream that stalls past the
-  client's read timeout), ``trickle`` (``bytes_per_second``).
+  (``rows`` lines, then nothing for ``seconds`` or until the client closes the connection,
+  then the rest: a stream that stalls past the client's read timeout), ``trickle``
+  (``bytes_per_second``).
 """
 
 from __future__ import annotations

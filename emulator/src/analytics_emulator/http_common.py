@@ -8,7 +8,6 @@ before anything else, as a failing proxy or backend would.
 
 from __future__ import annotations
 
-import asyncio
 import hmac
 import json
 import logging
@@ -20,6 +19,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from analytics_emulator import faults as f
+from analytics_emulator.disconnects import hold, wait_disconnect
 from analytics_emulator.errors import (
     BadRequest,
     EmulatorError,
@@ -86,9 +86,19 @@ async def _apply_fault(fault: f.Fault, request: Request) -> None:
     if fault.kind == f.RESET:
         raise DropConnection
     if fault.kind == f.STALL:
-        await asyncio.sleep(fault.args["seconds"])
+        await _stall(request, fault.args["seconds"])
         return
     setattr(request.state, EXPORT_FAULT, fault)
+
+
+async def _stall(request: Request, seconds: float) -> None:
+    """Hold the request ``seconds``, or until its client closes the connection if sooner.
+
+    The body is read (and kept for the route) first, so that what the request's ``receive``
+    reports next is the client going away.
+    """
+    await request.body()
+    await hold(seconds, wait_disconnect(request.receive))
 
 
 def operation(name: str, auth: str) -> Any:

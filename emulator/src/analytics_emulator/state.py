@@ -17,6 +17,7 @@ from analytics_emulator.campaigns import CampaignStore
 from analytics_emulator.connections import ConnectionRegistry
 from analytics_emulator.export import DEFAULT_CACHE_BYTES, BlockCache
 from analytics_emulator.faults import FaultStore
+from analytics_emulator.in_flight import InFlightRequests
 from analytics_emulator.plan import TrackingPlan
 from analytics_emulator.population import Population
 
@@ -67,6 +68,7 @@ class EmulatorState:
         self.export_blocks = BlockCache(export_cache_bytes)
         self.connections = ConnectionRegistry()
         self.faults = FaultStore()
+        self.in_flight = InFlightRequests()
         self._lock = threading.Lock()
         self._log_lock = threading.Lock()
         self._generated_log: EventLog | None = None
