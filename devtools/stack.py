@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from analytics_emulator.process import command_line
+
 from devtools import sessions
 from devtools.airflow_runner import AIRFLOW, REPO, connection_env
 from devtools.ports import free_port
@@ -44,23 +46,8 @@ AIRFLOW_SERVICES = ("api-server", "scheduler", "dag-processor", "triggerer")
 
 
 def emulator_command(port_file: Path, admin_token: str) -> list[str]:
-    """The emulator's command line: any free port, written to ``port_file`` once it listens.
-
-    Each value is joined to its option by ``=``: a random token may begin with ``-``
-    (``secrets.token_urlsafe`` draws from ``A-Za-z0-9-_``), and argparse reads a separate
-    argument starting with ``-`` as an option, not as a value.
-    """
-    options = {
-        "port": "0",
-        "port-file": str(port_file),
-        "admin-token": admin_token,
-        "token": CREDENTIALS["token"],
-        "app-key": CREDENTIALS["app_key"],
-        "xtoken": CREDENTIALS["xtoken"],
-    }
-    return [sys.executable, "-m", "analytics_emulator"] + [
-        f"--{name}={value}" for name, value in options.items()
-    ]
+    """The stack's emulator: its credentials and admin token, any free port (in ``port_file``)."""
+    return command_line(port_file, {**CREDENTIALS, "admin_token": admin_token})
 
 
 class ProcessDied(RuntimeError):
@@ -455,7 +442,8 @@ class Stack:
     # -- stopping ---------------------------------------------------------------------------
 
     def down(self) -> list[str]:
-        """Stop every recorded process group (Airflow first, the database last), by pid."""
+        """Stop every recorded process and its session (Airflow first, the database last),
+        by pid; a pid that now belongs to another process is left alone."""
         state_file = self.root / "processes.json"
         if state_file.exists():
             state = json.loads(state_file.read_text())

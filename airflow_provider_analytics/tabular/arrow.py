@@ -81,6 +81,7 @@ def _text(text: str) -> pa.Scalar:
 
 _INEXACT_MAGNITUDE: Final = _numbers(pa.float64(), "d", INEXACT_MAGNITUDE)[0]
 _MASKED_TEXT: Final = _text(MASKED_MARKER)
+_NULL_TEXT: Final = pa.nulls(1, pa.string())[0]
 _DATETIME_TEXT: Final = re.compile(
     r"\d{4}-\d{2}-\d{2}( ([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d{1,3})?)?", re.ASCII
 )
@@ -230,14 +231,14 @@ class BlockDecoder:
         # Arrow reads two objects on one line as two rows: its table is taken only when it
         # has one row a line (else the line rule refuses the line, or skips blank ones)
         lines = _byte_count(block, _NEWLINE)
-        if self._blocks_since_markers < _MARKER_MEMORY:  # likely here: spare Arrow a refusal
-            nulled = self._without_typed_markers(block, lines)
-            if nulled is not None:
-                return nulled
+        scan_first = self._blocks_since_markers < _MARKER_MEMORY  # spare Arrow a refusal
+        if scan_first and (nulled := self._without_typed_markers(block, lines)):
+            return nulled
         parsed = self._arrow(block, lines)
         if isinstance(parsed, pa.Table):
             return ParsedBlock(parsed)
-        return self._without_typed_markers(block, lines) or ParsedBlock(parsed)
+        nulled = None if scan_first else self._without_typed_markers(block, lines)
+        return nulled or ParsedBlock(parsed)
 
     def _without_typed_markers(self, block: bytes, lines: int) -> ParsedBlock | None:
         """Arrow's table of ``block`` (of ``lines`` lines) with its typed markers as null, and
@@ -277,7 +278,16 @@ class BlockDecoder:
         :param first_row: the 0-based row of the export the table starts at (for refusals).
         :raises ExportDataError: a value does not fit its column, naming it and its row.
         """
-        return self._complete(table, first_row)
+        columns = []
+        for column, values in zip(self.schema.columns, table.columns, strict=True):
+            if pa.types.is_timestamp(column.arrow_type):
+                values = self._timestamps(column, values, first_row)
+            elif pa.types.is_decimal(column.arrow_type):
+                values = self._narrow_decimals(column, values, first_row)
+            elif pa.types.is_floating(column.arrow_type):
+                self._count_inexact(column, values)
+            columns.append(values)
+        return pa.Table.from_arrays(columns, schema=self._arrow_schema)
 
     def decode(self, block: bytes) -> pa.Table:
         """Decode one block of whole lines (as :func:`iter_line_blocks` cuts them)."""
@@ -390,18 +400,6 @@ class BlockDecoder:
 
     # vectorised steps on whole row groups (chunked columns, no copies)
 
-    def _complete(self, table: pa.Table, first_row: int) -> pa.Table:
-        columns = []
-        for column, values in zip(self.schema.columns, table.columns, strict=True):
-            if pa.types.is_timestamp(column.arrow_type):
-                values = self._timestamps(column, values, first_row)
-            elif pa.types.is_decimal(column.arrow_type):
-                values = self._narrow_decimals(column, values, first_row)
-            elif pa.types.is_floating(column.arrow_type):
-                self._count_inexact(column, values)
-            columns.append(values)
-        return pa.Table.from_arrays(columns, schema=self._arrow_schema)
-
     def _timestamps(
         self, column: ExportColumn, texts: pa.ChunkedArray, first_row: int
     ) -> pa.ChunkedArray:
@@ -409,7 +407,7 @@ class BlockDecoder:
         masked = pc.sum(marked).as_py() or 0
         if masked:
             self._masked_in_columns += masked
-            texts = pc.if_else(marked, pa.nulls(1, pa.string())[0], texts)
+            texts = pc.if_else(marked, _NULL_TEXT, texts)
         unit = column.arrow_type.unit
         # the spec's three texts are 10, 19, or 21 to 23 bytes long; Arrow's cast then takes
         # them and refuses all else of those lengths except a "T" separator (checked against

@@ -29,9 +29,6 @@ def quick_retries(read_timeout: float = READ_TIMEOUT) -> dict[str, float]:
     }
 
 
-QUICK_RETRIES: Final = quick_retries()
-
-
 def connection_json(server: EmulatorServer, **extra: Any) -> str:
     """The connection to ``server`` as Airflow reads it from ``AIRFLOW_CONN_*``.
 

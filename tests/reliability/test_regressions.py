@@ -13,7 +13,7 @@ from airflow_provider_analytics.jobs.cohort_export import check_timezone
 from airflow_provider_analytics.jobs.reports import date_windows
 from airflow_provider_analytics.operators.campaigns import CreateUtmOperator, UtmReadBackError
 from airflow_provider_analytics.sinks.parquet import parquet_compression
-from tests.reliability.connections import QUICK_RETRIES, use_connection
+from tests.reliability.connections import quick_retries, use_connection
 from tests.reliability.subjects import EVENT_REQUEST
 
 if TYPE_CHECKING:
@@ -30,7 +30,7 @@ CONTEXT = {"ds": "2024-01-15", "data_interval_start": START, "data_interval_end"
 def test_a_created_link_that_cannot_be_read_back_is_named_in_the_failure(
     monkeypatch: pytest.MonkeyPatch, emulator: EmulatorServer, emulator_admin: EmulatorAdmin
 ) -> None:
-    use_connection(monkeypatch, emulator, **QUICK_RETRIES)
+    use_connection(monkeypatch, emulator, **quick_retries())
     emulator_admin.fault("get_utm", "status", status=503, times=100)
     operator = CreateUtmOperator(
         task_id="link",

@@ -15,6 +15,27 @@ if TYPE_CHECKING:
     from types import TracebackType
 
 
+def command_line(
+    port_file: Path, credentials: Mapping[str, str], cohorts: Mapping[str, int] | None = None
+) -> list[str]:
+    """``python -m analytics_emulator`` on any free port, written to ``port_file`` once it
+    listens.
+
+    Each value is joined to its option by ``=``: argparse reads a separate argument that
+    begins with ``-`` (as a random token may) as an option, not as a value.
+
+    :param port_file: where the emulator writes its port.
+    :param credentials: ``token``, ``app_key``, ``xtoken`` and optionally ``admin_token``.
+    :param cohorts: extra cohort codes and sizes.
+    """
+    options = [("port", "0"), ("port-file", str(port_file))]
+    options += [(name.replace("_", "-"), value) for name, value in credentials.items()]
+    options += [("cohort", f"{code}={size}") for code, size in (cohorts or {}).items()]
+    return [sys.executable, "-m", "analytics_emulator"] + [
+        f"--{name}={value}" for name, value in options
+    ]
+
+
 class EmulatorProcess:
     """``python -m analytics_emulator`` on a free loopback port.
 
@@ -39,12 +60,7 @@ class EmulatorProcess:
     def start(self) -> EmulatorProcess:
         with tempfile.TemporaryDirectory(prefix="analytics-emulator-") as workdir:
             port_file = Path(workdir) / "port"
-            command = [sys.executable, "-m", "analytics_emulator"]
-            command += ["--port", "0", "--port-file", str(port_file)]
-            for name, value in self.credentials.items():
-                command.append(f"--{name.replace('_', '-')}={value}")  # a value may begin with -
-            for code, size in self.cohorts.items():
-                command += ["--cohort", f"{code}={size}"]
+            command = command_line(port_file, self.credentials, self.cohorts)
             self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL)
             deadline = time.monotonic() + self.startup_timeout
             while not (port_file.exists() and port_file.read_text().strip()):
