@@ -23,7 +23,7 @@ import time
 import uuid
 from typing import IO, TYPE_CHECKING, Any, Protocol, TypeGuard
 
-from airflow_provider_analytics.client.errors import AnalyticsConfigurationError, AnalyticsError
+from airflow_provider_analytics.core.errors import AnalyticsConfigurationError, AnalyticsError
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_analytics.client.errors import (
+from airflow_provider_analytics.core.errors import (
     AnalyticsAlreadyExistsError,
     AnalyticsApiError,
     AnalyticsAuthenticationError,
@@ -31,29 +31,29 @@ from airflow_provider_analytics.client.errors import (
     AnalyticsUnsupportedMediaTypeError,
     AnalyticsValidationError,
 )
+from airflow_provider_analytics.core.ndjson import iter_lines
 
 if TYPE_CHECKING:
     from airflow_provider_analytics.client.api import AnalyticsClient
     from airflow_provider_analytics.client.config import ClientConfig
     from airflow_provider_analytics.client.export import CohortExport
-    from airflow_provider_analytics.client.ndjson import iter_lines
     from airflow_provider_analytics.client.retry import RetryPolicy
     from airflow_provider_analytics.client.validation import (
         validate_event_request,
         validate_funnel_request,
     )
+    from airflow_provider_analytics.core.ndjson import iter_lines
 
 _LAZY = {
     "AnalyticsClient": "api",
     "ClientConfig": "config",
     "CohortExport": "export",
-    "iter_lines": "ndjson",
     "RetryPolicy": "retry",
     "validate_event_request": "validation",
     "validate_funnel_request": "validation",
 }
 """Names whose modules load ``requests`` and the HTTP stack: imported on first use, so that
-importing ``client.rules`` or ``client.errors`` (as operator modules do at DAG-parse time)
+importing ``client`` for its errors (as operator modules do at DAG-parse time)
 stays cheap."""
 
 

@@ -2,7 +2,7 @@
 
 Methods take Pythonic (snake_case) arguments, check them against the spec's rules before
 sending anything, send the spec's camelCase bodies without ``None`` values, and return
-plain JSON data. Failures raise the errors of :mod:`~airflow_provider_analytics.client.errors`.
+plain JSON data. Failures raise the errors of :mod:`~airflow_provider_analytics.core.errors`.
 """
 
 from __future__ import annotations
@@ -12,16 +12,17 @@ import time
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from airflow_provider_analytics.client import operations as ops
-from airflow_provider_analytics.client import rules, validation
+from airflow_provider_analytics.client import validation
 from airflow_provider_analytics.client.config import ClientConfig
-from airflow_provider_analytics.client.errors import (
+from airflow_provider_analytics.client.export import CohortExport
+from airflow_provider_analytics.client.responses import ResponseReader
+from airflow_provider_analytics.client.session import HttpSession
+from airflow_provider_analytics.core import rules
+from airflow_provider_analytics.core.errors import (
     AnalyticsConfigurationError,
     AnalyticsError,
 )
-from airflow_provider_analytics.client.export import CohortExport
-from airflow_provider_analytics.client.redaction import Redactor
-from airflow_provider_analytics.client.responses import ResponseReader
-from airflow_provider_analytics.client.session import HttpSession
+from airflow_provider_analytics.core.redaction import Redactor
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator, Mapping

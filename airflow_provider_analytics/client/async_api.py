@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 from airflow_provider_analytics.client.async_session import AsyncHttpSession
 from airflow_provider_analytics.client.config import ClientConfig
-from airflow_provider_analytics.client.errors import AnalyticsConfigurationError
 from airflow_provider_analytics.client.responses import ResponseReader
+from airflow_provider_analytics.core.errors import AnalyticsConfigurationError
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable

@@ -13,16 +13,16 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_analytics.client.errors import (
+from airflow_provider_analytics.client.failures import error_from_response, error_from_transport
+from airflow_provider_analytics.client.operations import AuthKind
+from airflow_provider_analytics.client.retry import RETRY_AFTER_STATUSES, parse_retry_after
+from airflow_provider_analytics.client.transport_failures import classify_transport_error
+from airflow_provider_analytics.core.errors import (
     AnalyticsConfigurationError,
     AnalyticsError,
     AnalyticsTransportError,
 )
-from airflow_provider_analytics.client.failures import error_from_response, error_from_transport
-from airflow_provider_analytics.client.operations import AuthKind
-from airflow_provider_analytics.client.redaction import Redactor
-from airflow_provider_analytics.client.retry import RETRY_AFTER_STATUSES, parse_retry_after
-from airflow_provider_analytics.client.transport_failures import classify_transport_error
+from airflow_provider_analytics.core.redaction import Redactor
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping

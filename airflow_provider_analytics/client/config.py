@@ -11,7 +11,7 @@ from typing import Any, NoReturn
 from urllib.parse import urlsplit
 
 from airflow_provider_analytics import __version__
-from airflow_provider_analytics.client.errors import AnalyticsConfigurationError
+from airflow_provider_analytics.core.errors import AnalyticsConfigurationError
 
 _SECRET_FIELDS = ("token", "app_key", "xtoken")
 _PREFIX_SEGMENT = re.compile(r"[A-Za-z0-9._~-]+")

@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
-import json
 import time
 from typing import TYPE_CHECKING, Any
 
 import requests
 import urllib3.exceptions
 
-from airflow_provider_analytics.client.errors import AnalyticsStreamError
-from airflow_provider_analytics.client.ndjson import (
+from airflow_provider_analytics.core import strict_json
+from airflow_provider_analytics.core.errors import AnalyticsStreamError
+from airflow_provider_analytics.core.ndjson import (
     MAX_LINE_BYTES,
     MalformedStreamError,
     describe_unfinished,
     iter_lines,
 )
-from airflow_provider_analytics.client.redaction import Redactor
+from airflow_provider_analytics.core.redaction import Redactor
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
@@ -169,20 +169,16 @@ class CohortExport:
     def _decode(self, line: bytes) -> dict[str, Any]:
         where = f"line {self.lines_read} of the export"
         try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
+            record = strict_json.loads(line)
+        except strict_json.StrictJsonError as exc:
             if line.lstrip()[:1] in (b"<", b"["):
                 detail = describe_unfinished(line, self.lines_read - 1)
             else:
                 detail = (
-                    f"{where} is not valid JSON ({exc.msg}, column {exc.colno}); run the export "
-                    "again: a damaged line usually means the stream was damaged on its way"
+                    f"{where} {exc}; run the export again: a damaged line usually means "
+                    "the stream was damaged on its way"
                 )
             raise MalformedStreamError(f"{_OPERATION}: {detail}", operation=_OPERATION) from None
-        except UnicodeDecodeError:
-            raise MalformedStreamError(
-                f"{_OPERATION}: {where} is not valid UTF-8", operation=_OPERATION
-            ) from None
         if not isinstance(record, dict):
             raise MalformedStreamError(
                 f"{_OPERATION}: {where} is not a JSON object but a {type(record).__name__}",

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
 
-from airflow_provider_analytics.client import errors
 from airflow_provider_analytics.client.operations import AuthKind
-from airflow_provider_analytics.client.redaction import Redactor
 from airflow_provider_analytics.client.transport_failures import FailurePhase
+from airflow_provider_analytics.core import errors, strict_json
+from airflow_provider_analytics.core.redaction import Redactor
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
@@ -30,7 +30,8 @@ class HttpAnswer(Protocol):
     @property
     def headers(self) -> Mapping[str, str]: ...
 
-    def json(self) -> Any: ...
+    @property
+    def content(self) -> bytes: ...
 
 
 _NOT_COMPLETED_BY_CODE: dict[int, tuple[type[errors.AnalyticsNotCompletedError], str]] = {
@@ -62,8 +63,8 @@ def _error_body(response: HttpAnswer, redactor: Redactor) -> tuple[Any, str | No
     ``msg`` is masked, then cut to an excerpt.
     """
     try:
-        body = response.json()
-    except ValueError:
+        body = strict_json.loads(response.content)
+    except strict_json.StrictJsonError:
         return None, None, None
     if not isinstance(body, dict):
         return None, None, None

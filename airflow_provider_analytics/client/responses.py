@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_analytics.client.errors import (
+from airflow_provider_analytics.core import strict_json
+from airflow_provider_analytics.core.errors import (
     AnalyticsOperationFailedError,
     AnalyticsProtocolError,
 )
-from airflow_provider_analytics.client.redaction import Redactor
+from airflow_provider_analytics.core.redaction import Redactor
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -45,11 +46,11 @@ class ResponseReader:
     def json(self, response: HttpAnswer) -> Any:
         """The decoded JSON body, checked for a failed ``success``."""
         try:
-            body = response.json()
-        except ValueError:
+            body = strict_json.loads(response.content)
+        except strict_json.StrictJsonError as exc:
             content_type = response.headers.get("Content-Type", "no content type")
             raise self.protocol_error(
-                f"the answer (HTTP {response.status_code}, {content_type}) is not JSON"
+                f"the answer (HTTP {response.status_code}, {content_type}) {exc}"
             ) from None
         if isinstance(body, dict) and "success" in body and body["success"] != 0:
             redactor = Redactor(self._secrets)

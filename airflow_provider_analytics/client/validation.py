@@ -18,8 +18,8 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_analytics.client import rules
-from airflow_provider_analytics.client.rules import fail
+from airflow_provider_analytics.core import rules
+from airflow_provider_analytics.core.rules import fail
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Collection, Iterable

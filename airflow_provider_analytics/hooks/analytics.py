@@ -9,7 +9,7 @@ from airflow.sdk import BaseHook
 from airflow.sdk.log import mask_secret
 
 from airflow_provider_analytics.client import AnalyticsClient, ClientConfig
-from airflow_provider_analytics.client.errors import AnalyticsConfigurationError
+from airflow_provider_analytics.core.errors import AnalyticsConfigurationError
 from airflow_provider_analytics.provider_info import APP_KEY_EXTRA, DEFAULT_CONN_ID
 
 if TYPE_CHECKING:

@@ -11,13 +11,13 @@ silently, dropping a whole block of the plan).
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from airflow_provider_analytics.client.errors import AnalyticsError, bounded_repr
+from airflow_provider_analytics.core import strict_json
+from airflow_provider_analytics.core.errors import AnalyticsError, bounded_repr
 
 MAX_CHARACTERS = 5_000_000
 MAX_NODES = 200_000
@@ -126,18 +126,6 @@ def decode_yaml(text: str) -> Any:
         loader.dispose()
 
 
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    result: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in result:
-            raise DecodeError(
-                f"key {bounded_repr(key)} is given twice in one object; JSON would keep only "
-                "the last"
-            )
-        result[key] = value
-    return result
-
-
 def decode_json(text: str) -> Any:
     """The JSON value in ``text``, within the bounds above.
 
@@ -145,8 +133,8 @@ def decode_json(text: str) -> Any:
     """
     _check_size(text)
     try:
-        return json.loads(text, object_pairs_hook=_unique_keys)
-    except json.JSONDecodeError as exc:
-        raise DecodeError(f"cannot be read as JSON: {exc}") from None
+        return strict_json.loads(text)
+    except strict_json.StrictJsonError as exc:
+        raise DecodeError(f"cannot be read as JSON: it {exc}") from None
     except RecursionError:
         raise DecodeError("is nested too deeply to be a plan file") from None

@@ -20,15 +20,15 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from airflow_provider_analytics.client import rules
-from airflow_provider_analytics.client.errors import (
+from airflow_provider_analytics.client.validation import CohortQuery, cohort_query
+from airflow_provider_analytics.core import rules
+from airflow_provider_analytics.core.errors import (
     AnalyticsError,
     AnalyticsServerError,
     AnalyticsStreamError,
     AnalyticsTransportError,
 )
-from airflow_provider_analytics.client.ndjson import iter_line_blocks
-from airflow_provider_analytics.client.validation import CohortQuery, cohort_query
+from airflow_provider_analytics.core.ndjson import iter_line_blocks
 from airflow_provider_analytics.jobs.export_settings import ExportSettings
 from airflow_provider_analytics.pipeline import map_ahead, read_ahead
 from airflow_provider_analytics.sinks.parquet import (

@@ -17,13 +17,13 @@ import datetime as dt
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-from airflow_provider_analytics.client import errors, rules
 from airflow_provider_analytics.client.operations import (
     ANALYZE_EVENTS,
     LIST_EVENT_PROPERTIES,
     LIST_EVENTS,
     ApiCall,
 )
+from airflow_provider_analytics.core import errors, rules
 from airflow_provider_analytics.tabular.labels import report_day
 
 TRANSIENT_ERRORS = (

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from airflow_provider_analytics.client.ndjson import MAX_LINE_BYTES
+from airflow_provider_analytics.core.ndjson import MAX_LINE_BYTES
 
 
 @dataclass(frozen=True)

@@ -18,12 +18,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from airflow_provider_analytics.client import AnalyticsClient, AnalyticsProtocolError, rules
+from airflow_provider_analytics.client import AnalyticsClient
 from airflow_provider_analytics.client.validation import (
     AnalysisRequest,
     event_request,
     funnel_request,
 )
+from airflow_provider_analytics.core import rules
+from airflow_provider_analytics.core.errors import AnalyticsProtocolError
 from airflow_provider_analytics.jobs.cohort_export import check_timezone
 from airflow_provider_analytics.tabular.frames import (
     EVENT_GRAINS,

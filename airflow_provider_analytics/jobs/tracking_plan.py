@@ -14,7 +14,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_analytics.client.errors import AnalyticsError
+from airflow_provider_analytics.core.errors import AnalyticsError
 from airflow_provider_analytics.jobs.tracking_plan_diff import (
     Change,
     ChangeKind,

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from airflow_provider_analytics.client import rules
-from airflow_provider_analytics.client.errors import (
+from airflow_provider_analytics.core import rules
+from airflow_provider_analytics.core.errors import (
     AnalyticsError,
     AnalyticsValidationError,
     bounded_repr,

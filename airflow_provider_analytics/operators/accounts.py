@@ -6,8 +6,8 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.sdk.log import mask_secret
 
-from airflow_provider_analytics.client import rules
-from airflow_provider_analytics.client.errors import (
+from airflow_provider_analytics.core import rules
+from airflow_provider_analytics.core.errors import (
     AnalyticsAlreadyExistsError,
     AnalyticsDisabledError,
 )

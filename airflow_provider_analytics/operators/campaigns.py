@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_analytics.client import rules
-from airflow_provider_analytics.client.errors import AnalyticsError
-from airflow_provider_analytics.client.redaction import Redactor
+from airflow_provider_analytics.core import rules
+from airflow_provider_analytics.core.errors import AnalyticsError
+from airflow_provider_analytics.core.redaction import Redactor
 from airflow_provider_analytics.operators.base import AnalyticsBaseOperator
 from airflow_provider_analytics.operators.intervals import covered_days
 

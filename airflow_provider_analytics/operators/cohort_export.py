@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import ObjectStoragePath
 
-from airflow_provider_analytics.client import rules
 from airflow_provider_analytics.client.validation import CohortQuery, cohort_query
+from airflow_provider_analytics.core import rules
 from airflow_provider_analytics.jobs.export_settings import ExportSettings
 from airflow_provider_analytics.operators.intervals import covered_days
 from airflow_provider_analytics.operators.output import AnalyticsOutputOperator, object_target

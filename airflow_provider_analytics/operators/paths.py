@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from airflow.sdk import ObjectStoragePath
 
-from airflow_provider_analytics.client import rules
+from airflow_provider_analytics.core import rules
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence

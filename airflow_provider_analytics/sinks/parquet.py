@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from airflow_provider_analytics.client.rules import fail, positive_int
+from airflow_provider_analytics.core.rules import fail, positive_int
 from airflow_provider_analytics.pipeline import WriteBehind
 from airflow_provider_analytics.storage import StoragePath, atomic_destination
 

@@ -47,8 +47,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
-from airflow_provider_analytics.client.errors import AnalyticsError
-from airflow_provider_analytics.client.ndjson import MalformedStreamError, describe_unfinished
+from airflow_provider_analytics.core import strict_json
+from airflow_provider_analytics.core.errors import AnalyticsError
+from airflow_provider_analytics.core.ndjson import MalformedStreamError, describe_unfinished
 from airflow_provider_analytics.tabular.export_schema import (
     MASKED_MARKER,
     ExportColumn,
@@ -121,23 +122,7 @@ class _Number(str):
     __slots__ = ()
 
 
-def _refuse_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    record = dict(pairs)
-    if len(record) != len(pairs):
-        raise ValueError("a key is repeated")
-    return record
-
-
-_DECODER: Final = json.JSONDecoder(
-    parse_int=_Number,
-    parse_float=_Number,
-    parse_constant=_refuse_constant,
-    object_pairs_hook=_unique_keys,
-)
+_DECODER: Final = strict_json.decoder(parse_int=_Number, parse_float=_Number)
 
 
 def _read_type(arrow_type: pa.DataType) -> pa.DataType:

@@ -29,7 +29,7 @@ import re
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Final
 
-from airflow_provider_analytics.client import rules
+from airflow_provider_analytics.core import rules
 
 if TYPE_CHECKING:
     from collections.abc import Iterable

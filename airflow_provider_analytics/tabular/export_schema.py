@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Final, NoReturn
 
 import pyarrow as pa
 
-from airflow_provider_analytics.client import rules
+from airflow_provider_analytics.core import rules
 from airflow_provider_analytics.tabular.column_names import (
     ID_METADATA_KEY,
     ColumnNames,

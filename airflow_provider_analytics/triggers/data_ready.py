@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
-from airflow_provider_analytics.client.redaction import Redactor
+from airflow_provider_analytics.core.redaction import Redactor
 from airflow_provider_analytics.hooks.analytics import AnalyticsHook, client_config_from_connection
 from airflow_provider_analytics.jobs.data_ready import TRANSIENT_ERRORS, DataReadyCheck, Readiness
 

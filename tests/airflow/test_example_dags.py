@@ -15,7 +15,7 @@ import pytest
 from analytics_emulator.server import EmulatorConfig, EmulatorServer
 
 from airflow_provider_analytics.client import AnalyticsClient, ClientConfig
-from airflow_provider_analytics.client.errors import AnalyticsDisabledError
+from airflow_provider_analytics.core.errors import AnalyticsDisabledError
 from airflow_provider_analytics.operators.output import destination_asset
 from devtools.airflow_runner import DagRunResult, connection_env
 

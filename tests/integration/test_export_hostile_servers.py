@@ -15,8 +15,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from airflow_provider_analytics.client import AnalyticsClient, ClientConfig
-from airflow_provider_analytics.client.errors import AnalyticsError, AnalyticsStreamError
-from airflow_provider_analytics.client.ndjson import MalformedStreamError
+from airflow_provider_analytics.core.errors import AnalyticsError, AnalyticsStreamError
+from airflow_provider_analytics.core.ndjson import MalformedStreamError
 from airflow_provider_analytics.jobs.cohort_export import (
     ExportIncompleteError,
     export_cohort_to_parquet,

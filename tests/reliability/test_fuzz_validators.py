@@ -20,7 +20,7 @@ from airflow_provider_analytics.client import (
     rules,
     validation,
 )
-from airflow_provider_analytics.client.errors import AnalyticsBadRequestError
+from airflow_provider_analytics.core.errors import AnalyticsBadRequestError
 from tests.reliability.fuzzing import json_values, mutated
 from tests.reliability.results import record
 from tests.reliability.subjects import EVENT_REQUEST, FUNNEL_REQUEST

@@ -201,7 +201,7 @@ def test_success_other_than_zero_fails_reads_too(
 @pytest.mark.parametrize(
     ("method", "path", "call", "answer", "problem"),
     [
-        ("GET", "/uba/api/schema/event", lambda c: c.list_events(), "<html>", "not JSON"),
+        ("GET", "/uba/api/schema/event", lambda c: c.list_events(), "<html>", "not valid JSON"),
         ("GET", "/uba/api/schema/event", lambda c: c.list_events(), {"a": 1}, "array"),
         ("GET", "/uba/api/schema/event", lambda c: c.list_events(), [1, 2], "array"),
         (

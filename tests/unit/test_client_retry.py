@@ -4,6 +4,7 @@ and how long the client waits."""
 from __future__ import annotations
 
 import email.utils
+import json
 import logging
 import ssl
 from typing import TYPE_CHECKING, Any
@@ -460,8 +461,9 @@ class FakeAnswer:
         self.status_code = status
         self.headers = headers or {}
 
-    def json(self) -> Any:
-        return {"code": self.status_code}
+    @property
+    def content(self) -> bytes:
+        return json.dumps({"code": self.status_code}).encode()
 
 
 def test_a_wait_longer_than_the_deadline_ends_the_call_at_once() -> None:

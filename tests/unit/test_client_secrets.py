@@ -18,7 +18,7 @@ from airflow_provider_analytics.client import (
     AnalyticsTransportError,
     ClientConfig,
 )
-from airflow_provider_analytics.client.redaction import Redactor
+from airflow_provider_analytics.core.redaction import Redactor
 
 if TYPE_CHECKING:
     import requests_mock as rm

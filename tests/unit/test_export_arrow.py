@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from airflow_provider_analytics.client.ndjson import MalformedStreamError, iter_line_blocks
+from airflow_provider_analytics.core.ndjson import MalformedStreamError, iter_line_blocks
 from airflow_provider_analytics.tabular.arrow import BlockDecoder, ExportDataError
 from airflow_provider_analytics.tabular.export_schema import (
     MASKED_MARKER,

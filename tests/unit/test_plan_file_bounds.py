@@ -12,7 +12,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from airflow_provider_analytics.client.errors import bounded_repr
+from airflow_provider_analytics.core.errors import bounded_repr
 from airflow_provider_analytics.jobs import bounded_decode
 from airflow_provider_analytics.jobs.bounded_decode import (
     DecodeError,

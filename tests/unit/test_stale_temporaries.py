@@ -16,7 +16,7 @@ import pytest
 from moto.server import ThreadedMotoServer
 from upath import UPath
 
-from airflow_provider_analytics.client.errors import AnalyticsConfigurationError
+from airflow_provider_analytics.core.errors import AnalyticsConfigurationError
 from airflow_provider_analytics.sinks.parquet import write_table_atomically
 from airflow_provider_analytics.storage import (
     STALE_TEMPORARY_AGE_VARIABLE,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import reprlib
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_analytics.client.redaction import Redactor
+from airflow_provider_analytics.core.redaction import Redactor
 
 if TYPE_CHECKING:
     from collections.abc import Iterable

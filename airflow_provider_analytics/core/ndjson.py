@@ -12,10 +12,10 @@ before holding more of it, so a hostile stream cannot make memory grow without b
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Final
 
-from airflow_provider_analytics.client.errors import AnalyticsStreamError
+from airflow_provider_analytics.core import strict_json
+from airflow_provider_analytics.core.errors import AnalyticsStreamError
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
@@ -56,8 +56,8 @@ def describe_unfinished(tail: bytes, complete_rows: int) -> str:
 
 def _is_json_object(data: bytes) -> bool:
     try:
-        return isinstance(json.loads(data), dict)
-    except ValueError:
+        return isinstance(strict_json.loads(data), dict)
+    except strict_json.StrictJsonError:
         return False
 
 

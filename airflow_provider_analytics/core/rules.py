@@ -16,7 +16,7 @@ import unicodedata
 from typing import TYPE_CHECKING, Any, NoReturn
 from urllib.parse import urlsplit
 
-from airflow_provider_analytics.client.errors import AnalyticsValidationError
+from airflow_provider_analytics.core.errors import AnalyticsValidationError
 
 if TYPE_CHECKING:
     from collections.abc import Collection

@@ -1,0 +1,9 @@
+"""The ground floor of the package: what every other layer shares, importing nothing of ours.
+
+- :mod:`.errors`: the one exception hierarchy;
+- :mod:`.redaction`: masking secrets in everything shown;
+- :mod:`.rules`: the checks of single values (dates, ids, e-mails, time zones);
+- :mod:`.strict_json`: the one strict JSON decoder (no NaN, no repeated key, UTF-8 only);
+- :mod:`.ndjson`: the one line splitter of streamed exports;
+- :mod:`.answers`: the declared shape of every operation's answer.
+"""
