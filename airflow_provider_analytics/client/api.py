@@ -15,9 +15,11 @@ from airflow_provider_analytics.client import operations as ops
 from airflow_provider_analytics.client import validation
 from airflow_provider_analytics.client.config import ClientConfig
 from airflow_provider_analytics.client.export import CohortExport
+from airflow_provider_analytics.client.paging import PagedListing
 from airflow_provider_analytics.client.responses import ResponseReader
 from airflow_provider_analytics.client.session import HttpSession
 from airflow_provider_analytics.core import rules
+from airflow_provider_analytics.core.answers import Asked, asked_of_event_request
 from airflow_provider_analytics.core.errors import (
     AnalyticsConfigurationError,
     AnalyticsError,
@@ -160,7 +162,7 @@ class AnalyticsClient:
         """
         path = call.path(self._config.utm_prefix)
         response = self._http.request(call.operation, path, params=call.params, json=call.body)
-        return self._reader(call.operation).json(response)
+        return self._reader(call.operation).answer(response, call.asked)
 
     # Ad tracking (spec 4.1 to 4.4)
 
@@ -206,14 +208,8 @@ class AnalyticsClient:
             }
         )
         params = {"loginUser": _optional_text(login_user, "login_user")}
-        reader = self._reader(ops.CREATE_UTM)
-        result = reader.object(
-            self._send(ops.CREATE_UTM, params=params, json=body), "success", "campaignId"
-        )
-        campaign = result["campaignId"]
-        if isinstance(campaign, bool) or not isinstance(campaign, int | str) or campaign == "":
-            raise reader.protocol_error(f"campaignId is not an id ({type(campaign).__name__})")
-        return str(campaign)
+        response = self._send(ops.CREATE_UTM, params=params, json=body)
+        return str(self._reader(ops.CREATE_UTM).answer(response)["campaignId"])
 
     @_reports_operation
     def get_utm(self, campaign_id: str | int) -> dict[str, Any]:
@@ -222,7 +218,7 @@ class AnalyticsClient:
         :param campaign_id: as returned by :meth:`create_utm`.
         """
         cid = rules.campaign_id(campaign_id)
-        return self._reader(ops.GET_UTM).object(self._send(ops.GET_UTM, campaign_id=cid))
+        return self._reader(ops.GET_UTM).answer(self._send(ops.GET_UTM, campaign_id=cid))
 
     @_reports_operation
     def get_utm_conversion(
@@ -262,13 +258,13 @@ class AnalyticsClient:
             }
         )
         response = self._send(ops.GET_UTM_CONVERSION, json=body, campaign_id=cid)
-        return self._reader(ops.GET_UTM_CONVERSION).object(response)
+        return self._reader(ops.GET_UTM_CONVERSION).answer(response)
 
     @_reports_operation
     def delete_utm(self, campaign_id: str | int) -> None:
         """Delete an ad tracking link logically (spec 4.4); its data is kept."""
         cid = rules.campaign_id(campaign_id)
-        self._reader(ops.DELETE_UTM).success(self._send(ops.DELETE_UTM, campaign_id=cid))
+        self._reader(ops.DELETE_UTM).answer(self._send(ops.DELETE_UTM, campaign_id=cid))
 
     # Tracking plan (spec 4.5 to 4.11)
 
@@ -283,7 +279,7 @@ class AnalyticsClient:
         """
         params = _plan_filters(plan, data_status)
         response = self._send(ops.LIST_USER_PROPERTIES, params=params)
-        return self._reader(ops.LIST_USER_PROPERTIES).records(response)
+        return self._reader(ops.LIST_USER_PROPERTIES).answer(response)
 
     @_reports_operation
     def list_events(
@@ -291,7 +287,7 @@ class AnalyticsClient:
     ) -> list[dict[str, Any]]:
         """Events of the tracking plan (spec 4.6); filters as in :meth:`list_user_properties`."""
         params = _plan_filters(plan, data_status)
-        return self._reader(ops.LIST_EVENTS).records(self._send(ops.LIST_EVENTS, params=params))
+        return self._reader(ops.LIST_EVENTS).answer(self._send(ops.LIST_EVENTS, params=params))
 
     @_reports_operation
     def list_event_properties(
@@ -303,7 +299,7 @@ class AnalyticsClient:
         """
         params = {"eventId": rules.id_ref(event_id, "event_id"), **_plan_filters(plan, data_status)}
         response = self._send(ops.LIST_EVENT_PROPERTIES, params=params)
-        return self._reader(ops.LIST_EVENT_PROPERTIES).records(response)
+        return self._reader(ops.LIST_EVENT_PROPERTIES).answer(response)
 
     @_reports_operation
     def add_user_property(
@@ -332,7 +328,7 @@ class AnalyticsClient:
                 "remark": None if remark is None else rules.remark(remark),
             }
         )
-        self._reader(ops.ADD_USER_PROPERTY).success(self._send(ops.ADD_USER_PROPERTY, json=body))
+        self._reader(ops.ADD_USER_PROPERTY).answer(self._send(ops.ADD_USER_PROPERTY, json=body))
 
     @_reports_operation
     def add_event(
@@ -361,7 +357,7 @@ class AnalyticsClient:
                 else validation.event_property_definitions(properties),
             }
         )
-        self._reader(ops.ADD_EVENT).success(self._send(ops.ADD_EVENT, json=body))
+        self._reader(ops.ADD_EVENT).answer(self._send(ops.ADD_EVENT, json=body))
 
     @_reports_operation
     def update_user_property(
@@ -379,7 +375,7 @@ class AnalyticsClient:
         params = {"id": rules.id_ref(id, "id")}
         body = validation.changes(name=name, data_type=data_type, remark=remark)
         response = self._send(ops.UPDATE_USER_PROPERTY, params=params, json=body)
-        self._reader(ops.UPDATE_USER_PROPERTY).success(response)
+        self._reader(ops.UPDATE_USER_PROPERTY).answer(response)
 
     @_reports_operation
     def update_event(
@@ -392,7 +388,7 @@ class AnalyticsClient:
         """Change an event's display name or remark (spec 4.11)."""
         params = {"id": rules.id_ref(id, "id")}
         body = validation.changes(name=name, remark=remark)
-        self._reader(ops.UPDATE_EVENT).success(
+        self._reader(ops.UPDATE_EVENT).answer(
             self._send(ops.UPDATE_EVENT, params=params, json=body)
         )
 
@@ -413,17 +409,14 @@ class AnalyticsClient:
         }
         body = validation.changes(name=name, data_type=data_type, remark=remark)
         response = self._send(ops.UPDATE_EVENT_PROPERTY, params=params, json=body)
-        self._reader(ops.UPDATE_EVENT_PROPERTY).success(response)
+        self._reader(ops.UPDATE_EVENT_PROPERTY).answer(response)
 
     # Cohort users (spec 4.12, 4.13)
 
     def _cohort_page(self, body: dict[str, Any]) -> dict[str, Any]:
-        reader = self._reader(ops.GET_COHORT_USERS)
-        page = reader.object(self._send(ops.GET_COHORT_USERS, json=body), "count", "users")
-        if not isinstance(page["users"], list):
-            raise reader.protocol_error("users is not a list")
-        if isinstance(page["count"], bool) or not isinstance(page["count"], int):
-            raise reader.protocol_error("count is not an integer")
+        asked = Asked(page=body.get("page"), page_size=body.get("pageSize"))
+        response = self._send(ops.GET_COHORT_USERS, json=body)
+        page: dict[str, Any] = self._reader(ops.GET_COHORT_USERS).answer(response, asked)
         return page
 
     @_reports_operation
@@ -483,17 +476,11 @@ class AnalyticsClient:
         return self._cohort_pages(body)
 
     def _cohort_pages(self, body: dict[str, Any]) -> Iterator[dict[str, Any]]:
-        read = 0
-        page_number = 1
-        while True:
-            page = self._cohort_page({**body, "page": page_number})
+        listing = PagedListing(page_size=body["pageSize"], limit=body.get("limit"))
+        while (number := listing.next_page()) is not None:
+            page = self._cohort_page({**body, "page": number})
+            listing.take(page, self._config.secrets())
             yield page
-            users = page["users"]
-            read += len(users)
-            wanted = page["count"] if "limit" not in body else min(body["limit"], page["count"])
-            if not users or len(users) < body["pageSize"] or read >= wanted:
-                return
-            page_number += 1
 
     @_reports_operation
     def export_cohort_users(
@@ -570,7 +557,7 @@ class AnalyticsClient:
         params = {"loginUser": _optional_text(login_user, "login_user")}
         masked = (password,) if password else ()
         response = self._send(ops.REGISTER_ACCOUNT, params=params, json=body, extra_secrets=masked)
-        return self._reader(ops.REGISTER_ACCOUNT, masked).object(response, "userId", "email")
+        return self._reader(ops.REGISTER_ACCOUNT, masked).answer(response)
 
     @_reports_operation
     def set_account_activation(
@@ -588,7 +575,7 @@ class AnalyticsClient:
         }
         body = {"activation": rules.boolean(activation, "activation")}
         response = self._send(ops.SET_ACCOUNT_ACTIVATION, params=params, json=body)
-        self._reader(ops.SET_ACCOUNT_ACTIVATION).success(response)
+        self._reader(ops.SET_ACCOUNT_ACTIVATION).answer(response)
 
     # Analyses (spec 4.16, 4.17)
 
@@ -605,7 +592,8 @@ class AnalyticsClient:
         """
         body = dict(validation.funnel_request(request).body)
         response = self._send(ops.ANALYZE_FUNNEL, json=body)
-        return self._reader(ops.ANALYZE_FUNNEL).object(response, "dateList", "rows")
+        asked = Asked(from_date=body["fromDate"], to_date=body["toDate"], steps=len(body["steps"]))
+        return self._reader(ops.ANALYZE_FUNNEL).answer(response, asked)
 
     @_reports_operation
     def analyze_events(
@@ -620,7 +608,7 @@ class AnalyticsClient:
         """
         body = dict(validation.event_request(request).body)
         response = self._send(ops.ANALYZE_EVENTS, json=body)
-        return self._reader(ops.ANALYZE_EVENTS).object(response, "series", "rows")
+        return self._reader(ops.ANALYZE_EVENTS).answer(response, asked_of_event_request(body))
 
     def test_connection(self) -> tuple[bool, str]:
         """Check the connection with a harmless read (the events inside the plan), giving up
@@ -633,7 +621,7 @@ class AnalyticsClient:
             response = self._send(
                 ops.LIST_EVENTS, params=_plan_filters(1, None), time_limit=TEST_CONNECTION_DEADLINE
             )
-            events = self._reader(ops.LIST_EVENTS).records(response)
+            events = self._reader(ops.LIST_EVENTS).answer(response)
         except AnalyticsError as exc:
             return False, str(exc)
         except Exception as exc:  # a connection test reports, it does not raise

@@ -82,4 +82,6 @@ class AsyncAnalyticsClient:
         response = await self._http.request(
             call.operation, path, params=call.params, json=call.body
         )
-        return ResponseReader(call.operation.name, self._config.secrets()).json(response)
+        return ResponseReader(call.operation.name, self._config.secrets()).answer(
+            response, call.asked
+        )

@@ -8,8 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
+
+if TYPE_CHECKING:
+    from airflow_provider_analytics.core.answers import Asked
 
 
 class AuthKind(StrEnum):
@@ -62,12 +65,14 @@ class ApiCall:
     :param params: query parameters (``None`` values are dropped).
     :param body: JSON body, ``None`` for no body.
     :param path_params: values of the path template's fields (a campaign id, for example).
+    :param asked: what the request asks, for the relations its declared answer keeps with it.
     """
 
     operation: Operation
     params: dict[str, Any] = field(default_factory=dict)
     body: Any = None
     path_params: dict[str, str] = field(default_factory=dict)
+    asked: Asked | None = None
 
     def path(self, prefix: str) -> str:
         """The request path, with the ad tracking ``prefix`` and the path parameters."""

@@ -1,15 +1,16 @@
-"""Check that a successful answer has the shape its operation promises.
+"""Read a successful answer: strict JSON, then the operation's declared answer.
 
-A 200 that is not the expected JSON (an HTML page from a proxy, a different API) raises
-:class:`AnalyticsProtocolError`; a 200 whose body reports ``success`` other than 0
-raises :class:`AnalyticsOperationFailedError`.
+A 200 that is not strict JSON (an HTML page from a proxy, ``NaN``, a repeated key) raises
+:class:`AnalyticsProtocolError`; a 200 whose body reports ``success`` other than 0 raises
+:class:`AnalyticsOperationFailedError`; a body that does not fit the declaration of
+:mod:`~airflow_provider_analytics.core.answers` raises its ``AnswerShapeError``.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_analytics.core import strict_json
+from airflow_provider_analytics.core import answers, strict_json
 from airflow_provider_analytics.core.errors import (
     AnalyticsOperationFailedError,
     AnalyticsProtocolError,
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
 
     from airflow_provider_analytics.client.failures import HttpAnswer
+    from airflow_provider_analytics.core.answers import Asked
 
 _CHECK_ADDRESS = "check that the base URL points at the platform's open API"
 
@@ -68,23 +70,19 @@ class ResponseReader:
             )
         return body
 
-    def object(self, response: HttpAnswer, *required: str) -> dict[str, Any]:
-        """A JSON object holding at least the ``required`` keys."""
-        body = self.json(response)
-        if not isinstance(body, dict):
-            raise self.protocol_error(f"expected a JSON object, got {type(body).__name__}")
-        missing = [key for key in required if key not in body]
-        if missing:
-            raise self.protocol_error(f"the answer lacks {', '.join(missing)}")
-        return body
+    def answer(self, response: HttpAnswer, asked: Asked | None = None) -> Any:
+        """The JSON body after it passed the operation's declared answer
+        (:mod:`~airflow_provider_analytics.core.answers`).
 
-    def success(self, response: HttpAnswer) -> dict[str, Any]:
-        """The ``{success: 0}`` body a write promises."""
-        return self.object(response, "success")
-
-    def records(self, response: HttpAnswer) -> list[dict[str, Any]]:
-        """A JSON array of objects."""
+        :param response: the answer.
+        :param asked: what the request asked, for the relations that depend on it.
+        :raises AnswerShapeError: the body does not fit, naming the field.
+        """
         body = self.json(response)
-        if not isinstance(body, list) or not all(isinstance(item, dict) for item in body):
-            raise self.protocol_error("expected a JSON array of objects")
+        try:
+            answers.decode(self._operation, body, asked=asked, secrets=self._secrets)
+        except answers.AnswerShapeError as exc:
+            raise answers.AnswerShapeError(
+                f"{exc}; {_CHECK_ADDRESS}", operation=self._operation, secrets=self._secrets
+            ) from None
         return body

@@ -24,7 +24,12 @@ from airflow_provider_analytics.client.operations import (
     ApiCall,
 )
 from airflow_provider_analytics.core import errors, rules
-from airflow_provider_analytics.tabular.labels import report_day
+from airflow_provider_analytics.core.answers import (
+    AnswerShapeError,
+    EventAnswer,
+    asked_of_event_request,
+    decode,
+)
 
 TRANSIENT_ERRORS = (
     errors.AnalyticsServerError,
@@ -92,39 +97,48 @@ class DataReadyCheck:
                 "toDate": self.to_date,
                 "unit": "DAY",
             }
-            return ApiCall(ANALYZE_EVENTS, body=body)
+            return ApiCall(ANALYZE_EVENTS, body=body, asked=asked_of_event_request(body))
         if self.event_property is not None:
             return ApiCall(LIST_EVENT_PROPERTIES, {"eventId": self.event})
         return ApiCall(LIST_EVENTS)
 
     def evaluate(self, payload: Any) -> Readiness:
-        """Judge the call's decoded JSON answer.
+        """Judge the call's decoded JSON answer, through its declared answer.
 
-        :raises AnalyticsProtocolError: the answer does not have the operation's shape.
+        Ready only when every day of the window has exactly one count, a JSON integer >= 0,
+        at or above ``threshold`` (``events``), or the plan shows ``dataStatus`` 1 (``plan``).
+
+        :raises AnswerShapeError: the answer does not fit its declaration (a count that is
+            text, a boolean, NaN or negative; a day listed twice; a day outside the window;
+            more than one row); the sensor logs it and keeps waiting.
         """
+        call = self.call()
+        answer = decode(call.operation.name, payload, asked=call.asked)
         if self.source == "events":
-            return self._evaluate_counts(payload)
-        return self._evaluate_plan(payload)
+            return self._evaluate_counts(answer)
+        return self._evaluate_plan(answer)
 
-    def _evaluate_counts(self, response: Any) -> Readiness:
-        if not isinstance(response, dict):
-            raise errors.AnalyticsProtocolError(
-                "analyze_events: the answer is not a JSON object", operation="analyze_events"
-            )
-        missing_keys = [key for key in ("series", "rows") if key not in response]
-        if missing_keys:
-            raise errors.AnalyticsProtocolError(
-                f"analyze_events: the answer lacks {', '.join(missing_keys)}",
+    def _evaluate_counts(self, answer: EventAnswer) -> Readiness:
+        if len(answer.rows) > 1:
+            raise AnswerShapeError(
+                f"analyze_events: rows holds {len(answer.rows)} rows, but the data-ready check "
+                "asked for no split (at most one row)",
                 operation="analyze_events",
             )
-        series = [report_day(label) for label in response.get("series") or []]
-        counts = dict.fromkeys(self.days(), 0.0)
-        for row in response.get("rows") or []:
-            values = (row.get("values") or [[]])[0] or []
-            for day, value in zip(series, values, strict=False):
-                if day in counts and value is not None:
-                    counts[day] += float(value)
-        missing = [day for day, count in counts.items() if count < self.threshold]
+        counts: dict[str, int | None] = dict.fromkeys(self.days())
+        values = answer.rows[0].values[0] if answer.rows else []
+        listed: dict[str, int] = {}
+        for position, (start, value) in enumerate(zip(answer.days, values, strict=True)):
+            day = start.date().isoformat()
+            if day in listed:
+                raise AnswerShapeError(
+                    f"analyze_events: series[{position}] is day {day} again (series"
+                    f"[{listed[day]}]); each day must be counted once",
+                    operation="analyze_events",
+                )
+            listed[day] = position
+            counts[day] = None if value is None else int(value)
+        missing = [day for day, count in counts.items() if count is None or count < self.threshold]
         return Readiness(
             not missing,
             {
@@ -135,15 +149,10 @@ class DataReadyCheck:
             },
         )
 
-    def _evaluate_plan(self, items: Any) -> Readiness:
-        if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
-            operation = self.call().operation.name
-            raise errors.AnalyticsProtocolError(
-                f"{operation}: expected a JSON array of objects", operation=operation
-            )
+    def _evaluate_plan(self, items: list[Any]) -> Readiness:
         wanted = self.event_property if self.event_property is not None else self.event
-        found = next((i for i in items if i.get("id") == wanted), None)
-        status = None if found is None else found.get("dataStatus")
+        found = next((item for item in items if item.id == wanted), None)
+        status = None if found is None else found.dataStatus
         return Readiness(
             status == 1,
             {

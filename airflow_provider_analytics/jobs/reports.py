@@ -25,7 +25,6 @@ from airflow_provider_analytics.client.validation import (
     funnel_request,
 )
 from airflow_provider_analytics.core import rules
-from airflow_provider_analytics.core.errors import AnalyticsProtocolError
 from airflow_provider_analytics.jobs.cohort_export import check_timezone
 from airflow_provider_analytics.tabular.frames import (
     EVENT_GRAINS,
@@ -200,13 +199,7 @@ def build_report_tables(
     tables = []
     for from_date, to_date in windows:
         response = kind.analyze(client, checked.window(from_date, to_date))
-        try:
-            table = kind.flatten(response, body, timezone)
-        except ValueError as error:  # the frames name what in the answer does not fit
-            raise AnalyticsProtocolError(
-                f"analyze_{kind.name}: the answer cannot be read as a report: {error}",
-                operation=f"analyze_{kind.name}",
-            ) from error
+        table = kind.flatten(response, body, timezone)
         for window_field, day in zip(WINDOW_FIELDS, (from_date, to_date), strict=True):
             value = pa.scalar(dt.date.fromisoformat(day), pa.date32())
             table = table.append_column(window_field, pa.repeat(value, table.num_rows))

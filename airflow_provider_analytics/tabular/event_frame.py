@@ -10,16 +10,24 @@ column, any other measure in the float ``value`` column.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 
+from airflow_provider_analytics.core import rules
+from airflow_provider_analytics.core.answers import (
+    COUNTING_AGGREGATORS,
+    AnswerShapeError,
+    Asked,
+    EventAnswer,
+    EventRow,
+    as_model,
+)
 from airflow_provider_analytics.tabular.labels import (
     is_bucket_label,
     label_text,
     parse_bucket_label,
-    parse_report_datetime,
     split_measure_label,
 )
 from airflow_provider_analytics.tabular.schemas import (
@@ -27,8 +35,6 @@ from airflow_provider_analytics.tabular.schemas import (
     ByColumn,
     event_schema_for,
     gathered,
-    json_numbers,
-    json_object,
     local_times_as_utc,
     plan_by_columns,
     report_updated_at,
@@ -42,12 +48,9 @@ if TYPE_CHECKING:
 
 _Labels = list[str | None]
 
-COUNTING_AGGREGATORS: Final = frozenset({"TRIGGER_USER_COUNT", "TOTAL_COUNT", "REMOVE_DUMPLICATE"})
-"""Aggregators whose numbers are counts (users, events, distinct values): the ``count`` column."""
-
 
 def event_table(
-    response: Mapping[str, Any],
+    response: Mapping[str, Any] | EventAnswer,
     request: Mapping[str, Any] | None = None,
     *,
     timezone: str = "UTC",
@@ -61,36 +64,46 @@ def event_table(
     allows. Split columns are named from the request's ``byFields`` expressions (the
     response's without a request); bucketed fields get ``<col>_lower``/``<col>_upper``.
 
-    :param response: the decoded JSON body of ``POST /uba/api/events/analyze``.
+    The response is decoded through its declared answer
+    (:class:`~airflow_provider_analytics.core.answers.EventAnswer`) with what the request
+    asked: numbers are JSON numbers and finite, a counting measure's numbers are JSON
+    integers >= 0, ``series`` dates are unique (and inside the asked range), and every
+    length agrees.
+
+    :param response: the decoded JSON body of ``POST /uba/api/events/analyze``, or its
+        declared answer.
     :param request: the body that was posted; it makes measure columns exact and the
         schema independent of the data (see :func:`event_schema`).
     :param timezone: the project's time zone, in which ``series`` and ``reportUpdateTime``
         are written.
-    :raises ValueError: when lengths disagree (values vs measures vs series, byValue vs
-        byFields, request vs response), naming the row and the lengths; when a value is
-        not a number, or a counting measure's value not a whole number; when a series label
-        is not a date in an accepted format; or when a
-        bucketed field has a split value that is not a bucket label.
+    :raises AnswerShapeError: when the response does not fit its declaration, naming the
+        field; or when a bucketed field has a split value that is not a bucket label.
     """
-    rows = _rows(response)
-    measure_labels, measure_expressions, measure_aggregators = _measures(response, request)
-    series = [label_text(period) for period in response.get("series") or []]
-    by_columns, by_labels = _split_columns(response, request, rows)
+    answer = as_model(EventAnswer, "analyze_events", response)
+    measure_labels, measure_expressions, measure_aggregators = _measures(answer, request)
+    by_columns, by_labels = _split_columns(answer, request)
+    asked = Asked(
+        from_date=None if request is None else request.get("fromDate"),
+        to_date=None if request is None else request.get("toDate"),
+        aggregators=tuple(aggregator or "" for aggregator in measure_aggregators),
+        split_fields=len(by_columns),
+    )
+    answer = as_model(EventAnswer, "analyze_events", answer, asked)
+    rows = answer.rows
+    series = answer.series
     counting = np.array(
         [aggregator in COUNTING_AGGREGATORS for aggregator in measure_aggregators], dtype=bool
     )
-    values, null = _gather_values(rows, counting, len(series))
+    values, null = _gather_values(rows, len(measure_labels), len(series))
 
     n_rows, n_measures, n_block = len(rows), len(measure_labels), len(series) + 1
     size = n_rows * n_measures * n_block
     row_at = np.repeat(np.arange(n_rows), n_measures * n_block)
     measure_at = np.tile(np.repeat(np.arange(n_measures), n_block), n_rows)
     period_at = np.tile(np.arange(n_block), n_rows * n_measures)
-    starts = [
-        parse_report_datetime(period, what=f"event series[{position}]")
-        for position, period in enumerate(series)
-    ]
+    starts = answer.days
     is_count = counting[measure_at]
+    metadata = {"reportUpdateTime": answer.reportUpdateTime}
 
     columns: dict[str, pa.Array | pa.ChunkedArray] = {}
     for column, labels in zip(by_columns, by_labels, strict=True):
@@ -113,8 +126,8 @@ def event_table(
                 pa.int64(),
             ),
             "value": with_nulls(values, null | is_count, pa.float64()),
-            "report_updated_at": report_updated_at(response, timezone, size, what="event"),
-            "report_updated_at_text": report_updated_at_text(response, size),
+            "report_updated_at": report_updated_at(metadata, timezone, size, what="event"),
+            "report_updated_at_text": report_updated_at_text(metadata, size),
         }
     )
     return table_from_columns(event_schema_for(by_columns), columns)
@@ -133,23 +146,18 @@ def event_schema(
     :param request: the event analysis request body.
     :param response: the response, used when no request is given.
     """
-    response = response or {}
-    by_columns, _ = _split_columns(response, request, _rows(response))
+    if request is None and response is not None:
+        by_columns, _ = _split_columns(as_model(EventAnswer, "analyze_events", response), None)
+    else:
+        by_columns, _ = _split_columns(None, request)
     return event_schema_for(by_columns)
 
 
-def _rows(response: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    return [
-        json_object(row, f"event rows[{position}]")
-        for position, row in enumerate(response.get("rows") or [])
-    ]
-
-
 def _measures(
-    response: Mapping[str, Any], request: Mapping[str, Any] | None
+    answer: EventAnswer, request: Mapping[str, Any] | None
 ) -> tuple[_Labels, _Labels, _Labels]:
     """Label, expression and aggregator of each measure, by position."""
-    response_measures = response.get("measures")
+    response_measures = answer.measures
     if request is None:
         labels = [label_text(label) for label in response_measures or []]
         parsed = [(None, None) if label is None else split_measure_label(label) for label in labels]
@@ -158,17 +166,9 @@ def _measures(
             [expression for expression, _ in parsed],
             [aggregator for _, aggregator in parsed],
         )
-    requested = [
-        json_object(measure, f"request measures[{position}]")
-        for position, measure in enumerate(request.get("measures") or [])
-    ]
+    requested = _request_objects(request, "measures")
     if response_measures is None:
         labels = [None] * len(requested)
-    elif len(response_measures) != len(requested):
-        raise ValueError(
-            f"the request has {len(requested)} measures but the response has "
-            f"{len(response_measures)}; they are paired by position"
-        )
     else:
         labels = [label_text(label) for label in response_measures]
     return (
@@ -178,53 +178,33 @@ def _measures(
     )
 
 
+def _request_objects(request: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
+    """The request's ``measures`` or ``byFields`` objects (the caller's input, not an answer)."""
+    items = request.get(key) or []
+    for position, item in enumerate(items):
+        if not isinstance(item, dict):
+            rules.fail(f"request {key}[{position}]", "must be an object", item)
+    return list(items)
+
+
 def _split_columns(
-    response: Mapping[str, Any],
-    request: Mapping[str, Any] | None,
-    rows: Sequence[Mapping[str, Any]],
+    answer: EventAnswer | None, request: Mapping[str, Any] | None
 ) -> tuple[tuple[ByColumn, ...], list[_Labels]]:
     """The split columns, and each split field's value in every row as text."""
-    fields = _by_fields(response, request)
-    labels = _by_label_columns(rows, len(fields))
+    rows = [] if answer is None else answer.rows
+    if request is None:
+        fields: list[Mapping[str, Any]] = [
+            {"expression": field} for field in (answer.byFields if answer else None) or []
+        ]
+    else:
+        fields = _request_objects(request, "byFields")
+    labels = [[label_text(row.byValue[field]) for row in rows] for field in range(len(fields))]
     if request is None:
         bucketed = [_looks_bucketed(field_labels) for field_labels in labels]
     else:
         bucketed = [bool(field.get("buckets")) for field in fields]
     expressions = [str(field.get("expression")) for field in fields]
     return plan_by_columns(expressions, bucketed), labels
-
-
-def _by_fields(
-    response: Mapping[str, Any], request: Mapping[str, Any] | None
-) -> list[Mapping[str, Any]]:
-    """The split fields as ``{expression, buckets}`` objects: the request's, else the response's."""
-    response_fields = response.get("byFields")
-    if request is None:
-        return [{"expression": str(field)} for field in response_fields or []]
-    requested = [
-        json_object(field, f"request byFields[{position}]")
-        for position, field in enumerate(request.get("byFields") or [])
-    ]
-    if response_fields is not None and len(response_fields) != len(requested):
-        raise ValueError(
-            f"the request has {len(requested)} byFields but the response has {len(response_fields)}"
-        )
-    return requested
-
-
-def _by_label_columns(rows: Sequence[Mapping[str, Any]], n_fields: int) -> list[_Labels]:
-    """Each split field's value in every row, as text, after checking ``byValue`` lengths."""
-    by_rows = []
-    for position, row in enumerate(rows):
-        by_value = row.get("byValue") or []
-        if not isinstance(by_value, list) or len(by_value) != n_fields:
-            count = len(by_value) if isinstance(by_value, list) else by_value
-            raise ValueError(
-                f"event rows[{position}]: byValue has {count} entries, expected {n_fields} "
-                "(one per byFields entry)"
-            )
-        by_rows.append(by_value)
-    return [[label_text(by_value[field]) for by_value in by_rows] for field in range(n_fields)]
 
 
 def _looks_bucketed(labels: _Labels) -> bool:
@@ -251,9 +231,10 @@ def _by_column_arrays(
     for label in positions:
         parsed = parse_bucket_label(label)
         if parsed is None:
-            raise ValueError(
-                f"event rows[{labels.index(label)}]: split value {label!r} of {column.expression} "
-                "is not a bucket label, although the field is bucketed"
+            raise AnswerShapeError(
+                f"analyze_events: rows[{labels.index(label)}].byValue: split value {label!r} of "
+                f"{column.expression} is not a bucket label, although the field is bucketed",
+                operation="analyze_events",
             )
         bounds.append(parsed)
     # A missing label has code -1, which picks the trailing null.
@@ -268,71 +249,21 @@ def _by_column_arrays(
 
 
 def _gather_values(
-    rows: Sequence[Mapping[str, Any]], counting: np.ndarray, n_series: int
+    rows: Sequence[EventRow], n_measures: int, n_series: int
 ) -> tuple[np.ndarray, np.ndarray]:
     """Every row's per-period values and totals, in output order, with their null mask.
 
-    :param rows: the response's rows.
-    :param counting: per measure, whether its numbers are counts (must be whole).
+    :param rows: the declared answer's rows (their lengths already agree).
+    :param n_measures: the number of measures.
     :param n_series: the number of ``series`` entries.
     """
-    n_measures = len(counting)
-    per_period: list[Any] = []
-    totals: list[Any] = []
+    values = np.zeros((len(rows), n_measures, n_series + 1))
+    null = np.ones((len(rows), n_measures, n_series + 1), dtype=bool)
     for position, row in enumerate(rows):
-        where = f"event rows[{position}] (byValue {row.get('byValue')!r})"
-        values = row.get("values")
-        if not isinstance(values, list) or len(values) != n_measures:
-            count = len(values) if isinstance(values, list) else values
-            raise ValueError(
-                f"{where}: values has {count} lists, expected {n_measures} (one per measure)"
-            )
-        for measure, measure_values in enumerate(values):
-            if not isinstance(measure_values, list) or len(measure_values) != n_series:
-                count = len(measure_values) if isinstance(measure_values, list) else measure_values
-                raise ValueError(
-                    f"{where}: values[{measure}] has {count} entries, "
-                    f"expected {n_series} (one per series date)"
-                )
-            per_period.extend(measure_values)
-        row_totals = row.get("sum")
-        if row_totals is None:
-            totals.extend([None] * n_measures)
-        elif not isinstance(row_totals, list) or len(row_totals) != n_measures:
-            count = len(row_totals) if isinstance(row_totals, list) else row_totals
-            raise ValueError(
-                f"{where}: sum has {count} entries, expected {n_measures} (one per measure)"
-            )
-        else:
-            totals.extend(row_totals)
-
-    def period_at(index: int) -> str:
-        row, rest = divmod(index, n_measures * n_series)
-        return f"event rows[{row}].values[{rest // n_series}][{rest % n_series}]"
-
-    def total_at(index: int) -> str:
-        row, measure = divmod(index, n_measures)
-        return f"event rows[{row}].sum[{measure}]"
-
-    shape = (len(rows), n_measures)
-    period_values, period_null = json_numbers(per_period, integral=False, where=period_at)
-    total_values, total_null = json_numbers(totals, integral=False, where=total_at)
-    values = np.concatenate(
-        [period_values.reshape(*shape, n_series), total_values.reshape(*shape, 1)], axis=2
-    )
-    null = np.concatenate(
-        [period_null.reshape(*shape, n_series), total_null.reshape(*shape, 1)], axis=2
-    )
-    fractional = counting[None, :, None] & ~null & (values != np.round(values))
-    if fractional.any():
-        at_row, at_measure, at_block = (int(axis[0]) for axis in np.nonzero(fractional))
-        place = (
-            total_at(at_row * n_measures + at_measure)
-            if at_block == n_series
-            else period_at((at_row * n_measures + at_measure) * n_series + at_block)
-        )
-        raise ValueError(
-            f"{place} is {float(values[at_row, at_measure, at_block])!r}, not a whole number, "
-            f"although measure {at_measure} counts"
-        )
+        totals = row.sum if row.sum is not None else [None] * n_measures
+        for measure, (cells, total) in enumerate(zip(row.values, totals, strict=True)):
+            for period, value in enumerate([*cells, total]):
+                if value is not None:
+                    values[position, measure, period] = value
+                    null[position, measure, period] = False
     return values.ravel(), null.ravel()

@@ -15,6 +15,7 @@ from airflow_provider_analytics.client import (
     CohortExport,
 )
 from airflow_provider_analytics.client.operations import GET_UTM
+from airflow_provider_analytics.core.answers import AnswerShapeError
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -73,7 +74,12 @@ FUNNEL_BODY = {
     "samplingFactor": 1,
     "useCache": False,
 }
-FUNNEL_RESULT = {"dateList": ["$ALL"], "byValues": ["-1"], "rows": [], "stepEvents": []}
+FUNNEL_RESULT = {
+    "dateList": ["$ALL"],
+    "byValues": [],
+    "rows": [],
+    "stepEvents": [step["expression"] for step in FUNNEL_REQUEST["steps"]],
+}
 
 EVENTS_REQUEST = {
     "measures": [
@@ -111,10 +117,21 @@ EVENTS_BODY = {
     "unit": "HOUR",
     "byFields": [{"expression": "event.purchase.$city", "buckets": None}],
 }
-EVENTS_RESULT = {"measures": ["a"], "series": ["2024-01-01 00:00"], "rows": [], "numRows": 0}
+EVENTS_RESULT = {
+    "measures": ["a", "b"],
+    "byFields": ["event.purchase.$city"],
+    "series": ["2024-01-01 00:00"],
+    "rows": [],
+    "numRows": 0,
+}
 
 USER_RECORD = {"id": "age", "name": "Age", "dataType": "number", "plan": 1}
-UTM_RECORD = {"id": 1, "campaignId": "12345", "url": "https://shop.example.com/?campaign_id=12345"}
+UTM_RECORD = {
+    "id": 1,
+    "campaignId": "12345",
+    "pageUrl": "https://shop.example.com/",
+    "url": "https://shop.example.com/?campaign_id=12345",
+}
 COHORT_PAGE = {"count": 7, "page": 2, "size": 2, "users": [{"distinct_id": 1}, {"distinct_id": 2}]}
 
 
@@ -248,8 +265,8 @@ CASES: list[tuple[str, Callable[[AnalyticsClient], Any], str, str, dict, Any, st
         {"eventId": "$pageview", "plan": "0"},
         NO_BODY,
         "project",
-        [{"id": "$url"}],
-        [{"id": "$url"}],
+        [{"id": "$url", "dataType": "string"}],
+        [{"id": "$url", "dataType": "string"}],
     ),
     (
         "add_user_property",
@@ -540,9 +557,20 @@ def test_cohort_pages_are_read_until_the_cohort_count(
     assert sent == [{"cohortCode": "cohort_tiny", "page": n, "pageSize": 3} for n in (1, 2, 3)]
 
 
+def _pages_of(count: int) -> Any:
+    """A paged endpoint that echoes the page asked and numbers its users across pages."""
+
+    def answer(request: Any, context: Any) -> dict[str, Any]:
+        asked = request.json()
+        first = (asked["page"] - 1) * asked["pageSize"]
+        users = [{"distinct_id": i} for i in range(first, min(first + asked["pageSize"], count))]
+        return {"count": count, "page": asked["page"], "size": len(users), "users": users}
+
+    return answer
+
+
 def test_cohort_pages_stop_at_the_limit(client: AnalyticsClient, requests_mock: rm.Mocker) -> None:
-    page = {"count": 1000, "page": 1, "size": 2, "users": [{"i": 0}, {"i": 1}]}
-    requests_mock.post(BASE + "/uba/api/cohort/users", json=page)
+    requests_mock.post(BASE + "/uba/api/cohort/users", json=_pages_of(1000))
 
     got = list(client.iter_cohort_user_pages("cohort_small", page_size=2, limit=4))
 
@@ -561,13 +589,14 @@ def test_cohort_page_size_is_capped_by_a_smaller_limit(
     assert requests_mock.last_request.json()["pageSize"] == 5
 
 
-def test_cohort_pages_stop_on_an_empty_page(
+def test_an_empty_page_before_count_is_reached_is_refused_naming_the_page(
     client: AnalyticsClient, requests_mock: rm.Mocker
 ) -> None:
     requests_mock.post(
         BASE + "/uba/api/cohort/users", json={"count": 50, "page": 1, "size": 0, "users": []}
     )
-    assert len(list(client.iter_cohort_user_pages("cohort_small", page_size=10))) == 1
+    with pytest.raises(AnswerShapeError, match=r"page 1: holds 0 users.*50 more are promised"):
+        list(client.iter_cohort_user_pages("cohort_small", page_size=10))
 
 
 def test_test_connection_reads_the_event_plan(

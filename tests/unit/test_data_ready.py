@@ -12,6 +12,7 @@ import requests_mock as rm
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from airflow_provider_analytics.client import AnalyticsValidationError
+from airflow_provider_analytics.core.answers import AnswerShapeError
 from airflow_provider_analytics.jobs.data_ready import DataReadyCheck
 from airflow_provider_analytics.sensors.data_ready import AnalyticsDataSensor
 
@@ -64,7 +65,7 @@ def test_plan_check_reads_data_status_of_event_or_property() -> None:
     )
     call = prop.call()
     assert (call.operation.name, call.params) == ("list_event_properties", {"eventId": "refund"})
-    assert prop.evaluate([{"id": "refund_amount", "dataStatus": 1}]).ready
+    assert prop.evaluate([{"id": "refund_amount", "dataType": "number", "dataStatus": 1}]).ready
 
 
 @pytest.mark.parametrize(
@@ -184,12 +185,11 @@ def test_every_series_label_form_the_frames_accept_counts(form: str) -> None:
     assert readiness.detail["counts"] == {"2024-01-14": 7.0, "2024-01-15": 5.0}
 
 
-def test_a_series_label_in_no_accepted_form_counts_for_no_day() -> None:
+def test_a_series_label_in_no_accepted_form_is_refused_by_name() -> None:
     labels = ["14/01/2024", "2024-01-15T00:00:00"]
     check = DataReadyCheck("2024-01-14", "2024-01-15")
-    readiness = check.evaluate(counts_response(labels, [7, 5]))
-    assert not readiness.ready
-    assert readiness.detail["missing"] == ["2024-01-14", "2024-01-15"]
+    with pytest.raises(AnswerShapeError, match=r"analyze_events: series\[0\] '14/01/2024'"):
+        check.evaluate(counts_response(labels, [7, 5]))
 
 
 @pytest.mark.parametrize("threshold", ["5", True, float("nan"), float("inf"), [5]])

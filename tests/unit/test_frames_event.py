@@ -104,7 +104,10 @@ def test_times_are_read_in_the_project_time_zone() -> None:
 def test_a_counting_measure_with_a_fraction_is_refused() -> None:
     response = documented_response()
     response["rows"][0]["values"][0][1] = 2.5
-    with pytest.raises(ValueError, match=r"rows\[0\]\.values\[0\]\[1\] is 2\.5, not a whole"):
+    with pytest.raises(
+        ValueError,
+        match=r"rows\[0\]\.values\[0\]\[1\] is 2\.5, but measure 0 .* counts",
+    ):
         event_frame(response, documented_request())
 
 
@@ -228,7 +231,10 @@ def test_split_column_names_are_collision_safe_and_deterministic() -> None:
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        (lambda r, q: r["rows"][1]["values"].pop(), r"rows\[1\].*values has 1 lists, expected 2"),
+        (
+            lambda r, q: r["rows"][1]["values"].pop(),
+            r"rows\[1\]\.values has 1 entries, expected 2",
+        ),
         (
             lambda r, q: r["rows"][2]["values"][1].append(5),
             r"rows\[2\].*values\[1\] has 3 entries, expected 2",
@@ -236,17 +242,23 @@ def test_split_column_names_are_collision_safe_and_deterministic() -> None:
         (lambda r, q: r["rows"][3]["sum"].append(5), r"rows\[3\].*sum has 3 entries, expected 2"),
         (
             lambda r, q: r["rows"][0]["byValue"].pop(),
-            r"rows\[0\]: byValue has 1 entries, expected 2",
+            r"rows\[0\]\.byValue has 1 entries, expected 2",
         ),
-        (lambda r, q: q["measures"].pop(), r"request has 1 measures but the response has 2"),
-        (lambda r, q: q["byFields"].pop(), r"request has 1 byFields but the response has 2"),
+        (
+            lambda r, q: q["measures"].pop(),
+            r"measures has 2 entries, expected 1",
+        ),
+        (
+            lambda r, q: q["byFields"].pop(),
+            r"byFields has 2 entries, expected 1",
+        ),
         (
             lambda r, q: r["rows"][1]["values"][0].__setitem__(1, "many"),
-            r"rows\[1\]\.values\[0\]\[1\] is 'many', not a number",
+            r"rows\[1\]\.values\[0\]\[1\] must be a JSON number.*got 'many'",
         ),
         (
             lambda r, q: r["rows"][2]["sum"].__setitem__(0, [1]),
-            r"rows\[2\]\.sum\[0\] is \[1\], not a number",
+            r"rows\[2\]\.sum\[0\] must be a JSON number.*got a JSON array",
         ),
         (lambda r, q: r["series"].__setitem__(1, "Jan 2"), r"series\[1\] 'Jan 2' is not a date"),
     ],

@@ -11,6 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from airflow_provider_analytics.core.answers import AnswerShapeError
 from airflow_provider_analytics.tabular.frames import FUNNEL_SCHEMA
 from tests.report_frames import funnel_frame
 
@@ -192,10 +193,13 @@ def test_whole_median_missing_means_every_median_null() -> None:
             lambda r: r["rows"][1]["medianConvertedTime"][1]["median"].append(4),
             r"rows\[1\].*medianConvertedTime\[1\]\.median has 4 entries, expected 3",
         ),
-        (lambda r: r["byValues"].append("上海"), r"byValues has 3 entries but rows has 2"),
+        (
+            lambda r: r["byValues"].append("上海"),
+            r"byValues has 3 entries, expected 2",
+        ),
         (
             lambda r: r["byValues"].__setitem__(1, "上海"),
-            r"rows\[1\].*does not match byValues\[1\]",
+            r"rows\[1\]\.byValue '北京' differs from byValues\[1\]",
         ),
         (
             lambda r: r["rows"][0]["medianConvertedTime"][0].__setitem__(
@@ -210,15 +214,15 @@ def test_whole_median_missing_means_every_median_null() -> None:
         ),
         (
             lambda r: r["rows"][0]["stepsDetail"][1]["convertedUser"].__setitem__(2, None),
-            r"rows\[0\]\.stepsDetail\[1\]\.convertedUser\[2\] is null",
+            r"rows\[0\]\.stepsDetail\[1\]\.convertedUser\[2\] must be a JSON integer.*got None",
         ),
         (
             lambda r: r["rows"][1]["stepsDetail"][0]["convertedUser"].__setitem__(0, 2.5),
-            r"rows\[1\]\.stepsDetail\[0\]\.convertedUser\[0\] is 2.5, not a whole number",
+            r"rows\[1\]\.stepsDetail\[0\]\.convertedUser\[0\] must be a JSON integer.*got 2\.5",
         ),
         (
             lambda r: r["rows"][1]["medianConvertedTime"][1]["median"].__setitem__(1, "soon"),
-            r"rows\[1\]\.medianConvertedTime\[1\]\.median\[1\] is 'soon', not a number",
+            r"rows\[1\]\.medianConvertedTime\[1\]\.median\[1\] must be a JSON integer.*got 'soon'",
         ),
         (
             lambda r: r["dateList"].__setitem__(2, "06/18/2019"),
@@ -238,20 +242,18 @@ def test_malformed_responses_raise_naming_the_place_and_lengths(change, message)
         funnel_frame(response)
 
 
-def test_whole_float_counts_are_accepted_as_integers() -> None:
+def test_whole_float_counts_are_refused_since_counts_are_json_integers() -> None:
+    """The platform's documents show counts only as JSON integers, so ``100.0`` is refused."""
     response = documented_response()
     response["rows"][0]["stepsDetail"][0]["convertedUser"] = [100.0, 60.0, 40.0]
-
-    frame = funnel_frame(response)
-
-    assert cells(frame, "converted_users")[:3] == [100, 50, 10]
-    assert str(frame["converted_users"].dtype) == "int64[pyarrow]"
+    with pytest.raises(AnswerShapeError, match=r"convertedUser\[0\] must be a JSON integer"):
+        funnel_frame(response)
 
 
 @pytest.mark.parametrize(
     "response",
     [
-        {},
+        {"dateList": [], "rows": []},
         {
             "dateList": ["$ALL", "2019/06/17 00:00:00"],
             "byValues": [],

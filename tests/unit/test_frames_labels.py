@@ -8,15 +8,17 @@ import json
 import pyarrow as pa
 import pytest
 
+from airflow_provider_analytics.core.report_dates import (
+    parse_funnel_date,
+    parse_report_datetime,
+    report_day,
+)
 from airflow_provider_analytics.tabular.labels import (
     BucketBounds,
     column_slug,
     label_text,
     optional_report_datetime,
     parse_bucket_label,
-    parse_funnel_date,
-    parse_report_datetime,
-    report_day,
     split_measure_label,
     steps_express_matches,
 )
