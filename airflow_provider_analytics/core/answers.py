@@ -314,7 +314,7 @@ class FunnelAnswer(_Shape):
     byValues: list[Label] | None = None
     stepEvents: list[str] | None = None
     rows: list[FunnelRow]
-    reportUpdateTime: Any = None
+    reportUpdateTime: str | None = None
 
     @property
     def steps(self) -> list[str]:
@@ -419,7 +419,7 @@ class EventAnswer(_Shape):
     series: list[str]
     rows: list[EventRow]
     numRows: Count | None = None
-    reportUpdateTime: Any = None
+    reportUpdateTime: str | None = None
 
     @property
     def days(self) -> list[dt.datetime]:

@@ -58,20 +58,6 @@ def shown_label(text: object) -> str:
     return shown if len(shown) <= 80 else shown[:77] + "..."
 
 
-def report_day(label: object) -> str | None:
-    """The calendar day (``yyyy-MM-dd``) a series label stands for, or ``None``.
-
-    The same parser the report frames use, so a day the frames place in a table is the day
-    the data-ready check counts.
-
-    :param label: a ``series`` entry of an event analysis.
-    """
-    try:
-        return parse_report_datetime(label, what="series label").date().isoformat()
-    except ValueError:
-        return None
-
-
 def parse_funnel_date(text: object, *, what: str) -> date:
     """Parse a funnel ``dateList`` entry (other than ``$ALL``) into a calendar date.
 

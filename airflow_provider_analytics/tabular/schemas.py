@@ -8,18 +8,18 @@ flattened table into the report tables, one grain each.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from airflow_provider_analytics.tabular.labels import column_slug, optional_report_datetime
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping, Sequence
+    from collections.abc import Mapping, Sequence
+
+    import numpy as np
 
 TIMESTAMP: Final = pa.timestamp("us", tz="UTC")
 """An instant, microseconds, UTC: the platform's wall-clock times read in the project's zone."""
@@ -216,65 +216,12 @@ def report_updated_at_text(response: Mapping[str, Any], length: int) -> pa.Array
     """The response's ``reportUpdateTime`` as the platform sent it, repeated ``length`` times.
 
     Kept beside :func:`report_updated_at` so that a time in no accepted form (left empty
-    there, and logged) is not lost. A value that is not a string is kept as its JSON text.
+    there, and logged) is not lost. The declared answer makes it a string or null.
 
     :param response: the analysis response.
     :param length: the table's row count.
     """
     value = response.get("reportUpdateTime")
-    if value is not None and not isinstance(value, str):
-        value = json.dumps(value, ensure_ascii=False, default=str)
     if value is not None:
         value = value[:REPORT_TIME_TEXT_LIMIT]
     return pa.repeat(pa.scalar(value, type=pa.string()), length)
-
-
-def json_numbers(
-    flat: Sequence[object], *, integral: bool, where: Callable[[int], str]
-) -> tuple[np.ndarray, np.ndarray]:
-    """Numbers gathered from the response as one float array and its null mask.
-
-    JSON ``null`` becomes a null cell, and so does a non-finite float, which JSON cannot
-    carry. With ``integral``, a number with a fractional part is refused rather than
-    truncated. Values beyond 2**53 lose precision here, which no count or duration in an
-    analysis response comes near.
-
-    :param flat: the gathered JSON values, in output order.
-    :param integral: whether every present value must be a whole number.
-    :param where: describes the position of entry ``i`` for error messages.
-    :raises ValueError: naming the position and value of an entry that is not a number,
-        or not whole when ``integral``.
-    """
-    try:
-        numbers = np.array(flat, dtype=np.float64)
-    except (TypeError, ValueError):
-        numbers = None
-    if numbers is None or numbers.ndim != 1:
-        bad = next(i for i, value in enumerate(flat) if not _is_number_or_null(value))
-        raise ValueError(f"{where(bad)} is {flat[bad]!r}, not a number")
-    null = ~np.isfinite(numbers)
-    if integral:
-        fractional = ~null & (numbers != np.round(numbers))
-        if fractional.any():
-            bad = int(np.flatnonzero(fractional)[0])
-            raise ValueError(f"{where(bad)} is {flat[bad]!r}, not a whole number")
-    return numbers, null
-
-
-def _is_number_or_null(value: object) -> bool:
-    if value is None:
-        return True
-    if isinstance(value, list | tuple | dict):
-        return False
-    try:
-        float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return False
-    return True
-
-
-def json_object(value: object, where: str) -> Mapping[str, Any]:
-    """``value`` if it is a JSON object, else a ValueError naming ``where`` and what was found."""
-    if not isinstance(value, dict):
-        raise ValueError(f"{where} is {type(value).__name__}, expected a JSON object")
-    return value

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import json
 
 import pyarrow as pa
 import pytest
@@ -11,7 +10,6 @@ import pytest
 from airflow_provider_analytics.core.report_dates import (
     parse_funnel_date,
     parse_report_datetime,
-    report_day,
 )
 from airflow_provider_analytics.tabular.labels import (
     BucketBounds,
@@ -23,7 +21,6 @@ from airflow_provider_analytics.tabular.labels import (
     steps_express_matches,
 )
 from airflow_provider_analytics.tabular.schemas import (
-    json_numbers,
     plan_by_columns,
     table_from_columns,
 )
@@ -149,15 +146,6 @@ def test_a_column_of_the_wrong_type_is_refused_not_cast() -> None:
         table_from_columns(schema, {"converted_users": pa.array([1.5])})
 
 
-def test_non_finite_floats_from_lenient_json_become_nulls() -> None:
-    numbers, null = json_numbers(
-        json.loads("[1, NaN, Infinity, null, -2.5]"), integral=False, where=str
-    )
-
-    assert null.tolist() == [False, True, True, True, False]
-    assert numbers[~null].tolist() == [1.0, -2.5]
-
-
 @pytest.mark.parametrize(
     ("label", "day"),
     [
@@ -173,9 +161,12 @@ def test_non_finite_floats_from_lenient_json_become_nulls() -> None:
         (None, None),
     ],
 )
-def test_report_day_reads_what_the_frames_read(label: object, day: str | None) -> None:
-    assert report_day(label) == day
-    if day is not None:  # the same parser: the frames place the row on that day
+def test_series_labels_name_the_day_or_are_refused(label: object, day: str | None) -> None:
+    """The one parser the declared answers, the data-ready check and the frames share."""
+    if day is None:
+        with pytest.raises(ValueError, match="not a date"):
+            parse_report_datetime(label, what="x")
+    else:
         assert parse_report_datetime(label, what="x").date().isoformat() == day
 
 
