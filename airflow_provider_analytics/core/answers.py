@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any, Final, Literal, TypeVar, cast
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -49,17 +50,44 @@ from airflow_provider_analytics.core.report_dates import (
 
 _T = TypeVar("_T")
 
-Count = Annotated[int, Field(ge=0)]
-"""A number of users, events or values: a JSON integer, never negative."""
-Flag = Literal[0, 1]
-"""A 0/1 field of the tracking plan."""
-FiniteNumber = Annotated[int, Field()] | Annotated[float, Field(allow_inf_nan=False)]
-"""A JSON number that is finite; integers stay exact integers."""
-Seconds = Annotated[int, Field(ge=0)]
+
+class _RelationFault(ValueError):
+    """A relation between fields that does not hold; pydantic reports it with the object's
+    location, and :func:`_describe` prints ``where`` below it."""
+
+    def __init__(self, where: str, problem: str) -> None:
+        super().__init__(f"{where}{problem}")
+        self.where = where
+        self.problem = problem
+
+
+INT64_MAX: Final = 2**63 - 1
+EXACT_IN_A_DOUBLE: Final = 2**53
+"""Integers up to this magnitude are exact in a float64 column."""
+
+Count = Annotated[int, Field(ge=0, le=INT64_MAX)]
+"""A number of users, events or values: a JSON integer, never negative, within int64."""
+Flag = Annotated[int, Field(ge=0, le=1)]
+"""A 0/1 field of the tracking plan (a JSON integer: ``true`` is not 1)."""
+Zero = Annotated[int, Field(ge=0, le=0)]
+"""``success`` of a carried-out operation (a JSON integer: ``false`` is not 0)."""
+
+
+def _exact_in_a_double(value: int | float) -> int | float:
+    if isinstance(value, int) and abs(value) > EXACT_IN_A_DOUBLE:
+        raise _RelationFault("", " is beyond +-2**53, where a double no longer holds it exactly")
+    return value
+
+
+FiniteNumber = Annotated[
+    int | Annotated[float, Field(allow_inf_nan=False)], AfterValidator(_exact_in_a_double)
+]
+"""A finite JSON number; an integer only where a float64 column holds it exactly."""
+Seconds = Annotated[int, Field(ge=0, le=INT64_MAX)]
 """A duration in whole seconds."""
-EpochMillis = Annotated[int, Field(ge=0)]
+EpochMillis = Annotated[int, Field(ge=0, le=INT64_MAX)]
 """A moment as milliseconds since 1970-01-01 UTC."""
-Label = str | int | float | None
+Label = str | int | Annotated[float, Field(allow_inf_nan=False)] | None
 """A split value as the platform writes it (text, sometimes a number)."""
 
 DATA_TYPES: Final = ("string", "number", "boolean", "datetime", "array<string>")
@@ -105,16 +133,6 @@ def asked_of_event_request(body: Mapping[str, Any]) -> Asked:
     )
 
 
-class _RelationFault(ValueError):
-    """A relation between fields that does not hold; pydantic reports it with the object's
-    location, and :func:`_describe` prints ``where`` below it."""
-
-    def __init__(self, where: str, problem: str) -> None:
-        super().__init__(f"{where}{problem}")
-        self.where = where
-        self.problem = problem
-
-
 def _fault(where: str, problem: str) -> _RelationFault:
     """A relation that does not hold; ``where`` is the field path below the object."""
     return _RelationFault(where, problem)
@@ -147,7 +165,7 @@ class _Shape(BaseModel):
 class Succeeded(_Shape):
     """``{success: 0}``: the answer of a write (spec 1)."""
 
-    success: Literal[0]
+    success: Zero
 
 
 # Ad tracking (spec 2.1, 4.1 to 4.4)
@@ -187,7 +205,7 @@ class UtmRecord(_Shape):
 class UtmConversion(_Shape):
     """Answer of 4.3: documented only as ``{success: 0}``; the rest is kept as returned."""
 
-    success: Literal[0] | None = None
+    success: Zero | None = None
 
 
 # Tracking plan (spec 2.2 to 2.4, 4.5 to 4.7)
@@ -297,7 +315,7 @@ class FunnelStep(_Shape):
 
 class FunnelMedian(_Shape):
     stepsExpress: str | None = None
-    median: list[Seconds | None] | None
+    median: list[Seconds | None] | None = None
 
 
 class FunnelRow(_Shape):
@@ -519,6 +537,7 @@ _PROBLEMS: Final = {
     "model_attributes_type": "must be a JSON object",
     "missing": "is missing",
     "literal_error": "must be one of {expected}",
+    "less_than_equal": "must be <= {le}",
     "greater_than_equal": "must be >= {ge}",
     "string_too_short": "must not be empty",
 }

@@ -126,7 +126,7 @@ class DataReadyCheck:
                 operation="analyze_events",
             )
         counts: dict[str, int | None] = dict.fromkeys(self.days())
-        values = answer.rows[0].values[0] if answer.rows else []
+        values = answer.rows[0].values[0] if answer.rows else [None] * len(answer.series)
         listed: dict[str, int] = {}
         for position, (start, value) in enumerate(zip(answer.days, values, strict=True)):
             day = start.date().isoformat()
