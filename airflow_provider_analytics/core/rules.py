@@ -10,9 +10,11 @@ split a query parameter or a log line) and of lone surrogates (which no UTF-8 ca
 from __future__ import annotations
 
 import datetime
+import functools
 import math
 import re
 import unicodedata
+import zoneinfo
 from typing import TYPE_CHECKING, Any, NoReturn
 from urllib.parse import urlsplit
 
@@ -305,3 +307,32 @@ def campaign_id(value: Any, field: str = "campaign_id") -> str:
     if not isinstance(value, str) or not _CAMPAIGN_ID.fullmatch(value):
         fail(field, "must be 1 to 64 letters, digits, '_' or '-'", value)
     return value
+
+
+_UTC_OFFSET = re.compile(r"[+-](?:[01]\d|2[0-3]):[0-5]\d")
+
+
+@functools.cache
+def _zone_names() -> frozenset[str]:
+    """The IANA zone names of the system's (or the tzdata package's) database, less those
+    that name no place: ``Factory`` (a placeholder Arrow refuses), and ``localtime`` and
+    ``posixrules`` (whatever the machine that runs the task is set to)."""
+    return frozenset(zoneinfo.available_timezones() - {"Factory", "localtime", "posixrules"})
+
+
+def time_zone(value: Any, field: str = "timezone") -> str:
+    """A time zone the platform's datetimes are read in: an IANA name (``Asia/Shanghai``,
+    ``UTC``) or a fixed offset (``+08:00``).
+
+    Checked before any request: an unknown zone would otherwise fail only once the first
+    datetime value is decoded, after the requests were made.
+
+    :raises AnalyticsValidationError: naming ``field``.
+    """
+    if isinstance(value, str) and (_UTC_OFFSET.fullmatch(value) or value in _zone_names()):
+        return value
+    fail(
+        field,
+        "must be a time zone name such as Asia/Shanghai or UTC, or an offset like +08:00",
+        value,
+    )

@@ -18,7 +18,6 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from airflow_provider_analytics.client.validation import CohortQuery, cohort_query
 from airflow_provider_analytics.core import rules
@@ -56,24 +55,6 @@ if TYPE_CHECKING:
     from airflow_provider_analytics.storage import StoragePath
 
 log = logging.getLogger(__name__)
-
-
-def check_timezone(timezone: Any) -> str:
-    """A time zone Arrow can read datetimes in (``Asia/Shanghai``, ``UTC``, ``+08:00``).
-
-    Checked before the export starts: an unknown zone would otherwise fail only once the
-    first datetime value is decoded, after the requests were made.
-
-    :raises AnalyticsValidationError: naming ``timezone``.
-    """
-    if isinstance(timezone, str) and timezone:
-        try:
-            pc.assume_timezone(pa.nulls(1, pa.timestamp("ms")), timezone)
-        except pa.ArrowException:
-            pass
-        else:
-            return timezone
-    rules.fail("timezone", "must be a time zone name such as Asia/Shanghai or UTC", timezone)
 
 
 class ExportIncompleteError(AnalyticsError, RuntimeError):
@@ -296,7 +277,7 @@ def export_cohort_to_parquet(
     rules.count(settings.attempts, "attempts")
     rules.positive_int(settings.row_group_rows, "row_group_rows")
     parquet_compression(settings.compression)
-    check_timezone(timezone)
+    rules.time_zone(timezone)
 
     started = time.monotonic()
     plan = client.list_user_properties()

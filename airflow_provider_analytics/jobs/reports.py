@@ -25,7 +25,6 @@ from airflow_provider_analytics.client.validation import (
     funnel_request,
 )
 from airflow_provider_analytics.core import rules
-from airflow_provider_analytics.jobs.cohort_export import check_timezone
 from airflow_provider_analytics.tabular.frames import (
     EVENT_GRAINS,
     FUNNEL_GRAINS,
@@ -193,7 +192,7 @@ def build_report_tables(
     """
     checked = kind.validate(request)
     body = dict(checked.body)
-    check_timezone(timezone)
+    rules.time_zone(timezone)
     schema = kind.flattened_schema(body)
     windows = date_windows(body["fromDate"], body["toDate"], window_days)
     tables = []

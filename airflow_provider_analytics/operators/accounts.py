@@ -77,7 +77,6 @@ class RegisterAccountOperator(AnalyticsBaseOperator):
     def execute(self, context: Context) -> dict[str, Any]:
         if self._password:
             mask_secret(self._password)
-        rules.email(self.account_email, "account_email")
         try:
             account = self.hook.get_conn().register_account(
                 self.account_email,
@@ -142,7 +141,6 @@ class AccountActivationOperator(AnalyticsBaseOperator):
         self.login_user = login_user
 
     def execute(self, context: Context) -> dict[str, Any]:
-        rules.email(self.account_email, "account_email")
         activation = rules.boolean(self.activation, "activation")
         self.hook.get_conn().set_account_activation(
             self.account_email, activation, login_user=self.login_user

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk import ObjectStoragePath
 
 from airflow_provider_analytics.client.validation import CohortQuery, cohort_query
-from airflow_provider_analytics.core import rules
 from airflow_provider_analytics.jobs.export_settings import ExportSettings
 from airflow_provider_analytics.operators.intervals import covered_days
 from airflow_provider_analytics.operators.output import AnalyticsOutputOperator, object_target
@@ -127,12 +126,11 @@ class CohortExportToParquetOperator(AnalyticsOutputOperator):
         """Run the export job into the Parquet object ``path``."""
         from airflow_provider_analytics.jobs.cohort_export import export_cohort_to_parquet
 
-        timezone = rules.optional_string(self.timezone, "timezone")
         return export_cohort_to_parquet(
             self.hook.get_conn(),
             query,
             path,
-            timezone=timezone or self.hook.project_timezone,
+            timezone=self.timezone or self.hook.project_timezone,
             schema_overrides=self.schema_overrides,
             column_names=self.column_names,
             settings=self.settings,

@@ -530,7 +530,7 @@ def _operator_cases() -> list[BadInput]:
         BadInput(
             "RegisterAccountOperator",
             "e-mail without a domain",
-            "account_email",
+            "email",
             executed(RegisterAccountOperator, account_email="ana@"),
         ),
         BadInput(
@@ -825,7 +825,7 @@ def _hostile_cases() -> list[BadInput]:
         hostile(
             "RegisterAccountOperator",
             "e-mail with NUL",
-            "account_email",
+            "email",
             executed(RegisterAccountOperator, account_email="ana\x00@example.com"),
         ),
         hostile(

@@ -92,7 +92,6 @@ def test_the_hostile_cases_cover_paths_coercion_headers_and_parsers() -> None:
         "limit",
         "login_user",
         "email",
-        "account_email",
         "threshold",
         "file",
         "xtoken",

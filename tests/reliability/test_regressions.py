@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import datetime as dt
+import zoneinfo
 from typing import TYPE_CHECKING
 
+import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 from airflow_provider_analytics.client import AnalyticsServerError, AnalyticsValidationError
 from airflow_provider_analytics.client.validation import validate_event_request
-from airflow_provider_analytics.jobs.cohort_export import check_timezone
+from airflow_provider_analytics.core.rules import time_zone
 from airflow_provider_analytics.jobs.reports import date_windows
 from airflow_provider_analytics.operators.campaigns import CreateUtmOperator, UtmReadBackError
 from airflow_provider_analytics.sinks.parquet import parquet_compression
@@ -65,13 +68,23 @@ def test_unknown_parquet_codecs_are_refused_naming_the_field(codec: object) -> N
 
 @pytest.mark.parametrize("zone", ["UTC", "Asia/Shanghai", "+08:00"])
 def test_time_zones_arrow_reads_are_accepted(zone: str) -> None:
-    assert check_timezone(zone) == zone
+    assert time_zone(zone) == zone
 
 
-@pytest.mark.parametrize("zone", ["Mars/Olympus", "", None])
+def test_every_accepted_zone_name_is_one_arrow_reads() -> None:
+    """The check uses the zone database, the decoder Arrow: they must agree."""
+    for zone in sorted(zoneinfo.available_timezones()):
+        try:
+            time_zone(zone)
+        except AnalyticsValidationError:
+            continue
+        pc.assume_timezone(pa.nulls(1, pa.timestamp("ms")), zone)
+
+
+@pytest.mark.parametrize("zone", ["Mars/Olympus", "", None, "localtime", "posixrules", "Factory"])
 def test_unknown_time_zones_are_refused_naming_the_field(zone: object) -> None:
     with pytest.raises(AnalyticsValidationError) as caught:
-        check_timezone(zone)
+        time_zone(zone)
     assert caught.value.field == "timezone"
 
 
