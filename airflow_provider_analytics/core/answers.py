@@ -547,6 +547,7 @@ _UNION_PROBLEMS: Final = {
     frozenset({"int_type", "float_type"}): "must be a JSON number (not text or a boolean)",
     frozenset({"int_type", "finite_number"}): "must be a finite number",
     frozenset({"int_type", "string_type"}): "must be a JSON integer or string",
+    frozenset({"int_type", "string_too_short"}): "must be a JSON integer or non-empty text",
     frozenset({"greater_than_equal", "string_type"}): "must be an id >= 0 or a string",
 }
 """What the alternatives of a union say together (a count-or-id, a finite number)."""

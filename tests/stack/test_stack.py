@@ -225,22 +225,26 @@ def test_reprocessing_completed_days_replaces_them_without_duplicates(
     assert [day for day, _, _ in _backfill_runs(local_stack)] == list(BACKFILL_DAYS)
 
 
+def deferred_to_a_triggerer(stack: Stack, dag_id: str, run_id: str) -> bool:
+    rows = stack.query(
+        "SELECT ti.state, t.triggerer_id FROM task_instance ti "
+        "JOIN trigger t ON t.id = ti.trigger_id WHERE ti.dag_id = %s AND ti.run_id = %s",
+        dag_id,
+        run_id,
+    )
+    return bool(rows) and rows[0][0] == "deferred" and rows[0][1] is not None
+
+
 def test_the_deferrable_sensor_waits_in_the_triggerer_and_resumes(local_stack: Stack) -> None:
     emulator = admin(local_stack)
     emulator.set_data_until(dt.date(2024, 1, 9))
     try:
         run_id = trigger(local_stack, "stack_deferral", "2024-01-10")
-
-        def deferred_to_a_triggerer() -> bool:
-            rows = local_stack.query(
-                "SELECT ti.state, t.triggerer_id FROM task_instance ti "
-                "JOIN trigger t ON t.id = ti.trigger_id WHERE ti.dag_id = %s AND ti.run_id = %s",
-                "stack_deferral",
-                run_id,
-            )
-            return bool(rows) and rows[0][0] == "deferred" and rows[0][1] is not None
-
-        wait_until(deferred_to_a_triggerer, 300, "the sensor to defer to the triggerer")
+        wait_until(
+            lambda: deferred_to_a_triggerer(local_stack, "stack_deferral", run_id),
+            300,
+            "the sensor to defer to the triggerer",
+        )
     finally:
         emulator.set_data_until(None)
     wait_for_run(local_stack, "stack_deferral", run_id)
@@ -248,6 +252,44 @@ def test_the_deferrable_sensor_waits_in_the_triggerer_and_resumes(local_stack: S
     assert sensor["state"] == "success"
     detail = xcom(local_stack, "stack_deferral", run_id, "wait_deferred")
     assert list(detail["counts"]) == ["2024-01-10"]
+
+
+HOSTILE_COUNT = (
+    '{"series": ["2024-01-11"], "rows": [{"byValue": [], "values": [["7"]], "sum": null}]}'
+)
+"""A day's count sent as text: it used to be read as 7, and the day judged ready."""
+
+
+def logged_anywhere(stack: Stack, text: str) -> bool:
+    return any(
+        text in path.read_text(errors="replace") for path in stack.logs.rglob("*") if path.is_file()
+    )
+
+
+def test_a_hostile_count_is_named_in_the_triggerer_and_the_sensor_waits_on(
+    local_stack: Stack,
+) -> None:
+    """Under the real triggerer: a count of ``"7"`` is refused by name, logged, and polled
+    through; the sensor stays deferred until a sound answer comes."""
+    emulator = admin(local_stack)
+    emulator.fault("analyze_events", "answer", body=HOSTILE_COUNT, times=100_000)
+    refusal = "analyze_events: rows[0].values[0][0] must be a JSON number"
+    try:
+        run_id = trigger(local_stack, "stack_deferral", "2024-01-11")
+        wait_until(
+            lambda: deferred_to_a_triggerer(local_stack, "stack_deferral", run_id),
+            300,
+            "the sensor to defer to the triggerer",
+        )
+        wait_until(lambda: logged_anywhere(local_stack, refusal), 300, "the refusal in a log")
+        assert deferred_to_a_triggerer(local_stack, "stack_deferral", run_id)
+    finally:
+        emulator.clear_faults()
+    wait_for_run(local_stack, "stack_deferral", run_id)
+    (sensor,) = task_instances(local_stack, "stack_deferral", run_id)
+    assert sensor["state"] == "success"
+    detail = xcom(local_stack, "stack_deferral", run_id, "wait_deferred")
+    assert isinstance(detail["counts"]["2024-01-11"], int)
 
 
 def test_every_run_in_the_test_stack_was_asked_for(local_stack: Stack, manual_run: str) -> None:

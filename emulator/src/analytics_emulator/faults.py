@@ -6,6 +6,9 @@ names the client's methods use. Kinds:
 - ``status``: answer with an error body (``status``, ``code``, ``msg``, optional
   ``retry_after`` for a ``Retry-After`` header) without performing the operation;
 - ``reset``: drop the connection without answering;
+- ``answer``: answer 200 with ``body`` (text, sent as it is with ``application/json``)
+  without performing the operation: a valid-looking answer with the wrong meaning (``"7"``
+  for a count, a repeated day, ``NaN``), which a client must refuse by name;
 - ``stall``: hold the request ``seconds``, or until the client closes the connection if that
   comes first, then perform the operation normally (so a long stall costs a client no more
   than its read timeout; ``in_flight`` in the statistics tells when the operation is done);
@@ -56,6 +59,8 @@ EXPORT_OPERATION: Final = "export_cohort_users"
 
 STATUS: Final = "status"
 RESET: Final = "reset"
+ANSWER: Final = "answer"
+MAX_ANSWER_CHARACTERS: Final = 1 << 20
 STALL: Final = "stall"
 CUT_AFTER_ROWS: Final = "cut_after_rows"
 CUT_INSIDE_LINE: Final = "cut_inside_line"
@@ -71,12 +76,13 @@ EXPORT_KINDS: Final = (
     STALL_AFTER_ROWS,
     TRICKLE,
 )
-KINDS: Final = (STATUS, RESET, STALL, *EXPORT_KINDS)
+KINDS: Final = (STATUS, RESET, STALL, ANSWER, *EXPORT_KINDS)
 MAX_STALL_SECONDS: Final = 300
 
 _ARGUMENTS: Final[dict[str, tuple[str, ...]]] = {
     STATUS: ("status", "code", "msg", "retry_after"),
     RESET: (),
+    ANSWER: ("body",),
     STALL: ("seconds",),
     CUT_AFTER_ROWS: ("rows",),
     CUT_INSIDE_LINE: ("rows",),
@@ -108,6 +114,14 @@ class Fault:
             "times": self.remaining,
             **self.args,
         }
+
+
+class InjectedAnswer(Exception):
+    """The answer an ``answer`` fault sends instead of performing the operation."""
+
+    def __init__(self, body: str) -> None:
+        super().__init__("injected answer")
+        self.body = body
 
 
 class InjectedFailure(EmulatorError):
@@ -155,6 +169,13 @@ def _parse_args(kind: str, body: Mapping[str, Any]) -> dict[str, Any]:
             else:
                 retry_after = v.string(retry_after, "retry_after")
         return {"status": status, "code": code, "msg": msg, "retry_after": retry_after}
+    if kind == ANSWER:
+        text = v.required(body, "body")
+        if not isinstance(text, str) or len(text) > MAX_ANSWER_CHARACTERS:
+            raise BadRequest(
+                f"body must be text of at most {MAX_ANSWER_CHARACTERS} characters", ["body"]
+            )
+        return {"body": text}
     if kind == STALL:
         return {"seconds": _stall_seconds(body)}
     if kind == STALL_AFTER_ROWS:

@@ -17,6 +17,7 @@ from fastapi import Depends, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.responses import Response
 
 from analytics_emulator import faults as f
 from analytics_emulator.disconnects import hold, wait_disconnect
@@ -31,7 +32,6 @@ from analytics_emulator.export import DroppedConnectionResponse
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
-    from starlette.responses import Response
     from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
     from analytics_emulator.config import EmulatorConfig
@@ -85,6 +85,9 @@ async def _apply_fault(fault: f.Fault, request: Request) -> None:
         raise f.InjectedFailure(args["status"], args["code"], args["msg"], args["retry_after"])
     if fault.kind == f.RESET:
         raise DropConnection
+    if fault.kind == f.ANSWER:
+        await request.body()
+        raise f.InjectedAnswer(fault.args["body"])
     if fault.kind == f.STALL:
         await _stall(request, fault.args["seconds"])
         return
@@ -184,6 +187,11 @@ async def _validation_error(request: Request, exc: Exception) -> Response:
     return await _emulator_error(request, BadRequest("invalid request parameters", params))
 
 
+async def _injected_answer(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, f.InjectedAnswer)
+    return Response(exc.body.encode(), status_code=200, media_type="application/json")
+
+
 async def _dropped(request: Request, exc: Exception) -> Response:
     return DroppedConnectionResponse(emulator_state(request).connections)
 
@@ -194,6 +202,7 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(DropConnection, _dropped)
+    app.add_exception_handler(f.InjectedAnswer, _injected_answer)
     app.add_middleware(UnexpectedErrorMiddleware)
 
 
