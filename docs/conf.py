@@ -13,6 +13,11 @@ sys.path.insert(0, str(ROOT))
 # configuration under the user's home.
 os.environ.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="analytics-docs-airflow-"))
 
+# autodoc imports modules with typing.TYPE_CHECKING set; pydantic and Airflow (whose settings
+# build pydantic models) are imported first, as they would be at run time.
+import airflow  # noqa: E402, F401
+import pydantic  # noqa: E402, F401
+
 from airflow_provider_analytics import __version__  # noqa: E402
 
 project = "airflow-provider-analytics"
