@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import datetime as dt
+import time
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from airflow.sdk import BaseSensorOperator, PokeReturnValue, conf
-from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
+from airflow.sdk.exceptions import (
+    AirflowFailException,
+    AirflowSensorTimeout,
+    AirflowSkipException,
+)
 
 from airflow_provider_analytics.jobs.data_ready import TRANSIENT_ERRORS, DataReadyCheck
 from airflow_provider_analytics.operators.base import AnalyticsBaseOperator
@@ -112,6 +117,7 @@ class AnalyticsDataSensor(BaseSensorOperator, AnalyticsBaseOperator):
                 analytics_conn_id=self.analytics_conn_id,
                 check=self.data_check(context).as_dict(),
                 poke_interval=float(self.poke_interval),
+                deadline=time.time() + float(self.timeout),
             ),
             method_name="execute_complete",
             timeout=dt.timedelta(seconds=float(self.timeout)),
@@ -122,4 +128,9 @@ class AnalyticsDataSensor(BaseSensorOperator, AnalyticsBaseOperator):
         if event.get("status") == "success":
             self.log.info("data ready: %s", event.get("detail"))
             return event.get("detail")
+        if event.get("status") == "timeout":
+            message = f"data not ready before the sensor's timeout: {event.get('message')}"
+            if self.soft_fail:
+                raise AirflowSkipException(message)
+            raise AirflowSensorTimeout(message)
         self._fail(f"data-ready check cannot succeed: {event.get('message')}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from typing import TYPE_CHECKING, Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
@@ -28,21 +29,34 @@ async def check_once(client: AsyncAnalyticsClient, check: DataReadyCheck) -> Rea
 class AnalyticsDataReadyTrigger(BaseTrigger):
     """Poll the platform until the data for a date range has landed; then fire one event.
 
-    Events are plain JSON: ``{"status": "success", "detail": {...}}`` or
-    ``{"status": "error", "message": "..."}``. Each check has the retries and deadline of
-    the connection's client; transient failures left after them (5xx, 429, timeouts) are
+    Events are plain JSON: ``{"status": "success", "detail": {...}}``,
+    ``{"status": "timeout", "message": "..."}`` or ``{"status": "error", "message": "..."}``.
+    Each check has the retries and deadline of the connection's client; transient failures
+    left after them (5xx, 429, timeouts, answers that do not fit their declaration) are
     logged and polled through; authentication or request errors end the wait at once.
+
+    The trigger keeps the sensor's timeout itself (``deadline``), so the wait ends on time
+    whatever runs it: the triggerer, ``airflow dags test`` or a test.
 
     :param analytics_conn_id: id of the ``analytics`` connection.
     :param check: :meth:`DataReadyCheck.as_dict` of the check to run.
     :param poke_interval: seconds between checks.
+    :param deadline: when to give up, in seconds since the epoch (``time.time()``); ``None``
+        waits as long as the triggerer keeps the trigger.
     """
 
-    def __init__(self, analytics_conn_id: str, check: dict[str, Any], poke_interval: float) -> None:
+    def __init__(
+        self,
+        analytics_conn_id: str,
+        check: dict[str, Any],
+        poke_interval: float,
+        deadline: float | None = None,
+    ) -> None:
         super().__init__()
         self.analytics_conn_id = analytics_conn_id
         self.check = check
         self.poke_interval = poke_interval
+        self.deadline = deadline
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         return (
@@ -51,6 +65,7 @@ class AnalyticsDataReadyTrigger(BaseTrigger):
                 "analytics_conn_id": self.analytics_conn_id,
                 "check": self.check,
                 "poke_interval": self.poke_interval,
+                "deadline": self.deadline,
             },
         )
 
@@ -68,6 +83,9 @@ class AnalyticsDataReadyTrigger(BaseTrigger):
         shown = Redactor(config.secrets()).excerpt
         async with AsyncAnalyticsClient(config) as client:
             while True:
+                if self._left() <= 0:
+                    yield TriggerEvent({"status": "timeout", "message": self._timed_out()})
+                    return
                 try:
                     readiness = await check_once(client, check)
                 except TRANSIENT_ERRORS as error:
@@ -80,4 +98,15 @@ class AnalyticsDataReadyTrigger(BaseTrigger):
                         yield TriggerEvent({"status": "success", "detail": readiness.detail})
                         return
                     log.info("data not ready yet: %s", readiness.detail)
-                await asyncio.sleep(self.poke_interval)
+                await asyncio.sleep(max(0.0, min(self.poke_interval, self._left())))
+
+    def _left(self) -> float:
+        """Seconds until the deadline (infinite without one)."""
+        return float("inf") if self.deadline is None else self.deadline - time.time()
+
+    def _timed_out(self) -> str:
+        check = self.check
+        return (
+            f"the data for {check.get('from_date')}..{check.get('to_date')} had not landed by "
+            "the sensor's timeout"
+        )

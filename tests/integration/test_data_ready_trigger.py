@@ -6,6 +6,7 @@ import asyncio
 import datetime as dt
 import json
 import logging
+import time
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -169,8 +170,33 @@ def test_trigger_plan_source_fires_when_data_status_flips(
     }
 
 
+def test_the_trigger_keeps_the_sensors_deadline_itself(
+    connection: None, emulator_admin: EmulatorAdmin
+) -> None:
+    """Whatever runs it, the trigger ends with a timeout event once its deadline passes, even
+    when a poll interval is longer than the time left."""
+    emulator_admin.set_data_until(dt.date(2024, 1, 14))
+    try:
+        started = time.monotonic()
+        trigger = AnalyticsDataReadyTrigger(
+            "analytics_default",
+            {"from_date": DAY, "to_date": DAY},
+            poke_interval=60,
+            deadline=time.time() + 1.5,
+        )
+        event = first_event(trigger, timeout=30)
+        waited = time.monotonic() - started
+    finally:
+        emulator_admin.set_data_until(None)
+    assert event["status"] == "timeout"
+    assert DAY in event["message"]
+    assert 1.0 <= waited < 20
+
+
 def test_trigger_serializes_to_plain_json() -> None:
-    trigger = AnalyticsDataReadyTrigger("conn", {"from_date": DAY, "to_date": DAY}, 5.0)
+    trigger = AnalyticsDataReadyTrigger(
+        "conn", {"from_date": DAY, "to_date": DAY}, 5.0, deadline=1_700_000_000.5
+    )
     path, kwargs = trigger.serialize()
     assert path == "airflow_provider_analytics.triggers.data_ready.AnalyticsDataReadyTrigger"
     assert json.loads(json.dumps(kwargs)) == kwargs

@@ -40,3 +40,6 @@ with DAG(
     AnalyticsDataSensor(
         task_id="times_out_soft", event="refund", poke_interval=1, timeout=3, soft_fail=True
     )
+    AnalyticsDataSensor(
+        task_id="times_out_deferred", event="refund", deferrable=True, poke_interval=1, timeout=5
+    )
