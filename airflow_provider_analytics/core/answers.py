@@ -90,7 +90,7 @@ EpochMillis = Annotated[int, Field(ge=0, le=INT64_MAX)]
 Label = str | int | Annotated[float, Field(allow_inf_nan=False)] | None
 """A split value as the platform writes it (text, sometimes a number)."""
 
-DATA_TYPES: Final = ("string", "number", "boolean", "datetime", "array<string>")
+DataType = Literal["string", "number", "boolean", "datetime", "array<string>"]
 """The plan's data types (spec 2.5)."""
 
 COUNTING_AGGREGATORS: Final = frozenset({"TRIGGER_USER_COUNT", "TOTAL_COUNT", "REMOVE_DUMPLICATE"})
@@ -220,13 +220,16 @@ class _PlanItem(_Shape):
     enable: Flag | None = None
 
 
-class UserProperty(_PlanItem):
-    """A user property of the plan (spec 2.2)."""
-
-    dataType: Literal["string", "number", "boolean", "datetime", "array<string>"]
-    visible: Flag | None = None
+class _TypedPlanItem(_PlanItem):
+    dataType: DataType
     has_dict: Flag | None = Field(default=None, alias="dict")
     masking: Flag | None = None
+
+
+class UserProperty(_TypedPlanItem):
+    """A user property of the plan (spec 2.2)."""
+
+    visible: Flag | None = None
 
 
 class PlanEvent(_PlanItem):
@@ -236,14 +239,11 @@ class PlanEvent(_PlanItem):
     platform: str | None = None
 
 
-class EventProperty(_PlanItem):
+class EventProperty(_TypedPlanItem):
     """A property of an event (spec 2.4)."""
 
-    dataType: Literal["string", "number", "boolean", "datetime", "array<string>"]
     remark: str | None = None
     is_global: Flag | None = Field(default=None, alias="global")
-    has_dict: Flag | None = Field(default=None, alias="dict")
-    masking: Flag | None = None
 
 
 def _unique_ids(operation: str, items: list[_PlanItem], secrets: tuple[str, ...]) -> None:

@@ -292,22 +292,6 @@ HOSTILE_FUNNELS = {
 }
 
 
-@pytest.mark.parametrize("name", list(HOSTILE_FUNNELS))
-def test_the_funnel_operator_refuses_by_name_and_writes_nothing(
-    name: str, connect: Callable[[AnsweringServer], None], tmp_path: Path
-) -> None:
-    body, says = HOSTILE_FUNNELS[name]
-    with serving(lambda path, request: body) as server:
-        connect(server)
-        operator = FunnelReportOperator(
-            task_id="funnel", request=FUNNEL_REQUEST, destination=f"file://{tmp_path}/"
-        )
-        with pytest.raises(AnalyticsProtocolError, match=says) as caught:
-            operator.execute(context())
-    assert str(caught.value).startswith("analyze_funnel: ")
-    assert list(tmp_path.rglob("*.parquet")) == []
-
-
 EVENT_REQUEST = {
     "measures": [
         {"expression": "event.$Anything", "aggregator": "TOTAL_COUNT"},
@@ -340,19 +324,32 @@ HOSTILE_EVENTS = {
 }
 
 
-@pytest.mark.parametrize("name", list(HOSTILE_EVENTS))
-def test_the_event_operator_refuses_by_name_and_writes_nothing(
+REPORTS = {
+    **{
+        f"funnel, {name}": (FunnelReportOperator, FUNNEL_REQUEST, *c)
+        for name, c in HOSTILE_FUNNELS.items()
+    },
+    **{
+        f"events, {name}": (EventReportOperator, EVENT_REQUEST, *c)
+        for name, c in HOSTILE_EVENTS.items()
+    },
+}
+
+
+@pytest.mark.parametrize("name", list(REPORTS))
+def test_a_report_operator_refuses_by_name_and_writes_nothing(
     name: str, connect: Callable[[AnsweringServer], None], tmp_path: Path
 ) -> None:
-    body, says = HOSTILE_EVENTS[name]
-    with serving(lambda path, request: body) as server:
+    operator_class, request, body, says = REPORTS[name]
+    with serving(lambda path, asked: body) as server:
         connect(server)
-        operator = EventReportOperator(
-            task_id="events", request=EVENT_REQUEST, destination=f"file://{tmp_path}/"
+        operator = operator_class(
+            task_id="report", request=request, destination=f"file://{tmp_path}/"
         )
         with pytest.raises(AnalyticsProtocolError, match=says) as caught:
             operator.execute(context())
-    assert str(caught.value).startswith("analyze_events: ")
+    operation = "analyze_funnel" if operator_class is FunnelReportOperator else "analyze_events"
+    assert str(caught.value).startswith(f"{operation}: ")
     assert list(tmp_path.rglob("*.parquet")) == []
 
 
