@@ -5,10 +5,11 @@ from __future__ import annotations
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from airflow.sdk import BaseHook
+from airflow.sdk import BaseHook, conf
 from airflow.sdk.log import mask_secret
 
 from airflow_provider_analytics.client import AnalyticsClient, ClientConfig
+from airflow_provider_analytics.core import redaction
 from airflow_provider_analytics.core.errors import AnalyticsConfigurationError
 from airflow_provider_analytics.provider_info import APP_KEY_EXTRA, DEFAULT_CONN_ID
 
@@ -79,10 +80,14 @@ def client_config_from_connection(conn: Connection) -> ClientConfig:
     Host is the base URL, password the project ``token``; extras carry ``app_api_key`` (the
     appKey; ``app_key`` and ``appKey`` are still read), ``xtoken``,
     ``utm_prefix``, timeouts, ``verify``, ``max_attempts`` and ``allow_insecure_http``. Every secret
-    is registered with Airflow's secret masker before anything can log it.
+    is registered with Airflow's secret masker before anything can log it, and the client's own
+    masking follows the same rule (``[logging] min_length_masked_secret``).
 
     :param conn: the Airflow connection.
     """
+    redaction.set_min_secret_length(
+        conf.getint("logging", "min_length_masked_secret", fallback=redaction.MIN_SECRET_LENGTH)
+    )
     extras = conn.extra_dejson or {}
     token = conn.password or _extra(extras, "token")
     app_key = _extra(extras, APP_KEY_EXTRA) or _extra(extras, "app_key", "appKey")

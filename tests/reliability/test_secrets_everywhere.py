@@ -85,12 +85,22 @@ class Evidence:
         self.texts[where] = self.texts.get(where, "") + text + "\n"
 
     def leaks(self) -> list[str]:
+        """Each secret found whole, or any 8-character piece of one that holds one of its
+        distinctive characters (a capital or a digit: ``distinct`` or ``password`` alone
+        are ordinary words)."""
         return [
-            f"{secret} in {where}"
+            f"{piece!r} of {secret} in {where}"
             for where, text in self.texts.items()
             for secret in SECRETS
-            if secret in text
+            for piece in (secret, *fragments(secret))
+            if piece in text
         ]
+
+
+def fragments(secret: str, length: int = 8) -> set[str]:
+    """The pieces of ``secret`` of ``length`` characters that hold a capital or a digit."""
+    pieces = (secret[i : i + length] for i in range(len(secret) - length + 1))
+    return {p for p in pieces if any(c.isupper() or c.isdigit() for c in p)}
 
 
 @pytest.fixture(autouse=True)
