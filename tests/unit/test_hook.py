@@ -130,6 +130,24 @@ def test_the_client_masks_what_airflows_masker_masks(monkeypatch: pytest.MonkeyP
     assert _secrets_masker().redact(f"{short} {seven}") == f"{short} ***"
 
 
+def test_the_proxy_extra_becomes_the_proxy_setting_its_password_masked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    proxy = "http://ops:Pr0xy-Secret-77@proxy.corp:3128"
+    set_connection(monkeypatch, password=TOKEN, extra={"proxy": proxy})
+    config = AnalyticsHook().client_config
+    assert config.proxy == proxy
+    # "proxy" is one of Airflow's sensitive names: the whole value is masked, the password
+    # on its own too
+    assert "Pr0xy-Secret-77" not in _secrets_masker().redact(f"{proxy} Pr0xy-Secret-77")
+    set_connection(
+        monkeypatch, host="http://127.0.0.1:4005", password=TOKEN, extra={"proxy": proxy}
+    )
+    with pytest.raises(AnalyticsConfigurationError, match="plain http://") as caught:
+        AnalyticsHook().client_config  # noqa: B018
+    assert "Pr0xy-Secret-77" not in str(caught.value)
+
+
 def test_the_hooks_client_sends_the_connections_credentials(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
