@@ -17,9 +17,9 @@ from airflow_provider_analytics.client import (
     AnalyticsClient,
     AnalyticsValidationError,
     ClientConfig,
-    rules,
     validation,
 )
+from airflow_provider_analytics.core import rules
 from airflow_provider_analytics.core.errors import AnalyticsBadRequestError
 from tests.reliability.fuzzing import json_values, mutated
 from tests.reliability.results import record
