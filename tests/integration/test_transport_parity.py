@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from airflow_provider_analytics.client import (
+    AnalyticsApiError,
     AnalyticsAuthenticationError,
     AnalyticsClient,
     AnalyticsConfigurationError,
@@ -249,6 +250,14 @@ ROWS = {
         AnalyticsAuthenticationError,
         1,
         ("authentication failed", "bad token *** for appKey ***"),
+        waits=[],
+    ),
+    "a redirect to another host is not followed": Row(
+        [Answer(307, {}, {"Location": "http://127.0.0.2:9/uba/api/schema/event"})],
+        LIST,
+        AnalyticsApiError,
+        1,
+        ("unexpected redirect (not followed, so credentials stay with the configured host)",),
         waits=[],
     ),
     "a Latin-1 token is sent": Row(
