@@ -81,6 +81,18 @@ CONNECTION_FIELDS: dict[str, Any] = {
         "schema": {"type": ["boolean", "null"], "default": False},
         "description": "Permit http:// to a host that is not loopback (tokens travel unencrypted).",
     },
+    "proxy": {
+        "label": "HTTPS proxy",
+        "schema": {"type": ["string", "null"]},
+        "description": "http://host:port of a proxy to tunnel https:// calls through (default: "
+        "HTTPS_PROXY); plain http:// never goes through a proxy.",
+    },
+    "allowed_destinations": {
+        "label": "Allowed destinations",
+        "schema": {"type": ["string", "null"]},
+        "description": "Comma-separated roots every destination must lie under, e.g. "
+        "file:///data/, s3://analytics-bucket/ (also [analytics] allowed_destinations).",
+    },
 }
 
 PROVIDER_INFO: dict[str, Any] = {

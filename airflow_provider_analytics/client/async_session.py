@@ -6,6 +6,12 @@ to send and what to do after each attempt; here the waits are ``asyncio.sleep`` 
 call's deadline is an ``asyncio.timeout`` around each attempt. Only this module and
 :mod:`~airflow_provider_analytics.client.async_api` import ``httpx``; nothing imported when a
 DAG file is parsed loads them.
+
+The proxy is the one :mod:`~airflow_provider_analytics.client.proxies` decides, given when the
+client is built (``trust_env=False``: ``httpx`` reads no proxy variable itself; the CA
+variables ``SSL_CERT_FILE`` and ``SSL_CERT_DIR`` are still honoured). Header values are
+sent as Latin-1 bytes, as ``requests`` sends them (``httpx`` would encode text as ASCII and
+fail on a Latin-1 token).
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from airflow_provider_analytics.client.attempts import CallAttempts
+from airflow_provider_analytics.client.proxies import Route, proxy_route
 from airflow_provider_analytics.client.retry import RetryPolicy
 
 if TYPE_CHECKING:
@@ -30,7 +37,10 @@ if TYPE_CHECKING:
 
 def _tls(verify: bool | str) -> bool | ssl.SSLContext:
     """``ClientConfig.verify`` as httpx takes it: a CA bundle (file or directory) becomes a
-    context, as ``requests`` reads the same setting."""
+    context, as ``requests`` reads the same setting; ``True`` is httpx's default context,
+    which honours ``SSL_CERT_FILE`` and ``SSL_CERT_DIR``."""
+    if verify is True:
+        return httpx.create_ssl_context(verify=True, trust_env=True)
     if isinstance(verify, bool):
         return verify
     if Path(verify).is_dir():
@@ -38,12 +48,19 @@ def _tls(verify: bool | str) -> bool | ssl.SSLContext:
     return ssl.create_default_context(cafile=verify)
 
 
-def _new_client(config: ClientConfig) -> httpx.AsyncClient:
+def _new_client(config: ClientConfig, route: Route) -> httpx.AsyncClient:
     return httpx.AsyncClient(
         verify=_tls(config.verify),
         follow_redirects=False,
         limits=httpx.Limits(max_keepalive_connections=config.pool_maxsize),
+        proxy=route.proxy_url,
+        trust_env=False,
     )
+
+
+def _latin1(headers: Mapping[str, str]) -> dict[bytes, bytes]:
+    """Headers as the bytes ``requests`` (``http.client``) sends: values in Latin-1."""
+    return {name.encode("ascii"): value.encode("latin-1") for name, value in headers.items()}
 
 
 class AsyncHttpSession:
@@ -51,7 +68,7 @@ class AsyncHttpSession:
 
     :param config: where and how to connect.
     :param client: an ``httpx.AsyncClient`` to use instead of a new one; the caller keeps
-        ownership and closes it.
+        ownership and closes it, and its proxy settings are the caller's.
     :param sleep: waits between attempts (injectable for tests).
     """
 
@@ -63,8 +80,9 @@ class AsyncHttpSession:
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         self._config = config
+        self._route = proxy_route(config)
         self._owns_client = client is None
-        self._client = _new_client(config) if client is None else client
+        self._client = _new_client(config, self._route) if client is None else client
         self._retry = RetryPolicy.from_config(config)
         self._sleep = sleep
 
@@ -112,6 +130,7 @@ class AsyncHttpSession:
         :raises AnalyticsApiError: the server answered with an error status.
         :raises AnalyticsTransportError: no answer, after the retries allowed.
         """
+        self._route.check(operation.name)
         call = CallAttempts(
             self._config,
             self._retry,
@@ -119,10 +138,11 @@ class AsyncHttpSession:
             path,
             params=params,
             json=json,
-            extra_secrets=extra_secrets,
+            extra_secrets=(*extra_secrets, *self._route.secrets),
             time_limit=time_limit,
         )
         out = call.request
+        headers = _latin1(out.headers)
         timeout = httpx.Timeout(out.read_timeout, connect=out.connect_timeout)
         while True:
             left = call.start()
@@ -133,7 +153,7 @@ class AsyncHttpSession:
                         out.url,
                         params=out.params,
                         json=out.json,
-                        headers=out.headers,
+                        headers=headers,
                         timeout=timeout,
                     )
             except TimeoutError as exc:  # the call's deadline, not an httpx timeout

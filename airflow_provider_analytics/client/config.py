@@ -8,7 +8,7 @@ import os
 import re
 from dataclasses import dataclass, fields
 from typing import Any, NoReturn
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from airflow_provider_analytics import __version__
 from airflow_provider_analytics.core.errors import AnalyticsConfigurationError
@@ -29,6 +29,21 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def shown_proxy(url: str) -> str:
+    """A proxy URL fit to show: its password, if any, replaced by ``***``."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.netloc.rpartition("@")[2]
+    return parts._replace(netloc=f"{parts.username}:***@{host}").geturl()
+
+
+def proxy_secrets(url: str) -> list[str]:
+    """The password of a proxy URL, as written and percent-decoded, for redaction."""
+    password = urlsplit(url).password
+    return [password, unquote(password)] if password else []
 
 
 @dataclass(frozen=True, repr=False)
@@ -52,6 +67,9 @@ class ClientConfig:
     :param backoff_base: first backoff ceiling in seconds; doubles each attempt.
     :param backoff_max: largest backoff ceiling in seconds.
     :param allow_insecure_http: allow plain ``http://`` to a host that is not loopback.
+    :param proxy: ``http://host:port`` (or ``https://``) of the proxy to tunnel ``https://``
+        calls through, instead of the environment's ``HTTPS_PROXY``; plain ``http://`` never
+        goes through a proxy (:mod:`~airflow_provider_analytics.client.proxies`).
     :param pool_maxsize: connections kept per host (threads sharing one client).
     :param user_agent: ``User-Agent`` header.
     """
@@ -71,6 +89,7 @@ class ClientConfig:
     backoff_base: float = 0.5
     backoff_max: float = 30.0
     allow_insecure_http: bool = False
+    proxy: str | None = None
     pool_maxsize: int = 16
     user_agent: str = f"airflow-provider-analytics/{__version__}"
 
@@ -94,6 +113,7 @@ class ClientConfig:
         self._check_verify()
         if not isinstance(self.allow_insecure_http, bool):
             self._refuse("allow_insecure_http", "must be a bool")
+        self._check_proxy()
         if (
             not isinstance(self.user_agent, str)
             or not self.user_agent
@@ -107,13 +127,19 @@ class ClientConfig:
             value = getattr(self, f.name)
             if f.name in _SECRET_FIELDS:
                 parts.append(f"{f.name}={'***' if value else None}")
+            elif f.name == "proxy" and value:
+                parts.append(f"proxy={shown_proxy(value)!r}")
             else:
                 parts.append(f"{f.name}={value!r}")
         return f"ClientConfig({', '.join(parts)})"
 
     def secrets(self) -> tuple[str, ...]:
-        """The non-empty secret values (token, app_key, xtoken), for redaction."""
-        return tuple(v for v in (self.token, self.app_key, self.xtoken) if v)
+        """The non-empty secret values (token, app_key, xtoken and the proxy's password),
+        for redaction."""
+        found = [v for v in (self.token, self.app_key, self.xtoken) if v]
+        if self.proxy:
+            found += proxy_secrets(self.proxy)
+        return tuple(found)
 
     @property
     def api_root(self) -> str:
@@ -154,6 +180,31 @@ class ClientConfig:
                 "plain http:// would send the credentials unencrypted to a host that is not "
                 "loopback; use https://, or set allow_insecure_http=True on a trusted network",
                 url,
+            )
+
+    def _check_proxy(self) -> None:
+        proxy = self.proxy
+        if proxy is None or proxy == "":
+            object.__setattr__(self, "proxy", None)
+            return
+        rule = "must be the URL of an http:// or https:// proxy: http://host:port"
+        if not isinstance(proxy, str) or _HEADER_UNSAFE.search(proxy):
+            self._refuse("proxy", rule, show=False)
+        try:
+            parts = urlsplit(proxy)
+            parts.port  # noqa: B018 (raises ValueError on a malformed port)
+        except ValueError:
+            self._refuse("proxy", rule, shown_proxy(proxy))
+        if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+            self._refuse("proxy", rule, shown_proxy(proxy))
+        if parts.path not in ("", "/") or parts.query or parts.fragment:
+            self._refuse("proxy", "must be a proxy's address without a path or a query", show=False)
+        if urlsplit(self.base_url).scheme == "http":
+            self._refuse(
+                "proxy",
+                "plain http:// would send the credentials in clear to the proxy, which reads "
+                "every plain request; a proxy is only used with an https:// base_url",
+                shown_proxy(proxy),
             )
 
     def _check_secret(self, name: str) -> None:

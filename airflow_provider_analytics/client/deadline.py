@@ -76,15 +76,21 @@ class _WatchedHTTPSPool(HTTPSConnectionPool):
     ConnectionCls = _WatchedHTTPSConnection
 
 
+_WATCHED_POOLS = {"http": _WatchedHTTPPool, "https": _WatchedHTTPSPool}
+
+
 class DeadlineAdapter(HTTPAdapter):
-    """An ``HTTPAdapter`` whose connections can be cut by :func:`deadline`."""
+    """An ``HTTPAdapter`` whose connections can be cut by :func:`deadline`, direct or
+    tunnelled through a proxy."""
 
     def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
         super().init_poolmanager(*args, **kwargs)
-        self.poolmanager.pool_classes_by_scheme = {
-            "http": _WatchedHTTPPool,
-            "https": _WatchedHTTPSPool,
-        }
+        self.poolmanager.pool_classes_by_scheme = dict(_WATCHED_POOLS)
+
+    def proxy_manager_for(self, proxy: str, **proxy_kwargs: Any) -> Any:
+        manager = super().proxy_manager_for(proxy, **proxy_kwargs)
+        manager.pool_classes_by_scheme = dict(_WATCHED_POOLS)
+        return manager
 
 
 @contextlib.contextmanager

@@ -4,7 +4,9 @@ Every operation goes through :meth:`HttpSession.request`. What to send and what 
 each attempt is decided by :mod:`~airflow_provider_analytics.client.attempts`, shared with the
 asynchronous transport; this module only sends, sleeps and closes. The adapter's own retries
 are off (``max_retries=0``): retrying is decided per operation, because creating something
-twice is not the same as reading it twice.
+twice is not the same as reading it twice. The proxy is decided by
+:mod:`~airflow_provider_analytics.client.proxies` and given with every request, so
+``requests`` adds none of its own from the environment.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import requests
 
 from airflow_provider_analytics.client.attempts import CallAttempts
 from airflow_provider_analytics.client.deadline import DeadlineAdapter, deadline
+from airflow_provider_analytics.client.proxies import proxy_route
 from airflow_provider_analytics.client.retry import RetryPolicy
 
 if TYPE_CHECKING:
@@ -54,6 +57,7 @@ class HttpSession:
         self._session = _new_session(config) if session is None else session
         self._retry = RetryPolicy.from_config(config)
         self._sleep = sleep
+        self._route = proxy_route(config)
 
     def close(self) -> None:
         """Close the pool if this object created it."""
@@ -85,10 +89,12 @@ class HttpSession:
         :param time_limit: seconds the whole call may take, retries included, instead of
             ``request_deadline`` (for a streamed answer: until its headers have arrived).
             Enforced on the pool this object creates.
-        :raises AnalyticsConfigurationError: the needed credentials are not configured.
+        :raises AnalyticsConfigurationError: the needed credentials are not configured, or
+            the environment names a proxy that plain ``http://`` may not go through.
         :raises AnalyticsApiError: the server answered with an error status.
         :raises AnalyticsTransportError: no answer, after the retries allowed.
         """
+        self._route.check(operation.name)
         call = CallAttempts(
             self._config,
             self._retry,
@@ -97,10 +103,11 @@ class HttpSession:
             params=params,
             json=json,
             read_timeout=read_timeout,
-            extra_secrets=extra_secrets,
+            extra_secrets=(*extra_secrets, *self._route.secrets),
             time_limit=time_limit,
         )
         out = call.request
+        proxies = self._route.for_requests(out.url)
         while True:
             left = call.start()
             try:
@@ -115,6 +122,7 @@ class HttpSession:
                         verify=self._config.verify,
                         stream=stream,
                         allow_redirects=False,
+                        proxies=proxies,  # type: ignore[arg-type]
                     )
             except requests.RequestException as exc:
                 verdict = call.after_failure(exc, cut_by_deadline=watch.expired)

@@ -22,7 +22,7 @@ from airflow_provider_analytics.core import rules
 from airflow_provider_analytics.core.rules import fail
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Collection, Iterable
+    from collections.abc import Callable, Collection, Iterable, Sequence
 
 EVENT_AGGREGATORS = ("TRIGGER_USER_COUNT", "TOTAL_COUNT", "AVG_COUNT")
 PROPERTY_AGGREGATORS = ("REMOVE_DUMPLICATE", "SUM", "AVG", "MAX", "MIN", "AVG_PER")
@@ -147,6 +147,37 @@ def _sub(field: str, key: str) -> str:
     return f"{field}.{key}" if field else key
 
 
+def distinct(
+    items: Sequence[str],
+    field: str,
+    *,
+    sent: Callable[[str], str] = str,
+    position: Callable[[int], str] | None = None,
+) -> None:
+    """Refuse an item given twice in a list the spec defines as a set, naming the list and
+    both positions (the platform would receive the repeat, and what it does then is not
+    shown).
+
+    :param items: the checked items, in order.
+    :param field: the list, as the request names it.
+    :param sent: the form an item is sent in; two items sent alike are a repeat.
+    :param position: the name of the i-th item (default ``field[i]``).
+    """
+    where = position or (lambda i: f"{field}[{i}]")
+    first: dict[str, int] = {}
+    for i, item in enumerate(items):
+        key = sent(item)
+        if key not in first:
+            first[key] = i
+            continue
+        j = first[key]
+        if items[j] == item:
+            repeat = f"{where(j)} and {where(i)} are both {item!r}"
+        else:
+            repeat = f"{where(j)} {items[j]!r} and {where(i)} {item!r} are both sent as {key!r}"
+        fail(field, f"must not repeat an item (the spec defines it as a set): {repeat}")
+
+
 def condition(value: Any, field: str) -> dict[str, Any]:
     """One filter condition ``{expression, function, params}``."""
     cond = _mapping(value, field, ("expression", "function", "params"), "{expression, function}")
@@ -194,6 +225,8 @@ def crowds(value: Any, field: str = "crowds") -> list[str]:
     """Exactly one user group: ``$ALL`` or a cohort code."""
     if not isinstance(value, list) or not value:
         fail(field, f"must be a list with one cohort code or {ALL_USERS}", value)
+    if all(isinstance(v, str) for v in value):
+        distinct(value, field)
     if len(value) > 1:
         fail(field, "comparing cohorts is not supported: give exactly one cohort code", value)
     return [rules.cohort_code(value[0], f"{field}[0]")]
@@ -450,7 +483,13 @@ def validate_properties(value: Any, field: str = "properties") -> list[str]:
         else:
             rules.id_ref(text, item_field)
         result.append(text)
+    distinct(result, field, sent=_sent_property)
     return result
+
+
+def _sent_property(name: str) -> str:
+    """How a cohort request names a property: a tag by its bare code (spec 2.6)."""
+    return name.removeprefix("tag.")
 
 
 @dataclass(frozen=True)
@@ -574,6 +613,7 @@ def event_property_definitions(value: Any, field: str = "properties") -> list[di
         if spec.get("remark") is not None:
             definition["remark"] = rules.remark(spec["remark"], _sub(item_field, "remark"))
         result.append(definition)
+    distinct([d["id"] for d in result], field, position=lambda i: f"{field}[{i}].id")
     return result
 
 

@@ -5,10 +5,12 @@ from __future__ import annotations
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from airflow.sdk import BaseHook
+from airflow.sdk import BaseHook, conf
 from airflow.sdk.log import mask_secret
 
 from airflow_provider_analytics.client import AnalyticsClient, ClientConfig
+from airflow_provider_analytics.client.config import proxy_secrets
+from airflow_provider_analytics.core import redaction
 from airflow_provider_analytics.core.errors import AnalyticsConfigurationError
 from airflow_provider_analytics.provider_info import APP_KEY_EXTRA, DEFAULT_CONN_ID
 
@@ -77,17 +79,22 @@ def client_config_from_connection(conn: Connection) -> ClientConfig:
     """Build the client's configuration from an ``analytics`` connection.
 
     Host is the base URL, password the project ``token``; extras carry ``app_api_key`` (the
-    appKey; ``app_key`` and ``appKey`` are still read), ``xtoken``,
-    ``utm_prefix``, timeouts, ``verify``, ``max_attempts`` and ``allow_insecure_http``. Every secret
-    is registered with Airflow's secret masker before anything can log it.
+    appKey; ``app_key`` and ``appKey`` are still read), ``xtoken``, ``utm_prefix``, timeouts,
+    ``verify``, ``max_attempts``, ``allow_insecure_http`` and ``proxy``. Every secret
+    is registered with Airflow's secret masker before anything can log it, and the client's own
+    masking follows the same rule (``[logging] min_length_masked_secret``).
 
     :param conn: the Airflow connection.
     """
+    redaction.set_min_secret_length(
+        conf.getint("logging", "min_length_masked_secret", fallback=redaction.MIN_SECRET_LENGTH)
+    )
     extras = conn.extra_dejson or {}
     token = conn.password or _extra(extras, "token")
     app_key = _extra(extras, APP_KEY_EXTRA) or _extra(extras, "app_key", "appKey")
     xtoken = _extra(extras, "xtoken")
-    for secret in (token, app_key, xtoken):
+    proxy = _extra(extras, "proxy")
+    for secret in (token, app_key, xtoken, *proxy_secrets(str(proxy or ""))):
         if secret:
             mask_secret(secret)
 
@@ -102,6 +109,8 @@ def client_config_from_connection(conn: Connection) -> ClientConfig:
         options["utm_prefix"] = str(prefix)
     if (insecure := _extra(extras, "allow_insecure_http")) is not None:
         options["allow_insecure_http"] = _as_bool("allow_insecure_http", insecure)
+    if proxy is not None:
+        options["proxy"] = str(proxy)
     verify = _extra(extras, "verify")
     if verify is not None:
         try:

@@ -198,7 +198,7 @@ class _ExportRun:
                     delay,
                 )
                 sleep(delay)
-        raise ValueError("attempts must be at least 1")
+        rules.fail("attempts", "must be at least 1", attempts)
 
 
 def _raise_refused_value(parquet: ParquetStream, error: BaseException) -> None:
@@ -221,7 +221,7 @@ def _arrow_memory_pool(name: str) -> Iterator[None]:
         return
     pools = {"system": pa.system_memory_pool, "mimalloc": pa.mimalloc_memory_pool}
     if name not in pools:
-        raise ValueError(f"memory_pool must be one of default, {', '.join(pools)} (got {name!r})")
+        rules.fail("memory_pool", f"must be one of default, {', '.join(pools)}", name)
     previous = pa.default_memory_pool()
     pa.set_memory_pool(pools[name]())
     try:

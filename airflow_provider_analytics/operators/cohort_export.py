@@ -104,6 +104,7 @@ class CohortExportToParquetOperator(AnalyticsOutputOperator):
             self.destination,
             {"cohort": query.cohort_code, "dt": covered_days(context).partition},
             "users.parquet",
+            self.allowed_roots(),
         )
         result = self._export(path, query)
         self.publish_output(

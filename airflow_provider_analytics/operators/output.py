@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 from airflow.sdk import Asset
 
 from airflow_provider_analytics.operators.base import AnalyticsBaseOperator
+from airflow_provider_analytics.operators.paths import RootList, deployment_roots
 
 if TYPE_CHECKING:
     from airflow.sdk import Context, ObjectStoragePath
@@ -122,6 +123,11 @@ class AnalyticsOutputOperator(AnalyticsBaseOperator):
         self.iceberg_table = iceberg_table
         self.iceberg_conn_id = iceberg_conn_id
         self.written: list[LineageTarget] = []
+
+    def allowed_roots(self) -> list[RootList]:
+        """The roots the deployment allows destinations under: ``[analytics]
+        allowed_destinations`` and the connection extra ``allowed_destinations``."""
+        return deployment_roots(self.hook.connection.extra_dejson)
 
     def iceberg_catalog(self) -> tuple[Any, str]:
         """The pyiceberg catalog of ``iceberg_conn_id``, and the table's URI (which names the

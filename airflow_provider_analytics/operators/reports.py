@@ -121,7 +121,7 @@ class _AnalysisReportOperator(AnalyticsOutputOperator):
         from airflow_provider_analytics.sinks.parquet import ParquetTables
 
         names = [grain.name for grain in self.kind.grains]
-        paths = table_paths(self.destination, names, {"dt": day})
+        paths = table_paths(self.destination, names, {"dt": day}, self.allowed_roots())
         written = [object_target(path) for path in paths.values()]
         return ParquetTables(paths, compression=self.compression), str(paths[names[0]]), written
 

@@ -44,6 +44,8 @@ from pyiceberg.exceptions import (
 from pyiceberg.io.pyarrow import _check_pyarrow_schema_compatible, _dataframe_to_data_files
 from pyiceberg.transforms import IdentityTransform
 
+from airflow_provider_analytics.core import rules
+from airflow_provider_analytics.core.errors import AnalyticsConfigurationError, AnalyticsError
 from airflow_provider_analytics.tabular.column_names import ID_METADATA_KEY, warehouse_name
 
 if TYPE_CHECKING:
@@ -62,7 +64,7 @@ DAY_PROPERTY: Final = "analytics.dt"
 """Snapshot summary property naming the day a commit replaced."""
 
 
-class IcebergSchemaError(ValueError):
+class IcebergSchemaError(AnalyticsError, ValueError):
     """The data cannot be written to the table as it is (a column's type cannot evolve)."""
 
 
@@ -85,13 +87,14 @@ def catalog_properties(
     ``uri``. ``type`` defaults to ``sql`` for a database URL (``sqlite:``, ``postgresql``)
     and ``rest`` otherwise.
 
-    :raises ValueError: naming the field when neither ``uri`` nor ``host`` is given.
+    :raises AnalyticsConfigurationError: naming the field when neither ``uri`` nor ``host``
+        is given.
     """
     properties = {key: str(value) for key, value in (extra or {}).items() if value is not None}
     properties.pop("catalog_name", None)
     if "uri" not in properties:
         if not host:
-            raise ValueError(
+            raise AnalyticsConfigurationError(
                 "iceberg connection: give the catalog's uri in the extra (e.g. "
                 "sqlite:///catalog.db, postgresql+psycopg2://host/db) or a REST host"
             )
@@ -145,7 +148,7 @@ class IcebergDayWriter:
     ) -> None:
         namespace, _, name = identifier.rpartition(".")
         if not namespace or not name:
-            raise ValueError(f"iceberg_table: must be namespace.table, got {identifier!r}")
+            rules.fail("iceberg_table", "must be namespace.table", identifier)
         self.catalog = catalog
         self.identifier = identifier
         self.day = day
@@ -315,7 +318,7 @@ class IcebergDayWriter:
                 "snapshot_id": current.snapshot_id if current else None,
                 "commit_attempts": attempt,
             }
-        raise ValueError("attempts must be at least 1")
+        rules.fail("attempts", "must be at least 1", self.attempts)
 
     def abort(self) -> None:
         """Delete the data files written so far (nothing was committed)."""

@@ -811,6 +811,24 @@ def _hostile_cases() -> list[BadInput]:
             exported(destination="file:///etc/"),
         ),
         hostile(
+            exporter,
+            "destination //etc/cron.d/ (ObjectStoragePath reads /etc/cron.d)",
+            "destination",
+            exported(destination="//etc/cron.d/"),
+        ),
+        hostile(
+            exporter,
+            "destination file:/etc/cron.d/ (ObjectStoragePath reads /etc/cron.d)",
+            "destination",
+            exported(destination="file:/etc/cron.d/"),
+        ),
+        hostile(
+            "FunnelReportOperator",
+            "rendered destination climbing out with %2e%2e",
+            "destination",
+            funnel_to("file:///nonexistent-bad-input/reports/%2e%2e/%2e%2e/x/"),
+        ),
+        hostile(
             "FunnelReportOperator",
             "rendered destination climbing out with ..",
             "destination",

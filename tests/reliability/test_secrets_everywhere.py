@@ -5,8 +5,9 @@ stdout and stderr, XComs, asset events, exception texts with their tracebacks, r
 template fields, reprs, the trigger's serialised form and events, and the files written.
 
 Also here: plain ``http://`` to a host that is not loopback needs explicit consent, TLS is
-verified by default (nothing is sent to a server whose certificate does not verify), and a
-redirect is not followed, so the credentials never travel to another host."""
+verified by default (nothing is sent to a server whose certificate does not verify), plain
+``http://`` never goes through a proxy, and a redirect is not followed, so the credentials
+never travel to another host."""
 
 from __future__ import annotations
 
@@ -46,6 +47,7 @@ from airflow_provider_analytics.operators.reports import EventReportOperator, Fu
 from airflow_provider_analytics.operators.tracking_plan import TrackingPlanSyncOperator
 from airflow_provider_analytics.sensors.data_ready import AnalyticsDataSensor
 from tests.emulator_helpers import EmulatorAdmin
+from tests.loopback_proxy import LoopbackProxy
 from tests.reliability.connections import CONNECTION_ENV
 from tests.reliability.local_servers import LocalServer, self_signed_certificate
 from tests.reliability.results import record
@@ -85,12 +87,22 @@ class Evidence:
         self.texts[where] = self.texts.get(where, "") + text + "\n"
 
     def leaks(self) -> list[str]:
+        """Each secret found whole, or any 8-character piece of one that holds one of its
+        distinctive characters (a capital or a digit: ``distinct`` or ``password`` alone
+        are ordinary words)."""
         return [
-            f"{secret} in {where}"
+            f"{piece!r} of {secret} in {where}"
             for where, text in self.texts.items()
             for secret in SECRETS
-            if secret in text
+            for piece in (secret, *fragments(secret))
+            if piece in text
         ]
+
+
+def fragments(secret: str, length: int = 8) -> set[str]:
+    """The pieces of ``secret`` of ``length`` characters that hold a capital or a digit."""
+    pieces = (secret[i : i + length] for i in range(len(secret) - length + 1))
+    return {p for p in pieces if any(c.isupper() or c.isdigit() for c in p)}
 
 
 @pytest.fixture(autouse=True)
@@ -445,6 +457,26 @@ def test_tls_is_verified_by_default_and_nothing_is_sent_to_an_unverified_server(
         monkeypatch.setenv(CONNECTION_ENV, json.dumps(connection))
         assert AnalyticsHook().get_conn().list_events() == [{"id": "purchase"}]
         assert https.received[0][1]["token"] == TOKEN
+
+
+def test_credentials_never_go_to_a_proxy_in_clear(
+    server: EmulatorServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With ``HTTP_PROXY`` naming a proxy (here one on loopback, which the rule refuses as
+    well), the hook's client refuses every call by name and the proxy reads nothing; listed in
+    ``NO_PROXY``, the platform is reached directly. The table of proxy cases for both
+    transports is in ``tests/integration/test_transport_parity.py``."""
+    connect(monkeypatch, server, wrong=False)
+    with LoopbackProxy() as proxy:
+        monkeypatch.setenv("HTTP_PROXY", proxy.url)
+        monkeypatch.delenv("NO_PROXY", raising=False)
+        monkeypatch.delenv("no_proxy", raising=False)
+        with pytest.raises(AnalyticsConfigurationError, match="named by HTTP_PROXY") as caught:
+            AnalyticsHook().get_conn().list_events()
+        assert not any(secret in str(caught.value) for secret in SECRETS)
+        monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+        assert AnalyticsHook().get_conn().list_events()
+    assert proxy.seen.heads == []
 
 
 def test_a_redirect_is_not_followed_so_credentials_stay_with_the_host() -> None:

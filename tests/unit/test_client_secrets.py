@@ -18,7 +18,9 @@ from airflow_provider_analytics.client import (
     AnalyticsTransportError,
     ClientConfig,
 )
+from airflow_provider_analytics.core import redaction
 from airflow_provider_analytics.core.redaction import Redactor
+from devtools.ports import free_port
 
 if TYPE_CHECKING:
     import requests_mock as rm
@@ -133,13 +135,54 @@ def test_export_stream_error_is_masked(client: AnalyticsClient, requests_mock: r
 
 
 def test_redactor_masks_nested_values_and_longest_first() -> None:
-    redactor = Redactor(["abc", "abcdef", "", None])
-    assert redactor.text("x abcdef y abc") == "x *** y ***"
-    assert redactor.value({"abc": ["abcdef", 1, ("abc",)], "n": None}) == {
+    redactor = Redactor(["abcde", "abcdefgh", "", None])
+    assert redactor.text("x abcdefgh y abcde") == "x *** y ***"
+    assert redactor.value({"abcde": ["abcdefgh", 1, ("abcde",)], "n": None}) == {
         "***": ["***", 1, ("***",)],
         "n": None,
     }
     assert not Redactor([None, ""])
+
+
+def test_secrets_shorter_than_airflows_minimum_are_not_masked() -> None:
+    """Airflow's masker skips secrets under 5 characters and the word ``airflow``: masking
+    every ``t`` of a message hides nothing and leaves the message unreadable."""
+    message = "list_events: could not connect after 3 attempt(s)"
+    for short in ("t", "on", "ect", "conn"):
+        assert Redactor([short]).text(message) == message
+        assert not Redactor([short])
+    assert Redactor(["Airflow"]).text("Airflow 3") == "Airflow 3"
+    assert Redactor(["could"]).text(message) == "list_events: *** not connect after 3 attempt(s)"
+
+
+def test_the_rule_is_the_one_of_the_installed_airflow() -> None:
+    from airflow.sdk._shared.secrets_masker import secrets_masker
+
+    assert secrets_masker.SecretsMasker.min_length_to_mask == redaction.MIN_SECRET_LENGTH
+    assert secrets_masker.SECRETS_TO_SKIP_MASKING == redaction.NEVER_MASKED
+
+
+def test_the_minimum_follows_the_process_setting() -> None:
+    try:
+        redaction.set_min_secret_length(8)
+        assert Redactor(["seven77"]).text("a seven77 b") == "a seven77 b"
+        assert Redactor(["eight888"]).text("a eight888 b") == "a *** b"
+        redaction.set_min_secret_length(1)
+        assert Redactor(["t"]).text("at") == "a***"
+    finally:
+        redaction.set_min_secret_length(redaction.MIN_SECRET_LENGTH)
+    assert redaction.min_secret_length() == 5
+
+
+def test_a_one_character_token_leaves_the_error_readable() -> None:
+    """The issue's example: with the token ``t`` every ``t`` used to be masked
+    (``lis***_even***s: could no*** connec***``)."""
+    base = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    config = ClientConfig(base, token="t", app_key=APP_KEY, max_attempts=1)
+    with pytest.raises(AnalyticsTransportError) as caught:
+        AnalyticsClient(config).list_events()
+    assert str(caught.value).startswith("list_events: could not connect after 1 attempt(s)")
+    assert "***" not in str(caught.value)
 
 
 def _fragments(secret: str, minimum: int = 4) -> list[str]:

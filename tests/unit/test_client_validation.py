@@ -138,6 +138,50 @@ CASES: list[Case] = [
         "not a known key",
     ),
     ("event_properties_not_list", lambda c: c.add_event("a", properties="p"), "properties", "list"),
+    # lists the spec defines as sets: a repeat names the list and both positions
+    (
+        "event_property_repeated",
+        lambda c: c.add_event(
+            "checkout",
+            properties=[
+                {"id": "amount", "dataType": "number"},
+                {"id": "coupon", "dataType": "string"},
+                {"id": "amount", "data_type": "string"},
+            ],
+        ),
+        "properties",
+        "properties[0].id and properties[2].id are both 'amount'",
+    ),
+    (
+        "cohort_property_repeated",
+        lambda c: c.get_cohort_users("vip", properties=["$city", "age", "$city"]),
+        "properties",
+        "properties[0] and properties[2] are both '$city'",
+    ),
+    (
+        "cohort_tag_and_its_bare_code",
+        lambda c: c.export_cohort_users("vip", properties=["tag.rfm", "age", "rfm"]),
+        "properties",
+        "properties[0] 'tag.rfm' and properties[2] 'rfm' are both sent as 'rfm'",
+    ),
+    (
+        "cohort_pages_property_repeated",
+        lambda c: c.iter_cohort_user_pages("vip", properties=["age", "age"]),
+        "properties",
+        "properties[0] and properties[1] are both 'age'",
+    ),
+    (
+        "funnel_crowd_repeated",
+        lambda c: c.analyze_funnel(funnel(crowds=["vip", "vip"])),
+        "crowds",
+        "crowds[0] and crowds[1] are both 'vip'",
+    ),
+    (
+        "event_analysis_crowd_repeated",
+        lambda c: c.analyze_events(events(crowds=["$ALL", "$ALL"])),
+        "crowds",
+        "crowds[0] and crowds[1] are both '$ALL'",
+    ),
     ("update_nothing", lambda c: c.update_user_property("a"), "name", "at least one"),
     # dates
     (

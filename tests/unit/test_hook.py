@@ -11,6 +11,8 @@ import requests_mock as rm
 from airflow.sdk.log import _secrets_masker
 
 from airflow_provider_analytics.client import AnalyticsClient, AnalyticsConfigurationError
+from airflow_provider_analytics.core import redaction
+from airflow_provider_analytics.core.redaction import Redactor
 from airflow_provider_analytics.hooks.analytics import AnalyticsHook
 
 TOKEN, APP_KEY, XTOKEN = "tok-3f9a1c77e2", "ak-5d2e8b01c4", "xt-9c4b2a6e13"
@@ -107,6 +109,43 @@ def test_secrets_are_masked_and_never_in_reprs(monkeypatch: pytest.MonkeyPatch) 
     assert TOKEN not in redacted and APP_KEY not in redacted and XTOKEN not in redacted
     for text in (repr(hook), repr(config), str(config), repr(hook.get_conn())):
         assert TOKEN not in text and APP_KEY not in text and XTOKEN not in text
+
+
+def test_the_client_masks_what_airflows_masker_masks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The hook hands the secrets to Airflow's masker and sets the client's minimum to the
+    deployment's ``[logging] min_length_masked_secret``: both mask the same values."""
+    short, seven = "tk1", "seven77"
+    set_connection(monkeypatch, password=short, extra={"app_key": seven})
+    monkeypatch.setenv("AIRFLOW__LOGGING__MIN_LENGTH_MASKED_SECRET", "8")
+    try:
+        config = AnalyticsHook().client_config
+        assert redaction.min_secret_length() == 8
+        assert Redactor(config.secrets()).text(f"{short} {seven}") == f"{short} {seven}"
+    finally:
+        redaction.set_min_secret_length(redaction.MIN_SECRET_LENGTH)
+    monkeypatch.delenv("AIRFLOW__LOGGING__MIN_LENGTH_MASKED_SECRET")
+    config = AnalyticsHook().client_config
+    assert redaction.min_secret_length() == 5
+    assert Redactor(config.secrets()).text(f"{short} {seven}") == f"{short} ***"
+    assert _secrets_masker().redact(f"{short} {seven}") == f"{short} ***"
+
+
+def test_the_proxy_extra_becomes_the_proxy_setting_its_password_masked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    proxy = "http://ops:Pr0xy-Secret-77@proxy.corp:3128"
+    set_connection(monkeypatch, password=TOKEN, extra={"proxy": proxy})
+    config = AnalyticsHook().client_config
+    assert config.proxy == proxy
+    # "proxy" is one of Airflow's sensitive names: the whole value is masked, the password
+    # on its own too
+    assert "Pr0xy-Secret-77" not in _secrets_masker().redact(f"{proxy} Pr0xy-Secret-77")
+    set_connection(
+        monkeypatch, host="http://127.0.0.1:4005", password=TOKEN, extra={"proxy": proxy}
+    )
+    with pytest.raises(AnalyticsConfigurationError, match="plain http://") as caught:
+        AnalyticsHook().client_config  # noqa: B018
+    assert "Pr0xy-Secret-77" not in str(caught.value)
 
 
 def test_the_hooks_client_sends_the_connections_credentials(

@@ -1,17 +1,32 @@
-"""Rendered destinations and partition values: nothing climbs out of its prefix."""
+"""Rendered destinations and partition values: nothing climbs out of its prefix, and a
+destination is judged by where ObjectStoragePath and fsspec will really write it."""
 
 from __future__ import annotations
 
+import os
 import posixpath
+from typing import TYPE_CHECKING
+from urllib.parse import unquote, urlsplit
 
 import pytest
+from airflow.sdk import ObjectStoragePath
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from airflow_provider_analytics.client import AnalyticsValidationError
-from airflow_provider_analytics.operators.paths import output_path
+from airflow_provider_analytics.client import AnalyticsConfigurationError, AnalyticsValidationError
+from airflow_provider_analytics.operators.paths import (
+    allowed_roots,
+    checked_destination,
+    deployment_roots,
+    output_path,
+)
+
+if TYPE_CHECKING:
+    from airflow_provider_analytics.operators.paths import RootList
 
 PREFIX = "file:///data/analytics/users/"
+ROOTS_TEXT = "file:///data/, s3://analytics-bucket/"
+ROOTS: list[RootList] = [("the test's roots", allowed_roots(ROOTS_TEXT, "the test's roots"))]
 
 
 @pytest.mark.parametrize(
@@ -27,6 +42,25 @@ PREFIX = "file:///data/analytics/users/"
         "file:///data/a\\..\\b/",
         "file:///data/\x00/",
         "",
+        # the forms that used to pass: ObjectStoragePath writes them into /etc/cron.d
+        "//etc/cron.d/",
+        "file:/etc/cron.d/",
+        "file:etc/cron.d/",
+        "FILE:/etc/cron.d/",
+        "file:////etc/cron.d/",
+        "local:/etc/cron.d/",
+        "///etc/cron.d/",
+        # names a host that fsspec reads as a folder of the working directory
+        "file://localhost/etc/cron.d/",
+        "local://etc/cron.d/",
+        # percent-escapes that climb once decoded
+        "file:///data/%2e%2e/etc/",
+        "file:///data/%2E%2e/%2E%2E/etc/",
+        "file:///data/x%2F..%2F..%2Fetc/",
+        "s3://aws@bucket/a/%2e%2e/b/",
+        "~/.ssh/",
+        "file:///data/x?.parquet",
+        "s3:bucket/x/",
     ],
 )
 def test_destinations_that_escape_or_point_into_the_system_are_refused(destination: str) -> None:
@@ -65,3 +99,187 @@ def test_whatever_a_partition_value_is_the_object_stays_one_level_below(value: s
         f"/data/analytics/users/cohort={value}"
     )
     assert posixpath.normpath(local).startswith("/data/analytics/users/cohort=")
+
+
+def test_a_relative_destination_is_judged_under_the_working_directory(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """fsspec writes a relative path (and ``local:x``, ``file://x/``) under the worker's
+    working directory, which is ``/`` in many images."""
+    monkeypatch.chdir("/")
+    for destination in ("etc/cron.d/", "usr/lib/x/"):
+        with pytest.raises(AnalyticsValidationError, match="system directory"):
+            checked_destination(destination)
+    assert checked_destination("srv/out/") == "srv/out/"
+
+
+@pytest.mark.parametrize(
+    "destination",
+    [
+        "file:///data/analytics/",
+        "/data/analytics/x.parquet",
+        "//data/analytics/",
+        "file:/data/x/",
+        "local:///data/x/",
+        "s3://analytics-bucket/",
+        "s3://aws_default@analytics-bucket/users/",
+        "S3://analytics-bucket//x/",
+        "file:///data",
+    ],
+)
+def test_destinations_under_an_allowed_root_are_accepted(destination: str) -> None:
+    assert checked_destination(destination, ROOTS) == destination
+
+
+@pytest.mark.parametrize(
+    "destination",
+    [
+        "file:///srv/data/",
+        "file:///database/",
+        "/data2/x/",
+        "s3://analytics-bucket-2/x/",
+        "s3://other/analytics-bucket/",
+        "gs://analytics-bucket/x/",
+        "relative/x/",
+        "file:///data/../srv/",
+    ],
+)
+def test_destinations_outside_the_allowed_roots_are_refused_by_name(destination: str) -> None:
+    with pytest.raises(AnalyticsValidationError) as caught:
+        checked_destination(destination, ROOTS)
+    assert caught.value.field == "destination"
+
+
+def test_the_refusal_names_the_roots_and_where_the_destination_leads() -> None:
+    with pytest.raises(AnalyticsValidationError) as caught:
+        checked_destination("//srv/x/", ROOTS)
+    assert str(caught.value) == (
+        "destination: must lie under a root allowed by the test's roots (file:///data/, "
+        "s3://analytics-bucket/); it leads to file:///srv/x/ (got '//srv/x/')"
+    )
+
+
+def test_a_root_naming_a_connection_holds_only_that_connection() -> None:
+    roots = [("roots", allowed_roots(["s3://aws_lake@lake/"], "roots"))]
+    assert checked_destination("s3://aws_lake@lake/x/", roots)
+    for other in ("s3://lake/x/", "s3://aws_other@lake/x/"):
+        with pytest.raises(AnalyticsValidationError):
+            checked_destination(other, roots)
+
+
+def test_roots_named_twice_are_each_a_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Airflow option and the connection extra: a destination must lie under both, so
+    neither widens the other."""
+    monkeypatch.setenv("AIRFLOW__ANALYTICS__ALLOWED_DESTINATIONS", "file:///data/, s3://lake/")
+    lists = deployment_roots({"allowed_destinations": "file:///data/team/"})
+    assert [origin for origin, _ in lists] == [
+        "[analytics] allowed_destinations",
+        "the connection extra allowed_destinations",
+    ]
+    assert checked_destination("file:///data/team/x/", lists)
+    for outside in ("file:///data/other/", "s3://lake/x/"):
+        with pytest.raises(AnalyticsValidationError):
+            checked_destination(outside, lists)
+    monkeypatch.delenv("AIRFLOW__ANALYTICS__ALLOWED_DESTINATIONS")
+    assert deployment_roots({}) == []
+    assert deployment_roots({"extra__analytics__allowed_destinations": ["s3://lake/"]})
+
+
+@pytest.mark.parametrize("roots", ["data/", "file:///data/../etc/", "s3:lake/", 5])
+def test_an_unusable_root_is_a_configuration_error(roots: object) -> None:
+    with pytest.raises(AnalyticsConfigurationError, match="the extra"):
+        allowed_roots(roots, "the extra")
+
+
+# Hostile destinations, checked against an independent reading --------------------------------
+
+FRAGMENTS = [
+    "/",
+    "//",
+    "///",
+    ".",
+    "..",
+    "%2e",
+    "%2E%2e",
+    "%2f",
+    "%2F..%2F",
+    "%5c",
+    "\\",
+    "~",
+    "%7e",
+    "@",
+    ":",
+    "file:",
+    "file:/",
+    "file://",
+    "local:",
+    "local://",
+    "s3://",
+    "s3://aws@",
+    "data",
+    "data2",
+    "etc",
+    "cron.d",
+    "localhost",
+    "analytics-bucket",
+    "analytics-bucket.evil",
+    "x",
+]
+STARTS = [
+    "",
+    "/",
+    "//",
+    "file:///data/",
+    "file:/data/",
+    "file:data/",
+    "/data/",
+    "//data/",
+    "local:///data/",
+    "s3://analytics-bucket/",
+    "s3://aws@analytics-bucket/",
+    "S3://analytics-bucket",
+]
+
+
+def _inside_data(path: str) -> bool:
+    """Whether a local path fsspec opens lies under /data, read as it is and decoded, with
+    any run of slashes taken as one and ``..`` resolved."""
+    for variant in (path, unquote(path)):
+        absolute = os.path.abspath(os.path.expanduser(variant))
+        normal = posixpath.normpath("/" + absolute.lstrip("/"))
+        if not (normal + "/").startswith("/data/"):
+            return False
+    return True
+
+
+def _where_it_lands(destination: str) -> bool:
+    """The independent judgement: a local destination by what ObjectStoragePath and fsspec
+    open, an object URI by urllib's reading of it."""
+    parts = urlsplit(destination)
+    scheme = parts.scheme.lower()
+    if scheme in ("", "file", "local"):
+        path = ObjectStoragePath(destination)
+        opened = path.fs._strip_protocol(str(path))
+        return _inside_data(path.path) and _inside_data(opened)
+    key = unquote(parts.path)
+    return (
+        scheme == "s3"
+        and parts.netloc.rpartition("@")[2] == "analytics-bucket"
+        and ".." not in key.split("/")
+        and "\\" not in key
+    )
+
+
+@settings(max_examples=400)
+@given(
+    st.sampled_from(STARTS),
+    st.lists(st.sampled_from(FRAGMENTS), max_size=8).map("".join),
+)
+def test_no_hostile_destination_leads_outside_an_allowed_root(start: str, tail: str) -> None:
+    destination = start + tail
+    try:
+        checked_destination(destination, ROOTS)
+    except AnalyticsValidationError as error:
+        assert error.field == "destination"
+        return
+    assert _where_it_lands(destination), destination

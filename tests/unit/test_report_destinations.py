@@ -2,16 +2,28 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from pathlib import Path
 
 import pytest
 
+from airflow_provider_analytics.client import (
+    AnalyticsConfigurationError,
+    AnalyticsError,
+    AnalyticsValidationError,
+)
 from airflow_provider_analytics.hooks.iceberg import IcebergCatalogHook
+from airflow_provider_analytics.jobs.cohort_export import _arrow_memory_pool
 from airflow_provider_analytics.operators.output import iceberg_asset
 from airflow_provider_analytics.operators.paths import table_paths
 from airflow_provider_analytics.operators.reports import FunnelReportOperator
-from airflow_provider_analytics.sinks.iceberg import IcebergTables, catalog_properties
+from airflow_provider_analytics.sinks.iceberg import (
+    IcebergDayWriter,
+    IcebergSchemaError,
+    IcebergTables,
+    catalog_properties,
+)
 from airflow_provider_analytics.tabular.frames import (
     EVENT_GRAINS,
     EVENT_SCHEMA,
@@ -85,8 +97,20 @@ def test_rest_catalog_properties_from_host_and_token() -> None:
         "type": "rest",
         "token": "t0k",
     }
-    with pytest.raises(ValueError, match="uri"):
+    with pytest.raises(AnalyticsConfigurationError, match="uri"):
         catalog_properties(extra={"warehouse": "s3://lake/"})
+
+
+def test_iceberg_errors_are_analytics_errors() -> None:
+    """A user's ``except AnalyticsError`` catches them (they stay ``ValueError`` as before)."""
+    assert issubclass(IcebergSchemaError, AnalyticsError)
+    assert issubclass(IcebergSchemaError, ValueError)
+    with pytest.raises(AnalyticsValidationError) as caught:
+        IcebergDayWriter(None, "no_namespace", dt.date(2024, 1, 1))  # type: ignore[arg-type]
+    assert caught.value.field == "iceberg_table"
+    with pytest.raises(AnalyticsValidationError) as caught, _arrow_memory_pool("jemalloc"):
+        pass
+    assert caught.value.field == "memory_pool"
 
 
 def test_the_hook_names_the_catalog_and_masks_the_password(monkeypatch) -> None:
