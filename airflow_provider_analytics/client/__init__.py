@@ -29,6 +29,7 @@ from airflow_provider_analytics.core.errors import (
     AnalyticsStreamError,
     AnalyticsTransportError,
     AnalyticsUnsupportedMediaTypeError,
+    AnalyticsUsageError,
     AnalyticsValidationError,
 )
 from airflow_provider_analytics.core.ndjson import iter_lines
@@ -85,6 +86,7 @@ __all__ = [
     "AnalyticsStreamError",
     "AnalyticsTransportError",
     "AnalyticsUnsupportedMediaTypeError",
+    "AnalyticsUsageError",
     "AnalyticsValidationError",
     "ClientConfig",
     "CohortExport",

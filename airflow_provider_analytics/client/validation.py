@@ -19,6 +19,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_analytics.core import rules
+from airflow_provider_analytics.core.errors import AnalyticsUsageError
 from airflow_provider_analytics.core.rules import fail
 
 if TYPE_CHECKING:
@@ -384,7 +385,7 @@ refused, so that one the client sends unchecked cannot exist."""
 
 def _made_by_a_check(token: object, kind: str, maker: str) -> None:
     if token is not _CHECKED:
-        raise TypeError(f"a {kind} is made by {maker}(), which checks it")
+        raise AnalyticsUsageError(f"a {kind} is made by {maker}(), which checks it")
 
 
 @dataclass(frozen=True)
@@ -408,13 +409,14 @@ class AnalysisRequest:
     def window(self, from_date: str, to_date: str) -> AnalysisRequest:
         """The same request over ``from_date`` to ``to_date``, a part of its own date range.
 
-        :raises ValueError: for a window outside the checked range.
+        :raises AnalyticsValidationError: for a window outside the checked range.
         """
         rules.date_range(from_date, to_date)
         if not self.body["fromDate"] <= from_date <= to_date <= self.body["toDate"]:
-            raise ValueError(
-                f"window {from_date}..{to_date} is not inside "
-                f"{self.body['fromDate']}..{self.body['toDate']}"
+            fail(
+                "window",
+                f"{from_date}..{to_date} is not inside "
+                f"{self.body['fromDate']}..{self.body['toDate']}",
             )
         return replace(self, body={**self.body, "fromDate": from_date, "toDate": to_date})
 

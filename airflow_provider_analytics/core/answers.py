@@ -51,9 +51,9 @@ from airflow_provider_analytics.core.report_dates import (
 _T = TypeVar("_T")
 
 
-class _RelationFault(ValueError):
-    """A relation between fields that does not hold; pydantic reports it with the object's
-    location, and :func:`_describe` prints ``where`` below it."""
+class _RelationFault(AnalyticsProtocolError, ValueError):
+    """A relation between fields that does not hold; pydantic reports it (a ``ValueError``)
+    with the object's location, and :func:`_describe` prints ``where`` below it."""
 
     def __init__(self, where: str, problem: str) -> None:
         super().__init__(f"{where}{problem}")

@@ -197,3 +197,10 @@ class AnalyticsStreamError(AnalyticsTransportError):
 
 class AnalyticsProtocolError(AnalyticsError):
     """A successful status whose body is not the JSON shape the operation promises."""
+
+
+class AnalyticsUsageError(AnalyticsError, TypeError, RuntimeError):
+    """The package's own API was used in a way it does not allow: an object that only its
+    checking function may make, a writer used before it was opened, an export read twice.
+    Fix the calling code; retrying cannot help. (Also a ``TypeError`` and a ``RuntimeError``,
+    which such misuse raised before.)"""

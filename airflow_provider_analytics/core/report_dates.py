@@ -12,6 +12,13 @@ import re
 from datetime import date, datetime
 from typing import Final
 
+from airflow_provider_analytics.core.errors import AnalyticsProtocolError
+
+
+class ReportDateError(AnalyticsProtocolError, ValueError):
+    """A date label of an analysis answer in no accepted form; the message names it."""
+
+
 ALL_DATES_LABEL: Final = "$ALL"
 """The funnel's ``dateList`` entry holding the result over the whole date range."""
 
@@ -47,7 +54,7 @@ def parse_report_datetime(text: object, *, what: str) -> datetime:
                     return datetime.strptime(text, fmt)
                 except ValueError:
                     break
-    raise ValueError(
+    raise ReportDateError(
         f"{what} {shown_label(text)} is not a date in one of the accepted formats: "
         f"{ACCEPTED_DATETIME_FORMATS}"
     )
@@ -70,7 +77,7 @@ def parse_funnel_date(text: object, *, what: str) -> date:
     """
     moment = parse_report_datetime(text, what=what)
     if moment.time() != datetime.min.time():
-        raise ValueError(
+        raise ReportDateError(
             f"{what} {shown_label(text)} is not a whole day: its time of day is not 00:00:00"
         )
     return moment.date()

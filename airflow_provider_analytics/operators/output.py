@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 
 from airflow.sdk import Asset
 
+from airflow_provider_analytics.core import rules
 from airflow_provider_analytics.operators.base import AnalyticsBaseOperator
 from airflow_provider_analytics.operators.paths import RootList, deployment_roots
 
@@ -109,7 +110,7 @@ class AnalyticsOutputOperator(AnalyticsBaseOperator):
         **kwargs: Any,
     ) -> None:
         if (destination is None) == (iceberg_table is None):
-            raise ValueError("give exactly one of destination and iceberg_table")
+            rules.fail("destination", "give exactly one of destination and iceberg_table")
         if "outlets" not in kwargs:
             asset = (
                 destination_asset(destination)

@@ -26,7 +26,7 @@ from urllib.parse import unquote
 from airflow.sdk import ObjectStoragePath, conf
 
 from airflow_provider_analytics.core import rules
-from airflow_provider_analytics.core.errors import AnalyticsConfigurationError
+from airflow_provider_analytics.core.errors import AnalyticsConfigurationError, AnalyticsError
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -55,6 +55,11 @@ _CLIMB_RULE = (
     "must not contain '.' or '..' path segments or backslashes, also when percent-escapes "
     "are decoded (a rendered destination may not climb out of its prefix)"
 )
+
+
+class _Unreadable(AnalyticsError, ValueError):
+    """A destination (or an allowed root) that cannot be read as the rule needs; caught here
+    and raised again as the named refusal of the field."""
 
 
 @dataclass(frozen=True)
@@ -98,11 +103,11 @@ def _split(text: str) -> tuple[str, str | None, str, str]:
     if scheme in LOCAL_SCHEMES:
         return ("file" if match else ""), None, "", rest
     if not rest.startswith("//"):
-        raise ValueError(f"must be {scheme}://<bucket>/<path>")
+        raise _Unreadable(f"must be {scheme}://<bucket>/<path>")
     authority, slash, path = rest[2:].partition("/")
     conn_id, at, bucket = authority.rpartition("@")
     if not bucket:
-        raise ValueError(f"must be {scheme}://<bucket>/<path>")
+        raise _Unreadable(f"must be {scheme}://<bucket>/<path>")
     return scheme, (conn_id if at else None), bucket, slash + path
 
 
@@ -122,7 +127,7 @@ def _local_readings(destination: str, rest: str, scheme: str | None) -> list[str
     if scheme and rest.startswith("//"):
         authority, _, tail = rest[2:].partition("/")
         if authority:
-            raise ValueError(
+            raise _Unreadable(
                 f"must not name a host: fsspec reads {scheme}://<name>/... as a path relative "
                 f"to the worker's working directory; write {scheme}:///<absolute path>"
             )
@@ -134,7 +139,7 @@ def _local_readings(destination: str, rest: str, scheme: str | None) -> list[str
     try:
         storage = ObjectStoragePath(destination).path
     except Exception as exc:  # whatever the path library refuses
-        raise ValueError(f"cannot be read as a local path ({type(exc).__name__})") from None
+        raise _Unreadable(f"cannot be read as a local path ({type(exc).__name__})") from None
     return [_absolute(own), _absolute(storage)]
 
 
@@ -153,7 +158,7 @@ def _readings(destination: str) -> list[Location]:
         for variant in (path, unquote(path)):
             segments = variant.split("/")
             if "\\" in variant or any(part in (".", "..") for part in segments):
-                raise ValueError(_CLIMB_RULE)
+                raise _Unreadable(_CLIMB_RULE)
             collapsed = _SLASHES.sub("/", variant)
             kept = (collapsed,) if scheme == "file" else (variant, collapsed)
             for one in kept:
@@ -187,7 +192,7 @@ def allowed_roots(value: Any, origin: str) -> tuple[Location, ...]:
             path = _SLASHES.sub("/", rest or "/")
             segments = path.split("/")
             if not path.startswith("/") or any(part in (".", "..") for part in segments):
-                raise ValueError("must be an absolute URI or path without '.' or '..'")
+                raise _Unreadable("must be an absolute URI or path without '.' or '..'")
         except ValueError as exc:
             raise AnalyticsConfigurationError(
                 f"{origin}: {text!r} is not a usable root: {exc}"

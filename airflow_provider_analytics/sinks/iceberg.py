@@ -45,7 +45,11 @@ from pyiceberg.io.pyarrow import _check_pyarrow_schema_compatible, _dataframe_to
 from pyiceberg.transforms import IdentityTransform
 
 from airflow_provider_analytics.core import rules
-from airflow_provider_analytics.core.errors import AnalyticsConfigurationError, AnalyticsError
+from airflow_provider_analytics.core.errors import (
+    AnalyticsConfigurationError,
+    AnalyticsError,
+    AnalyticsUsageError,
+)
 from airflow_provider_analytics.tabular.column_names import ID_METADATA_KEY, warehouse_name
 
 if TYPE_CHECKING:
@@ -164,7 +168,7 @@ class IcebergDayWriter:
     @property
     def table(self) -> Table:
         if self._table is None:
-            raise RuntimeError("IcebergDayWriter.open() must be called first")
+            raise AnalyticsUsageError("IcebergDayWriter.open() must be called first")
         return self._table
 
     def open(self, schema: pa.Schema) -> None:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Final
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from airflow_provider_analytics.core.errors import AnalyticsUsageError
 from airflow_provider_analytics.tabular.labels import column_slug, optional_report_datetime
 
 if TYPE_CHECKING:
@@ -135,13 +136,15 @@ def table_from_columns(
 
     :param schema: the table's columns, in order.
     :param columns: one Arrow array per schema field, all of the same length.
-    :raises TypeError: when a column's type differs from its field (a builder bug; Arrow
-        would otherwise cast silently).
+    :raises AnalyticsUsageError: when a column's type differs from its field (a builder bug;
+        Arrow would otherwise cast silently).
     """
     arrays = [columns[field.name] for field in schema]
     for field, array in zip(schema, arrays, strict=True):
         if not array.type.equals(field.type):
-            raise TypeError(f"column {field.name} is {array.type}, the schema says {field.type}")
+            raise AnalyticsUsageError(
+                f"column {field.name} is {array.type}, the schema says {field.type}"
+            )
     return pa.Table.from_arrays(arrays, schema=schema)
 
 
