@@ -25,6 +25,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from dataclasses import dataclass, field
@@ -42,6 +43,7 @@ EXAMPLES = REPO / "example_dags"
 CREDENTIALS = {"token": "stack-token", "app_key": "stack-app-key", "xtoken": "stack-xtoken"}
 WORKERS = ("worker-1", "worker-2")
 POSTGRES_USER = "postgres"
+DATABASE_DIRECTORY_PREFIX = "analytics-stack-postgres-"
 AIRFLOW_SERVICES = ("api-server", "scheduler", "dag-processor", "triggerer")
 
 
@@ -122,6 +124,7 @@ class Stack:
     ports: dict[str, int] = field(default_factory=dict)
     processes: dict[str, int] = field(default_factory=dict)
     identities: dict[str, str] = field(default_factory=dict)
+    database_directory: str = ""
 
     @property
     def home(self) -> Path:
@@ -251,6 +254,7 @@ class Stack:
             "ports": self.ports,
             "processes": self.processes,
             "identities": self.identities,
+            "database_directory": self.database_directory,
         }
         (self.root / "processes.json").write_text(json.dumps(state, indent=2))
 
@@ -282,13 +286,31 @@ class Stack:
         self._record()
         return process.pid
 
-    def _start_postgres(self, postgres: Path) -> None:
-        data = self.root / "postgres"
-        data.mkdir()
+    def _database_directory(self) -> tuple[Path, str]:
+        """Where PostgreSQL keeps its files, and the system user it runs as ("" for ours).
+
+        PostgreSQL refuses to run as root. As root it runs as the ``postgres`` user, which
+        cannot enter a checkout in a private directory (``mktemp -d`` makes 0700; homes are
+        often 0700 or 0750), so its files go to a directory of its own under the system's
+        temporary folder, recorded and removed by :meth:`down`. As any other user it runs
+        as that user, under the stack's directory.
+        """
+        if os.geteuid() != 0:
+            data = self.root / "postgres"
+            data.mkdir()
+            return data, ""
+        private = Path(tempfile.mkdtemp(prefix=DATABASE_DIRECTORY_PREFIX))
         account = pwd.getpwnam(POSTGRES_USER)
-        os.chown(data, account.pw_uid, account.pw_gid)
+        os.chown(private, account.pw_uid, account.pw_gid)
+        self.database_directory = str(private)
+        self._record()
+        return private / "data", POSTGRES_USER
+
+    def _start_postgres(self, postgres: Path) -> None:
+        data, user = self._database_directory()
         initdb = postgres.with_name("initdb")
-        command = ["runuser", "-u", POSTGRES_USER, "--", str(initdb), "-D", str(data)]
+        command = ["runuser", "-u", user, "--"] if user else []
+        command += [str(initdb), "-D", str(data)]
         command += ["--auth=trust", f"--username={POSTGRES_USER}", "--encoding=UTF8", "--no-sync"]
         done = subprocess.run(
             command,
@@ -301,7 +323,7 @@ class Stack:
         command = [str(postgres), "-D", str(data), "-p", port, "-c", "listen_addresses=127.0.0.1"]
         # TCP only: a Unix socket path under a deep checkout can pass the 107-byte limit
         command += ["-c", "unix_socket_directories=", "-c", "fsync=off"]
-        self._spawn("postgres", command, env={"PATH": os.environ["PATH"]}, user=POSTGRES_USER)
+        self._spawn("postgres", command, env={"PATH": os.environ["PATH"]}, user=user)
         _wait_for(
             "PostgreSQL",
             lambda: (
@@ -449,6 +471,7 @@ class Stack:
             state = json.loads(state_file.read_text())
             self.processes = state["processes"]
             self.identities = state.get("identities", {})
+            self.database_directory = state.get("database_directory", "")
         ours = {
             name: pid
             for name, pid in self.processes.items()
@@ -460,9 +483,23 @@ class Stack:
         for name in servers:  # the database last: the others use it until they are gone
             if name in ours:
                 stopped += sessions.stop({name: ours[name]}, signal.SIGINT)
+        self._remove_database_directory()
         state_file.unlink(missing_ok=True)
         self.processes, self.identities = {}, {}
         return stopped
+
+    def _remove_database_directory(self) -> None:
+        """Remove the database's private directory, if this stack made one (and only one of
+        the stack's own naming under the temporary folder, whatever the record says)."""
+        private = Path(self.database_directory) if self.database_directory else None
+        temporary = Path(tempfile.gettempdir()).resolve()
+        if (
+            private is not None
+            and private.resolve().parent == temporary
+            and private.name.startswith(DATABASE_DIRECTORY_PREFIX)
+        ):
+            shutil.rmtree(private, ignore_errors=True)
+        self.database_directory = ""
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import tempfile
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -33,8 +34,14 @@ NO_SCHEDULED_RUNS = {"AIRFLOW__SCHEDULER__USE_JOB_SCHEDULE": "False"}
 
 
 def bring_up(executor: str) -> Iterator[Stack]:
-    """A stack of ``executor`` under out/stack-tests/, stopped (by pid) when the module ends."""
-    root = REPO / "out" / "stack-tests" / f"{executor}-{os.getpid()}"
+    """A stack of ``executor`` under out/stack-tests/, stopped (by pid) when the module ends.
+
+    Its directory is private (0700, as ``mktemp -d`` makes), as a checkout in a home
+    directory often is: PostgreSQL, which runs as another user, must still start."""
+    parent = REPO / "out" / "stack-tests"
+    parent.mkdir(parents=True, exist_ok=True)
+    root = Path(tempfile.mkdtemp(prefix=f"{executor}-{os.getpid()}-", dir=parent))
+    assert root.stat().st_mode & 0o777 == 0o700
     stack = Stack(
         root=root,
         executor=executor,
