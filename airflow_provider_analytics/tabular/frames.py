@@ -2,14 +2,15 @@
 
 The entry points the report jobs use. Everything here is pure (no Airflow, no HTTP) and
 stays in Arrow: a decoded response goes in, one :class:`pyarrow.Table` per grain comes out,
-with the columns and types documented in ``docs/report_tables.md``. Where a DataFrame is
-wanted, ``table.to_pandas(types_mapper=pandas.ArrowDtype)`` gives one without casts.
+with the columns and types documented in ``docs/report_tables.md``. Where DataFrames are
+wanted (a notebook), :func:`as_dataframes` gives each table as one, without casts.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from airflow_provider_analytics.core.errors import AnalyticsConfigurationError
 from airflow_provider_analytics.tabular.event_frame import event_schema, event_table
 from airflow_provider_analytics.tabular.funnel_frame import funnel_table
 from airflow_provider_analytics.tabular.grains import EVENT_GRAINS, FUNNEL_GRAINS, cut_grains
@@ -18,6 +19,7 @@ from airflow_provider_analytics.tabular.schemas import EVENT_SCHEMA, FUNNEL_SCHE
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    import pandas as pd
     import pyarrow as pa
 
 __all__ = [
@@ -25,6 +27,7 @@ __all__ = [
     "EVENT_SCHEMA",
     "FUNNEL_GRAINS",
     "FUNNEL_SCHEMA",
+    "as_dataframes",
     "event_schema",
     "event_table",
     "event_tables",
@@ -55,3 +58,27 @@ def event_tables(
     :param timezone: the project's time zone, in which the platform writes date-times.
     """
     return cut_grains(event_table(response, request, timezone=timezone), EVENT_GRAINS)
+
+
+def as_dataframes(tables: Mapping[str, pa.Table]) -> dict[str, pd.DataFrame]:
+    """Report tables as pandas DataFrames, by name, for notebooks.
+
+    Every column keeps its Arrow type (``pandas.ArrowDtype``: ``int64[pyarrow]``,
+    ``date32[day][pyarrow]``, ``timestamp[us, tz=UTC][pyarrow]``...), so nulls stay nulls,
+    counts stay integers and no column is ``object``. Needs pandas (``pip install
+    airflow-provider-analytics[pandas]``)::
+
+        tables = funnel_tables(client.analyze_funnel(request))
+        frames = as_dataframes(tables)
+        frames["funnel"].head()
+
+    :param tables: what :func:`funnel_tables` or :func:`event_tables` returned.
+    :raises AnalyticsConfigurationError: when pandas is not installed.
+    """
+    try:
+        import pandas as pd
+    except ImportError:
+        raise AnalyticsConfigurationError(
+            "as_dataframes needs pandas: pip install airflow-provider-analytics[pandas]"
+        ) from None
+    return {name: table.to_pandas(types_mapper=pd.ArrowDtype) for name, table in tables.items()}

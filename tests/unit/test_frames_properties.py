@@ -284,3 +284,31 @@ def test_empty_results_keep_the_schema(event_case: EventCase, funnel_case: Funne
     assert empty_funnel.dtypes.equals(full_funnel.dtypes)
     assert list(empty_event.columns) == list(full_event.columns)
     assert list(empty_funnel.columns) == list(full_funnel.columns)
+
+
+def test_report_tables_as_dataframes_keep_arrow_types_and_hold_no_object_column() -> None:
+    from airflow_provider_analytics.tabular.frames import as_dataframes, funnel_tables
+
+    response = {
+        "dateList": ["$ALL", "2024-01-01"],
+        "byValues": ["-1"],
+        "stepEvents": ["event.a", "event.b"],
+        "rows": [
+            {
+                "byValue": "-1",
+                "stepsDetail": [
+                    {"expression": "event.a", "convertedUser": [4, 4]},
+                    {"expression": "event.b", "convertedUser": [1, 1]},
+                ],
+                "medianConvertedTime": [{"stepsExpress": "a~b", "median": [None, 30]}],
+            }
+        ],
+    }
+    tables = funnel_tables(response)
+    frames = as_dataframes(tables)
+    assert set(frames) == set(tables)
+    for name, frame in frames.items():
+        assert len(frame) == tables[name].num_rows
+        assert all(isinstance(dtype, pd.ArrowDtype) for dtype in frame.dtypes), name
+    assert frames["funnel"]["converted_users"].tolist() == [4, 1]
+    assert frames["funnel"]["median_seconds_to_next"].tolist()[0] == 30
