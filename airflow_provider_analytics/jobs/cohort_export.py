@@ -105,8 +105,9 @@ class ExportResult:
     attempts: int
     column_origins: dict[str, str] = field(default_factory=dict)
     """Per column (by its name in the file): where its type came from."""
-    inexact_values: dict[str, int] = field(default_factory=dict)
-    """Per float column: values of magnitude 2**53 or more, which a double may have rounded."""
+    unexpected_keys: dict[str, int] = field(default_factory=dict)
+    """Per record key the export did not ask for: how many records held it (not written;
+    logged once per key)."""
     column_ids: dict[str, str] = field(default_factory=dict)
     """Per column (by its name in the file): the platform id it holds (also in the Parquet
     field metadata, key ``analytics.id``)."""
@@ -166,6 +167,7 @@ class _ExportRun:
             row_group_rows=settings.row_group_rows,
             row_group_bytes=settings.row_group_bytes,
             prepare=decoder.complete,  # datetimes and counts once a row group, while it is written
+            widen=decoder.widen,  # a number column that turns out to hold decimals
             subject=f"cohort {self.cohort_code!r}",
         ) as parquet:
             export = self.client.export_cohort_users(self.query)
@@ -323,18 +325,7 @@ def export_cohort_to_parquet(
         run = _ExportRun(client, query, schema, destination, expected, settings)
         rows, bytes_written, decoder, attempt = run.with_retries(sleep)
     seconds = time.monotonic() - started
-    written = {c.name: c.written_name for c in schema.columns}
-    inexact = {written[column]: count for column, count in decoder.inexact_values.items()}
     cohort_code = query.cohort_code
-    for column, count in inexact.items():
-        log.warning(
-            "cohort %s: column %s holds %d values of magnitude 2**53 or more, which a double "
-            "may have rounded; set the column to 'decimal' with schema_overrides to keep them "
-            "exact",
-            cohort_code,
-            column,
-            count,
-        )
     log.info(
         "cohort %s: wrote %d rows, %.1f MB in %.1f s to %s",
         cohort_code,
@@ -355,6 +346,6 @@ def export_cohort_to_parquet(
         masked_values=decoder.masked_values,
         attempts=attempt,
         column_origins={c.written_name: c.origin for c in schema.columns},
-        inexact_values=inexact,
+        unexpected_keys=dict(decoder.unexpected_keys),
         column_ids={c.written_name: c.name for c in schema.columns},
     )
