@@ -280,9 +280,11 @@ def export_cohort_to_parquet(
         visible properties of the tracking plan, in the plan's order.
     :param limit: export at most this many users.
     :param timezone: the project's timezone, in which datetime values are read.
-    :param schema_overrides: column -> Arrow type or plan data type; a column is named by its
-        id (a tag by ``tag.<code>`` or its bare code) or by its name in the file, once (two
-        keys naming one column are refused).
+    :param schema_overrides: column -> Arrow type or type name (a plan data type,
+        ``double``, ``int64`` or ``decimal``), for the exceptions to the default types (a
+        ``number`` column is int64, or double when the export holds a decimal); a column is
+        named by its id (a tag by ``tag.<code>`` or its bare code) or by its name in the file,
+        once (two keys naming one column are refused).
     :param column_names: ``ids`` (default: ``$city``, ``tag.tag_rfm``) or ``warehouse``
         (``city``, ``tag_tag_rfm``; :mod:`~airflow_provider_analytics.tabular.column_names`).
         Each Parquet field keeps its id in its metadata (``analytics.id``) either way.

