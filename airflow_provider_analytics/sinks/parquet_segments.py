@@ -71,7 +71,9 @@ class SegmentedWriter:
         self._open_writer = open_writer
         self._widen = widen
         self._segments: list[_Segment] = []
-        self._sink: Any = None
+        # the first segment's file is opened at once, as a writer of a fixed schema would:
+        # a storage fault shows before any data is read, and the temporary exists from the start
+        self._sink: Any = temporary.open("wb")
         self._writer: pq.ParquetWriter | None = None
         self._rows = 0
         self._closed_bytes = 0
@@ -93,19 +95,23 @@ class SegmentedWriter:
         self.bytes_written = self._closed_bytes + int(self._sink.tell())
 
     def _start(self, schema: pa.Schema) -> None:
-        self._close_segment()
-        path = self._temporary if not self._segments else self._scratch()
+        if self._segments:
+            self._close_segment()
+            path = self._scratch()
+            self._sink = path.open("wb")
+        else:
+            path = self._temporary  # opened already
         self._segments.append(_Segment(path, schema, self._rows))
-        self._sink = path.open("wb")
         self._writer = self._open_writer(self._sink, schema)
 
     def _close_segment(self) -> None:
         writer, sink = self._writer, self._sink
         self._writer = self._sink = None
-        if writer is not None:
-            try:
+        try:
+            if writer is not None:
                 writer.close()
-            finally:
+        finally:
+            if sink is not None:
                 self._closed_bytes += int(sink.tell())
                 sink.close()
 

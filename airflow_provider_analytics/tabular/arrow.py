@@ -50,7 +50,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import logging
 import re
 import struct
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
@@ -65,7 +64,6 @@ from airflow_provider_analytics.core.cohort_records import (
     RecordKeys,
     decode_line,
 )
-from airflow_provider_analytics.core.errors import AnalyticsError
 from airflow_provider_analytics.tabular import number_rule
 from airflow_provider_analytics.tabular.export_schema import (
     DOUBLE_TYPE,
@@ -73,16 +71,20 @@ from airflow_provider_analytics.tabular.export_schema import (
     ExportColumn,
     ExportSchema,
 )
+from airflow_provider_analytics.tabular.number_columns import NumberColumns
 from airflow_provider_analytics.tabular.number_rule import DecimalFound, NumberRefusal
-from airflow_provider_analytics.tabular.value_rule import DECODER, JsonNumber, converter
+from airflow_provider_analytics.tabular.typed_markers import TypedMarkers, holds_text, is_text
+from airflow_provider_analytics.tabular.value_rule import (
+    DECODER,
+    ExportDataError,
+    JsonNumber,
+    converter,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Collection
 
 __all__ = ["BlockDecoder", "ExportDataError", "ExportRecordError", "ParsedBlock"]
-
-log = logging.getLogger(__name__)
-
 
 # Arrow constants of the hot path are built from their buffers: converting a Python value
 # (``pa.scalar``, ``pa.array`` or a bare constant given to a compute function) makes pyarrow
@@ -135,10 +137,6 @@ class ParsedBlock(NamedTuple):
     """The :class:`_Reading` it was parsed with (``number`` columns widen between readings)."""
     key_ends: int = -1
     """Unescaped ``":`` in the block: keys written without a space before their colon."""
-
-
-class ExportDataError(AnalyticsError, ValueError):
-    """A value in the export does not fit its column (and is not the masked marker)."""
 
 
 class _Reading(NamedTuple):
@@ -196,16 +194,12 @@ class BlockDecoder:
         self.slow_lines = 0
         """Lines decoded by the Python rule (markers in typed columns, odd values)."""
         self._read_types = [_read_type(c.arrow_type) for c in schema.columns]
-        self._doubles: dict[int, int] = {}
-        """``number`` columns that are double by now: the 1-based row of their first decimal."""
-        self._inexact: dict[int, tuple[int, int]] = {}
-        """``number`` columns still int64: the first (1-based row, integer) a double cannot
-        hold, refused if the column becomes double."""
-        self._reading = self._new_reading(0, self._doubles)
+        self._numbers = NumberColumns(schema.columns)
+        self._reading = self._new_reading(0, self._numbers.doubles)
         self._has_decimals = any(pa.types.is_decimal(c.arrow_type) for c in schema.columns)
         self._converters = [converter(c) for c in schema.columns]
-        self._text_columns = [i for i, t in enumerate(self._read_types) if _holds_text(t)]
-        self._typed_markers = _TypedMarkers(self._reading.schema)
+        self._text_columns = [i for i, t in enumerate(self._read_types) if holds_text(t)]
+        self._typed_markers = TypedMarkers(self._reading.schema)
         self._blocks_since_markers = _MARKER_MEMORY  # blocks since one held typed markers
         # keys are counted from the bytes only when no requested key could end in a backslash
         self._key_count = len(schema.columns)
@@ -338,9 +332,11 @@ class BlockDecoder:
                 parsed_block = self.parse(block)
 
     def _finish(self, block: bytes, parsed_block: ParsedBlock) -> pa.Table:
+        if parsed_block.reading != self._reading.number and not isinstance(
+            parsed_block.parsed, pa.Table
+        ):
+            parsed_block = self.parse(block)  # refused by an older reading: read it again
         parsed, masked, reading, key_ends = parsed_block
-        if reading != self._reading.number and not isinstance(parsed, pa.Table):
-            parsed, masked, reading, key_ends = self.parse(block)  # refused by an older reading
         lines = None
         if isinstance(parsed, pa.Table):
             table = parsed
@@ -358,7 +354,7 @@ class BlockDecoder:
             masked += slow_masked
             keys_counted = False
         lines = self._check_doubles(table, block, lines)
-        self._note_inexact(table)
+        self._numbers.note_inexact(table, self.rows)
         if not keys_counted:
             for number, line in enumerate(lines or _lines(block), self.rows + 1):
                 self.keys.check(decode_line(line, number), number)
@@ -395,38 +391,17 @@ class BlockDecoder:
     # number columns
 
     def widen(self, table: pa.Table, schema: pa.Schema, first_row: int) -> pa.Table:
-        """``table`` (read or written) with its int64 ``number`` columns that are double in
-        ``schema`` cast to double, once every integer is checked to be one a double holds.
-
-        :param first_row: the 0-based row of the export the table starts at (for refusals).
-        :raises ExportDataError: an integer a double cannot hold, naming the column and row.
-        """
-        arrays = []
-        for index, (values, field) in enumerate(zip(table.columns, schema, strict=True)):
-            if values.type != field.type:
-                inexact = number_rule.first_inexact(values)
-                if inexact is not None:
-                    value = values[inexact].as_py()
-                    raise self._inexact_refused(index, first_row + inexact + 1, value)
-                values = pc.cast(values, field.type, safe=False)
-            arrays.append(values)
-        return pa.Table.from_arrays(arrays, schema=schema)
+        """``table`` with the ``number`` columns that are double in ``schema`` widened
+        (:meth:`NumberColumns.widen`); the Parquet stream's ``widen``."""
+        return self._numbers.widen(table, schema, first_row)
 
     def _become_double(self, index: int, row: int) -> None:
-        """Column ``index`` met its first decimal in ``row`` (1-based): double from now on,
-        unless an earlier integer of it has no exact double."""
-        self._doubles[index] = row
-        if index in self._inexact:
-            inexact_row, value = self._inexact[index]
-            raise self._inexact_refused(index, inexact_row, value)
+        """Column ``index`` met a decimal in ``row`` (1-based): double from now on, unless an
+        earlier integer of it has no exact double."""
+        self._numbers.become_double(index, row)
         column = self.schema.columns[index]
         self._converters[index] = converter(column, double=True, decimal_row=row)
-        self._reading = self._new_reading(self._reading.number + 1, self._doubles)
-        log.info(
-            "column %s holds decimals (the first in row %d of the export): it is written as double",
-            column.written_name,
-            row,
-        )
+        self._reading = self._new_reading(self._reading.number + 1, self._numbers.doubles)
 
     def _decimals_by_arrow(self, block: bytes) -> dict[int, int]:
         """The ``number`` columns still int64 that ``block`` shows to hold a decimal (a value
@@ -434,14 +409,10 @@ class BlockDecoder:
         when there are none or Arrow refuses the block for another reason (the Python rule then
         decides, line by line). Spares the Python rule a column's first decimal, the usual
         reason a block is refused once, and its ``pa.array``, which loads pandas."""
-        candidates = [
-            index
-            for index, column in enumerate(self.schema.columns)
-            if column.widens and index not in self._doubles
-        ]
+        candidates = self._numbers.int64_columns()
         if not candidates:
             return {}
-        probe = self._new_reading(self._reading.number, {*self._doubles, *candidates})
+        probe = self._new_reading(self._reading.number, {*self._numbers.doubles, *candidates})
         data, _ = self._typed_markers.null(block)
         table = self._arrow(data, _byte_count(data, _NEWLINE), probe)
         if not isinstance(table, pa.Table):
@@ -452,21 +423,6 @@ class BlockDecoder:
             if fraction is not None:
                 found[index] = self.rows + fraction + 1
         return found
-
-    def _inexact_refused(self, index: int, row: int, value: int) -> ExportDataError:
-        column = self.schema.columns[index]
-        refusal = number_rule.inexact_in_double(column.name, value, self._doubles.get(index))
-        return self._number_refused(column, row - 1, value, refusal)
-
-    def _note_inexact(self, table: pa.Table) -> None:
-        """Remember, per ``number`` column still int64, the first integer a double cannot hold
-        (refused if the column becomes double)."""
-        for index, column in enumerate(self.schema.columns):
-            if column.widens and index not in self._doubles and index not in self._inexact:
-                values = table.column(index)
-                found = number_rule.first_inexact(values)
-                if found is not None:
-                    self._inexact[index] = (self.rows + found + 1, values[found].as_py())
 
     def _check_doubles(self, table: pa.Table, block: bytes, lines: list[bytes] | None) -> Any:
         """Look at the tokens behind the values of double columns that Arrow may have read
@@ -493,19 +449,8 @@ class BlockDecoder:
                 try:
                     self._converters[index](value)  # a double column's: takes every decimal
                 except NumberRefusal as refusal:
-                    raise self._number_refused(column, row - 1, value, refusal) from None
+                    raise self._numbers.refused(index, row, value, refusal) from None
         return lines
-
-    def _number_refused(
-        self, column: ExportColumn, row: int, value: Any, refusal: NumberRefusal
-    ) -> ExportDataError:
-        """``row``: the 0-based row of the export; ``value``: a number or its JSON text."""
-        text = str(value)
-        shown = text if len(text) <= 60 else text[:57] + "..."
-        return ExportDataError(
-            f"column {column.name!r} (row {row + 1} of the export): {shown} is {refusal.why}; "
-            f"nothing was written. {refusal.setting}"
-        )
 
     def _runs(
         self, lines: list[bytes], start: int, refused: int | None = -1
@@ -574,7 +519,7 @@ class BlockDecoder:
                 elif (
                     value == MASKED_MARKER
                     and not isinstance(value, JsonNumber)
-                    and not _is_text(field.type)
+                    and not is_text(field.type)
                 ):
                     masked += 1
                     values.append(None)
@@ -586,8 +531,8 @@ class BlockDecoder:
                     except DecimalFound:
                         raise DecimalFound({index: self.rows + start + i + 1}) from None
                     except NumberRefusal as refusal:
-                        row = self.rows + start + i
-                        raise self._number_refused(column, row, value, refusal) from None
+                        row = self.rows + start + i + 1
+                        raise self._numbers.refused(index, row, value, refusal) from None
                     except (TypeError, ValueError, ArithmeticError) as error:
                         raise self._refused(
                             column, self.rows + start + i, value, str(error)
@@ -666,90 +611,6 @@ def _byte_count(block: bytes, byte: int) -> int:
     """How often ``byte`` occurs in ``block``: numpy counts a 1 MiB block in ~0.17 ms,
     ``bytes.count`` in ~0.45 ms (a whole block's decode takes ~11 ms)."""
     return int(np.count_nonzero(np.frombuffer(block, dtype=np.uint8) == byte))
-
-
-class _TypedMarkers:
-    """Writes ``"<column>": "(已脱敏)"`` as ``"<column>": null`` for the columns Arrow does not
-    read as text, in the two spacings a serializer writes.
-
-    A match counts only where the key's opening quote follows ``{``, ``,`` or white space, so
-    it cannot be the end of a longer key holding an escaped quote; a block with any other
-    match is left alone (the line rule then decodes it).
-
-    :param read_schema: the columns as Arrow reads them.
-    """
-
-    def __init__(self, read_schema: pa.Schema) -> None:
-        self.marker = json.dumps(MASKED_MARKER, ensure_ascii=False).encode()
-        keys = [json.dumps(f.name, ensure_ascii=False).encode() for f in read_schema]
-        self.prefixes = tuple(
-            key + colon
-            for key, field in zip(keys, read_schema, strict=True)
-            if not _is_text(field.type)  # a text column keeps the marker as its text
-            for colon in (b": ", b":")
-        )
-        self._tail = min((len(p) for p in self.prefixes), default=0)
-        self._tails = np.array(sorted({p[-self._tail :] for p in self.prefixes}), dtype=bytes)
-        self._anchor = self.marker.index(b"(")  # its rarest byte in JSON text
-
-    def null(self, block: bytes) -> tuple[bytes, int]:
-        """``block`` with its typed markers written as null, and how many there were (0 when
-        none, or when a match is not certainly a record's key: ``block`` is then returned).
-
-        Text columns often hold the marker in every row, so the markers are found with numpy
-        and only those whose last bytes before could end a typed key are looked at in Python.
-        """
-        if not self.prefixes:
-            return block, 0
-        data = np.frombuffer(block, dtype=np.uint8)
-        at = self._markers(data)
-        tail = self._tail
-        at = at[at >= tail]
-        if not at.size:
-            return block, 0
-        before = data[at[:, None] + np.arange(-tail, 0)]
-        at = at[np.isin(before.view(f"S{tail}").ravel(), self._tails)]
-        pieces, done, size = [], 0, len(self.marker)
-        for start in at.tolist():
-            matched = [len(p) for p in self.prefixes if block.endswith(p, 0, start)]
-            if not matched:
-                continue
-            key = start - max(matched)
-            if key < 1 or block[key - 1] not in b"{, \t\r\n":
-                return block, 0
-            pieces += [block[done:start], b"null"]
-            done = start + size
-        if not pieces:
-            return block, 0
-        pieces.append(block[done:])
-        return b"".join(pieces), len(pieces) // 2
-
-    def _markers(self, data: np.ndarray[Any, np.dtype[np.uint8]]) -> np.ndarray[Any, Any]:
-        """Where the marker starts in ``data``, left to right without overlaps (as
-        ``bytes.find`` steps through a text)."""
-        marker, anchor = self.marker, self._anchor
-        at = np.flatnonzero(data == marker[anchor]) - anchor
-        at = at[(at >= 0) & (at <= len(data) - len(marker))]
-        for offset, byte in enumerate(marker):
-            if offset != anchor and at.size:
-                at = at[data[at + offset] == byte]
-        if at.size > 1 and np.any(np.diff(at) < len(marker)):  # overlapping: keep the first
-            kept: list[int] = []
-            for start in at.tolist():
-                if not kept or start >= kept[-1] + len(marker):
-                    kept.append(start)
-            at = np.array(kept, dtype=np.intp)
-        return at
-
-
-def _is_text(arrow_type: pa.DataType) -> bool:
-    return pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type)
-
-
-def _holds_text(arrow_type: pa.DataType) -> bool:
-    if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type):
-        return _holds_text(arrow_type.value_type)
-    return _is_text(arrow_type)
 
 
 def _has_surrogates(value: Any) -> bool:

@@ -18,12 +18,18 @@ from typing import TYPE_CHECKING, Any, Final
 import pyarrow as pa
 
 from airflow_provider_analytics.core import strict_json
+from airflow_provider_analytics.core.errors import AnalyticsError
 from airflow_provider_analytics.tabular.number_rule import finite_double, number_converter
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from airflow_provider_analytics.tabular.export_schema import ExportColumn
+
+
+class ExportDataError(AnalyticsError, ValueError):
+    """A value in the export does not fit its column (and is not the masked marker); the
+    message names the column and the 1-based row of the export."""
 
 
 class JsonNumber(str):
