@@ -195,7 +195,9 @@ class CohortExport:
 
         :param keys: the record keys the export asked for (property ids, ``tag.<code>``); a
             record lacking one is refused naming its row and the key, and keys beyond them are
-            counted in :attr:`unexpected_keys` (and logged once each). ``None``: not checked.
+            counted in :attr:`unexpected_keys` (and logged once each). ``None``: the keys are
+            not checked, and only a record shaped like the platform's error object (``code``,
+            ``msg``, perhaps ``data``, nothing else) is refused.
         :raises AnalyticsStreamError: the stream broke, or ended inside a line.
         :raises MalformedStreamError: a line is not strict JSON or not a JSON object (the message
             names its line number).
