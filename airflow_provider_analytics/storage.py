@@ -93,7 +93,9 @@ def _is_storage_failure(error: BaseException) -> TypeGuard[OSError]:
     return not type(error).__module__.startswith(("requests", "urllib3", "http"))
 
 
-def _remove_quietly(path: StoragePath) -> None:
+def remove_quietly(path: StoragePath) -> None:
+    """Delete ``path`` if it exists; a failure is logged, never raised (a clean-up must not
+    hide the error that made it necessary)."""
     try:
         path.unlink(missing_ok=True)
     except Exception:  # cleanup must not hide the original error
@@ -127,6 +129,15 @@ def stale_temporary_age() -> dt.timedelta:
 
 def _temporary_prefix(destination: StoragePath) -> str:
     return f".{destination.name}."
+
+
+def temporary_sibling(destination: StoragePath) -> StoragePath:
+    """A fresh hidden sibling of ``destination`` (``.<name>.<id>.inprogress``): skipped by
+    readers, and removed by :func:`remove_stale_temporaries` if a killed writer leaves it."""
+    path: StoragePath = (
+        destination.parent / f"{_temporary_prefix(destination)}{uuid.uuid4().hex}.inprogress"
+    )
+    return path
 
 
 def remove_stale_temporaries(
@@ -166,7 +177,7 @@ def remove_stale_temporaries(
             log.warning("could not read the age of %s", sibling, exc_info=True)
             continue
         if modified <= cutoff:
-            _remove_quietly(sibling)
+            remove_quietly(sibling)
             log.info("removed stale temporary %s (left by a writer that was killed)", sibling)
             removed.append(name)
     return removed
@@ -192,14 +203,12 @@ def atomic_destination(
     except OSError as error:
         raise AnalyticsStorageError(destination, subject, error) from error
     remove_stale_temporaries(destination, older_than=stale_temporary_age())
-    temporary: StoragePath = (
-        destination.parent / f"{_temporary_prefix(destination)}{uuid.uuid4().hex}.inprogress"
-    )
+    temporary = temporary_sibling(destination)
     try:
         yield temporary
         temporary.rename(destination)
     except BaseException as error:
-        _remove_quietly(temporary)
+        remove_quietly(temporary)
         if _is_storage_failure(error):
             raise AnalyticsStorageError(destination, subject, error) from error
         raise

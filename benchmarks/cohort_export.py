@@ -61,8 +61,14 @@ WORDS = ["运动", "音乐", "旅行", "美食", "读书", "gaming", "电影", N
 
 
 def _java_double(value: float) -> str:
-    """A double as the platform prints it: shortest digits, plain notation (ids end in 000)."""
-    return format(Decimal(repr(value)), "f")
+    """A double as a Java platform prints it (``BigDecimal.valueOf(d).toPlainString()``):
+    shortest digits in plain notation, so ids end in 000, and a whole number of 10^7 or more
+    without ``.0`` (Java's ``Double.toString`` turns to exponent notation there; Python's
+    ``repr`` only at 10^16, which used to give one id in ~460 a ``.0``)."""
+    text = format(Decimal(repr(value)), "f")
+    if abs(value) >= 1e7 and text.endswith(".0"):
+        text = text[:-2]
+    return text
 
 
 def _record(rng: random.Random, row: int, marker_every: int, rotate: bool) -> str:

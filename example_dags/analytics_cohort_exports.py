@@ -13,7 +13,6 @@ export is a snapshot of the cohort's members when the task runs, not on the logi
 from __future__ import annotations
 
 import pendulum
-import pyarrow as pa
 from airflow.sdk import dag
 from analytics_outputs import COHORT_USERS
 
@@ -35,7 +34,6 @@ def analytics_cohort_exports() -> None:
         task_id="export_cohort",
         destination=COHORT_USERS,
         properties=["distinct_id", "$city", "register_time", "total_orders", "is_vip"],
-        schema_overrides={"distinct_id": pa.int64()},
         max_active_tis_per_dagrun=2,  # at most two exports stream from the platform at once
         # A mapped operator is declared before it is built: name its Asset here.
         outlets=[destination_asset(COHORT_USERS)],

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any
 import requests
 import urllib3.exceptions
 
-from airflow_provider_analytics.core import strict_json
-from airflow_provider_analytics.core.errors import AnalyticsStreamError
+from airflow_provider_analytics.core.cohort_records import OPERATION, RecordKeys, decode_line
+from airflow_provider_analytics.core.errors import AnalyticsError, AnalyticsStreamError
 from airflow_provider_analytics.core.ndjson import (
     MAX_LINE_BYTES,
     MalformedStreamError,
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
     from types import TracebackType
 
-_OPERATION = "export_cohort_users"
+_OPERATION = OPERATION
 _RERUN_HINT = (
     "run the export again; for large cohorts raise export_read_timeout and the timeout of "
     "any proxy in between, or export fewer users with limit"
@@ -61,6 +61,9 @@ class CohortExport:
         """Body bytes received so far."""
         self.lines_read = 0
         """Complete lines handed out so far by :meth:`iter_lines` or :meth:`iter_records`."""
+        self.unexpected_keys: dict[str, int] = {}
+        """Per key the records held but :meth:`iter_records` was not given in ``keys``: how many
+        records held it."""
 
     def __enter__(self) -> CohortExport:
         return self
@@ -141,47 +144,64 @@ class CohortExport:
                 f"({type(exc).__name__}: {exc}); the connection was cut before the end"
             ) from None
 
-    def iter_lines(self) -> Iterator[bytes]:
-        """Yield the body's complete lines (without line ends; empty lines skipped).
-
-        :raises AnalyticsStreamError: the stream broke, or ended inside a line.
-        """
+    def _lines(self) -> Iterator[bytes]:
+        """The body's complete lines, counted in :attr:`lines_read`."""
         try:
             for line in iter_lines(self.iter_bytes(), max_line_bytes=self.max_line_bytes):
                 self.lines_read += 1
                 yield line
         except MalformedStreamError as exc:
-            if exc.operation is not None:
-                raise
-            raise MalformedStreamError(f"{_OPERATION}: {exc}", operation=_OPERATION) from None
+            raise self._named(exc) from None
 
-    def iter_records(self) -> Iterator[dict[str, Any]]:
+    def _named(self, exc: AnalyticsError) -> AnalyticsError:
+        """``exc`` with the operation in front of its message, as every error of the client."""
+        if exc.operation is not None:
+            return exc
+        return type(exc)(f"{_OPERATION}: {exc}", operation=_OPERATION)
+
+    def _checked(self, keys: Iterable[str] | None) -> Iterator[tuple[bytes, dict[str, Any]]]:
+        """Each line with its record, by the export's one rule
+        (:mod:`~airflow_provider_analytics.core.cohort_records`)."""
+        rule = RecordKeys(keys)
+        self.unexpected_keys = rule.unexpected
+        for line in self._lines():
+            try:
+                record = decode_line(line, self.lines_read)
+                rule.check(record, self.lines_read)
+            except AnalyticsError as exc:
+                self.close()
+                raise self._named(exc) from None
+            yield line, record
+
+    def iter_lines(self, *, keys: Iterable[str] | None = None) -> Iterator[bytes]:
+        """Yield the body's complete lines (without line ends; empty lines skipped), each checked
+        as :meth:`iter_records` checks it.
+
+        :param keys: as in :meth:`iter_records`.
+        :raises AnalyticsStreamError: the stream broke, or ended inside a line.
+        :raises MalformedStreamError: a line is not strict JSON or not a JSON object.
+        :raises ExportRecordError: a line lacks one of ``keys``, or is the platform's error object.
+        """
+        for line, _ in self._checked(keys):
+            yield line
+
+    def iter_records(self, *, keys: Iterable[str] | None = None) -> Iterator[dict[str, Any]]:
         """Yield each line decoded as a JSON object (cohort user record, spec 2.6).
 
-        Large integers such as ``distinct_id`` stay exact Python ints.
+        Large integers such as ``distinct_id`` stay exact Python ints. Lines are read by the
+        rule every reader of the export applies
+        (:mod:`~airflow_provider_analytics.core.cohort_records`): ``NaN``, a repeated key and
+        invalid UTF-8 are refused naming the line, as is the platform's error object.
 
-        :raises AnalyticsStreamError: the stream broke, ended inside a line, or a line is
-            not a JSON object (the message names its line number).
+        :param keys: the record keys the export asked for (property ids, ``tag.<code>``); a
+            record lacking one is refused naming its row and the key, and keys beyond them are
+            counted in :attr:`unexpected_keys` (and logged once each). ``None``: the keys are
+            not checked, and only a record shaped like the platform's error object (``code``,
+            ``msg``, perhaps ``data``, nothing else) is refused.
+        :raises AnalyticsStreamError: the stream broke, or ended inside a line.
+        :raises MalformedStreamError: a line is not strict JSON or not a JSON object (the message
+            names its line number).
+        :raises ExportRecordError: a line lacks one of ``keys``, or is the platform's error object.
         """
-        for line in self.iter_lines():
-            yield self._decode(line)
-
-    def _decode(self, line: bytes) -> dict[str, Any]:
-        where = f"line {self.lines_read} of the export"
-        try:
-            record = strict_json.loads(line)
-        except strict_json.StrictJsonError as exc:
-            if line.lstrip()[:1] in (b"<", b"["):
-                detail = describe_unfinished(line, self.lines_read - 1)
-            else:
-                detail = (
-                    f"{where} {exc}; run the export again: a damaged line usually means "
-                    "the stream was damaged on its way"
-                )
-            raise MalformedStreamError(f"{_OPERATION}: {detail}", operation=_OPERATION) from None
-        if not isinstance(record, dict):
-            raise MalformedStreamError(
-                f"{_OPERATION}: {where} is not a JSON object but a {type(record).__name__}",
-                operation=_OPERATION,
-            )
-        return record
+        for _, record in self._checked(keys):
+            yield record

@@ -5,5 +5,7 @@
 - :mod:`.rules`: the checks of single values (dates, ids, e-mails, time zones);
 - :mod:`.strict_json`: the one strict JSON decoder (no NaN, no repeated key, UTF-8 only);
 - :mod:`.ndjson`: the one line splitter of streamed exports;
+- :mod:`.cohort_records`: the one rule for a line of the cohort export (strict, every
+  requested key, the platform's error object named, keys not asked for counted);
 - :mod:`.answers`: the declared shape of every operation's answer.
 """

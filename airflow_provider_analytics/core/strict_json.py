@@ -53,10 +53,11 @@ def decoder(**number_hooks: Any) -> json.JSONDecoder:
 _DECODER: Final = decoder()
 
 
-def loads(data: bytes | str) -> Any:
+def loads(data: bytes | str, *, using: json.JSONDecoder = _DECODER) -> Any:
     """Decode one JSON document by the strict rules.
 
     :param data: the document, UTF-8 bytes or text.
+    :param using: a decoder made by :func:`decoder` (numbers kept as the caller needs them).
     :raises StrictJsonError: it is not strict JSON; the message says why (and the line and
         column of a syntax error).
     """
@@ -68,7 +69,7 @@ def loads(data: bytes | str) -> Any:
     else:
         text = data
     try:
-        return _DECODER.decode(text)
+        return using.decode(text)
     except json.JSONDecodeError as exc:
         raise StrictJsonError(
             f"is not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})"

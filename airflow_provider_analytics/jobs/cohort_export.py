@@ -86,8 +86,9 @@ class ExportResult:
     attempts: int
     column_origins: dict[str, str] = field(default_factory=dict)
     """Per column (by its name in the file): where its type came from."""
-    inexact_values: dict[str, int] = field(default_factory=dict)
-    """Per float column: values of magnitude 2**53 or more, which a double may have rounded."""
+    unexpected_keys: dict[str, int] = field(default_factory=dict)
+    """Per record key the export did not ask for: how many records held it (not written;
+    logged once per key)."""
     column_ids: dict[str, str] = field(default_factory=dict)
     """Per column (by its name in the file): the platform id it holds (also in the Parquet
     field metadata, key ``analytics.id``)."""
@@ -147,6 +148,7 @@ class _ExportRun:
             row_group_rows=settings.row_group_rows,
             row_group_bytes=settings.row_group_bytes,
             prepare=decoder.complete,  # datetimes and counts once a row group, while it is written
+            widen=decoder.widen,  # a number column that turns out to hold decimals
             subject=f"cohort {self.cohort_code!r}",
         ) as parquet:
             export = self.client.export_cohort_users(self.query)
@@ -259,9 +261,11 @@ def export_cohort_to_parquet(
         visible properties of the tracking plan, in the plan's order.
     :param limit: export at most this many users.
     :param timezone: the project's timezone, in which datetime values are read.
-    :param schema_overrides: column -> Arrow type or plan data type; a column is named by its
-        id (a tag by ``tag.<code>`` or its bare code) or by its name in the file, once (two
-        keys naming one column are refused).
+    :param schema_overrides: column -> Arrow type or type name (a plan data type,
+        ``double``, ``int64`` or ``decimal``), for the exceptions to the default types (a
+        ``number`` column is int64, or double when the export holds a decimal); a column is
+        named by its id (a tag by ``tag.<code>`` or its bare code) or by its name in the file,
+        once (two keys naming one column are refused).
     :param column_names: ``ids`` (default: ``$city``, ``tag.tag_rfm``) or ``warehouse``
         (``city``, ``tag_tag_rfm``; :mod:`~airflow_provider_analytics.tabular.column_names`).
         Each Parquet field keeps its id in its metadata (``analytics.id``) either way.
@@ -304,18 +308,7 @@ def export_cohort_to_parquet(
         run = _ExportRun(client, query, schema, destination, expected, settings)
         rows, bytes_written, decoder, attempt = run.with_retries(sleep)
     seconds = time.monotonic() - started
-    written = {c.name: c.written_name for c in schema.columns}
-    inexact = {written[column]: count for column, count in decoder.inexact_values.items()}
     cohort_code = query.cohort_code
-    for column, count in inexact.items():
-        log.warning(
-            "cohort %s: column %s holds %d values of magnitude 2**53 or more, which a double "
-            "may have rounded; set the column to 'decimal' with schema_overrides to keep them "
-            "exact",
-            cohort_code,
-            column,
-            count,
-        )
     log.info(
         "cohort %s: wrote %d rows, %.1f MB in %.1f s to %s",
         cohort_code,
@@ -336,6 +329,6 @@ def export_cohort_to_parquet(
         masked_values=decoder.masked_values,
         attempts=attempt,
         column_origins={c.written_name: c.origin for c in schema.columns},
-        inexact_values=inexact,
+        unexpected_keys=dict(decoder.unexpected_keys),
         column_ids={c.written_name: c.name for c in schema.columns},
     )

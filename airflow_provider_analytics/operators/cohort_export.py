@@ -44,9 +44,11 @@ class CohortExportToParquetOperator(AnalyticsOutputOperator):
     :param limit: export at most this many users (templated).
     :param timezone: the project's timezone for datetime values; default: the connection's
         ``timezone`` extra, else UTC (templated).
-    :param schema_overrides: column -> Arrow type or plan data type; a column is named by its
-        id (a tag by ``tag.<code>`` or its bare code) or by its name in the file, once (two
-        keys naming one column are refused).
+    :param schema_overrides: column -> Arrow type or type name (a plan data type,
+        ``double``, ``int64`` or ``decimal``), for the exceptions to the default types (a
+        ``number`` column is int64, or double when the export holds a decimal); a column is
+        named by its id (a tag by ``tag.<code>`` or its bare code) or by its name in the file,
+        once (two keys naming one column are refused).
     :param column_names: ``ids`` (default) writes the platform's ids as column names
         (``$city``, ``tag.tag_rfm``); ``warehouse`` writes names of ASCII letters, digits and
         ``_`` (``city``, ``tag_tag_rfm``), refusing two ids that would share one before any

@@ -18,7 +18,8 @@ import pyarrow.parquet as pq
 
 from airflow_provider_analytics.core.rules import fail, positive_int
 from airflow_provider_analytics.pipeline import WriteBehind
-from airflow_provider_analytics.storage import StoragePath, atomic_destination
+from airflow_provider_analytics.sinks.parquet_segments import SegmentedWriter, cast_to, same_types
+from airflow_provider_analytics.storage import StoragePath, atomic_destination, temporary_sibling
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Mapping
@@ -107,35 +108,35 @@ class ParquetStream:
     A row group is encoded in a background thread while the next one fills, so at most two
     are held in memory. Made by :func:`parquet_stream`, which commits or discards the object.
 
-    :param sink: the open binary file the Parquet object is written to.
-    :param schema: every piece's schema.
-    :param compression: Parquet codec.
+    The pieces' schema may widen on the way (a column read as int64 turns out to hold doubles):
+    a piece in a wider schema has the buffered ones converted by ``widen`` first, and row groups
+    already written are converted when the stream ends
+    (:mod:`~airflow_provider_analytics.sinks.parquet_segments`).
+
+    :param writer: the object's row groups, in segments when the schema widens.
+    :param schema: the schema written when no piece arrives at all.
     :param row_group_rows: rows per row group at most.
     :param row_group_bytes: a row group is written once its Arrow data reaches this size.
-    :param prepare: turns each row group into ``schema`` in the writing thread, given the
-        0-based row of the whole table its first row is; the pieces are then of its input.
+    :param prepare: turns each row group into the written schema in the writing thread, given
+        the 0-based row of the whole table its first row is; the pieces are then of its input.
+    :param widen: converts a table (given the 0-based row of its first row) to a wider schema;
+        by default Arrow's safe cast.
     :raises AnalyticsValidationError: naming ``row_group_rows`` when it is not at least 1.
     """
 
     def __init__(
         self,
-        sink: Any,
+        writer: SegmentedWriter,
         schema: pa.Schema,
         *,
-        compression: str,
         row_group_rows: int,
         row_group_bytes: int,
         prepare: Callable[[pa.Table, int], pa.Table] | None = None,
+        widen: Callable[[pa.Table, pa.Schema, int], pa.Table] = cast_to,
     ) -> None:
         positive_int(row_group_rows, "row_group_rows")  # a bound of 0 would never fill
-        self._sink = sink
-        self._writer = pq.ParquetWriter(
-            sink,
-            schema,
-            compression=compression,
-            use_dictionary=_dictionary_columns(schema),
-            use_compliant_nested_type=True,
-        )
+        self._writer = writer
+        self._schema = schema
         self._row_group_rows = row_group_rows
         self._row_group_bytes = row_group_bytes
         self._pending: list[pa.Table] = []
@@ -143,23 +144,29 @@ class ParquetStream:
         self._pending_bytes = 0
         self._rows_handed = 0  # rows handed to the writing thread
         self._prepare = prepare
+        self._widen = widen
         self._behind: WriteBehind[tuple[pa.Table, int]] = WriteBehind(self._write_row_group)
-        self.bytes_written = 0
+
+    @property
+    def bytes_written(self) -> int:
         """Bytes in the object so far; its final size once the stream is closed."""
+        return self._writer.bytes_written
 
     def _write_row_group(self, group: tuple[pa.Table, int]) -> None:
         table, first_row = group
         if self._prepare is not None:
             table = self._prepare(table, first_row)
-        self._writer.write_table(table, row_group_size=max(table.num_rows, 1))
-        self.bytes_written = int(self._sink.tell())
+        self._writer.write(table)
 
     def add(self, table: pa.Table) -> None:
         """Buffer ``table``; hand a row group to the writing thread each time one is full.
 
         A table that would take the buffer past ``row_group_rows`` is cut there (a slice,
-        no copy), so no row group holds more rows.
+        no copy), so no row group holds more rows. A table in a wider schema than the buffered
+        pieces has them widened to it first.
         """
+        if self._pending and not same_types(self._pending[0].schema, table.schema):
+            self._widen_pending(table.schema)
         while table.num_rows:
             room = self._row_group_rows - self._pending_rows
             taken, table = table.slice(0, room), table.slice(room)
@@ -171,6 +178,14 @@ class ParquetStream:
                 or self._pending_bytes >= self._row_group_bytes
             ):
                 self._submit()
+
+    def _widen_pending(self, schema: pa.Schema) -> None:
+        widened, first_row = [], self._rows_handed
+        for piece in self._pending:
+            widened.append(self._widen(piece, schema, first_row))
+            first_row += piece.num_rows
+        self._pending = widened
+        self._pending_bytes = sum(piece.nbytes for piece in widened)
 
     def _submit(self) -> None:
         if self._pending:
@@ -186,21 +201,21 @@ class ParquetStream:
         self._behind.drain()
 
     def _finish(self) -> None:
-        """Write what is buffered, wait for every write and write the footer."""
+        """Write what is buffered, wait for every write and finish the object."""
         try:
             self._submit()
             self._behind.close()
-        finally:
-            self._writer.close()
-        self.bytes_written = int(self._sink.tell())
+        except BaseException:
+            self._writer.abandon()
+            raise
+        self._writer.close(self._schema)
 
     def _abandon(self) -> None:
         """Stop after a failure; the object is discarded anyway."""
         self._pending = []
         with contextlib.suppress(Exception):
             self._behind.close()
-        with contextlib.suppress(Exception):
-            self._writer.close()
+        self._writer.abandon()
 
 
 @contextlib.contextmanager
@@ -212,6 +227,7 @@ def parquet_stream(
     row_group_rows: int = 262_144,
     row_group_bytes: int = 8 << 20,
     prepare: Callable[[pa.Table, int], pa.Table] | None = None,
+    widen: Callable[[pa.Table, pa.Schema, int], pa.Table] = cast_to,
     subject: str | None = None,
 ) -> Iterator[ParquetStream]:
     """Yield a :class:`ParquetStream` writing ``destination``; commit it when the block succeeds.
@@ -219,25 +235,40 @@ def parquet_stream(
     When the block raises, nothing is committed: the destination keeps what it held.
 
     :param destination: where the finished object must appear.
-    :param schema: the table's schema.
+    :param schema: the table's schema (its columns may widen on the way, see
+        :class:`ParquetStream`).
     :param compression: Parquet codec.
     :param row_group_rows: rows per row group at most.
     :param row_group_bytes: a row group is written once its Arrow data reaches this size.
     :param prepare: see :class:`ParquetStream`.
+    :param widen: see :class:`ParquetStream`.
     :param subject: what is written, for a storage error (``cohort 'vip'``).
     :raises AnalyticsStorageError: the storage failed.
     """
-    with (
-        atomic_destination(destination, subject=subject) as temporary,
-        temporary.open("wb") as sink,
-    ):
-        stream = ParquetStream(
+
+    def open_writer(sink: Any, written: pa.Schema) -> pq.ParquetWriter:
+        return pq.ParquetWriter(
             sink,
-            schema,
+            written,
             compression=compression,
+            use_dictionary=_dictionary_columns(written),
+            use_compliant_nested_type=True,
+        )
+
+    with atomic_destination(destination, subject=subject) as temporary:
+        writer = SegmentedWriter(
+            temporary,
+            scratch=lambda: temporary_sibling(destination),
+            open_writer=open_writer,
+            widen=widen,
+        )
+        stream = ParquetStream(
+            writer,
+            schema,
             row_group_rows=row_group_rows,
             row_group_bytes=row_group_bytes,
             prepare=prepare,
+            widen=widen,
         )
         try:
             yield stream

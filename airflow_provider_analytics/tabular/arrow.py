@@ -1,42 +1,54 @@
 """Blocks of NDJSON cohort user records -> Arrow tables of an :class:`ExportSchema`, by one rule.
 
-The rule, per value of a column (absent keys and ``null`` give null):
+Every line is read by the rule of :mod:`~airflow_provider_analytics.core.cohort_records`, the
+one :meth:`CohortExport.iter_records` applies: strict JSON (``NaN``, a repeated key or invalid
+UTF-8 refused with :class:`MalformedStreamError` naming the line), one object per line, holding
+every requested key (a missing key, or the platform's error object, refused with
+:class:`ExportRecordError`); keys not asked for are counted in :attr:`BlockDecoder.unexpected_keys`.
+
+The rule, per value of a column (``null`` gives null):
 
 - ``string`` columns take strings; a number becomes its JSON text, ``true``/``false`` theirs.
-- ``number`` (float64) columns take JSON numbers, rounded to the nearest double; a value of
-  magnitude 2**53 or more (or beyond the double range) is counted in :attr:`inexact_values`.
-  Exact ``decimal`` columns take numbers (also written as strings) with at most the
-  column's scale of decimals.
+- ``number`` columns follow :mod:`~airflow_provider_analytics.tabular.number_rule`: int64 while
+  every value is an integer token, double from the first decimal token on; no value is rounded
+  silently. Exact ``decimal`` columns take numbers (also written as strings) with at most the
+  column's scale of decimals; ``double`` (set by the caller) the nearest double.
 - ``boolean`` columns take ``true``/``false``; ``datetime`` columns the spec's three texts,
   which must be real calendar dates, read in the project's timezone; ``array<string>``
   columns lists of strings and nulls.
 - The masked marker ``(已脱敏)`` in a column that is not a string becomes null and is counted
   in :attr:`masked_values`.
-- Anything else (a string in a number column, invalid UTF-8, an impossible date, a value that
-  does not fit) is refused with :class:`ExportDataError` naming the column and the 1-based row
-  of the export. A line that is not one JSON object (or repeats a key) is refused with
-  :class:`MalformedStreamError`.
+- Anything else (a string in a number column, an impossible date, a value that does not fit) is
+  refused with :class:`ExportDataError` naming the column and the 1-based row of the export.
 
-Arrow's C++ parser decodes whole blocks (the fast path). It accepts exactly the values the
-rule takes as they are, so a block it refuses holds a marker or an odd value. It also reads
-two objects on one line as two rows, so its table is taken only when it has one row per line
-of the block; otherwise the block's lines are taken apart (blank ones dropped) and a line of
-two objects is refused by the line rule. Markers are common (one row in a thousand), so a
-refused block is first given to Arrow again with each ``"<typed column>": "(已脱敏)"``
-written as ``"<typed column>": null`` (a byte replacement, counted). That is exact when
-every ``{`` of the block opens one of its records and the key's quote follows ``{``, ``,``
-or white space, which is checked: the key can then only be a record's own. Otherwise each
-line Arrow refuses is decoded in Python by the same rule and its row put in place of an
-empty one in Arrow's table.
-Vectorised steps (datetime texts, markers in them, decimal range, counting) run on whole row
-groups (:meth:`BlockDecoder.complete`), value by value, so a value's outcome never depends on
-its neighbours or on where blocks or groups were cut.
+Arrow's C++ parser decodes whole blocks (the fast path). Read with the export's keys only
+(another key makes it refuse the block), it accepts the values the rule takes as they are,
+except ``NaN`` and the infinities in double columns, which are looked for after it (with the
+integers beyond 2**53 there, whose tokens decide). A block it refuses holds a marker or an odd
+value. It also reads two objects on one line as two rows, so its table is taken only when it
+has one row per line of the block; otherwise the block's lines are taken apart (blank ones
+dropped) and a line of two objects is refused by the line rule. Markers are common (one row in
+a thousand), so a refused block is first given to Arrow again with each
+``"<typed column>": "(已脱敏)"`` written as ``"<typed column>": null`` (a byte replacement,
+counted). That is exact when every ``{`` of the block opens one of its records and the key's
+quote follows ``{``, ``,`` or white space, which is checked: the key can then only be a record's
+own. Otherwise each line Arrow refuses is decoded in Python by the same rule and its row put in
+place of an empty one in Arrow's table.
+
+Keys are checked without decoding a line in Python when Arrow took the whole block: Arrow then
+saw only requested keys, each at most once per record, in objects without nested objects, so a
+count of the ``":`` that end a key (a quote that no backslash escapes, then a colon) equal to
+rows times keys proves every record holds every key. Any other block (odd spacing included) has
+its lines' keys checked one by one.
+
+Vectorised steps (datetime texts, markers in them, decimal range) run on whole row groups
+(:meth:`BlockDecoder.complete`), value by value, so a value's outcome never depends on its
+neighbours or on where blocks or groups were cut.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import decimal
 import json
 import re
 import struct
@@ -47,21 +59,32 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
-from airflow_provider_analytics.core import strict_json
-from airflow_provider_analytics.core.errors import AnalyticsError
-from airflow_provider_analytics.core.ndjson import MalformedStreamError, describe_unfinished
+from airflow_provider_analytics.core.cohort_records import (
+    ExportRecordError,
+    RecordKeys,
+    decode_line,
+)
+from airflow_provider_analytics.tabular import number_rule
 from airflow_provider_analytics.tabular.export_schema import (
+    DOUBLE_TYPE,
     MASKED_MARKER,
     ExportColumn,
     ExportSchema,
 )
+from airflow_provider_analytics.tabular.number_columns import NumberColumns
+from airflow_provider_analytics.tabular.number_rule import DecimalFound, NumberRefusal
+from airflow_provider_analytics.tabular.typed_markers import TypedMarkers, holds_text, is_text
+from airflow_provider_analytics.tabular.value_rule import (
+    DECODER,
+    ExportDataError,
+    JsonNumber,
+    converter,
+)
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Collection
 
-INEXACT_MAGNITUDE: Final = float(2**53)
-"""From here on a double no longer holds every integer: such values are counted."""
-
+__all__ = ["BlockDecoder", "ExportDataError", "ExportRecordError", "ParsedBlock"]
 
 # Arrow constants of the hot path are built from their buffers: converting a Python value
 # (``pa.scalar``, ``pa.array`` or a bare constant given to a compute function) makes pyarrow
@@ -80,7 +103,6 @@ def _text(text: str) -> pa.Scalar:
     return pa.Array.from_buffers(pa.string(), 1, [None, offsets, pa.py_buffer(data)])[0]
 
 
-_INEXACT_MAGNITUDE: Final = _numbers(pa.float64(), "d", INEXACT_MAGNITUDE)[0]
 _MASKED_TEXT: Final = _text(MASKED_MARKER)
 _NULL_TEXT: Final = pa.nulls(1, pa.string())[0]
 _DATETIME_TEXT: Final = re.compile(
@@ -88,8 +110,6 @@ _DATETIME_TEXT: Final = re.compile(
 )
 """The spec's three datetime texts (names the reason when Arrow refused a column's texts)."""
 _DATETIME_LENGTHS: Final = _numbers(pa.int32(), "i", 10, 19, 21, 22, 23)
-_DECIMAL_TEXT: Final = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
-"""Exact decimal columns also take numbers written as strings, as Arrow's parser does."""
 _LONG_DIGITS: Final = re.compile(rb"\d{60}")
 """Arrow's decimal parser wraps around beyond ~76 digits; such blocks take the Python path."""
 _SMALLEST_RUN: Final = 16
@@ -101,6 +121,9 @@ _MARKER_MEMORY: Final = 16
 parses: a scan costs under a tenth of a parse, a refused parse about half of one."""
 _NEWLINE: Final = ord("\n")
 _BRACE: Final = ord("{")
+_QUOTE: Final = ord('"')
+_COLON: Final = ord(":")
+_BACKSLASH: Final = ord("\\")
 
 
 class ParsedBlock(NamedTuple):
@@ -110,19 +133,18 @@ class ParsedBlock(NamedTuple):
     """Arrow's table, or the 0-based row it refused (None when it names none)."""
     masked: int = 0
     """Markers written as null before Arrow parsed the block."""
+    reading: int = 0
+    """The :class:`_Reading` it was parsed with (``number`` columns widen between readings)."""
+    key_ends: int = -1
+    """Unescaped ``":`` in the block: keys written without a space before their colon."""
 
 
-class ExportDataError(AnalyticsError, ValueError):
-    """A value in the export does not fit its column (and is not the masked marker)."""
+class _Reading(NamedTuple):
+    """How Arrow reads the blocks: one per set of ``number`` columns that are double by now."""
 
-
-class _Number(str):
-    """A JSON number kept as its text, so each column can read it by its own rule."""
-
-    __slots__ = ()
-
-
-_DECODER: Final = strict_json.decoder(parse_int=_Number, parse_float=_Number)
+    number: int
+    schema: pa.Schema
+    options: pa_json.ParseOptions
 
 
 def _read_type(arrow_type: pa.DataType) -> pa.DataType:
@@ -136,8 +158,21 @@ def _read_type(arrow_type: pa.DataType) -> pa.DataType:
 
 
 def _shown(value: Any) -> str:
-    text = repr(str(value) if isinstance(value, _Number) else value)
+    text = repr(str(value) if isinstance(value, JsonNumber) else value)
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _key_ends(block: bytes) -> int:
+    """How many ``":`` of ``block`` have a quote no backslash escapes: in a block Arrow read
+    with the export's keys only, exactly the keys written without a space before the colon."""
+    data = np.frombuffer(block, dtype=np.uint8)
+    ends = (data[1:-1] == _QUOTE) & (data[2:] == _COLON)  # whole-array compares: ~0.3 ms a MiB
+    return int(np.count_nonzero(ends)) - int(np.count_nonzero(ends & (data[:-2] == _BACKSLASH)))
+
+
+def _lines(block: bytes) -> list[bytes]:
+    """The block's lines, blank ones dropped (a row each)."""
+    return [line for line in block.split(b"\n") if line.strip()]
 
 
 class BlockDecoder:
@@ -150,36 +185,50 @@ class BlockDecoder:
         self.schema = schema
         self.rows = 0
         """Rows finished so far (the 0-based row of the export the next block starts at)."""
-        self.inexact_values: dict[str, int] = {}
-        """Per float column: values of magnitude 2**53 or more (a double may have rounded)."""
+        self.keys = RecordKeys(schema.names)
+        """The requested keys every record must hold; the keys beyond them, counted."""
         # markers are counted by finish (in typed columns) and by complete (in datetime texts),
         # which may run on two threads: each keeps its own count
         self._masked_in_lines = 0
         self._masked_in_columns = 0
         self.slow_lines = 0
         """Lines decoded by the Python rule (markers in typed columns, odd values)."""
-        self._arrow_schema = schema.arrow_schema
-        self._read_schema = pa.schema(
-            [pa.field(c.name, _read_type(c.arrow_type)) for c in schema.columns]
-        )
-        self._parse_options = pa_json.ParseOptions(
-            explicit_schema=self._read_schema, unexpected_field_behavior="ignore"
-        )
+        self._read_types = [_read_type(c.arrow_type) for c in schema.columns]
+        self._numbers = NumberColumns(schema.columns)
+        self._reading = self._new_reading(0, self._numbers.doubles)
         self._has_decimals = any(pa.types.is_decimal(c.arrow_type) for c in schema.columns)
-        self._converters = [_converter(c.arrow_type) for c in schema.columns]
-        self._text_columns = [i for i, f in enumerate(self._read_schema) if _holds_text(f.type)]
-        self._typed_markers = _TypedMarkers(self._read_schema)
+        self._converters = [converter(c) for c in schema.columns]
+        self._text_columns = [i for i, t in enumerate(self._read_types) if holds_text(t)]
+        self._typed_markers = TypedMarkers(self._reading.schema)
         self._blocks_since_markers = _MARKER_MEMORY  # blocks since one held typed markers
+        # keys are counted from the bytes only when no requested key could end in a backslash
+        self._key_count = len(schema.columns)
+        self._countable_keys = not any("\\" in json.dumps(name) for name in schema.names)
+
+    def _new_reading(self, number: int, doubles: Collection[int]) -> _Reading:
+        """How Arrow reads blocks with the ``number`` columns ``doubles`` as double."""
+        types = [
+            DOUBLE_TYPE if index in doubles else arrow_type
+            for index, arrow_type in enumerate(self._read_types)
+        ]
+        schema = pa.schema(
+            [pa.field(c.name, t) for c, t in zip(self.schema.columns, types, strict=True)]
+        )
+        options = pa_json.ParseOptions(explicit_schema=schema, unexpected_field_behavior="error")
+        return _Reading(number, schema, options)
 
     # the fast path
 
-    def _arrow(self, data: bytes, lines: int | None = None) -> pa.Table | int | None:
+    def _arrow(
+        self, data: bytes, lines: int | None = None, reading: _Reading | None = None
+    ) -> pa.Table | int | None:
         """Arrow's parser on whole lines: the table, or where it refused them (the 0-based
         row it names, or None)."""
         options = pa_json.ReadOptions(use_threads=False, block_size=max(len(data), 1 << 20))
+        parse_options = (reading or self._reading).options
         try:
             table = pa_json.read_json(
-                pa.BufferReader(data), read_options=options, parse_options=self._parse_options
+                pa.BufferReader(data), read_options=options, parse_options=parse_options
             )
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as error:
             refused = _REFUSED_ROW.search(str(error))
@@ -199,67 +248,129 @@ class BlockDecoder:
         return self._masked_in_lines + self._masked_in_columns
 
     @property
+    def unexpected_keys(self) -> dict[str, int]:
+        """Per key the records held but the export did not ask for: how many records held it."""
+        return self.keys.unexpected
+
+    @property
     def read_schema(self) -> pa.Schema:
-        """The tables :meth:`finish` returns: datetimes as their texts, decimals read wide."""
-        return self._read_schema
+        """The tables :meth:`finish` returns now: datetimes as their texts, decimals read wide,
+        ``number`` columns int64 or (once they hold a decimal) double."""
+        return self._reading.schema
+
+    @property
+    def arrow_schema(self) -> pa.Schema:
+        """The schema written now (``number`` columns int64 or double, as they are by now)."""
+        return self.written_schema(self._reading.schema)
+
+    def written_schema(self, read_schema: pa.Schema) -> pa.Schema:
+        """The written schema of tables read in ``read_schema``."""
+        return pa.schema(
+            [
+                column.field_of(field.type) if column.widens else column.field
+                for column, field in zip(self.schema.columns, read_schema, strict=True)
+            ]
+        )
 
     def parse(self, block: bytes) -> ParsedBlock:
         """Arrow's parser on the whole block; hand the result to :meth:`finish`.
 
         Changes no state, so blocks may be parsed on several threads; hand the results to
-        :meth:`finish` in stream order. It reads one hint :meth:`finish` leaves (a recent block
-        held typed markers: try nulling them first), which only saves time: Arrow refuses
-        every typed marker, so either order gives the same table.
+        :meth:`finish` in stream order. It reads two hints :meth:`finish` leaves (a recent block
+        held typed markers: try nulling them first; the columns that are double by now), which
+        only save time: Arrow refuses every typed marker, and :meth:`finish` widens a table read
+        before a column became double.
         """
+        reading = self._reading
         if self._has_decimals and _LONG_DIGITS.search(block):
-            return ParsedBlock(None)
+            return ParsedBlock(None, 0, reading.number)
         # Arrow reads two objects on one line as two rows: its table is taken only when it
         # has one row a line (else the line rule refuses the line, or skips blank ones)
         lines = _byte_count(block, _NEWLINE)
+        key_ends = _key_ends(block) if self._countable_keys else -1
         scan_first = self._blocks_since_markers < _MARKER_MEMORY  # spare Arrow a refusal
-        if scan_first and (nulled := self._without_typed_markers(block, lines)):
-            return nulled
-        parsed = self._arrow(block, lines)
+        if scan_first and (nulled := self._without_typed_markers(block, lines, reading)):
+            return nulled._replace(key_ends=key_ends)
+        parsed = self._arrow(block, lines, reading)
         if isinstance(parsed, pa.Table):
-            return ParsedBlock(parsed)
-        nulled = None if scan_first else self._without_typed_markers(block, lines)
-        return nulled or ParsedBlock(parsed)
+            return ParsedBlock(parsed, 0, reading.number, key_ends)
+        nulled = None if scan_first else self._without_typed_markers(block, lines, reading)
+        if nulled:
+            return nulled._replace(key_ends=key_ends)
+        return ParsedBlock(parsed, 0, reading.number, key_ends)
 
-    def _without_typed_markers(self, block: bytes, lines: int) -> ParsedBlock | None:
+    def _without_typed_markers(
+        self, block: bytes, lines: int, reading: _Reading
+    ) -> ParsedBlock | None:
         """Arrow's table of ``block`` (of ``lines`` lines) with its typed markers as null, and
         their count; None when there are none or the replacement is not certainly exact."""
         nulled, masked = self._typed_markers.null(block)
         if masked:
-            table = self._arrow(nulled, lines)
+            table = self._arrow(nulled, lines, reading)
             if isinstance(table, pa.Table) and _byte_count(nulled, _BRACE) == table.num_rows:
-                return ParsedBlock(table, masked)
+                return ParsedBlock(table, masked, reading.number)
         return None
 
     def finish(self, block: bytes, parsed_block: ParsedBlock) -> pa.Table:
-        """A block's table of :attr:`read_schema`, in stream order: decodes what Arrow refused;
-        counts rows and the markers in typed columns. Give the tables, one by one or joined,
-        to :meth:`complete`."""
-        parsed, masked = parsed_block
-        self._masked_in_lines += masked
-        self._blocks_since_markers = 0 if masked else self._blocks_since_markers + 1
-        if not isinstance(parsed, pa.Table):
-            lines = [line for line in block.split(b"\n") if line.strip()]
+        """A block's table of :attr:`read_schema`, in stream order: decodes what Arrow refused,
+        checks the numbers, the keys and the markers in typed columns, counts rows. Give the
+        tables, one by one or joined, to :meth:`complete`.
+
+        A ``number`` column that meets its first decimal becomes double here: the block is read
+        again, and the tables before it are widened where they are (:meth:`widen`).
+
+        :raises ExportDataError: a value does not fit its column, naming it and its row.
+        :raises MalformedStreamError: a line is not strict JSON or not one object.
+        :raises ExportRecordError: a record lacks a requested key, or is an error object.
+        """
+        while True:
+            try:
+                return self._finish(block, parsed_block)
+            except DecimalFound as found:
+                for index, row in found.args[0].items():
+                    self._become_double(index, row)
+                parsed_block = self.parse(block)
+
+    def _finish(self, block: bytes, parsed_block: ParsedBlock) -> pa.Table:
+        if parsed_block.reading != self._reading.number and not isinstance(
+            parsed_block.parsed, pa.Table
+        ):
+            parsed_block = self.parse(block)  # refused by an older reading: read it again
+        parsed, masked, reading, key_ends = parsed_block
+        lines = None
+        if isinstance(parsed, pa.Table):
+            table = parsed
+            if reading != self._reading.number:
+                table = self.widen(table, self._reading.schema, self.rows)
+            keys_counted = key_ends == table.num_rows * self._key_count
+        else:
+            if found := self._decimals_by_arrow(block):
+                raise DecimalFound(found)
+            lines = _lines(block)
             if self._has_decimals and _LONG_DIGITS.search(block):
-                parsed, masked = self._python(lines, 0)
+                table, slow_masked = self._python(lines, 0)
             else:
-                parsed, masked = self._runs(lines, 0, parsed)
-            self._masked_in_lines += masked
-        self.rows += parsed.num_rows
-        return parsed
+                table, slow_masked = self._runs(lines, 0, parsed)
+            masked += slow_masked
+            keys_counted = False
+        lines = self._check_doubles(table, block, lines)
+        self._numbers.note_inexact(table, self.rows)
+        if not keys_counted:
+            for number, line in enumerate(lines or _lines(block), self.rows + 1):
+                self.keys.check(decode_line(line, number), number)
+        self._masked_in_lines += masked
+        self._blocks_since_markers = 0 if parsed_block.masked else self._blocks_since_markers + 1
+        self.rows += table.num_rows
+        return table
 
     def complete(self, table: pa.Table, first_row: int) -> pa.Table:
         """The export's table from finished ones (joined or not): datetime texts read in the
-        project's timezone, decimals narrowed, markers in datetimes and inexact values counted.
+        project's timezone, decimals narrowed, markers in datetimes counted.
 
         Its fixed cost is paid once per call, so a row group is best given whole. May run on
         another thread than :meth:`finish`, one call at a time.
 
-        :param table: rows of :attr:`read_schema`, as :meth:`finish` returned them.
+        :param table: rows of a :attr:`read_schema`, as :meth:`finish` returned them.
         :param first_row: the 0-based row of the export the table starts at (for refusals).
         :raises ExportDataError: a value does not fit its column, naming it and its row.
         """
@@ -269,15 +380,77 @@ class BlockDecoder:
                 values = self._timestamps(column, values, first_row)
             elif pa.types.is_decimal(column.arrow_type):
                 values = self._narrow_decimals(column, values, first_row)
-            elif pa.types.is_floating(column.arrow_type):
-                self._count_inexact(column, values)
             columns.append(values)
-        return pa.Table.from_arrays(columns, schema=self._arrow_schema)
+        return pa.Table.from_arrays(columns, schema=self.written_schema(table.schema))
 
     def decode(self, block: bytes) -> pa.Table:
         """Decode one block of whole lines (as :func:`iter_line_blocks` cuts them)."""
         first_row = self.rows
         return self.complete(self.finish(block, self.parse(block)), first_row)
+
+    # number columns
+
+    def widen(self, table: pa.Table, schema: pa.Schema, first_row: int) -> pa.Table:
+        """``table`` with the ``number`` columns that are double in ``schema`` widened
+        (:meth:`NumberColumns.widen`); the Parquet stream's ``widen``."""
+        return self._numbers.widen(table, schema, first_row)
+
+    def _become_double(self, index: int, row: int) -> None:
+        """Column ``index`` met a decimal in ``row`` (1-based): double from now on, unless an
+        earlier integer of it has no exact double."""
+        self._numbers.become_double(index, row)
+        column = self.schema.columns[index]
+        self._converters[index] = converter(column, double=True, decimal_row=row)
+        self._reading = self._new_reading(self._reading.number + 1, self._numbers.doubles)
+
+    def _decimals_by_arrow(self, block: bytes) -> dict[int, int]:
+        """The ``number`` columns still int64 that ``block`` shows to hold a decimal (a value
+        with a fraction), each with the row of one, found by Arrow reading them as double; {}
+        when there are none or Arrow refuses the block for another reason (the Python rule then
+        decides, line by line). Spares the Python rule a column's first decimal, the usual
+        reason a block is refused once, and its ``pa.array``, which loads pandas."""
+        candidates = self._numbers.int64_columns()
+        if not candidates:
+            return {}
+        probe = self._new_reading(self._reading.number, {*self._numbers.doubles, *candidates})
+        data, _ = self._typed_markers.null(block)
+        table = self._arrow(data, _byte_count(data, _NEWLINE), probe)
+        if not isinstance(table, pa.Table):
+            return {}
+        found = {}
+        for index in candidates:
+            fraction = number_rule.first_fraction(table.column(index))
+            if fraction is not None:
+                found[index] = self.rows + fraction + 1
+        return found
+
+    def _check_doubles(self, table: pa.Table, block: bytes, lines: list[bytes] | None) -> Any:
+        """Look at the tokens behind the values of double columns that Arrow may have read
+        differently from the rule: ``NaN`` and the infinities (refused as not strict JSON) and
+        integers beyond 2**53 (refused where a double cannot hold them). Returns the block's
+        lines if they were split."""
+        for index, values in enumerate(table.columns):
+            if not pa.types.is_floating(values.type):
+                continue
+            column = self.schema.columns[index]
+            # a double set by the caller takes integers as their nearest double: only NaN and
+            # the infinities need their tokens
+            if column.widens:
+                odd = number_rule.beyond_exact(values)
+            else:
+                odd = number_rule.not_finite(values)
+            if not odd:
+                continue
+            lines = lines or _lines(block)
+            for position in odd:
+                row = self.rows + position + 1
+                record = decode_line(lines[position], row, using=DECODER)  # NaN: refused here
+                value = record.get(column.name)
+                try:
+                    self._converters[index](value)  # a double column's: takes every decimal
+                except NumberRefusal as refusal:
+                    raise self._numbers.refused(index, row, value, refusal) from None
+        return lines
 
     def _runs(
         self, lines: list[bytes], start: int, refused: int | None = -1
@@ -325,14 +498,19 @@ class BlockDecoder:
     # the Python rule, line by line
 
     def _python(self, lines: list[bytes], start: int) -> tuple[pa.Table, int]:
-        """The Python rule for ``lines``; returns the table and the markers it turned to null."""
+        """The Python rule for ``lines``; returns the table and the markers it turned to null.
+
+        Every value is converted before any Arrow array is built: a ``number`` column's first
+        decimal (:class:`DecimalFound`) then costs no ``pa.array``, which loads pandas.
+        """
         self.slow_lines += len(lines)
         masked = 0
         records = [self._record(line, start + i) for i, line in enumerate(lines)]
-        arrays = []
-        for column, convert, field in zip(
-            self.schema.columns, self._converters, self._read_schema, strict=True
-        ):
+        columns = list(
+            zip(self.schema.columns, self._converters, self._reading.schema, strict=True)
+        )
+        converted: list[list[Any]] = []
+        for index, (column, convert, field) in enumerate(columns):
             values: list[Any] = []
             for i, record in enumerate(records):
                 value = record.get(column.name)
@@ -340,8 +518,8 @@ class BlockDecoder:
                     values.append(None)
                 elif (
                     value == MASKED_MARKER
-                    and not isinstance(value, _Number)
-                    and not pa.types.is_string(field.type)
+                    and not isinstance(value, JsonNumber)
+                    and not is_text(field.type)
                 ):
                     masked += 1
                     values.append(None)
@@ -350,29 +528,32 @@ class BlockDecoder:
                 else:
                     try:
                         values.append(convert(value))
+                    except DecimalFound:
+                        raise DecimalFound({index: self.rows + start + i + 1}) from None
+                    except NumberRefusal as refusal:
+                        row = self.rows + start + i + 1
+                        raise self._numbers.refused(index, row, value, refusal) from None
                     except (TypeError, ValueError, ArithmeticError) as error:
                         raise self._refused(
                             column, self.rows + start + i, value, str(error)
                         ) from None
+            converted.append(values)
+        arrays = []
+        for (column, _, field), values in zip(columns, converted, strict=True):
             try:
                 arrays.append(pa.array(values, type=field.type))
             except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as error:
                 index = _first_unfit(values, field.type)
                 row = self.rows + start + index
                 raise self._refused(column, row, values[index], str(error)) from None
-        return pa.Table.from_arrays(arrays, schema=self._read_schema), masked
+        return pa.Table.from_arrays(arrays, schema=self._reading.schema), masked
 
     def _record(self, line: bytes, row: int) -> dict[str, Any]:
-        where = f"line {self.rows + row + 1} of the export"
-        text = line.decode("utf-8", "surrogateescape")  # bad bytes are refused per column
-        try:
-            record = _DECODER.decode(text)
-        except ValueError as error:
-            if line.lstrip()[:1] in (b"<", b"["):
-                raise MalformedStreamError(describe_unfinished(line, self.rows + row)) from None
-            raise MalformedStreamError(f"{where} is not valid JSON ({error})") from None
-        if not isinstance(record, dict):
-            raise MalformedStreamError(f"{where} is not a JSON object")
+        """``row``: the 0-based row of the block's lines; checked for the requested keys
+        before any value, so an error object is named as such."""
+        number = self.rows + row + 1
+        record = decode_line(line, number, using=DECODER)
+        self.keys.require(record, number)
         return record
 
     def _refused(self, column: ExportColumn, row: int, value: Any, why: str) -> ExportDataError:
@@ -425,104 +606,11 @@ class BlockDecoder:
             value = values[index].as_py()
             raise self._refused(column, first_row + index, value, str(error)) from None
 
-    def _count_inexact(self, column: ExportColumn, values: pa.ChunkedArray) -> None:
-        extremes = pc.min_max(values).as_py()  # one pass; most columns hold no such value
-        low, high = extremes["min"], extremes["max"]
-        if low is None or -INEXACT_MAGNITUDE < low <= high < INEXACT_MAGNITUDE:
-            return
-        beyond = pc.sum(pc.greater_equal(pc.abs(values), _INEXACT_MAGNITUDE)).as_py() or 0
-        if beyond:
-            self.inexact_values[column.name] = self.inexact_values.get(column.name, 0) + beyond
-
 
 def _byte_count(block: bytes, byte: int) -> int:
     """How often ``byte`` occurs in ``block``: numpy counts a 1 MiB block in ~0.17 ms,
     ``bytes.count`` in ~0.45 ms (a whole block's decode takes ~11 ms)."""
     return int(np.count_nonzero(np.frombuffer(block, dtype=np.uint8) == byte))
-
-
-class _TypedMarkers:
-    """Writes ``"<column>": "(已脱敏)"`` as ``"<column>": null`` for the columns Arrow does not
-    read as text, in the two spacings a serializer writes.
-
-    A match counts only where the key's opening quote follows ``{``, ``,`` or white space, so
-    it cannot be the end of a longer key holding an escaped quote; a block with any other
-    match is left alone (the line rule then decodes it).
-
-    :param read_schema: the columns as Arrow reads them.
-    """
-
-    def __init__(self, read_schema: pa.Schema) -> None:
-        self.marker = json.dumps(MASKED_MARKER, ensure_ascii=False).encode()
-        keys = [json.dumps(f.name, ensure_ascii=False).encode() for f in read_schema]
-        self.prefixes = tuple(
-            key + colon
-            for key, field in zip(keys, read_schema, strict=True)
-            if not _is_text(field.type)  # a text column keeps the marker as its text
-            for colon in (b": ", b":")
-        )
-        self._tail = min((len(p) for p in self.prefixes), default=0)
-        self._tails = np.array(sorted({p[-self._tail :] for p in self.prefixes}), dtype=bytes)
-        self._anchor = self.marker.index(b"(")  # its rarest byte in JSON text
-
-    def null(self, block: bytes) -> tuple[bytes, int]:
-        """``block`` with its typed markers written as null, and how many there were (0 when
-        none, or when a match is not certainly a record's key: ``block`` is then returned).
-
-        Text columns often hold the marker in every row, so the markers are found with numpy
-        and only those whose last bytes before could end a typed key are looked at in Python.
-        """
-        if not self.prefixes:
-            return block, 0
-        data = np.frombuffer(block, dtype=np.uint8)
-        at = self._markers(data)
-        tail = self._tail
-        at = at[at >= tail]
-        if not at.size:
-            return block, 0
-        before = data[at[:, None] + np.arange(-tail, 0)]
-        at = at[np.isin(before.view(f"S{tail}").ravel(), self._tails)]
-        pieces, done, size = [], 0, len(self.marker)
-        for start in at.tolist():
-            matched = [len(p) for p in self.prefixes if block.endswith(p, 0, start)]
-            if not matched:
-                continue
-            key = start - max(matched)
-            if key < 1 or block[key - 1] not in b"{, \t\r\n":
-                return block, 0
-            pieces += [block[done:start], b"null"]
-            done = start + size
-        if not pieces:
-            return block, 0
-        pieces.append(block[done:])
-        return b"".join(pieces), len(pieces) // 2
-
-    def _markers(self, data: np.ndarray[Any, np.dtype[np.uint8]]) -> np.ndarray[Any, Any]:
-        """Where the marker starts in ``data``, left to right without overlaps (as
-        ``bytes.find`` steps through a text)."""
-        marker, anchor = self.marker, self._anchor
-        at = np.flatnonzero(data == marker[anchor]) - anchor
-        at = at[(at >= 0) & (at <= len(data) - len(marker))]
-        for offset, byte in enumerate(marker):
-            if offset != anchor and at.size:
-                at = at[data[at + offset] == byte]
-        if at.size > 1 and np.any(np.diff(at) < len(marker)):  # overlapping: keep the first
-            kept: list[int] = []
-            for start in at.tolist():
-                if not kept or start >= kept[-1] + len(marker):
-                    kept.append(start)
-            at = np.array(kept, dtype=np.intp)
-        return at
-
-
-def _is_text(arrow_type: pa.DataType) -> bool:
-    return pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type)
-
-
-def _holds_text(arrow_type: pa.DataType) -> bool:
-    if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type):
-        return _holds_text(arrow_type.value_type)
-    return _is_text(arrow_type)
 
 
 def _has_surrogates(value: Any) -> bool:
@@ -561,91 +649,3 @@ def _first_bad_datetime(texts: list[Any]) -> tuple[int, Any, str]:
         except ValueError as error:
             return index, text, f"not a calendar date: {error}"
     return 0, None, "Arrow refused the column's datetime texts"
-
-
-# per-kind conversions of the Python rule (JSON numbers arrive as _Number texts)
-
-
-def _to_string(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):  # _Number included: its JSON text
-        return str(value)
-    raise TypeError(f"a JSON {_kind(value)} is not a string")
-
-
-def _to_float(value: Any) -> float:
-    if isinstance(value, _Number):
-        return float(value)
-    raise TypeError(f"a JSON {_kind(value)} is not a number")
-
-
-def _to_integer(value: Any) -> int:
-    if isinstance(value, _Number) and re.fullmatch(r"-?\d+", value):
-        return int(value)
-    raise TypeError(f"a JSON {_kind(value)} is not an integer")
-
-
-def _decimal_converter(scale: int) -> Callable[[Any], decimal.Decimal]:
-    def to_decimal(value: Any) -> decimal.Decimal:
-        if not isinstance(value, str) or not _DECIMAL_TEXT.fullmatch(value):
-            raise TypeError(f"a JSON {_kind(value)} is not a number")
-        number = decimal.Decimal(value)
-        exponent = number.as_tuple().exponent
-        if isinstance(exponent, int) and -exponent > scale:
-            raise ValueError(f"more than {scale} decimals")
-        return number
-
-    return to_decimal
-
-
-def _to_boolean(value: Any) -> bool:
-    if isinstance(value, bool):
-        return value
-    raise TypeError(f"a JSON {_kind(value)} is not true or false")
-
-
-def _to_text(value: Any) -> str:
-    if isinstance(value, str) and not isinstance(value, _Number):
-        return value
-    raise TypeError(f"a JSON {_kind(value)} is not a datetime text")
-
-
-def _to_string_list(value: Any) -> list[str | None]:
-    if isinstance(value, list) and all(
-        item is None or (isinstance(item, str) and not isinstance(item, _Number)) for item in value
-    ):
-        return value
-    raise TypeError("not a list of strings and nulls")
-
-
-def _unsupported(value: Any) -> Any:
-    raise TypeError("this column type has no line-by-line rule")
-
-
-def _kind(value: Any) -> str:
-    if isinstance(value, _Number):
-        return "number"
-    if isinstance(value, bool):
-        return "boolean"
-    names: dict[type, str] = {str: "string", list: "array", dict: "object"}
-    return names.get(type(value), type(value).__name__)
-
-
-def _converter(arrow_type: pa.DataType) -> Callable[[Any], Any]:
-    """The Python rule for one column type (the values Arrow's parser takes, and no others)."""
-    if pa.types.is_timestamp(arrow_type):
-        return _to_text
-    if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type):
-        return _to_string
-    if pa.types.is_floating(arrow_type):
-        return _to_float
-    if pa.types.is_integer(arrow_type):
-        return _to_integer
-    if pa.types.is_decimal(arrow_type):
-        return _decimal_converter(arrow_type.scale)
-    if pa.types.is_boolean(arrow_type):
-        return _to_boolean
-    if pa.types.is_list(arrow_type) and pa.types.is_string(arrow_type.value_type):
-        return _to_string_list
-    return _unsupported

@@ -3,14 +3,29 @@
 The type of a column follows the plan's ``dataType`` (spec 2.5); :data:`TYPE_TABLE` is the
 table the README shows (a test keeps the two equal).
 
-``number`` is ``float64`` (a DOUBLE in warehouses, ``float64`` in pandas). The platform keeps
-``number`` properties as doubles: its documented ids (``4255875062385414000``,
-``-4635244755532264000``) end in ``000``, the way a Java double prints a value beyond 2**53,
-and computed properties arrive with full double precision (``14.898609719035171``). A float64
-therefore holds what the platform holds. A value of magnitude 2**53 or more may have been an
-integer a double cannot hold exactly; such values are counted per column
-(``ExportResult.inexact_values``) and logged once per column. Whoever needs exact decimals
-(id columns) sets the column to ``decimal`` with ``schema_overrides``.
+``number``: no value is changed by default. A JSON integer token keeps its exact integer and a
+decimal token (with ``.``, ``e`` or ``E``) is the double it denotes, so a ``number`` column is
+``int64`` when every value of the export is an integer token that fits int64, and ``float64``
+(DOUBLE) otherwise (:mod:`~airflow_provider_analytics.tabular.number_rule`).
+
+Why: the platform's ``number`` holds integers and decimals alike (spec 2.5). Ids, counts and
+epoch milliseconds are integers, and many are beyond 2**53, where a double no longer holds every
+integer: ``4255875062385414000`` stored as a double and cast back to an integer in a warehouse
+is ``4255875062385414144``, and joins against the id kept as an integer elsewhere find nothing.
+An integer column keeps them; decimals (``14.898609719035171``) stay doubles, exactly the double
+their text denotes. This is what readers of JSON already do: DuckDB's ``read_json`` and
+``pyarrow.json`` infer BIGINT/int64 for integer literals, DOUBLE for decimals, and DOUBLE when a
+column holds both; warehouses load JSON integers into INT64/NUMBER columns the same way. The
+one difference: where they promote an integer column to DOUBLE and round the integers beyond
+2**53 silently, the export refuses such an integer by name (column, 1-based row) with the
+setting that accepts it, ``schema_overrides={"col": "decimal"}`` (exact) or ``"double"`` (the
+nearest double), and an integer beyond int64 likewise (``decimal``). A column that holds
+decimals on one day and integers only on another is double on the first day, int64 on the
+second (a widening every Parquet reader and warehouse takes); set it to ``"double"`` to keep it
+double every day.
+
+``schema_overrides`` keeps the exceptions: ``"double"`` (every number as its nearest double),
+``"int64"`` (integers only), ``"decimal"`` (decimal(38, 9), exact) and any Arrow type.
 
 A column is decoded by its id (the record key) and written under the name
 :mod:`~airflow_provider_analytics.tabular.column_names` gives it; each Parquet field keeps its
@@ -36,7 +51,9 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
 
 MASKED_MARKER: Final = "(已脱敏)"
-NUMBER_TYPE: Final = pa.float64()
+NUMBER_TYPE: Final = pa.int64()
+"""A ``number`` column's type while every value is an integer; :data:`DOUBLE_TYPE` after."""
+DOUBLE_TYPE: Final = pa.float64()
 EXACT_NUMBER_TYPE: Final = pa.decimal128(38, 9)
 TIMESTAMP_TYPE: Final = pa.timestamp("ms", tz="UTC")
 
@@ -45,9 +62,8 @@ TYPE_TABLE: Final[tuple[tuple[str, pa.DataType, str], ...]] = (
     (
         "number",
         NUMBER_TYPE,
-        "the platform stores doubles (its ids end in `000` as a Java double prints them); "
-        "values of magnitude >= 2^53 are counted in `inexact_values` and logged; "
-        '`schema_overrides={"distinct_id": "decimal"}` keeps a column exact',
+        "double (float64) instead when the export holds a decimal (`1.5`, `2e3`); integers are "
+        "kept exact: one a double cannot hold fails the export by name (see below)",
     ),
     ("boolean", pa.bool_(), ""),
     (
@@ -61,8 +77,11 @@ TYPE_TABLE: Final[tuple[tuple[str, pa.DataType, str], ...]] = (
 
 _TYPE_NAMES: Final[Mapping[str, pa.DataType]] = {
     **{name: arrow_type for name, arrow_type, _ in TYPE_TABLE},
+    "double": DOUBLE_TYPE,
+    "int64": pa.int64(),
     "decimal": EXACT_NUMBER_TYPE,
 }
+"""Type names ``schema_overrides`` takes; ``number`` is the plan's rule (int64, or double)."""
 
 
 @dataclass(frozen=True)
@@ -75,12 +94,15 @@ class ExportColumn:
     :param origin: ``plan``, ``masked`` (string because the plan masks it), ``tag``,
         ``unknown`` (a ``$`` preset the plan does not list) or ``override`` (set by the caller).
     :param written_as: the name in the Parquet file when it differs from the id.
+    :param widens: a ``number`` column: ``arrow_type`` (int64) until the export holds a
+        decimal, then double (:mod:`~airflow_provider_analytics.tabular.number_rule`).
     """
 
     name: str
     arrow_type: pa.DataType
     origin: str
     written_as: str | None = None
+    widens: bool = False
 
     @property
     def written_name(self) -> str:
@@ -90,7 +112,11 @@ class ExportColumn:
     @property
     def field(self) -> pa.Field:
         """The Parquet field: the written name, the type, and the id in the metadata."""
-        return pa.field(self.written_name, self.arrow_type, metadata={ID_METADATA_KEY: self.name})
+        return self.field_of(self.arrow_type)
+
+    def field_of(self, arrow_type: pa.DataType) -> pa.Field:
+        """The Parquet field with ``arrow_type`` (a ``number`` column once it is double)."""
+        return pa.field(self.written_name, arrow_type, metadata={ID_METADATA_KEY: self.name})
 
 
 def _as_arrow_type(name: str, value: pa.DataType | str) -> pa.DataType:
@@ -205,9 +231,10 @@ def export_schema(
     :param properties: requested user property ids, ``tag.<code>`` keys or bare tag codes.
     :param plan: user property records (spec 2.2) as listed by the platform.
     :param timezone: the project's timezone, in which datetime texts are read.
-    :param overrides: column -> Arrow type or type name (a plan data type or ``decimal``,
-        exact ``decimal128(38, 9)``), for columns the caller types itself. A column is named
-        by its id, a tag by its bare code too, or by its written name.
+    :param overrides: column -> Arrow type or type name (a plan data type; ``double``, the
+        nearest double of every number; ``int64``; ``decimal``, exact ``decimal128(38, 9)``), for
+        columns the caller types itself. A column is named by its id, a tag by its bare code
+        too, or by its written name.
     :param column_names: how the columns are named in the file (:class:`ColumnNames`).
     :raises AnalyticsValidationError: when two columns would be written under one name, or
         two keys of ``overrides`` name one column.
@@ -227,7 +254,10 @@ def export_schema(
     columns = []
     for name in names:
         if name in overrides:
-            column = ExportColumn(name, _as_arrow_type(name, overrides[name]), "override")
+            override = overrides[name]
+            column = ExportColumn(
+                name, _as_arrow_type(name, override), "override", widens=override == "number"
+            )
         elif name.startswith("tag."):
             column = ExportColumn(name, pa.string(), "tag")
         elif (item := by_id.get(name)) is None:
@@ -235,7 +265,10 @@ def export_schema(
         elif int(item.get("masking", 0)) == 1:
             column = ExportColumn(name, pa.string(), "masked")
         else:
-            column = ExportColumn(name, _as_arrow_type(name, str(item.get("dataType"))), "plan")
+            data_type = str(item.get("dataType"))
+            column = ExportColumn(
+                name, _as_arrow_type(name, data_type), "plan", widens=data_type == "number"
+            )
         alias = written[name]
         columns.append(replace(column, written_as=alias) if alias != name else column)
     return ExportSchema(tuple(columns), timezone)

@@ -1,0 +1,169 @@
+"""What one line of a cohort export (spec 4.13) must be: the one rule every reader applies.
+
+:meth:`CohortExport.iter_lines`, :meth:`CohortExport.iter_records` and the Parquet decoder all
+read a line through :func:`decode_line` and check its keys with :class:`RecordKeys`, so a script
+and a DAG refuse the same lines with the same words:
+
+- The line is strict JSON (:mod:`~airflow_provider_analytics.core.strict_json`): ``NaN`` and the
+  infinities, a key repeated in one object and bytes that are not UTF-8 are refused with
+  :class:`MalformedStreamError` naming the line.
+- It is one JSON object, a cohort user record (spec 2.6): "an object whose keys are the
+  requested user property ids, each with the property value or null". A requested key that is
+  absent is therefore a protocol fault, refused with :class:`ExportRecordError` naming the row and
+  the key; ``null`` is a value like any other.
+- The platform's error object (``{"code": 500, "msg": "...", "data": null}``, sent with a success
+  status) is not a record: it is refused by name, its code and message shown.
+- A key the export did not ask for is counted (:attr:`RecordKeys.unexpected`) and logged once per
+  key, never dropped without a word.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import TYPE_CHECKING, Any, Final
+
+from airflow_provider_analytics.core import strict_json
+from airflow_provider_analytics.core.errors import AnalyticsProtocolError, bounded_repr
+from airflow_provider_analytics.core.ndjson import MalformedStreamError, describe_unfinished
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
+
+log = logging.getLogger(__name__)
+
+OPERATION: Final = "export_cohort_users"
+ERROR_OBJECT_KEYS: Final = frozenset({"code", "msg", "data"})
+"""The keys of the platform's error body (API notes, "Status codes and error bodies")."""
+_SHOWN_KEYS: Final = 5
+
+
+class ExportRecordError(AnalyticsProtocolError):
+    """A line of the export is JSON but not a cohort user record of this export: it lacks a key
+    the export asked for, or it is the platform's error object. Not retried: the platform said
+    what it said; nothing is written."""
+
+
+def decode_line(
+    line: bytes, number: int, *, using: json.JSONDecoder | None = None
+) -> dict[str, Any]:
+    """One line of the export as a JSON object, by the strict rules.
+
+    :param line: the line, without its line end.
+    :param number: its 1-based number among the export's lines (blank lines not counted).
+    :param using: a decoder from :func:`strict_json.decoder` (the Parquet path keeps numbers
+        as their text); the strict default otherwise.
+    :raises MalformedStreamError: not strict JSON, or not an object; the message names the line.
+    """
+    try:
+        record = strict_json.loads(line) if using is None else strict_json.loads(line, using=using)
+    except strict_json.StrictJsonError as error:
+        if line.lstrip()[:1] in (b"<", b"["):
+            raise MalformedStreamError(describe_unfinished(line, number - 1)) from None
+        detail = f"line {number} of the export {error}"
+        if not str(error).startswith("is not strict JSON"):
+            detail += (
+                "; run the export again: a damaged line usually means the stream was damaged "
+                "on its way"
+            )
+        raise MalformedStreamError(detail) from None
+    if not isinstance(record, dict):
+        raise MalformedStreamError(
+            f"line {number} of the export is not a JSON object but a {type(record).__name__}"
+        )
+    return record
+
+
+def _shown_keys(keys: Iterable[str]) -> str:
+    ordered = list(keys)
+    shown = ", ".join(bounded_repr(key) for key in ordered[:_SHOWN_KEYS])
+    if len(ordered) > _SHOWN_KEYS:
+        shown += f" and {len(ordered) - _SHOWN_KEYS} more"
+    return shown
+
+
+def _number(value: Any) -> Any:
+    """A number a caller's decoder kept as its text (a ``str`` subclass), as a number."""
+    if isinstance(value, str) and type(value) is not str:
+        return strict_json.loads(value)
+    return value
+
+
+def error_object(record: Mapping[str, Any], row: int) -> ExportRecordError:
+    """The refusal of a line that is the platform's error object."""
+    code, msg = _number(record.get("code")), record.get("msg")
+    return ExportRecordError(
+        f"{OPERATION}: row {row} of the export is the platform's error object (code "
+        f"{bounded_repr(code)}, msg {bounded_repr(msg)}), not a cohort user record; the "
+        "platform failed while it answered with a success status. Nothing was written; run the "
+        "export again later, and report the message to the platform's operators if it stays",
+        code=code,
+        msg=str(msg) if isinstance(msg, str) else None,
+        data=_number(record.get("data")),
+        operation=OPERATION,
+    )
+
+
+def is_error_object(record: Mapping[str, Any]) -> bool:
+    """Whether ``record`` has the shape of the platform's error body (``code`` and ``msg``,
+    perhaps ``data``, nothing else)."""
+    return "code" in record and "msg" in record and record.keys() <= ERROR_OBJECT_KEYS
+
+
+class RecordKeys:
+    """The keys every record of one export must hold, and a count of the keys beyond them.
+
+    :param keys: the record keys the export asked for (property ids, ``tag.<code>``); ``None``
+        when they are not known: then only the platform's error object is refused.
+    """
+
+    def __init__(self, keys: Iterable[str] | None) -> None:
+        self.keys: tuple[str, ...] | None = None if keys is None else tuple(dict.fromkeys(keys))
+        self._expected = None if self.keys is None else frozenset(self.keys)
+        self.unexpected: dict[str, int] = {}
+        """Per key not asked for: the records that held it."""
+
+    def require(self, record: Mapping[str, Any], row: int) -> None:
+        """Refuse ``record`` unless it holds every requested key (counts nothing).
+
+        :param row: the record's 1-based row in the export.
+        :raises ExportRecordError: a requested key is absent, or the record is the platform's
+            error object.
+        """
+        expected = self._expected
+        if expected is None:
+            if is_error_object(record):
+                raise error_object(record, row)
+            return
+        if record.keys() >= expected:
+            return
+        if is_error_object(record) and not expected >= ERROR_OBJECT_KEYS:
+            raise error_object(record, row)
+        missing = [key for key in self.keys or () if key not in record]
+        raise ExportRecordError(
+            f"{OPERATION}: row {row} of the export lacks the "
+            f"{'key' if len(missing) == 1 else 'keys'} {_shown_keys(missing)} that the export "
+            "asked for; a cohort user record holds every requested property, null when the user "
+            "has no value (spec 2.6), so the answer is not one this export can trust. Nothing "
+            "was written",
+            operation=OPERATION,
+        )
+
+    def check(self, record: Mapping[str, Any], row: int) -> None:
+        """:meth:`require`, then count (and log the first time) each key not asked for."""
+        self.require(record, row)
+        expected = self._expected
+        if expected is None or len(record) == len(expected):
+            return
+        for key in record:
+            if key not in expected:
+                seen = self.unexpected.get(key, 0)
+                if not seen:
+                    log.warning(
+                        "%s: row %d of the export holds the key %s, which the export did not "
+                        "ask for; such keys are counted in unexpected_keys and not written",
+                        OPERATION,
+                        row,
+                        bounded_repr(key),
+                    )
+                self.unexpected[key] = seen + 1
