@@ -9,7 +9,11 @@ import requests
 import urllib3.exceptions
 
 from airflow_provider_analytics.core.cohort_records import OPERATION, RecordKeys, decode_line
-from airflow_provider_analytics.core.errors import AnalyticsError, AnalyticsStreamError
+from airflow_provider_analytics.core.errors import (
+    AnalyticsError,
+    AnalyticsStreamError,
+    AnalyticsUsageError,
+)
 from airflow_provider_analytics.core.ndjson import (
     MAX_LINE_BYTES,
     MalformedStreamError,
@@ -119,7 +123,9 @@ class CohortExport:
         :raises AnalyticsStreamError: the stream broke before its end.
         """
         if self._started or self._closed:
-            raise RuntimeError("the export body was already read or closed; start a new export")
+            raise AnalyticsUsageError(
+                "the export body was already read or closed; start a new export"
+            )
         self._started = True
         foreign = self._foreign_body()
         if foreign is not None:

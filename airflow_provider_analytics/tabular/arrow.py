@@ -327,7 +327,7 @@ class BlockDecoder:
             try:
                 return self._finish(block, parsed_block)
             except DecimalFound as found:
-                for index, row in found.args[0].items():
+                for index, row in found.rows.items():
                     self._become_double(index, row)
                 parsed_block = self.parse(block)
 

@@ -122,13 +122,13 @@ class ExportColumn:
 def _as_arrow_type(name: str, value: pa.DataType | str) -> pa.DataType:
     if isinstance(value, pa.DataType):
         return value
-    try:
-        return _TYPE_NAMES[value]
-    except (KeyError, TypeError):
-        raise ValueError(
-            f"schema override for {name!r}: {value!r} is not an Arrow type or one of "
-            f"{', '.join(_TYPE_NAMES)}"
-        ) from None
+    named = _TYPE_NAMES.get(value) if isinstance(value, str) else None
+    if named is None:
+        rules.fail(
+            "schema_overrides",
+            f"{name!r}: {value!r} is not an Arrow type or one of {', '.join(_TYPE_NAMES)}",
+        )
+    return named
 
 
 @dataclass(frozen=True)
@@ -242,14 +242,15 @@ def export_schema(
     by_id = {str(item["id"]): item for item in plan}
     names = [column_name(name, by_id) for name in properties]
     if len(set(names)) != len(names):
-        raise ValueError(f"properties name a column more than once: {list(properties)}")
+        rules.fail("properties", f"name a column more than once: {list(properties)}")
     written = column_name_map(names, column_names)
     by_written = {name: column_id for column_id, name in written.items()}
     overrides = _overrides_by_column(overrides or {}, by_written, by_id)
     unknown_overrides = set(overrides) - set(names)
     if unknown_overrides:
-        raise ValueError(
-            f"schema overrides name columns that are not exported: {sorted(unknown_overrides)}"
+        rules.fail(
+            "schema_overrides",
+            f"name columns that are not exported: {sorted(unknown_overrides)}",
         )
     columns = []
     for name in names:

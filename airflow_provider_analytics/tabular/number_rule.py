@@ -51,10 +51,16 @@ class NumberRefusal(AnalyticsError):
         self.setting = setting
 
 
-class DecimalFound(Exception):
+class DecimalFound(AnalyticsError):
     """A decimal token in a column read as int64 so far: a signal, not an error (the decoder
-    makes the column double and reads the block again). Its argument, where the decoder raises
-    it: ``{column index: 1-based row of a decimal}``."""
+    makes the column double and reads the block again).
+
+    :param rows: where the decoder raises it, ``{column index: 1-based row of a decimal}``.
+    """
+
+    def __init__(self, rows: dict[int, int] | None = None) -> None:
+        super().__init__("a decimal in a column read as int64 so far")
+        self.rows = rows or {}
 
 
 def is_integer_token(text: str) -> bool:
@@ -130,7 +136,7 @@ def number_converter(
 
     def to_int64(text: str) -> int:
         if not is_integer_token(text):
-            raise DecimalFound
+            raise DecimalFound()
         return integer_of(text, column)
 
     def to_double(text: str) -> float:

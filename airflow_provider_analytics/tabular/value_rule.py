@@ -44,6 +44,12 @@ DECIMAL_TEXT: Final = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 """Exact decimal columns also take numbers written as strings, as Arrow's parser does."""
 
 
+class Unfit(AnalyticsError, TypeError, ValueError):
+    """A value the column's line-by-line rule cannot take; the decoder turns it into the
+    refusal that names the column and the row (a ``TypeError`` and a ``ValueError``, as the
+    converters' failures are caught with Arrow's)."""
+
+
 def kind(value: Any) -> str:
     """The JSON kind of a decoded value, for messages."""
     if isinstance(value, JsonNumber):
@@ -59,14 +65,14 @@ def _to_string(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, str):  # JsonNumber included: its JSON text
         return str(value)
-    raise TypeError(f"a JSON {kind(value)} is not a string")
+    raise Unfit(f"a JSON {kind(value)} is not a string")
 
 
 def _numbers_only(read: Callable[[str], Any]) -> Callable[[Any], Any]:
     def convert(value: Any) -> Any:
         if isinstance(value, JsonNumber):
             return read(value)
-        raise TypeError(f"a JSON {kind(value)} is not a number")
+        raise Unfit(f"a JSON {kind(value)} is not a number")
 
     return convert
 
@@ -74,17 +80,17 @@ def _numbers_only(read: Callable[[str], Any]) -> Callable[[Any], Any]:
 def _to_integer(value: Any) -> int:
     if isinstance(value, JsonNumber) and re.fullmatch(r"-?\d+", value):
         return int(value)
-    raise TypeError(f"a JSON {kind(value)} is not an integer")
+    raise Unfit(f"a JSON {kind(value)} is not an integer")
 
 
 def _decimal_converter(scale: int) -> Callable[[Any], decimal.Decimal]:
     def to_decimal(value: Any) -> decimal.Decimal:
         if not isinstance(value, str) or not DECIMAL_TEXT.fullmatch(value):
-            raise TypeError(f"a JSON {kind(value)} is not a number")
+            raise Unfit(f"a JSON {kind(value)} is not a number")
         number = decimal.Decimal(value)
         exponent = number.as_tuple().exponent
         if isinstance(exponent, int) and -exponent > scale:
-            raise ValueError(f"more than {scale} decimals")
+            raise Unfit(f"more than {scale} decimals")
         return number
 
     return to_decimal
@@ -93,13 +99,13 @@ def _decimal_converter(scale: int) -> Callable[[Any], decimal.Decimal]:
 def _to_boolean(value: Any) -> bool:
     if isinstance(value, bool):
         return value
-    raise TypeError(f"a JSON {kind(value)} is not true or false")
+    raise Unfit(f"a JSON {kind(value)} is not true or false")
 
 
 def _to_text(value: Any) -> str:
     if isinstance(value, str) and not isinstance(value, JsonNumber):
         return value
-    raise TypeError(f"a JSON {kind(value)} is not a datetime text")
+    raise Unfit(f"a JSON {kind(value)} is not a datetime text")
 
 
 def _to_string_list(value: Any) -> list[str | None]:
@@ -108,11 +114,11 @@ def _to_string_list(value: Any) -> list[str | None]:
         for item in value
     ):
         return value
-    raise TypeError("not a list of strings and nulls")
+    raise Unfit("not a list of strings and nulls")
 
 
 def _unsupported(value: Any) -> Any:
-    raise TypeError("this column type has no line-by-line rule")
+    raise Unfit("this column type has no line-by-line rule")
 
 
 def converter(
