@@ -5,12 +5,15 @@ Refused, where ``json.loads`` would accept them silently:
 
 - ``NaN``, ``Infinity`` and ``-Infinity`` (not JSON; they would become numbers);
 - a key repeated in one object (the later value would win, the earlier vanish);
-- bytes that are not UTF-8 (JSON text is UTF-8; a replacement would change a value).
+- bytes that are not UTF-8 (JSON text is UTF-8; a replacement would change a value);
+- a ``\\uD800``-style escape of half a surrogate pair, which decodes to a string no UTF-8
+  writer (Parquet, a warehouse) can hold.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Final
 
 from airflow_provider_analytics.core.errors import AnalyticsError
@@ -69,8 +72,36 @@ def loads(data: bytes | str, *, using: json.JSONDecoder = _DECODER) -> Any:
     else:
         text = data
     try:
-        return using.decode(text)
+        value = using.decode(text)
     except json.JSONDecodeError as exc:
         raise StrictJsonError(
             f"is not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})"
         ) from None
+    if _SURROGATE_ESCAPE.search(text):  # rare: only then are the decoded strings walked
+        _refuse_lone_surrogates(value)
+    return value
+
+
+_SURROGATE_ESCAPE: Final = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _refuse_lone_surrogates(value: Any) -> None:
+    texts = [value] if isinstance(value, str) else []
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, dict):
+            texts.extend(key for key in item)
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+        elif isinstance(item, str):
+            texts.append(item)
+    for text in texts:
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise StrictJsonError(
+                "is not strict JSON: a \\u escape names half a surrogate pair, which is no "
+                "character"
+            ) from None

@@ -57,6 +57,7 @@ HOSTILE = {
     "a repeated key with the same value": line(vip=True)[:-1] + b', "vip": true}',
     "invalid UTF-8 in a value": line(name="cafe").replace(b"cafe", b"caf\xe9"),
     "invalid UTF-8 in a key not asked for": line()[:-1] + b', "\xff": 1}',
+    "half a surrogate pair": line(name="cafe").replace(b"cafe", b"caf\\ud800"),
 }
 """Hostile third lines and what makes them so (all valid UTF-8 JSON objects otherwise)."""
 EXPECTED = {
@@ -68,6 +69,7 @@ EXPECTED = {
     "a repeated key with the same value": "the key 'vip' is given twice in one object",
     "invalid UTF-8 in a value": "is not valid UTF-8",
     "invalid UTF-8 in a key not asked for": "is not valid UTF-8",
+    "half a surrogate pair": "names half a surrogate pair",
 }
 
 
