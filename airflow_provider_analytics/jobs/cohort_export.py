@@ -244,6 +244,7 @@ def export_cohort_to_parquet(
     column_names: ColumnNames | str = ColumnNames.IDS,
     settings: ExportSettings | None = None,
     sleep: Callable[[float], None] = time.sleep,
+    earlier_types: Mapping[str, pa.DataType] | None = None,
 ) -> ExportResult:
     """Export ``cohort_code``'s users to ``destination`` as Parquet and return what was written.
 
@@ -270,6 +271,9 @@ def export_cohort_to_parquet(
         (``city``, ``tag_tag_rfm``; :mod:`~airflow_provider_analytics.tabular.column_names`).
         Each Parquet field keeps its id in its metadata (``analytics.id``) either way.
     :param settings: write and retry settings.
+    :param earlier_types: the int64 or double type each ``number`` column had on an earlier day
+        of the same destination (:func:`~airflow_provider_analytics.jobs.earlier_types.
+        earlier_number_types`); the column keeps it.
     :param sleep: waits between attempts (injectable for tests).
     """
     settings = settings or ExportSettings()
@@ -293,6 +297,7 @@ def export_cohort_to_parquet(
         timezone=timezone,
         overrides=schema_overrides,
         column_names=naming,
+        earlier=earlier_types,
     )
     count = int(client.get_cohort_users(query.sizing())["count"])
     expected = count if query.limit is None else min(query.limit, count)

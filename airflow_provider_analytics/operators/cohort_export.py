@@ -102,13 +102,17 @@ class CohortExportToParquetOperator(AnalyticsOutputOperator):
         query = self._query()
         if self.iceberg_table:
             return self._export_to_iceberg(context, query)
+        from airflow_provider_analytics.jobs.earlier_types import earlier_number_types
+
+        day = covered_days(context).partition
         path = output_path(
             self.destination,
-            {"cohort": query.cohort_code, "dt": covered_days(context).partition},
+            {"cohort": query.cohort_code, "dt": day},
             "users.parquet",
             self.allowed_roots(),
         )
-        result = self._export(path, query)
+        earlier = earlier_number_types(path.parent.parent, day, path.name)
+        result = self._export(path, query, earlier)
         self.publish_output(
             context, path, [object_target(path)], rows=result.rows, cohort_code=query.cohort_code
         )
@@ -125,8 +129,14 @@ class CohortExportToParquetOperator(AnalyticsOutputOperator):
         partition_value(query.cohort_code, "cohort_code")
         return query
 
-    def _export(self, path: ObjectStoragePath, query: CohortQuery) -> ExportResult:
-        """Run the export job into the Parquet object ``path``."""
+    def _export(
+        self,
+        path: ObjectStoragePath,
+        query: CohortQuery,
+        earlier_types: Mapping[str, pa.DataType] | None = None,
+    ) -> ExportResult:
+        """Run the export job into the Parquet object ``path``; ``number`` columns keep the
+        types of ``earlier_types`` (the destination's earlier days)."""
         from airflow_provider_analytics.jobs.cohort_export import export_cohort_to_parquet
 
         return export_cohort_to_parquet(
@@ -137,6 +147,7 @@ class CohortExportToParquetOperator(AnalyticsOutputOperator):
             schema_overrides=self.schema_overrides,
             column_names=self.column_names,
             settings=self.settings,
+            earlier_types=earlier_types,
         )
 
     def _export_to_iceberg(self, context: Context, query: CohortQuery) -> dict[str, Any]:

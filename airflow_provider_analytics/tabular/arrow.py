@@ -197,7 +197,7 @@ class BlockDecoder:
         self._numbers = NumberColumns(schema.columns)
         self._reading = self._new_reading(0, self._numbers.doubles)
         self._has_decimals = any(pa.types.is_decimal(c.arrow_type) for c in schema.columns)
-        self._converters = [converter(c) for c in schema.columns]
+        self._converters = [converter(c, double=c.starts_double) for c in schema.columns]
         self._text_columns = [i for i, t in enumerate(self._read_types) if holds_text(t)]
         self._typed_markers = TypedMarkers(self._reading.schema)
         self._blocks_since_markers = _MARKER_MEMORY  # blocks since one held typed markers
@@ -558,10 +558,16 @@ class BlockDecoder:
 
     def _refused(self, column: ExportColumn, row: int, value: Any, why: str) -> ExportDataError:
         """``row``: the 0-based row of the export."""
+        hint = (
+            "If the plan's data type is wrong, set the column's type with schema_overrides"
+            if column.origin != "earlier"
+            else f"The destination's earlier days hold the column as {column.arrow_type}; to "
+            f"change its type on purpose set schema_overrides={{{column.name!r}: 'double'}} "
+            "(and rewrite the earlier days, which readers of the folder read alike)"
+        )
         return ExportDataError(
             f"column {column.name!r} (row {row + 1} of the export): expected "
-            f"{column.arrow_type}, got {_shown(value)} ({why}); nothing was written. If the "
-            "plan's data type is wrong, set the column's type with schema_overrides"
+            f"{column.arrow_type}, got {_shown(value)} ({why}); nothing was written. {hint}"
         )
 
     # vectorised steps on whole row groups (chunked columns, no copies)

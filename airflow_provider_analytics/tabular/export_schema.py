@@ -96,6 +96,8 @@ class ExportColumn:
     :param written_as: the name in the Parquet file when it differs from the id.
     :param widens: a ``number`` column: ``arrow_type`` (int64) until the export holds a
         decimal, then double (:mod:`~airflow_provider_analytics.tabular.number_rule`).
+    :param starts_double: a ``number`` column that is double from the first row (the
+        destination's earlier days hold it so), its integers checked as in any double column.
     """
 
     name: str
@@ -103,6 +105,7 @@ class ExportColumn:
     origin: str
     written_as: str | None = None
     widens: bool = False
+    starts_double: bool = False
 
     @property
     def written_name(self) -> str:
@@ -225,6 +228,7 @@ def export_schema(
     timezone: str = "UTC",
     overrides: Mapping[str, pa.DataType | str] | None = None,
     column_names: ColumnNames = ColumnNames.IDS,
+    earlier: Mapping[str, pa.DataType] | None = None,
 ) -> ExportSchema:
     """Build the export's schema for ``properties`` (in that order) from the tracking plan.
 
@@ -236,6 +240,9 @@ def export_schema(
         columns the caller types itself. A column is named by its id, a tag by its bare code
         too, or by its written name.
     :param column_names: how the columns are named in the file (:class:`ColumnNames`).
+    :param earlier: column id -> the int64 or double type an earlier day of the destination
+        wrote a ``number`` column with; the column keeps it (origin ``earlier``), unless
+        ``overrides`` names it.
     :raises AnalyticsValidationError: when two columns would be written under one name, or
         two keys of ``overrides`` name one column.
     """
@@ -267,9 +274,15 @@ def export_schema(
             column = ExportColumn(name, pa.string(), "masked")
         else:
             data_type = str(item.get("dataType"))
-            column = ExportColumn(
-                name, _as_arrow_type(name, data_type), "plan", widens=data_type == "number"
-            )
+            kept = (earlier or {}).get(name) if data_type == "number" else None
+            if kept is not None and kept.equals(pa.float64()):
+                column = ExportColumn(name, NUMBER_TYPE, "earlier", widens=True, starts_double=True)
+            elif kept is not None:
+                column = ExportColumn(name, kept, "earlier")
+            else:
+                column = ExportColumn(
+                    name, _as_arrow_type(name, data_type), "plan", widens=data_type == "number"
+                )
         alias = written[name]
         columns.append(replace(column, written_as=alias) if alias != name else column)
     return ExportSchema(tuple(columns), timezone)

@@ -36,8 +36,11 @@ class NumberColumns:
 
     def __init__(self, columns: Sequence[ExportColumn]) -> None:
         self.columns = tuple(columns)
-        self.doubles: dict[int, int] = {}
-        """Columns that are double by now: the 1-based row of a decimal that made them so."""
+        self.doubles: dict[int, int] = {
+            index: 0 for index, column in enumerate(self.columns) if column.starts_double
+        }
+        """Columns that are double by now: the 1-based row of a decimal that made them so (0
+        for a column double from the start)."""
         self._inexact: dict[int, tuple[int, int]] = {}
         """Columns still int64: the first (1-based row, integer) a double cannot hold."""
 
@@ -95,7 +98,7 @@ class NumberColumns:
 
     def _inexact_refused(self, index: int, row: int, value: int) -> ExportDataError:
         column = self.columns[index]
-        refusal = number_rule.inexact_in_double(column.name, value, self.doubles.get(index))
+        refusal = number_rule.inexact_in_double(column.name, value, self.doubles.get(index) or None)
         return self.refused(index, row, value, refusal)
 
     def refused(self, index: int, row: int, value: Any, refusal: NumberRefusal) -> ExportDataError:

@@ -16,6 +16,7 @@ import pytest
 
 from airflow_provider_analytics.client import AnalyticsClient, ClientConfig
 from airflow_provider_analytics.jobs.cohort_export import export_cohort_to_parquet
+from airflow_provider_analytics.jobs.earlier_types import earlier_number_types
 from airflow_provider_analytics.jobs.export_settings import ExportSettings
 from airflow_provider_analytics.tabular.arrow import ExportDataError
 from tests.integration.export_servers import ExportServer
@@ -237,3 +238,46 @@ def test_the_emulator_ids_come_back_as_the_paged_endpoint_gives_them(
     inexact = [i for i in table.column("distinct_id").to_pylist() if int(float(i)) != i]
     assert len(inexact) > 900  # most ids are integers a double would have changed
     assert table.column("balance").to_pylist() == [u["balance"] for u in paged]
+
+
+def test_a_number_column_keeps_the_type_of_the_destinations_earlier_days(tmp_path: Path) -> None:
+    """Day to day, a number column keeps the type an earlier day of the destination wrote it
+    with: a decimal in a column the earlier days hold as int64 is refused by name, and a day
+    of whole numbers in a column that turned double stays double."""
+    days = tmp_path / "cohort=c1"
+
+    def export_day(day: str, *records: dict[str, Any], **kwargs: Any) -> pa.Table:
+        target = days / f"dt={day}" / "users.parquet"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        earlier = earlier_number_types(days, day, "users.parquet")
+        with ExportServer(plan=PLAN, count=len(records), body=body_of(*records)) as server:
+            config = ClientConfig(server.base_url, token="t0k", app_key="app")
+            with AnalyticsClient(config) as client:
+                export_cohort_to_parquet(
+                    client, "c1", target, settings=ONCE, earlier_types=earlier, **kwargs
+                )
+        return pq.read_table(target)
+
+    first = export_day("2024-01-01", {"user_id": 1, "amount": 3}, {"user_id": 2, "amount": 4})
+    assert first.schema.field("amount").type == pa.int64()
+
+    with pytest.raises(ExportDataError) as refused:
+        export_day("2024-01-02", {"user_id": 3, "amount": 1.5})
+    message = str(refused.value)
+    assert "column 'amount' (row 1 of the export)" in message
+    assert "earlier days hold the column as int64" in message
+    assert "schema_overrides={'amount': 'double'}" in message
+    assert not (days / "dt=2024-01-02" / "users.parquet").exists()
+
+    second = export_day(
+        "2024-01-02", {"user_id": 3, "amount": 1.5}, schema_overrides={"amount": "double"}
+    )
+    assert second.schema.field("amount").type == pa.float64()
+    third = export_day("2024-01-03", {"user_id": 4, "amount": 7})
+    assert third.schema.field("amount").type == pa.float64()
+    assert third.column("amount").to_pylist() == [7.0]
+    assert third.schema.field("user_id").type == pa.int64()
+    with pytest.raises(ExportDataError, match=r"9007199254740993 is an integer that a double"):
+        export_day("2024-01-04", {"user_id": 5, "amount": 2**53 + 1})
+    # a rerun of the first day reads only the days before it
+    assert earlier_number_types(days, "2024-01-01", "users.parquet") == {}
