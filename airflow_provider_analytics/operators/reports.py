@@ -9,6 +9,7 @@ import datetime as dt
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from airflow_provider_analytics.core import rules
+from airflow_provider_analytics.core.errors import bounded_repr
 from airflow_provider_analytics.operators.intervals import CoveredDays, covered_days
 from airflow_provider_analytics.operators.output import (
     AnalyticsOutputOperator,
@@ -214,8 +215,8 @@ def _check_one_day(body: Mapping[str, Any], days: CoveredDays, lookback_days: in
             "lookback_days",
             f"needs a run that reports the one day of its partition ({day}), so that each "
             "re-pulled day is written as its own run writes it; this run reports "
-            f"{body['fromDate']}..{body['toDate']} (a run covering several days, or a "
-            "request with dates of its own, cannot look back)",
+            f"{bounded_repr(body['fromDate'], 40)}..{bounded_repr(body['toDate'], 40)} (a run "
+            "covering several days, or a request with dates of its own, cannot look back)",
             lookback_days,
         )
 

@@ -384,11 +384,11 @@ def test_a_failed_query_in_a_look_back_writes_no_day(tmp_path, connection) -> No
 @pytest.mark.parametrize(
     ("changes", "context", "rule"),
     [
-        ({}, day_context("2024-01-15", days=7), "this run reports 2024-01-15..2024-01-21"),
+        ({}, day_context("2024-01-15", days=7), "this run reports '2024-01-15'..'2024-01-21'"),
         (
             {"request": {"steps": STEPS, "crowds": ["$ALL"], "fromDate": "2024-01-14"}},
             day_context("2024-01-15"),
-            "this run reports 2024-01-14..2024-01-15",
+            "this run reports '2024-01-14'..'2024-01-15'",
         ),
         (
             {"destination": "file:///nonexistent-lookback/dt=2024-01-15/funnel.parquet"},
