@@ -10,7 +10,11 @@ ANALYTICS_OUTPUT_ROOT (see analytics_outputs.py)::
     checkout_funnel/funnel/dt=2024-01-15/funnel.parquet
     daily_events/events/dt=2024-01-15/events.parquet
 
-A rerun or a backfill of a day replaces that day's files and touches no other day.
+Events reach the platform late (mobile apps upload when they are next online), so both reports
+look back: each run also re-pulls the LOOKBACK_DAYS days before its own and replaces their
+partitions (``dt=2024-01-13`` and ``dt=2024-01-14`` for the run above), each written exactly
+as that day's own run writes it. A rerun or a backfill of a day replaces that day's files and
+its look-back days' report files, and touches no other day; no day is ever held twice.
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ from airflow_provider_analytics.operators.reports import EventReportOperator, Fu
 from airflow_provider_analytics.sensors.data_ready import AnalyticsDataSensor
 
 CHECKOUT_STEPS = ("$startup", "search", "add_to_cart", "purchase")
+LOOKBACK_DAYS = 2
+"""Days before the run's own that each report re-pulls (late events)."""
 
 
 @dag(
@@ -71,6 +77,7 @@ def analytics_daily() -> None:
             "convertTimeUnit": "DAY",
         },
         destination=CHECKOUT_FUNNEL,
+        lookback_days=LOOKBACK_DAYS,
     )
     daily_events = EventReportOperator(
         task_id="daily_events",
@@ -85,6 +92,7 @@ def analytics_daily() -> None:
             "byFields": [{"expression": "event.$Anything.$platform"}],
         },
         destination=DAILY_EVENTS,
+        lookback_days=LOOKBACK_DAYS,
     )
     day_is_over >> events_landed >> [export_users, checkout_funnel, daily_events]
 

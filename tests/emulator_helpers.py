@@ -80,6 +80,11 @@ class EmulatorAdmin:
         count: int = self._call("PUT", "event-log", {"events": events})["events"]
         return count
 
+    def add_events(self, events: list[dict[str, Any]]) -> int:
+        """Add events (late arrivals, any day) to the log analyses read; returns its new size."""
+        count: int = self._call("POST", "event-log/events", {"events": events})["events"]
+        return count
+
     def stats(self) -> dict[str, Any]:
         """``{"requests": {operation: count}, "connections": n, ...}`` since the last reset."""
         result: dict[str, Any] = self._call("GET", "stats")

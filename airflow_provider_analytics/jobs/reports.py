@@ -6,6 +6,10 @@ series of modest queries; the windows' tables are concatenated, each row carryin
 came from (``query_from_date``, ``query_to_date``), because a funnel's ``$ALL`` column and an
 event analysis' totals are per query. Everything stays in Arrow; the tables go to a
 :class:`TableWriter` (Parquet objects, or Iceberg tables).
+
+:func:`run_report_days` makes one report per day instead, each day's tables going to a writer
+of their own: the look-back window (``lookback_days``) re-pulls past days with it, each one the
+very report its own daily run wrote.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from airflow_provider_analytics.client.validation import (
     funnel_request,
 )
 from airflow_provider_analytics.core import rules
+from airflow_provider_analytics.core.errors import AnalyticsUsageError
 from airflow_provider_analytics.tabular.frames import (
     EVENT_GRAINS,
     FUNNEL_GRAINS,
@@ -195,16 +200,31 @@ def build_report_tables(
     rules.time_zone(timezone)
     schema = kind.flattened_schema(body)
     windows = date_windows(body["fromDate"], body["toDate"], window_days)
-    tables = []
-    for from_date, to_date in windows:
-        response = kind.analyze(client, checked.window(from_date, to_date))
-        table = kind.flatten(response, body, timezone)
-        for window_field, day in zip(WINDOW_FIELDS, (from_date, to_date), strict=True):
-            value = pa.scalar(dt.date.fromisoformat(day), pa.date32())
-            table = table.append_column(window_field, pa.repeat(value, table.num_rows))
-        tables.append(table.cast(schema))
+    tables = [
+        _window_table(kind, client, checked, from_date, to_date, timezone, schema, body)
+        for from_date, to_date in windows
+    ]
     flattened = pa.concat_tables(tables) if tables else schema.empty_table()
     return cut_grains(flattened, kind.grains), len(windows)
+
+
+def _window_table(
+    kind: ReportKind,
+    client: AnalyticsClient,
+    checked: AnalysisRequest,
+    from_date: str,
+    to_date: str,
+    timezone: str,
+    schema: pa.Schema,
+    body: dict[str, Any],
+) -> pa.Table:
+    """One query over a window of ``checked``, flattened, each row carrying the window."""
+    response = kind.analyze(client, checked.window(from_date, to_date))
+    table = kind.flatten(response, body, timezone)
+    for window_field, day in zip(WINDOW_FIELDS, (from_date, to_date), strict=True):
+        value = pa.scalar(dt.date.fromisoformat(day), pa.date32())
+        table = table.append_column(window_field, pa.repeat(value, table.num_rows))
+    return table.cast(schema)
 
 
 def run_report(
@@ -244,3 +264,70 @@ def run_report(
         headline=kind.headline(tables),
         tables=written,
     )
+
+
+def run_report_days(
+    kind: ReportKind,
+    client: AnalyticsClient,
+    request: Mapping[str, Any],
+    days: Sequence[str],
+    writer_for: Callable[[str], TableWriter],
+    *,
+    timezone: str = "UTC",
+) -> list[ReportResult]:
+    """One report per day: ``request`` over that day alone (``fromDate`` = ``toDate`` = the
+    day), its tables handed to ``writer_for(day)``.
+
+    Each day's tables are exactly those :func:`run_report` gives for a request over that one
+    day: one query, so a funnel's ``$ALL`` column and an event analysis' totals are the day's,
+    and ``query_from_date`` = ``query_to_date`` = the day. This is how a look-back run
+    re-pulls past days: a day re-pulled later holds the rows its own daily run would write
+    now, never a share of a wider query.
+
+    Every day's request is checked before the first query, and every day is queried before
+    the first write, so a refused request or a failed query writes nothing. The days are
+    then written in the order given, each day's tables replacing that day's (atomically per
+    table, as the writer does).
+
+    :param kind: :data:`FUNNEL` or :data:`EVENTS`.
+    :param client: the API client.
+    :param request: the analysis request body; its ``fromDate``/``toDate``, if any, are
+        replaced by each day.
+    :param days: ``yyyy-MM-dd`` days, each written once, in this order.
+    :param writer_for: the writer of a day's tables (e.g. Parquet objects under ``dt=<day>``).
+    :param timezone: the project's time zone, in which the platform writes date-times.
+    :return: one result per day, in the order of ``days``.
+    :raises AnalyticsUsageError: for a day listed twice (a day is written once), before any
+        query.
+    """
+    if len(set(days)) != len(days):
+        raise AnalyticsUsageError(f"run_report_days: a day is listed twice in {list(days)}")
+    rules.time_zone(timezone)
+    checked = [kind.validate({**request, "fromDate": day, "toDate": day}) for day in days]
+    built = []
+    for day, day_request in zip(days, checked, strict=True):
+        started = time.monotonic()
+        body = dict(day_request.body)
+        schema = kind.flattened_schema(body)
+        flattened = _window_table(kind, client, day_request, day, day, timezone, schema, body)
+        built.append((day, cut_grains(flattened, kind.grains), time.monotonic() - started))
+    results = []
+    for day, tables, seconds in built:
+        started = time.monotonic()
+        writer = writer_for(day)
+        written = {name: writer.write_table(name, table) for name, table in tables.items()}
+        main = written[kind.grains[0].name]
+        results.append(
+            ReportResult(
+                uri=str(main["uri"]),
+                report=kind.name,
+                rows=int(main["rows"]),
+                windows=1,
+                from_date=day,
+                to_date=day,
+                seconds=round(seconds + time.monotonic() - started, 3),
+                headline=kind.headline(tables),
+                tables=written,
+            )
+        )
+    return results

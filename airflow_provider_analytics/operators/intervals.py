@@ -49,6 +49,14 @@ class CoveredDays:
         """The ``dt=`` partition value of every output of the run: its first day."""
         return self.first.isoformat()
 
+    def before(self, days: int) -> list[str]:
+        """The ``days`` days before the first day, oldest first, as ``yyyy-MM-dd`` strings
+        (the days a look-back window re-pulls).
+
+        :param days: how many (0 for none).
+        """
+        return [(self.first - dt.timedelta(days=n)).isoformat() for n in range(days, 0, -1)]
+
     @property
     def end(self) -> dt.datetime:
         """The moment the last covered day is over (midnight after it, in the DAG's timezone)."""

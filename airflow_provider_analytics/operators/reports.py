@@ -6,9 +6,11 @@ The jobs (and with them pyarrow) are imported when a task runs, not when a DAG f
 from __future__ import annotations
 
 import datetime as dt
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
-from airflow_provider_analytics.operators.intervals import covered_days
+from airflow_provider_analytics.core import rules
+from airflow_provider_analytics.core.errors import bounded_repr
+from airflow_provider_analytics.operators.intervals import CoveredDays, covered_days
 from airflow_provider_analytics.operators.output import (
     AnalyticsOutputOperator,
     LineageTarget,
@@ -22,7 +24,10 @@ if TYPE_CHECKING:
 
     from airflow.sdk import Context
 
-    from airflow_provider_analytics.jobs.reports import ReportKind, TableWriter
+    from airflow_provider_analytics.jobs.reports import ReportKind, ReportResult, TableWriter
+
+LOOKBACK_DAYS_MAX: Final = 366
+"""The longest look-back window; re-pulling more than a year is a backfill."""
 
 
 class _AnalysisReportOperator(AnalyticsOutputOperator):
@@ -42,6 +47,7 @@ class _AnalysisReportOperator(AnalyticsOutputOperator):
         "destination",
         "iceberg_table",
         "timezone",
+        "lookback_days",
     )
     template_fields_renderers: ClassVar[dict[str, str]] = {"request": "json"}
 
@@ -51,6 +57,7 @@ class _AnalysisReportOperator(AnalyticsOutputOperator):
         request: Mapping[str, Any],
         destination: str | None = None,
         window_days: int | None = None,
+        lookback_days: int = 0,
         compression: str = "zstd",
         timezone: str | None = None,
         **kwargs: Any,
@@ -58,6 +65,7 @@ class _AnalysisReportOperator(AnalyticsOutputOperator):
         super().__init__(destination=destination, **kwargs)
         self.request = request
         self.window_days = window_days
+        self.lookback_days = lookback_days
         self.compression = compression
         self.timezone = timezone
 
@@ -68,65 +76,149 @@ class _AnalysisReportOperator(AnalyticsOutputOperator):
         return FUNNEL if self.report_name == FUNNEL.name else EVENTS
 
     def execute(self, context: Context) -> dict[str, Any]:
-        from airflow_provider_analytics.jobs.reports import run_report
+        from airflow_provider_analytics.jobs.reports import run_report, run_report_days
 
+        # rendered values are checked as they are, never coerced ("2" or True are refused)
+        lookback_days = rules.integer(
+            self.lookback_days, "lookback_days", minimum=0, maximum=LOOKBACK_DAYS_MAX
+        )
+        if self.window_days is not None:
+            rules.integer(self.window_days, "window_days", minimum=0)
         body = dict(self.request)
         days = covered_days(context)
         body.setdefault("fromDate", days.dates[0])
         body.setdefault("toDate", days.dates[1])
-        writer, output_uri, written = self._writer(days.partition)
-        result = run_report(
-            self.kind,
-            self.hook.get_conn(),
-            body,
-            writer,
-            window_days=self.window_days,
-            timezone=self.timezone or self.hook.project_timezone,
-        )
+        timezone = self.timezone or self.hook.project_timezone
+        if lookback_days:
+            _check_one_day(body, days, lookback_days)
+            written_days = [*days.before(lookback_days), days.partition]
+            writers, output_uri, written = self._writers(written_days)
+            results = run_report_days(
+                self.kind,
+                self.hook.get_conn(),
+                body,
+                written_days,
+                writers.__getitem__,
+                timezone=timezone,
+            )
+        else:
+            written_days = [days.partition]
+            writers, output_uri, written = self._writers(written_days)
+            results = [
+                run_report(
+                    self.kind,
+                    self.hook.get_conn(),
+                    body,
+                    writers[days.partition],
+                    window_days=self.window_days,
+                    timezone=timezone,
+                )
+            ]
+        summary = self._summary(results, written_days, lookback_days, output_uri)
         self.log.info(
-            "%s report: %d rows to %s; %s",
+            "%s report: %d rows to %s; %s; days written: %s",
             self.report_name,
-            result.rows,
-            result.uri,
-            result.headline,
+            summary["rows"],
+            summary["uri"],
+            summary["headline"],
+            ", ".join(written_days),
         )
-        summary = result.as_dict()
-        if self.iceberg_table:
-            # the sink names tables namespace.table; assets and XComs name them by URI
-            summary["uri"] = output_uri
-            for table in summary["tables"].values():
-                table["uri"] = iceberg_table_uri(self.iceberg_conn_id, table["uri"])
         self.publish_output(
             context,
             output_uri,
             written,
-            rows=result.rows,
+            rows=summary["rows"],
             report=self.report_name,
             tables={name: table["uri"] for name, table in summary["tables"].items()},
+            days_written=written_days,
         )
         return summary
 
-    def _writer(self, day: str) -> tuple[TableWriter, str, list[LineageTarget]]:
-        """Where the tables go, the URI that names the main one, and every table's lineage
-        name."""
+    def _summary(
+        self,
+        results: Sequence[ReportResult],
+        written_days: list[str],
+        lookback_days: int,
+        output_uri: str,
+    ) -> dict[str, Any]:
+        """The XCom: the run's own day as ``run_report`` describes it (``uri``, ``rows``,
+        ``tables``, ``headline``, ...), the days written and each re-pulled day's tables."""
+        own = results[-1]
+        summary = own.as_dict()
+        summary["seconds"] = round(sum(result.seconds for result in results), 3)
+        summary["lookback_days"] = lookback_days
+        summary["days_written"] = written_days
+        summary["repulled"] = {
+            result.from_date: {
+                "rows": result.rows,
+                "headline": result.headline,
+                "tables": result.tables,
+            }
+            for result in results[:-1]
+        }
+        if self.iceberg_table:
+            # the sink names tables namespace.table; assets and XComs name them by URI
+            summary["uri"] = output_uri
+            every = [summary["tables"], *(day["tables"] for day in summary["repulled"].values())]
+            for tables in every:
+                for table in tables.values():
+                    table["uri"] = iceberg_table_uri(self.iceberg_conn_id, table["uri"])
+        return summary
+
+    def _writers(
+        self, days: Sequence[str]
+    ) -> tuple[dict[str, TableWriter], str, list[LineageTarget]]:
+        """Where each day's tables go (the run's own day last), the URI that names the run's
+        main table, and every table's lineage name. Destinations are checked here, before
+        any request."""
         if self.iceberg_table:
             from airflow_provider_analytics.sinks.iceberg import IcebergTables
 
             catalog, uri = self.iceberg_catalog()
-            tables = IcebergTables(
-                catalog, self.iceberg_table, self.report_name, dt.date.fromisoformat(day)
-            )
-            grains = [tables.identifier_for(grain.name) for grain in self.kind.grains]
-            return tables, uri, self.iceberg_targets(grains)
+            tables = {
+                day: IcebergTables(
+                    catalog, self.iceberg_table, self.report_name, dt.date.fromisoformat(day)
+                )
+                for day in days
+            }
+            grains = [tables[days[-1]].identifier_for(grain.name) for grain in self.kind.grains]
+            return dict(tables), uri, self.iceberg_targets(grains)
         from airflow_provider_analytics.sinks.parquet import ParquetTables
 
         names = [grain.name for grain in self.kind.grains]
-        paths = table_paths(self.destination, names, {"dt": day}, self.allowed_roots())
-        written = [object_target(path) for path in paths.values()]
-        return ParquetTables(paths, compression=self.compression), str(paths[names[0]]), written
+        roots = self.allowed_roots()
+        paths = {day: table_paths(self.destination, names, {"dt": day}, roots) for day in days}
+        if len(days) > 1 and not self.destination.endswith("/"):
+            rules.fail(
+                "lookback_days",
+                "needs a destination prefix ending in '/' (each re-pulled day is written to "
+                "its own dt=<day> partition; an object URI names one object)",
+                self.lookback_days,
+            )
+        written = [object_target(path) for day in days for path in paths[day].values()]
+        writers = {
+            day: ParquetTables(day_paths, compression=self.compression)
+            for day, day_paths in paths.items()
+        }
+        return dict(writers), str(paths[days[-1]][names[0]]), written
 
     def lineage_input_name(self) -> str:
         return f"{self.report_name}_analysis"
+
+
+def _check_one_day(body: Mapping[str, Any], days: CoveredDays, lookback_days: int) -> None:
+    """A look-back run must report exactly the one day of its partition: each re-pulled day is
+    then written as that day's own run writes it (one day, one query, one partition)."""
+    day = days.partition
+    if body["fromDate"] != day or body["toDate"] != day:
+        rules.fail(
+            "lookback_days",
+            f"needs a run that reports the one day of its partition ({day}), so that each "
+            "re-pulled day is written as its own run writes it; this run reports "
+            f"{bounded_repr(body['fromDate'], 40)}..{bounded_repr(body['toDate'], 40)} (a run "
+            "covering several days, or a request with dates of its own, cannot look back)",
+            lookback_days,
+        )
 
 
 _PARAMETERS = """
@@ -144,6 +236,15 @@ _PARAMETERS = """
 :param iceberg_conn_id: the connection describing the Iceberg catalog.
 :param window_days: split long ranges into windows of this many days (backfills); each
     row carries its window as ``query_from_date``/``query_to_date``.
+:param lookback_days: late data: also re-pull the N days before the run's day (templated;
+    default 0, at most 366). Each of those days is queried on its own, exactly as its own
+    daily run queries it, and replaces that day's ``dt`` partition (Parquet objects, or one
+    Iceberg commit per table and day), so a day's partition holds the same rows whether its
+    own run or a later look-back wrote it, and no day is ever held twice. Needs a run whose
+    report is one day (a daily schedule; the request without other dates) and, for Parquet,
+    a destination prefix. Every day is queried before the first is written. The XCom lists
+    ``days_written`` (oldest first, the run's own day last) and each re-pulled day's tables
+    under ``repulled``. Checked as given: ``"2"``, ``True`` or ``1.5`` are refused.
 :param compression: Parquet codec, zstd by default.
 :param timezone: the project's time zone, in which the platform writes date-times;
     default: the connection's ``timezone`` extra, else UTC.

@@ -1,7 +1,8 @@
 """A three-day backfill of the daily pipeline, one real `airflow dags test` per logical date (the
 dates `airflow backfill create` plans for the range), then one day run again: each day has its own
-partitions, the rerun replaces that day's files only, nothing is duplicated, and warehouse-style
-readers (DuckDB, pyarrow datasets) load the Hive-partitioned tables with the expected schema."""
+partitions, the rerun replaces that day's files and its two look-back days' report files only,
+nothing is duplicated, and warehouse-style readers (DuckDB, pyarrow datasets) load the
+Hive-partitioned tables with the expected schema."""
 
 from __future__ import annotations
 
@@ -34,6 +35,11 @@ DAG_ID = "analytics_daily"
 DAG_FILES = [EXAMPLES / "analytics_daily.py", EXAMPLES / "analytics_outputs.py"]
 DAYS = ["2024-01-10", "2024-01-11", "2024-01-12"]
 RERUN_DAY = "2024-01-11"
+LOOKBACK_DAYS = 2
+"""The example's reports re-pull the two days before their own (lookback_days=2)."""
+REPORT_DAYS = ["2024-01-08", "2024-01-09", *DAYS]
+"""Every day a report table is written for: the backfilled days and the first one's look-back."""
+RERUN_REPORT_DAYS = ["2024-01-09", "2024-01-10", RERUN_DAY]
 TABLES = {
     "cohort_users": "cohort_users/cohort=cohort_small/dt={day}/users.parquet",
     **{
@@ -73,6 +79,17 @@ def day_files(day: str) -> set[str]:
     return {layout.format(day=day) for layout in TABLES.values()}
 
 
+def report_files(day: str) -> set[str]:
+    return {layout.format(day=day) for name, layout in TABLES.items() if name != "cohort_users"}
+
+
+def run_files(day: str) -> set[str]:
+    """What the run of ``day`` writes: its own day, and its look-back days' report tables."""
+    first = dt.date.fromisoformat(day)
+    looked_back = [(first - dt.timedelta(days=n)).isoformat() for n in range(1, LOOKBACK_DAYS + 1)]
+    return day_files(day).union(*(report_files(other) for other in looked_back))
+
+
 def without_report_time(table: pa.Table) -> pa.Table:
     """The rows as the platform computed them, without the moment it computed them."""
     return table.drop_columns([c for c in REPORT_TIME_COLUMNS if c in table.column_names])
@@ -110,7 +127,7 @@ def backfill(
     env["ANALYTICS_OUTPUT_ROOT"] = f"file://{out}/"
     runs = {day: run_day(dag_runner, day, env) for day in DAYS}
     before = snapshot(out)
-    tables = {name: pq.read_table(out / name) for name in day_files(RERUN_DAY)}
+    tables = {name: pq.read_table(out / name) for name in run_files(RERUN_DAY)}
     rerun = run_day(dag_runner, RERUN_DAY, env)
     return Backfill(out, runs, before, tables, rerun, snapshot(out))
 
@@ -140,21 +157,31 @@ def test_the_documented_backfill_command_plans_one_run_per_day(
 
 
 def test_each_logical_date_wrote_its_own_partitions_and_nothing_else(backfill: Backfill) -> None:
-    expected = set().union(*(day_files(day) for day in DAYS))
+    expected = set().union(*(run_files(day) for day in DAYS))
+    assert expected == set().union(*(report_files(day) for day in REPORT_DAYS)) | {
+        TABLES["cohort_users"].format(day=day) for day in DAYS
+    }
     assert set(backfill.before_rerun) == expected
     assert set(backfill.after_rerun) == expected
     for day, result in backfill.runs.items():
         export = result.task_xcom("export_cohort_users")
         assert export["uri"] == f"file://{backfill.out}/{TABLES['cohort_users'].format(day=day)}"
         assert export["rows"] == export["expected_rows"] == 1000
+        first = dt.date.fromisoformat(day)
+        days = [(first - dt.timedelta(days=n)).isoformat() for n in (2, 1, 0)]
+        assert result.task_xcom("checkout_funnel")["days_written"] == days
+        assert result.task_xcom("daily_events")["days_written"] == days
 
 
 def test_rerunning_a_day_replaces_its_files_and_leaves_the_others_untouched(
     backfill: Backfill,
 ) -> None:
     before, after = backfill.before_rerun, backfill.after_rerun
+    assert run_files(RERUN_DAY) == day_files(RERUN_DAY).union(
+        *(report_files(day) for day in RERUN_REPORT_DAYS)
+    )
     for name in sorted(before):
-        if name in day_files(RERUN_DAY):
+        if name in run_files(RERUN_DAY):
             assert after[name].inode != before[name].inode, f"{name} was not replaced"
             assert after[name].mtime_ns > before[name].mtime_ns
         else:
@@ -177,8 +204,10 @@ def test_no_partition_holds_duplicates(backfill: Backfill) -> None:
         "events": ["by_event_anything_platform", "measure_index", "period"],
         "events_totals": ["by_event_anything_platform", "measure_index", "query_from_date"],
     }
-    for day in DAYS:
+    for day in REPORT_DAYS:
         for table_name, layout in TABLES.items():
+            if table_name == "cohort_users" and day not in DAYS:
+                continue
             table = pq.read_table(backfill.out / layout.format(day=day))
             distinct = table.group_by(keys[table_name]).aggregate([]).num_rows
             assert distinct == table.num_rows, (table_name, day)
@@ -186,7 +215,7 @@ def test_no_partition_holds_duplicates(backfill: Backfill) -> None:
 
 
 def test_each_partition_holds_the_day_it_is_named_after(backfill: Backfill) -> None:
-    for day in DAYS:
+    for day in REPORT_DAYS:  # a re-pulled day too: its own day alone, one query
         date = dt.date.fromisoformat(day)
         for table_name in ("funnel", "funnel_totals", "events", "events_totals"):
             rows = pq.read_table(backfill.out / TABLES[table_name].format(day=day)).to_pylist()
@@ -226,7 +255,7 @@ def test_duckdb_reads_the_hive_partitioned_tables(backfill: Backfill) -> None:
         first_steps = db.execute(
             f"SELECT dt, converted_users FROM {funnel} WHERE step_number = 1 ORDER BY dt"
         ).fetchall()
-        assert [day for day, _ in first_steps] == [dt.date.fromisoformat(d) for d in DAYS]
+        assert [day for day, _ in first_steps] == [dt.date.fromisoformat(d) for d in REPORT_DAYS]
         assert all(users > 0 for _, users in first_steps)
 
 
@@ -239,11 +268,13 @@ def test_pyarrow_dataset_reads_the_event_table(backfill: Backfill) -> None:
     assert dataset.schema.remove_metadata() == written.remove_metadata().append(
         pa.field("dt", pa.date32())
     )
-    assert sorted(Path(path).name for path in dataset.files) == ["events.parquet"] * len(DAYS)
+    assert sorted(Path(path).name for path in dataset.files) == ["events.parquet"] * len(
+        REPORT_DAYS
+    )
     table = dataset.to_table()
     counts = table.group_by("dt").aggregate([("dt", "count")]).sort_by("dt").to_pylist()
     assert [(row["dt"].isoformat(), row["dt_count"]) for row in counts] == [
         (day, pq.read_metadata(backfill.out / TABLES["events"].format(day=day)).num_rows)
-        for day in DAYS
+        for day in REPORT_DAYS
     ]
     assert table.filter(pa.compute.not_equal(table["dt"], table["query_from_date"])).num_rows == 0

@@ -37,6 +37,7 @@ EXAMPLE_DAG_IDS = {
     "analytics_iceberg",
 }
 CHECKOUT_STEPS = ["$startup", "search", "add_to_cart", "purchase"]
+FUNNEL_TABLES = ("funnel", "funnel_by_value", "funnel_by_value_totals", "funnel_totals")
 
 # Parsing needs no Airflow home and runs on any worker; real runs share the "airflow" group's.
 pytestmark = [pytest.mark.slow]
@@ -161,8 +162,14 @@ def written_files(root: Path) -> list[str]:
     return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
 
 
+LOOKED_BACK = ["2024-01-13", "2024-01-14"]
+"""The days before RUN_DATE that analytics_daily's reports re-pull (lookback_days=2)."""
+
+
 @RUNS_A_DAG
-def test_daily_pipeline_writes_one_partition_per_table(daily_run: DagRunResult, out: Path) -> None:
+def test_daily_pipeline_writes_its_day_and_re_pulls_two_report_days(
+    daily_run: DagRunResult, out: Path
+) -> None:
     succeeded(daily_run)
     assert set(daily_run.task_states) == {
         "day_is_over",
@@ -171,15 +178,27 @@ def test_daily_pipeline_writes_one_partition_per_table(daily_run: DagRunResult, 
         "checkout_funnel",
         "daily_events",
     }
-    assert written_files(out) == [
-        "checkout_funnel/funnel/dt=2024-01-15/funnel.parquet",
-        "checkout_funnel/funnel_by_value/dt=2024-01-15/funnel_by_value.parquet",
-        "checkout_funnel/funnel_by_value_totals/dt=2024-01-15/funnel_by_value_totals.parquet",
-        "checkout_funnel/funnel_totals/dt=2024-01-15/funnel_totals.parquet",
-        "cohort_users/cohort=cohort_small/dt=2024-01-15/users.parquet",
-        "daily_events/events/dt=2024-01-15/events.parquet",
-        "daily_events/events_totals/dt=2024-01-15/events_totals.parquet",
-    ]
+    report_days = [*LOOKED_BACK, RUN_DATE]
+    assert written_files(out) == sorted(
+        [
+            *(
+                f"{report}/{table}/dt={day}/{table}.parquet"
+                for report, tables in (
+                    ("checkout_funnel", FUNNEL_TABLES),
+                    ("daily_events", ("events", "events_totals")),
+                )
+                for table in tables
+                for day in report_days
+            ),
+            "cohort_users/cohort=cohort_small/dt=2024-01-15/users.parquet",
+        ]
+    )
+    for task_id in ("checkout_funnel", "daily_events"):
+        summary = daily_run.task_xcom(task_id)
+        assert summary["lookback_days"] == 2
+        assert summary["days_written"] == report_days
+        assert list(summary["repulled"]) == LOOKED_BACK
+        assert "/dt=2024-01-15/" in summary["uri"]
     export = daily_run.task_xcom("export_cohort_users")
     assert (
         export["uri"]
@@ -262,6 +281,17 @@ def test_daily_reports_cover_the_run_day_and_match_the_platform(
     }
     assert totals == pytest.approx(expected_totals)
     assert {r["date"].isoformat() for r in events} == {RUN_DATE}
+    # each re-pulled day holds its own day alone: one query over it, as its own run writes it
+    for day in LOOKED_BACK:
+        for path in (
+            f"checkout_funnel/funnel_totals/dt={day}/funnel_totals.parquet",
+            f"daily_events/events/dt={day}/events.parquet",
+        ):
+            rows = pq.read_table(out / path).to_pylist()
+            windows = {
+                (r["query_from_date"].isoformat(), r["query_to_date"].isoformat()) for r in rows
+            }
+            assert rows and windows == {(day, day)}, path
 
 
 @RUNS_A_DAG

@@ -45,6 +45,19 @@ OTHER_REPORT_KEYS = [
     f"warehouse/checkout_funnel/{name}/dt=2024-01-20/{name}.parquet"
     for name in ("funnel_by_value", "funnel_by_value_totals", "funnel_totals")
 ] + ["warehouse/daily_events/events_totals/dt=2024-01-20/events_totals.parquet"]
+LOOKED_BACK_KEYS = [
+    f"warehouse/{report}/{name}/dt={day}/{name}.parquet"
+    for report, names in (
+        (
+            "checkout_funnel",
+            ("funnel", "funnel_by_value", "funnel_by_value_totals", "funnel_totals"),
+        ),
+        ("daily_events", ("events", "events_totals")),
+    )
+    for name in names
+    for day in ("2024-01-18", "2024-01-19")
+]
+"""The report objects of the two days before, which the reports re-pull (lookback_days=2)."""
 
 
 @pytest.fixture(scope="module")
@@ -133,7 +146,9 @@ def read_parquet(uri: str) -> pa.Table:
 def test_pipeline_writes_exactly_its_objects_and_no_temporary(
     pipeline: DagRunResult, s3_endpoint: str
 ) -> None:
-    assert keys(s3_endpoint, "warehouse/") == sorted(OUTPUT_KEYS + OTHER_REPORT_KEYS)
+    assert keys(s3_endpoint, "warehouse/") == sorted(
+        OUTPUT_KEYS + OTHER_REPORT_KEYS + LOOKED_BACK_KEYS
+    )
     assert [key for key in keys(s3_endpoint) if ".inprogress" in key] == []
     uris = [
         pipeline.task_xcom(task_id)["uri"]

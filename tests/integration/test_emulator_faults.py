@@ -250,3 +250,34 @@ def test_data_until_and_event_log_admin_calls(
             timeout=30,
         )
         assert response.status_code == 400 and response.json()["data"] == ["date"]
+
+
+def _share_count(server: EmulatorServer, day: str) -> int:
+    body = {
+        "measures": [{"expression": "event.share", "aggregator": "TOTAL_COUNT"}],
+        "crowds": ["$ALL"],
+        "unit": "DAY",
+        "fromDate": day,
+        "toDate": day,
+    }
+    response = _post(server, "/uba/api/events/analyze", body, timeout=60)
+    assert response.status_code == 200, response.text
+    return int(response.json()["rows"][0]["sum"][0])
+
+
+def test_late_events_are_added_to_a_past_day_until_the_reset(
+    emulator: EmulatorServer, emulator_admin: EmulatorAdmin
+) -> None:
+    before = {day: _share_count(emulator, day) for day in ("2024-01-04", "2024-01-05")}
+    late = [
+        {"user": n, "event": "share", "time": f"2024-01-05 2{n}:00:00", "properties": {}}
+        for n in range(3)
+    ]
+    total = emulator_admin.add_events(late)
+    assert _share_count(emulator, "2024-01-05") == before["2024-01-05"] + 3
+    assert _share_count(emulator, "2024-01-04") == before["2024-01-04"]
+    assert emulator_admin.add_events(late[:1]) == total + 1  # added to what is there
+    with pytest.raises(AssertionError, match="400"):
+        emulator_admin.add_events([{"user": 1, "event": "share", "time": "2024-01-05"}])
+    emulator_admin.reset()
+    assert _share_count(emulator, "2024-01-05") == before["2024-01-05"]

@@ -681,6 +681,39 @@ def _operator_cases() -> list[BadInput]:
             ),
         ),
         BadInput(
+            "FunnelReportOperator",
+            "negative lookback_days",
+            "lookback_days",
+            executed(
+                FunnelReportOperator,
+                request=FUNNEL_REQUEST,
+                destination=DESTINATION,
+                lookback_days=-1,
+            ),
+        ),
+        BadInput(
+            "EventReportOperator",
+            "lookback_days with an object URI (every re-pulled day would be one object)",
+            "lookback_days",
+            executed(
+                EventReportOperator,
+                request=with_keys(EVENT_REQUEST, fromDate=None, toDate=None),
+                destination=DESTINATION + "dt=2024-01-15/events.parquet",
+                lookback_days=2,
+            ),
+        ),
+        BadInput(
+            "EventReportOperator",
+            "lookback_days with a request of several days",
+            "lookback_days",
+            executed(
+                EventReportOperator,
+                request=EVENT_REQUEST,  # 2024-01-10..2024-01-20
+                destination=DESTINATION,
+                lookback_days=2,
+            ),
+        ),
+        BadInput(
             "TrackingPlanSyncOperator",
             "user property id with a leading digit",
             "user_properties[0].id",
@@ -786,6 +819,30 @@ def _hostile_cases() -> list[BadInput]:
         hostile(exporter, "limit rendered as 'abc'", "limit", exported(limit="abc")),
         hostile(exporter, "limit rendered as text '100'", "limit", exported(limit="100")),
         hostile(exporter, "limit 10**30", "limit", exported(limit=10**30)),
+        *(
+            hostile(
+                target,
+                f"lookback_days rendered as {value!r}",
+                "lookback_days",
+                executed(operator, request=request, destination=DESTINATION, lookback_days=value),
+            )
+            for target, operator, request in (
+                ("FunnelReportOperator", FunnelReportOperator, FUNNEL_REQUEST),
+                ("EventReportOperator", EventReportOperator, EVENT_REQUEST),
+            )
+            for value in (True, "2", 1.5)
+        ),
+        hostile(
+            "FunnelReportOperator",
+            "lookback_days 10**30",
+            "lookback_days",
+            executed(
+                FunnelReportOperator,
+                request=FUNNEL_REQUEST,
+                destination=DESTINATION,
+                lookback_days=10**30,
+            ),
+        ),
         hostile(
             exporter, "cohort code ../../../x", "cohort_code", exported(cohort_code="../../../x")
         ),

@@ -217,3 +217,33 @@ def test_big_integers_beside_decimals_keep_their_exact_labels_and_comparisons() 
         "filter",
     )
     assert filter_mask(equal, Source()).tolist() == [False, True, False, False, False]
+
+
+def test_late_events_join_the_log_on_their_own_day_and_keep_every_value_once() -> None:
+    log = EventLog.from_records(
+        [
+            ev(0, "purchase", "2024-01-02 10:00:00", amount=5, coupon_codes=["A"]),
+            ev(1, "search", "2024-01-03 09:00:00", keyword="shoes"),
+        ]
+    )
+    late = EventLog.from_records(
+        [
+            ev(2, "purchase", "2024-01-02 10:00:00", amount=7.5, coupon_codes=["A"]),
+            ev(3, "share", "2024-01-01 23:59:59", target="wechat"),
+            ev(4, "purchase", "2024-01-02 12:00:00", amount=5),
+        ]
+    )
+    joined = log.with_events(late)
+    assert joined.to_records() == [
+        ev(3, "share", "2024-01-01 23:59:59", target="wechat"),
+        ev(0, "purchase", "2024-01-02 10:00:00", amount=5, coupon_codes=["A"]),
+        ev(2, "purchase", "2024-01-02 10:00:00", amount=7.5, coupon_codes=["A"]),
+        ev(4, "purchase", "2024-01-02 12:00:00", amount=5),
+        ev(1, "search", "2024-01-03 09:00:00", keyword="shoes"),
+    ]
+    assert len(log) == 2  # the log itself is unchanged
+    amount = joined.column("amount")
+    assert sorted(amount.dictionary.tolist()) == [5.0, 7.5]  # 5 once, under one dictionary
+    assert joined.column("coupon_codes").dictionary.tolist() == [("A",)]
+    assert joined.event_ids[: len(log.event_ids)] == log.event_ids
+    assert log.with_events(EventLog.from_records([])).to_records() == log.to_records()

@@ -98,12 +98,20 @@ def test_object_target_matches_airflows_file_transfer_naming() -> None:
 @pytest.mark.usefixtures("analytics_connection")
 def test_report_lineage_names_every_table_written(tmp_path: Path) -> None:
     report = FunnelReportOperator(task_id="funnel", request={}, destination=f"file://{tmp_path}/f/")
-    _, uri, written = report._writer("2024-01-15")
+    _, uri, written = report._writers(["2024-01-15"])
     assert uri == f"file://{tmp_path}/f/funnel/dt=2024-01-15/funnel.parquet"
     key = str(tmp_path).lstrip("/")
+    tables = ("funnel", "funnel_totals", "funnel_by_value", "funnel_by_value_totals")
     assert written == [
-        LineageTarget("file", f"{key}/f/{table}/dt=2024-01-15/{table}.parquet")
-        for table in ("funnel", "funnel_totals", "funnel_by_value", "funnel_by_value_totals")
+        LineageTarget("file", f"{key}/f/{table}/dt=2024-01-15/{table}.parquet") for table in tables
+    ]
+    # a look-back run writes, and names, every day's objects; the URI stays its own day's
+    _, uri, looked_back = report._writers(["2024-01-14", "2024-01-15"])
+    assert uri == f"file://{tmp_path}/f/funnel/dt=2024-01-15/funnel.parquet"
+    assert looked_back == [
+        LineageTarget("file", f"{key}/f/{table}/dt={day}/{table}.parquet")
+        for day in ("2024-01-14", "2024-01-15")
+        for table in tables
     ]
     report.written = written
     lineage = report.get_openlineage_facets_on_complete(None)

@@ -264,3 +264,150 @@ def funnel_paths(root: Path) -> dict[str, ObjectStoragePath]:
     """Every funnel table's object in ``root``."""
     names = ("funnel", "funnel_totals", "funnel_by_value", "funnel_by_value_totals")
     return {name: ObjectStoragePath(f"file://{root}/{name}.parquet") for name in names}
+
+
+FUNNEL_TABLES = ("funnel", "funnel_totals", "funnel_by_value", "funnel_by_value_totals")
+
+
+class _Events(dict):
+    def __missing__(self, key):  # any outlet gets an object with an ``extra`` slot
+        value = type("Event", (), {"extra": None})()
+        self[key] = value
+        return value
+
+
+def day_context(day: str, days: int = 1) -> dict:
+    start = dt.datetime.fromisoformat(day).replace(tzinfo=dt.UTC)
+    return {
+        "ds": day,
+        "logical_date": start,
+        "data_interval_start": start,
+        "data_interval_end": start + dt.timedelta(days=days),
+        "outlet_events": _Events(),
+    }
+
+
+@pytest.fixture
+def connection(monkeypatch) -> None:
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_ANALYTICS_DEFAULT",
+        json.dumps(
+            {
+                "conn_type": "analytics",
+                "host": BASE,
+                "password": "tok-1234567",
+                "extra": {"app_key": "ak-1234567"},
+            }
+        ),
+    )
+
+
+def without_report_time(table):
+    return table.drop_columns(["report_updated_at", "report_updated_at_text"])
+
+
+def test_a_look_back_queries_each_day_alone_and_writes_it_as_its_own_run_does(
+    tmp_path, connection
+) -> None:
+    def report(**kwargs) -> FunnelReportOperator:
+        return FunnelReportOperator(
+            task_id="funnel",
+            request={"steps": STEPS, "crowds": ["$ALL"]},
+            destination=f"file://{tmp_path}/",
+            window_days=7,  # one day is one window anyway
+            **kwargs,
+        )
+
+    with rm.Mocker() as mock:
+        mock.post(
+            f"{BASE}/uba/api/funnels/analyze", json=lambda req, ctx: funnel_response(req.json())
+        )
+        own = report().execute(day_context("2024-01-13"))  # type: ignore[arg-type]
+        own_run = {
+            name: pq.read_table(tmp_path / f"{name}/dt=2024-01-13/{name}.parquet")
+            for name in FUNNEL_TABLES
+        }
+        mock.reset_mock()
+        context = day_context("2024-01-15")
+        summary = report(lookback_days=2).execute(context)  # type: ignore[arg-type]
+        sent = [(r.json()["fromDate"], r.json()["toDate"]) for r in mock.request_history]
+    days = ["2024-01-13", "2024-01-14", "2024-01-15"]
+    assert sent == [(day, day) for day in days]
+    assert sorted(p.name for p in (tmp_path / "funnel").iterdir()) == [f"dt={d}" for d in days]
+    for name in FUNNEL_TABLES:
+        again = pq.read_table(tmp_path / f"{name}/dt=2024-01-13/{name}.parquet")
+        assert without_report_time(again).equals(without_report_time(own_run[name])), name
+    for day in days:
+        totals = pq.read_table(tmp_path / f"funnel_totals/dt={day}/funnel_totals.parquet")
+        # $ALL is the day's own figure: one row per step, the window being the day
+        assert totals.column("converted_users").to_pylist() == [10, 4]
+        assert set(totals.column("query_from_date").to_pylist()) == {dt.date.fromisoformat(day)}
+        assert set(totals.column("query_to_date").to_pylist()) == {dt.date.fromisoformat(day)}
+    assert own["days_written"] == ["2024-01-13"] and own["lookback_days"] == 0
+    assert own["repulled"] == {}
+    assert summary["days_written"] == days
+    assert summary["lookback_days"] == 2
+    assert summary["uri"] == f"file://{tmp_path}/funnel/dt=2024-01-15/funnel.parquet"
+    assert (summary["from_date"], summary["to_date"], summary["windows"]) == (days[2], days[2], 1)
+    assert set(summary["repulled"]) == set(days[:2])
+    repulled = summary["repulled"]["2024-01-14"]
+    assert repulled["rows"] == 2
+    assert repulled["tables"]["funnel_totals"]["uri"] == (
+        f"file://{tmp_path}/funnel_totals/dt=2024-01-14/funnel_totals.parquet"
+    )
+    assert repulled["headline"]["overall_conversion"] == 0.4
+    extra = next(iter(context["outlet_events"].values())).extra
+    assert extra["uri"] == summary["uri"]
+    assert extra["days_written"] == days
+
+
+def test_a_failed_query_in_a_look_back_writes_no_day(tmp_path, connection) -> None:
+    def answer(req, ctx) -> dict:
+        response = funnel_response(req.json())
+        if req.json()["fromDate"] == "2024-01-15":
+            response["dateList"][1] = "01/15/2024"  # the run's own day cannot be read
+        return response
+
+    report = FunnelReportOperator(
+        task_id="funnel",
+        request={"steps": STEPS, "crowds": ["$ALL"]},
+        destination=f"file://{tmp_path}/",
+        lookback_days=2,
+    )
+    with rm.Mocker() as mock, pytest.raises(AnalyticsProtocolError):
+        mock.post(f"{BASE}/uba/api/funnels/analyze", json=answer)
+        report.execute(day_context("2024-01-15"))  # type: ignore[arg-type]
+    assert len(mock.request_history) == 3
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("changes", "context", "rule"),
+    [
+        ({}, day_context("2024-01-15", days=7), "this run reports '2024-01-15'..'2024-01-21'"),
+        (
+            {"request": {"steps": STEPS, "crowds": ["$ALL"], "fromDate": "2024-01-14"}},
+            day_context("2024-01-15"),
+            "this run reports '2024-01-14'..'2024-01-15'",
+        ),
+        (
+            {"destination": "file:///nonexistent-lookback/dt=2024-01-15/funnel.parquet"},
+            day_context("2024-01-15"),
+            "needs a destination prefix",
+        ),
+    ],
+    ids=["a week's run", "a request with dates of its own", "an object URI"],
+)
+def test_a_look_back_needs_one_day_per_partition(changes, context, rule, connection) -> None:
+    arguments = {
+        "request": {"steps": STEPS, "crowds": ["$ALL"]},
+        "destination": "file:///nonexistent-lookback/",
+        "lookback_days": 1,
+        **changes,
+    }
+    report = FunnelReportOperator(task_id="funnel", **arguments)
+    with rm.Mocker() as mock, pytest.raises(AnalyticsValidationError) as caught:
+        report.execute(context)  # type: ignore[arg-type]
+    assert mock.request_history == []
+    assert caught.value.field == "lookback_days"
+    assert rule in str(caught.value)

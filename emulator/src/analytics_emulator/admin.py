@@ -1,5 +1,5 @@
 """The emulator's own admin API under ``/_emulator/``: faults, reset, data arrival, masking,
-hand-built event logs and request statistics.
+hand-built event logs, late events and request statistics.
 
 Mounted only when an admin token is configured (otherwise these paths are unknown: 404),
 and every call must carry it in the ``X-Emulator-Admin`` header (401 otherwise).
@@ -115,6 +115,20 @@ def replace_event_log(request: Request, body: JsonObject) -> JSONResponse:
     except ValueError as exc:
         raise BadRequest(f"events: {exc}", ["events"]) from exc
     return JSONResponse({"success": 0, "events": count})
+
+
+@router.post("/event-log/events")
+def add_events(request: Request, body: JsonObject) -> JSONResponse:
+    """``{"events": [{"user", "event", "time", "properties"}]}`` adds events to the log
+    analyses read, on any day (late arrivals), until the next reset."""
+    events = v.array(v.required(body, "events"), "events")
+    for index, event in enumerate(events):
+        v.obj(event, v.join_path("events", index))
+    try:
+        added, count = emulator_state(request).add_events(events)
+    except ValueError as exc:
+        raise BadRequest(f"events: {exc}", ["events"]) from exc
+    return JSONResponse({"success": 0, "added": added, "events": count})
 
 
 @router.get("/stats")

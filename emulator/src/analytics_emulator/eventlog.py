@@ -26,6 +26,7 @@ from analytics_emulator import catalog
 from analytics_emulator.eventlog_columns import (
     LOCAL_EPOCH,
     InvalidValue,
+    concat_columns,
     encode_values,
     null_column,
 )
@@ -167,6 +168,30 @@ class EventLog:
             event_codes=np.asarray([codes[e] for e in events], dtype=np.int32),
             event_ids=event_ids,
             times=np.asarray(times, dtype=np.int64),
+            properties=properties,
+        )
+
+    def with_events(self, added: EventLog) -> EventLog:
+        """A new log holding this log's events and ``added``'s (events that arrived late: any
+        day, past days included). At the same second, this log's events come first.
+
+        :param added: the events to add (e.g. :meth:`from_records` of a few records).
+        """
+        event_ids = [*self.event_ids, *(e for e in added.event_ids if e not in self.event_ids)]
+        recode = np.asarray([event_ids.index(e) for e in added.event_ids], dtype=np.int32)
+        added_codes = recode[added.event_codes] if len(added) else added.event_codes
+        properties = {
+            prop_id: concat_columns(self.column(prop_id), added.column(prop_id))
+            for prop_id in [
+                *self.properties,
+                *(p for p in added.properties if p not in self.properties),
+            ]
+        }
+        return EventLog(
+            users=np.concatenate([self.users, added.users]),
+            event_codes=np.concatenate([self.event_codes, added_codes]),
+            event_ids=event_ids,
+            times=np.concatenate([self.times, added.times]),
             properties=properties,
         )
 

@@ -251,6 +251,26 @@ def encode_values(data_type: str, values: Iterable[Any], *, strict: bool) -> Col
     )
 
 
+def concat_columns(first: Column, second: Column) -> Column:
+    """The rows of ``first`` then those of ``second``, under one dictionary that still holds
+    each distinct value once (a value in both keeps ``first``'s position).
+
+    :raises ValueError: when the columns are of different data types.
+    """
+    if first.data_type != second.data_type:
+        raise ValueError(f"cannot join a {first.data_type} column and a {second.data_type} one")
+    positions: dict[Any, int] = {
+        value: code for code, value in enumerate(first.dictionary.tolist())
+    }
+    remap = [positions.setdefault(value, len(positions)) for value in second.dictionary.tolist()]
+    lookup = np.asarray([*remap, NULL_CODE], dtype=np.int32)  # a null code (-1) picks the last
+    return Column(
+        first.data_type,
+        np.concatenate([first.codes, lookup[second.codes]]).astype(np.int32),
+        build_dictionary(first.data_type, list(positions)),
+    )
+
+
 def null_column(data_type: str, length: int) -> Column:
     """A column of ``length`` nulls (a property nobody reported)."""
     return Column(

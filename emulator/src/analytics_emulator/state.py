@@ -3,7 +3,8 @@
 The stores (tracking plan, ad tracking, accounts) guard themselves with their own locks;
 this object swaps them as a whole on :meth:`EmulatorState.reset`. The synthetic event log
 is built on first use (it takes a moment) and kept across resets; a hand-built log from
-the admin API replaces it until the next reset.
+the admin API, or the log with events added through it (late arrivals), replaces it until
+the next reset.
 """
 
 from __future__ import annotations
@@ -117,3 +118,18 @@ class EmulatorState:
         log = eventlog.EventLog.from_records(records)
         self._replaced_log = log
         return len(log)
+
+    def add_events(self, records: Iterable[Mapping[str, Any]]) -> tuple[int, int]:
+        """Add events to the log analyses read (the synthetic or a hand-built one) until the
+        next reset: events that arrive late, for any day. Returns the number added and the
+        log's new size.
+
+        :raises ValueError: from the log builder, for a record that does not fit.
+        """
+        from analytics_emulator import eventlog
+
+        added = eventlog.EventLog.from_records(records)
+        with self._lock:
+            log = self.event_log().with_events(added)
+            self._replaced_log = log
+        return len(added), len(log)
