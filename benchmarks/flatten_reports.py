@@ -33,7 +33,8 @@ START = date(2024, 1, 1)
 
 
 def event_response(splits: int, days: int, seed: int = 7) -> tuple[dict[str, Any], dict[str, Any]]:
-    """An event request and its response: cities x price buckets, three measures, one null in 50."""
+    """An event request and its response: cities x price buckets, three measures (two counts,
+    JSON integers as the platform sends them, and a sum of amounts), one null in 50."""
     rng = random.Random(seed)
     request = {
         "measures": [
@@ -53,10 +54,14 @@ def event_response(splits: int, days: int, seed: int = 7) -> tuple[dict[str, Any
     buckets = ["-∞~600", "600~800", "800~+∞", "未知"]
     rows = []
     for split in range(splits):
-        values = [
-            [None if rng.random() < 0.02 else float(rng.randint(0, 5_000)) for _ in range(days)]
-            for _ in range(3)
+        counts = [
+            [None if rng.random() < 0.02 else rng.randint(0, 5_000) for _ in range(days)]
+            for _ in range(2)
         ]
+        amounts = [
+            None if rng.random() < 0.02 else rng.randint(0, 500_000) / 100 for _ in range(days)
+        ]
+        values = [*counts, amounts]
         rows.append(
             {
                 "byValue": [f"city_{split // 4}", buckets[split % 4]],

@@ -30,7 +30,6 @@ from dataclasses import dataclass
 from typing import Annotated, Any, Final, Literal, TypeVar, cast
 
 from pydantic import (
-    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -73,16 +72,9 @@ Zero = Annotated[int, Field(ge=0, le=0)]
 """``success`` of a carried-out operation (a JSON integer: ``false`` is not 0)."""
 
 
-def _exact_in_a_double(value: int | float) -> int | float:
-    if isinstance(value, int) and abs(value) > EXACT_IN_A_DOUBLE:
-        raise _RelationFault("", " is beyond +-2**53, where a double no longer holds it exactly")
-    return value
-
-
-FiniteNumber = Annotated[
-    int | Annotated[float, Field(allow_inf_nan=False)], AfterValidator(_exact_in_a_double)
-]
-"""A finite JSON number; an integer only where a float64 column holds it exactly."""
+FiniteNumber = int | Annotated[float, Field(allow_inf_nan=False)]
+"""A finite JSON number; integers stay exact integers (where a table holds them as doubles,
+one beyond +-2**53 is refused by name there)."""
 Seconds = Annotated[int, Field(ge=0, le=INT64_MAX)]
 """A duration in whole seconds."""
 EpochMillis = Annotated[int, Field(ge=0, le=INT64_MAX)]
@@ -479,6 +471,21 @@ class EventAnswer(_Shape):
             self._check_counts(where, row, asked)
         return self
 
+    def check_counts(self, aggregators: tuple[str, ...]) -> None:
+        """Check the counting measures' numbers once the aggregators are known (read from
+        the answer's own measure labels, when no request says them).
+
+        :raises AnswerShapeError: naming the first number that is not a count.
+        """
+        asked = Asked(aggregators=aggregators)
+        try:
+            for position, row in enumerate(self.rows):
+                self._check_counts(f"rows[{position}]", row, asked)
+        except _RelationFault as fault:
+            raise AnswerShapeError(
+                f"analyze_events: {fault.where}{fault.problem}", operation="analyze_events"
+            ) from None
+
     @staticmethod
     def _check_counts(where: str, row: EventRow, asked: Asked) -> None:
         if asked.aggregators is None:
@@ -486,16 +493,26 @@ class EventAnswer(_Shape):
         for measure, aggregator in enumerate(asked.aggregators):
             if aggregator not in COUNTING_AGGREGATORS:
                 continue
-            cells = [(f"values[{measure}][{i}]", v) for i, v in enumerate(row.values[measure])]
-            if row.sum is not None:
-                cells.append((f"sum[{measure}]", row.sum[measure]))
-            for place, value in cells:
-                if value is not None and (not isinstance(value, int) or value < 0):
-                    raise _fault(
-                        f"{where}.{place}",
-                        f" is {value!r}, but measure {measure} ({aggregator}) counts: expected "
-                        "a JSON integer >= 0",
-                    )
+            values = row.values[measure]
+            total = () if row.sum is None else (row.sum[measure],)
+            present = [value for value in (*values, *total) if value is not None]
+            if all(type(value) is int for value in present) and (
+                not present or (min(present) >= 0 and max(present) <= INT64_MAX)
+            ):
+                continue  # the usual case, in a few passes; the loop below names a fault
+            for position, value in enumerate((*values, *total)):
+                if value is None or (type(value) is int and 0 <= value <= INT64_MAX):
+                    continue
+                place = (
+                    f"values[{measure}][{position}]"
+                    if position < len(values)
+                    else f"sum[{measure}]"
+                )
+                raise _fault(
+                    f"{where}.{place}",
+                    f" is {value!r}, but measure {measure} ({aggregator}) counts: expected "
+                    "a JSON integer from 0 to 2**63-1",
+                )
 
 
 # The operations, by the client method's name

@@ -18,6 +18,7 @@ import pyarrow as pa
 from airflow_provider_analytics.core import rules
 from airflow_provider_analytics.core.answers import (
     COUNTING_AGGREGATORS,
+    EXACT_IN_A_DOUBLE,
     AnswerShapeError,
     Asked,
     EventAnswer,
@@ -40,7 +41,6 @@ from airflow_provider_analytics.tabular.schemas import (
     report_updated_at,
     report_updated_at_text,
     table_from_columns,
-    with_nulls,
 )
 
 if TYPE_CHECKING:
@@ -79,22 +79,25 @@ def event_table(
     :raises AnswerShapeError: when the response does not fit its declaration, naming the
         field; or when a bucketed field has a split value that is not a bucket label.
     """
-    answer = as_model(EventAnswer, "analyze_events", response)
-    measure_labels, measure_expressions, measure_aggregators = _measures(answer, request)
+    if request is None:
+        answer = as_model(EventAnswer, "analyze_events", response)
+        measure_labels, measure_expressions, measure_aggregators = _measures(answer, None)
+        answer.check_counts(tuple(aggregator or "" for aggregator in measure_aggregators))
+    else:
+        requested = _request_objects(request, "measures")
+        asked = Asked(
+            from_date=request.get("fromDate"),
+            to_date=request.get("toDate"),
+            aggregators=tuple(label_text(m.get("aggregator")) or "" for m in requested),
+            split_fields=len(_request_objects(request, "byFields")),
+        )
+        answer = as_model(EventAnswer, "analyze_events", response, asked)
+        measure_labels, measure_expressions, measure_aggregators = _measures(answer, request)
     by_columns, by_labels = _split_columns(answer, request)
-    asked = Asked(
-        from_date=None if request is None else request.get("fromDate"),
-        to_date=None if request is None else request.get("toDate"),
-        aggregators=tuple(aggregator or "" for aggregator in measure_aggregators),
-        split_fields=len(by_columns),
-    )
-    answer = as_model(EventAnswer, "analyze_events", answer, asked)
     rows = answer.rows
     series = answer.series
-    counting = np.array(
-        [aggregator in COUNTING_AGGREGATORS for aggregator in measure_aggregators], dtype=bool
-    )
-    values, null = _gather_values(rows, len(measure_labels), len(series))
+    counting = [aggregator in COUNTING_AGGREGATORS for aggregator in measure_aggregators]
+    counts, values = _gather_values(rows, counting, len(series))
 
     n_rows, n_measures, n_block = len(rows), len(measure_labels), len(series) + 1
     size = n_rows * n_measures * n_block
@@ -102,7 +105,6 @@ def event_table(
     measure_at = np.tile(np.repeat(np.arange(n_measures), n_block), n_rows)
     period_at = np.tile(np.arange(n_block), n_rows * n_measures)
     starts = answer.days
-    is_count = counting[measure_at]
     metadata = {"reportUpdateTime": answer.reportUpdateTime}
 
     columns: dict[str, pa.Array | pa.ChunkedArray] = {}
@@ -120,12 +122,8 @@ def event_table(
             ),
             "date": gathered([*(start.date() for start in starts), None], pa.date32(), period_at),
             "is_total": pa.array(period_at == len(series)),
-            "count": with_nulls(
-                np.where(null | ~is_count, 0, values).astype(np.int64),
-                null | ~is_count,
-                pa.int64(),
-            ),
-            "value": with_nulls(values, null | is_count, pa.float64()),
+            "count": counts,
+            "value": values,
             "report_updated_at": report_updated_at(metadata, timezone, size, what="event"),
             "report_updated_at_text": report_updated_at_text(metadata, size),
         }
@@ -249,21 +247,52 @@ def _by_column_arrays(
 
 
 def _gather_values(
-    rows: Sequence[EventRow], n_measures: int, n_series: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """Every row's per-period values and totals, in output order, with their null mask.
+    rows: Sequence[EventRow], counting: Sequence[bool], n_series: int
+) -> tuple[pa.Array, pa.Array]:
+    """The ``count`` and ``value`` columns: every row's per-period numbers and total, in
+    output order (row, measure, periods then total), counting measures in ``count``.
+
+    Arrow builds both from the declared answer's numbers in one pass each; it refuses an
+    integer that a double cannot hold exactly (beyond +-2**53) for the ``value`` column, which
+    is then named by its place.
 
     :param rows: the declared answer's rows (their lengths already agree).
-    :param n_measures: the number of measures.
+    :param counting: per measure, whether its numbers are counts.
     :param n_series: the number of ``series`` entries.
     """
-    values = np.zeros((len(rows), n_measures, n_series + 1))
-    null = np.ones((len(rows), n_measures, n_series + 1), dtype=bool)
+    empty = [None] * (n_series + 1)
+    count_cells: list[Any] = []
+    value_cells: list[Any] = []
+    for row in rows:
+        totals = row.sum if row.sum is not None else [None] * len(counting)
+        for cells, total, is_count in zip(row.values, totals, counting, strict=True):
+            block = [*cells, total]
+            count_cells.extend(block if is_count else empty)
+            value_cells.extend(empty if is_count else block)
+    try:
+        values = pa.array(value_cells, type=pa.float64())
+    except (pa.ArrowInvalid, OverflowError):
+        raise _beyond_a_double(rows, counting) from None
+    return pa.array(count_cells, type=pa.int64()), values
+
+
+def _beyond_a_double(rows: Sequence[EventRow], counting: Sequence[bool]) -> AnswerShapeError:
+    """The refusal of the first integer a double cannot hold, in a measure that is not a count."""
     for position, row in enumerate(rows):
-        totals = row.sum if row.sum is not None else [None] * n_measures
+        totals = row.sum if row.sum is not None else [None] * len(counting)
         for measure, (cells, total) in enumerate(zip(row.values, totals, strict=True)):
-            for period, value in enumerate([*cells, total]):
-                if value is not None:
-                    values[position, measure, period] = value
-                    null[position, measure, period] = False
-    return values.ravel(), null.ravel()
+            if counting[measure]:
+                continue
+            for place, value in [
+                *((f"values[{measure}][{i}]", v) for i, v in enumerate(cells)),
+                (f"sum[{measure}]", total),
+            ]:
+                if isinstance(value, int) and abs(value) > EXACT_IN_A_DOUBLE:
+                    return AnswerShapeError(
+                        f"analyze_events: rows[{position}].{place} is {value}, beyond +-2**53, "
+                        "where the value column (a double) no longer holds it exactly",
+                        operation="analyze_events",
+                    )
+    return AnswerShapeError(
+        "analyze_events: a value does not fit a double", operation="analyze_events"
+    )

@@ -121,25 +121,33 @@ def funnel_table(response: Mapping[str, Any] | FunnelAnswer, *, timezone: str = 
 
 
 def _gather_cells(answer: FunnelAnswer, steps: Sequence[str]) -> _FunnelCells:
-    """Every row's counts and medians as (split row, step, date column) cubes."""
+    """Every row's counts and medians as (split row, step, date column) cubes; Arrow turns
+    the gathered lists into arrays in one pass each (medians: null where not sent)."""
     n_rows, n_steps, n_dates = len(answer.rows), len(steps), len(answer.dateList)
-    converted = np.zeros((n_rows, n_steps, n_dates), dtype=np.int64)
-    median = np.zeros((n_rows, n_steps, n_dates), dtype=np.int64)
-    median_null = np.ones((n_rows, n_steps, n_dates), dtype=bool)
+    pairs = max(n_steps - 1, 0)
+    no_medians = [None] * n_dates
+    counts: list[int] = []
+    medians: list[int | None] = []
     labels: list[str | None] = []
     for position, row in enumerate(answer.rows):
         label = label_text(answer.split_value(position))
-        where = f"rows[{position}] (byValue {label!r})"
         labels.append(label)
-        _check_pairing(row, where, steps)
-        if n_steps and n_dates:
-            converted[position] = [step.convertedUser for step in row.stepsDetail]
-        for pair, entry in enumerate(row.medianConvertedTime or ()):
-            for day, seconds in enumerate(entry.median or ()):
-                if seconds is not None:
-                    median[position, pair, day] = seconds
-                    median_null[position, pair, day] = False
-    return _FunnelCells(labels, converted, median, median_null)
+        _check_pairing(row, f"rows[{position}] (byValue {label!r})", steps)
+        for step in row.stepsDetail:
+            counts.extend(step.convertedUser)
+        entries = row.medianConvertedTime or ()
+        for entry in entries:
+            medians.extend(entry.median or no_medians)
+        medians.extend(no_medians * (pairs - len(entries) + 1))  # the last step has no pair
+    converted = pa.array(counts, type=pa.int64()).to_numpy()
+    median = pa.array(medians, type=pa.int64())
+    shape = (n_rows, n_steps, n_dates)
+    return _FunnelCells(
+        labels,
+        converted.reshape(shape),
+        median.fill_null(0).to_numpy().reshape(shape),
+        median.is_null().to_numpy(zero_copy_only=False).reshape(shape),
+    )
 
 
 def _check_pairing(row: FunnelRow, where: str, steps: Sequence[str]) -> None:
