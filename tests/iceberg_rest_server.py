@@ -168,18 +168,29 @@ class _Handler(BaseHTTPRequestHandler):
 class RestCatalogServer(ThreadingHTTPServer):
     """The server, backed by a SQL catalog on SQLite under ``directory``.
 
-    :param directory: where the SQLite file and the warehouse go.
+    :param directory: where the SQLite file goes (and the warehouse, unless given).
     :param token: a bearer token every request must carry, or None.
+    :param warehouse: where new tables go (``s3://bucket/prefix`` for object storage).
+    :param properties: FileIO properties the server writes table metadata with
+        (``s3.endpoint``, ...); clients bring their own.
     """
 
     daemon_threads = True
 
-    def __init__(self, directory: str, *, token: str | None = None) -> None:
+    def __init__(
+        self,
+        directory: str,
+        *,
+        token: str | None = None,
+        warehouse: str | None = None,
+        properties: dict[str, str] | None = None,
+    ) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
         self.backend = SqlCatalog(
             "rest_backend",
             uri=f"sqlite:///{directory}/rest_catalog.db",
-            warehouse=f"file://{directory}/rest_warehouse",
+            warehouse=warehouse or f"file://{directory}/rest_warehouse",
+            **(properties or {}),
         )
         self.token = token
         self.commits = 0
@@ -191,9 +202,15 @@ class RestCatalogServer(ThreadingHTTPServer):
         return f"http://{host}:{port}"
 
 
-def serve(directory: str, *, token: str | None = None) -> Iterator[RestCatalogServer]:
+def serve(
+    directory: str,
+    *,
+    token: str | None = None,
+    warehouse: str | None = None,
+    properties: dict[str, str] | None = None,
+) -> Iterator[RestCatalogServer]:
     """Run a server in a thread for the duration of a fixture."""
-    server = RestCatalogServer(directory, token=token)
+    server = RestCatalogServer(directory, token=token, warehouse=warehouse, properties=properties)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

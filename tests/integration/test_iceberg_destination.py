@@ -30,7 +30,6 @@ from airflow_provider_analytics.sinks.iceberg import (
 )
 from airflow_provider_analytics.tabular.schemas import REPORT_TIME_COLUMNS
 from tests import iceberg_cases, iceberg_rest_server
-from tests.postgres_cluster import postgres_cluster, server_programs
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -89,16 +88,6 @@ def use_platform(monkeypatch: pytest.MonkeyPatch, server: EmulatorServer) -> Non
         "extra": {"app_key": config.app_key, "timezone": emulator_catalog.PROJECT_TIMEZONE},
     }
     monkeypatch.setenv("AIRFLOW_CONN_ANALYTICS_DEFAULT", json.dumps(connection))
-
-
-@pytest.fixture(scope="module")
-def postgres_uri() -> Iterator[str]:
-    """A database on a PostgreSQL cluster of its own, where PostgreSQL is installed."""
-    programs = server_programs()
-    if programs is None:
-        pytest.skip("PostgreSQL's server programs (initdb, pg_ctl) are not installed")
-    with postgres_cluster(programs) as uri:
-        yield uri
 
 
 @pytest.fixture(params=["sql", "rest", "postgresql"])
