@@ -180,3 +180,80 @@ def case_two_days_commit_at_once(
     attempts = sorted(result["commit_attempts"] for result in results.values())
     assert attempts == ([1, 1] if pyiceberg_retries else [1, 2])
     return list(results.values())
+
+
+def table_files(table: Table) -> set[str]:
+    """Every file under the table's location, as the maintenance module spells them."""
+    from airflow_provider_analytics.sinks.iceberg_maintenance import file_key, list_files
+
+    return {file_key(location) for location, _ in list_files(table.io, table.location())}
+
+
+def case_killed_commit_is_cleaned_up(catalog: Catalog, identifier: str) -> None:
+    """A writer SIGKILLed inside its commit leaves data files, manifests and a manifest list
+    that no snapshot reaches; the maintenance operator keeps them while they are younger than
+    its safety age, then removes them and every file only expired snapshots reached, and
+    nothing the table reaches.
+
+    Needs the ``iceberg_default`` connection to name ``catalog``.
+    """
+    import subprocess
+    import sys
+
+    from airflow_provider_analytics.operators.iceberg_maintenance import (
+        IcebergMaintenanceOperator,
+    )
+    from airflow_provider_analytics.sinks.iceberg_maintenance import reachable_files
+
+    for n, day in enumerate(DAYS[:2]):
+        write_day(catalog, identifier, day, users(n * 100, 5))
+    write_day(catalog, identifier, DAYS[0], users(500, 2))  # a rerun: DAYS[0]'s first file is
+    # now reached only by older snapshots
+    table = catalog.load_table(identifier)
+    before = table_files(table)
+    rows_before = table.scan().to_arrow().sort_by("user_id")
+
+    child = subprocess.run(
+        [sys.executable, "-m", "tests.iceberg_killed_commit", identifier, DAYS[2].isoformat(), "9"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert child.returncode == -9, child.stderr  # SIGKILL, inside the commit
+    table = catalog.load_table(identifier)
+    assert len(table.snapshots()) == 4  # nothing landed
+    left = table_files(table) - before
+    assert sum(path.endswith(".parquet") for path in left) == 3  # the killed run's data files
+    assert any(path.endswith(".avro") for path in left)  # and its manifests
+    assert left.isdisjoint(reachable_files(table))
+
+    def maintain(**kwargs: Any) -> dict[str, Any]:
+        operator = IcebergMaintenanceOperator(
+            task_id="maintain", iceberg_tables=[identifier], **kwargs
+        )
+        return operator.execute({})["tables"][identifier]  # type: ignore[arg-type]
+
+    # defaults: a 5-day retention and a 3-day safety age keep everything (all of it is new)
+    kept = maintain()
+    assert (kept["expired_snapshots"], kept["orphan_files_removed"]) == (0, 0)
+    assert table_files(catalog.load_table(identifier)) == before | left
+    report = maintain(
+        snapshot_retention=dt.timedelta(0), orphan_file_age=dt.timedelta(0), report_only=True
+    )
+    assert report["expired_snapshots"] == 3 and report["orphan_files_removed"] >= len(left)
+    assert table_files(catalog.load_table(identifier)) == before | left  # nothing changed
+
+    done = maintain(snapshot_retention=dt.timedelta(0), orphan_file_age=dt.timedelta(0))
+
+    table = catalog.load_table(identifier)
+    assert done["expired_snapshots"] == 3 and done["snapshots_kept"] == 1
+    assert len(table.snapshots()) == 1
+    remaining = table_files(table)
+    reachable = reachable_files(table)
+    assert remaining.isdisjoint(left)  # the killed run's files are gone
+    assert remaining <= reachable  # no orphan is left
+    assert reachable <= remaining  # nothing the table reaches was removed
+    assert sum(path.endswith(".parquet") for path in remaining) == 2  # one file per day
+    assert table.scan().to_arrow().sort_by("user_id").equals(rows_before)
+    again = maintain(snapshot_retention=dt.timedelta(0), orphan_file_age=dt.timedelta(0))
+    assert (again["expired_snapshots"], again["orphan_files_removed"]) == (0, 0)

@@ -199,3 +199,20 @@ def test_two_days_commit_at_once(
         )
     expected = "Commit failed due to a concurrent update" if pyiceberg_retries else "lost a race"
     assert expected in caplog.text
+
+
+def test_maintenance_after_a_killed_commit(lake: Lake) -> None:
+    identifier = lake.identifier("maintained")
+    iceberg_cases.case_killed_commit_is_cleaned_up(lake.catalog, identifier)
+    # what the bucket holds under the table is what the table reaches (less the empty folder
+    # markers, keys ending in /, that pyarrow's S3 file system leaves when it deletes the last
+    # file of a folder)
+    table = lake.catalog.load_table(identifier)
+    stored = {
+        f"s3://{BUCKET}/{key}"
+        for key in keys(lake.endpoint, lake.prefix + "/")
+        if not key.endswith("/")
+    }
+    assert {path for path in stored if path.startswith(table.location() + "/")} == (
+        iceberg_cases.table_files(table)
+    )

@@ -303,3 +303,10 @@ def test_the_catalog_cases(lake: Catalog, caplog: pytest.LogCaptureFixture) -> N
         )
     assert "Commit failed due to a concurrent update" in caplog.text
     iceberg_cases.case_two_days_commit_at_once(catalog, "analytics.race2", pyiceberg_retries=False)
+
+
+def test_maintenance_after_a_killed_commit(lake: Catalog) -> None:
+    from airflow_provider_analytics.hooks.iceberg import IcebergCatalogHook
+
+    catalog = IcebergCatalogHook().get_conn()
+    iceberg_cases.case_killed_commit_is_cleaned_up(catalog, "analytics.maintained")
