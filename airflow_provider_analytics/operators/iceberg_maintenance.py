@@ -36,8 +36,11 @@ class IcebergMaintenanceOperator(BaseOperator):
     between writing its first data file and committing, or a slow run's files are removed
     before its commit (which then fails reading them, and the run's retry writes them again).
 
+    A table that does not exist (yet: its first writer failed) is skipped with a warning.
+
     XCom: ``{"tables": {identifier: {"expired_snapshots", "snapshots_kept",
-    "orphan_files_removed", "orphan_files" (the first 100), "files_scanned", "dry_run"}}}``.
+    "orphan_files_removed", "orphan_files" (the first 100), "files_scanned", "dry_run"}}}``
+    (``{"table": identifier, "missing": true}`` for a table that does not exist).
 
     :param iceberg_tables: the tables (``namespace.table``), one or a list; templated.
     :param iceberg_conn_id: the connection describing the Iceberg catalog.
@@ -88,21 +91,28 @@ class IcebergMaintenanceOperator(BaseOperator):
         return tables
 
     def execute(self, context: Context) -> dict[str, Any]:
+        from pyiceberg.exceptions import NoSuchTableError
+
         from airflow_provider_analytics.hooks.iceberg import IcebergCatalogHook
         from airflow_provider_analytics.sinks.iceberg_maintenance import maintain_table
 
         identifiers = self._identifiers()
         catalog = IcebergCatalogHook(iceberg_conn_id=self.iceberg_conn_id).get_conn()
-        results = {}
+        results: dict[str, dict[str, Any]] = {}
         for identifier in identifiers:
-            result = maintain_table(
-                catalog,
-                identifier,
-                snapshot_retention=self.snapshot_retention,
-                retain_last=self.retain_last,
-                orphan_file_age=self.orphan_file_age,
-                dry_run=self.report_only,
-            )
+            try:
+                result = maintain_table(
+                    catalog,
+                    identifier,
+                    snapshot_retention=self.snapshot_retention,
+                    retain_last=self.retain_last,
+                    orphan_file_age=self.orphan_file_age,
+                    dry_run=self.report_only,
+                )
+            except NoSuchTableError:
+                self.log.warning("%s: no such table; nothing to maintain", identifier)
+                results[identifier] = {"table": identifier, "missing": True}
+                continue
             self.log.info(
                 "%s: %d snapshots expired (%d kept), %d orphan files %s of %d scanned",
                 identifier,
