@@ -118,6 +118,7 @@ PROVIDER_INFO: dict[str, Any] = {
                 f"{_PACKAGE}.operators.campaigns",
                 f"{_PACKAGE}.operators.accounts",
                 f"{_PACKAGE}.operators.tracking_plan",
+                f"{_PACKAGE}.operators.iceberg_maintenance",
             ],
         }
     ],

@@ -21,18 +21,33 @@ Tables (namespace ``analytics``), each partitioned by ``dt``::
 A rerun or a backfill of a day replaces that day's partition in one commit per table; runs of
 different days may commit at the same time. A property added to the tracking plan becomes a new
 column of ``analytics.cohort_users`` from that day on, without rewriting earlier days.
+
+After the writers, ``maintain_tables`` expires each table's snapshots older than a week
+(keeping the newest) and deletes the files no snapshot reaches that are older than three days:
+a killed run's uncommitted data files and the files of replaced days once their snapshots
+have expired. It runs after the day's writers, whether they succeeded or not.
 """
 
 from __future__ import annotations
+
+import datetime as dt
 
 import pendulum
 from airflow.sdk import dag
 
 from airflow_provider_analytics.operators.cohort_export import CohortExportToParquetOperator
+from airflow_provider_analytics.operators.iceberg_maintenance import IcebergMaintenanceOperator
 from airflow_provider_analytics.operators.reports import EventReportOperator, FunnelReportOperator
 
 CATALOG = "analytics_iceberg"
 CHECKOUT_STEPS = ("$startup", "search", "add_to_cart", "purchase")
+TABLES = [
+    "analytics.cohort_users",
+    *(f"analytics.checkout_funnel{suffix}" for suffix in ("", "_totals", "_by_value")),
+    "analytics.checkout_funnel_by_value_totals",
+    "analytics.daily_events",
+    "analytics.daily_events_totals",
+]
 
 
 @dag(
@@ -43,14 +58,14 @@ CHECKOUT_STEPS = ("$startup", "search", "add_to_cart", "purchase")
     tags=["analytics", "example", "iceberg"],
 )
 def analytics_iceberg() -> None:
-    CohortExportToParquetOperator(
+    cohort_users = CohortExportToParquetOperator(
         task_id="cohort_users",
         cohort_code="cohort_small",
         iceberg_table="analytics.cohort_users",
         iceberg_conn_id=CATALOG,
         column_names="warehouse",  # city, tag_tag_rfm: Spark, Trino and Athena need no quoting
     )
-    FunnelReportOperator(
+    checkout_funnel = FunnelReportOperator(
         task_id="checkout_funnel",
         request={
             "steps": [{"expression": f"event.{step}", "filter": None} for step in CHECKOUT_STEPS],
@@ -60,7 +75,7 @@ def analytics_iceberg() -> None:
         iceberg_table="analytics.checkout_funnel",
         iceberg_conn_id=CATALOG,
     )
-    EventReportOperator(
+    daily_events = EventReportOperator(
         task_id="daily_events",
         request={
             "measures": [
@@ -75,6 +90,15 @@ def analytics_iceberg() -> None:
         iceberg_table="analytics.daily_events",
         iceberg_conn_id=CATALOG,
     )
+    maintain_tables = IcebergMaintenanceOperator(
+        task_id="maintain_tables",
+        iceberg_tables=TABLES,
+        iceberg_conn_id=CATALOG,
+        snapshot_retention=dt.timedelta(days=7),  # time travel reaches a week back
+        orphan_file_age=dt.timedelta(days=3),  # longer than any run takes to commit
+        trigger_rule="all_done",  # a failed writer's files are exactly what it cleans up
+    )
+    [cohort_users, checkout_funnel, daily_events] >> maintain_tables
 
 
 analytics_iceberg()

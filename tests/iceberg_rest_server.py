@@ -1,11 +1,37 @@
-"""A small Iceberg REST catalog server on loopback, for tests.
+"""A small Iceberg REST catalog server on loopback, for tests. Not a real catalog.
 
-No REST catalog server installs from PyPI as a Python package, so this serves the part of the
-Iceberg REST protocol that pyiceberg's ``RestCatalog`` uses to create namespaces and tables
-(staged creates included), load tables and commit to them. It keeps its state in a pyiceberg
-SQL catalog on SQLite and answers with the protocol's JSON bodies and status codes (404 for a
-missing table or namespace, 409 for an existing one or a lost commit race), so the client
-goes through its real HTTP path, its error mapping and its commit retries.
+No Iceberg REST catalog server that runs here installs from PyPI or Debian (checked:
+``apache-polaris`` on PyPI is Polaris' Python client and CLI, the server is Java;
+``lakana-server`` is a pre-beta data platform whose core pins pyiceberg below 0.13, answers only
+its own principals' access tokens and refuses staged table creation, which pyiceberg uses;
+Debian packages none). So this serves the part of the Iceberg REST protocol that pyiceberg's
+``RestCatalog`` uses to create namespaces and tables, load tables and commit to them, over a
+pyiceberg SQL catalog on SQLite. The client goes through its real HTTP path, its error mapping
+and its commit retries; table metadata is written by the server's SQL catalog, which checks
+each commit's requirements against the table's current metadata, and may live on S3.
+
+What it implements:
+
+- ``GET /v1/config`` (empty defaults and overrides, no ``endpoints`` list, no ``prefix``);
+- ``POST /v1/namespaces``, ``GET``/``HEAD /v1/namespaces/{ns}``;
+- ``POST /v1/namespaces/{ns}/tables`` (direct and ``stage-create``);
+- ``GET``/``HEAD /v1/namespaces/{ns}/tables/{table}``;
+- ``POST /v1/namespaces/{ns}/tables/{table}`` (commit: requirements, then updates);
+- a static bearer token (401 without it); 404 for a missing table or namespace, 409 for an
+  existing one or a commit whose requirements fail, 500 with the reason for anything else.
+
+What it does not implement (a request for it gets 404 or the error of its backend):
+
+- authentication beyond one static token: no OAuth2 token endpoint (``/v1/oauth/tokens``), no
+  token refresh or exchange, no SigV4, no authorization of any kind;
+- listing (namespaces, tables, views), pagination, dropping or renaming namespaces or tables,
+  namespace property updates, ``/register``;
+- multi-table transactions (``/v1/transactions/commit``), views, metrics reporting, server-side
+  scan planning, credential vending (the ``X-Iceberg-Access-Delegation`` header is ignored; each
+  client brings its own storage credentials), per-table ``config`` in load responses;
+- ETags, idempotency keys, and the 5xx "commit state unknown" answers a real server may give;
+  a commit is never half-applied here, so clients' handling of unknown outcomes is not tested;
+- durability and scale: one process, SQLite, state lost when the test ends.
 """
 
 from __future__ import annotations
@@ -168,18 +194,29 @@ class _Handler(BaseHTTPRequestHandler):
 class RestCatalogServer(ThreadingHTTPServer):
     """The server, backed by a SQL catalog on SQLite under ``directory``.
 
-    :param directory: where the SQLite file and the warehouse go.
+    :param directory: where the SQLite file goes (and the warehouse, unless given).
     :param token: a bearer token every request must carry, or None.
+    :param warehouse: where new tables go (``s3://bucket/prefix`` for object storage).
+    :param properties: FileIO properties the server writes table metadata with
+        (``s3.endpoint``, ...); clients bring their own.
     """
 
     daemon_threads = True
 
-    def __init__(self, directory: str, *, token: str | None = None) -> None:
+    def __init__(
+        self,
+        directory: str,
+        *,
+        token: str | None = None,
+        warehouse: str | None = None,
+        properties: dict[str, str] | None = None,
+    ) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
         self.backend = SqlCatalog(
             "rest_backend",
             uri=f"sqlite:///{directory}/rest_catalog.db",
-            warehouse=f"file://{directory}/rest_warehouse",
+            warehouse=warehouse or f"file://{directory}/rest_warehouse",
+            **(properties or {}),
         )
         self.token = token
         self.commits = 0
@@ -191,9 +228,15 @@ class RestCatalogServer(ThreadingHTTPServer):
         return f"http://{host}:{port}"
 
 
-def serve(directory: str, *, token: str | None = None) -> Iterator[RestCatalogServer]:
+def serve(
+    directory: str,
+    *,
+    token: str | None = None,
+    warehouse: str | None = None,
+    properties: dict[str, str] | None = None,
+) -> Iterator[RestCatalogServer]:
     """Run a server in a thread for the duration of a fixture."""
-    server = RestCatalogServer(directory, token=token)
+    server = RestCatalogServer(directory, token=token, warehouse=warehouse, properties=properties)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

@@ -18,10 +18,15 @@ class IcebergCatalogHook(BaseHook):
     The connection's extra holds pyiceberg's catalog properties: ``{"type": "sql", "uri":
     "sqlite:////data/catalog.db", "warehouse": "file:///data/warehouse"}`` locally,
     ``{"uri": "postgresql+psycopg2://iceberg@db:5432/catalog", "warehouse": "s3://..."}``
-    with the database password in the password field, or a REST catalog (host, port,
-    schema ``https``; the password is its bearer token). ``catalog_name`` in the extra names
-    the catalog for pyiceberg (default: the connection id); a SQL catalog keeps its tables
-    under that name.
+    with the database password in the password field, a REST catalog (host, port,
+    schema ``https``; the password is its bearer token), or AWS Glue (``{"type": "glue",
+    "warehouse": "s3://lake/warehouse"}``; login and password are the AWS access key id and
+    secret, else the standard AWS credentials and region apply; host and port, when given,
+    are a Glue endpoint of your own). Object storage takes pyiceberg's FileIO properties in
+    the extra (``s3.endpoint``, ``s3.region``, ...). ``catalog_name`` in the extra names the
+    catalog for pyiceberg (default: the connection id); a SQL catalog keeps its tables under
+    that name. See
+    :func:`~airflow_provider_analytics.sinks.iceberg.catalog_properties`.
 
     :param iceberg_conn_id: the connection's id.
     """
@@ -45,7 +50,7 @@ class IcebergCatalogHook(BaseHook):
         return str((self.connection.extra_dejson or {}).get("catalog_name") or self.iceberg_conn_id)
 
     def get_conn(self) -> Catalog:
-        """The pyiceberg catalog (SQL or REST) for this connection."""
+        """The pyiceberg catalog (SQL, REST or Glue) for this connection."""
         from airflow_provider_analytics.sinks.iceberg import catalog_properties, open_catalog
 
         connection = self.connection
@@ -59,7 +64,7 @@ class IcebergCatalogHook(BaseHook):
             password=connection.password,
             extra=connection.extra_dejson,
         )
-        for key in ("token", "credential", "uri"):
+        for key in ("token", "credential", "uri", "client.secret-access-key"):
             if key in properties and connection.password and connection.password in properties[key]:
                 mask_secret(properties[key])
         return open_catalog(self.catalog_name, properties)

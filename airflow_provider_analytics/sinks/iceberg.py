@@ -1,12 +1,22 @@
 """Apache Iceberg tables as a destination: one day's partition replaced in one atomic commit.
 
 Needs the ``[iceberg]`` extra (pyiceberg). Every table written here is partitioned by the
-identity of a ``dt`` date column, the day the run stands for. A run writes its data files
-first, then commits one OVERWRITE snapshot that removes the files of its own day and adds
-the new ones, so a rerun or a backfill replaces its day and never duplicates it, readers see
-the old day or the new one, and the other days are not touched. When another run commits in
-between (another day of a backfill), the commit is retried against the new table state; the
-data files already written are reused, not rewritten.
+identity of a ``dt`` date column, the day the run stands for.
+
+Only pyiceberg's public API is used. A run first streams its rows into Parquet data files of
+its own under the table's location (through the table's FileIO, batch by batch, a new file
+each ``write.target-file-size-bytes`` of Arrow data; the columns carry the table's field ids),
+so memory stays at one batch however large the day. It then commits one transaction that
+deletes the day's current files (``Transaction.delete``) and adds the new ones
+(``Transaction.add_files``): two snapshots, a DELETE (only when the day had files) and an
+APPEND, that reach the catalog in one commit. A rerun or a backfill replaces its day and never
+duplicates it, readers see the old day or the new one, and the other days are not touched.
+
+When another run commits in between (another day of a backfill), pyiceberg retries the commit
+against the new table state, and this module retries the whole transaction when that is not
+enough (``commit_attempts``); the data files are written once and reused by every attempt.
+Another writer of the same day committing in between makes the attempt fail pyiceberg's
+conflict check, and the next attempt replaces that writer's files as well.
 
 Before anything is written, the table gains the columns the data has and it lacks (existing
 data files are not rewritten; old rows read the new column as null), and a column whose
@@ -14,25 +24,24 @@ type cannot be evolved to the data's type fails naming the column. A cohort colu
 property the table holds under another name (``$city`` against ``city``: the export's
 ``column_names`` changed) fails too, instead of becoming a second column.
 
-pyiceberg's public ``overwrite`` commits a delete snapshot and an append snapshot and rewrites
-nothing it cannot drop whole; to make a day one snapshot whose files are written once, the
-data files are written with pyiceberg's own writer (``_dataframe_to_data_files``) and
-committed through its public snapshot API. That writer is internal, hence the extra's pin to
-one pyiceberg minor version.
+A run that dies between writing and committing leaves data files no snapshot references;
+:class:`~airflow_provider_analytics.operators.iceberg_maintenance.IcebergMaintenanceOperator`
+removes them.
 """
 
 from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import itertools
 import logging
 import random
 import time
 import uuid
-from typing import TYPE_CHECKING, Any, Final
+import warnings
+from typing import TYPE_CHECKING, Any, Final, NoReturn
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 from pyiceberg.catalog import load_catalog
 from pyiceberg.exceptions import (
     CommitFailedException,
@@ -41,8 +50,9 @@ from pyiceberg.exceptions import (
     ValidationError,
     ValidationException,
 )
-from pyiceberg.io.pyarrow import _check_pyarrow_schema_compatible, _dataframe_to_data_files
+from pyiceberg.table import TableProperties
 from pyiceberg.transforms import IdentityTransform
+from pyiceberg.types import ListType, MapType, StructType
 
 from airflow_provider_analytics.core import rules
 from airflow_provider_analytics.core.errors import (
@@ -56,8 +66,10 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Collection, Mapping
 
     from pyiceberg.catalog import Catalog
-    from pyiceberg.manifest import DataFile
+    from pyiceberg.io import OutputStream
     from pyiceberg.table import Table
+    from pyiceberg.table.snapshots import Snapshot
+    from pyiceberg.types import IcebergType, NestedField
 
 log = logging.getLogger(__name__)
 
@@ -67,9 +79,24 @@ PARTITION_COLUMN: Final = "dt"
 DAY_PROPERTY: Final = "analytics.dt"
 """Snapshot summary property naming the day a commit replaced."""
 
+COMMIT_PROPERTY: Final = "analytics.commit"
+"""Snapshot summary property holding the writer's commit id (the snapshots of one commit share
+it: the DELETE of the day's old files and the APPEND of the new ones)."""
+
+FIELD_ID_KEY: Final = b"PARQUET:field_id"
+"""Where a Parquet column carries its Iceberg field id (read by every Iceberg reader)."""
+
 
 class IcebergSchemaError(AnalyticsError, ValueError):
     """The data cannot be written to the table as it is (a column's type cannot evolve)."""
+
+
+class IcebergCommitError(AnalyticsError):
+    """A day's commit did not land: other writers kept committing first, every attempt."""
+
+
+CATALOGS_WITHOUT_URI: Final = frozenset({"glue"})
+"""Catalog types found without a ``uri`` (AWS Glue: by region and credentials)."""
 
 
 def catalog_properties(
@@ -84,23 +111,34 @@ def catalog_properties(
     """pyiceberg catalog properties from the fields of an Airflow connection.
 
     The connection's extra holds the catalog properties as pyiceberg names them (``type``,
-    ``uri``, ``warehouse``, ...). Without ``uri``, a REST catalog's is built from host, port
-    and schema (the scheme, ``http`` by default); a SQL catalog needs its database URL as
-    ``uri`` (``sqlite:///catalog.db``, ``postgresql+psycopg2://user@host/db``). The password
-    is the REST catalog's bearer ``token``, or the database user's password, put into
-    ``uri``. ``type`` defaults to ``sql`` for a database URL (``sqlite:``, ``postgresql``)
-    and ``rest`` otherwise.
+    ``uri``, ``warehouse``, ``s3.endpoint``, ...). ``type`` defaults to ``sql`` for a database
+    URL (``sqlite:``, ``postgresql``) and ``rest`` otherwise.
 
-    :raises AnalyticsConfigurationError: naming the field when neither ``uri`` nor ``host``
-        is given.
+    - SQL catalog: its database URL as ``uri`` (``sqlite:///catalog.db``,
+      ``postgresql+psycopg2://user@host/db``); the password is the database user's, put into
+      ``uri``.
+    - REST catalog: ``uri``, or host, port and schema (the scheme, ``http`` by default); the
+      password is its bearer ``token``.
+    - AWS Glue (``"type": "glue"``): no ``uri``. Host and port, when given, are the Glue
+      endpoint (``glue.endpoint``: a local Glue such as moto's); login and password are the
+      AWS access key id and secret (``client.access-key-id``, ``client.secret-access-key``,
+      used for Glue and for S3); the extra's ``region_name`` is ``client.region``. Without
+      them boto3 and pyarrow find credentials and region the standard AWS way (environment,
+      shared config files, instance or task role).
+
+    :raises AnalyticsConfigurationError: naming the field when a catalog that needs a ``uri``
+        has neither ``uri`` nor ``host``.
     """
     properties = {key: str(value) for key, value in (extra or {}).items() if value is not None}
     properties.pop("catalog_name", None)
+    if properties.get("type") in CATALOGS_WITHOUT_URI:
+        return _aws_properties(properties, host, port, schema, login, password)
     if "uri" not in properties:
         if not host:
             raise AnalyticsConfigurationError(
                 "iceberg connection: give the catalog's uri in the extra (e.g. "
-                "sqlite:///catalog.db, postgresql+psycopg2://host/db) or a REST host"
+                "sqlite:///catalog.db, postgresql+psycopg2://host/db), a REST host, or "
+                '"type": "glue"'
             )
         scheme = schema or "http"
         properties["uri"] = f"{scheme}://{host}" + (f":{port}" if port else "")
@@ -112,6 +150,33 @@ def catalog_properties(
             properties["uri"] = _with_password(uri, login, password)
         else:
             properties.setdefault("token", password)
+    return properties
+
+
+def _aws_properties(
+    properties: dict[str, str],
+    host: str | None,
+    port: int | None,
+    schema: str | None,
+    login: str | None,
+    password: str | None,
+) -> dict[str, str]:
+    """The Glue catalog's properties: endpoint from host, keys from login and password."""
+    if host:
+        scheme = schema or "https"
+        properties.setdefault("glue.endpoint", f"{scheme}://{host}" + (f":{port}" if port else ""))
+    if login:
+        properties.setdefault("client.access-key-id", login)
+    if password:
+        if not login and "client.access-key-id" not in properties:
+            raise AnalyticsConfigurationError(
+                "iceberg connection: a Glue catalog's password is the AWS secret access key; "
+                "give the access key id as login"
+            )
+        properties.setdefault("client.secret-access-key", password)
+    region = properties.pop("region_name", None)
+    if region:
+        properties.setdefault("client.region", region)
     return properties
 
 
@@ -135,9 +200,13 @@ class IcebergDayWriter:
     :param catalog: the pyiceberg catalog.
     :param identifier: ``namespace.table``; namespace and table are created when missing.
     :param day: the day whose partition the commit replaces.
-    :param attempts: commit attempts when another writer commits in between.
+    :param attempts: transactions tried when other writers keep committing first (pyiceberg
+        itself retries each one ``commit.retry.num-retries`` times, a table property).
     :param retry_delay: base seconds between attempts (doubled each time, with jitter).
     :param sleep: waits between attempts (injectable for tests).
+    :param target_file_bytes: start a new data file once this much Arrow data went into the
+        current one; by default the table's ``write.target-file-size-bytes`` (pyiceberg's
+        512 MiB of Arrow data; files are several times smaller once compressed).
     """
 
     def __init__(
@@ -149,21 +218,31 @@ class IcebergDayWriter:
         attempts: int = 10,
         retry_delay: float = 0.05,
         sleep: Callable[[float], None] = time.sleep,
+        target_file_bytes: int | None = None,
     ) -> None:
         namespace, _, name = identifier.rpartition(".")
         if not namespace or not name:
             rules.fail("iceberg_table", "must be namespace.table", identifier)
+        rules.positive_int(attempts, "attempts")
+        if target_file_bytes is not None:
+            rules.positive_int(target_file_bytes, "target_file_bytes")
         self.catalog = catalog
         self.identifier = identifier
         self.day = day
         self.attempts = attempts
         self.retry_delay = retry_delay
         self.sleep = sleep
+        self.target_file_bytes = target_file_bytes
         self.commit_uuid = uuid.uuid4()
-        self.counter = itertools.count(0)
-        self.files: list[DataFile] = []
+        self.paths: list[str] = []
+        """Every data file written so far (the last one may still be open)."""
         self.rows = 0
         self._table: Table | None = None
+        self._file_schema: pa.Schema | None = None
+        self._stream: OutputStream | None = None
+        self._parquet: pq.ParquetWriter | None = None
+        self._file_bytes = 0
+        self._outcome_unknown = False
 
     @property
     def table(self) -> Table:
@@ -196,6 +275,7 @@ class IcebergDayWriter:
                 " so that a run replaces exactly its day"
             )
         self._table = self._evolve(table, full)
+        self._file_schema = self._with_field_ids(full, self._table)
 
     def _refuse_renamed_columns(self, existing: Collection[str], schema: pa.Schema) -> None:
         """Refuse data whose column holds a platform id (field metadata ``analytics.id``) that
@@ -234,7 +314,8 @@ class IcebergDayWriter:
         return self.catalog.load_table(self.identifier)
 
     def _evolve(self, table: Table, schema: pa.Schema) -> Table:
-        """Add missing columns (retrying on concurrent commits) and check every type."""
+        """Add missing columns (retrying on concurrent commits); a type that cannot evolve
+        fails naming its column."""
         for attempt in range(1, self.attempts + 1):
             try:
                 with table.update_schema() as update:
@@ -249,89 +330,228 @@ class IcebergDayWriter:
                     raise
                 self._pause(attempt)
                 table = self.catalog.load_table(self.identifier)
-        table = self.catalog.load_table(self.identifier)
-        try:
-            _check_pyarrow_schema_compatible(
-                table.schema(), schema, format_version=table.metadata.format_version
-            )
-        except ValueError as error:
-            raise IcebergSchemaError(
-                f"{self.identifier}: the data cannot be written as the table is: {error}"
-            ) from error
-        return table
+        return self.catalog.load_table(self.identifier)
 
-    def write(self, batch: pa.Table) -> None:
-        """Write ``batch`` (the columns given to :meth:`open`) as data files of the day."""
+    def _with_field_ids(self, schema: pa.Schema, table: Table) -> pa.Schema:
+        """``schema`` with each column (nested ones too) carrying the table's field id for it,
+        so that readers match the files' columns by id, as Iceberg's own writers do."""
+        columns = {column.name: column for column in table.schema().fields}
+        fields = []
+        for field in schema:
+            column = columns.get(field.name)
+            if column is None:
+                self._unknown(field.name)
+            if column.required and field.nullable:
+                raise IcebergSchemaError(
+                    f"{self.identifier}: column {field.name!r} is required in the table and "
+                    "may be null in the data"
+                )
+            fields.append(self._field_with_id(field, column, field.name))
+        return pa.schema(fields, metadata=schema.metadata)
+
+    def _field_with_id(self, field: pa.Field, column: NestedField, path: str) -> pa.Field:
+        metadata = {**(field.metadata or {}), FIELD_ID_KEY: str(column.field_id).encode()}
+        arrow_type = self._type_with_ids(field.type, column.field_type, path)
+        return pa.field(field.name, arrow_type, field.nullable, metadata)
+
+    def _type_with_ids(self, arrow_type: pa.DataType, iceberg: IcebergType, path: str) -> Any:
+        if pa.types.is_struct(arrow_type) and isinstance(iceberg, StructType):
+            children = []
+            for child in arrow_type:
+                child_path = f"{path}.{child.name}"
+                column = iceberg.field_by_name(child.name)
+                if column is None:
+                    self._unknown(child_path)
+                children.append(self._field_with_id(child, column, child_path))
+            return pa.struct(children)
+        if pa.types.is_map(arrow_type) and isinstance(iceberg, MapType):
+            return pa.map_(
+                self._field_with_id(arrow_type.key_field, iceberg.key_field, f"{path}.key"),
+                self._field_with_id(arrow_type.item_field, iceberg.value_field, f"{path}.value"),
+            )
+        if pa.types.is_large_list(arrow_type) and isinstance(iceberg, ListType):
+            element = arrow_type.value_field
+            return pa.large_list(self._field_with_id(element, iceberg.element_field, path))
+        if pa.types.is_list(arrow_type) and isinstance(iceberg, ListType):
+            element = arrow_type.value_field
+            return pa.list_(self._field_with_id(element, iceberg.element_field, path))
+        if pa.types.is_nested(arrow_type) or not iceberg.is_primitive:
+            raise IcebergSchemaError(
+                f"{self.identifier}: column {path!r} is {iceberg} in the table and "
+                f"{arrow_type} in the data"
+            )
+        return arrow_type
+
+    def _unknown(self, path: str) -> NoReturn:
+        raise IcebergSchemaError(f"{self.identifier}: the table has no column {path!r}")
+
+    def write(self, batch: pa.Table | pa.RecordBatch) -> None:
+        """Write ``batch`` (the columns given to :meth:`open`) into the day's data files.
+
+        Each batch becomes one row group; a new file is started once the current one holds
+        the target's worth of Arrow data. Only the batch is held in memory.
+        """
         if batch.num_rows == 0:
             return
+        schema = self._file_schema
+        if schema is None:
+            raise AnalyticsUsageError("IcebergDayWriter.open() must be called first")
         day = pa.repeat(pa.scalar(self.day, pa.date32()), batch.num_rows)
-        with_day = batch.append_column(pa.field(PARTITION_COLUMN, pa.date32(), False), day)
-        table = self.table
-        self.files.extend(
-            _dataframe_to_data_files(
-                table_metadata=table.metadata,
-                df=with_day,
-                io=table.io,
-                write_uuid=self.commit_uuid,
-                counter=self.counter,
-            )
-        )
+        columns = [*batch.columns, day]
+        data = pa.Table.from_arrays(columns, schema=schema)
+        parquet = self._parquet or self._new_file()
+        parquet.write_table(data, row_group_size=max(data.num_rows, 1))
         self.rows += batch.num_rows
+        self._file_bytes += data.nbytes
+        if self._file_bytes >= self._target_bytes():
+            self._close_file()
+
+    def _target_bytes(self) -> int:
+        if self.target_file_bytes is not None:
+            return self.target_file_bytes
+        key = TableProperties.WRITE_TARGET_FILE_SIZE_BYTES
+        value = self.table.properties.get(key)
+        if not value:
+            return TableProperties.WRITE_TARGET_FILE_SIZE_BYTES_DEFAULT
+        if not value.isdigit() or int(value) < 1:
+            raise AnalyticsConfigurationError(
+                f"{self.identifier}: table property {key} must be a positive integer, not {value!r}"
+            )
+        return int(value)
+
+    def _new_file(self) -> pq.ParquetWriter:
+        """Open the next data file under the table's data location (the day's folder)."""
+        table = self.table
+        assert self._file_schema is not None
+        folder = f"{PARTITION_COLUMN}={self.day.isoformat()}"
+        name = f"{folder}/{self.commit_uuid}-{len(self.paths):05d}.parquet"
+        path = table.location_provider().new_data_location(name)
+        properties = table.properties
+        codec = properties.get(
+            TableProperties.PARQUET_COMPRESSION, TableProperties.PARQUET_COMPRESSION_DEFAULT
+        )
+        level = properties.get(TableProperties.PARQUET_COMPRESSION_LEVEL)
+        if level is not None and not level.lstrip("-").isdigit():
+            raise AnalyticsConfigurationError(
+                f"{self.identifier}: table property {TableProperties.PARQUET_COMPRESSION_LEVEL}"
+                f" must be an integer, not {level!r}"
+            )
+        self.paths.append(path)
+        stream = table.io.new_output(path).create(overwrite=False)
+        try:
+            self._parquet = pq.ParquetWriter(
+                stream,
+                self._file_schema,
+                compression="none" if codec == "uncompressed" else codec,
+                compression_level=int(level) if level else None,
+            )
+        except BaseException:
+            stream.close()
+            raise
+        self._stream = stream
+        self._file_bytes = 0
+        return self._parquet
+
+    def _close_file(self) -> None:
+        parquet, stream = self._parquet, self._stream
+        self._parquet = self._stream = None
+        try:
+            if parquet is not None:
+                parquet.close()
+        finally:
+            if stream is not None:
+                stream.close()
 
     def commit(self) -> dict[str, Any]:
-        """One OVERWRITE snapshot: the day's old files out, the written files in.
+        """Delete the day's old files and add the written ones, in one catalog commit.
 
-        Retried against the current table when another writer committed first.
+        Retried against the current table when other writers committed first.
+
+        :raises IcebergCommitError: when every attempt lost to another writer.
+        :raises IcebergSchemaError: when the catalog refuses the files' columns.
         """
+        self._close_file()
+        day = self.day.isoformat()
+        properties = {DAY_PROPERTY: day, COMMIT_PROPERTY: str(self.commit_uuid)}
         for attempt in range(1, self.attempts + 1):
             table = self.catalog.load_table(self.identifier)
-            old = [
-                task.file
-                for task in table.scan(
-                    row_filter=f"{PARTITION_COLUMN} = '{self.day.isoformat()}'"
-                ).plan_files()
-            ]
             transaction = table.transaction()
-            snapshot = transaction.update_snapshot(
-                snapshot_properties={DAY_PROPERTY: self.day.isoformat()}
-            )
-            with snapshot.overwrite(commit_uuid=self.commit_uuid) as overwrite:
-                for data_file in old:
-                    overwrite.delete_data_file(data_file)
-                for data_file in self.files:
-                    overwrite.append_data_file(data_file)
+            with warnings.catch_warnings():
+                # a first run of a day deletes nothing: not worth pyiceberg's warning
+                warnings.filterwarnings("ignore", "Delete operation did not match any records")
+                transaction.delete(f"{PARTITION_COLUMN} = '{day}'", snapshot_properties=properties)
+            if self.paths:
+                try:
+                    transaction.add_files(
+                        self.paths, snapshot_properties=properties, check_duplicate_files=False
+                    )
+                except ValueError as error:
+                    raise IcebergSchemaError(
+                        f"{self.identifier}: the data cannot be written as the table is: {error}"
+                    ) from error
             try:
                 committed = transaction.commit_transaction()
             except (CommitFailedException, ValidationException) as error:
-                # pyiceberg retries a lost race itself, but its conflict check refuses files
-                # added to any partition; both errors guarantee nothing landed, and the next
-                # attempt plans the day's files again against the table as it is now
+                # both guarantee nothing landed: the next attempt plans the day's files
+                # again against the table as it is now (another writer of the same day
+                # committed in between: its files are replaced too)
                 if attempt == self.attempts:
-                    raise
+                    raise IcebergCommitError(
+                        f"{self.identifier}: the commit for {day} lost to other writers "
+                        f"{attempt} times: {error}"
+                    ) from error
                 log.info(
-                    "%s: commit for %s lost a race (%s); retrying", self.identifier, self.day, error
+                    "%s: commit for %s lost a race (%s); retrying", self.identifier, day, error
                 )
                 self._pause(attempt)
                 continue
+            except BaseException:
+                # the commit may have landed (a lost answer): the files must stay
+                self._outcome_unknown = True
+                raise
+            ours = self._snapshots_of_this_commit(committed)
             current = committed.current_snapshot()
             return {
                 "uri": self.identifier,
                 "rows": self.rows,
-                "data_files": len(self.files),
-                "replaced_files": len(old),
+                "data_files": len(self.paths),
+                "replaced_files": sum(
+                    int(snapshot.summary.get("deleted-data-files") or 0)
+                    for snapshot in ours
+                    if snapshot.summary is not None
+                ),
                 "snapshot_id": current.snapshot_id if current else None,
                 "commit_attempts": attempt,
             }
         rules.fail("attempts", "must be at least 1", self.attempts)
 
+    def _snapshots_of_this_commit(self, table: Table) -> list[Snapshot]:
+        """The snapshots this commit added: from the current one back along its parents while
+        they carry this writer's commit id."""
+        found = []
+        snapshot = table.current_snapshot()
+        while snapshot is not None and snapshot.summary is not None:
+            if snapshot.summary.get(COMMIT_PROPERTY) != str(self.commit_uuid):
+                break
+            found.append(snapshot)
+            parent = snapshot.parent_snapshot_id
+            snapshot = table.snapshot_by_id(parent) if parent is not None else None
+        return found
+
     def abort(self) -> None:
-        """Delete the data files written so far (nothing was committed)."""
-        if self._table is None:
+        """Delete the data files written so far (nothing was committed).
+
+        Kept when a commit failed in a way that leaves its outcome unknown (the files may be
+        the day's now); the maintenance operator removes them if they were not.
+        """
+        with contextlib.suppress(Exception):
+            self._close_file()
+        if self._table is None or self._outcome_unknown:
             return
-        for data_file in self.files:
+        for path in self.paths:
             with contextlib.suppress(Exception):
-                self._table.io.delete(data_file.file_path)
-        self.files = []
+                self._table.io.delete(path)
+        self.paths = []
 
     def _pause(self, attempt: int) -> None:
         self.sleep(self.retry_delay * 2 ** (attempt - 1) * random.uniform(0.5, 1.0))

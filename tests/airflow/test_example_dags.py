@@ -499,3 +499,9 @@ def test_iceberg_example_writes_its_day_to_every_table(
     assert run.task_xcom("checkout_funnel")["uri"] == (
         "iceberg://analytics_iceberg/analytics/checkout_funnel"
     )
+    # the maintenance task ran over every table: everything is younger than its retention
+    maintained = run.task_xcom("maintain_tables")["tables"]
+    assert sorted(maintained) == names
+    for name, result in maintained.items():
+        assert result["expired_snapshots"] == result["orphan_files_removed"] == 0, name
+        assert result["snapshots_kept"] == 1 and result["files_scanned"] >= 4, name

@@ -9,27 +9,27 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import threading
+import logging
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 from analytics_emulator import catalog as emulator_catalog
+from pyiceberg.table.snapshots import Operation
 
 from airflow_provider_analytics.client import AnalyticsClient, ClientConfig
 from airflow_provider_analytics.operators.cohort_export import CohortExportToParquetOperator
 from airflow_provider_analytics.operators.reports import EventReportOperator
 from airflow_provider_analytics.sinks.iceberg import (
+    COMMIT_PROPERTY,
     DAY_PROPERTY,
-    IcebergDayWriter,
     IcebergSchemaError,
     catalog_properties,
     open_catalog,
 )
 from airflow_provider_analytics.tabular.schemas import REPORT_TIME_COLUMNS
-from tests import iceberg_rest_server
-from tests.postgres_cluster import postgres_cluster, server_programs
+from tests import iceberg_cases, iceberg_rest_server
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -90,16 +90,6 @@ def use_platform(monkeypatch: pytest.MonkeyPatch, server: EmulatorServer) -> Non
     monkeypatch.setenv("AIRFLOW_CONN_ANALYTICS_DEFAULT", json.dumps(connection))
 
 
-@pytest.fixture(scope="module")
-def postgres_uri() -> Iterator[str]:
-    """A database on a PostgreSQL cluster of its own, where PostgreSQL is installed."""
-    programs = server_programs()
-    if programs is None:
-        pytest.skip("PostgreSQL's server programs (initdb, pg_ctl) are not installed")
-    with postgres_cluster(programs) as uri:
-        yield uri
-
-
 @pytest.fixture(params=["sql", "rest", "postgresql"])
 def lake(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch) -> Iterator[Catalog]:
     """The ``iceberg_default`` connection (SQL catalog on SQLite or PostgreSQL, or a REST
@@ -158,15 +148,20 @@ def test_backfill_then_rerun_replaces_exactly_one_day(
         }
         for name in EVENT_KEYS
     }
+    logs_before = {name: len(lake.load_table(name).metadata.metadata_log) for name in EVENT_KEYS}
     context = run_context(RERUN_DAY)
     rerun = operator.execute(context)  # type: ignore[arg-type]
 
     for name, keys in EVENT_KEYS.items():
         table = lake.load_table(name)
         snapshots = table.snapshots()
-        # one snapshot per commit, each naming the day it replaced
-        assert [s.summary[DAY_PROPERTY] for s in snapshots] == [*DAYS, RERUN_DAY], name
-        assert snapshots[-1].summary["deleted-data-files"] == "1", name
+        # each snapshot names the day it replaced: a first run appends, the rerun deletes the
+        # day's file and appends the new one, in one catalog commit (one new metadata file)
+        assert [s.summary[DAY_PROPERTY] for s in snapshots] == [*DAYS, RERUN_DAY, RERUN_DAY]
+        assert [s.summary.operation for s in snapshots[-2:]] == [Operation.DELETE, Operation.APPEND]
+        assert snapshots[-2].summary["deleted-data-files"] == "1", name
+        assert snapshots[-2].summary[COMMIT_PROPERTY] == snapshots[-1].summary[COMMIT_PROPERTY]
+        assert len(table.metadata.metadata_log) == logs_before[name] + 1, name
         everything = table.scan().to_arrow()
         assert sorted(set(everything.column("dt").to_pylist())) == [
             dt.date.fromisoformat(day) for day in DAYS
@@ -294,56 +289,24 @@ def test_cohort_columns_keep_their_names_in_the_table(
     assert day_rows(after, DAYS[1]).num_rows == 0
 
 
-class _RacingCatalog:
-    """A catalog whose first ``load_table`` in each committing thread waits for the other
-    thread's, so both commit against the same table state and one of them must retry."""
-
-    def __init__(self, catalog: Catalog, parties: int) -> None:
-        self._catalog = catalog
-        self._barrier = threading.Barrier(parties)
-        self._waited = threading.local()
-        self.armed = False
-
-    def load_table(self, identifier: str) -> Any:
-        table = self._catalog.load_table(identifier)
-        if self.armed and not getattr(self._waited, "done", False):
-            self._waited.done = True
-            self._barrier.wait(timeout=30)
-        return table
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._catalog, name)
-
-
-def test_two_days_committed_at_once_both_land(lake: Catalog, monkeypatch) -> None:
+def test_the_catalog_cases(lake: Catalog, caplog: pytest.LogCaptureFixture) -> None:
+    """Rerun, schema evolution and two days at once (tests/iceberg_cases.py), through the
+    catalog the hook opens; the S3 catalogs run them in test_iceberg_catalogs.py."""
     from airflow_provider_analytics.hooks.iceberg import IcebergCatalogHook
 
     catalog = IcebergCatalogHook().get_conn()
-    racing = _RacingCatalog(catalog, parties=2)
-    data = {
-        day: pa.table({"user": pa.array(range(n * 10, n * 10 + 5), pa.int64())})
-        for n, day in enumerate(DAYS[:2])
-    }
-    writers = {
-        day: IcebergDayWriter(racing, "analytics.race", dt.date.fromisoformat(day))  # type: ignore[arg-type]
-        for day in data
-    }
-    for day, writer in writers.items():
-        writer.open(data[day].schema)
-        writer.write(data[day])
-    racing.armed = True
-    results: dict[str, dict[str, Any]] = {}
-    threads = [
-        threading.Thread(target=lambda d=day: results.__setitem__(d, writers[d].commit()))
-        for day in writers
-    ]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
+    iceberg_cases.case_rerun_replaces_its_day(catalog, "analytics.rerun")
+    iceberg_cases.case_schema_evolution(catalog, "analytics.evolution")
+    with caplog.at_level(logging.WARNING, logger="pyiceberg.table"):
+        iceberg_cases.case_two_days_commit_at_once(
+            catalog, "analytics.race", pyiceberg_retries=True
+        )
+    assert "Commit failed due to a concurrent update" in caplog.text
+    iceberg_cases.case_two_days_commit_at_once(catalog, "analytics.race2", pyiceberg_retries=False)
 
-    assert sorted(result["commit_attempts"] for result in results.values()) == [1, 2]
-    table = lake.load_table("analytics.race")
-    assert sorted(s.summary[DAY_PROPERTY] for s in table.snapshots()) == DAYS[:2]
-    for day in DAYS[:2]:
-        assert day_rows(table, day).column("user").to_pylist() == data[day]["user"].to_pylist()
+
+def test_maintenance_after_a_killed_commit(lake: Catalog) -> None:
+    from airflow_provider_analytics.hooks.iceberg import IcebergCatalogHook
+
+    catalog = IcebergCatalogHook().get_conn()
+    iceberg_cases.case_killed_commit_is_cleaned_up(catalog, "analytics.maintained")

@@ -101,6 +101,33 @@ def test_rest_catalog_properties_from_host_and_token() -> None:
         catalog_properties(extra={"warehouse": "s3://lake/"})
 
 
+def test_glue_catalog_properties_need_no_host() -> None:
+    """Glue is found by region and credentials: no uri, no dummy host; the standard AWS chain
+    applies when the connection gives no keys."""
+    extra = {"type": "glue", "warehouse": "s3://lake/wh"}
+    assert catalog_properties(extra=extra) == extra
+    assert catalog_properties(
+        host="127.0.0.1",
+        port=5000,
+        schema="http",
+        login="AKIDEXAMPLE",
+        password="secret-7d2f",
+        extra={**extra, "region_name": "eu-west-1", "s3.endpoint": "http://127.0.0.1:5000"},
+    ) == {
+        **extra,
+        "glue.endpoint": "http://127.0.0.1:5000",
+        "s3.endpoint": "http://127.0.0.1:5000",
+        "client.access-key-id": "AKIDEXAMPLE",
+        "client.secret-access-key": "secret-7d2f",
+        "client.region": "eu-west-1",
+    }
+    assert catalog_properties(host="glue.example", extra=extra)["glue.endpoint"] == (
+        "https://glue.example"
+    )
+    with pytest.raises(AnalyticsConfigurationError, match="access key id as login"):
+        catalog_properties(password="secret-7d2f", extra=extra)
+
+
 def test_iceberg_errors_are_analytics_errors() -> None:
     """A user's ``except AnalyticsError`` catches them (they stay ``ValueError`` as before)."""
     assert issubclass(IcebergSchemaError, AnalyticsError)
