@@ -22,6 +22,7 @@ from analytics_emulator import catalog as emulator_catalog
 
 from airflow_provider_analytics.operators.reports import EventReportOperator, FunnelReportOperator
 from airflow_provider_analytics.sinks.iceberg import (
+    COMMIT_PROPERTY,
     DAY_PROPERTY,
     catalog_properties,
     open_catalog,
@@ -161,8 +162,14 @@ def iceberg_sink(lake: Catalog) -> Sink:
         return frozenset(task.file.file_path for task in scan.plan_files())
 
     def commits(report: str, table: str) -> list[str]:
+        """The day of each commit, in order (a commit's delete and append snapshots share
+        its commit id)."""
         snapshots = lake.load_table(identifier(report, table)).snapshots()
-        return [snapshot.summary[DAY_PROPERTY] for snapshot in snapshots]
+        days = {
+            snapshot.summary[COMMIT_PROPERTY]: snapshot.summary[DAY_PROPERTY]
+            for snapshot in snapshots
+        }
+        return list(days.values())
 
     return Sink(
         "iceberg",
