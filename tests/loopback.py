@@ -7,18 +7,19 @@ import threading
 from typing import TYPE_CHECKING, Self
 
 if TYPE_CHECKING:
-    from http.server import ThreadingHTTPServer
+    import socketserver
     from types import TracebackType
 
 
 class ServedOnLoopback:
     """Serves ``httpd`` on a thread of its own while used as a context manager.
 
-    :param httpd: the server, bound to ``127.0.0.1``.
+    :param httpd: the server (an HTTP server, or any threading socket server), bound to a
+        loopback address.
     :param scheme: ``http`` or ``https``.
     """
 
-    def __init__(self, httpd: ThreadingHTTPServer, scheme: str = "http") -> None:
+    def __init__(self, httpd: socketserver.ThreadingTCPServer, scheme: str = "http") -> None:
         self.httpd = httpd
         self.httpd.daemon_threads = True
         self.httpd.block_on_close = False  # a paced answer may still be sending

@@ -16,7 +16,9 @@ import socket
 import socketserver
 import threading
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any
+
+from tests.loopback import ServedOnLoopback
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -56,7 +58,7 @@ class Seen:
     relayed: bytearray = field(default_factory=bytearray)
 
 
-class LoopbackProxy:
+class LoopbackProxy(ServedOnLoopback):
     """A proxy served on ``bind`` (a loopback address) while used as a context manager.
 
     :param bind: the address to listen on.
@@ -75,20 +77,11 @@ class LoopbackProxy:
             def handle(self) -> None:
                 proxy._serve(self.request)
 
-        self.server = socketserver.ThreadingTCPServer((bind, 0), Handler)
-        self.server.daemon_threads = True
-        self.server.block_on_close = False
-        self.thread = threading.Thread(
-            target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
+        super().__init__(socketserver.ThreadingTCPServer((bind, 0), Handler))
 
     @property
     def url(self) -> str:
-        return f"http://{self.name}:{self.server.server_address[1]}"
-
-    def __enter__(self) -> Self:
-        self.thread.start()
-        return self
+        return f"http://{self.name}:{self.httpd.server_address[1]}"
 
     def __exit__(
         self,
@@ -96,13 +89,11 @@ class LoopbackProxy:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self.server.shutdown()
-        self.server.server_close()
         with self._lock:
             for sock in self._open:
                 with contextlib.suppress(OSError):
                     sock.close()
-        self.thread.join(10)
+        super().__exit__(exc_type, exc, tb)
 
     def _keep(self, sock: socket.socket) -> None:
         with self._lock:
