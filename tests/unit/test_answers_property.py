@@ -511,13 +511,47 @@ SMALL = {
     "register_account": {"userId": 7, "email": "a@b.io"},
     "get_cohort_users": {"count": 3, "page": 1, "size": 2, "users": [{"x": 1}, {"x": 2}]},
     "delete_utm": {"success": 0},
+    "list_event_properties": [{**USER_PROPERTY, "id": "$url", "global": 1, "remark": None}],
+    "get_utm_conversion": {"success": 0, "rows": [1, 2]},
+    "export_cohort_users": {"code": 500, "msg": "internal error", "data": None},
+    "get_utm": {
+        "id": 1,
+        "campaignId": "1001",
+        "pageUrl": "https://a.io",
+        "url": "https://a.io/?c=1",
+        "shortUrl": None,
+        "userId": 3,
+        "status": 1,
+        "createTime": 1_561_939_200_000,
+        "remarks": "",
+    },
 }
-FLAGS = {"plan", "dataStatus", "preset", "enable", "visible", "masking"}
+COMMON_FLAGS = {"plan", "dataStatus", "preset", "enable"}
+FLAGS = {  # the spec's 0/1 fields of each listing (2.3, 2.2, 2.4); others are kept as sent
+    "list_events": COMMON_FLAGS,
+    "list_user_properties": COMMON_FLAGS | {"visible", "dict", "masking"},
+    "list_event_properties": COMMON_FLAGS | {"global", "dict", "masking"},
+}
+UTM_TEXTS = [
+    "utmType",
+    "callbackUrl",
+    "utmCampaign",
+    "utmMedium",
+    "utmSource",
+    "utmContent",
+    "utmTerm",
+    "shortUrl",
+    "remarks",
+    "appKey",
+    "uniqueSign",
+]
+UTM_INTEGERS = ("id", "userId", "status", "canOperated")
+UTM_MILLIS = ("createTime", "updateTime")
 
 
 def reference_small(operation: str, answer: Any) -> None:
     """Refuses what the spec's fields forbid; returns when the answer fits."""
-    if operation in {"list_events", "list_user_properties"}:
+    if operation in {"list_events", "list_user_properties", "list_event_properties"}:
         ids = []
         for item in a_list(answer):
             item = an_object(item)
@@ -525,12 +559,14 @@ def reference_small(operation: str, answer: Any) -> None:
                 refuse("id")
             ids.append(item["id"])
             optional_text(item.get("name"))
-            for flag in FLAGS & item.keys():
+            for flag in FLAGS[operation] & item.keys():
                 if item[flag] is not None and (
                     type(item[flag]) is not int or item[flag] not in (0, 1)
                 ):
                     refuse("a flag")
-            if operation == "list_user_properties" and item.get("dataType") not in (
+            if operation == "list_event_properties":
+                optional_text(item.get("remark"))
+            if operation != "list_events" and item.get("dataType") not in (
                 "string",
                 "number",
                 "boolean",
@@ -573,6 +609,33 @@ def reference_small(operation: str, answer: Any) -> None:
         answer = an_object(answer)
         if answer.get("success", "missing") != 0 or type(answer["success"]) is not int:
             refuse("success")
+    elif operation == "get_utm_conversion":
+        answer = an_object(answer)
+        success = answer.get("success")
+        if success is not None and (type(success) is not int or success != 0):
+            refuse("success")
+    elif operation == "export_cohort_users":
+        answer = an_object(answer)
+        code = answer.get("code")
+        if code is not None and type(code) not in (int, str):
+            refuse("code")
+        optional_text(answer.get("msg"))
+    elif operation == "get_utm":
+        answer = an_object(answer)
+        campaign = answer.get("campaignId")
+        if not (type(campaign) is int or (type(campaign) is str and campaign)):
+            refuse("campaignId")
+        for key in ("pageUrl", "url"):
+            if type(answer.get(key)) is not str:
+                refuse(key)
+        for key in UTM_TEXTS:
+            optional_text(answer.get(key))
+        for key in UTM_INTEGERS:
+            if answer.get(key) is not None and type(answer[key]) is not int:
+                refuse(key)
+        for key in UTM_MILLIS:
+            if answer.get(key) is not None and not is_count(answer[key]):
+                refuse(key)
 
 
 @given(st.sampled_from(sorted(SMALL)).flatmap(lambda op: spoiled(SMALL[op]).map(lambda a: (op, a))))
