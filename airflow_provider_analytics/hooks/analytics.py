@@ -159,10 +159,11 @@ class AnalyticsHook(BaseHook):
         return AnalyticsClient(self.client_config)
 
     @cached_property
-    def project_timezone(self) -> str:
+    def project_timezone(self) -> str | None:
         """The project's timezone (connection extra ``timezone``), in which the platform writes
-        datetime values; UTC when unset."""
-        return str(_extra(self.connection.extra_dejson or {}, "timezone") or "UTC")
+        datetime values; ``None`` when unset (the jobs then read UTC, and say so)."""
+        value = _extra(self.connection.extra_dejson or {}, "timezone")
+        return None if value in (None, "") else str(value)
 
     def get_conn(self) -> AnalyticsClient:
         """The API client for this connection (built once per hook)."""

@@ -57,6 +57,20 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+def _warn_unset_timezone(schema: ExportSchema) -> None:
+    """Say once, when datetime columns are read in UTC only because no timezone was set: a
+    platform in another zone writes its local time, and every value would be off by hours."""
+    datetimes = [c.written_name for c in schema.columns if pa.types.is_timestamp(c.arrow_type)]
+    if datetimes:
+        log.warning(
+            "no timezone is set (connection extra 'timezone', or the operator's 'timezone'): "
+            "the datetime columns %s are read as UTC. A platform in another zone writes its "
+            "local time (Asia/Shanghai: 8 hours ahead), and every value would be off by that "
+            "much; set the project's timezone to read them exactly",
+            ", ".join(datetimes),
+        )
+
+
 class ExportIncompleteError(AnalyticsError, RuntimeError):
     """The export delivered a different number of rows than the cohort holds, or every
     attempt failed."""
@@ -239,7 +253,7 @@ def export_cohort_to_parquet(
     *,
     properties: Sequence[str] | None = None,
     limit: int | None = None,
-    timezone: str = "UTC",
+    timezone: str | None = None,
     schema_overrides: Mapping[str, pa.DataType | str] | None = None,
     column_names: ColumnNames | str = ColumnNames.IDS,
     settings: ExportSettings | None = None,
@@ -261,7 +275,8 @@ def export_cohort_to_parquet(
     :param properties: user property ids and ``tag.<code>`` keys, in column order; default: the
         visible properties of the tracking plan, in the plan's order.
     :param limit: export at most this many users.
-    :param timezone: the project's timezone, in which datetime values are read.
+    :param timezone: the project's timezone, in which datetime values are read; ``None`` (not
+        set) reads UTC and logs a warning when the export has datetime columns.
     :param schema_overrides: column -> Arrow type or type name (a plan data type,
         ``double``, ``int64`` or ``decimal``), for the exceptions to the default types (a
         ``number`` column is int64, or double when the export holds a decimal); a column is
@@ -285,7 +300,8 @@ def export_cohort_to_parquet(
     rules.count(settings.attempts, "attempts")
     rules.positive_int(settings.row_group_rows, "row_group_rows")
     parquet_compression(settings.compression)
-    rules.time_zone(timezone)
+    zone_unset = timezone is None
+    timezone = rules.time_zone("UTC" if timezone is None else timezone)
 
     started = time.monotonic()
     plan = client.list_user_properties()
@@ -299,6 +315,8 @@ def export_cohort_to_parquet(
         column_names=naming,
         earlier=earlier_types,
     )
+    if zone_unset:
+        _warn_unset_timezone(schema)
     count = int(client.get_cohort_users(query.sizing())["count"])
     expected = count if query.limit is None else min(query.limit, count)
     log.info(

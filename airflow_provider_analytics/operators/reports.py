@@ -88,7 +88,7 @@ class _AnalysisReportOperator(AnalyticsOutputOperator):
         days = covered_days(context)
         body.setdefault("fromDate", days.dates[0])
         body.setdefault("toDate", days.dates[1])
-        timezone = self.timezone or self.hook.project_timezone
+        timezone = self.timezone or self.hook.project_timezone or "UTC"
         if lookback_days:
             _check_one_day(body, days, lookback_days)
             written_days = [*days.before(lookback_days), days.partition]
