@@ -8,18 +8,18 @@ from __future__ import annotations
 import json
 import sqlite3
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-import boto3
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from airflow.sdk import ObjectStoragePath
-from moto.server import ThreadedMotoServer
 
 from airflow_provider_analytics.sinks.parquet import write_table_atomically
 from airflow_provider_analytics.storage import atomic_destination
 from devtools.airflow_runner import connection_env
+from tests.moto_s3 import keys as bucket_keys
+from tests.moto_s3 import moto_server
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -63,33 +63,13 @@ LOOKED_BACK_KEYS = [
 @pytest.fixture(scope="module")
 def s3_endpoint() -> Iterator[str]:
     """An S3-protocol server on 127.0.0.1 with one empty bucket."""
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0)
-    server.start()
-    try:
-        host, port = server.get_host_and_port()
-        endpoint = f"http://{host}:{port}"
-        s3_client(endpoint).create_bucket(Bucket=BUCKET)
+    with moto_server(BUCKET) as endpoint:
         yield endpoint
-    finally:
-        server.stop()
-
-
-def s3_client(endpoint: str) -> Any:
-    return boto3.client(
-        "s3",
-        endpoint_url=endpoint,
-        aws_access_key_id="testing",
-        aws_secret_access_key="testing",
-        region_name="us-east-1",
-    )
 
 
 def keys(endpoint: str, prefix: str = "") -> list[str]:
     """Every object key under ``prefix``, sorted."""
-    pages = (
-        s3_client(endpoint).get_paginator("list_objects_v2").paginate(Bucket=BUCKET, Prefix=prefix)
-    )
-    return sorted(item["Key"] for page in pages for item in page.get("Contents", []))
+    return bucket_keys(endpoint, BUCKET, prefix)
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import datetime as dt
 import json
 import logging
 import re
@@ -29,6 +28,7 @@ from airflow_provider_analytics.operators.reports import EventReportOperator, Fu
 from airflow_provider_analytics.sensors.data_ready import AnalyticsDataSensor
 from airflow_provider_analytics.triggers.data_ready import AnalyticsDataReadyTrigger
 from tests.loopback import ServedOnLoopback
+from tests.run_context import run_context
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -39,7 +39,6 @@ pytestmark = pytest.mark.integration
 TOKEN = "tok-Hostile-4410-secret"
 APP_KEY = "app-Hostile-7123"
 DAY = "2024-01-15"
-START = dt.datetime(2024, 1, 15, tzinfo=dt.UTC)
 
 
 class AnsweringServer(ServedOnLoopback):
@@ -93,16 +92,6 @@ def connect(monkeypatch: pytest.MonkeyPatch) -> Callable[[AnsweringServer], None
         monkeypatch.setenv("AIRFLOW_CONN_ANALYTICS_DEFAULT", json.dumps(connection))
 
     return point
-
-
-def context() -> dict[str, Any]:
-    return {
-        "ds": DAY,
-        "logical_date": START,
-        "data_interval_start": START,
-        "data_interval_end": START + dt.timedelta(days=1),
-        "outlet_events": defaultdict(lambda: type("Event", (), {"extra": {}})()),
-    }
 
 
 # The data-ready check: the same refusal through the sensor, the trigger and both transports
@@ -197,7 +186,7 @@ def test_the_sensor_keeps_waiting_and_logs_the_refusal(
         sensor = AnalyticsDataSensor(
             task_id="wait", from_date=check.from_date, to_date=check.to_date
         )
-        result = sensor.poke(context())
+        result = sensor.poke(run_context(DAY))
     logged = capfd.readouterr().out
     assert result.is_done is False
     assert "will poke again: analyze_events: " in logged
@@ -347,7 +336,7 @@ def test_a_report_operator_refuses_by_name_and_writes_nothing(
             task_id="report", request=request, destination=f"file://{tmp_path}/"
         )
         with pytest.raises(AnalyticsProtocolError, match=says) as caught:
-            operator.execute(context())
+            operator.execute(run_context(DAY))
     operation = "analyze_funnel" if operator_class is FunnelReportOperator else "analyze_events"
     assert str(caught.value).startswith(f"{operation}: ")
     assert list(tmp_path.rglob("*.parquet")) == []

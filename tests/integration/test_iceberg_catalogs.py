@@ -23,16 +23,16 @@ import uuid
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
-import boto3
 import pytest
 from analytics_emulator import catalog as emulator_catalog
 from moto.core.exceptions import JsonRESTError
 from moto.glue.responses import GlueResponse
-from moto.server import ThreadedMotoServer
 
 from airflow_provider_analytics.hooks.iceberg import IcebergCatalogHook
 from airflow_provider_analytics.operators.cohort_export import CohortExportToParquetOperator
 from tests import iceberg_cases, iceberg_rest_server
+from tests.moto_s3 import REGION, moto_server
+from tests.moto_s3 import keys as bucket_keys
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -43,7 +43,6 @@ if TYPE_CHECKING:
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 BUCKET = "lake"
-REGION = "us-east-1"
 CATALOGS = ["sql-postgresql", "glue", "rest"]
 
 
@@ -75,32 +74,12 @@ def s3_endpoint() -> Iterator[str]:
     """moto's server on 127.0.0.1 (S3 and Glue), with the bucket ``lake``."""
     with pytest.MonkeyPatch.context() as patch:
         _glue_checks_version_id(patch)
-        server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-        server.start()
-        try:
-            host, port = server.get_host_and_port()
-            endpoint = f"http://{host}:{port}"
-            s3_client(endpoint).create_bucket(Bucket=BUCKET)
+        with moto_server(BUCKET) as endpoint:
             yield endpoint
-        finally:
-            server.stop()
-
-
-def s3_client(endpoint: str) -> Any:
-    return boto3.client(
-        "s3",
-        endpoint_url=endpoint,
-        aws_access_key_id="testing",
-        aws_secret_access_key="testing",
-        region_name=REGION,
-    )
 
 
 def keys(endpoint: str, prefix: str) -> list[str]:
-    pages = (
-        s3_client(endpoint).get_paginator("list_objects_v2").paginate(Bucket=BUCKET, Prefix=prefix)
-    )
-    return sorted(item["Key"] for page in pages for item in page.get("Contents", []))
+    return bucket_keys(endpoint, BUCKET, prefix)
 
 
 @pytest.fixture(autouse=True)

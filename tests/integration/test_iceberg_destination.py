@@ -30,6 +30,7 @@ from airflow_provider_analytics.sinks.iceberg import (
 )
 from airflow_provider_analytics.tabular.schemas import REPORT_TIME_COLUMNS
 from tests import iceberg_cases, iceberg_rest_server
+from tests.run_context import run_context
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -58,25 +59,6 @@ EVENT_KEYS = {
     "analytics.events": ["by_event_anything_platform", "measure_index", "period"],
     "analytics.events_totals": ["by_event_anything_platform", "measure_index", "dt"],
 }
-
-
-class _OutletEvents(dict):
-    """``context["outlet_events"]``: any outlet gets an object with an ``extra`` slot."""
-
-    def __missing__(self, key: Any) -> Any:
-        value = type("AssetEvent", (), {"extra": None})()
-        self[key] = value
-        return value
-
-
-def run_context(day: str) -> dict[str, Any]:
-    start = dt.datetime.fromisoformat(day).replace(tzinfo=dt.UTC)
-    return {
-        "ds": day,
-        "data_interval_start": start,
-        "data_interval_end": start + dt.timedelta(days=1),
-        "outlet_events": _OutletEvents(),
-    }
 
 
 def use_platform(monkeypatch: pytest.MonkeyPatch, server: EmulatorServer) -> None:

@@ -28,6 +28,7 @@ from airflow_provider_analytics.sinks.iceberg import (
     open_catalog,
 )
 from airflow_provider_analytics.tabular.schemas import REPORT_TIME_COLUMNS
+from tests.run_context import run_context
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -97,24 +98,6 @@ def late_events() -> list[dict[str, Any]]:
             }
         )
     return events
-
-
-class _OutletEvents(dict):
-    def __missing__(self, key: Any) -> Any:
-        value = type("AssetEvent", (), {"extra": None})()
-        self[key] = value
-        return value
-
-
-def run_context(day: str) -> dict[str, Any]:
-    start = dt.datetime.fromisoformat(day).replace(tzinfo=dt.UTC)
-    return {
-        "ds": day,
-        "logical_date": start,
-        "data_interval_start": start,
-        "data_interval_end": start + dt.timedelta(days=1),
-        "outlet_events": _OutletEvents(),
-    }
 
 
 @dataclass
