@@ -18,12 +18,24 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from airflow_provider_analytics.core.errors import AnalyticsError
 from airflow_provider_analytics.tabular.column_names import ID_METADATA_KEY
 
 if TYPE_CHECKING:
     from airflow_provider_analytics.storage import StoragePath
 
 log = logging.getLogger(__name__)
+
+
+class EarlierDayUnreadableError(AnalyticsError, ValueError):
+    """The earlier day's file that decides the column types is not a readable Parquet file
+    of this provider; the message names it and what to do."""
+
+
+def _column_id(field: pa.Field) -> str:
+    """The column's id as the export wrote it in the field metadata, else its name."""
+    return (field.metadata or {}).get(ID_METADATA_KEY.encode(), field.name.encode()).decode()
+
 
 LOCKED_TYPES = (pa.int64(), pa.float64())
 """The types a ``number`` column can have been written with by default."""
@@ -49,15 +61,20 @@ def earlier_number_types(days: StoragePath, day: str, file_name: str) -> dict[st
         source = days / name / file_name
         if not source.exists():
             continue
-        with source.open("rb") as handle:
-            schema = pq.read_schema(handle)
-        types = {
-            (field.metadata or {}).get(ID_METADATA_KEY.encode(), field.name.encode()).decode(): (
-                field.type
-            )
-            for field in schema
-            if any(field.type.equals(locked) for locked in LOCKED_TYPES)
-        }
+        try:
+            with source.open("rb") as handle:
+                schema = pq.read_schema(handle)
+            types = {
+                _column_id(field): field.type
+                for field in schema
+                if any(field.type.equals(locked) for locked in LOCKED_TYPES)
+            }
+        except (pa.ArrowException, OSError, UnicodeDecodeError) as error:
+            raise EarlierDayUnreadableError(
+                f"{source}: the newest earlier day's file, which decides the types of the "
+                f"number columns, cannot be read as this provider's Parquet ({error}); rewrite "
+                "that day (rerun it) or remove its file"
+            ) from None
         log.info("number columns keep the types of %s: %s", name, types)
         return types
     return {}

@@ -16,7 +16,10 @@ import pytest
 
 from airflow_provider_analytics.client import AnalyticsClient, ClientConfig
 from airflow_provider_analytics.jobs.cohort_export import export_cohort_to_parquet
-from airflow_provider_analytics.jobs.earlier_types import earlier_number_types
+from airflow_provider_analytics.jobs.earlier_types import (
+    EarlierDayUnreadableError,
+    earlier_number_types,
+)
 from airflow_provider_analytics.jobs.export_settings import ExportSettings
 from airflow_provider_analytics.tabular.arrow import ExportDataError
 from tests.integration.export_servers import ExportServer
@@ -281,3 +284,12 @@ def test_a_number_column_keeps_the_type_of_the_destinations_earlier_days(tmp_pat
         export_day("2024-01-04", {"user_id": 5, "amount": 2**53 + 1})
     # a rerun of the first day reads only the days before it
     assert earlier_number_types(days, "2024-01-01", "users.parquet") == {}
+
+
+def test_an_unreadable_earlier_day_is_refused_naming_its_file(tmp_path: Path) -> None:
+    days = tmp_path / "cohort=c1"
+    broken = days / "dt=2024-01-01" / "users.parquet"
+    broken.parent.mkdir(parents=True)
+    broken.write_bytes(b"not parquet at all")
+    with pytest.raises(EarlierDayUnreadableError, match=r"dt=2024-01-01/users.parquet: the newest"):
+        earlier_number_types(days, "2024-01-02", "users.parquet")
