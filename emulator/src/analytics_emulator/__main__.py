@@ -19,6 +19,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from analytics_emulator import catalog
+from analytics_emulator.cohort_settings import (
+    MembershipChange,
+    ProxyCut,
+    SettingError,
+    key_values,
+    membership_change_from,
+    proxy_cut_from,
+)
 from analytics_emulator.config import EmulatorConfig, is_loopback
 from analytics_emulator.server import EmulatorServer
 
@@ -31,6 +39,30 @@ def _cohort(text: str) -> tuple[str, int]:
     if not sep or not code or not size.isdigit():
         raise argparse.ArgumentTypeError(f"expected CODE=SIZE, got {text!r}")
     return code, int(size)
+
+
+def _proxy_cut(text: str) -> tuple[str, ProxyCut | None]:
+    code, sep, settings = text.partition(":")
+    if not sep or not code:
+        raise argparse.ArgumentTypeError(f"expected CODE:rows=N,seconds=T,ending=E, got {text!r}")
+    if settings == "off":
+        return code, None
+    try:
+        return code, proxy_cut_from(key_values(settings, "proxy_cut"))
+    except SettingError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
+def _membership_change(text: str) -> tuple[str, MembershipChange]:
+    code, sep, settings = text.partition(":")
+    if not sep or not code:
+        raise argparse.ArgumentTypeError(
+            f"expected CODE:after_calls=K,kind=shift|grow|shrink,users=N,times=M, got {text!r}"
+        )
+    try:
+        return code, membership_change_from(key_values(settings, "membership_change"))
+    except SettingError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
 
 
 def _loopback(text: str) -> str:
@@ -101,6 +133,32 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         metavar="CODE=SIZE",
         help="add or resize a cohort (repeatable)",
     )
+    parser.add_argument(
+        "--proxy-cut",
+        type=_proxy_cut,
+        action="append",
+        default=[],
+        metavar="CODE:SETTINGS",
+        help="a proxy in front of a cohort's stream (repeatable): rows=N and/or seconds=T, "
+        "ending=504|mid_line|drop, e.g. cohort_medium:rows=5000,ending=mid_line; "
+        "CODE:off removes the documented cut from a large cohort "
+        f"({', '.join(catalog.LARGE_COHORTS)})",
+    )
+    parser.add_argument(
+        "--membership-change",
+        type=_membership_change,
+        action="append",
+        default=[],
+        metavar="CODE:SETTINGS",
+        help="the cohort is recomputed between calls (repeatable): after_calls=K, "
+        "kind=shift|grow|shrink, users=N, times=M, e.g. cohort_medium:after_calls=2,users=100",
+    )
+    parser.add_argument(
+        "--max-page-size",
+        type=int,
+        default=defaults.max_page_size,
+        help="largest pageSize of the paged listing (default %(default)s)",
+    )
     parser.add_argument("--port-file", type=Path, help="write the bound port to this file")
     parser.add_argument("--log-level", default="warning")
     return parser.parse_args(argv)
@@ -109,17 +167,27 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
-    config = EmulatorConfig(
-        token=args.token,
-        app_key=args.app_key,
-        xtoken=args.xtoken,
-        admin_token=args.admin_token,
-        seed=args.seed,
-        cohorts={**catalog.COHORTS, **dict(args.cohort)},
-        host=args.host,
-        port=args.port,
-        log_level=args.log_level,
-    )
+    cohorts = {**catalog.COHORTS, **dict(args.cohort)}
+    cuts = {code: ProxyCut() for code in catalog.LARGE_COHORTS if code in cohorts}
+    cuts.update(args.proxy_cut)
+    try:
+        config = EmulatorConfig(
+            token=args.token,
+            app_key=args.app_key,
+            xtoken=args.xtoken,
+            admin_token=args.admin_token,
+            seed=args.seed,
+            cohorts=cohorts,
+            proxy_cuts={code: cut for code, cut in cuts.items() if cut is not None},
+            membership_changes=dict(args.membership_change),
+            max_page_size=args.max_page_size,
+            host=args.host,
+            port=args.port,
+            log_level=args.log_level,
+        )
+    except ValueError as exc:
+        print(f"python -m analytics_emulator: error: {exc}", file=sys.stderr)
+        return 2
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())

@@ -1,5 +1,5 @@
 """The emulator's own admin API under ``/_emulator/``: faults, reset, data arrival, masking,
-hand-built event logs, late events and request statistics.
+hand-built event logs, late events, cohorts at scale and request statistics.
 
 Mounted only when an admin token is configured (otherwise these paths are unknown: 404),
 and every call must carry it in the ``X-Emulator-Admin`` header (401 otherwise).
@@ -13,6 +13,11 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
 
 from analytics_emulator import validation as v
+from analytics_emulator.cohort_settings import (
+    SettingError,
+    membership_change_from,
+    proxy_cut_from,
+)
 from analytics_emulator.errors import BadRequest, Unauthorized
 from analytics_emulator.faults import parse_fault
 from analytics_emulator.http_common import (
@@ -129,6 +134,33 @@ def add_events(request: Request, body: JsonObject) -> JSONResponse:
     except ValueError as exc:
         raise BadRequest(f"events: {exc}", ["events"]) from exc
     return JSONResponse({"success": 0, "added": added, "events": count})
+
+
+@router.get("/cohorts")
+def list_cohorts(request: Request) -> JSONResponse:
+    """Every cohort: size, calls so far, proxy cut and membership change."""
+    return JSONResponse({"cohorts": emulator_state(request).cohort_book.describe()})
+
+
+@router.put("/cohorts/{code}")
+def define_cohort(code: str, request: Request, body: JsonObject) -> JSONResponse:
+    """``{"size": N, "proxy_cut": {...} | null, "membership_change": {...} | null}`` adds or
+    replaces a cohort until the next reset (see :mod:`.cohort_settings` for the settings)."""
+    unknown = sorted(set(body) - {"size", "proxy_cut", "membership_change"})
+    if unknown:
+        raise BadRequest(f"unknown fields: {', '.join(unknown)}", unknown)
+    size = v.required(body, "size")
+    if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+        raise BadRequest("size must be a non-negative integer", ["size"])
+    try:
+        cut = None if body.get("proxy_cut") is None else proxy_cut_from(body["proxy_cut"])
+        change = body.get("membership_change")
+        change = None if change is None else membership_change_from(change)
+    except SettingError as exc:
+        raise BadRequest(str(exc), [exc.field]) from exc
+    book = emulator_state(request).cohort_book
+    book.define(v.string(code, "code"), size, proxy_cut=cut, membership_change=change)
+    return JSONResponse({"success": 0, "cohort": book.describe()[code]})
 
 
 @router.get("/stats")

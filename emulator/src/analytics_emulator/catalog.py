@@ -211,8 +211,14 @@ COHORTS: Final[dict[str, int]] = {
     "cohort_medium": 25_000,
     "cohort_large": 1_000_000,
     "cohort_huge": 4_000_000,
+    "cohort_massive": 10_000_000,
+    "cohort_colossal": 100_000_000,
 }
 """Default cohort codes and sizes. A cohort of size N holds users 0..N-1 of the population."""
+
+LARGE_COHORTS: Final = ("cohort_massive", "cohort_colossal")
+"""Default cohorts whose stream passes through the documented proxy cut unless configured
+otherwise (see :mod:`.cohort_settings`)."""
 
 ALL_USERS: Final = "$ALL"
 

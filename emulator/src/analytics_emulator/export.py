@@ -18,17 +18,23 @@ from typing import TYPE_CHECKING, Final
 from starlette.responses import Response
 
 from analytics_emulator import faults as f
+from analytics_emulator.cohort_settings import GATEWAY_TIMEOUT
 from analytics_emulator.disconnects import hold, wait_disconnect
+from analytics_emulator.proxy_cut import StreamCutter, gateway_timeout, times_out
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Callable
+    from collections.abc import AsyncGenerator, AsyncIterator, Callable
 
     from starlette.types import Receive, Scope, Send
 
+    from analytics_emulator.cohort_settings import ProxyCut
     from analytics_emulator.connections import ConnectionRegistry
     from analytics_emulator.population import EncodedBlock, Population
 
 DEFAULT_CACHE_BYTES: Final = 1 << 30
+DEFAULT_CACHE_ROWS: Final = 4_000_000
+"""Largest cohort whose blocks are cached: a larger one could never be served whole from the
+cache, so its blocks are built, sent and forgotten, and memory stays flat whatever its size."""
 MEDIA_TYPE: Final = "application/x-ndjson; charset=utf-8"
 MALFORMED_LINE: Final = memoryview(b'{"distinct_id": 42, "unterminated\n')
 """What a ``malformed_line`` fault writes: a line that is not JSON."""
@@ -87,7 +93,9 @@ class BlockCache:
 class ExportSource:
     """Which users and properties an export streams.
 
-    :param rows: users ``0..rows-1``.
+    :param rows: how many users: ``first_user..first_user+rows-1``, in that order.
+    :param first_user: the first one (a cohort whose membership shifted starts later).
+    :param cached: keep the encoded blocks in ``cache`` (off for very large cohorts).
     """
 
     population: Population
@@ -95,29 +103,37 @@ class ExportSource:
     properties: tuple[str, ...]
     masked: frozenset[str]
     rows: int
+    first_user: int = 0
+    cached: bool = True
 
     def block(self, index: int) -> EncodedBlock:
-        key = (self.properties, self.masked, index)
-        return self.cache.get_or_build(
-            key,
-            lambda: self.population.encode_block(index, self.properties, masked=self.masked),
-        )
+        def build() -> EncodedBlock:
+            return self.population.encode_block(index, self.properties, masked=self.masked)
 
-    async def blocks(self) -> AsyncIterator[tuple[EncodedBlock, int]]:
-        """Each block with the number of its rows that belong to the export.
+        if not self.cached:
+            return build()
+        return self.cache.get_or_build((self.properties, self.masked, index), build)
+
+    async def blocks(self) -> AsyncGenerator[tuple[EncodedBlock, int, int]]:
+        """Each block with the first and the stop line of its rows that belong to the export.
 
         The next :data:`PREFETCH_BLOCKS` blocks are encoded in worker threads while the
         caller sends this one (numpy releases the GIL for most of the work).
         """
+        if self.rows <= 0:
+            return
         loop = asyncio.get_running_loop()
-        count = self.population.block_count(self.rows)
         size = self.population.block_rows
+        first, stop = self.first_user, self.first_user + self.rows
+        indexes = range(first // size, self.population.block_count(stop))
         pending: deque[asyncio.Future[EncodedBlock]] = deque()
-        for index in range(count):
-            while len(pending) < PREFETCH_BLOCKS and index + len(pending) < count:
-                pending.append(loop.run_in_executor(None, self.block, index + len(pending)))
+        for position, index in enumerate(indexes):
+            while len(pending) < PREFETCH_BLOCKS and position + len(pending) < len(indexes):
+                ahead = indexes[position + len(pending)]
+                pending.append(loop.run_in_executor(None, self.block, ahead))
             block = await pending.popleft()
-            yield block, min(size, self.rows - index * size)
+            start = index * size
+            yield block, max(first - start, 0), min(stop - start, size)
 
 
 async def _stream_pieces(
@@ -135,11 +151,12 @@ async def _stream_pieces(
     at = -1 if fault is None or kind == f.TRICKLE else int(fault.args["rows"])
     pause = float(fault.args["seconds"]) if fault is not None and kind == f.STALL_AFTER_ROWS else 0
     sent = 0
-    async for block, rows in source.blocks():
-        start = 0
+    async for block, first, stop in source.blocks():
+        rows = stop - first
+        start = first
         if sent <= at < sent + rows:
-            local = at - sent
-            yield block.lines(0, local)
+            local = first + at - sent
+            yield block.lines(first, local)
             if kind in (f.CUT_AFTER_ROWS, f.END_AFTER_ROWS):
                 return
             if kind == f.CUT_INSIDE_LINE:
@@ -151,7 +168,7 @@ async def _stream_pieces(
             else:
                 yield MALFORMED_LINE
             start = local
-        yield block.lines(start, rows)
+        yield block.lines(start, stop)
         sent += rows
     if at >= sent and kind == f.MALFORMED_LINE:
         yield MALFORMED_LINE
@@ -160,17 +177,24 @@ async def _stream_pieces(
 
 
 class ExportResponse(Response):
-    """A chunked NDJSON response that can also be cut, corrupted or slowed by a fault.
+    """A chunked NDJSON response that can also be cut, corrupted or slowed by a fault, and
+    cut by the cohort's proxy.
 
-    :param connections: used to drop the connection for the ``cut_*`` faults.
+    :param connections: used to drop the connection for the ``cut_*`` faults and the cut.
+    :param proxy_cut: the proxy in front of the stream, if any.
     """
 
     def __init__(
-        self, source: ExportSource, fault: f.Fault | None, connections: ConnectionRegistry
+        self,
+        source: ExportSource,
+        fault: f.Fault | None,
+        connections: ConnectionRegistry,
+        proxy_cut: ProxyCut | None = None,
     ) -> None:
         self.source = source
         self.fault = fault
         self.connections = connections
+        self.proxy_cut = proxy_cut
         self.status_code = 200
         self.background = None
         self.init_headers({"Cache-Control": "no-store", "Content-Type": MEDIA_TYPE})
@@ -179,6 +203,14 @@ class ExportResponse(Response):
         return self.fault is not None and self.fault.kind in (f.CUT_AFTER_ROWS, f.CUT_INSIDE_LINE)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        started = time.monotonic()
+        cut = self.proxy_cut
+        if cut is not None and cut.ending == GATEWAY_TIMEOUT:
+            if await times_out(cut, self.source, started):
+                await gateway_timeout()(scope, receive, send)
+                return
+            cut = None
+        cutter = None if cut is None else StreamCutter(cut, started)
         disconnected = asyncio.Event()
 
         async def watch() -> None:
@@ -194,11 +226,14 @@ class ExportResponse(Response):
                     "headers": self.raw_headers,
                 }
             )
-            async for piece in self._paced(_stream_pieces(self.source, self.fault, disconnected)):
+            pieces = self._paced(_stream_pieces(self.source, self.fault, disconnected))
+            if cutter is not None:
+                pieces = cutter.apply(pieces)
+            async for piece in pieces:
                 if disconnected.is_set():
                     return
                 await send({"type": "http.response.body", "body": piece, "more_body": True})
-            if self._cuts():
+            if self._cuts() or (cutter is not None and cutter.cut):
                 self.connections.drop(scope, flush=True)
                 await hold(_DISCONNECT_GRACE, disconnected.wait())
                 return

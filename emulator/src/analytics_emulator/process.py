@@ -11,12 +11,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Mapping, Sequence
     from types import TracebackType
 
 
 def command_line(
-    port_file: Path, credentials: Mapping[str, str], cohorts: Mapping[str, int] | None = None
+    port_file: Path,
+    credentials: Mapping[str, str],
+    cohorts: Mapping[str, int] | None = None,
+    options: Sequence[str] = (),
 ) -> list[str]:
     """``python -m analytics_emulator`` on any free port, written to ``port_file`` once it
     listens.
@@ -27,12 +30,18 @@ def command_line(
     :param port_file: where the emulator writes its port.
     :param credentials: ``token``, ``app_key``, ``xtoken`` and optionally ``admin_token``.
     :param cohorts: extra cohort codes and sizes.
+    :param options: further command line options, each written ``--name=value``
+        (``--proxy-cut=cohort_medium:rows=5000``).
     """
-    options = [("port", "0"), ("port-file", str(port_file))]
-    options += [(name.replace("_", "-"), value) for name, value in credentials.items()]
-    options += [("cohort", f"{code}={size}") for code, size in (cohorts or {}).items()]
-    return [sys.executable, "-m", "analytics_emulator"] + [
-        f"--{name}={value}" for name, value in options
+    named = [("port", "0"), ("port-file", str(port_file))]
+    named += [(name.replace("_", "-"), value) for name, value in credentials.items()]
+    named += [("cohort", f"{code}={size}") for code, size in (cohorts or {}).items()]
+    return [
+        sys.executable,
+        "-m",
+        "analytics_emulator",
+        *(f"--{name}={value}" for name, value in named),
+        *options,
     ]
 
 
@@ -41,6 +50,7 @@ class EmulatorProcess:
 
     :param credentials: ``token``, ``app_key``, ``xtoken`` and optionally ``admin_token``.
     :param cohorts: extra cohort codes and sizes.
+    :param options: further command line options (see :func:`command_line`).
     :param startup_timeout: seconds to wait for the port to be bound.
     """
 
@@ -49,10 +59,12 @@ class EmulatorProcess:
         *,
         credentials: Mapping[str, str],
         cohorts: Mapping[str, int] | None = None,
+        options: Sequence[str] = (),
         startup_timeout: float = 60.0,
     ) -> None:
         self.credentials = dict(credentials)
         self.cohorts = dict(cohorts or {})
+        self.options = tuple(options)
         self.startup_timeout = startup_timeout
         self.process: subprocess.Popen[bytes] | None = None
         self.base_url = ""
@@ -60,7 +72,7 @@ class EmulatorProcess:
     def start(self) -> EmulatorProcess:
         with tempfile.TemporaryDirectory(prefix="analytics-emulator-") as workdir:
             port_file = Path(workdir) / "port"
-            command = command_line(port_file, self.credentials, self.cohorts)
+            command = command_line(port_file, self.credentials, self.cohorts, self.options)
             self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL)
             deadline = time.monotonic() + self.startup_timeout
             while not (port_file.exists() and port_file.read_text().strip()):

@@ -5,6 +5,12 @@ Paging (platform 4.6+): without ``page`` the first ``min(limit, count)`` users c
 defaults to the cohort's size, and page ``p`` holds users ``(p-1)*pageSize`` up to
 ``min(p*pageSize, limit)``. ``pageSize <= limit`` is checked when ``limit`` is sent; a
 default limit never refuses a page size, so paging a tiny cohort with a large page works.
+``pageSize`` is at most the configured maximum (the documented 10,000 by default).
+
+Both routes read the cohort's members the same way (:class:`.cohort_book.CohortCall`):
+position ``p`` holds user ``first_user + p``, so page ``k`` of size ``s`` and lines
+``(k-1)*s ..`` of the stream hold the same users with the same values. Each call counts
+towards the cohort's membership change, and the stream passes its proxy cut.
 """
 
 from __future__ import annotations
@@ -23,11 +29,13 @@ from analytics_emulator.http_common import (
     EXPORT_FAULT,
     PROJECT,
     JsonObject,
+    emulator_config,
     emulator_state,
     operation,
 )
 
 if TYPE_CHECKING:
+    from analytics_emulator.cohort_settings import Membership, ProxyCut
     from analytics_emulator.state import EmulatorState
 
 router = APIRouter()
@@ -36,18 +44,24 @@ PAGED_DEFAULT_LIMIT: Final = 1000
 
 @dataclass(frozen=True)
 class CohortRequest:
-    """The fields 4.12 and 4.13 share, validated against the state."""
+    """The fields 4.12 and 4.13 share, validated against the state, and the cohort as this
+    call sees it."""
 
-    count: int
+    members: Membership
+    proxy_cut: ProxyCut | None
     properties: tuple[str, ...]
     limit: int | None
+
+    @property
+    def count(self) -> int:
+        return self.members.count
 
 
 def parse_cohort_request(body: dict[str, Any], state: EmulatorState) -> CohortRequest:
     """``cohortCode`` must be a configured cohort; ``properties`` (default: the visible plan
     items) may name user properties of the plan and tag codes."""
     code = v.string(v.required(body, "cohortCode"), "cohortCode")
-    if code not in state.cohorts:
+    if code not in state.cohort_book:
         raise BadRequest(f"cohort {code!r} does not exist", ["cohortCode"])
     limit = v.optional_positive_int(body, "limit")
     raw = body.get("properties")
@@ -59,7 +73,15 @@ def parse_cohort_request(body: dict[str, Any], state: EmulatorState) -> CohortRe
         ):
             raise BadRequest(f"{param} is not a user property or tag code", [param])
     chosen = tuple(dict.fromkeys(properties)) or tuple(catalog.default_user_property_ids())
-    return CohortRequest(state.cohorts[code], chosen, limit)
+    call = state.cohort_book.call(code)
+    return CohortRequest(call.members, call.proxy_cut, chosen, limit)
+
+
+def _page_size(body: dict[str, Any], most: int) -> int:
+    page_size = v.positive_int(v.required(body, "pageSize"), "pageSize")
+    if page_size > most:
+        raise BadRequest(f"pageSize must not exceed {most}", ["pageSize"])
+    return page_size
 
 
 @router.post("/uba/api/cohort/users", dependencies=[operation("get_cohort_users", PROJECT)])
@@ -70,14 +92,15 @@ def get_cohort_users(request: Request, body: JsonObject) -> JSONResponse:
     if page is None:
         start, stop, page = 0, min(cohort.limit or PAGED_DEFAULT_LIMIT, cohort.count), 1
     else:
-        page_size = v.positive_int(v.required(body, "pageSize"), "pageSize")
+        page_size = _page_size(body, emulator_config(request).max_page_size)
         if cohort.limit is not None and page_size > cohort.limit:
             raise BadRequest("pageSize must not exceed limit", ["pageSize"])
         limit = min(cohort.count if cohort.limit is None else cohort.limit, cohort.count)
         start = min((page - 1) * page_size, limit)
         stop = min(page * page_size, limit)
+    first = cohort.members.first_user
     users = state.population.records(
-        start, stop, cohort.properties, masked=state.masked_properties()
+        first + start, first + stop, cohort.properties, masked=state.masked_properties()
     )
     return JSONResponse({"count": cohort.count, "page": page, "size": len(users), "users": users})
 
@@ -95,6 +118,8 @@ def export_cohort_users(request: Request, body: JsonObject) -> ExportResponse:
         properties=cohort.properties,
         masked=state.masked_properties(),
         rows=rows,
+        first_user=cohort.members.first_user,
+        cached=cohort.count <= state.export_cache_rows,
     )
     fault = getattr(request.state, EXPORT_FAULT, None)
-    return ExportResponse(source, fault, state.connections)
+    return ExportResponse(source, fault, state.connections, cohort.proxy_cut)

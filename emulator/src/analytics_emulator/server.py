@@ -33,6 +33,9 @@ def create_app(config: EmulatorConfig | None = None) -> FastAPI:
         cohorts=config.cohorts,
         app_key=config.app_key,
         export_cache_bytes=config.export_cache_bytes,
+        export_cache_rows=config.export_cache_rows,
+        proxy_cuts=config.cut_cohorts,
+        membership_changes=config.membership_changes,
     )
     return build_app(config, state)
 

@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 from analytics_emulator.accounts import AccountStore
 from analytics_emulator.campaigns import CampaignStore
+from analytics_emulator.cohort_book import CohortBook
 from analytics_emulator.connections import ConnectionRegistry
-from analytics_emulator.export import DEFAULT_CACHE_BYTES, BlockCache
+from analytics_emulator.export import DEFAULT_CACHE_BYTES, DEFAULT_CACHE_ROWS, BlockCache
 from analytics_emulator.faults import FaultStore
 from analytics_emulator.in_flight import InFlightRequests
 from analytics_emulator.plan import TrackingPlan
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
     from datetime import date
 
+    from analytics_emulator.cohort_settings import MembershipChange, ProxyCut
     from analytics_emulator.eventlog import EventLog
 
 
@@ -52,6 +54,9 @@ class EmulatorState:
     :param cohorts: cohort code -> size; a cohort of size N holds users 0..N-1.
     :param app_key: the project key ad tracking records carry.
     :param export_cache_bytes: cap of the encoded export block cache.
+    :param export_cache_rows: largest cohort whose export blocks are cached.
+    :param proxy_cuts: cohort code -> the proxy cut in front of its stream.
+    :param membership_changes: cohort code -> how its membership changes between calls.
     """
 
     def __init__(
@@ -61,9 +66,13 @@ class EmulatorState:
         cohorts: Mapping[str, int],
         app_key: str,
         export_cache_bytes: int = DEFAULT_CACHE_BYTES,
+        export_cache_rows: int = DEFAULT_CACHE_ROWS,
+        proxy_cuts: Mapping[str, ProxyCut] | None = None,
+        membership_changes: Mapping[str, MembershipChange] | None = None,
     ) -> None:
         self.seed = seed
-        self.cohorts = dict(cohorts)
+        self.cohort_book = CohortBook(cohorts, proxy_cuts, membership_changes)
+        self.export_cache_rows = export_cache_rows
         self.app_key = app_key
         self.population = Population(seed)
         self.export_blocks = BlockCache(export_cache_bytes)
@@ -75,9 +84,14 @@ class EmulatorState:
         self._generated_log: EventLog | None = None
         self.reset()
 
+    @property
+    def cohorts(self) -> dict[str, int]:
+        """Cohort code -> size (before any membership change)."""
+        return self.cohort_book.sizes
+
     def reset(self) -> None:
         """Back to the seeded start: plan, ad tracking, accounts, faults, data-until, stats,
-        masked values and event log."""
+        masked values, event log, and the configured cohorts with no call counted."""
         with self._lock:
             self.plan = TrackingPlan()
             self.campaigns = CampaignStore(self.seed, self.app_key)
@@ -88,6 +102,7 @@ class EmulatorState:
             self._replaced_log: EventLog | None = None
         self.faults.clear()
         self.connections.reset_count()
+        self.cohort_book.reset()
 
     def masked_properties(self) -> frozenset[str]:
         """Properties whose values read as the masked marker: the plan's, plus overrides."""
