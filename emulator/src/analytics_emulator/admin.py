@@ -7,12 +7,11 @@ and every call must carry it in the ``X-Emulator-Admin`` header (401 otherwise).
 
 from __future__ import annotations
 
-from typing import Final
-
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
 
 from analytics_emulator import validation as v
+from analytics_emulator.admin_client import ADMIN_HEADER, PREFIX
 from analytics_emulator.cohort_settings import (
     SettingError,
     membership_change_from,
@@ -26,9 +25,6 @@ from analytics_emulator.http_common import (
     emulator_state,
     same_secret,
 )
-
-ADMIN_HEADER: Final = "X-Emulator-Admin"
-PREFIX: Final = "/_emulator"
 
 
 async def require_admin(request: Request) -> None:
