@@ -8,7 +8,8 @@ PY := $(VENV)/bin/python
 export UV_PYTHON_DOWNLOADS := never
 export UV_PROJECT_ENVIRONMENT := $(abspath $(VENV))
 
-.PHONY: venv test test-fast lint format typecheck docs demo emulator bench reliability clean \
+.PHONY: venv test test-fast lint format typecheck docs demo emulator emulator-wheel bench \
+	reliability clean \
 	constraints constraints-check stack stack-celery stack-down
 
 $(UV):
@@ -58,6 +59,11 @@ demo: venv
 ## make emulator: serve the emulator on 127.0.0.1:4005 until Ctrl-C.
 emulator: venv
 	$(PY) -m analytics_emulator --port 4005
+
+## make emulator-wheel: the emulator's own wheel (analytics-emulator, with its pytest plugin) into
+## out/dist, to install where the provider runs its DAG tests: `pip install out/dist/analytics_emulator-*.whl`.
+emulator-wheel: $(UV)
+	$(UV) build emulator --wheel --out-dir out/dist
 
 ## make bench: the benchmarks under benchmarks/ (prints figures; takes minutes).
 bench: venv

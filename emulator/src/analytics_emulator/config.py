@@ -49,7 +49,7 @@ class EmulatorConfig:
     """
 
     token: str = field(default="emulator-token", repr=False)
-    app_key: str = "emulator-app-key"
+    app_key: str = field(default="emulator-app-key", repr=False)
     xtoken: str = field(default="emulator-xtoken", repr=False)
     admin_token: str | None = field(default=None, repr=False)
     seed: int = 7
