@@ -1,17 +1,19 @@
-"""TrackingPlanSyncOperator in a real ``airflow dags test`` run against an emulator of its own."""
+"""TrackingPlanSyncOperator in a real ``airflow dags test`` run against an emulator of its own,
+started by the emulator's pytest plugin (fixture ``analytics_emulator``) as a user's test would:
+the connection it sets is handed to the ``airflow`` process as it is."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
 from airflow_provider_analytics.client import AnalyticsClient, ClientConfig
-from devtools.airflow_runner import connection_env
 
 if TYPE_CHECKING:
-    from analytics_emulator.server import EmulatorServer
+    from analytics_emulator.testing import RunningEmulator
 
     from devtools.airflow_runner import DagRunner
 
@@ -27,12 +29,11 @@ def ids(changes: list[dict]) -> list[tuple[str, str]]:
 
 
 def test_preview_sync_and_recheck_in_a_real_dag_run(
-    dag_runner: DagRunner, fresh_emulator: EmulatorServer
+    dag_runner: DagRunner, analytics_emulator: RunningEmulator
 ) -> None:
-    config = fresh_emulator.config
-    env = connection_env(
-        fresh_emulator.base_url, token=config.token, app_key=config.app_key, xtoken=config.xtoken
-    )
+    variable = analytics_emulator.connection_env_name
+    assert variable == "AIRFLOW_CONN_ANALYTICS_DEFAULT"
+    env = {variable: os.environ[variable]}
     # The plan file is copied beside the DAG file: the operators name it by a relative path.
     result = dag_runner.run(
         "tracking_plan_sync", "2024-01-02", dag_files=[DAG_FILE, PLAN_FILE], env=env
@@ -48,9 +49,13 @@ def test_preview_sync_and_recheck_in_a_real_dag_run(
     assert sync["conflicts"] == []
     assert (recheck["added"], recheck["modified"], recheck["conflicts"]) == ([], [], [])
     assert recheck["skipped"] == sync["skipped"] + len(sync["added"]) + len(sync["modified"])
-    assert config.token not in result.output
+    assert analytics_emulator.token.reveal() not in result.output
 
-    settings = ClientConfig(fresh_emulator.base_url, token=config.token, app_key=config.app_key)
+    settings = ClientConfig(
+        analytics_emulator.base_url,
+        token=analytics_emulator.token.reveal(),
+        app_key=analytics_emulator.app_key.reveal(),
+    )
     with AnalyticsClient(settings) as client:
         users = {r["id"]: r for r in client.list_user_properties()}
         events = {r["id"]: r for r in client.list_events()}
