@@ -72,6 +72,7 @@ bench: venv
 	$(PY) benchmarks/load_exports.py
 	$(PY) benchmarks/small_calls.py
 	$(PY) benchmarks/import_time.py
+	$(PY) benchmarks/emulator_scale.py
 
 ## make reliability: fault matrix, bad input, fuzzing, secrets and load tests, then both load
 ## benchmarks at full size (the hook variant only reports); writes docs/reliability.md.

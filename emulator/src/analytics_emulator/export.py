@@ -114,26 +114,39 @@ class ExportSource:
             return build()
         return self.cache.get_or_build((self.properties, self.masked, index), build)
 
+    def windows(self) -> list[tuple[int, int, int]]:
+        """Each block the export reads, with the first and the stop line of its rows that
+        belong to the export: ``(index, first, stop)``."""
+        if self.rows <= 0:
+            return []
+        size = self.population.block_rows
+        first, stop = self.first_user, self.first_user + self.rows
+        return [
+            (index, max(first - index * size, 0), min(stop - index * size, size))
+            for index in range(first // size, self.population.block_count(stop))
+        ]
+
+    def text(self) -> bytes:
+        """All the export's lines at once (for a page, never for a whole stream)."""
+        return b"".join(
+            self.block(index).lines(first, stop) for index, first, stop in self.windows()
+        )
+
     async def blocks(self) -> AsyncGenerator[tuple[EncodedBlock, int, int]]:
         """Each block with the first and the stop line of its rows that belong to the export.
 
         The next :data:`PREFETCH_BLOCKS` blocks are encoded in worker threads while the
         caller sends this one (numpy releases the GIL for most of the work).
         """
-        if self.rows <= 0:
-            return
         loop = asyncio.get_running_loop()
-        size = self.population.block_rows
-        first, stop = self.first_user, self.first_user + self.rows
-        indexes = range(first // size, self.population.block_count(stop))
+        windows = self.windows()
         pending: deque[asyncio.Future[EncodedBlock]] = deque()
-        for position, index in enumerate(indexes):
-            while len(pending) < PREFETCH_BLOCKS and position + len(pending) < len(indexes):
-                ahead = indexes[position + len(pending)]
+        for position, (_, first, stop) in enumerate(windows):
+            while len(pending) < PREFETCH_BLOCKS and position + len(pending) < len(windows):
+                ahead = windows[position + len(pending)][0]
                 pending.append(loop.run_in_executor(None, self.block, ahead))
             block = await pending.popleft()
-            start = index * size
-            yield block, max(first - start, 0), min(stop - start, size)
+            yield block, first, stop
 
 
 async def _stream_pieces(

@@ -8,9 +8,10 @@ default limit never refuses a page size, so paging a tiny cohort with a large pa
 ``pageSize`` is at most the configured maximum (the documented 10,000 by default).
 
 Both routes read the cohort's members the same way (:class:`.cohort_book.CohortCall`):
-position ``p`` holds user ``first_user + p``, so page ``k`` of size ``s`` and lines
-``(k-1)*s ..`` of the stream hold the same users with the same values. Each call counts
-towards the cohort's membership change, and the stream passes its proxy cut.
+position ``p`` holds user ``first_user + p``. A page's users are the very NDJSON lines the
+stream sends for the same positions, joined into a JSON array, so page ``k`` of size ``s`` and
+lines ``(k-1)*s ..`` of the stream hold the same users with the same values, byte for byte.
+Each call counts towards the cohort's membership change, and the stream passes its proxy cut.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import Response
 
 from analytics_emulator import catalog
 from analytics_emulator import validation as v
@@ -84,8 +85,21 @@ def _page_size(body: dict[str, Any], most: int) -> int:
     return page_size
 
 
+def _source(state: EmulatorState, cohort: CohortRequest, start: int, stop: int) -> ExportSource:
+    """Positions ``start..stop-1`` of the cohort as this call sees it."""
+    return ExportSource(
+        population=state.population,
+        cache=state.export_blocks,
+        properties=cohort.properties,
+        masked=state.masked_properties(),
+        rows=stop - start,
+        first_user=cohort.members.first_user + start,
+        cached=cohort.count <= state.export_cache_rows,
+    )
+
+
 @router.post("/uba/api/cohort/users", dependencies=[operation("get_cohort_users", PROJECT)])
-def get_cohort_users(request: Request, body: JsonObject) -> JSONResponse:
+def get_cohort_users(request: Request, body: JsonObject) -> Response:
     state = emulator_state(request)
     cohort = parse_cohort_request(body, state)
     page = v.optional_positive_int(body, "page")
@@ -98,11 +112,10 @@ def get_cohort_users(request: Request, body: JsonObject) -> JSONResponse:
         limit = min(cohort.count if cohort.limit is None else cohort.limit, cohort.count)
         start = min((page - 1) * page_size, limit)
         stop = min(page * page_size, limit)
-    first = cohort.members.first_user
-    users = state.population.records(
-        first + start, first + stop, cohort.properties, masked=state.masked_properties()
-    )
-    return JSONResponse({"count": cohort.count, "page": page, "size": len(users), "users": users})
+    lines = _source(state, cohort, start, stop).text()
+    head = f'{{"count":{cohort.count},"page":{page},"size":{stop - start},"users":['
+    users = lines[:-1].replace(b"\n", b",")  # a line's JSON never holds a raw newline
+    return Response(head.encode() + users + b"]}", media_type="application/json")
 
 
 @router.post(
@@ -112,14 +125,6 @@ def export_cohort_users(request: Request, body: JsonObject) -> ExportResponse:
     state = emulator_state(request)
     cohort = parse_cohort_request(body, state)
     rows = cohort.count if cohort.limit is None else min(cohort.limit, cohort.count)
-    source = ExportSource(
-        population=state.population,
-        cache=state.export_blocks,
-        properties=cohort.properties,
-        masked=state.masked_properties(),
-        rows=rows,
-        first_user=cohort.members.first_user,
-        cached=cohort.count <= state.export_cache_rows,
-    )
+    source = _source(state, cohort, 0, rows)
     fault = getattr(request.state, EXPORT_FAULT, None)
     return ExportResponse(source, fault, state.connections, cohort.proxy_cut)
