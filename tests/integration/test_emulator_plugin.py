@@ -5,6 +5,7 @@ do not fit are refused by name; secrets never show."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import textwrap
@@ -77,6 +78,23 @@ def test_the_marker_chooses_the_scenario(analytics_emulator: RunningEmulator) ->
         _post(analytics_emulator, EXPORT, {"cohortCode": "everyone", "properties": ["age"]})
 
 
+@pytest.mark.analytics_emulator(
+    events=[
+        {"user": 1, "event": "$pageview", "time": "2024-01-15 10:00:00"},
+        {"user": 2, "event": "$pageview", "time": "2024-01-16 09:30:00"},
+    ],
+    data_until=dt.date(2024, 1, 15),
+)
+def test_the_scenario_seeds_events_and_the_day_data_lands(
+    analytics_emulator: RunningEmulator,
+) -> None:
+    state = analytics_emulator.server.state
+    assert len(state.event_log()) == 2
+    assert state.data_until == dt.date(2024, 1, 15)
+    analytics_emulator.admin.reset()
+    assert len(state.event_log()) > 2 and state.data_until is None
+
+
 def test_the_seed_of_the_module_marker_applies(analytics_emulator: RunningEmulator) -> None:
     assert analytics_emulator.scenario.seed == 11
     with start_emulator(Scenario(seed=7)) as other:
@@ -126,6 +144,8 @@ def test_every_start_has_fresh_credentials() -> None:
         ({"conn_id": "not valid!"}, "conn_id"),
         ({"connection_extra": {"xtoken": "x"}}, "credentials"),
         ({"cohorts": {"big": -5}}, "non-negative size"),
+        ({"events": [{"user": -1, "event": "x", "time": "2024-01-01 10:00:00"}]}, "record 0"),
+        ({"data_until": "2024-01-15"}, "data_until must be a datetime.date"),
     ],
 )
 def test_a_scenario_that_does_not_fit_is_refused_by_name(

@@ -82,8 +82,9 @@ class AdminClient:
         self._call("DELETE", "faults")
 
     def reset(self) -> None:
-        """Back to the seeded start: plan, ad tracking, accounts, faults (those of the scenario
-        too), statistics, and the configured cohorts with no call counted."""
+        """Back to the seeded start: plan, ad tracking, accounts, faults, the synthetic event log
+        with no data-until day (a scenario's faults, events and data_until go too), statistics,
+        and the configured cohorts with no call counted."""
         self._call("POST", "reset")
 
     def set_data_until(self, day: date | None) -> None:

@@ -45,8 +45,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
         f"{MARKER}(scenario=None, **settings): what the analytics_emulator fixture serves: "
-        "cohorts, proxy_cuts, membership_changes, faults, seed, max_page_size, conn_id, "
-        "timezone, connection_extra (see analytics_emulator.testing.Scenario)",
+        "cohorts, proxy_cuts, membership_changes, faults, seed, events, data_until, "
+        "max_page_size, conn_id, timezone, connection_extra "
+        "(see analytics_emulator.testing.Scenario)",
     )
 
 

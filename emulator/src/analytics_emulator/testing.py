@@ -18,6 +18,7 @@ import json
 import re
 import secrets
 from dataclasses import dataclass, field
+from datetime import date
 from typing import TYPE_CHECKING, Any, Final
 
 from analytics_emulator import catalog
@@ -77,6 +78,10 @@ class Scenario:
     :param faults: faults armed at the start, as the admin API takes them
         (``{"operation": ..., "kind": ..., "times": ..., ...}``).
     :param seed: seed of the synthetic data.
+    :param events: a hand-built event log that replaces the synthetic one, as the admin API
+        takes it (``{"user", "event", "time", "properties"}`` each); None keeps the synthetic
+        log.
+    :param data_until: analyses see no event after this day (data not landed yet).
     :param max_page_size: the paged listing's largest ``pageSize`` (None: the documented
         10,000).
     :param conn_id: the Airflow connection id the fixture sets (``AIRFLOW_CONN_<ID>``).
@@ -92,6 +97,8 @@ class Scenario:
     )
     faults: Sequence[Mapping[str, Any]] = ()
     seed: int = 7
+    events: Sequence[Mapping[str, Any]] | None = None
+    data_until: date | None = None
     max_page_size: int | None = None
     conn_id: str = DEFAULT_CONN_ID
     timezone: str = catalog.PROJECT_TIMEZONE
@@ -106,6 +113,8 @@ class Scenario:
             isinstance(fault, dict) for fault in self.faults
         ):
             raise ScenarioError("faults must be a list of objects, as the admin API takes them")
+        if self.data_until is not None and not isinstance(self.data_until, date):
+            raise ScenarioError(f"data_until must be a datetime.date, not {self.data_until!r}")
         clashing = sorted({"app_api_key", "app_key", "xtoken"} & set(self.connection_extra))
         if clashing:
             raise ScenarioError(f"connection_extra must not set the credentials {clashing}")
@@ -239,6 +248,12 @@ def start_emulator(scenario: Scenario | None = None) -> Iterator[RunningEmulator
         except EmulatorError as exc:
             raise ScenarioError(f"faults[{index}]: {exc.msg}") from exc
     with EmulatorServer(config) as server:
+        if scenario.events is not None:
+            try:
+                server.state.replace_event_log(scenario.events)
+            except ValueError as exc:
+                raise ScenarioError(f"events: {exc}") from exc
+        server.state.data_until = scenario.data_until
         for fault in faults:
             server.state.faults.arm(fault)
         running = RunningEmulator(server, scenario)
