@@ -149,6 +149,7 @@ class _ExportRun:
     destination: StoragePath
     expected: int
     settings: ExportSettings
+    file_metadata: Mapping[str, str] | None = None
 
     def attempt(self) -> tuple[int, int, BlockDecoder]:
         """Stream, decode, write, verify the count, commit. Returns rows, bytes, the decoder."""
@@ -157,7 +158,7 @@ class _ExportRun:
         progress = _Progress(self.cohort_code, self.expected, settings.progress_interval)
         with parquet_stream(
             self.destination,
-            self.schema.arrow_schema,
+            _with_metadata(self.schema.arrow_schema, self.file_metadata),
             compression=settings.compression,
             row_group_rows=settings.row_group_rows,
             row_group_bytes=settings.row_group_bytes,
@@ -217,6 +218,11 @@ class _ExportRun:
         rules.fail("attempts", "must be at least 1", attempts)
 
 
+def _with_metadata(schema: pa.Schema, metadata: Mapping[str, str] | None) -> pa.Schema:
+    """``schema`` with ``metadata`` added to its own (the file records it)."""
+    return schema.with_metadata({**(schema.metadata or {}), **metadata}) if metadata else schema
+
+
 def _raise_refused_value(parquet: ParquetStream, error: BaseException) -> None:
     """Raise the refusal of a value the stream delivered before ``error`` (a cut stream, a
     damaged line), if any: values are checked once per row group, and a refused value fails
@@ -259,6 +265,7 @@ def export_cohort_to_parquet(
     settings: ExportSettings | None = None,
     sleep: Callable[[float], None] = time.sleep,
     earlier_types: Mapping[str, pa.DataType] | None = None,
+    file_metadata: Mapping[str, str] | None = None,
 ) -> ExportResult:
     """Export ``cohort_code``'s users to ``destination`` as Parquet and return what was written.
 
@@ -290,6 +297,7 @@ def export_cohort_to_parquet(
         of the same destination (:func:`~airflow_provider_analytics.jobs.earlier_types.
         earlier_number_types`); the column keeps it.
     :param sleep: waits between attempts (injectable for tests).
+    :param file_metadata: key-value metadata the Parquet file records (its identity).
     """
     settings = settings or ExportSettings()
     query = cohort_query(cohort_code, limit=limit, properties=properties)
@@ -328,7 +336,7 @@ def export_cohort_to_parquet(
     )
 
     with _arrow_memory_pool(settings.memory_pool):
-        run = _ExportRun(client, query, schema, destination, expected, settings)
+        run = _ExportRun(client, query, schema, destination, expected, settings, file_metadata)
         rows, bytes_written, decoder, attempt = run.with_retries(sleep)
     seconds = time.monotonic() - started
     cohort_code = query.cohort_code

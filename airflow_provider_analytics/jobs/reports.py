@@ -43,6 +43,8 @@ from airflow_provider_analytics.tabular.grains import Grain, cut_grains
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
 
+    from airflow_provider_analytics.destinations.base import Destination
+
 WINDOW_FIELDS = (pa.field("query_from_date", pa.date32()), pa.field("query_to_date", pa.date32()))
 
 
@@ -334,3 +336,54 @@ def run_report_days(
         _written(kind, tables, writer_for(day), 1, (day, day), time.monotonic() - seconds)
         for day, tables, seconds in built
     ]
+
+
+def report_to_destination(
+    kind: ReportKind,
+    client: AnalyticsClient,
+    request: Mapping[str, Any],
+    destination: Destination,
+    days: Sequence[str],
+    *,
+    window_days: int | None = None,
+    timezone: str = "UTC",
+) -> dict[str, Any]:
+    """Write a report's tables to ``destination`` for each of ``days`` (the run's own day last).
+
+    With one day, the request's own range is reported (split into ``window_days`` windows) and
+    written to that day; with more (a look-back), each day is reported alone
+    (:func:`run_report_days`). Every place written is checked before the first request.
+
+    :return: the XCom: the run's own day as :class:`ReportResult` describes it, ``seconds``
+        over all days, ``days_written`` and each re-pulled day's tables under ``repulled``.
+    """
+    names = [grain.name for grain in kind.grains]
+    destination.check(days, names)
+    if len(days) > 1:
+        results = run_report_days(
+            kind,
+            client,
+            request,
+            days,
+            lambda day: destination.report_tables(day, names),
+            timezone=timezone,
+        )
+    else:
+        writer = destination.report_tables(days[0], names)
+        results = [
+            run_report(kind, client, request, writer, window_days=window_days, timezone=timezone)
+        ]
+    summary = results[-1].as_dict()
+    summary["uri"] = destination.uri(days[-1], names)
+    summary["seconds"] = round(sum(result.seconds for result in results), 3)
+    summary[destination.identity.column] = destination.identity.value
+    summary["days_written"] = list(days)
+    summary["repulled"] = {
+        result.from_date: {
+            "rows": result.rows,
+            "headline": result.headline,
+            "tables": result.tables,
+        }
+        for result in results[:-1]
+    }
+    return summary

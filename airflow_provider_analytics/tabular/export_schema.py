@@ -274,7 +274,9 @@ def export_schema(
             column = ExportColumn(name, pa.string(), "masked")
         else:
             data_type = str(item.get("dataType"))
-            kept = (earlier or {}).get(name) if data_type == "number" else None
+            # an earlier day's type, by the column's id (Parquet) or its name (Iceberg)
+            kept = (earlier or {}).get(name) or (earlier or {}).get(written[name])
+            kept = kept if data_type == "number" else None
             if kept is not None and kept.equals(pa.float64()):
                 column = ExportColumn(name, NUMBER_TYPE, "earlier", widens=True, starts_double=True)
             elif kept is not None:

@@ -8,8 +8,9 @@ does not implement staged table creation, which pyiceberg uses). Its docstring l
 does not implement.
 
 Each catalog runs the cases of tests/iceberg_cases.py (a rerun, schema evolution, two days
-committed at once with pyiceberg's retry and with the writer's), a cohort export rerun through
-the operator and the hook's connection, and the maintenance operator after a killed commit.
+committed at once with pyiceberg's retry and with the writer's, two cohorts of one day
+committed at once, an earlier version's table refused and then migrated), a cohort export
+rerun through the operator and the hook's connection, and the maintenance operator after a killed commit.
 Credentials come the standard AWS way (the environment); the catalogs need no dummy host.
 """
 
@@ -164,7 +165,8 @@ def test_rerun_replaces_its_day(lake: Lake) -> None:
     table = lake.catalog.load_table(identifier)
     assert table.location().startswith(f"s3://{BUCKET}/{lake.prefix}/")
     files = [task.file.file_path for task in table.scan().plan_files()]
-    assert files and all(path.startswith(f"{table.location()}/data/dt=") for path in files)
+    prefix = f"{table.location()}/data/cohort_code=vip/dt="
+    assert files and all(path.startswith(prefix) for path in files)
     stored = keys(lake.endpoint, lake.prefix + "/")
     assert {path.removeprefix(f"s3://{BUCKET}/") for path in files} <= set(stored)
 
@@ -183,6 +185,14 @@ def test_two_days_commit_at_once(
         )
     expected = "Commit failed due to a concurrent update" if pyiceberg_retries else "lost a race"
     assert expected in caplog.text
+
+
+def test_two_cohorts_commit_one_day_at_once(lake: Lake) -> None:
+    iceberg_cases.case_two_identities_commit_at_once(lake.catalog, lake.identifier("shared"))
+
+
+def test_an_old_layout_is_refused_then_migrated(lake: Lake) -> None:
+    iceberg_cases.case_old_layout_is_refused_then_migrated(lake.catalog, lake.identifier("old"))
 
 
 def test_maintenance_after_a_killed_commit(lake: Lake) -> None:

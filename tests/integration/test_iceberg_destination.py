@@ -285,6 +285,8 @@ def test_the_catalog_cases(lake: Catalog, caplog: pytest.LogCaptureFixture) -> N
         )
     assert "Commit failed due to a concurrent update" in caplog.text
     iceberg_cases.case_two_days_commit_at_once(catalog, "analytics.race2", pyiceberg_retries=False)
+    iceberg_cases.case_two_identities_commit_at_once(catalog, "analytics.shared")
+    iceberg_cases.case_old_layout_is_refused_then_migrated(catalog, "analytics.old")
 
 
 def test_maintenance_after_a_killed_commit(lake: Catalog) -> None:
