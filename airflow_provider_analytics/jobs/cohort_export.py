@@ -261,7 +261,7 @@ def export_cohort_to_parquet(
     limit: int | None = None,
     timezone: str | None = None,
     schema_overrides: Mapping[str, pa.DataType | str] | None = None,
-    column_names: ColumnNames | str = ColumnNames.IDS,
+    column_names: ColumnNames | str = ColumnNames.WAREHOUSE,
     settings: ExportSettings | None = None,
     sleep: Callable[[float], None] = time.sleep,
     earlier_types: Mapping[str, pa.DataType] | None = None,
@@ -289,8 +289,9 @@ def export_cohort_to_parquet(
         ``number`` column is int64, or double when the export holds a decimal); a column is
         named by its id (a tag by ``tag.<code>`` or its bare code) or by its name in the file,
         once (two keys naming one column are refused).
-    :param column_names: ``ids`` (default: ``$city``, ``tag.tag_rfm``) or ``warehouse``
-        (``city``, ``tag_tag_rfm``; :mod:`~airflow_provider_analytics.tabular.column_names`).
+    :param column_names: ``warehouse`` (default: ``city``, ``tag_tag_rfm``, names that load
+        unquoted into warehouses; :mod:`~airflow_provider_analytics.tabular.column_names`) or
+        ``ids`` (``$city``, ``tag.tag_rfm``).
         Each Parquet field keeps its id in its metadata (``analytics.id``) either way.
     :param settings: write and retry settings.
     :param earlier_types: the int64 or double type each ``number`` column had on an earlier day

@@ -47,11 +47,12 @@ class CohortExportToParquetOperator(AnalyticsOutputOperator):
         ``number`` column is int64, or double when the export holds a decimal); a column is
         named by its id (a tag by ``tag.<code>`` or its bare code) or by its name in the file,
         once (two keys naming one column are refused).
-    :param column_names: ``ids`` (default) writes the platform's ids as column names
-        (``$city``, ``tag.tag_rfm``); ``warehouse`` writes names of ASCII letters, digits and
-        ``_`` (``city``, ``tag_tag_rfm``), refusing two ids that would share one before any
-        request. Each field keeps its id in the Parquet field metadata (``analytics.id``); an
-        Iceberg table gets the same names (templated).
+    :param column_names: ``warehouse`` (default) writes names that load unquoted into DuckDB,
+        PostgreSQL, BigQuery, Snowflake and Spark (``city``, ``tag_tag_rfm``,
+        ``register_time``; at most 63 characters), refusing two ids that would share one
+        before any request; ``ids`` writes the platform's ids (``$city``, ``tag.tag_rfm``).
+        Each field keeps its id in the Parquet field metadata (``analytics.id``); an Iceberg
+        table gets the same names (templated).
     :param compression: Parquet codec, zstd by default.
     :param row_group_rows: rows per Parquet row group.
     :param attempts: whole-export attempts on cut streams, transport faults and short counts.
@@ -79,7 +80,7 @@ class CohortExportToParquetOperator(AnalyticsOutputOperator):
         limit: int | None = None,
         timezone: str | None = None,
         schema_overrides: Mapping[str, pa.DataType | str] | None = None,
-        column_names: str = "ids",
+        column_names: str = "warehouse",
         compression: str = "zstd",
         row_group_rows: int = ExportSettings.row_group_rows,
         attempts: int = ExportSettings.attempts,

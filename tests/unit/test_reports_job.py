@@ -351,7 +351,9 @@ def test_a_look_back_queries_each_day_alone_and_writes_it_as_its_own_run_does(
         again = pq.read_table(tmp_path / f"{name}/report_key=checkout/dt=2024-01-13/{name}.parquet")
         assert without_report_time(again).equals(without_report_time(own_run[name])), name
     for day in days:
-        totals = pq.read_table(tmp_path / f"funnel_totals/dt={day}/funnel_totals.parquet")
+        totals = pq.read_table(
+            tmp_path / f"funnel_totals/report_key=checkout/dt={day}/funnel_totals.parquet"
+        )
         # $ALL is the day's own figure: one row per step, the window being the day
         assert totals.column("converted_users").to_pylist() == [10, 4]
         assert set(totals.column("query_from_date").to_pylist()) == {dt.date.fromisoformat(day)}
