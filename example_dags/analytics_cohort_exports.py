@@ -5,7 +5,7 @@ Fill a past range (Airflow 3; the scheduler runs the backfill's DAG runs)::
     airflow backfill create --dag-id analytics_cohort_exports \
         --from-date 2024-01-01 --to-date 2024-01-31 --max-active-runs 2
 
-Each day's files land in ``cohort=<code>/dt=<day>/`` and replace that day's earlier files, so
+Each day's files land in ``cohort_code=<code>/dt=<day>/`` and replace that day's earlier files, so
 a range can be filled again (``--reprocess-behavior completed``) without duplicates. A cohort
 export is a snapshot of the cohort's members when the task runs, not on the logical date.
 """

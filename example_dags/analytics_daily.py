@@ -6,9 +6,9 @@ Each run covers the day of its logical date, by the provider's day rule, whether
 without a logical date covers the last finished day). It writes Hive-style partitions under
 ANALYTICS_OUTPUT_ROOT (see analytics_outputs.py)::
 
-    cohort_users/cohort=cohort_small/dt=2024-01-15/users.parquet
-    checkout_funnel/funnel/dt=2024-01-15/funnel.parquet
-    daily_events/events/dt=2024-01-15/events.parquet
+    cohort_users/cohort_code=cohort_small/dt=2024-01-15/users.parquet
+    checkout_funnel/funnel/report_key=checkout/dt=2024-01-15/funnel.parquet
+    daily_events/events/report_key=daily_events/dt=2024-01-15/events.parquet
 
 Events reach the platform late (mobile apps upload when they are next online), so both reports
 look back: each run also re-pulls the LOOKBACK_DAYS days before its own and replaces their
@@ -77,6 +77,7 @@ def analytics_daily() -> None:
             "convertTimeUnit": "DAY",
         },
         destination=CHECKOUT_FUNNEL,
+        report_key="checkout",  # the rows' name in a shared prefix, whatever the request
         lookback_days=LOOKBACK_DAYS,
     )
     daily_events = EventReportOperator(
@@ -92,6 +93,7 @@ def analytics_daily() -> None:
             "byFields": [{"expression": "event.$Anything.$platform"}],
         },
         destination=DAILY_EVENTS,
+        report_key="daily_events",
         lookback_days=LOOKBACK_DAYS,
     )
     day_is_over >> events_landed >> [export_users, checkout_funnel, daily_events]

@@ -63,7 +63,6 @@ def analytics_iceberg() -> None:
         cohort_code="cohort_small",
         iceberg_table="analytics.cohort_users",
         iceberg_conn_id=CATALOG,
-        column_names="warehouse",  # city, tag_tag_rfm: Spark, Trino and Athena need no quoting
     )
     checkout_funnel = FunnelReportOperator(
         task_id="checkout_funnel",
@@ -74,6 +73,7 @@ def analytics_iceberg() -> None:
         },
         iceberg_table="analytics.checkout_funnel",
         iceberg_conn_id=CATALOG,
+        report_key="checkout",
     )
     daily_events = EventReportOperator(
         task_id="daily_events",
@@ -89,6 +89,7 @@ def analytics_iceberg() -> None:
         },
         iceberg_table="analytics.daily_events",
         iceberg_conn_id=CATALOG,
+        report_key="daily_events",
     )
     maintain_tables = IcebergMaintenanceOperator(
         task_id="maintain_tables",

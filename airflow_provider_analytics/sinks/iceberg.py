@@ -114,6 +114,16 @@ def column_is_null(column: str) -> BooleanExpression:
     return IsNull(column)  # type: ignore[call-arg, arg-type]
 
 
+def full_metrics(column: str) -> dict[str, str]:
+    """Table properties keeping ``column``'s bounds whole in the file metrics.
+
+    Iceberg truncates string bounds to 16 characters by default; a longer identity (a report
+    key's digest) would then not prove that a file holds that identity alone, and a rerun's
+    delete would read and rewrite the file instead of dropping it.
+    """
+    return {f"write.metadata.metrics.column.{column}": "full"}
+
+
 class IcebergSchemaError(AnalyticsError, ValueError):
     """The data cannot be written to the table as it is (a column's type cannot evolve)."""
 
@@ -357,7 +367,9 @@ class IcebergDayWriter:
             pass
         try:
             with (
-                self.catalog.create_table_transaction(self.identifier, schema=schema) as create,
+                self.catalog.create_table_transaction(
+                    self.identifier, schema=schema, properties=full_metrics(self.identity.column)
+                ) as create,
                 create.update_spec() as spec,
             ):
                 spec.add_identity(self.identity.column)

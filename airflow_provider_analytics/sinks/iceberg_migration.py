@@ -45,6 +45,7 @@ from airflow_provider_analytics.sinks.iceberg import (
     IcebergSchemaError,
     column_equals,
     column_is_null,
+    full_metrics,
 )
 
 if TYPE_CHECKING:
@@ -106,6 +107,7 @@ def migrate_to_identity(
                 update.add_column(identity.column, StringType(), doc="the rows' identity")
             with transaction.update_spec() as spec:
                 spec.add_identity(identity.column)
+            transaction.set_properties(full_metrics(identity.column))
         table = catalog.load_table(identifier)
     days = _unmigrated_days(table, identity.column) if has_column or not dry_run else None
     if days is None:  # a dry run on a table without the column: every row is unmigrated

@@ -10,8 +10,9 @@ does not implement.
 Each catalog runs the cases of tests/iceberg_cases.py (a rerun, schema evolution, two days
 committed at once with pyiceberg's retry and with the writer's, two cohorts of one day
 committed at once, an earlier version's table refused and then migrated), a cohort export
-rerun through the operator and the hook's connection, and the maintenance operator after a killed commit.
-Credentials come the standard AWS way (the environment); the catalogs need no dummy host.
+rerun through the operator and the hook's connection, late data re-pulled by a report's
+look-back, and the maintenance operator after a killed commit. Credentials come the standard
+AWS way (the environment); the catalogs need no dummy host.
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ if TYPE_CHECKING:
 
     from analytics_emulator.server import EmulatorServer
     from pyiceberg.catalog import Catalog
+
+    from tests.emulator_helpers import EmulatorAdmin
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -244,6 +247,18 @@ def test_a_cohort_export_rerun_through_the_operator(
     assert rows.num_rows == 1000 and len(rows.column("distinct_id").unique()) == 1000
     assert {value.isoformat() for value in rows.column("dt").to_pylist()} == {day.isoformat()}
     assert table.location().startswith(f"s3://{BUCKET}/{lake.prefix}/")
+
+
+def test_late_data_is_re_pulled(
+    lake: Lake, emulator: EmulatorServer, emulator_admin: EmulatorAdmin, monkeypatch
+) -> None:
+    """The look-back case of tests/integration/test_report_lookback.py, on this catalog and
+    the S3 warehouse: late events for a past day, corrected by the next run, no day twice."""
+    from tests.integration import test_report_lookback as lookback
+
+    lookback.use_platform(emulator, monkeypatch)
+    sink = lookback.iceberg_sink(lake.catalog, lake.namespace)
+    lookback.test_the_next_run_corrects_a_day_whose_events_arrived_late(emulator_admin, sink)
 
 
 def run_context(day: dt.date) -> dict[str, Any]:

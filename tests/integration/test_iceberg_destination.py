@@ -256,7 +256,13 @@ def test_cohort_columns_keep_their_names_in_the_table(
 
     first = export(DAYS[0], "warehouse")
     table = lake.load_table("analytics.cohort_users")
-    assert table.schema().column_names == ["distinct_id", "city", "tag_tag_rfm", "dt"]
+    assert table.schema().column_names == [
+        "distinct_id",
+        "city",
+        "tag_tag_rfm",
+        "cohort_code",
+        "dt",
+    ]
     assert first["column_ids"] == {
         "distinct_id": "distinct_id",
         "city": "$city",
