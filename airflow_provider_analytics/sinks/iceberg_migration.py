@@ -197,7 +197,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         summary = migrate_to_identity(catalog, arguments.table, identity, dry_run=arguments.dry_run)
     except (IcebergSchemaError, AnalyticsValidationError) as error:
         parser.exit(2, f"error: {error}\n")
-    print(json.dumps(summary, indent=2))
+    print(json.dumps(summary))  # one line: the last line of the output
     return 0
 
 

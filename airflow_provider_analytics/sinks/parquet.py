@@ -264,6 +264,9 @@ def parquet_stream(
     """
 
     def open_writer(sink: Any, written: pa.Schema) -> pq.ParquetWriter:
+        # the file keeps the declared schema's metadata (its identity), whatever the row
+        # groups carry
+        written = written.with_metadata({**(written.metadata or {}), **(schema.metadata or {})})
         return pq.ParquetWriter(
             sink,
             written,
