@@ -68,7 +68,7 @@ def test_page_examples_run_against_the_emulator(
                     "host": server.base_url,
                     "password": config.token,
                     "extra": {
-                        "app_key": config.app_key,
+                        "app_api_key": config.app_key,
                         "xtoken": config.xtoken,
                         "timezone": "Asia/Shanghai",
                     },
