@@ -28,6 +28,7 @@ from typing import Any
 
 CANDIDATES = ("chromium", "chromium-browser", "chromium-headless-shell")
 DEBIAN_PACKAGE = "chromium"
+INSTALL_HINT = "run `python -m devtools.browser install` (as root: it uses apt-get)"
 COMMAND_TIMEOUT = 60.0
 """Seconds one protocol command (a page load included) may take."""
 
@@ -98,7 +99,7 @@ class Browser:
     def start(self) -> None:
         executable = find_chromium()
         if executable is None:
-            raise BrowserError("Chromium is not installed: run `python -m devtools.browser install`")
+            raise BrowserError(f"Chromium is not installed: {INSTALL_HINT}")
         commands_read, commands_write = os.pipe()
         answers_read, answers_write = os.pipe()
         arguments = [
@@ -264,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
         print(error, file=sys.stderr)
         return 1
     if path is None:
-        print("Chromium is not installed: run `python -m devtools.browser install`", file=sys.stderr)
+        print(f"Chromium is not installed: {INSTALL_HINT}", file=sys.stderr)
         return 1
     print(path)
     return 0

@@ -27,7 +27,13 @@ copyright = "the airflow-provider-analytics contributors; Apache License 2.0"
 release = version = __version__
 
 # figures: the site's charts and diagrams, drawn when the build starts (docs/_ext/figures.py)
-extensions = ["myst_parser", "sphinx.ext.autodoc", "sphinx.ext.viewcode", "figures"]
+extensions = [
+    "myst_parser",
+    "sphinx.ext.autodoc",
+    "sphinx.ext.viewcode",
+    "viewcode_anchors",
+    "figures",
+]
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
 root_doc = "index"
 exclude_patterns = ["_build", "_ext"]

@@ -9,9 +9,9 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # noqa: E402
-import pyarrow.compute as pc  # noqa: E402
-import pyarrow.parquet as pq  # noqa: E402
+import matplotlib.pyplot as plt
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 if TYPE_CHECKING:
     from pathlib import Path

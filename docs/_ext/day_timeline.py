@@ -89,7 +89,7 @@ def timeline(target: Path) -> list[tuple[str, str, str]]:
         )
         if run.interval and run.interval[1] > run.interval[0]:
             start, end = (mdates.date2num(moment) for moment in run.interval)
-            axes.plot([start, end], [y - 0.42, y - 0.42], color=INTERVAL, lw=4, solid_capstyle="butt")
+            axes.plot([start, end], [y - 0.42] * 2, color=INTERVAL, lw=4, solid_capstyle="butt")
         if run.logical is not None:
             axes.plot(mdates.date2num(run.logical), y + 0.42, marker="v", color=INK, ms=7)
         axes.plot(mdates.date2num(run.starts), y, marker="X", color=RUN, ms=8)

@@ -150,9 +150,7 @@ def render(layers: Layers) -> str:
             summary += f"; {len(airflow_modules)} import Airflow"
         else:
             summary += "; no Airflow import"
-        parts.append(
-            f'<text x="{LEFT + 12}" y="{y + 38}" fill="#52606d">{escape(summary)}</text>'
-        )
+        parts.append(f'<text x="{LEFT + 12}" y="{y + 38}" fill="#52606d">{escape(summary)}</text>')
         names = ", ".join(m.split(".")[-1] for m in modules if m not in members)
         if len(names) > 86:
             names = names[:83].rsplit(",", 1)[0] + ", …"
@@ -189,8 +187,6 @@ def render(layers: Layers) -> str:
         f'<rect x="{legend_x}" y="{top + 54}" width="14" height="12" fill="#e8f0fe" '
         'stroke="#9aa5b1"/>'
     )
-    parts.append(
-        f'<text x="{legend_x + 20}" y="{top + 64}" fill="#52606d">imports Airflow</text>'
-    )
+    parts.append(f'<text x="{legend_x + 20}" y="{top + 64}" fill="#52606d">imports Airflow</text>')
     parts.append("</svg>")
     return "\n".join(parts) + "\n"

@@ -97,7 +97,7 @@ def render(tree: Node, title: str) -> str:
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height}" '
         f'viewBox="0 0 {width:.0f} {height}" font-family="DejaVu Sans Mono, monospace" '
         'font-size="12">',
-        f'<rect width="100%" height="100%" fill="#ffffff"/>',
+        '<rect width="100%" height="100%" fill="#ffffff"/>',
         f'<text x="20" y="24" font-family="DejaVu Sans, sans-serif" font-size="14" '
         f'fill="{COLORS["root"]}">{escape(title)}</text>',
     ]
@@ -124,7 +124,7 @@ def render(tree: Node, title: str) -> str:
             )
         parent_rows[depth] = index
         weight = ' font-weight="bold"' if node.kind in {"prefix", "own_day"} else ""
-        folder, slash, file_name = node.name.rpartition("/")
+        folder, _, file_name = node.name.rpartition("/")
         if file_name and node.kind != "file":  # a partition and its one file
             label = (
                 f'{escape(folder)}/<tspan fill="{COLORS["file"]}" font-weight="normal">'
@@ -132,7 +132,8 @@ def render(tree: Node, title: str) -> str:
             )
         else:
             label = escape(node.name)
-        parts.append(f'<text x="{x_name}" y="{y}" fill="{COLORS[node.kind]}"{weight}>{label}</text>')
+        color = COLORS[node.kind]
+        parts.append(f'<text x="{x_name}" y="{y}" fill="{color}"{weight}>{label}</text>')
         if node.note:
             parts.append(
                 f'<text x="{note_x:.0f}" y="{y}" font-family="DejaVu Sans, sans-serif" '
