@@ -51,7 +51,7 @@ def connection_summary(config: EmulatorConfig) -> str:
     return "\n".join(
         [
             f"  token (connection password): {config.token}",
-            f"  app_key (extra):             {config.app_key}",
+            f"  app_api_key (extra):         {config.app_key}",
             f"  xtoken (extra):              {config.xtoken}",
             f"  timezone (extra):            {catalog.PROJECT_TIMEZONE}",
         ]
@@ -64,9 +64,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         prog="python -m analytics_emulator",
         description="Serve the analytics platform emulator on loopback. Once it accepts "
         "requests it prints its base URL and the credentials to put in an `analytics` "
-        "connection (host, password = token, extras app_key and xtoken).",
+        "connection (host, password = token, extras app_api_key and xtoken).",
         epilog=f"Default connection: host http://{defaults.host}:PORT, password "
-        f"{defaults.token!r}, extra {{'app_key': {defaults.app_key!r}, "
+        f"{defaults.token!r}, extra {{'app_api_key': {defaults.app_key!r}, "
         f"'xtoken': {defaults.xtoken!r}, 'timezone': {catalog.PROJECT_TIMEZONE!r}}}.",
     )
     parser.add_argument("--port", type=int, required=True, help="port, 0 for any free one")
