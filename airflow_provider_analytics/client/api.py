@@ -581,11 +581,14 @@ class AnalyticsClient:
 
     @_reports_operation
     def analyze_funnel(
-        self, request: Mapping[str, Any] | validation.AnalysisRequest
+        self,
+        request: Mapping[str, Any] | validation.TypedAnalysisRequest | validation.AnalysisRequest,
     ) -> dict[str, Any]:
         """Run a funnel analysis (spec 4.16) and return the server's result.
 
-        :param request: the body with the spec's keys (see
+        :param request: a
+            :class:`~airflow_provider_analytics.client.analysis_requests.FunnelRequest`, or
+            the body with the spec's keys (see
             :func:`~airflow_provider_analytics.client.validation.validate_funnel_request`),
             or one checked already by
             :func:`~airflow_provider_analytics.client.validation.funnel_request`.
@@ -597,11 +600,14 @@ class AnalyticsClient:
 
     @_reports_operation
     def analyze_events(
-        self, request: Mapping[str, Any] | validation.AnalysisRequest
+        self,
+        request: Mapping[str, Any] | validation.TypedAnalysisRequest | validation.AnalysisRequest,
     ) -> dict[str, Any]:
         """Run an event analysis (spec 4.17) and return the server's result.
 
-        :param request: the body with the spec's keys (see
+        :param request: an
+            :class:`~airflow_provider_analytics.client.analysis_requests.EventRequest`, or
+            the body with the spec's keys (see
             :func:`~airflow_provider_analytics.client.validation.validate_event_request`),
             or one checked already by
             :func:`~airflow_provider_analytics.client.validation.event_request`.

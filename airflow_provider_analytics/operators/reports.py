@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
+from airflow_provider_analytics.client.validation import analysis_body
 from airflow_provider_analytics.core import rules
 from airflow_provider_analytics.core.errors import bounded_repr
 from airflow_provider_analytics.operators.intervals import CoveredDays, covered_days
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
 
     from airflow.sdk import Context
 
+    from airflow_provider_analytics.client.analysis_requests import EventRequest, FunnelRequest
     from airflow_provider_analytics.jobs.reports import ReportKind, ReportResult, TableWriter
 
 LOOKBACK_DAYS_MAX: Final = 366
@@ -54,7 +56,7 @@ class _AnalysisReportOperator(AnalyticsOutputOperator):
     def __init__(
         self,
         *,
-        request: Mapping[str, Any],
+        request: Mapping[str, Any] | FunnelRequest | EventRequest,
         destination: str | None = None,
         window_days: int | None = None,
         lookback_days: int = 0,
@@ -63,7 +65,8 @@ class _AnalysisReportOperator(AnalyticsOutputOperator):
         **kwargs: Any,
     ) -> None:
         super().__init__(destination=destination, **kwargs)
-        self.request = request
+        # a typed request becomes its body here: the dict Airflow renders and shows
+        self.request = analysis_body(request, self.report_name)
         self.window_days = window_days
         self.lookback_days = lookback_days
         self.compression = compression
@@ -222,7 +225,7 @@ def _check_one_day(body: Mapping[str, Any], days: CoveredDays, lookback_days: in
 
 
 _PARAMETERS = """
-:param request: the {analysis} request body
+:param request: the {analysis} request: a :class:`{typed}` or its body as a dict
     ({keys}; templated). ``fromDate``/``toDate`` default to the run's data interval.
     Checked before anything is sent.
 :param destination: a prefix ending in ``/`` under which each table gets
@@ -252,9 +255,10 @@ _PARAMETERS = """
 """
 
 
-def _report_doc(summary: str, *, analysis: str, keys: str, main: str) -> str:
+def _report_doc(summary: str, *, analysis: str, typed: str, keys: str, main: str) -> str:
     """A report operator's docstring: its own summary, then the parameters they share."""
-    return summary + _PARAMETERS.format(analysis=analysis, keys=keys, main=main)
+    typed = f"~airflow_provider_analytics.client.analysis_requests.{typed}"
+    return summary + _PARAMETERS.format(analysis=analysis, typed=typed, keys=keys, main=main)
 
 
 class FunnelReportOperator(_AnalysisReportOperator):
@@ -267,6 +271,7 @@ Columns include converted users, conversion rate (vs the previous step), complet
 page lists them all. The XCom carries the overall conversion of the whole range.
 """,
         analysis="funnel",
+        typed="FunnelRequest",
         keys="``steps``, ``crowds``, ``convertTime``, ...",
         main="funnel",
     )
@@ -283,6 +288,7 @@ and the platform's totals over the whole range.
 The XCom carries the total of each measure.
 """,
         analysis="event analysis",
+        typed="EventRequest",
         keys="``measures``, ``crowds``, ``unit``, ``byFields``, ...",
         main="events",
     )
