@@ -24,6 +24,7 @@ from airflow_provider_analytics.core.errors import (
     AnalyticsConfigurationError,
     AnalyticsError,
 )
+from airflow_provider_analytics.core.progress import Progress
 from airflow_provider_analytics.core.redaction import Redactor
 
 if TYPE_CHECKING:
@@ -475,12 +476,34 @@ class AnalyticsClient:
         body = validation.cohort_body(query, page=1, page_size=size)
         return self._cohort_pages(body)
 
+    def _progress(
+        self, subject: str, *, total: int | None = None, unit: str = "rows", size_label: str = ""
+    ) -> Progress:
+        """The progress of long work, at the configured interval, with a bar if wanted."""
+        return Progress(
+            subject,
+            total=total,
+            unit=unit,
+            interval=self._config.progress_interval,
+            size_label=size_label,
+            bar=self._config.progress_bar,
+        )
+
     def _cohort_pages(self, body: dict[str, Any]) -> Iterator[dict[str, Any]]:
         listing = PagedListing(page_size=body["pageSize"], limit=body.get("limit"))
-        while (number := listing.next_page()) is not None:
-            page = self._cohort_page({**body, "page": number})
-            listing.take(page, self._config.secrets())
-            yield page
+        progress = self._progress(f"cohort {body['cohortCode']} pages")
+        read = 0
+        try:
+            while (number := listing.next_page()) is not None:
+                page = self._cohort_page({**body, "page": number})
+                listing.take(page, self._config.secrets())
+                read += len(page["users"])
+                progress.total = listing.wanted
+                progress.update(read)
+                yield page
+            progress.finish(read)
+        finally:
+            progress.close()
 
     @_reports_operation
     def export_cohort_users(
@@ -489,21 +512,30 @@ class AnalyticsClient:
         *,
         limit: int | None = None,
         properties: list[str] | None = None,
+        expected_rows: int | None = None,
+        progress: bool = True,
     ) -> CohortExport:
         """Open a streamed export of a cohort's users (spec 4.13).
 
         The request is sent now (and retried if it fails before streaming starts); the
         body is read through the returned :class:`CohortExport`, best used as a context
         manager. Reads wait up to ``export_read_timeout`` seconds for data, and the whole
-        body must arrive within ``export_deadline`` seconds of the request.
+        body must arrive within ``export_deadline`` seconds of the request. While the body is
+        read, its rows and bytes are logged every ``progress_interval`` seconds, with a bar
+        where someone watches (:class:`ClientConfig`).
 
         :param cohort_code: the cohort, or a
             :class:`~airflow_provider_analytics.client.validation.CohortQuery`, as in
             :meth:`get_cohort_users`.
         :param limit: most users; ``None`` for all.
         :param properties: as in :meth:`get_cohort_users`.
+        :param expected_rows: the rows the export will hold, if known (the ``count`` of
+            :meth:`get_cohort_users`), for the progress' percentage and time left.
+        :param progress: ``False`` to report no progress (a caller that reports its own).
         """
         body = validation.cohort_body(cohort_code, limit=limit, properties=properties)
+        if expected_rows is not None:
+            rules.integer(expected_rows, "expected_rows", minimum=0)
         deadline = time.monotonic() + self._config.export_deadline
         response = self._send(
             ops.EXPORT_COHORT_USERS,
@@ -511,7 +543,16 @@ class AnalyticsClient:
             stream=True,
             read_timeout=self._config.export_read_timeout,
         )
-        return CohortExport(response, secrets=self._config.secrets(), deadline=deadline)
+        return CohortExport(
+            response,
+            secrets=self._config.secrets(),
+            deadline=deadline,
+            progress=self._progress(
+                f"cohort {body['cohortCode']}", total=expected_rows, size_label="received"
+            )
+            if progress
+            else None,
+        )
 
     # Enterprise accounts (spec 4.14, 4.15)
 

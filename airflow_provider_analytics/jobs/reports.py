@@ -30,6 +30,8 @@ from airflow_provider_analytics.client.validation import (
 )
 from airflow_provider_analytics.core import rules
 from airflow_provider_analytics.core.errors import AnalyticsUsageError
+from airflow_provider_analytics.core.progress import Progress
+from airflow_provider_analytics.core.progress import progress_interval as check_progress_interval
 from airflow_provider_analytics.tabular.frames import (
     EVENT_GRAINS,
     FUNNEL_GRAINS,
@@ -176,6 +178,26 @@ class ReportResult:
         return asdict(self)
 
 
+def _progress(
+    client: AnalyticsClient, kind: ReportKind, total: int, unit: str, interval: float | None
+) -> Progress:
+    """The progress of a report's queries: a line every ``interval`` seconds (default: the
+    client's ``progress_interval``), the final one when there was more than one query."""
+    return Progress(
+        f"{kind.name} report",
+        total=total,
+        unit=unit,
+        interval=client.config.progress_interval if interval is None else interval,
+        bar=client.config.progress_bar,
+    )
+
+
+def _queried(progress: Progress, done: int) -> None:
+    """The queries succeeded: the final line for several, nothing more for one."""
+    if done > 1:
+        progress.finish(done)
+
+
 def build_report_tables(
     kind: ReportKind,
     client: AnalyticsClient,
@@ -183,6 +205,7 @@ def build_report_tables(
     *,
     window_days: int | None = None,
     timezone: str = "UTC",
+    progress_interval: float | None = None,
 ) -> tuple[dict[str, pa.Table], int]:
     """Check the request (once, by the client's rules, before the first query), query window by
     window, flatten, cut into grains.
@@ -194,16 +217,26 @@ def build_report_tables(
     :param request: the analysis request body (spec 4.16 / 4.17) with fromDate and toDate.
     :param window_days: split the date range into windows of this many days.
     :param timezone: the project's time zone, in which the platform writes date-times.
+    :param progress_interval: seconds between progress lines (windows done, the rate, the
+        time left); default: the client's.
     """
     checked = kind.validate(request)
     body = dict(checked.body)
     rules.time_zone(timezone)
+    if progress_interval is not None:
+        check_progress_interval(progress_interval)
     schema = kind.flattened_schema(body)
     windows = date_windows(body["fromDate"], body["toDate"], window_days)
-    tables = [
-        _window_table(kind, client, checked, from_date, to_date, timezone, schema, body)
-        for from_date, to_date in windows
-    ]
+    progress = _progress(client, kind, len(windows), "windows", progress_interval)
+    tables = []
+    try:
+        for from_date, to_date in windows:
+            table = _window_table(kind, client, checked, from_date, to_date, timezone, schema, body)
+            tables.append(table)
+            progress.update(len(tables))
+    finally:
+        progress.close()
+    _queried(progress, len(tables))
     flattened = pa.concat_tables(tables) if tables else schema.empty_table()
     return cut_grains(flattened, kind.grains), len(windows)
 
@@ -235,6 +268,7 @@ def run_report(
     *,
     window_days: int | None = None,
     timezone: str = "UTC",
+    progress_interval: float | None = None,
 ) -> ReportResult:
     """Build the report tables and hand each to ``writer`` (which replaces it).
 
@@ -246,10 +280,16 @@ def run_report(
         :class:`~airflow_provider_analytics.sinks.iceberg.IcebergTables`).
     :param window_days: split the date range into windows of this many days.
     :param timezone: the project's time zone, in which the platform writes date-times.
+    :param progress_interval: seconds between progress lines; default: the client's.
     """
     started = time.monotonic()
     tables, windows = build_report_tables(
-        kind, client, request, window_days=window_days, timezone=timezone
+        kind,
+        client,
+        request,
+        window_days=window_days,
+        timezone=timezone,
+        progress_interval=progress_interval,
     )
     return _written(
         kind, tables, writer, windows, (str(request["fromDate"]), str(request["toDate"])), started
@@ -292,6 +332,7 @@ def run_report_days(
     writer_for: Callable[[str], TableWriter],
     *,
     timezone: str = "UTC",
+    progress_interval: float | None = None,
 ) -> list[ReportResult]:
     """One report per day: ``request`` over that day alone (``fromDate`` = ``toDate`` = the
     day), its tables handed to ``writer_for(day)``.
@@ -314,6 +355,8 @@ def run_report_days(
     :param days: ``yyyy-MM-dd`` days, each written once, in this order.
     :param writer_for: the writer of a day's tables (e.g. Parquet objects under ``dt=<day>``).
     :param timezone: the project's time zone, in which the platform writes date-times.
+    :param progress_interval: seconds between progress lines (days queried, the rate, the
+        time left); default: the client's.
     :return: one result per day, in the order of ``days``.
     :raises AnalyticsUsageError: for a day listed twice (a day is written once), before any
         query.
@@ -321,14 +364,22 @@ def run_report_days(
     if len(set(days)) != len(days):
         raise AnalyticsUsageError(f"run_report_days: a day is listed twice in {list(days)}")
     rules.time_zone(timezone)
+    if progress_interval is not None:
+        check_progress_interval(progress_interval)
     checked = [kind.validate({**request, "fromDate": day, "toDate": day}) for day in days]
     built = []
-    for day, day_request in zip(days, checked, strict=True):
-        started = time.monotonic()
-        body = dict(day_request.body)
-        schema = kind.flattened_schema(body)
-        flattened = _window_table(kind, client, day_request, day, day, timezone, schema, body)
-        built.append((day, cut_grains(flattened, kind.grains), time.monotonic() - started))
+    progress = _progress(client, kind, len(days), "days", progress_interval)
+    try:
+        for day, day_request in zip(days, checked, strict=True):
+            started = time.monotonic()
+            body = dict(day_request.body)
+            schema = kind.flattened_schema(body)
+            flattened = _window_table(kind, client, day_request, day, day, timezone, schema, body)
+            built.append((day, cut_grains(flattened, kind.grains), time.monotonic() - started))
+            progress.update(len(built))
+    finally:
+        progress.close()
+    _queried(progress, len(built))
     # each day's seconds: its query and its writes, not the other days' queries between them
     return [
         _written(kind, tables, writer_for(day), 1, (day, day), time.monotonic() - seconds)

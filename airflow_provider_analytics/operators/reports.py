@@ -62,6 +62,7 @@ class _AnalysisReportOperator(AnalyticsOutputOperator):
         lookback_days: int = 0,
         compression: str = "zstd",
         timezone: str | None = None,
+        progress_interval: float | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(destination=destination, **kwargs)
@@ -71,6 +72,7 @@ class _AnalysisReportOperator(AnalyticsOutputOperator):
         self.lookback_days = lookback_days
         self.compression = compression
         self.timezone = timezone
+        self.progress_interval = progress_interval
 
     @property
     def kind(self) -> ReportKind:
@@ -103,6 +105,7 @@ class _AnalysisReportOperator(AnalyticsOutputOperator):
                 written_days,
                 writers.__getitem__,
                 timezone=timezone,
+                progress_interval=self.progress_interval,
             )
         else:
             written_days = [days.partition]
@@ -115,6 +118,7 @@ class _AnalysisReportOperator(AnalyticsOutputOperator):
                     writers[days.partition],
                     window_days=self.window_days,
                     timezone=timezone,
+                    progress_interval=self.progress_interval,
                 )
             ]
         summary = self._summary(results, written_days, lookback_days, output_uri)
@@ -249,6 +253,9 @@ _PARAMETERS = """
     ``days_written`` (oldest first, the run's own day last) and each re-pulled day's tables
     under ``repulled``. Checked as given: ``"2"``, ``True`` or ``1.5`` are refused.
 :param compression: Parquet codec, zstd by default.
+:param progress_interval: seconds between progress lines while the windows or days are
+    queried (done, rate, time left); default: the connection's ``progress_interval``
+    extra, else 10.
 :param timezone: the project's time zone, in which the platform writes date-times;
     default: the connection's ``timezone`` extra, else UTC.
 :param analytics_conn_id: id of the ``analytics`` connection (templated).
