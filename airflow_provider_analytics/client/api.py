@@ -7,8 +7,10 @@ plain JSON data. Failures raise the errors of :mod:`~airflow_provider_analytics.
 
 from __future__ import annotations
 
+import datetime as dt
 import functools
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from airflow_provider_analytics.client import operations as ops
@@ -23,9 +25,11 @@ from airflow_provider_analytics.core.answers import Asked, asked_of_event_reques
 from airflow_provider_analytics.core.errors import (
     AnalyticsConfigurationError,
     AnalyticsError,
+    AnalyticsUsageError,
 )
 from airflow_provider_analytics.core.progress import Progress
 from airflow_provider_analytics.core.redaction import Redactor
+from airflow_provider_analytics.core.report_clock import sent_at
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -70,6 +74,19 @@ def _plan_filters(plan: Any, data_status: Any) -> dict[str, int]:
             "dataStatus": None if data_status is None else rules.flag(data_status, "data_status"),
         }
     )
+
+
+@dataclass(frozen=True)
+class AnalysisAnswer:
+    """An analysis answer and when the platform sent it.
+
+    :param body: the answer, checked against its declaration (what ``analyze_funnel`` and
+        ``analyze_events`` return).
+    :param sent_at: the answer's ``Date`` header, in UTC; ``None`` when missing or unreadable.
+    """
+
+    body: dict[str, Any]
+    sent_at: dt.datetime | None
 
 
 class AnalyticsClient:
@@ -634,10 +651,7 @@ class AnalyticsClient:
             or one checked already by
             :func:`~airflow_provider_analytics.client.validation.funnel_request`.
         """
-        body = dict(validation.funnel_request(request).body)
-        response = self._send(ops.ANALYZE_FUNNEL, json=body)
-        asked = Asked(from_date=body["fromDate"], to_date=body["toDate"], steps=len(body["steps"]))
-        return self._reader(ops.ANALYZE_FUNNEL).answer(response, asked)
+        return self.analyze(validation.funnel_request(request)).body
 
     @_reports_operation
     def analyze_events(
@@ -653,9 +667,32 @@ class AnalyticsClient:
             or one checked already by
             :func:`~airflow_provider_analytics.client.validation.event_request`.
         """
-        body = dict(validation.event_request(request).body)
-        response = self._send(ops.ANALYZE_EVENTS, json=body)
-        return self._reader(ops.ANALYZE_EVENTS).answer(response, asked_of_event_request(body))
+        return self.analyze(validation.event_request(request)).body
+
+    @_reports_operation
+    def analyze(self, request: validation.AnalysisRequest) -> AnalysisAnswer:
+        """Run a checked analysis (:func:`~airflow_provider_analytics.client.validation.
+        funnel_request` or ``event_request``) and return its answer with the moment the
+        platform sent it (what a job needs to read ``reportUpdateTime``).
+
+        :param request: the checked request, sent as it is.
+        """
+        if not isinstance(request, validation.AnalysisRequest):
+            raise AnalyticsUsageError(
+                "analyze takes a request checked by funnel_request() or event_request(); "
+                "analyze_funnel and analyze_events take a dict or a typed request"
+            )
+        body = dict(request.body)
+        if request.kind == "funnel":
+            operation = ops.ANALYZE_FUNNEL
+            asked = Asked(
+                from_date=body["fromDate"], to_date=body["toDate"], steps=len(body["steps"])
+            )
+        else:
+            operation, asked = ops.ANALYZE_EVENTS, asked_of_event_request(body)
+        response = self._send(operation, json=body)
+        answer = self._reader(operation).answer(response, asked)
+        return AnalysisAnswer(answer, sent_at(response.headers.get("Date")))
 
     def test_connection(self) -> tuple[bool, str]:
         """Check the connection with a harmless read (the events inside the plan), giving up

@@ -93,7 +93,7 @@ class _AnalysisReportOperator(AnalyticsOutputOperator):
         days = covered_days(context)
         body.setdefault("fromDate", days.dates[0])
         body.setdefault("toDate", days.dates[1])
-        timezone = self.timezone or self.hook.project_timezone or "UTC"
+        timezone = self.timezone or self.hook.project_timezone  # None: UTC, with a warning
         if lookback_days:
             _check_one_day(body, days, lookback_days)
             written_days = [*days.before(lookback_days), days.partition]
@@ -257,7 +257,8 @@ _PARAMETERS = """
     queried (done, rate, time left); default: the connection's ``progress_interval``
     extra, else 10.
 :param timezone: the project's time zone, in which the platform writes date-times;
-    default: the connection's ``timezone`` extra, else UTC.
+    default: the connection's ``timezone`` extra, else UTC with a warning (which says what
+    the answers' ``reportUpdateTime`` showed of the platform's clock).
 :param analytics_conn_id: id of the ``analytics`` connection (templated).
 """
 
