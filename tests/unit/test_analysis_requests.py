@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from airflow_provider_analytics.client import (
     AnalyticsClient,
+    AnalyticsUsageError,
     AnalyticsValidationError,
     ClientConfig,
     Condition,
@@ -333,3 +334,12 @@ def test_each_report_page_shows_a_request_with_every_field(page: str, typed: typ
     text = (REPO / page).read_text(encoding="utf-8")
     for name in (f.name for f in dataclasses.fields(typed)):
         assert re.search(rf"\b{name}=", text), f"{page} shows no {name}="
+
+
+def test_analyze_takes_only_a_checked_request() -> None:
+    with AnalyticsClient(ClientConfig("https://analytics.example.com")) as client:
+        typed = FunnelRequest(
+            steps=["event.a", "event.b"], from_date="2024-01-01", to_date="2024-01-01"
+        )
+        with pytest.raises(AnalyticsUsageError, match=r"^analyze takes a request checked by"):
+            client.analyze(typed)  # type: ignore[arg-type]
