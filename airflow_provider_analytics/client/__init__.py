@@ -74,8 +74,8 @@ _LAZY = {
     "validate_event_request": "validation",
     "validate_funnel_request": "validation",
 }
-"""Names whose modules load ``requests`` and the HTTP stack: imported on first use, so that
-importing ``client`` for its errors (as operator modules do at DAG-parse time)
+"""Names imported on first use (most of their modules load ``requests`` and the HTTP stack),
+so that importing ``client`` for its errors (as operator modules do at DAG-parse time)
 stays cheap."""
 
 
