@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import pendulum
 from airflow.sdk import dag
-from analytics_outputs import COHORT_USERS
+from analytics_outputs import COHORT_USERS, PROJECT_TIMEZONE
 
 from airflow_provider_analytics.operators.cohort_export import CohortExportToParquetOperator
 from airflow_provider_analytics.operators.output import destination_asset
@@ -32,6 +32,7 @@ COHORTS = ["cohort_tiny", "cohort_small", "cohort_medium"]
 def analytics_cohort_exports() -> None:
     CohortExportToParquetOperator.partial(
         task_id="export_cohort",
+        timezone=PROJECT_TIMEZONE,
         destination=COHORT_USERS,
         properties=["distinct_id", "$city", "register_time", "total_orders", "is_vip"],
         max_active_tis_per_dagrun=2,  # at most two exports stream from the platform at once

@@ -24,7 +24,7 @@ import datetime as dt
 import pendulum
 from airflow.providers.standard.sensors.date_time import DateTimeSensorAsync
 from airflow.sdk import dag
-from analytics_outputs import CHECKOUT_FUNNEL, COHORT_USERS, DAILY_EVENTS
+from analytics_outputs import CHECKOUT_FUNNEL, COHORT_USERS, DAILY_EVENTS, PROJECT_TIMEZONE
 
 from airflow_provider_analytics.operators.cohort_export import CohortExportToParquetOperator
 from airflow_provider_analytics.operators.intervals import covered_days_end
@@ -61,6 +61,7 @@ def analytics_daily() -> None:
     )
     export_users = CohortExportToParquetOperator(
         task_id="export_cohort_users",
+        timezone=PROJECT_TIMEZONE,
         cohort_code="cohort_small",
         destination=COHORT_USERS,
         properties=["distinct_id", "$city", "$os", "register_time", "balance", "is_vip"],
@@ -70,6 +71,7 @@ def analytics_daily() -> None:
     )
     checkout_funnel = FunnelReportOperator(
         task_id="checkout_funnel",
+        timezone=PROJECT_TIMEZONE,
         request={
             "steps": [{"expression": f"event.{step}", "filter": None} for step in CHECKOUT_STEPS],
             "crowds": ["$ALL"],
@@ -82,6 +84,7 @@ def analytics_daily() -> None:
     )
     daily_events = EventReportOperator(
         task_id="daily_events",
+        timezone=PROJECT_TIMEZONE,
         request={
             "measures": [
                 {"expression": "event.$Anything", "aggregator": "TRIGGER_USER_COUNT"},

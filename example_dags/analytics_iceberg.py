@@ -34,6 +34,7 @@ import datetime as dt
 
 import pendulum
 from airflow.sdk import dag
+from analytics_outputs import PROJECT_TIMEZONE
 
 from airflow_provider_analytics.operators.cohort_export import CohortExportToParquetOperator
 from airflow_provider_analytics.operators.iceberg_maintenance import IcebergMaintenanceOperator
@@ -60,12 +61,14 @@ TABLES = [
 def analytics_iceberg() -> None:
     cohort_users = CohortExportToParquetOperator(
         task_id="cohort_users",
+        timezone=PROJECT_TIMEZONE,
         cohort_code="cohort_small",
         iceberg_table="analytics.cohort_users",
         iceberg_conn_id=CATALOG,
     )
     checkout_funnel = FunnelReportOperator(
         task_id="checkout_funnel",
+        timezone=PROJECT_TIMEZONE,
         request={
             "steps": [{"expression": f"event.{step}", "filter": None} for step in CHECKOUT_STEPS],
             "crowds": ["$ALL"],
@@ -77,6 +80,7 @@ def analytics_iceberg() -> None:
     )
     daily_events = EventReportOperator(
         task_id="daily_events",
+        timezone=PROJECT_TIMEZONE,
         request={
             "measures": [
                 {"expression": "event.$Anything", "aggregator": "TRIGGER_USER_COUNT"},

@@ -56,6 +56,9 @@ class CohortExportToParquetOperator(AnalyticsOutputOperator):
     :param compression: Parquet codec, zstd by default.
     :param row_group_rows: rows per Parquet row group.
     :param attempts: whole-export attempts on cut streams, transport faults and short counts.
+    :param progress_interval: seconds between progress lines (rows, MB received, rows/s, MB/s,
+        percentage and time left); default: the connection's ``progress_interval`` extra,
+        else 10.
     :param analytics_conn_id: id of the ``analytics`` connection (templated).
     """
 
@@ -84,6 +87,7 @@ class CohortExportToParquetOperator(AnalyticsOutputOperator):
         compression: str = "zstd",
         row_group_rows: int = ExportSettings.row_group_rows,
         attempts: int = ExportSettings.attempts,
+        progress_interval: float | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(destination=destination, **kwargs)
@@ -94,7 +98,10 @@ class CohortExportToParquetOperator(AnalyticsOutputOperator):
         self.schema_overrides = schema_overrides
         self.column_names = column_names
         self.settings = ExportSettings(
-            compression=compression, row_group_rows=row_group_rows, attempts=attempts
+            compression=compression,
+            row_group_rows=row_group_rows,
+            attempts=attempts,
+            progress_interval=progress_interval,
         )
 
     def execute(self, context: Context) -> dict[str, Any]:

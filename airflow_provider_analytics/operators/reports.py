@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
+from airflow_provider_analytics.client.validation import analysis_body
 from airflow_provider_analytics.core import rules
 from airflow_provider_analytics.core.errors import bounded_repr
 from airflow_provider_analytics.core.identity import report_identity
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
 
     from airflow.sdk import Context
 
+    from airflow_provider_analytics.client.analysis_requests import EventRequest, FunnelRequest
     from airflow_provider_analytics.jobs.reports import ReportKind
 
 LOOKBACK_DAYS_MAX: Final = 366
@@ -49,22 +51,25 @@ class _AnalysisReportOperator(AnalyticsOutputOperator):
     def __init__(
         self,
         *,
-        request: Mapping[str, Any],
+        request: Mapping[str, Any] | FunnelRequest | EventRequest,
         destination: str | None = None,
         window_days: int | None = None,
         lookback_days: int = 0,
         report_key: str | None = None,
         compression: str = "zstd",
         timezone: str | None = None,
+        progress_interval: float | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(destination=destination, **kwargs)
-        self.request = request
+        # a typed request becomes its body here: the dict Airflow renders and shows
+        self.request = analysis_body(request, self.report_name)
         self.window_days = window_days
         self.lookback_days = lookback_days
         self.report_key = report_key
         self.compression = compression
         self.timezone = timezone
+        self.progress_interval = progress_interval
 
     @property
     def kind(self) -> ReportKind:
@@ -104,7 +109,8 @@ class _AnalysisReportOperator(AnalyticsOutputOperator):
             destination,
             written_days,
             window_days=self.window_days,
-            timezone=self.timezone or self.hook.project_timezone or "UTC",
+            timezone=self.timezone or self.hook.project_timezone,  # None: UTC, with a warning
+            progress_interval=self.progress_interval,
         )
         summary["lookback_days"] = lookback_days
         self.log.info(
@@ -150,7 +156,7 @@ def _check_one_day(body: Mapping[str, Any], days: CoveredDays, lookback_days: in
 
 
 _PARAMETERS = """
-:param request: the {analysis} request body
+:param request: the {analysis} request: a :class:`{typed}` or its body as a dict
     ({keys}; templated). ``fromDate``/``toDate`` default to the run's data interval.
     Checked before anything is sent.
 :param destination: a prefix ending in ``/`` under which each table gets
@@ -180,15 +186,20 @@ _PARAMETERS = """
     ``days_written`` (oldest first, the run's own day last) and each re-pulled day's tables
     under ``repulled``. Checked as given: ``"2"``, ``True`` or ``1.5`` are refused.
 :param compression: Parquet codec, zstd by default.
+:param progress_interval: seconds between progress lines while the windows or days are
+    queried (done, rate, time left); default: the connection's ``progress_interval``
+    extra, else 10.
 :param timezone: the project's time zone, in which the platform writes date-times;
-    default: the connection's ``timezone`` extra, else UTC.
+    default: the connection's ``timezone`` extra, else UTC with a warning (which says what
+    the answers' ``reportUpdateTime`` showed of the platform's clock).
 :param analytics_conn_id: id of the ``analytics`` connection (templated).
 """
 
 
-def _report_doc(summary: str, *, analysis: str, keys: str, main: str) -> str:
+def _report_doc(summary: str, *, analysis: str, typed: str, keys: str, main: str) -> str:
     """A report operator's docstring: its own summary, then the parameters they share."""
-    return summary + _PARAMETERS.format(analysis=analysis, keys=keys, main=main)
+    typed = f"~airflow_provider_analytics.client.analysis_requests.{typed}"
+    return summary + _PARAMETERS.format(analysis=analysis, typed=typed, keys=keys, main=main)
 
 
 class FunnelReportOperator(_AnalysisReportOperator):
@@ -201,6 +212,7 @@ Columns include converted users, conversion rate (vs the previous step), complet
 page lists them all. The XCom carries the overall conversion of the whole range.
 """,
         analysis="funnel",
+        typed="FunnelRequest",
         keys="``steps``, ``crowds``, ``convertTime``, ...",
         main="funnel",
     )
@@ -217,6 +229,7 @@ and the platform's totals over the whole range.
 The XCom carries the total of each measure.
 """,
         analysis="event analysis",
+        typed="EventRequest",
         keys="``measures``, ``crowds``, ``unit``, ``byFields``, ...",
         main="events",
     )
