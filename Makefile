@@ -8,8 +8,8 @@ PY := $(VENV)/bin/python
 export UV_PYTHON_DOWNLOADS := never
 export UV_PROJECT_ENVIRONMENT := $(abspath $(VENV))
 
-.PHONY: venv test test-fast lint format typecheck docs demo emulator emulator-wheel bench \
-	reliability clean \
+.PHONY: venv browser test test-fast lint format typecheck docs demo emulator emulator-wheel \
+	bench reliability clean \
 	constraints constraints-check stack stack-celery stack-down
 
 $(UV):
@@ -22,9 +22,15 @@ $(VENV)/.synced: $(UV) uv.lock pyproject.toml emulator/pyproject.toml
 
 venv: $(VENV)/.synced
 
+## make browser: Debian's Chromium for the docs site's check and screenshots (apt-get, as root;
+## nothing to do when it is installed).
+browser: venv
+	$(PY) -m devtools.browser install
+
 ## make test: lint, type check, the docs build, pip resolving with the constraints file, then the
-## whole test suite (unit, integration, real Airflow runs, every example of the README and docs).
-test: venv
+## whole test suite (unit, integration, real Airflow runs, every example of the README and docs,
+## every page of the built site in a headless browser).
+test: venv browser
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
@@ -36,10 +42,13 @@ test: venv
 test-fast: venv
 	$(VENV)/bin/pytest -n 2 --dist loadscope -q -m "not slow"
 
-## make docs: the documentation site into out/docs/html; any warning fails the build.
+## make docs: the documentation site into out/docs/html (any warning fails the build; figures are
+## drawn from the code and the emulator), then, when Chromium is installed, the screenshots in
+## docs/_static/screenshots/ taken anew.
 docs: venv
 	rm -rf out/docs
 	$(VENV)/bin/sphinx-build -W --keep-going -q -b html -d out/docs/doctrees docs out/docs/html
+	$(PY) -m devtools.docs_site screenshots out/docs/html docs/_static/screenshots
 
 lint: venv
 	$(VENV)/bin/ruff check .

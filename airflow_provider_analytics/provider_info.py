@@ -68,6 +68,12 @@ CONNECTION_FIELDS: dict[str, Any] = {
     "export_read_timeout": _number(
         "Export read timeout (s)", "number", 600, "Seconds a cohort export stream may stall."
     ),
+    "progress_interval": _number(
+        "Progress interval (s)",
+        "number",
+        10,
+        "Seconds between progress lines of long exports and reports.",
+    ),
     "max_attempts": _number(
         "Attempts", "integer", 4, "Tries per call for transient failures (1 = no retry)."
     ),

@@ -33,6 +33,8 @@ DEMO_DATE = "2024-01-15"
 DAG_ID = "analytics_daily"
 EXAMPLES = REPO / "example_dags"
 DAG_FILES = [EXAMPLES / "analytics_daily.py", EXAMPLES / "analytics_outputs.py"]
+ADDITIVE_AGGREGATORS = ("TOTAL_COUNT", "SUM")
+"""Measures whose split values add up to the unsplit figure (docs/report_tables.md)."""
 CREDENTIALS = {"token": "demo-token", "app_key": "demo-app-key", "xtoken": "demo-xtoken"}
 
 
@@ -101,9 +103,16 @@ def print_event_totals(path: Path) -> None:
     totals["measure"] = expression + " " + totals["measure_aggregator"]
     totals["number"] = totals["count"].fillna(totals["value"])
     pivot = totals.pivot_table(index=split, columns="measure", values="number", aggfunc="sum")
-    pivot.loc["(all)"] = pivot.sum()
-    print(f"\nEvent totals ({path.name}; user counts added up over the split values):")
+    print(f"\nEvent totals ({path.name}, one row per split value):")
     print(pivot.to_string(float_format=_number))
+    additive = totals[totals["measure_aggregator"].isin(ADDITIVE_AGGREGATORS)]
+    if not additive.empty:
+        sums = additive.groupby("measure", sort=False)["number"].sum()
+        print("  over all split values: " + ", ".join(f"{m} {_number(v)}" for m, v in sums.items()))
+    print(
+        "  (distinct user counts such as TRIGGER_USER_COUNT are not added up: a user active on"
+        " two platforms is one user; see docs/report_tables.md)"
+    )
 
 
 def print_users(path: Path, rows: int = 5) -> None:

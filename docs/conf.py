@@ -9,6 +9,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent / "_ext"))
 # Importing the operators for autodoc imports Airflow, which would otherwise create its
 # configuration under the user's home.
 os.environ.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="analytics-docs-airflow-"))
@@ -25,10 +26,17 @@ author = "airflow-provider-analytics contributors"
 copyright = "the airflow-provider-analytics contributors; Apache License 2.0"
 release = version = __version__
 
-extensions = ["myst_parser", "sphinx.ext.autodoc", "sphinx.ext.viewcode"]
+# figures: the site's charts and diagrams, drawn when the build starts (docs/_ext/figures.py)
+extensions = [
+    "myst_parser",
+    "sphinx.ext.autodoc",
+    "sphinx.ext.viewcode",
+    "viewcode_anchors",
+    "figures",
+]
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
 root_doc = "index"
-exclude_patterns = ["_build"]
+exclude_patterns = ["_build", "_ext"]
 
 myst_enable_extensions = ["colon_fence"]
 myst_heading_anchors = 3
@@ -39,6 +47,16 @@ autodoc_member_order = "bysource"
 autodoc_typehints = "description"
 autodoc_default_options = {"show-inheritance": True}
 
-html_theme = "alabaster"
+html_theme = "furo"
 html_title = f"airflow-provider-analytics {release}"
-html_theme_options = {"description": "Apache Airflow provider for a product-analytics platform"}
+html_short_title = "airflow-provider-analytics"
+html_static_path = ["_static"]
+html_css_files = ["site.css"]
+html_theme_options = {
+    "navigation_with_keys": True,
+    "source_repository": "https://github.com/airflow-provider-analytics/airflow-provider-analytics/",
+    "source_branch": "main",
+    "source_directory": "docs/",
+}
+html_permalinks_icon = "#"
+pygments_style = "friendly"

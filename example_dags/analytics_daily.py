@@ -6,9 +6,9 @@ Each run covers the day of its logical date, by the provider's day rule, whether
 without a logical date covers the last finished day). It writes Hive-style partitions under
 ANALYTICS_OUTPUT_ROOT (see analytics_outputs.py)::
 
-    cohort_users/cohort=cohort_small/dt=2024-01-15/users.parquet
-    checkout_funnel/funnel/dt=2024-01-15/funnel.parquet
-    daily_events/events/dt=2024-01-15/events.parquet
+    cohort_users/cohort_code=cohort_small/dt=2024-01-15/users.parquet
+    checkout_funnel/funnel/report_key=checkout/dt=2024-01-15/funnel.parquet
+    daily_events/events/report_key=daily_events/dt=2024-01-15/events.parquet
 
 Events reach the platform late (mobile apps upload when they are next online), so both reports
 look back: each run also re-pulls the LOOKBACK_DAYS days before its own and replaces their
@@ -24,7 +24,7 @@ import datetime as dt
 import pendulum
 from airflow.providers.standard.sensors.date_time import DateTimeSensorAsync
 from airflow.sdk import dag
-from analytics_outputs import CHECKOUT_FUNNEL, COHORT_USERS, DAILY_EVENTS
+from analytics_outputs import CHECKOUT_FUNNEL, COHORT_USERS, DAILY_EVENTS, PROJECT_TIMEZONE
 
 from airflow_provider_analytics.operators.cohort_export import CohortExportToParquetOperator
 from airflow_provider_analytics.operators.intervals import covered_days_end
@@ -61,6 +61,7 @@ def analytics_daily() -> None:
     )
     export_users = CohortExportToParquetOperator(
         task_id="export_cohort_users",
+        timezone=PROJECT_TIMEZONE,
         cohort_code="cohort_small",
         destination=COHORT_USERS,
         properties=["distinct_id", "$city", "$os", "register_time", "balance", "is_vip"],
@@ -70,6 +71,7 @@ def analytics_daily() -> None:
     )
     checkout_funnel = FunnelReportOperator(
         task_id="checkout_funnel",
+        timezone=PROJECT_TIMEZONE,
         request={
             "steps": [{"expression": f"event.{step}", "filter": None} for step in CHECKOUT_STEPS],
             "crowds": ["$ALL"],
@@ -77,10 +79,12 @@ def analytics_daily() -> None:
             "convertTimeUnit": "DAY",
         },
         destination=CHECKOUT_FUNNEL,
+        report_key="checkout",  # the rows' name in a shared prefix, whatever the request
         lookback_days=LOOKBACK_DAYS,
     )
     daily_events = EventReportOperator(
         task_id="daily_events",
+        timezone=PROJECT_TIMEZONE,
         request={
             "measures": [
                 {"expression": "event.$Anything", "aggregator": "TRIGGER_USER_COUNT"},
@@ -92,6 +96,7 @@ def analytics_daily() -> None:
             "byFields": [{"expression": "event.$Anything.$platform"}],
         },
         destination=DAILY_EVENTS,
+        report_key="daily_events",
         lookback_days=LOOKBACK_DAYS,
     )
     day_is_over >> events_landed >> [export_users, checkout_funnel, daily_events]

@@ -34,6 +34,7 @@ import datetime as dt
 
 import pendulum
 from airflow.sdk import dag
+from analytics_outputs import PROJECT_TIMEZONE
 
 from airflow_provider_analytics.operators.cohort_export import CohortExportToParquetOperator
 from airflow_provider_analytics.operators.iceberg_maintenance import IcebergMaintenanceOperator
@@ -60,13 +61,14 @@ TABLES = [
 def analytics_iceberg() -> None:
     cohort_users = CohortExportToParquetOperator(
         task_id="cohort_users",
+        timezone=PROJECT_TIMEZONE,
         cohort_code="cohort_small",
         iceberg_table="analytics.cohort_users",
         iceberg_conn_id=CATALOG,
-        column_names="warehouse",  # city, tag_tag_rfm: Spark, Trino and Athena need no quoting
     )
     checkout_funnel = FunnelReportOperator(
         task_id="checkout_funnel",
+        timezone=PROJECT_TIMEZONE,
         request={
             "steps": [{"expression": f"event.{step}", "filter": None} for step in CHECKOUT_STEPS],
             "crowds": ["$ALL"],
@@ -74,9 +76,11 @@ def analytics_iceberg() -> None:
         },
         iceberg_table="analytics.checkout_funnel",
         iceberg_conn_id=CATALOG,
+        report_key="checkout",
     )
     daily_events = EventReportOperator(
         task_id="daily_events",
+        timezone=PROJECT_TIMEZONE,
         request={
             "measures": [
                 {"expression": "event.$Anything", "aggregator": "TRIGGER_USER_COUNT"},
@@ -89,6 +93,7 @@ def analytics_iceberg() -> None:
         },
         iceberg_table="analytics.daily_events",
         iceberg_conn_id=CATALOG,
+        report_key="daily_events",
     )
     maintain_tables = IcebergMaintenanceOperator(
         task_id="maintain_tables",

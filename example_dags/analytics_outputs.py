@@ -1,4 +1,5 @@
-"""Where the example pipelines write: one root and one prefix per table.
+"""Where the example pipelines write (one root and one prefix per table), and the zone the
+platform writes its times in.
 
 The root comes from ANALYTICS_OUTPUT_ROOT: by default ``analytics-output/`` under
 AIRFLOW_HOME on local disk, or object storage such as
@@ -18,3 +19,9 @@ OUTPUT_ROOT = os.environ.get("ANALYTICS_OUTPUT_ROOT", f"file://{_LOCAL_DEFAULT}a
 COHORT_USERS = f"{OUTPUT_ROOT}cohort_users/"
 CHECKOUT_FUNNEL = f"{OUTPUT_ROOT}checkout_funnel/"
 DAILY_EVENTS = f"{OUTPUT_ROOT}daily_events/"
+
+PROJECT_TIMEZONE = "Asia/Shanghai"
+"""The IANA zone the platform writes its datetimes in (the emulator's project is in Shanghai).
+Given to every operator that reads datetimes; without it (and without the connection extra
+``timezone``) they are read as UTC, with a warning, and a platform 8 hours ahead would put
+every datetime 8 hours off."""

@@ -17,6 +17,7 @@ import pyarrow as pa
 import pytest
 from pyiceberg.table.snapshots import Operation
 
+from airflow_provider_analytics.core.identity import Identity
 from airflow_provider_analytics.sinks.iceberg import (
     COMMIT_PROPERTY,
     DAY_PROPERTY,
@@ -42,8 +43,18 @@ def day_files(table: Table, day: dt.date) -> set[str]:
     return {task.file.file_path for task in scan.plan_files()}
 
 
-def write_day(catalog: Catalog, identifier: str, day: dt.date, data: pa.Table) -> dict[str, Any]:
-    writer = IcebergDayWriter(catalog, identifier, day)
+COHORT = Identity("cohort_code", "vip")
+"""The identity the cases write under, unless they name another."""
+
+
+def write_day(
+    catalog: Catalog,
+    identifier: str,
+    day: dt.date,
+    data: pa.Table,
+    identity: Identity = COHORT,
+) -> dict[str, Any]:
+    writer = IcebergDayWriter(catalog, identifier, day, identity=identity)
     writer.open(data.schema)
     try:
         for batch in data.to_batches(max_chunksize=2):
@@ -98,7 +109,7 @@ def case_schema_evolution(catalog: Catalog, identifier: str) -> None:
     write_day(catalog, identifier, DAYS[1], users(10, 4, score=score))
 
     table = catalog.load_table(identifier)
-    assert table.schema().column_names == ["user_id", "name", "dt", "score"]
+    assert table.schema().column_names == ["user_id", "name", "cohort_code", "dt", "score"]
     assert day_files(table, DAYS[0]) == first_files  # not rewritten
     assert day_rows(table, DAYS[0])["score"].null_count == 4
     assert day_rows(table, DAYS[1])["score"].to_pylist() == [0.5, 1.5, None, 2.5]
@@ -151,7 +162,7 @@ def case_two_days_commit_at_once(
     racing = RacingCatalog(catalog, parties=2)
     data = {day: users(n * 10, 5) for n, day in enumerate(DAYS[:2])}
     writers = {
-        day: IcebergDayWriter(racing, identifier, day)  # type: ignore[arg-type]
+        day: IcebergDayWriter(racing, identifier, day, identity=COHORT)  # type: ignore[arg-type]
         for day in data
     }
     for day, writer in writers.items():
@@ -257,3 +268,100 @@ def case_killed_commit_is_cleaned_up(catalog: Catalog, identifier: str) -> None:
     assert table.scan().to_arrow().sort_by("user_id").equals(rows_before)
     again = maintain(snapshot_retention=dt.timedelta(0), orphan_file_age=dt.timedelta(0))
     assert (again["expired_snapshots"], again["orphan_files_removed"]) == (0, 0)
+
+
+def identity_rows(table: Table, identity: Identity, day: dt.date) -> list[int]:
+    rows = table.scan(
+        row_filter=f"{identity.column} = '{identity.value}' and dt = '{day.isoformat()}'"
+    ).to_arrow()
+    return sorted(rows["user_id"].to_pylist())
+
+
+def case_two_identities_commit_at_once(catalog: Catalog, identifier: str) -> None:
+    """Two cohorts' writers of one day commit against the same table state: both land, and a
+    rerun of one replaces only its own rows."""
+    other = Identity("cohort_code", "churned")
+    write_day(catalog, identifier, DAYS[0], users(0, 1))  # the table exists
+    racing = RacingCatalog(catalog, parties=2)
+    data = {COHORT: users(100, 4), other: users(200, 3)}
+    writers = {
+        identity: IcebergDayWriter(racing, identifier, DAYS[1], identity=identity)  # type: ignore[arg-type]
+        for identity in data
+    }
+    for identity, writer in writers.items():
+        writer.open(data[identity].schema)
+        writer.write(data[identity])
+    racing.armed = True
+    errors: list[BaseException] = []
+
+    def commit(identity: Identity) -> None:
+        try:
+            writers[identity].commit()
+        except BaseException as error:
+            errors.append(error)
+
+    threads = [threading.Thread(target=commit, args=(identity,)) for identity in writers]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert not errors, errors
+    table = catalog.load_table(identifier)
+    assert identity_rows(table, COHORT, DAYS[1]) == [100, 101, 102, 103]
+    assert identity_rows(table, other, DAYS[1]) == [200, 201, 202]
+
+    write_day(catalog, identifier, DAYS[1], users(300, 2), identity=other)  # a rerun of one
+    table = catalog.load_table(identifier)
+    assert identity_rows(table, COHORT, DAYS[1]) == [100, 101, 102, 103]
+    assert identity_rows(table, other, DAYS[1]) == [300, 301]
+    assert identity_rows(table, COHORT, DAYS[0]) == [0]
+    assert table.scan().to_arrow().num_rows == 7
+
+
+def case_old_layout_is_refused_then_migrated(catalog: Catalog, identifier: str) -> None:
+    """A table partitioned by ``dt`` alone (an earlier version's) is refused by name with
+    nothing written; after the migration it holds its rows under the identity, and another
+    cohort's day can join it."""
+    from pyiceberg.schema import Schema
+    from pyiceberg.types import DateType, LongType, NestedField
+
+    from airflow_provider_analytics.sinks.iceberg import IcebergLayoutError
+    from airflow_provider_analytics.sinks.iceberg_migration import migrate_to_identity
+
+    schema = Schema(
+        NestedField(1, "user_id", LongType(), required=False),
+        NestedField(2, "dt", DateType(), required=True),
+    )
+    catalog.create_namespace_if_not_exists(identifier.rpartition(".")[0])
+    with (
+        catalog.create_table_transaction(identifier, schema=schema) as create,
+        create.update_spec() as spec,
+    ):
+        spec.add_identity("dt")
+    old = catalog.load_table(identifier)
+    arrow_schema = pa.schema([("user_id", pa.int64()), pa.field("dt", pa.date32(), False)])
+    for n, day in enumerate(DAYS[:2]):
+        rows = {"user_id": [n * 10, n * 10 + 1], "dt": [day, day]}
+        old.append(pa.table(rows, schema=arrow_schema))
+    snapshots = len(catalog.load_table(identifier).snapshots())
+
+    with pytest.raises(IcebergLayoutError, match="iceberg_migration") as refused:
+        write_day(catalog, identifier, DAYS[0], users(500, 1))
+    assert "cohort_code" in str(refused.value)
+    assert len(catalog.load_table(identifier).snapshots()) == snapshots  # nothing written
+
+    summary = migrate_to_identity(catalog, identifier, COHORT)
+    assert (summary["rows"], summary["days"]) == (4, [DAYS[0].isoformat(), DAYS[1].isoformat()])
+    table = catalog.load_table(identifier)
+    assert identity_rows(table, COHORT, DAYS[0]) == [0, 1]
+    assert identity_rows(table, COHORT, DAYS[1]) == [10, 11]
+    assert table.scan().to_arrow().num_rows == 4
+
+    other = Identity("cohort_code", "churned")
+    write_day(catalog, identifier, DAYS[0], users(700, 2), identity=other)
+    write_day(catalog, identifier, DAYS[0], users(900, 1))  # a rerun of the migrated cohort
+    table = catalog.load_table(identifier)
+    assert identity_rows(table, COHORT, DAYS[0]) == [900]
+    assert identity_rows(table, other, DAYS[0]) == [700, 701]
+    assert identity_rows(table, COHORT, DAYS[1]) == [10, 11]
+    assert migrate_to_identity(catalog, identifier, COHORT)["migrated"] is False

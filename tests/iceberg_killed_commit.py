@@ -19,6 +19,7 @@ from typing import Any
 import pyarrow as pa
 from pyiceberg.table import Table
 
+from airflow_provider_analytics.core.identity import Identity
 from airflow_provider_analytics.sinks.iceberg import (
     IcebergDayWriter,
     catalog_properties,
@@ -43,7 +44,13 @@ def main(identifier: str, day: str, rows: int) -> None:
     )
     catalog = open_catalog(extra.get("catalog_name") or "iceberg_default", properties)
     data = pa.table({"user_id": pa.array(range(rows), pa.int64())})
-    writer = IcebergDayWriter(catalog, identifier, dt.date.fromisoformat(day), target_file_bytes=1)
+    writer = IcebergDayWriter(
+        catalog,
+        identifier,
+        dt.date.fromisoformat(day),
+        identity=Identity("cohort_code", "vip"),
+        target_file_bytes=1,
+    )
     writer.open(data.schema)
     for batch in data.to_batches(max_chunksize=max(rows // 3, 1)):
         writer.write(batch)

@@ -35,6 +35,15 @@ from airflow_provider_analytics.core.errors import (
 from airflow_provider_analytics.core.ndjson import iter_lines
 
 if TYPE_CHECKING:
+    from airflow_provider_analytics.client.analysis_requests import (
+        Condition,
+        EventRequest,
+        Filter,
+        FunnelRequest,
+        FunnelStep,
+        Measure,
+        SplitField,
+    )
     from airflow_provider_analytics.client.api import AnalyticsClient
     from airflow_provider_analytics.client.config import ClientConfig
     from airflow_provider_analytics.client.export import CohortExport
@@ -46,6 +55,18 @@ if TYPE_CHECKING:
     from airflow_provider_analytics.core.ndjson import iter_lines
 
 _LAZY = {
+    **dict.fromkeys(
+        (
+            "Condition",
+            "EventRequest",
+            "Filter",
+            "FunnelRequest",
+            "FunnelStep",
+            "Measure",
+            "SplitField",
+        ),
+        "analysis_requests",
+    ),
     "AnalyticsClient": "api",
     "ClientConfig": "config",
     "CohortExport": "export",
@@ -53,8 +74,8 @@ _LAZY = {
     "validate_event_request": "validation",
     "validate_funnel_request": "validation",
 }
-"""Names whose modules load ``requests`` and the HTTP stack: imported on first use, so that
-importing ``client`` for its errors (as operator modules do at DAG-parse time)
+"""Names imported on first use (most of their modules load ``requests`` and the HTTP stack),
+so that importing ``client`` for its errors (as operator modules do at DAG-parse time)
 stays cheap."""
 
 
@@ -90,7 +111,14 @@ __all__ = [
     "AnalyticsValidationError",
     "ClientConfig",
     "CohortExport",
+    "Condition",
+    "EventRequest",
+    "Filter",
+    "FunnelRequest",
+    "FunnelStep",
+    "Measure",
     "RetryPolicy",
+    "SplitField",
     "iter_lines",
     "validate_event_request",
     "validate_funnel_request",

@@ -7,8 +7,10 @@ plain JSON data. Failures raise the errors of :mod:`~airflow_provider_analytics.
 
 from __future__ import annotations
 
+import datetime as dt
 import functools
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from airflow_provider_analytics.client import operations as ops
@@ -23,8 +25,11 @@ from airflow_provider_analytics.core.answers import Asked, asked_of_event_reques
 from airflow_provider_analytics.core.errors import (
     AnalyticsConfigurationError,
     AnalyticsError,
+    AnalyticsUsageError,
 )
+from airflow_provider_analytics.core.progress import Progress
 from airflow_provider_analytics.core.redaction import Redactor
+from airflow_provider_analytics.core.report_clock import sent_at
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -69,6 +74,19 @@ def _plan_filters(plan: Any, data_status: Any) -> dict[str, int]:
             "dataStatus": None if data_status is None else rules.flag(data_status, "data_status"),
         }
     )
+
+
+@dataclass(frozen=True)
+class AnalysisAnswer:
+    """An analysis answer and when the platform sent it.
+
+    :param body: the answer, checked against its declaration (what ``analyze_funnel`` and
+        ``analyze_events`` return).
+    :param sent_at: the answer's ``Date`` header, in UTC; ``None`` when missing or unreadable.
+    """
+
+    body: dict[str, Any]
+    sent_at: dt.datetime | None
 
 
 class AnalyticsClient:
@@ -475,12 +493,34 @@ class AnalyticsClient:
         body = validation.cohort_body(query, page=1, page_size=size)
         return self._cohort_pages(body)
 
+    def _progress(
+        self, subject: str, *, total: int | None = None, unit: str = "rows", size_label: str = ""
+    ) -> Progress:
+        """The progress of long work, at the configured interval, with a bar if wanted."""
+        return Progress(
+            subject,
+            total=total,
+            unit=unit,
+            interval=self._config.progress_interval,
+            size_label=size_label,
+            bar=self._config.progress_bar,
+        )
+
     def _cohort_pages(self, body: dict[str, Any]) -> Iterator[dict[str, Any]]:
         listing = PagedListing(page_size=body["pageSize"], limit=body.get("limit"))
-        while (number := listing.next_page()) is not None:
-            page = self._cohort_page({**body, "page": number})
-            listing.take(page, self._config.secrets())
-            yield page
+        progress = self._progress(f"cohort {body['cohortCode']} pages")
+        read = 0
+        try:
+            while (number := listing.next_page()) is not None:
+                page = self._cohort_page({**body, "page": number})
+                listing.take(page, self._config.secrets())
+                read += len(page["users"])
+                progress.total = listing.wanted
+                progress.update(read)
+                yield page
+            progress.finish(read)
+        finally:
+            progress.close()
 
     @_reports_operation
     def export_cohort_users(
@@ -489,21 +529,30 @@ class AnalyticsClient:
         *,
         limit: int | None = None,
         properties: list[str] | None = None,
+        expected_rows: int | None = None,
+        progress: bool = True,
     ) -> CohortExport:
         """Open a streamed export of a cohort's users (spec 4.13).
 
         The request is sent now (and retried if it fails before streaming starts); the
         body is read through the returned :class:`CohortExport`, best used as a context
         manager. Reads wait up to ``export_read_timeout`` seconds for data, and the whole
-        body must arrive within ``export_deadline`` seconds of the request.
+        body must arrive within ``export_deadline`` seconds of the request. While the body is
+        read, its rows and bytes are logged every ``progress_interval`` seconds, with a bar
+        where someone watches (:class:`ClientConfig`).
 
         :param cohort_code: the cohort, or a
             :class:`~airflow_provider_analytics.client.validation.CohortQuery`, as in
             :meth:`get_cohort_users`.
         :param limit: most users; ``None`` for all.
         :param properties: as in :meth:`get_cohort_users`.
+        :param expected_rows: the rows the export will hold, if known (the ``count`` of
+            :meth:`get_cohort_users`), for the progress' percentage and time left.
+        :param progress: ``False`` to report no progress (a caller that reports its own).
         """
         body = validation.cohort_body(cohort_code, limit=limit, properties=properties)
+        if expected_rows is not None:
+            rules.integer(expected_rows, "expected_rows", minimum=0)
         deadline = time.monotonic() + self._config.export_deadline
         response = self._send(
             ops.EXPORT_COHORT_USERS,
@@ -511,7 +560,16 @@ class AnalyticsClient:
             stream=True,
             read_timeout=self._config.export_read_timeout,
         )
-        return CohortExport(response, secrets=self._config.secrets(), deadline=deadline)
+        return CohortExport(
+            response,
+            secrets=self._config.secrets(),
+            deadline=deadline,
+            progress=self._progress(
+                f"cohort {body['cohortCode']}", total=expected_rows, size_label="received"
+            )
+            if progress
+            else None,
+        )
 
     # Enterprise accounts (spec 4.14, 4.15)
 
@@ -581,34 +639,60 @@ class AnalyticsClient:
 
     @_reports_operation
     def analyze_funnel(
-        self, request: Mapping[str, Any] | validation.AnalysisRequest
+        self,
+        request: Mapping[str, Any] | validation.TypedAnalysisRequest | validation.AnalysisRequest,
     ) -> dict[str, Any]:
         """Run a funnel analysis (spec 4.16) and return the server's result.
 
-        :param request: the body with the spec's keys (see
+        :param request: a
+            :class:`~airflow_provider_analytics.client.analysis_requests.FunnelRequest`, or
+            the body with the spec's keys (see
             :func:`~airflow_provider_analytics.client.validation.validate_funnel_request`),
             or one checked already by
             :func:`~airflow_provider_analytics.client.validation.funnel_request`.
         """
-        body = dict(validation.funnel_request(request).body)
-        response = self._send(ops.ANALYZE_FUNNEL, json=body)
-        asked = Asked(from_date=body["fromDate"], to_date=body["toDate"], steps=len(body["steps"]))
-        return self._reader(ops.ANALYZE_FUNNEL).answer(response, asked)
+        return self.analyze(validation.funnel_request(request)).body
 
     @_reports_operation
     def analyze_events(
-        self, request: Mapping[str, Any] | validation.AnalysisRequest
+        self,
+        request: Mapping[str, Any] | validation.TypedAnalysisRequest | validation.AnalysisRequest,
     ) -> dict[str, Any]:
         """Run an event analysis (spec 4.17) and return the server's result.
 
-        :param request: the body with the spec's keys (see
+        :param request: an
+            :class:`~airflow_provider_analytics.client.analysis_requests.EventRequest`, or
+            the body with the spec's keys (see
             :func:`~airflow_provider_analytics.client.validation.validate_event_request`),
             or one checked already by
             :func:`~airflow_provider_analytics.client.validation.event_request`.
         """
-        body = dict(validation.event_request(request).body)
-        response = self._send(ops.ANALYZE_EVENTS, json=body)
-        return self._reader(ops.ANALYZE_EVENTS).answer(response, asked_of_event_request(body))
+        return self.analyze(validation.event_request(request)).body
+
+    @_reports_operation
+    def analyze(self, request: validation.AnalysisRequest) -> AnalysisAnswer:
+        """Run a checked analysis (:func:`~airflow_provider_analytics.client.validation.
+        funnel_request` or ``event_request``) and return its answer with the moment the
+        platform sent it (what a job needs to read ``reportUpdateTime``).
+
+        :param request: the checked request, sent as it is.
+        """
+        if not isinstance(request, validation.AnalysisRequest):
+            raise AnalyticsUsageError(
+                "analyze takes a request checked by funnel_request() or event_request(); "
+                "analyze_funnel and analyze_events take a dict or a typed request"
+            )
+        body = dict(request.body)
+        if request.kind == "funnel":
+            operation = ops.ANALYZE_FUNNEL
+            asked = Asked(
+                from_date=body["fromDate"], to_date=body["toDate"], steps=len(body["steps"])
+            )
+        else:
+            operation, asked = ops.ANALYZE_EVENTS, asked_of_event_request(body)
+        response = self._send(operation, json=body)
+        answer = self._reader(operation).answer(response, asked)
+        return AnalysisAnswer(answer, sent_at(response.headers.get("Date")))
 
     def test_connection(self) -> tuple[bool, str]:
         """Check the connection with a harmless read (the events inside the plan), giving up

@@ -12,6 +12,7 @@ from urllib.parse import unquote, urlsplit
 
 from airflow_provider_analytics import __version__
 from airflow_provider_analytics.core.errors import AnalyticsConfigurationError
+from airflow_provider_analytics.core.progress import DEFAULT_PROGRESS_INTERVAL
 
 _SECRET_FIELDS = ("token", "app_key", "xtoken")
 _PREFIX_SEGMENT = re.compile(r"[A-Za-z0-9._~-]+")
@@ -72,6 +73,11 @@ class ClientConfig:
         goes through a proxy (:mod:`~airflow_provider_analytics.client.proxies`).
     :param pool_maxsize: connections kept per host (threads sharing one client).
     :param user_agent: ``User-Agent`` header.
+    :param progress_interval: seconds between the progress lines of long work (exports, and
+        reports over many windows or days).
+    :param progress_bar: a progress bar for long work: ``None`` (default) shows one when
+        ``tqdm`` is installed (the ``progress`` extra) and someone watches (a terminal or a
+        notebook); ``True`` or ``False`` force it. Airflow tasks never show one.
     """
 
     base_url: str
@@ -92,6 +98,8 @@ class ClientConfig:
     proxy: str | None = None
     pool_maxsize: int = 16
     user_agent: str = f"airflow-provider-analytics/{__version__}"
+    progress_interval: float = DEFAULT_PROGRESS_INTERVAL
+    progress_bar: bool | None = None
 
     def __post_init__(self) -> None:
         self._check_base_url()
@@ -104,8 +112,11 @@ class ClientConfig:
             "export_read_timeout",
             "export_deadline",
             "request_deadline",
+            "progress_interval",
         ):
             self._check_number(name, minimum=0.0, inclusive=False)
+        if self.progress_bar is not None and not isinstance(self.progress_bar, bool):
+            self._refuse("progress_bar", "must be None, True or False", self.progress_bar)
         for name in ("backoff_base", "backoff_max"):
             self._check_number(name, minimum=0.0, inclusive=True)
         self._check_int("max_attempts", minimum=1)

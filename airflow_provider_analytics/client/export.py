@@ -26,6 +26,8 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
     from types import TracebackType
 
+    from airflow_provider_analytics.core.progress import Progress
+
 _OPERATION = OPERATION
 _RERUN_HINT = (
     "run the export again; for large cohorts raise export_read_timeout and the timeout of "
@@ -45,6 +47,8 @@ class CohortExport:
     :param deadline: ``time.monotonic()`` value by which the whole body must have arrived
         (``None``: no bound beyond the per-read timeout).
     :param max_line_bytes: the longest line :meth:`iter_lines` accepts.
+    :param progress: told of the rows (once lines are read) and bytes as they arrive, and
+        when the body ends; ``None`` for none.
     """
 
     def __init__(
@@ -54,8 +58,11 @@ class CohortExport:
         secrets: Iterable[str] = (),
         deadline: float | None = None,
         max_line_bytes: int = MAX_LINE_BYTES,
+        progress: Progress | None = None,
     ) -> None:
         self._response = response
+        self._progress = progress
+        self._counting_lines = False
         self._deadline = deadline
         self.max_line_bytes = max_line_bytes
         self._redactor = Redactor(secrets)
@@ -87,6 +94,12 @@ class CohortExport:
         """Release the connection; an unfinished body is discarded."""
         self._closed = True
         self._response.close()
+        if self._progress is not None:
+            self._progress.close()
+
+    def _rows(self) -> int | None:
+        """Rows so far for the progress: lines read, or ``None`` when only bytes are read."""
+        return self.lines_read if self._counting_lines else None
 
     def _broken(self, detail: str, *, hint: str = _RERUN_HINT) -> AnalyticsStreamError:
         return AnalyticsStreamError(
@@ -134,6 +147,8 @@ class CohortExport:
         try:
             for chunk in self._read_chunks(chunk_size):
                 self.bytes_read += len(chunk)
+                if self._progress is not None:
+                    self._progress.update(self._rows(), self.bytes_read)
                 yield chunk
                 if self._deadline is not None and time.monotonic() > self._deadline:
                     self.close()
@@ -149,15 +164,20 @@ class CohortExport:
                 f"the stream broke after {self.bytes_read} bytes "
                 f"({type(exc).__name__}: {exc}); the connection was cut before the end"
             ) from None
+        if self._progress is not None and not self._counting_lines:
+            self._progress.finish(None, self.bytes_read)
 
     def _lines(self) -> Iterator[bytes]:
         """The body's complete lines, counted in :attr:`lines_read`."""
+        self._counting_lines = True
         try:
             for line in iter_lines(self.iter_bytes(), max_line_bytes=self.max_line_bytes):
                 self.lines_read += 1
                 yield line
         except MalformedStreamError as exc:
             raise self._named(exc) from None
+        if self._progress is not None:
+            self._progress.finish(self.lines_read, self.bytes_read)
 
     def _named(self, exc: AnalyticsError) -> AnalyticsError:
         """``exc`` with the operation in front of its message, as every error of the client."""

@@ -16,7 +16,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 from airflow_provider_analytics.core import rules
 from airflow_provider_analytics.core.errors import AnalyticsUsageError
@@ -299,6 +299,11 @@ def _step(value: Any, field: str) -> dict[str, Any]:
     }
 
 
+def funnel_step(value: Any, field: str = "step") -> dict[str, Any]:
+    """One funnel step ``{expression, filter}``: an event expression, an optional filter."""
+    return _step(value, field)
+
+
 def validate_funnel_request(request: Mapping[str, Any]) -> dict[str, Any]:
     """Check a funnel analysis body (spec 4.16) and return a normalised copy.
 
@@ -349,6 +354,11 @@ def _measure(value: Any, field: str) -> dict[str, Any]:
     if spec.get("filter") is not None:
         result["filter"] = filter_(spec["filter"], _sub(field, "filter"))
     return result
+
+
+def measure(value: Any, field: str = "measure") -> dict[str, Any]:
+    """One event-analysis measure ``{expression, aggregator, filter?}``."""
+    return _measure(value, field)
 
 
 def validate_event_request(request: Mapping[str, Any]) -> dict[str, Any]:
@@ -421,6 +431,32 @@ class AnalysisRequest:
         return replace(self, body={**self.body, "fromDate": from_date, "toDate": to_date})
 
 
+@runtime_checkable
+class TypedAnalysisRequest(Protocol):
+    """A request built from typed classes
+    (:mod:`~airflow_provider_analytics.client.analysis_requests`): its kind and its body."""
+
+    analysis_kind: ClassVar[str]
+
+    def to_body(self) -> dict[str, Any]: ...
+
+
+def analysis_body(request: Any, kind: str) -> Any:
+    """The body of a typed request of ``kind`` (``funnel`` or ``events``); anything else as it
+    is (a dict is checked by the validators).
+
+    :raises AnalyticsValidationError: for a typed request of the other kind.
+    """
+    if not isinstance(request, TypedAnalysisRequest) or isinstance(request, Mapping):
+        return request
+    if request.analysis_kind != kind:
+        fail(
+            "request",
+            f"is {type(request).__name__} ({request.analysis_kind}); a {kind} request is needed",
+        )
+    return request.to_body()
+
+
 def _analysis_request(
     request: Any, kind: str, validate: Callable[[Mapping[str, Any]], dict[str, Any]]
 ) -> AnalysisRequest:
@@ -428,18 +464,26 @@ def _analysis_request(
         if request.kind != kind:
             fail("request", f"is a checked {request.kind} request; a {kind} request is needed")
         return request
-    return AnalysisRequest(kind, validate(request), checked=_CHECKED)
+    return AnalysisRequest(kind, validate(analysis_body(request, kind)), checked=_CHECKED)
 
 
-def funnel_request(request: Mapping[str, Any] | AnalysisRequest) -> AnalysisRequest:
+def funnel_request(
+    request: Mapping[str, Any] | TypedAnalysisRequest | AnalysisRequest,
+) -> AnalysisRequest:
     """Check a funnel analysis body once (:func:`validate_funnel_request`); a checked
-    :class:`AnalysisRequest` of a funnel is returned as it is."""
+    :class:`AnalysisRequest` of a funnel is returned as it is, and a
+    :class:`~airflow_provider_analytics.client.analysis_requests.FunnelRequest` is read
+    through its body."""
     return _analysis_request(request, "funnel", validate_funnel_request)
 
 
-def event_request(request: Mapping[str, Any] | AnalysisRequest) -> AnalysisRequest:
+def event_request(
+    request: Mapping[str, Any] | TypedAnalysisRequest | AnalysisRequest,
+) -> AnalysisRequest:
     """Check an event analysis body once (:func:`validate_event_request`); a checked
-    :class:`AnalysisRequest` of an event analysis is returned as it is."""
+    :class:`AnalysisRequest` of an event analysis is returned as it is, and an
+    :class:`~airflow_provider_analytics.client.analysis_requests.EventRequest` is read
+    through its body."""
     return _analysis_request(request, "events", validate_event_request)
 
 

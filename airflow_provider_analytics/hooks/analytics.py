@@ -11,7 +11,12 @@ from airflow.sdk.log import mask_secret
 from airflow_provider_analytics.client import AnalyticsClient, ClientConfig
 from airflow_provider_analytics.client.config import proxy_secrets
 from airflow_provider_analytics.core import redaction
-from airflow_provider_analytics.core.errors import AnalyticsConfigurationError
+from airflow_provider_analytics.core.errors import (
+    AnalyticsConfigurationError,
+    AnalyticsValidationError,
+    bounded_repr,
+)
+from airflow_provider_analytics.core.progress import progress_interval
 from airflow_provider_analytics.provider_info import APP_KEY_EXTRA, DEFAULT_CONN_ID
 
 if TYPE_CHECKING:
@@ -58,6 +63,17 @@ def _as_number(name: str, value: Any, kind: Callable[[Any], R]) -> R:
         ) from None
 
 
+def _progress_interval(value: Any) -> float:
+    """The ``progress_interval`` extra: a JSON number of seconds above 0, never text."""
+    try:
+        return progress_interval(value)
+    except AnalyticsValidationError:
+        raise AnalyticsConfigurationError(
+            f"connection extra 'progress_interval' must be a number of seconds above 0, "
+            f"written as a number (got {bounded_repr(value, 40)})"
+        ) from None
+
+
 def _base_url(conn: Connection, extras: Mapping[str, Any]) -> str:
     host = (conn.host or "").strip()
     if not host:
@@ -80,7 +96,8 @@ def client_config_from_connection(conn: Connection) -> ClientConfig:
 
     Host is the base URL, password the project ``token``; extras carry ``app_api_key`` (the
     appKey; ``app_key`` and ``appKey`` are still read), ``xtoken``, ``utm_prefix``, timeouts,
-    ``verify``, ``max_attempts``, ``allow_insecure_http`` and ``proxy``. Every secret
+    ``verify``, ``max_attempts``, ``allow_insecure_http``, ``proxy`` and ``progress_interval``
+    (seconds between progress lines; the bar is off in Airflow). Every secret
     is registered with Airflow's secret masker before anything can log it, and the client's own
     masking follows the same rule (``[logging] min_length_masked_secret``).
 
@@ -111,6 +128,8 @@ def client_config_from_connection(conn: Connection) -> ClientConfig:
         options["allow_insecure_http"] = _as_bool("allow_insecure_http", insecure)
     if proxy is not None:
         options["proxy"] = str(proxy)
+    if (interval := _extra(extras, "progress_interval")) is not None:
+        options["progress_interval"] = _progress_interval(interval)
     verify = _extra(extras, "verify")
     if verify is not None:
         try:
@@ -118,7 +137,12 @@ def client_config_from_connection(conn: Connection) -> ClientConfig:
         except AnalyticsConfigurationError:
             options["verify"] = str(verify)  # a CA bundle path
     return ClientConfig(
-        base_url=_base_url(conn, extras), token=token, app_key=app_key, xtoken=xtoken, **options
+        base_url=_base_url(conn, extras),
+        token=token,
+        app_key=app_key,
+        xtoken=xtoken,
+        progress_bar=False,  # a task's progress goes to its log, in lines
+        **options,
     )
 
 

@@ -14,7 +14,7 @@ import contextlib
 import logging
 import random
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -28,6 +28,12 @@ from airflow_provider_analytics.core.errors import (
     AnalyticsTransportError,
 )
 from airflow_provider_analytics.core.ndjson import iter_line_blocks
+from airflow_provider_analytics.core.progress import (
+    DEFAULT_PROGRESS_INTERVAL,
+    Progress,
+    progress_interval,
+    rate_text,
+)
 from airflow_provider_analytics.jobs.export_settings import ExportSettings
 from airflow_provider_analytics.pipeline import map_ahead, read_ahead
 from airflow_provider_analytics.sinks.parquet import (
@@ -111,34 +117,6 @@ class ExportResult:
         return asdict(self)
 
 
-class _Progress:
-    """Logs rows, percent of the expected total, rows/s and MB written at a steady interval."""
-
-    def __init__(self, cohort_code: str, expected: int, interval: float) -> None:
-        self.cohort_code = cohort_code
-        self.expected = expected
-        self.interval = interval
-        self.started = time.monotonic()
-        self.last = self.started
-
-    def update(self, rows: int, bytes_written: int) -> None:
-        now = time.monotonic()
-        if now - self.last < self.interval:
-            return
-        self.last = now
-        elapsed = max(now - self.started, 1e-9)
-        percent = 100.0 * rows / self.expected if self.expected else 100.0
-        log.info(
-            "cohort %s: %d/%d rows (%.1f%%), %.0f rows/s, %.1f MB written",
-            self.cohort_code,
-            rows,
-            self.expected,
-            percent,
-            rows / elapsed,
-            bytes_written / 1e6,
-        )
-
-
 @dataclass(frozen=True)
 class _ExportRun:
     """Everything one export needs once the schema and the expected count are known."""
@@ -149,15 +127,22 @@ class _ExportRun:
     destination: StoragePath
     expected: int
     settings: ExportSettings
+    file_metadata: Mapping[str, str] | None = None
 
     def attempt(self) -> tuple[int, int, BlockDecoder]:
         """Stream, decode, write, verify the count, commit. Returns rows, bytes, the decoder."""
         settings = self.settings
         decoder = BlockDecoder(self.schema)
-        progress = _Progress(self.cohort_code, self.expected, settings.progress_interval)
+        progress = Progress(
+            f"cohort {self.cohort_code}",
+            total=self.expected,
+            interval=settings.progress_interval or DEFAULT_PROGRESS_INTERVAL,
+            size_label="received",
+            bar=self.client.config.progress_bar,
+        )
         with parquet_stream(
             self.destination,
-            self.schema.arrow_schema,
+            _with_metadata(self.schema.arrow_schema, self.file_metadata),
             compression=settings.compression,
             row_group_rows=settings.row_group_rows,
             row_group_bytes=settings.row_group_bytes,
@@ -165,7 +150,7 @@ class _ExportRun:
             widen=decoder.widen,  # a number column that turns out to hold decimals
             subject=f"cohort {self.cohort_code!r}",
         ) as parquet:
-            export = self.client.export_cohort_users(self.query)
+            export = self.client.export_cohort_users(self.query, progress=False)
             lines = iter_line_blocks(
                 export.iter_bytes(settings.chunk_bytes),
                 settings.block_bytes,
@@ -175,10 +160,12 @@ class _ExportRun:
                 try:
                     for block, parsed in map_ahead(decoder.parse, blocks, settings.parse_threads):
                         parquet.add(decoder.finish(block, parsed))
-                        progress.update(decoder.rows, parquet.bytes_written)
+                        progress.update(decoder.rows, export.bytes_read)
                 except _RETRYABLE as error:
                     _raise_refused_value(parquet, error)
                     raise
+                finally:
+                    progress.close()
             parquet.flush()  # values are checked per row group: a refusal wins over the count
             if decoder.rows != self.expected:
                 raise ExportIncompleteError(
@@ -215,6 +202,11 @@ class _ExportRun:
                 )
                 sleep(delay)
         rules.fail("attempts", "must be at least 1", attempts)
+
+
+def _with_metadata(schema: pa.Schema, metadata: Mapping[str, str] | None) -> pa.Schema:
+    """``schema`` with ``metadata`` added to its own (the file records it)."""
+    return schema.with_metadata({**(schema.metadata or {}), **metadata}) if metadata else schema
 
 
 def _raise_refused_value(parquet: ParquetStream, error: BaseException) -> None:
@@ -255,10 +247,11 @@ def export_cohort_to_parquet(
     limit: int | None = None,
     timezone: str | None = None,
     schema_overrides: Mapping[str, pa.DataType | str] | None = None,
-    column_names: ColumnNames | str = ColumnNames.IDS,
+    column_names: ColumnNames | str = ColumnNames.WAREHOUSE,
     settings: ExportSettings | None = None,
     sleep: Callable[[float], None] = time.sleep,
     earlier_types: Mapping[str, pa.DataType] | None = None,
+    file_metadata: Mapping[str, str] | None = None,
 ) -> ExportResult:
     """Export ``cohort_code``'s users to ``destination`` as Parquet and return what was written.
 
@@ -282,14 +275,16 @@ def export_cohort_to_parquet(
         ``number`` column is int64, or double when the export holds a decimal); a column is
         named by its id (a tag by ``tag.<code>`` or its bare code) or by its name in the file,
         once (two keys naming one column are refused).
-    :param column_names: ``ids`` (default: ``$city``, ``tag.tag_rfm``) or ``warehouse``
-        (``city``, ``tag_tag_rfm``; :mod:`~airflow_provider_analytics.tabular.column_names`).
+    :param column_names: ``warehouse`` (default: ``city``, ``tag_tag_rfm``, names that load
+        unquoted into warehouses; :mod:`~airflow_provider_analytics.tabular.column_names`) or
+        ``ids`` (``$city``, ``tag.tag_rfm``).
         Each Parquet field keeps its id in its metadata (``analytics.id``) either way.
     :param settings: write and retry settings.
     :param earlier_types: the int64 or double type each ``number`` column had on an earlier day
         of the same destination (:func:`~airflow_provider_analytics.jobs.earlier_types.
         earlier_number_types`); the column keeps it.
     :param sleep: waits between attempts (injectable for tests).
+    :param file_metadata: key-value metadata the Parquet file records (its identity).
     """
     settings = settings or ExportSettings()
     query = cohort_query(cohort_code, limit=limit, properties=properties)
@@ -300,6 +295,13 @@ def export_cohort_to_parquet(
     rules.count(settings.attempts, "attempts")
     rules.positive_int(settings.row_group_rows, "row_group_rows")
     parquet_compression(settings.compression)
+    interval = settings.progress_interval
+    settings = replace(
+        settings,
+        progress_interval=client.config.progress_interval
+        if interval is None
+        else progress_interval(interval),
+    )
     zone_unset = timezone is None
     timezone = rules.time_zone("UTC" if timezone is None else timezone)
 
@@ -328,17 +330,18 @@ def export_cohort_to_parquet(
     )
 
     with _arrow_memory_pool(settings.memory_pool):
-        run = _ExportRun(client, query, schema, destination, expected, settings)
+        run = _ExportRun(client, query, schema, destination, expected, settings, file_metadata)
         rows, bytes_written, decoder, attempt = run.with_retries(sleep)
     seconds = time.monotonic() - started
     cohort_code = query.cohort_code
     log.info(
-        "cohort %s: wrote %d rows, %.1f MB in %.1f s to %s",
+        "cohort %s: wrote %d rows, %.1f MB in %.1f s to %s (%s)",
         cohort_code,
         rows,
         bytes_written / 1e6,
         seconds,
         destination,
+        rate_text(rows, bytes_written, seconds),
     )
     return ExportResult(
         uri=str(destination),

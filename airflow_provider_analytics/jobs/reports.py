@@ -30,6 +30,9 @@ from airflow_provider_analytics.client.validation import (
 )
 from airflow_provider_analytics.core import rules
 from airflow_provider_analytics.core.errors import AnalyticsUsageError
+from airflow_provider_analytics.core.progress import Progress
+from airflow_provider_analytics.core.progress import progress_interval as check_progress_interval
+from airflow_provider_analytics.jobs.unset_timezone import UnsetTimezone
 from airflow_provider_analytics.tabular.frames import (
     EVENT_GRAINS,
     FUNNEL_GRAINS,
@@ -42,6 +45,9 @@ from airflow_provider_analytics.tabular.grains import Grain, cut_grains
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
+
+    from airflow_provider_analytics.client.api import AnalysisAnswer
+    from airflow_provider_analytics.destinations.base import Destination
 
 WINDOW_FIELDS = (pa.field("query_from_date", pa.date32()), pa.field("query_to_date", pa.date32()))
 
@@ -110,7 +116,7 @@ class ReportKind:
 
     name: str
     validate: Callable[[Mapping[str, Any]], AnalysisRequest]
-    analyze: Callable[[AnalyticsClient, AnalysisRequest], dict[str, Any]]
+    analyze: Callable[[AnalyticsClient, AnalysisRequest], AnalysisAnswer]
     flatten: Callable[[dict[str, Any], dict[str, Any], str], pa.Table]
     schema: Callable[[dict[str, Any]], pa.Schema]
     grains: Sequence[Grain]
@@ -127,7 +133,7 @@ class ReportKind:
 FUNNEL = ReportKind(
     name="funnel",
     validate=funnel_request,
-    analyze=AnalyticsClient.analyze_funnel,
+    analyze=AnalyticsClient.analyze,
     flatten=lambda response, request, timezone: funnel_table(response, timezone=timezone),
     schema=lambda request: FUNNEL_SCHEMA,
     grains=FUNNEL_GRAINS,
@@ -136,7 +142,7 @@ FUNNEL = ReportKind(
 EVENTS = ReportKind(
     name="events",
     validate=event_request,
-    analyze=AnalyticsClient.analyze_events,
+    analyze=AnalyticsClient.analyze,
     flatten=lambda response, request, timezone: event_table(response, request, timezone=timezone),
     schema=lambda request: event_schema(request),
     grains=EVENT_GRAINS,
@@ -176,13 +182,34 @@ class ReportResult:
         return asdict(self)
 
 
+def _progress(
+    client: AnalyticsClient, kind: ReportKind, total: int, unit: str, interval: float | None
+) -> Progress:
+    """The progress of a report's queries: a line every ``interval`` seconds (default: the
+    client's ``progress_interval``), the final one when there was more than one query."""
+    return Progress(
+        f"{kind.name} report",
+        total=total,
+        unit=unit,
+        interval=client.config.progress_interval if interval is None else interval,
+        bar=client.config.progress_bar,
+    )
+
+
+def _queried(progress: Progress, done: int) -> None:
+    """The queries succeeded: the final line for several, nothing more for one."""
+    if done > 1:
+        progress.finish(done)
+
+
 def build_report_tables(
     kind: ReportKind,
     client: AnalyticsClient,
     request: Mapping[str, Any],
     *,
     window_days: int | None = None,
-    timezone: str = "UTC",
+    timezone: str | None = None,
+    progress_interval: float | None = None,
 ) -> tuple[dict[str, pa.Table], int]:
     """Check the request (once, by the client's rules, before the first query), query window by
     window, flatten, cut into grains.
@@ -193,35 +220,61 @@ def build_report_tables(
     :param client: the API client.
     :param request: the analysis request body (spec 4.16 / 4.17) with fromDate and toDate.
     :param window_days: split the date range into windows of this many days.
-    :param timezone: the project's time zone, in which the platform writes date-times.
+    :param timezone: the project's time zone, in which the platform writes date-times;
+        ``None`` (not set) reads UTC and logs a warning once (:mod:`.unset_timezone`).
+    :param progress_interval: seconds between progress lines (windows done, the rate, the
+        time left); default: the client's.
     """
     checked = kind.validate(request)
     body = dict(checked.body)
-    rules.time_zone(timezone)
+    timezone, unset = _zone(timezone, kind)
+    if progress_interval is not None:
+        check_progress_interval(progress_interval)
     schema = kind.flattened_schema(body)
     windows = date_windows(body["fromDate"], body["toDate"], window_days)
-    tables = [
-        _window_table(kind, client, checked, from_date, to_date, timezone, schema, body)
-        for from_date, to_date in windows
-    ]
+    progress = _progress(client, kind, len(windows), "windows", progress_interval)
+    tables = []
+    try:
+        for from_date, to_date in windows:
+            table = _window_table(
+                kind, client, checked, (from_date, to_date), (timezone, unset), schema, body
+            )
+            tables.append(table)
+            progress.update(len(tables))
+    finally:
+        progress.close()
+    _queried(progress, len(tables))
+    if unset is not None:
+        unset.warn()
     flattened = pa.concat_tables(tables) if tables else schema.empty_table()
     return cut_grains(flattened, kind.grains), len(windows)
+
+
+def _zone(timezone: str | None, kind: ReportKind) -> tuple[str, UnsetTimezone | None]:
+    """The zone to read date-times in, and the watcher of the answers when none is set."""
+    if timezone is None:
+        return "UTC", UnsetTimezone(kind.name)
+    return rules.time_zone(timezone), None
 
 
 def _window_table(
     kind: ReportKind,
     client: AnalyticsClient,
     checked: AnalysisRequest,
-    from_date: str,
-    to_date: str,
-    timezone: str,
+    window: tuple[str, str],
+    zone: tuple[str, UnsetTimezone | None],
     schema: pa.Schema,
     body: dict[str, Any],
 ) -> pa.Table:
-    """One query over a window of ``checked``, flattened, each row carrying the window."""
-    response = kind.analyze(client, checked.window(from_date, to_date))
-    table = kind.flatten(response, body, timezone)
-    for window_field, day in zip(WINDOW_FIELDS, (from_date, to_date), strict=True):
+    """One query over a ``window`` (first and last day) of ``checked``, flattened, each row
+    carrying the window; ``zone`` is the time zone and, when none is set, the watcher of
+    the answers."""
+    timezone, unset = zone
+    answer = kind.analyze(client, checked.window(*window))
+    if unset is not None:
+        unset.observe(answer)
+    table = kind.flatten(answer.body, body, timezone)
+    for window_field, day in zip(WINDOW_FIELDS, window, strict=True):
         value = pa.scalar(dt.date.fromisoformat(day), pa.date32())
         table = table.append_column(window_field, pa.repeat(value, table.num_rows))
     return table.cast(schema)
@@ -234,7 +287,8 @@ def run_report(
     writer: TableWriter,
     *,
     window_days: int | None = None,
-    timezone: str = "UTC",
+    timezone: str | None = None,
+    progress_interval: float | None = None,
 ) -> ReportResult:
     """Build the report tables and hand each to ``writer`` (which replaces it).
 
@@ -245,11 +299,18 @@ def run_report(
         (:class:`~airflow_provider_analytics.sinks.parquet.ParquetTables` or
         :class:`~airflow_provider_analytics.sinks.iceberg.IcebergTables`).
     :param window_days: split the date range into windows of this many days.
-    :param timezone: the project's time zone, in which the platform writes date-times.
+    :param timezone: the project's time zone, in which the platform writes date-times;
+        ``None`` (not set) reads UTC and logs a warning once.
+    :param progress_interval: seconds between progress lines; default: the client's.
     """
     started = time.monotonic()
     tables, windows = build_report_tables(
-        kind, client, request, window_days=window_days, timezone=timezone
+        kind,
+        client,
+        request,
+        window_days=window_days,
+        timezone=timezone,
+        progress_interval=progress_interval,
     )
     return _written(
         kind, tables, writer, windows, (str(request["fromDate"]), str(request["toDate"])), started
@@ -291,7 +352,8 @@ def run_report_days(
     days: Sequence[str],
     writer_for: Callable[[str], TableWriter],
     *,
-    timezone: str = "UTC",
+    timezone: str | None = None,
+    progress_interval: float | None = None,
 ) -> list[ReportResult]:
     """One report per day: ``request`` over that day alone (``fromDate`` = ``toDate`` = the
     day), its tables handed to ``writer_for(day)``.
@@ -313,24 +375,101 @@ def run_report_days(
         replaced by each day.
     :param days: ``yyyy-MM-dd`` days, each written once, in this order.
     :param writer_for: the writer of a day's tables (e.g. Parquet objects under ``dt=<day>``).
-    :param timezone: the project's time zone, in which the platform writes date-times.
+    :param timezone: the project's time zone, in which the platform writes date-times;
+        ``None`` (not set) reads UTC and logs a warning once.
+    :param progress_interval: seconds between progress lines (days queried, the rate, the
+        time left); default: the client's.
     :return: one result per day, in the order of ``days``.
     :raises AnalyticsUsageError: for a day listed twice (a day is written once), before any
         query.
     """
     if len(set(days)) != len(days):
         raise AnalyticsUsageError(f"run_report_days: a day is listed twice in {list(days)}")
-    rules.time_zone(timezone)
+    timezone, unset = _zone(timezone, kind)
+    if progress_interval is not None:
+        check_progress_interval(progress_interval)
     checked = [kind.validate({**request, "fromDate": day, "toDate": day}) for day in days]
     built = []
-    for day, day_request in zip(days, checked, strict=True):
-        started = time.monotonic()
-        body = dict(day_request.body)
-        schema = kind.flattened_schema(body)
-        flattened = _window_table(kind, client, day_request, day, day, timezone, schema, body)
-        built.append((day, cut_grains(flattened, kind.grains), time.monotonic() - started))
+    progress = _progress(client, kind, len(days), "days", progress_interval)
+    try:
+        for day, day_request in zip(days, checked, strict=True):
+            started = time.monotonic()
+            body = dict(day_request.body)
+            schema = kind.flattened_schema(body)
+            flattened = _window_table(
+                kind, client, day_request, (day, day), (timezone, unset), schema, body
+            )
+            built.append((day, cut_grains(flattened, kind.grains), time.monotonic() - started))
+            progress.update(len(built))
+    finally:
+        progress.close()
+    _queried(progress, len(built))
+    if unset is not None:
+        unset.warn()
     # each day's seconds: its query and its writes, not the other days' queries between them
     return [
         _written(kind, tables, writer_for(day), 1, (day, day), time.monotonic() - seconds)
         for day, tables, seconds in built
     ]
+
+
+def report_to_destination(
+    kind: ReportKind,
+    client: AnalyticsClient,
+    request: Mapping[str, Any],
+    destination: Destination,
+    days: Sequence[str],
+    *,
+    window_days: int | None = None,
+    timezone: str | None = None,
+    progress_interval: float | None = None,
+) -> dict[str, Any]:
+    """Write a report's tables to ``destination`` for each of ``days`` (the run's own day last).
+
+    With one day, the request's own range is reported (split into ``window_days`` windows) and
+    written to that day; with more (a look-back), each day is reported alone
+    (:func:`run_report_days`). Every place written is checked before the first request.
+    ``timezone`` and ``progress_interval`` are :func:`run_report`'s.
+
+    :return: the XCom: the run's own day as :class:`ReportResult` describes it, ``seconds``
+        over all days, ``days_written`` and each re-pulled day's tables under ``repulled``.
+    """
+    names = [grain.name for grain in kind.grains]
+    destination.check(days, names)
+    if len(days) > 1:
+        results = run_report_days(
+            kind,
+            client,
+            request,
+            days,
+            lambda day: destination.report_tables(day, names),
+            timezone=timezone,
+            progress_interval=progress_interval,
+        )
+    else:
+        writer = destination.report_tables(days[0], names)
+        results = [
+            run_report(
+                kind,
+                client,
+                request,
+                writer,
+                window_days=window_days,
+                timezone=timezone,
+                progress_interval=progress_interval,
+            )
+        ]
+    summary = results[-1].as_dict()
+    summary["uri"] = destination.uri(days[-1], names)
+    summary["seconds"] = round(sum(result.seconds for result in results), 3)
+    summary[destination.identity.column] = destination.identity.value
+    summary["days_written"] = list(days)
+    summary["repulled"] = {
+        result.from_date: {
+            "rows": result.rows,
+            "headline": result.headline,
+            "tables": result.tables,
+        }
+        for result in results[:-1]
+    }
+    return summary

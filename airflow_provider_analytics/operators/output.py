@@ -12,39 +12,23 @@ are the table (``iceberg://<catalog>/<namespace>/<table>``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from airflow.sdk import Asset
 
 from airflow_provider_analytics.core import rules
+from airflow_provider_analytics.destinations.lineage import LineageTarget, iceberg_table_uri
 from airflow_provider_analytics.operators.base import AnalyticsBaseOperator
-from airflow_provider_analytics.operators.paths import RootList, deployment_roots
+from airflow_provider_analytics.operators.paths import deployment_roots
 
 if TYPE_CHECKING:
-    from airflow.sdk import Context, ObjectStoragePath
+    from collections.abc import Sequence
 
+    from airflow.sdk import Context
 
-@dataclass(frozen=True)
-class LineageTarget:
-    """A dataset written, named as OpenLineage names it: ``namespace`` and ``name``."""
-
-    namespace: str
-    name: str
-
-
-def object_target(path: ObjectStoragePath) -> LineageTarget:
-    """An object's lineage name from the path's own attributes (``s3://bucket`` and the key,
-    ``file`` and the path), the way Airflow's ``FileTransferOperator`` names the objects it
-    copies, so the two meet in one lineage graph. The connection id is not part of it."""
-    return LineageTarget(path.namespace or "file", path.key)
-
-
-def iceberg_target(catalog_name: str, identifier: str) -> LineageTarget:
-    """An Iceberg table's lineage name: namespace ``iceberg://<catalog>``, name
-    ``<namespace>.<table>``."""
-    return LineageTarget(f"iceberg://{catalog_name}", identifier)
+    from airflow_provider_analytics.core.identity import Identity
+    from airflow_provider_analytics.destinations.base import Destination
 
 
 def destination_asset(destination: str) -> Asset | None:
@@ -83,12 +67,6 @@ def iceberg_asset(iceberg_conn_id: str, iceberg_table: str) -> Asset | None:
     return Asset(uri=uri, name=uri)
 
 
-def iceberg_table_uri(catalog_name: str, identifier: str) -> str:
-    """``iceberg://<catalog>/<namespace>/<table>``: how assets and lineage name a table."""
-    namespace, _, table = identifier.rpartition(".")
-    return f"iceberg://{catalog_name}/{namespace.replace('.', '/')}/{table}"
-
-
 class AnalyticsOutputOperator(AnalyticsBaseOperator):
     """Base of operators that write one object, or one Iceberg table's day, per run.
 
@@ -125,36 +103,44 @@ class AnalyticsOutputOperator(AnalyticsBaseOperator):
         self.iceberg_conn_id = iceberg_conn_id
         self.written: list[LineageTarget] = []
 
-    def allowed_roots(self) -> list[RootList]:
-        """The roots the deployment allows destinations under: ``[analytics]
-        allowed_destinations`` and the connection extra ``allowed_destinations``."""
-        return deployment_roots(self.hook.connection.extra_dejson)
+    def output_destination(self, identity: Identity, *, compression: str = "zstd") -> Destination:
+        """Where this run writes: the rendered ``destination`` (checked against the roots the
+        deployment allows: ``[analytics] allowed_destinations`` and the connection extra
+        ``allowed_destinations``), or ``iceberg_table`` in the catalog of
+        ``iceberg_conn_id``; ``identity`` names what the run's rows are."""
+        if self.iceberg_table:
+            from airflow_provider_analytics.destinations.iceberg import IcebergDestination
 
-    def iceberg_catalog(self) -> tuple[Any, str]:
-        """The pyiceberg catalog of ``iceberg_conn_id``, and the table's URI (which names the
-        catalog by the connection id, as the Asset declared at parse time does)."""
-        from airflow_provider_analytics.hooks.iceberg import IcebergCatalogHook
+            def open_catalog() -> Any:
+                from airflow_provider_analytics.hooks.iceberg import IcebergCatalogHook
 
-        catalog = IcebergCatalogHook(iceberg_conn_id=self.iceberg_conn_id).get_conn()
-        return catalog, iceberg_table_uri(self.iceberg_conn_id, str(self.iceberg_table))
+                return IcebergCatalogHook(iceberg_conn_id=self.iceberg_conn_id).get_conn()
 
-    def iceberg_targets(self, identifiers: list[str]) -> list[LineageTarget]:
-        """The lineage names of Iceberg tables of this operator's catalog."""
-        return [iceberg_target(self.iceberg_conn_id, identifier) for identifier in identifiers]
+            return IcebergDestination(
+                open_catalog, self.iceberg_conn_id, str(self.iceberg_table), identity
+            )
+        from airflow_provider_analytics.destinations.parquet import ParquetDestination
+
+        roots = deployment_roots(self.hook.connection.extra_dejson)
+        return ParquetDestination(
+            self.destination, identity, allowed_roots=roots, compression=compression
+        )
 
     def publish_output(
         self,
         context: Context,
-        uri: ObjectStoragePath | str,
-        written: list[LineageTarget],
+        destination: Destination,
+        days: Sequence[str],
+        names: Sequence[str],
         **details: Any,
     ) -> None:
-        """Record what was written: ``uri`` (an object a consumer can open, or a table's URI)
-        on the asset events, ``written`` (every object or table) for lineage."""
-        self.written = list(written)
+        """Record what was written: the run's main output (the day's object a consumer can
+        open, or the table's URI) on the asset events, every object or table for lineage."""
+        self.written = destination.lineage(days, names)
+        uri = destination.uri(days[-1], names)
         for outlet in self.outlets:
             if isinstance(outlet, Asset):
-                context["outlet_events"][outlet].extra = {"uri": str(uri), **details}
+                context["outlet_events"][outlet].extra = {"uri": uri, **details}
 
     def lineage_input_name(self) -> str:
         return self.lineage_source

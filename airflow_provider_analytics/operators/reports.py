@@ -5,26 +5,22 @@ The jobs (and with them pyarrow) are imported when a task runs, not when a DAG f
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
+from airflow_provider_analytics.client.validation import analysis_body
 from airflow_provider_analytics.core import rules
 from airflow_provider_analytics.core.errors import bounded_repr
+from airflow_provider_analytics.core.identity import report_identity
 from airflow_provider_analytics.operators.intervals import CoveredDays, covered_days
-from airflow_provider_analytics.operators.output import (
-    AnalyticsOutputOperator,
-    LineageTarget,
-    iceberg_table_uri,
-    object_target,
-)
-from airflow_provider_analytics.operators.paths import table_paths
+from airflow_provider_analytics.operators.output import AnalyticsOutputOperator
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
     from airflow.sdk import Context
 
-    from airflow_provider_analytics.jobs.reports import ReportKind, ReportResult, TableWriter
+    from airflow_provider_analytics.client.analysis_requests import EventRequest, FunnelRequest
+    from airflow_provider_analytics.jobs.reports import ReportKind
 
 LOOKBACK_DAYS_MAX: Final = 366
 """The longest look-back window; re-pulling more than a year is a backfill."""
@@ -48,26 +44,32 @@ class _AnalysisReportOperator(AnalyticsOutputOperator):
         "iceberg_table",
         "timezone",
         "lookback_days",
+        "report_key",
     )
     template_fields_renderers: ClassVar[dict[str, str]] = {"request": "json"}
 
     def __init__(
         self,
         *,
-        request: Mapping[str, Any],
+        request: Mapping[str, Any] | FunnelRequest | EventRequest,
         destination: str | None = None,
         window_days: int | None = None,
         lookback_days: int = 0,
+        report_key: str | None = None,
         compression: str = "zstd",
         timezone: str | None = None,
+        progress_interval: float | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(destination=destination, **kwargs)
-        self.request = request
+        # a typed request becomes its body here: the dict Airflow renders and shows
+        self.request = analysis_body(request, self.report_name)
         self.window_days = window_days
         self.lookback_days = lookback_days
+        self.report_key = report_key
         self.compression = compression
         self.timezone = timezone
+        self.progress_interval = progress_interval
 
     @property
     def kind(self) -> ReportKind:
@@ -76,7 +78,7 @@ class _AnalysisReportOperator(AnalyticsOutputOperator):
         return FUNNEL if self.report_name == FUNNEL.name else EVENTS
 
     def execute(self, context: Context) -> dict[str, Any]:
-        from airflow_provider_analytics.jobs.reports import run_report, run_report_days
+        from airflow_provider_analytics.jobs.reports import report_to_destination
 
         # rendered values are checked as they are, never coerced ("2" or True are refused)
         lookback_days = rules.integer(
@@ -88,119 +90,51 @@ class _AnalysisReportOperator(AnalyticsOutputOperator):
         days = covered_days(context)
         body.setdefault("fromDate", days.dates[0])
         body.setdefault("toDate", days.dates[1])
-        timezone = self.timezone or self.hook.project_timezone or "UTC"
         if lookback_days:
             _check_one_day(body, days, lookback_days)
-            written_days = [*days.before(lookback_days), days.partition]
-            writers, output_uri, written = self._writers(written_days)
-            results = run_report_days(
-                self.kind,
-                self.hook.get_conn(),
-                body,
-                written_days,
-                writers.__getitem__,
-                timezone=timezone,
-            )
-        else:
-            written_days = [days.partition]
-            writers, output_uri, written = self._writers(written_days)
-            results = [
-                run_report(
-                    self.kind,
-                    self.hook.get_conn(),
-                    body,
-                    writers[days.partition],
-                    window_days=self.window_days,
-                    timezone=timezone,
+            if not self.iceberg_table and not self.destination.endswith("/"):
+                rules.fail(
+                    "lookback_days",
+                    "needs a destination prefix ending in '/' (each re-pulled day is written to "
+                    "its own dt=<day> partition; an object URI names one object)",
+                    lookback_days,
                 )
-            ]
-        summary = self._summary(results, written_days, lookback_days, output_uri)
+        written_days = [*days.before(lookback_days), days.partition]
+        identity = report_identity(self.report_name, body, self.report_key)
+        destination = self.output_destination(identity, compression=self.compression)
+        summary = report_to_destination(
+            self.kind,
+            self.hook.get_conn(),
+            body,
+            destination,
+            written_days,
+            window_days=self.window_days,
+            timezone=self.timezone or self.hook.project_timezone,  # None: UTC, with a warning
+            progress_interval=self.progress_interval,
+        )
+        summary["lookback_days"] = lookback_days
         self.log.info(
-            "%s report: %d rows to %s; %s; days written: %s",
+            "%s report %s: %d rows to %s; %s; days written: %s",
             self.report_name,
+            identity.value,
             summary["rows"],
             summary["uri"],
             summary["headline"],
             ", ".join(written_days),
         )
+        names = [grain.name for grain in self.kind.grains]
         self.publish_output(
             context,
-            output_uri,
-            written,
+            destination,
+            written_days,
+            names,
             rows=summary["rows"],
             report=self.report_name,
+            report_key=identity.value,
             tables={name: table["uri"] for name, table in summary["tables"].items()},
             days_written=written_days,
         )
         return summary
-
-    def _summary(
-        self,
-        results: Sequence[ReportResult],
-        written_days: list[str],
-        lookback_days: int,
-        output_uri: str,
-    ) -> dict[str, Any]:
-        """The XCom: the run's own day as ``run_report`` describes it (``uri``, ``rows``,
-        ``tables``, ``headline``, ...), the days written and each re-pulled day's tables."""
-        own = results[-1]
-        summary = own.as_dict()
-        summary["seconds"] = round(sum(result.seconds for result in results), 3)
-        summary["lookback_days"] = lookback_days
-        summary["days_written"] = written_days
-        summary["repulled"] = {
-            result.from_date: {
-                "rows": result.rows,
-                "headline": result.headline,
-                "tables": result.tables,
-            }
-            for result in results[:-1]
-        }
-        if self.iceberg_table:
-            # the sink names tables namespace.table; assets and XComs name them by URI
-            summary["uri"] = output_uri
-            every = [summary["tables"], *(day["tables"] for day in summary["repulled"].values())]
-            for tables in every:
-                for table in tables.values():
-                    table["uri"] = iceberg_table_uri(self.iceberg_conn_id, table["uri"])
-        return summary
-
-    def _writers(
-        self, days: Sequence[str]
-    ) -> tuple[dict[str, TableWriter], str, list[LineageTarget]]:
-        """Where each day's tables go (the run's own day last), the URI that names the run's
-        main table, and every table's lineage name. Destinations are checked here, before
-        any request."""
-        if self.iceberg_table:
-            from airflow_provider_analytics.sinks.iceberg import IcebergTables
-
-            catalog, uri = self.iceberg_catalog()
-            tables = {
-                day: IcebergTables(
-                    catalog, self.iceberg_table, self.report_name, dt.date.fromisoformat(day)
-                )
-                for day in days
-            }
-            grains = [tables[days[-1]].identifier_for(grain.name) for grain in self.kind.grains]
-            return dict(tables), uri, self.iceberg_targets(grains)
-        from airflow_provider_analytics.sinks.parquet import ParquetTables
-
-        names = [grain.name for grain in self.kind.grains]
-        roots = self.allowed_roots()
-        paths = {day: table_paths(self.destination, names, {"dt": day}, roots) for day in days}
-        if len(days) > 1 and not self.destination.endswith("/"):
-            rules.fail(
-                "lookback_days",
-                "needs a destination prefix ending in '/' (each re-pulled day is written to "
-                "its own dt=<day> partition; an object URI names one object)",
-                self.lookback_days,
-            )
-        written = [object_target(path) for day in days for path in paths[day].values()]
-        writers = {
-            day: ParquetTables(day_paths, compression=self.compression)
-            for day, day_paths in paths.items()
-        }
-        return dict(writers), str(paths[days[-1]][names[0]]), written
 
     def lineage_input_name(self) -> str:
         return f"{self.report_name}_analysis"
@@ -222,18 +156,24 @@ def _check_one_day(body: Mapping[str, Any], days: CoveredDays, lookback_days: in
 
 
 _PARAMETERS = """
-:param request: the {analysis} request body
+:param request: the {analysis} request: a :class:`{typed}` or its body as a dict
     ({keys}; templated). ``fromDate``/``toDate`` default to the run's data interval.
     Checked before anything is sent.
 :param destination: a prefix ending in ``/`` under which each table gets
-    ``<table>/dt=<first day of the data interval>/<table>.parquet``, or the ``{main}``
-    table's object URI, the other tables being its siblings (templated). Each object is
-    written atomically; a rerun replaces them. The untemplated prefix is declared as the
-    task's Asset unless ``outlets`` are given.
+    ``<table>/report_key=<key>/dt=<first day of the data interval>/<table>.parquet``, so
+    that many reports share one prefix, or the ``{main}`` table's object URI, the other
+    tables being its siblings (templated). Each object is written atomically and records
+    its report key; a rerun replaces them, and an object holding another report is refused.
+    The untemplated prefix is declared as the task's Asset unless ``outlets`` are given.
 :param iceberg_table: instead of ``destination``, the ``{main}`` Iceberg table
-    ``namespace.table`` (the other tables get the same suffixes); each run replaces its
-    day's ``dt`` partition (the first day of the data interval) in every table.
+    ``namespace.table`` (the other tables get the same suffixes); its rows carry
+    ``report_key``, and each run replaces its report's day (``report_key``, ``dt``) in every
+    table, so that many reports share one table.
 :param iceberg_conn_id: the connection describing the Iceberg catalog.
+:param report_key: the stable name of this report's rows in a shared table or prefix
+    (templated; 1 to 64 letters, digits, ``_``, ``-``, ``.``). Default: ``{main}_`` and 12
+    hex digits of a digest of the request without its dates, the same on every day; the XCom
+    and the log name it. Give one to keep the key when the request changes.
 :param window_days: split long ranges into windows of this many days (backfills); each
     row carries its window as ``query_from_date``/``query_to_date``.
 :param lookback_days: late data: also re-pull the N days before the run's day (templated;
@@ -246,15 +186,20 @@ _PARAMETERS = """
     ``days_written`` (oldest first, the run's own day last) and each re-pulled day's tables
     under ``repulled``. Checked as given: ``"2"``, ``True`` or ``1.5`` are refused.
 :param compression: Parquet codec, zstd by default.
+:param progress_interval: seconds between progress lines while the windows or days are
+    queried (done, rate, time left); default: the connection's ``progress_interval``
+    extra, else 10.
 :param timezone: the project's time zone, in which the platform writes date-times;
-    default: the connection's ``timezone`` extra, else UTC.
+    default: the connection's ``timezone`` extra, else UTC with a warning (which says what
+    the answers' ``reportUpdateTime`` showed of the platform's clock).
 :param analytics_conn_id: id of the ``analytics`` connection (templated).
 """
 
 
-def _report_doc(summary: str, *, analysis: str, keys: str, main: str) -> str:
+def _report_doc(summary: str, *, analysis: str, typed: str, keys: str, main: str) -> str:
     """A report operator's docstring: its own summary, then the parameters they share."""
-    return summary + _PARAMETERS.format(analysis=analysis, keys=keys, main=main)
+    typed = f"~airflow_provider_analytics.client.analysis_requests.{typed}"
+    return summary + _PARAMETERS.format(analysis=analysis, typed=typed, keys=keys, main=main)
 
 
 class FunnelReportOperator(_AnalysisReportOperator):
@@ -267,6 +212,7 @@ Columns include converted users, conversion rate (vs the previous step), complet
 page lists them all. The XCom carries the overall conversion of the whole range.
 """,
         analysis="funnel",
+        typed="FunnelRequest",
         keys="``steps``, ``crowds``, ``convertTime``, ...",
         main="funnel",
     )
@@ -283,6 +229,7 @@ and the platform's totals over the whole range.
 The XCom carries the total of each measure.
 """,
         analysis="event analysis",
+        typed="EventRequest",
         keys="``measures``, ``crowds``, ``unit``, ``byFields``, ...",
         main="events",
     )

@@ -1,18 +1,26 @@
-"""Apache Iceberg tables as a destination: one day's partition replaced in one atomic commit.
+"""Apache Iceberg tables as a destination: one run's (identity, day) replaced in one atomic commit.
 
-Needs the ``[iceberg]`` extra (pyiceberg). Every table written here is partitioned by the
-identity of a ``dt`` date column, the day the run stands for.
+Needs the ``[iceberg]`` extra (pyiceberg). Every table written here holds the identity of each
+row (``cohort_code`` in a cohort table, ``report_key`` in a report table:
+:mod:`~airflow_provider_analytics.core.identity`) and a ``dt`` date column, the day the run
+stands for, and is partitioned by both (identity transforms). A run replaces exactly its own
+identity's day: two cohorts, or two reports, written to one table on one day both stay, also
+when they commit at the same moment. A table created without the identity column (by an
+earlier version, partitioned by ``dt`` alone) is refused by name, with the migration to run
+(:mod:`~airflow_provider_analytics.sinks.iceberg_migration`), never overwritten.
 
 Only pyiceberg's public API is used. A run first streams its rows into Parquet data files of
 its own under the table's location (through the table's FileIO, batch by batch, a new file
 each ``write.target-file-size-bytes`` of Arrow data; the columns carry the table's field ids),
 so memory stays at one batch however large the day. It then commits one transaction that
-deletes the day's current files (``Transaction.delete``) and adds the new ones
+deletes the identity's current files of the day (``Transaction.delete``) and adds the new ones
 (``Transaction.add_files``): two snapshots, a DELETE (only when the day had files) and an
 APPEND, that reach the catalog in one commit. A rerun or a backfill replaces its day and never
-duplicates it, readers see the old day or the new one, and the other days are not touched.
+duplicates it, readers see the old day or the new one, and the other days and identities are
+not touched.
 
-When another run commits in between (another day of a backfill), pyiceberg retries the commit
+When another run commits in between (another day of a backfill, another cohort of the same
+day), pyiceberg retries the commit
 against the new table state, and this module retries the whole transaction when that is not
 enough (``commit_attempts``); the data files are written once and reused by every attempt.
 Another writer of the same day committing in between makes the attempt fail pyiceberg's
@@ -39,6 +47,7 @@ import time
 import uuid
 import warnings
 from typing import TYPE_CHECKING, Any, Final, NoReturn
+from urllib.parse import quote
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -50,6 +59,7 @@ from pyiceberg.exceptions import (
     ValidationError,
     ValidationException,
 )
+from pyiceberg.expressions import And, BooleanExpression, EqualTo, IsNull
 from pyiceberg.table import TableProperties
 from pyiceberg.transforms import IdentityTransform
 from pyiceberg.types import ListType, MapType, StructType
@@ -71,10 +81,16 @@ if TYPE_CHECKING:
     from pyiceberg.table.snapshots import Snapshot
     from pyiceberg.types import IcebergType, NestedField
 
+    from airflow_provider_analytics.core.identity import Identity
+
 log = logging.getLogger(__name__)
 
 PARTITION_COLUMN: Final = "dt"
-"""The date column every table written here is partitioned by (identity)."""
+"""The date column every table written here is partitioned by (identity), after the identity
+column."""
+
+IDENTITY_PROPERTY: Final = "analytics.identity"
+"""Snapshot summary property naming the identity a commit replaced (``cohort_code=vip``)."""
 
 DAY_PROPERTY: Final = "analytics.dt"
 """Snapshot summary property naming the day a commit replaced."""
@@ -87,8 +103,34 @@ FIELD_ID_KEY: Final = b"PARQUET:field_id"
 """Where a Parquet column carries its Iceberg field id (read by every Iceberg reader)."""
 
 
+def column_equals(column: str, value: str) -> BooleanExpression:
+    """The row filter ``column = value`` (built, not parsed: any value is taken as it is)."""
+    # pyiceberg's own constructor takes (term, literal); pydantic's mypy plugin sees the fields
+    return EqualTo(column, value)  # type: ignore[call-arg, arg-type]
+
+
+def column_is_null(column: str) -> BooleanExpression:
+    """The row filter ``column IS NULL``."""
+    return IsNull(column)  # type: ignore[call-arg, arg-type]
+
+
+def full_metrics(column: str) -> dict[str, str]:
+    """Table properties keeping ``column``'s bounds whole in the file metrics.
+
+    Iceberg truncates string bounds to 16 characters by default; a longer identity (a report
+    key's digest) would then not prove that a file holds that identity alone, and a rerun's
+    delete would read and rewrite the file instead of dropping it.
+    """
+    return {f"write.metadata.metrics.column.{column}": "full"}
+
+
 class IcebergSchemaError(AnalyticsError, ValueError):
     """The data cannot be written to the table as it is (a column's type cannot evolve)."""
+
+
+class IcebergLayoutError(IcebergSchemaError):
+    """The table was not created to hold many identities (an earlier version's layout): a run
+    would replace every identity's rows of its day. The message names the migration."""
 
 
 class IcebergCommitError(AnalyticsError):
@@ -200,6 +242,8 @@ class IcebergDayWriter:
     :param catalog: the pyiceberg catalog.
     :param identifier: ``namespace.table``; namespace and table are created when missing.
     :param day: the day whose partition the commit replaces.
+    :param identity: the rows' identity (``cohort_code=vip``): the commit replaces only the
+        day's rows of this identity, and every row written carries it.
     :param attempts: transactions tried when other writers keep committing first (pyiceberg
         itself retries each one ``commit.retry.num-retries`` times, a table property).
     :param retry_delay: base seconds between attempts (doubled each time, with jitter).
@@ -215,6 +259,7 @@ class IcebergDayWriter:
         identifier: str,
         day: dt.date,
         *,
+        identity: Identity,
         attempts: int = 10,
         retry_delay: float = 0.05,
         sleep: Callable[[float], None] = time.sleep,
@@ -229,6 +274,7 @@ class IcebergDayWriter:
         self.catalog = catalog
         self.identifier = identifier
         self.day = day
+        self.identity = identity
         self.attempts = attempts
         self.retry_delay = retry_delay
         self.sleep = sleep
@@ -253,29 +299,48 @@ class IcebergDayWriter:
     def open(self, schema: pa.Schema) -> None:
         """Create the table if missing, or add the columns ``schema`` has and it lacks.
 
-        :param schema: the data's columns (without ``dt``, which is added).
+        :param schema: the data's columns (without the identity column and ``dt``, which are
+            added).
         :raises IcebergSchemaError: naming the column, when a column's type cannot evolve to
-            the data's, or the table is not partitioned by ``dt``; nothing is written then.
+            the data's; nothing is written then.
+        :raises IcebergLayoutError: when the table is not partitioned by the identity column
+            and ``dt`` (an earlier version's table), naming the migration.
         """
-        if PARTITION_COLUMN in schema.names:
-            raise IcebergSchemaError(
-                f"{self.identifier}: the data has a column {PARTITION_COLUMN!r}, which is the "
-                "partition column the writer adds"
-            )
-        full = schema.append(pa.field(PARTITION_COLUMN, pa.date32(), nullable=False))
+        for added in (self.identity.column, PARTITION_COLUMN):
+            if added in schema.names:
+                raise IcebergSchemaError(
+                    f"{self.identifier}: the data has a column {added!r}, which is a "
+                    "partition column the writer adds"
+                )
+        full = schema.append(pa.field(self.identity.column, pa.string(), nullable=False))
+        full = full.append(pa.field(PARTITION_COLUMN, pa.date32(), nullable=False))
         table = self._load_or_create(full)
+        self._refuse_old_layout(table)
         self._refuse_renamed_columns([field.name for field in table.schema().fields], schema)
-        if not any(
-            isinstance(field.transform, IdentityTransform)
-            and table.schema().find_column_name(field.source_id) == PARTITION_COLUMN
-            for field in table.spec().fields
-        ):
-            raise IcebergSchemaError(
-                f"{self.identifier}: the table must be partitioned by identity({PARTITION_COLUMN})"
-                " so that a run replaces exactly its day"
-            )
         self._table = self._evolve(table, full)
         self._file_schema = self._with_field_ids(full, self._table)
+
+    def _refuse_old_layout(self, table: Table) -> None:
+        """Refuse a table a run cannot replace its (identity, day) of: one without the identity
+        column, or not partitioned by identity transforms of it and of ``dt``."""
+        schema = table.schema()
+        partitioned = {
+            schema.find_column_name(field.source_id)
+            for field in table.spec().fields
+            if isinstance(field.transform, IdentityTransform)
+        }
+        needed = (self.identity.column, PARTITION_COLUMN)
+        if all(column in partitioned for column in needed):
+            return
+        raise IcebergLayoutError(
+            f"{self.identifier} is not partitioned by identity({self.identity.column}) and "
+            f"identity({PARTITION_COLUMN}) (a table created by an earlier version, or by "
+            f"another tool): a run would replace every row of its day, whoever wrote it. "
+            f"Nothing was written. Migrate it once, naming what its rows hold: `python -m "
+            f"airflow_provider_analytics.sinks.iceberg_migration --conn-id <iceberg connection> "
+            f"{self.identifier} {self.identity.column}=<value of its rows>`, or write to a new "
+            "table"
+        )
 
     def _refuse_renamed_columns(self, existing: Collection[str], schema: pa.Schema) -> None:
         """Refuse data whose column holds a platform id (field metadata ``analytics.id``) that
@@ -302,12 +367,18 @@ class IcebergDayWriter:
             pass
         try:
             with (
-                self.catalog.create_table_transaction(self.identifier, schema=schema) as create,
+                self.catalog.create_table_transaction(
+                    self.identifier, schema=schema, properties=full_metrics(self.identity.column)
+                ) as create,
                 create.update_spec() as spec,
             ):
+                spec.add_identity(self.identity.column)
                 spec.add_identity(PARTITION_COLUMN)
             log.info(
-                "created Iceberg table %s partitioned by %s", self.identifier, PARTITION_COLUMN
+                "created Iceberg table %s partitioned by %s, %s",
+                self.identifier,
+                self.identity.column,
+                PARTITION_COLUMN,
             )
         except TableAlreadyExistsError:
             pass  # created by a concurrent run of another day
@@ -396,8 +467,9 @@ class IcebergDayWriter:
         schema = self._file_schema
         if schema is None:
             raise AnalyticsUsageError("IcebergDayWriter.open() must be called first")
+        identity = pa.repeat(pa.scalar(self.identity.value, pa.string()), batch.num_rows)
         day = pa.repeat(pa.scalar(self.day, pa.date32()), batch.num_rows)
-        columns = [*batch.columns, day]
+        columns = [*batch.columns, identity, day]
         data = pa.Table.from_arrays(columns, schema=schema)
         parquet = self._parquet or self._new_file()
         parquet.write_table(data, row_group_size=max(data.num_rows, 1))
@@ -423,7 +495,8 @@ class IcebergDayWriter:
         """Open the next data file under the table's data location (the day's folder)."""
         table = self.table
         assert self._file_schema is not None
-        folder = f"{PARTITION_COLUMN}={self.day.isoformat()}"
+        value = quote(self.identity.value, safe="")
+        folder = f"{self.identity.column}={value}/{PARTITION_COLUMN}={self.day.isoformat()}"
         name = f"{folder}/{self.commit_uuid}-{len(self.paths):05d}.parquet"
         path = table.location_provider().new_data_location(name)
         properties = table.properties
@@ -452,6 +525,10 @@ class IcebergDayWriter:
         self._file_bytes = 0
         return self._parquet
 
+    def close_files(self) -> None:
+        """Finish the data file being written (the files stay uncommitted)."""
+        self._close_file()
+
     def _close_file(self) -> None:
         parquet, stream = self._parquet, self._stream
         self._parquet = self._stream = None
@@ -463,7 +540,8 @@ class IcebergDayWriter:
                 stream.close()
 
     def commit(self) -> dict[str, Any]:
-        """Delete the day's old files and add the written ones, in one catalog commit.
+        """Delete the identity's old files of the day and add the written ones, in one catalog
+        commit.
 
         Retried against the current table when other writers committed first.
 
@@ -472,14 +550,22 @@ class IcebergDayWriter:
         """
         self._close_file()
         day = self.day.isoformat()
-        properties = {DAY_PROPERTY: day, COMMIT_PROPERTY: str(self.commit_uuid)}
+        properties = {
+            DAY_PROPERTY: day,
+            IDENTITY_PROPERTY: str(self.identity),
+            COMMIT_PROPERTY: str(self.commit_uuid),
+        }
+        replaced = And(
+            column_equals(self.identity.column, self.identity.value),
+            column_equals(PARTITION_COLUMN, day),
+        )
         for attempt in range(1, self.attempts + 1):
             table = self.catalog.load_table(self.identifier)
             transaction = table.transaction()
             with warnings.catch_warnings():
                 # a first run of a day deletes nothing: not worth pyiceberg's warning
                 warnings.filterwarnings("ignore", "Delete operation did not match any records")
-                transaction.delete(f"{PARTITION_COLUMN} = '{day}'", snapshot_properties=properties)
+                transaction.delete(replaced, snapshot_properties=properties)
             if self.paths:
                 try:
                     transaction.add_files(
@@ -558,7 +644,7 @@ class IcebergDayWriter:
 
 
 class IcebergTables:
-    """Named report tables written to Iceberg tables, each replacing the run's day.
+    """Named report tables written to Iceberg tables, each replacing the run's (report, day).
 
     The main table goes to ``identifier``; another table to the identifier whose name ends
     the way its name does: with ``analytics.funnel`` and main name ``funnel``, the table
@@ -568,13 +654,17 @@ class IcebergTables:
     :param identifier: the main table's ``namespace.table``.
     :param main_name: the main table's name.
     :param day: the run's day (the partition replaced).
+    :param identity: the report's key (``report_key=...``), carried by every row.
     """
 
-    def __init__(self, catalog: Catalog, identifier: str, main_name: str, day: dt.date) -> None:
+    def __init__(
+        self, catalog: Catalog, identifier: str, main_name: str, day: dt.date, identity: Identity
+    ) -> None:
         self.catalog = catalog
         self.identifier = identifier
         self.main_name = main_name
         self.day = day
+        self.identity = identity
 
     def identifier_for(self, name: str) -> str:
         """The Iceberg table a report table of this name is written to."""
@@ -582,7 +672,9 @@ class IcebergTables:
 
     def write_table(self, name: str, table: pa.Table) -> dict[str, Any]:
         """Replace the day of one table; return its identifier, rows and snapshot."""
-        writer = IcebergDayWriter(self.catalog, self.identifier_for(name), self.day)
+        writer = IcebergDayWriter(
+            self.catalog, self.identifier_for(name), self.day, identity=self.identity
+        )
         writer.open(table.schema)
         try:
             writer.write(table)
@@ -593,20 +685,19 @@ class IcebergTables:
 
 
 def replace_day_from_parquet(
-    catalog: Catalog, identifier: str, day: dt.date, source: str
+    catalog: Catalog, identifier: str, day: dt.date, source: str, identity: Identity
 ) -> dict[str, Any]:
-    """Replace ``day`` in an Iceberg table with a local Parquet file's rows, row group by row
-    group (memory stays at one row group).
+    """Replace ``identity``'s ``day`` in an Iceberg table with a local Parquet file's rows, row
+    group by row group (memory stays at one row group).
 
     :param catalog: the pyiceberg catalog.
     :param identifier: ``namespace.table``.
     :param day: the partition replaced.
     :param source: path of the Parquet file (e.g. a finished cohort export).
+    :param identity: what the rows are (``cohort_code=vip``).
     """
-    import pyarrow.parquet as pq
-
     parquet = pq.ParquetFile(source)
-    writer = IcebergDayWriter(catalog, identifier, day)
+    writer = IcebergDayWriter(catalog, identifier, day, identity=identity)
     writer.open(parquet.schema_arrow)
     try:
         for group in range(parquet.num_row_groups):

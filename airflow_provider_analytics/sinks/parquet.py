@@ -42,14 +42,21 @@ def parquet_compression(value: Any, field: str = "compression") -> str:
 
 
 def write_table_atomically(
-    table: pa.Table, destination: StoragePath, *, compression: str = "zstd"
+    table: pa.Table,
+    destination: StoragePath,
+    *,
+    compression: str = "zstd",
+    metadata: Mapping[str, str] | None = None,
 ) -> int:
     """Write ``table`` as one Parquet object at ``destination`` atomically; return bytes written.
 
     :param table: the data.
     :param destination: the object's path.
     :param compression: Parquet compression codec.
+    :param metadata: key-value metadata added to the file's (kept beside the table's own).
     """
+    if metadata:
+        table = table.replace_schema_metadata({**(table.schema.metadata or {}), **metadata})
     with atomic_destination(destination) as temporary, temporary.open("wb") as sink:
         pq.write_table(table, sink, compression=compression)
         return int(sink.tell())
@@ -60,16 +67,26 @@ class ParquetTables:
 
     :param paths: the object each table name is written to.
     :param compression: Parquet codec, checked here, before any work is done.
+    :param metadata: key-value metadata every object records (its identity).
     """
 
-    def __init__(self, paths: Mapping[str, StoragePath], *, compression: str = "zstd") -> None:
+    def __init__(
+        self,
+        paths: Mapping[str, StoragePath],
+        *,
+        compression: str = "zstd",
+        metadata: Mapping[str, str] | None = None,
+    ) -> None:
         self.paths = dict(paths)
         self.compression = parquet_compression(compression)
+        self.metadata = dict(metadata or {})
 
     def write_table(self, name: str, table: pa.Table) -> dict[str, Any]:
         """Write (replace) one table; return its URI, row count and size."""
         path = self.paths[name]
-        written = write_table_atomically(table, path, compression=self.compression)
+        written = write_table_atomically(
+            table, path, compression=self.compression, metadata=self.metadata
+        )
         return {"uri": str(path), "rows": table.num_rows, "bytes_written": written}
 
 
@@ -247,6 +264,9 @@ def parquet_stream(
     """
 
     def open_writer(sink: Any, written: pa.Schema) -> pq.ParquetWriter:
+        # the file keeps the declared schema's metadata (its identity), whatever the row
+        # groups carry
+        written = written.with_metadata({**(written.metadata or {}), **(schema.metadata or {})})
         return pq.ParquetWriter(
             sink,
             written,

@@ -1,30 +1,43 @@
-"""How a cohort export names its columns: the platform's ids, or names every warehouse takes.
+"""How a cohort export names its columns: names every warehouse takes (the default), or the
+platform's ids.
 
-The platform names a user property by its id (``age``, ``$city`` for a preset) and a tag by
-``tag.<code>``. DuckDB, pandas, Polars and pyarrow read such columns as they are; Snowflake,
-BigQuery, Redshift, Athena and Trino refuse ``$`` or ``.`` in a column name or need it quoted in
-every query, and Spark reads ``tag.tag_rfm`` as the field ``tag_rfm`` of a struct ``tag``.
+The platform names a user property by its id (``age``, ``$city`` for a preset,
+``registerTime``) and a tag by ``tag.<code>``. DuckDB, pandas, Polars and pyarrow read such
+columns as they are; Snowflake, BigQuery, Redshift, Athena and Trino refuse ``$`` or ``.`` in a
+column name or need it quoted in every query, Spark reads ``tag.tag_rfm`` as the field
+``tag_rfm`` of a struct ``tag``, and PostgreSQL folds an unquoted ``registerTime`` to
+``registertime``.
 
-``warehouse`` names are made of ASCII letters, digits and ``_`` and never start with a digit:
+``warehouse`` names (the default) load unquoted into DuckDB, PostgreSQL, Redshift, BigQuery,
+Snowflake and Spark:
 
 - a preset's leading ``$`` is dropped: ``$city`` -> ``city``;
-- ``.`` and ``-`` (and any other ASCII character outside ``[A-Za-z0-9_]``) become ``_``:
+- a lower-case letter or digit followed by an upper-case one gets a ``_`` between them, and
+  everything is lower case: ``registerTime`` -> ``register_time``, ``VIPLevel`` -> ``viplevel``;
+- ``.`` and ``-`` (and any other ASCII character outside ``[a-z0-9_]``) become ``_``:
   ``tag.tag_rfm`` -> ``tag_tag_rfm``, ``tag.vip-2024`` -> ``tag_vip_2024``;
 - a character beyond ASCII becomes ``u`` and its code point in hex (``u5e74`` for 年), so two
   ids in another script do not all fall onto the same underscores;
-- a name that would start with a digit gets a leading ``_``;
-- letter case is kept (``registerTime`` stays ``registerTime``).
+- a name that would start with a digit, or with a prefix BigQuery keeps for itself
+  (``_table_``, ``_partition``, ...), gets a leading ``c_``;
+- a reserved word of one of those warehouses (``select``, ``order``, ``user``, ...), or a
+  column the provider adds itself (``dt``, ``cohort_code``, ``report_key``), gets a trailing
+  ``_``: ``order`` -> ``order_``;
+- a name longer than 63 characters (PostgreSQL's limit; Redshift's is 127) keeps its first 54
+  and ends in ``_`` and 8 hex digits of a digest of the id, so it stays distinct.
 
 The mapping is a pure function of the id, so a column keeps its name from one run to the next
-whatever else is exported. Two ids whose names are equal ignoring case (``$city`` and ``city``,
-``tag.a-b`` and ``tag.a_b``, ``Age`` and ``age``) are refused, naming both ids and the name:
-Snowflake, BigQuery and Spark match column names without regard to case. An id that leaves
-nothing (``$``) is refused too. The platform's ids are ASCII today (spec 2.5), so the last two
-rules only guard what the spec does not promise.
+whatever else is exported, and the Parquet field keeps the id in its metadata
+(``analytics.id``). Two ids that would share a name (``$city`` and ``city``, ``tag.a-b`` and
+``tag.a_b``, ``registerTime`` and ``register_time``) are refused before any request, naming
+both ids and the name. An id that leaves nothing (``$``) is refused too.
+
+``ids`` writes the platform's ids as they are (the naming of earlier versions).
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Final
@@ -37,20 +50,204 @@ if TYPE_CHECKING:
 ID_METADATA_KEY: Final = "analytics.id"
 """Parquet field metadata key holding the platform id a column was exported from."""
 
-_OUTSIDE_NAME = re.compile(r"[^A-Za-z0-9_]")
+MAX_NAME_LENGTH: Final = 63
+"""The longest warehouse name (PostgreSQL keeps 63 bytes of an identifier; names are ASCII)."""
+
+_OUTSIDE_NAME = re.compile(r"[^a-z0-9_]")
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+PROVIDER_COLUMNS: Final = frozenset({"dt", "cohort_code", "report_key"})
+"""Columns the destinations add (the day, the identity): a property never takes their name."""
+
+BIGQUERY_RESERVED_PREFIXES: Final = (
+    "_table_",
+    "_file_",
+    "_partition",
+    "_row_timestamp",
+    "__root__",
+    "_colidentifier",
+)
+
+RESERVED_WORDS: Final = frozenset(
+    [
+        "all",
+        "alter",
+        "analyse",
+        "analyze",
+        "and",
+        "any",
+        "array",
+        "as",
+        "asc",
+        "assert_rows_modified",
+        "asymmetric",
+        "at",
+        "authorization",
+        "between",
+        "binary",
+        "both",
+        "by",
+        "case",
+        "cast",
+        "check",
+        "collate",
+        "column",
+        "connect",
+        "connection",
+        "constraint",
+        "create",
+        "cross",
+        "cube",
+        "current",
+        "current_catalog",
+        "current_date",
+        "current_role",
+        "current_schema",
+        "current_time",
+        "current_timestamp",
+        "current_user",
+        "default",
+        "deferrable",
+        "define",
+        "delete",
+        "desc",
+        "describe",
+        "distinct",
+        "do",
+        "drop",
+        "else",
+        "end",
+        "enum",
+        "escape",
+        "except",
+        "exclude",
+        "exists",
+        "extract",
+        "false",
+        "fetch",
+        "following",
+        "for",
+        "foreign",
+        "freeze",
+        "from",
+        "full",
+        "function",
+        "grant",
+        "group",
+        "grouping",
+        "groups",
+        "hash",
+        "having",
+        "ilike",
+        "in",
+        "increment",
+        "inner",
+        "insert",
+        "intersect",
+        "interval",
+        "into",
+        "is",
+        "isnull",
+        "join",
+        "lateral",
+        "leading",
+        "left",
+        "like",
+        "limit",
+        "localtime",
+        "localtimestamp",
+        "lookup",
+        "merge",
+        "minus",
+        "natural",
+        "new",
+        "no",
+        "not",
+        "notnull",
+        "null",
+        "nulls",
+        "of",
+        "offset",
+        "on",
+        "only",
+        "or",
+        "order",
+        "outer",
+        "over",
+        "overlaps",
+        "partition",
+        "placing",
+        "preceding",
+        "primary",
+        "proto",
+        "qualify",
+        "range",
+        "recursive",
+        "references",
+        "regexp",
+        "respect",
+        "returning",
+        "revoke",
+        "right",
+        "rlike",
+        "rollup",
+        "row",
+        "rows",
+        "sample",
+        "schema",
+        "select",
+        "session_user",
+        "set",
+        "similar",
+        "some",
+        "start",
+        "struct",
+        "symmetric",
+        "table",
+        "tablesample",
+        "then",
+        "to",
+        "trailing",
+        "treat",
+        "trigger",
+        "true",
+        "try_cast",
+        "unbounded",
+        "union",
+        "unique",
+        "unknown",
+        "unnest",
+        "update",
+        "user",
+        "using",
+        "values",
+        "variadic",
+        "verbose",
+        "view",
+        "when",
+        "whenever",
+        "where",
+        "window",
+        "with",
+        "within",
+    ]
+)
+"""Reserved words of DuckDB, PostgreSQL, Redshift, BigQuery, Snowflake and Spark (ANSI mode),
+together: an unquoted column of one of these names fails in at least one of them."""
 
 
 class ColumnNames(StrEnum):
     """How the export names its columns."""
 
+    WAREHOUSE = "warehouse"
+    """Lower-case ASCII letters, digits and ``_`` that load unquoted everywhere: ``city``,
+    ``tag_tag_rfm``, ``register_time`` (the default)."""
     IDS = "ids"
     """The platform's ids as they are: ``$city``, ``tag.tag_rfm``."""
-    WAREHOUSE = "warehouse"
-    """ASCII letters, digits and ``_``, not starting with a digit: ``city``, ``tag_tag_rfm``."""
 
 
 def column_names_setting(value: Any, field: str = "column_names") -> ColumnNames:
-    """The ``column_names`` setting: ``ids`` or ``warehouse``.
+    """The ``column_names`` setting: ``warehouse`` or ``ids``.
 
     :raises AnalyticsValidationError: naming ``field``.
     """
@@ -68,8 +265,18 @@ def warehouse_name(column_id: str) -> str:
     :param column_id: a property id (``$city``) or ``tag.<code>``.
     :return: the name, or ``""`` when nothing is left (the caller refuses it).
     """
-    name = _OUTSIDE_NAME.sub(_replace, column_id.removeprefix("$"))
-    return f"_{name}" if name[:1].isdigit() else name
+    name = _CAMEL.sub("_", column_id.removeprefix("$")).lower()
+    name = _OUTSIDE_NAME.sub(_replace, name)
+    if not name:
+        return ""
+    if name[0].isdigit() or name.startswith(BIGQUERY_RESERVED_PREFIXES):
+        name = f"c_{name}"
+    if name in RESERVED_WORDS or name in PROVIDER_COLUMNS:
+        name = f"{name}_"
+    if len(name) > MAX_NAME_LENGTH:
+        digest = hashlib.sha256(column_id.encode()).hexdigest()[:8]
+        name = f"{name[: MAX_NAME_LENGTH - 9]}_{digest}"
+    return name
 
 
 def column_name_map(
@@ -97,8 +304,8 @@ def column_name_map(
             rules.fail(
                 field,
                 f"{held!r} and {column_id!r} would share the column name {name!r} under "
-                "column_names='warehouse' (names are compared ignoring case); export one of "
-                "them, or keep the ids with column_names='ids'",
+                "column_names='warehouse'; export one of them, or keep the ids with "
+                "column_names='ids'",
             )
         names[column_id] = name
     return names

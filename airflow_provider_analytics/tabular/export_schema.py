@@ -183,7 +183,7 @@ def _named_twice(first: str, second: str, column: str) -> NoReturn:
 
 
 def check_override_keys(
-    overrides: Mapping[str, Any] | None, column_names: ColumnNames = ColumnNames.IDS
+    overrides: Mapping[str, Any] | None, column_names: ColumnNames = ColumnNames.WAREHOUSE
 ) -> None:
     """Refuse, before any request, two ``schema_overrides`` keys that name one column whatever
     the plan holds: a preset's or a tag's id and its name in the file under ``warehouse``
@@ -227,7 +227,7 @@ def export_schema(
     *,
     timezone: str = "UTC",
     overrides: Mapping[str, pa.DataType | str] | None = None,
-    column_names: ColumnNames = ColumnNames.IDS,
+    column_names: ColumnNames = ColumnNames.WAREHOUSE,
     earlier: Mapping[str, pa.DataType] | None = None,
 ) -> ExportSchema:
     """Build the export's schema for ``properties`` (in that order) from the tracking plan.
@@ -274,7 +274,9 @@ def export_schema(
             column = ExportColumn(name, pa.string(), "masked")
         else:
             data_type = str(item.get("dataType"))
-            kept = (earlier or {}).get(name) if data_type == "number" else None
+            # an earlier day's type, by the column's id (Parquet) or its name (Iceberg)
+            kept = (earlier or {}).get(name) or (earlier or {}).get(written[name])
+            kept = kept if data_type == "number" else None
             if kept is not None and kept.equals(pa.float64()):
                 column = ExportColumn(name, NUMBER_TYPE, "earlier", widens=True, starts_double=True)
             elif kept is not None:

@@ -41,13 +41,13 @@ REPORT_DAYS = ["2024-01-08", "2024-01-09", *DAYS]
 """Every day a report table is written for: the backfilled days and the first one's look-back."""
 RERUN_REPORT_DAYS = ["2024-01-09", "2024-01-10", RERUN_DAY]
 TABLES = {
-    "cohort_users": "cohort_users/cohort=cohort_small/dt={day}/users.parquet",
+    "cohort_users": "cohort_users/cohort_code=cohort_small/dt={day}/users.parquet",
     **{
-        name: f"checkout_funnel/{name}/dt={{day}}/{name}.parquet"
+        name: f"checkout_funnel/{name}/report_key=checkout/dt={{day}}/{name}.parquet"
         for name in ("funnel", "funnel_totals", "funnel_by_value", "funnel_by_value_totals")
     },
     **{
-        name: f"daily_events/{name}/dt={{day}}/{name}.parquet"
+        name: f"daily_events/{name}/report_key=daily_events/dt={{day}}/{name}.parquet"
         for name in ("events", "events_totals")
     },
 }

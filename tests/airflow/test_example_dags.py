@@ -182,15 +182,15 @@ def test_daily_pipeline_writes_its_day_and_re_pulls_two_report_days(
     assert written_files(out) == sorted(
         [
             *(
-                f"{report}/{table}/dt={day}/{table}.parquet"
-                for report, tables in (
-                    ("checkout_funnel", FUNNEL_TABLES),
-                    ("daily_events", ("events", "events_totals")),
+                f"{report}/{table}/report_key={key}/dt={day}/{table}.parquet"
+                for report, key, tables in (
+                    ("checkout_funnel", "checkout", FUNNEL_TABLES),
+                    ("daily_events", "daily_events", ("events", "events_totals")),
                 )
                 for table in tables
                 for day in report_days
             ),
-            "cohort_users/cohort=cohort_small/dt=2024-01-15/users.parquet",
+            "cohort_users/cohort_code=cohort_small/dt=2024-01-15/users.parquet",
         ]
     )
     for task_id in ("checkout_funnel", "daily_events"):
@@ -202,14 +202,14 @@ def test_daily_pipeline_writes_its_day_and_re_pulls_two_report_days(
     export = daily_run.task_xcom("export_cohort_users")
     assert (
         export["uri"]
-        == f"file://{out}/cohort_users/cohort=cohort_small/dt=2024-01-15/users.parquet"
+        == f"file://{out}/cohort_users/cohort_code=cohort_small/dt=2024-01-15/users.parquet"
     )
     assert export["rows"] == export["expected_rows"] == 1000
-    users = pq.read_table(out / "cohort_users/cohort=cohort_small/dt=2024-01-15/users.parquet")
+    users = pq.read_table(out / "cohort_users/cohort_code=cohort_small/dt=2024-01-15/users.parquet")
     assert users.column_names == [
         "distinct_id",
-        "$city",
-        "$os",
+        "city",
+        "os",
         "register_time",
         "balance",
         "is_vip",
@@ -247,13 +247,16 @@ def test_daily_reports_cover_the_run_day_and_match_the_platform(
                 **day,
             }
         )
-    funnel = pq.read_table(out / "checkout_funnel/funnel/dt=2024-01-15/funnel.parquet").to_pylist()
+    funnel = pq.read_table(
+        out / "checkout_funnel/funnel/report_key=checkout/dt=2024-01-15/funnel.parquet"
+    ).to_pylist()
     assert {(r["query_from_date"].isoformat(), r["query_to_date"].isoformat()) for r in funnel} == {
         (RUN_DATE, RUN_DATE)
     }
     assert {r["date"].isoformat() for r in funnel} == {RUN_DATE}
     whole_day = pq.read_table(
-        out / "checkout_funnel/funnel_totals/dt=2024-01-15/funnel_totals.parquet"
+        out
+        / "checkout_funnel/funnel_totals/report_key=checkout/dt=2024-01-15/funnel_totals.parquet"
     ).to_pylist()
     assert [r["step_event"] for r in whole_day] == CHECKOUT_STEPS
     expected_users = [step["convertedUser"][0] for step in funnel_answer["rows"][0]["stepsDetail"]]
@@ -264,9 +267,12 @@ def test_daily_reports_cover_the_run_day_and_match_the_platform(
         expected_users[-1] / expected_users[0], abs=1e-6
     )
 
-    events = pq.read_table(out / "daily_events/events/dt=2024-01-15/events.parquet").to_pylist()
+    events = pq.read_table(
+        out / "daily_events/events/report_key=daily_events/dt=2024-01-15/events.parquet"
+    ).to_pylist()
     events_totals = pq.read_table(
-        out / "daily_events/events_totals/dt=2024-01-15/events_totals.parquet"
+        out
+        / "daily_events/events_totals/report_key=daily_events/dt=2024-01-15/events_totals.parquet"
     ).to_pylist()
     totals = {
         (r["by_event_anything_platform"], r["measure_index"]): (
@@ -284,8 +290,8 @@ def test_daily_reports_cover_the_run_day_and_match_the_platform(
     # each re-pulled day holds its own day alone: one query over it, as its own run writes it
     for day in LOOKED_BACK:
         for path in (
-            f"checkout_funnel/funnel_totals/dt={day}/funnel_totals.parquet",
-            f"daily_events/events/dt={day}/events.parquet",
+            f"checkout_funnel/funnel_totals/report_key=checkout/dt={day}/funnel_totals.parquet",
+            f"daily_events/events/report_key=daily_events/dt={day}/events.parquet",
         ):
             rows = pq.read_table(out / path).to_pylist()
             windows = {
@@ -308,10 +314,10 @@ def test_daily_outputs_are_announced_on_their_assets(
     announced = {uri: json.loads(extra)["uri"] for uri, extra in events}
     assert announced == {
         f"file://{out}/cohort_users": (
-            f"file://{out}/cohort_users/cohort=cohort_small/dt=2024-01-15/users.parquet"
+            f"file://{out}/cohort_users/cohort_code=cohort_small/dt=2024-01-15/users.parquet"
         ),
-        f"file://{out}/checkout_funnel": f"file://{out}/checkout_funnel/funnel/dt=2024-01-15/funnel.parquet",
-        f"file://{out}/daily_events": f"file://{out}/daily_events/events/dt=2024-01-15/events.parquet",
+        f"file://{out}/checkout_funnel": f"file://{out}/checkout_funnel/funnel/report_key=checkout/dt=2024-01-15/funnel.parquet",
+        f"file://{out}/daily_events": f"file://{out}/daily_events/events/report_key=daily_events/dt=2024-01-15/events.parquet",
     }
 
 
@@ -328,7 +334,10 @@ def test_funnel_digest_reads_the_partition_the_pipeline_announced(
             env=run_env,
         )
     ).task_xcom("funnel_digest")
-    funnel_file = out / "checkout_funnel/funnel_totals/dt=2024-01-15/funnel_totals.parquet"
+    funnel_file = (
+        out
+        / "checkout_funnel/funnel_totals/report_key=checkout/dt=2024-01-15/funnel_totals.parquet"
+    )
     assert digest["uri"] == f"file://{funnel_file}"
     whole_day = pq.read_table(funnel_file).to_pylist()
     assert digest["steps"] == [
@@ -447,7 +456,7 @@ def test_cohort_exports_map_over_cohorts_and_announce_each_file(
     exports = [result.task_xcom("export_cohort", index) for index in range(3)]
     assert {x["cohort_code"]: x["rows"] for x in exports} == sizes
     for code, rows in sizes.items():
-        path = out / f"cohort_users/cohort={code}/dt=2024-01-15/users.parquet"
+        path = out / f"cohort_users/cohort_code={code}/dt=2024-01-15/users.parquet"
         table = pq.read_table(path)
         assert table.num_rows == rows
         assert len(table.column("distinct_id").unique()) == rows
@@ -494,8 +503,8 @@ def test_iceberg_example_writes_its_day_to_every_table(
         assert {day.isoformat() for day in rows.column("dt").to_pylist()} == {RUN_DATE}, name
     users = lake.load_table("analytics.cohort_users").scan().to_arrow()
     assert users.num_rows == run.task_xcom("cohort_users")["rows"] == 1000
-    assert "city" in users.column_names  # column_names="warehouse": no $ or . in a name
-    assert all(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) for name in users.column_names)
+    assert "city" in users.column_names  # the default names: no $ or . in a name
+    assert all(re.fullmatch(r"[a-z_][a-z0-9_]*", name) for name in users.column_names)
     assert run.task_xcom("checkout_funnel")["uri"] == (
         "iceberg://analytics_iceberg/analytics/checkout_funnel"
     )

@@ -103,17 +103,17 @@ def run(
 def test_cohort_export_wrote_typed_parquet(run: tuple[DagRunResult, Path]) -> None:
     result, out = run
     summary = result.task_xcom("export_cohort")
-    path = out / "cohort_users/cohort=cohort_small/dt=2024-01-15/users.parquet"
+    path = out / "cohort_users/cohort_code=cohort_small/dt=2024-01-15/users.parquet"
     table = pq.read_table(str(path))
     assert summary["uri"] == f"file://{path}"
     assert summary["rows"] == summary["expected_rows"] == table.num_rows == 1000
     assert table.column_names == [
         "distinct_id",
-        "$city",
+        "city",
         "balance",
         "register_time",
         "interests",
-        "tag.tag_rfm",
+        "tag_tag_rfm",
     ]
     assert str(table.schema.field("register_time").type) == "timestamp[ms, tz=UTC]"
 
@@ -136,9 +136,11 @@ def test_funnel_table_matches_the_oracle(
         "toDate": WEEK[1],
     }
     expected = oracle_funnel(events, {}, request)
-    daily = pq.read_table(str(out / "funnel/funnel/dt=2024-01-15/funnel.parquet")).to_pylist()
+    daily = pq.read_table(
+        str(out / "funnel/funnel/report_key=funnel/dt=2024-01-15/funnel.parquet")
+    ).to_pylist()
     totals = pq.read_table(
-        str(out / "funnel/funnel_totals/dt=2024-01-15/funnel_totals.parquet")
+        str(out / "funnel/funnel_totals/report_key=funnel/dt=2024-01-15/funnel_totals.parquet")
     ).to_pylist()
     overall = {(row["date"], row["step_number"]): row["converted_users"] for row in daily}
     assert len(overall) == len(daily)
@@ -186,7 +188,9 @@ def test_event_table_matches_the_oracle_per_day(
         for measure, values in enumerate(row["values"]):
             for period, value in zip(expected["series"], values, strict=True):
                 want[(row["byValue"][0], measure, period[:10])] = value
-    table = pq.read_table(str(out / "events/events/dt=2024-01-15/events.parquet")).to_pylist()
+    table = pq.read_table(
+        str(out / "events/events/report_key=events/dt=2024-01-15/events.parquet")
+    ).to_pylist()
     got = {
         (row["by_event_purchase_city"], row["measure_index"], row["date"].isoformat()): (
             row["value"] if row["count"] is None else row["count"]
@@ -262,7 +266,7 @@ def test_outputs_are_announced_as_asset_events(
     export = extras[f"file://{out}/cohort_users"]
     assert (
         export["uri"]
-        == f"file://{out}/cohort_users/cohort=cohort_small/dt=2024-01-15/users.parquet"
+        == f"file://{out}/cohort_users/cohort_code=cohort_small/dt=2024-01-15/users.parquet"
     )
     assert export["rows"] == 1000
     assert extras[f"file://{out}/funnel"]["report"] == "funnel"

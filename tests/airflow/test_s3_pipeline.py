@@ -36,23 +36,26 @@ BUCKET = "analytics-lake"
 ROOT = f"s3://{CONN_ID}@{BUCKET}/warehouse/"
 RUN_DATE = "2024-01-20"
 OUTPUT_KEYS = [
-    "warehouse/checkout_funnel/funnel/dt=2024-01-20/funnel.parquet",
-    "warehouse/cohort_users/cohort=cohort_small/dt=2024-01-20/users.parquet",
-    "warehouse/daily_events/events/dt=2024-01-20/events.parquet",
+    "warehouse/checkout_funnel/funnel/report_key=checkout/dt=2024-01-20/funnel.parquet",
+    "warehouse/cohort_users/cohort_code=cohort_small/dt=2024-01-20/users.parquet",
+    "warehouse/daily_events/events/report_key=daily_events/dt=2024-01-20/events.parquet",
 ]
 """The main object of each task (the funnel and event reports write more tables beside them)."""
 OTHER_REPORT_KEYS = [
-    f"warehouse/checkout_funnel/{name}/dt=2024-01-20/{name}.parquet"
+    f"warehouse/checkout_funnel/{name}/report_key=checkout/dt=2024-01-20/{name}.parquet"
     for name in ("funnel_by_value", "funnel_by_value_totals", "funnel_totals")
-] + ["warehouse/daily_events/events_totals/dt=2024-01-20/events_totals.parquet"]
+] + [
+    "warehouse/daily_events/events_totals/report_key=daily_events/dt=2024-01-20/events_totals.parquet"
+]
 LOOKED_BACK_KEYS = [
-    f"warehouse/{report}/{name}/dt={day}/{name}.parquet"
-    for report, names in (
+    f"warehouse/{report}/{name}/report_key={key}/dt={day}/{name}.parquet"
+    for report, key, names in (
         (
             "checkout_funnel",
+            "checkout",
             ("funnel", "funnel_by_value", "funnel_by_value_totals", "funnel_totals"),
         ),
-        ("daily_events", ("events", "events_totals")),
+        ("daily_events", "daily_events", ("events", "events_totals")),
     )
     for name in names
     for day in ("2024-01-18", "2024-01-19")

@@ -4,16 +4,18 @@ One namespace per page, so a later example may use what an earlier one defined (
 would). ``client`` starts bound to a client of the emulator. Each example runs inside a DAG
 context; every operator or sensor it creates (there or in a DAG of its own) is then run for
 the data interval of :data:`DAY`: templates rendered, sensors poked once, operators executed.
-Destinations under ``file:///data/`` or ``s3://<conn>@<bucket>/`` are redirected into a
-temporary folder; a relative tracking plan path is read from ``example_dags/``. The examples
-address the emulator where ``make emulator`` serves it, :data:`EMULATOR_URL`; that address is
-replaced by the test emulator's (which listens on a free port).
+Destinations under ``file:///data/``, under the Airflow home (where the quick start writes) or
+``s3://<conn>@<bucket>/`` are redirected into a temporary folder; a relative tracking plan
+path is read from ``example_dags/``. The examples address the emulator where ``make emulator``
+serves it, :data:`EMULATOR_URL`; that address is replaced by the test emulator's (which
+listens on a free port).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import re
 import traceback
 from collections import defaultdict
@@ -39,10 +41,18 @@ class ExampleFailed(AssertionError):
     """An example, or a task it declared, failed; the message names the page and line."""
 
 
-def redirect(destination: str, root: Path) -> str:
-    """``destination`` moved under ``root`` when it points at a shared disk or a bucket."""
+def airflow_home() -> Path:
+    """The folder an example means by ``AIRFLOW_HOME``, as Airflow defaults it."""
+    return Path(os.environ.get("AIRFLOW_HOME", Path.home() / "airflow"))
+
+
+def redirect(destination: str, root: Path, home: Path | None = None) -> str:
+    """``destination`` moved under ``root`` when it points at a shared disk, the Airflow
+    ``home`` or a bucket."""
     if destination.startswith("file:///data/"):
         return f"file://{root}/data/{destination.removeprefix('file:///data/')}"
+    if home is not None and destination.startswith(f"{home.as_uri()}/"):
+        return f"file://{root}/airflow_home/{destination.removeprefix(f'{home.as_uri()}/')}"
     bucket = _S3.match(destination)
     if bucket is not None:
         return f"file://{root}/s3/{bucket['bucket']}/{destination[bucket.end() :]}"
@@ -113,6 +123,12 @@ class PageRun:
             "data_interval_start": DAY,
             "data_interval_end": DAY + dt.timedelta(days=1),
             "run_id": f"manual__{DAY.isoformat()}",
+            "dag_run": SimpleNamespace(
+                logical_date=DAY,
+                data_interval_start=DAY,
+                data_interval_end=DAY + dt.timedelta(days=1),
+                run_after=DAY + dt.timedelta(days=1),
+            ),
             "params": {},
             "ti": _TaskInstance(self.results),
             "outlet_events": defaultdict(SimpleNamespace),
@@ -123,7 +139,7 @@ class PageRun:
         task.render_template_fields(context)
         destination = getattr(task, "destination", None)
         if isinstance(destination, str):
-            task.destination = redirect(destination, self.output_root)
+            task.destination = redirect(destination, self.output_root, airflow_home())
         if isinstance(task, BaseSensorOperator):
             self.pokes[task.task_id] = bool(task.poke(context))  # type: ignore[arg-type]
             return

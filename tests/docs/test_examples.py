@@ -7,6 +7,7 @@ breaks one fails here. How they run is described in ``example_runner``.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -17,8 +18,6 @@ from tests.docs.example_runner import REPO, PageRun, redirect
 from tests.docs.markdown_examples import examples, fenced_python, table_examples
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from analytics_emulator.config import EmulatorConfig
 
 pytestmark = pytest.mark.integration
@@ -68,7 +67,7 @@ def test_page_examples_run_against_the_emulator(
                     "host": server.base_url,
                     "password": config.token,
                     "extra": {
-                        "app_key": config.app_key,
+                        "app_api_key": config.app_key,
                         "xtoken": config.xtoken,
                         "timezone": "Asia/Shanghai",
                     },
@@ -159,9 +158,12 @@ def test_table_examples_come_from_the_example_column_only() -> None:
         ("file:///data/analytics/funnel/", "file://{root}/data/analytics/funnel/"),
         ("s3://aws_default@lake/analytics/x/", "file://{root}/s3/lake/analytics/x/"),
         ("file:///elsewhere/x.parquet", "file:///elsewhere/x.parquet"),
+        ("file:///home/ana/airflow/out/x/", "file://{root}/airflow_home/out/x/"),
+        ("file:///home/ana/airflow-other/x/", "file:///home/ana/airflow-other/x/"),
     ],
 )
-def test_redirect_moves_shared_disks_and_buckets_only(
+def test_redirect_moves_shared_disks_the_airflow_home_and_buckets_only(
     destination: str, expected: str, tmp_path: Path
 ) -> None:
-    assert redirect(destination, tmp_path) == expected.format(root=tmp_path)
+    home = Path("/home/ana/airflow")
+    assert redirect(destination, tmp_path, home) == expected.format(root=tmp_path)

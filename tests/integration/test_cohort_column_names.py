@@ -63,7 +63,9 @@ def sent(admin: EmulatorAdmin) -> dict[str, int]:
 def test_warehouse_names_hold_the_same_data_and_keep_each_id(
     client: AnalyticsClient, tmp_path: Path
 ) -> None:
-    by_id = export(client, target(tmp_path, "ids.parquet"), properties=PROPERTIES)
+    by_id = export(
+        client, target(tmp_path, "ids.parquet"), properties=PROPERTIES, column_names="ids"
+    )
     by_name = export(
         client,
         target(tmp_path, "names.parquet"),
@@ -123,7 +125,7 @@ def test_a_collision_among_the_plans_columns_is_refused_after_the_plan_alone(
     assert "'$city' and 'city'" in str(error)
     assert asked == {"list_user_properties": 1}
     # with the ids, the same plan exports both columns
-    result = export(client, target(tmp_path), limit=5)
+    result = export(client, target(tmp_path), limit=5, column_names="ids")
     assert {"$city", "city"} <= set(result.columns)
 
 
@@ -190,7 +192,9 @@ def test_operator_renders_column_names(
     result = operator.execute(context)  # type: ignore[arg-type]
     assert result["columns"] == ["city", "tag_tag_rfm"]
     assert result["column_ids"] == {"city": "$city", "tag_tag_rfm": "tag.tag_rfm"}
-    written = pq.read_table(tmp_path / "cohort=cohort_small" / "dt=2024-01-15" / "users.parquet")
+    written = pq.read_table(
+        tmp_path / "cohort_code=cohort_small" / "dt=2024-01-15" / "users.parquet"
+    )
     assert written.column_names == ["city", "tag_tag_rfm"]
     assert written.num_rows == 7
 

@@ -123,6 +123,6 @@ def test_a_destination_under_an_allowed_root_is_written(
     operator = export_to(f"file://{tmp_path}/exports/{{{{ params.team }}}}/")
     operator.render_template_fields(run)  # type: ignore[arg-type]
     result = operator.execute(run)  # type: ignore[arg-type]
-    written = tmp_path / "exports/growth/cohort=cohort_tiny/dt=2024-01-15/users.parquet"
+    written = tmp_path / "exports/growth/cohort_code=cohort_tiny/dt=2024-01-15/users.parquet"
     assert written.is_file()
     assert result["rows"] > 0

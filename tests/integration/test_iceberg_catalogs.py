@@ -8,9 +8,11 @@ does not implement staged table creation, which pyiceberg uses). Its docstring l
 does not implement.
 
 Each catalog runs the cases of tests/iceberg_cases.py (a rerun, schema evolution, two days
-committed at once with pyiceberg's retry and with the writer's), a cohort export rerun through
-the operator and the hook's connection, and the maintenance operator after a killed commit.
-Credentials come the standard AWS way (the environment); the catalogs need no dummy host.
+committed at once with pyiceberg's retry and with the writer's, two cohorts of one day
+committed at once, an earlier version's table refused and then migrated), a cohort export
+rerun through the operator and the hook's connection, late data re-pulled by a report's
+look-back, and the maintenance operator after a killed commit. Credentials come the standard
+AWS way (the environment); the catalogs need no dummy host.
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ if TYPE_CHECKING:
 
     from analytics_emulator.server import EmulatorServer
     from pyiceberg.catalog import Catalog
+
+    from tests.emulator_helpers import EmulatorAdmin
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -164,7 +168,8 @@ def test_rerun_replaces_its_day(lake: Lake) -> None:
     table = lake.catalog.load_table(identifier)
     assert table.location().startswith(f"s3://{BUCKET}/{lake.prefix}/")
     files = [task.file.file_path for task in table.scan().plan_files()]
-    assert files and all(path.startswith(f"{table.location()}/data/dt=") for path in files)
+    prefix = f"{table.location()}/data/cohort_code=vip/dt="
+    assert files and all(path.startswith(prefix) for path in files)
     stored = keys(lake.endpoint, lake.prefix + "/")
     assert {path.removeprefix(f"s3://{BUCKET}/") for path in files} <= set(stored)
 
@@ -183,6 +188,14 @@ def test_two_days_commit_at_once(
         )
     expected = "Commit failed due to a concurrent update" if pyiceberg_retries else "lost a race"
     assert expected in caplog.text
+
+
+def test_two_cohorts_commit_one_day_at_once(lake: Lake) -> None:
+    iceberg_cases.case_two_identities_commit_at_once(lake.catalog, lake.identifier("shared"))
+
+
+def test_an_old_layout_is_refused_then_migrated(lake: Lake) -> None:
+    iceberg_cases.case_old_layout_is_refused_then_migrated(lake.catalog, lake.identifier("old"))
 
 
 def test_maintenance_after_a_killed_commit(lake: Lake) -> None:
@@ -234,6 +247,18 @@ def test_a_cohort_export_rerun_through_the_operator(
     assert rows.num_rows == 1000 and len(rows.column("distinct_id").unique()) == 1000
     assert {value.isoformat() for value in rows.column("dt").to_pylist()} == {day.isoformat()}
     assert table.location().startswith(f"s3://{BUCKET}/{lake.prefix}/")
+
+
+def test_late_data_is_re_pulled(
+    lake: Lake, emulator: EmulatorServer, emulator_admin: EmulatorAdmin, monkeypatch
+) -> None:
+    """The look-back case of tests/integration/test_report_lookback.py, on this catalog and
+    the S3 warehouse: late events for a past day, corrected by the next run, no day twice."""
+    from tests.integration import test_report_lookback as lookback
+
+    lookback.use_platform(emulator, monkeypatch)
+    sink = lookback.iceberg_sink(lake.catalog, lake.namespace)
+    lookback.test_the_next_run_corrects_a_day_whose_events_arrived_late(emulator_admin, sink)
 
 
 def run_context(day: dt.date) -> dict[str, Any]:

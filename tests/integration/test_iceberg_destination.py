@@ -256,7 +256,13 @@ def test_cohort_columns_keep_their_names_in_the_table(
 
     first = export(DAYS[0], "warehouse")
     table = lake.load_table("analytics.cohort_users")
-    assert table.schema().column_names == ["distinct_id", "city", "tag_tag_rfm", "dt"]
+    assert table.schema().column_names == [
+        "distinct_id",
+        "city",
+        "tag_tag_rfm",
+        "cohort_code",
+        "dt",
+    ]
     assert first["column_ids"] == {
         "distinct_id": "distinct_id",
         "city": "$city",
@@ -285,6 +291,8 @@ def test_the_catalog_cases(lake: Catalog, caplog: pytest.LogCaptureFixture) -> N
         )
     assert "Commit failed due to a concurrent update" in caplog.text
     iceberg_cases.case_two_days_commit_at_once(catalog, "analytics.race2", pyiceberg_retries=False)
+    iceberg_cases.case_two_identities_commit_at_once(catalog, "analytics.shared")
+    iceberg_cases.case_old_layout_is_refused_then_migrated(catalog, "analytics.old")
 
 
 def test_maintenance_after_a_killed_commit(lake: Catalog) -> None:

@@ -117,10 +117,11 @@ class Sink:
 
 def parquet_sink(root: Path) -> Sink:
     def path(report: str, table: str, day: str) -> Path:
-        return root / report / table / f"dt={day}" / f"{table}.parquet"
+        return root / report / table / f"report_key={report}" / f"dt={day}" / f"{table}.parquet"
 
     def read(report: str, table: str) -> pa.Table:
-        partitioning = ds.partitioning(pa.schema([("dt", pa.date32())]), flavor="hive")
+        keys = pa.schema([("report_key", pa.string()), ("dt", pa.date32())])
+        partitioning = ds.partitioning(keys, flavor="hive")
         dataset = ds.dataset(root / report / table, format="parquet", partitioning=partitioning)
         return dataset.to_table()
 
@@ -133,9 +134,9 @@ def parquet_sink(root: Path) -> Sink:
     )
 
 
-def iceberg_sink(lake: Catalog) -> Sink:
+def iceberg_sink(lake: Catalog, namespace: str = "analytics") -> Sink:
     def identifier(report: str, table: str) -> str:
-        return f"analytics.{report}{table.removeprefix(table.split('_')[0])}"
+        return f"{namespace}.{report}{table.removeprefix(table.split('_')[0])}"
 
     def read(report: str, table: str) -> pa.Table:
         return lake.load_table(identifier(report, table)).scan().to_arrow()
@@ -156,7 +157,7 @@ def iceberg_sink(lake: Catalog) -> Sink:
 
     return Sink(
         "iceberg",
-        lambda report: {"iceberg_table": f"analytics.{report}"},
+        lambda report: {"iceberg_table": f"{namespace}.{report}"},
         read,
         day_state,
         commits,
@@ -179,6 +180,12 @@ def platform(
     emulator: EmulatorServer, emulator_admin: EmulatorAdmin, monkeypatch: pytest.MonkeyPatch
 ) -> EmulatorAdmin:
     """The connection to the session emulator, and its admin API (reset after the test)."""
+    use_platform(emulator, monkeypatch)
+    return emulator_admin
+
+
+def use_platform(emulator: EmulatorServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``analytics_default`` names the session emulator."""
     config = emulator.config
     connection = {
         "conn_type": "analytics",
@@ -187,7 +194,6 @@ def platform(
         "extra": {"app_key": config.app_key, "timezone": emulator_catalog.PROJECT_TIMEZONE},
     }
     monkeypatch.setenv("AIRFLOW_CONN_ANALYTICS_DEFAULT", json.dumps(connection))
-    return emulator_admin
 
 
 REPORTS = {
@@ -208,6 +214,7 @@ def run_reports(sink: Sink, day: str, lookback_days: int, prefix: str = "") -> d
             task_id=report,
             request=request,
             lookback_days=lookback_days,
+            report_key=report,
             **sink.where(prefix + report),
         )
         summaries[report] = operator.execute(run_context(day))  # type: ignore[arg-type]
@@ -223,7 +230,7 @@ def day_rows(table: pa.Table, day: str) -> pa.Table:
     """One day's rows without the partition column and the moment the platform computed them,
     in a stable order."""
     rows = table.filter(pc.equal(table.column("dt"), pa.scalar(dt.date.fromisoformat(day))))
-    rows = rows.drop_columns(["dt", *REPORT_TIME_COLUMNS])
+    rows = rows.drop_columns(["dt", "report_key", *REPORT_TIME_COLUMNS])
     return rows.sort_by([(name, "ascending") for name in rows.column_names])
 
 

@@ -14,7 +14,9 @@ from airflow_provider_analytics.client import (
     ClientConfig,
     CohortExport,
 )
+from airflow_provider_analytics.client.api import AnalysisAnswer
 from airflow_provider_analytics.client.operations import GET_UTM
+from airflow_provider_analytics.client.validation import event_request
 from airflow_provider_analytics.core.answers import AnswerShapeError
 
 if TYPE_CHECKING:
@@ -420,6 +422,17 @@ CASES: list[tuple[str, Callable[[AnalyticsClient], Any], str, str, dict, Any, st
         "project",
         EVENTS_RESULT,
         EVENTS_RESULT,
+    ),
+    (
+        "analyze",  # a checked request; the answer comes with its Date (none sent here)
+        lambda c: c.analyze(event_request(EVENTS_REQUEST)),
+        "POST",
+        "/uba/api/events/analyze",
+        {},
+        EVENTS_BODY,
+        "project",
+        EVENTS_RESULT,
+        AnalysisAnswer(EVENTS_RESULT, None),
     ),
 ]
 

@@ -19,8 +19,13 @@ from airflow_provider_analytics.tabular.column_names import (
 )
 from airflow_provider_analytics.tabular.export_schema import export_schema
 
-SAFE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-"""What the warehouses this mapping serves take unquoted (written here, not imported)."""
+SAFE = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+"""What the warehouses this mapping serves take unquoted, folded or not, within PostgreSQL's
+63 characters (written here, not imported)."""
+
+RESERVED_SAMPLE = ["select", "order", "user", "group", "table", "qualify", "window", "limit"]
+"""Words reserved by at least one of DuckDB, PostgreSQL, BigQuery, Snowflake and Spark (from
+their documentation; a sample written here, not the package's list)."""
 
 PLAN = [
     {"id": "distinct_id", "dataType": "number"},
@@ -37,9 +42,16 @@ PLAN = [
         ("$city", "city"),
         ("tag.tag_rfm", "tag_tag_rfm"),
         ("tag.2024-vip", "tag_2024_vip"),
-        ("registerTime", "registerTime"),
-        ("7day", "_7day"),
-        ("$7day", "_7day"),
+        ("registerTime", "register_time"),
+        ("userID", "user_id"),
+        ("VIPLevel", "viplevel"),
+        ("7day", "c_7day"),
+        ("$7day", "c_7day"),
+        ("_partitiontime", "c__partitiontime"),
+        ("order", "order_"),
+        ("$user", "user_"),
+        ("dt", "dt_"),
+        ("cohort_code", "cohort_code_"),
         ("年龄", "u5e74u9f84"),
         ("a b", "a_b"),
         ("", ""),
@@ -62,6 +74,7 @@ def test_ids_are_kept_as_they_are() -> None:
         ("tag.a-b", "tag.a_b", "tag_a_b"),
         ("tag.a_b", "tag_a.b", "tag_a_b"),
         ("Age", "age", "age"),
+        ("registerTime", "register_time", "register_time"),
     ],
 )
 def test_a_collision_names_both_ids_and_the_name(first: str, second: str, shared: str) -> None:
@@ -72,6 +85,21 @@ def test_a_collision_names_both_ids_and_the_name(first: str, second: str, shared
     assert repr(first) in message and repr(second) in message and repr(shared) in message
 
 
+@pytest.mark.parametrize("word", RESERVED_SAMPLE)
+def test_a_reserved_word_gets_a_trailing_underscore(word: str) -> None:
+    assert warehouse_name(word) == f"{word}_"
+    assert warehouse_name(word.upper()) == f"{word}_"
+
+
+def test_a_long_id_is_cut_to_63_characters_and_stays_distinct() -> None:
+    first, second = "a" * 80 + "x", "a" * 80 + "y"
+    names = column_name_map([first, second], ColumnNames.WAREHOUSE)
+    assert [len(name) for name in names.values()] == [63, 63]
+    assert names[first] != names[second]
+    assert all(name.startswith("a" * 54 + "_") for name in names.values())
+    assert warehouse_name("a" * 63) == "a" * 63
+
+
 def test_an_id_that_leaves_no_name_is_refused() -> None:
     with pytest.raises(AnalyticsValidationError, match=r"'\$' leaves no warehouse column name"):
         column_name_map(["age", "$"], ColumnNames.WAREHOUSE)
@@ -79,13 +107,13 @@ def test_an_id_that_leaves_no_name_is_refused() -> None:
 
 @pytest.mark.parametrize("value", ["snake", "IDS", None, 1, ""])
 def test_the_setting_takes_ids_or_warehouse(value: object) -> None:
-    with pytest.raises(AnalyticsValidationError, match=r"^column_names: must be one of ids, "):
+    with pytest.raises(AnalyticsValidationError, match=r"^column_names: must be one of "):
         column_names_setting(value)
     assert column_names_setting("warehouse") is ColumnNames.WAREHOUSE
 
 
 ids = st.text(alphabet=st.sampled_from("aAbZ_09$.-é年 "), min_size=0, max_size=8) | st.sampled_from(
-    ["$city", "city", "tag.x", "tag_x", "City"]
+    ["$city", "city", "tag.x", "tag_x", "City", "select", "dt", "a" * 70, "a" * 71, "aB", "a_b"]
 )
 
 
@@ -95,7 +123,7 @@ def test_any_ids_map_to_safe_unique_names_or_a_named_collision(column_ids: list[
     try:
         names = column_name_map(column_ids, ColumnNames.WAREHOUSE)
     except AnalyticsValidationError as error:
-        # the refusal is right: two ids share a name ignoring case, or one leaves none
+        # the refusal is right: two ids share a name, or one leaves none
         message = str(error)
         by_name: dict[str, list[str]] = {}
         for column_id in column_ids:
@@ -109,6 +137,9 @@ def test_any_ids_map_to_safe_unique_names_or_a_named_collision(column_ids: list[
         return
     assert list(names) == column_ids
     assert all(SAFE.fullmatch(name) for name in names.values())
+    assert not any(
+        name in RESERVED_SAMPLE or name in ("dt", "cohort_code") for name in names.values()
+    )
     assert len({name.casefold() for name in names.values()}) == len(column_ids)
     # deterministic, and each name depends on its own id alone
     assert column_name_map(list(reversed(column_ids)), ColumnNames.WAREHOUSE) == names
@@ -130,7 +161,7 @@ def test_schema_writes_mapped_names_and_keeps_each_id_in_the_metadata() -> None:
 
 
 def test_schema_with_ids_writes_the_ids() -> None:
-    schema = export_schema(["$city", "tag.tag_rfm"], PLAN)
+    schema = export_schema(["$city", "tag.tag_rfm"], PLAN, column_names=ColumnNames.IDS)
     assert schema.arrow_schema.names == ["$city", "tag.tag_rfm"]
     assert schema.arrow_schema.field("$city").metadata == {b"analytics.id": b"$city"}
 

@@ -11,6 +11,7 @@ import pyarrow as pa
 import pytest
 
 from airflow_provider_analytics.core.errors import AnalyticsValidationError
+from airflow_provider_analytics.core.identity import Identity
 from airflow_provider_analytics.operators.iceberg_maintenance import IcebergMaintenanceOperator
 from airflow_provider_analytics.sinks.iceberg import (
     IcebergDayWriter,
@@ -27,9 +28,11 @@ from airflow_provider_analytics.sinks.iceberg_maintenance import (
 if TYPE_CHECKING:
     from pathlib import Path
 
+COHORT = Identity("cohort_code", "vip")
+
 
 def write(catalog, day: int, value: int) -> None:
-    writer = IcebergDayWriter(catalog, "lake.t", dt.date(2024, 1, day))
+    writer = IcebergDayWriter(catalog, "lake.t", dt.date(2024, 1, day), identity=COHORT)
     data = pa.table({"n": pa.array([value], pa.int64())})
     writer.open(data.schema)
     writer.write(data)

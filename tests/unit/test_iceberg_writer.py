@@ -15,6 +15,7 @@ from pyiceberg.schema import index_by_id
 from pyiceberg.table import Transaction
 
 from airflow_provider_analytics.core.errors import AnalyticsError
+from airflow_provider_analytics.core.identity import Identity
 from airflow_provider_analytics.sinks.iceberg import (
     FIELD_ID_KEY,
     IcebergCommitError,
@@ -29,6 +30,8 @@ if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
 
 DAY = dt.date(2024, 3, 1)
+
+COHORT = Identity("cohort_code", "vip")
 
 
 @pytest.fixture
@@ -53,7 +56,7 @@ def nested() -> pa.Table:
 
 def test_nested_columns_are_written_with_the_tables_field_ids(catalog: Catalog) -> None:
     data = nested()
-    writer = IcebergDayWriter(catalog, "lake.nested", DAY)
+    writer = IcebergDayWriter(catalog, "lake.nested", DAY, identity=COHORT)
     writer.open(data.schema)
     writer.write(data)
     summary = writer.commit()
@@ -61,7 +64,7 @@ def test_nested_columns_are_written_with_the_tables_field_ids(catalog: Catalog) 
     table = catalog.load_table("lake.nested")
     back = table.scan().to_arrow()
     assert summary["rows"] == 2 and summary["data_files"] == 1
-    assert back.drop_columns(["dt"]).to_pylist() == data.to_pylist()
+    assert back.drop_columns(["cohort_code", "dt"]).to_pylist() == data.to_pylist()
     (path,) = writer.paths
     written = pq.read_schema(path.removeprefix("file://"))
     iceberg = table.schema()
@@ -91,7 +94,9 @@ def test_a_commit_that_keeps_losing_fails_by_name_and_deletes_its_files(
 ) -> None:
     data = pa.table({"n": pa.array([1, 2], pa.int64())})
     waits: list[float] = []
-    writer = IcebergDayWriter(catalog, "lake.lost", DAY, attempts=3, sleep=waits.append)
+    writer = IcebergDayWriter(
+        catalog, "lake.lost", DAY, identity=COHORT, attempts=3, sleep=waits.append
+    )
     writer.open(data.schema)
     writer.write(data)
     paths = list(writer.paths)
@@ -113,7 +118,7 @@ def test_a_commit_of_unknown_outcome_keeps_its_files(
     catalog: Catalog, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     data = pa.table({"n": pa.array([1, 2], pa.int64())})
-    writer = IcebergDayWriter(catalog, "lake.unknown", DAY)
+    writer = IcebergDayWriter(catalog, "lake.unknown", DAY, identity=COHORT)
     writer.open(data.schema)
     writer.write(data)
 
@@ -130,12 +135,12 @@ def test_a_commit_of_unknown_outcome_keeps_its_files(
 
 def test_a_new_file_starts_at_the_target_size(catalog: Catalog) -> None:
     data = pa.table({"n": pa.array(range(1000), pa.int64())})
-    writer = IcebergDayWriter(catalog, "lake.files", DAY, target_file_bytes=3000)
+    writer = IcebergDayWriter(catalog, "lake.files", DAY, identity=COHORT, target_file_bytes=3000)
     writer.open(data.schema)
-    for batch in data.to_batches(max_chunksize=100):  # 800 bytes each, with the day 1200
+    for batch in data.to_batches(max_chunksize=100):  # 800 bytes, ~1900 with identity and day
         writer.write(batch)
     summary = writer.commit()
-    assert summary["data_files"] == 4  # 3 batches fill a file
+    assert summary["data_files"] == 5  # 2 batches fill a file
     table = catalog.load_table("lake.files")
     assert sorted(table.scan().to_arrow()["n"].to_pylist()) == list(range(1000))
     assert len(table.snapshots()) == 1

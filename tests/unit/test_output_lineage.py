@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 from airflow.sdk import Asset, ObjectStoragePath
 
+from airflow_provider_analytics.core.identity import Identity, cohort_identity
+from airflow_provider_analytics.destinations.lineage import LineageTarget, object_target
 from airflow_provider_analytics.operators.cohort_export import CohortExportToParquetOperator
-from airflow_provider_analytics.operators.output import (
-    LineageTarget,
-    destination_asset,
-    object_target,
-)
+from airflow_provider_analytics.operators.output import destination_asset
 from airflow_provider_analytics.operators.reports import FunnelReportOperator
+
+KEY = Identity("report_key", "checkout")
 
 
 @pytest.mark.parametrize(
@@ -69,10 +69,16 @@ def test_asset_event_names_the_object_and_lineage_its_bucket_and_key() -> None:
         task_id="export", cohort_code="vip", destination="s3://aws@lake/users/"
     )
     events: dict[Asset, _Event] = {export.outlets[0]: _Event()}
-    rendered = "s3://aws@lake/users/cohort=vip/dt=2024-01-15/users.parquet"
-    path = ObjectStoragePath(rendered)
+    rendered = "s3://aws@lake/users/cohort_code=vip/dt=2024-01-15/users.parquet"
+    destination = export.output_destination(cohort_identity("vip"))
 
-    export.publish_output({"outlet_events": events}, path, [object_target(path)], rows=42)  # type: ignore[arg-type]
+    export.publish_output(
+        {"outlet_events": events},  # type: ignore[arg-type]
+        destination,
+        ["2024-01-15"],
+        ["users"],
+        rows=42,
+    )
     # the event keeps the connection id: a consumer opens the object with it
     assert events[export.outlets[0]].extra == {"uri": rendered, "rows": 42}
     lineage = export.get_openlineage_facets_on_complete(None)
@@ -81,7 +87,7 @@ def test_asset_event_names_the_object_and_lineage_its_bucket_and_key() -> None:
     assert (source.namespace, source.name) == ("https://analytics.example.com:4005", "cohort/vip")
     assert (target.namespace, target.name) == (
         "s3://lake",
-        "users/cohort=vip/dt=2024-01-15/users.parquet",
+        "users/cohort_code=vip/dt=2024-01-15/users.parquet",
     )
 
 
@@ -98,18 +104,20 @@ def test_object_target_matches_airflows_file_transfer_naming() -> None:
 @pytest.mark.usefixtures("analytics_connection")
 def test_report_lineage_names_every_table_written(tmp_path: Path) -> None:
     report = FunnelReportOperator(task_id="funnel", request={}, destination=f"file://{tmp_path}/f/")
-    _, uri, written = report._writers(["2024-01-15"])
-    assert uri == f"file://{tmp_path}/f/funnel/dt=2024-01-15/funnel.parquet"
-    key = str(tmp_path).lstrip("/")
+    destination = report.output_destination(KEY)
     tables = ("funnel", "funnel_totals", "funnel_by_value", "funnel_by_value_totals")
+    uri = destination.uri("2024-01-15", tables)
+    written = destination.lineage(["2024-01-15"], tables)
+    assert uri == f"file://{tmp_path}/f/funnel/report_key=checkout/dt=2024-01-15/funnel.parquet"
+    key = str(tmp_path).lstrip("/")
     assert written == [
-        LineageTarget("file", f"{key}/f/{table}/dt=2024-01-15/{table}.parquet") for table in tables
+        LineageTarget("file", f"{key}/f/{table}/report_key=checkout/dt=2024-01-15/{table}.parquet")
+        for table in tables
     ]
-    # a look-back run writes, and names, every day's objects; the URI stays its own day's
-    _, uri, looked_back = report._writers(["2024-01-14", "2024-01-15"])
-    assert uri == f"file://{tmp_path}/f/funnel/dt=2024-01-15/funnel.parquet"
+    # a look-back run writes, and names, every day's objects
+    looked_back = destination.lineage(["2024-01-14", "2024-01-15"], tables)
     assert looked_back == [
-        LineageTarget("file", f"{key}/f/{table}/dt={day}/{table}.parquet")
+        LineageTarget("file", f"{key}/f/{table}/report_key=checkout/dt={day}/{table}.parquet")
         for day in ("2024-01-14", "2024-01-15")
         for table in tables
     ]
@@ -126,7 +134,9 @@ def test_iceberg_lineage_names_the_catalog_and_each_table() -> None:
     report = FunnelReportOperator(
         task_id="funnel", request={}, iceberg_table="lake.funnel", iceberg_conn_id="lakehouse"
     )
-    assert report.iceberg_targets(["lake.funnel", "lake.funnel_totals"]) == [
+    destination = report.output_destination(KEY)
+    assert destination.lineage(["2024-01-15"], ["funnel", "funnel_totals"]) == [
         LineageTarget("iceberg://lakehouse", "lake.funnel"),
         LineageTarget("iceberg://lakehouse", "lake.funnel_totals"),
     ]
+    assert destination.uri("2024-01-15", ["funnel"]) == "iceberg://lakehouse/lake/funnel"

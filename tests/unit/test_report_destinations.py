@@ -13,6 +13,7 @@ from airflow_provider_analytics.client import (
     AnalyticsError,
     AnalyticsValidationError,
 )
+from airflow_provider_analytics.core.identity import Identity
 from airflow_provider_analytics.hooks.iceberg import IcebergCatalogHook
 from airflow_provider_analytics.jobs.cohort_export import _arrow_memory_pool
 from airflow_provider_analytics.operators.output import iceberg_asset
@@ -53,7 +54,7 @@ def test_an_object_uri_is_the_main_table_and_the_others_are_its_siblings() -> No
 
 
 def test_iceberg_tables_take_the_same_suffixes() -> None:
-    tables = IcebergTables(None, "lake.checkout", "funnel", None)  # type: ignore[arg-type]
+    tables = IcebergTables(None, "lake.checkout", "funnel", None, Identity("report_key", "k"))  # type: ignore[arg-type]
     assert [tables.identifier_for(name) for name in FUNNEL_NAMES] == [
         "lake.checkout",
         "lake.checkout_totals",
@@ -133,7 +134,12 @@ def test_iceberg_errors_are_analytics_errors() -> None:
     assert issubclass(IcebergSchemaError, AnalyticsError)
     assert issubclass(IcebergSchemaError, ValueError)
     with pytest.raises(AnalyticsValidationError) as caught:
-        IcebergDayWriter(None, "no_namespace", dt.date(2024, 1, 1))  # type: ignore[arg-type]
+        IcebergDayWriter(
+            None,  # type: ignore[arg-type]
+            "no_namespace",
+            dt.date(2024, 1, 1),
+            identity=Identity("report_key", "k"),
+        )
     assert caught.value.field == "iceberg_table"
     with pytest.raises(AnalyticsValidationError) as caught, _arrow_memory_pool("jemalloc"):
         pass

@@ -168,6 +168,7 @@ def test_operator_fills_the_interval_and_validates_before_sending(tmp_path, monk
         task_id="funnel",
         request={"steps": STEPS[:1], "crowds": ["$ALL"]},
         destination=f"file://{tmp_path}/",
+        report_key="checkout",
     )
     with rm.Mocker() as mock, pytest.raises(AnalyticsValidationError, match="steps"):
         bad.execute(context)  # type: ignore[arg-type]
@@ -177,6 +178,7 @@ def test_operator_fills_the_interval_and_validates_before_sending(tmp_path, monk
         task_id="funnel",
         request={"steps": STEPS, "crowds": ["$ALL"]},
         destination=f"file://{tmp_path}/",
+        report_key="checkout",
     )
 
     class _Events(dict):
@@ -192,9 +194,12 @@ def test_operator_fills_the_interval_and_validates_before_sending(tmp_path, monk
         summary = good.execute({**context, "outlet_events": _Events()})  # type: ignore[arg-type]
         body = mock.request_history[0].json()
     assert (body["fromDate"], body["toDate"]) == ("2024-01-15", "2024-01-15")
-    assert summary["uri"] == f"file://{tmp_path}/funnel/dt=2024-01-15/funnel.parquet"
+    assert (
+        summary["uri"]
+        == f"file://{tmp_path}/funnel/report_key=checkout/dt=2024-01-15/funnel.parquet"
+    )
     assert summary["tables"]["funnel_totals"]["uri"] == (
-        f"file://{tmp_path}/funnel_totals/dt=2024-01-15/funnel_totals.parquet"
+        f"file://{tmp_path}/funnel_totals/report_key=checkout/dt=2024-01-15/funnel_totals.parquet"
     )
 
 
@@ -224,6 +229,7 @@ def test_partition_is_the_first_day_the_run_covers(tmp_path, monkeypatch) -> Non
         task_id="funnel",
         request={"steps": STEPS, "crowds": ["$ALL"]},
         destination=f"file://{tmp_path}/",
+        report_key="checkout",
         outlets=[],
     )
     with rm.Mocker() as mock:
@@ -233,7 +239,10 @@ def test_partition_is_the_first_day_the_run_covers(tmp_path, monkeypatch) -> Non
         summary = report.execute(context)  # type: ignore[arg-type]
         body = mock.request_history[0].json()
     assert (body["fromDate"], body["toDate"]) == ("2024-01-15", "2024-01-15")
-    assert summary["uri"] == f"file://{tmp_path}/funnel/dt=2024-01-15/funnel.parquet"
+    assert (
+        summary["uri"]
+        == f"file://{tmp_path}/funnel/report_key=checkout/dt=2024-01-15/funnel.parquet"
+    )
 
 
 def test_an_answer_the_frames_cannot_read_is_a_protocol_error(
@@ -314,6 +323,7 @@ def test_a_look_back_queries_each_day_alone_and_writes_it_as_its_own_run_does(
             task_id="funnel",
             request={"steps": STEPS, "crowds": ["$ALL"]},
             destination=f"file://{tmp_path}/",
+            report_key="checkout",
             window_days=7,  # one day is one window anyway
             **kwargs,
         )
@@ -324,7 +334,9 @@ def test_a_look_back_queries_each_day_alone_and_writes_it_as_its_own_run_does(
         )
         own = report().execute(day_context("2024-01-13"))  # type: ignore[arg-type]
         own_run = {
-            name: pq.read_table(tmp_path / f"{name}/dt=2024-01-13/{name}.parquet")
+            name: pq.read_table(
+                tmp_path / f"{name}/report_key=checkout/dt=2024-01-13/{name}.parquet"
+            )
             for name in FUNNEL_TABLES
         }
         mock.reset_mock()
@@ -333,12 +345,15 @@ def test_a_look_back_queries_each_day_alone_and_writes_it_as_its_own_run_does(
         sent = [(r.json()["fromDate"], r.json()["toDate"]) for r in mock.request_history]
     days = ["2024-01-13", "2024-01-14", "2024-01-15"]
     assert sent == [(day, day) for day in days]
-    assert sorted(p.name for p in (tmp_path / "funnel").iterdir()) == [f"dt={d}" for d in days]
+    folder = tmp_path / "funnel" / "report_key=checkout"
+    assert sorted(p.name for p in folder.iterdir()) == [f"dt={d}" for d in days]
     for name in FUNNEL_TABLES:
-        again = pq.read_table(tmp_path / f"{name}/dt=2024-01-13/{name}.parquet")
+        again = pq.read_table(tmp_path / f"{name}/report_key=checkout/dt=2024-01-13/{name}.parquet")
         assert without_report_time(again).equals(without_report_time(own_run[name])), name
     for day in days:
-        totals = pq.read_table(tmp_path / f"funnel_totals/dt={day}/funnel_totals.parquet")
+        totals = pq.read_table(
+            tmp_path / f"funnel_totals/report_key=checkout/dt={day}/funnel_totals.parquet"
+        )
         # $ALL is the day's own figure: one row per step, the window being the day
         assert totals.column("converted_users").to_pylist() == [10, 4]
         assert set(totals.column("query_from_date").to_pylist()) == {dt.date.fromisoformat(day)}
@@ -347,13 +362,16 @@ def test_a_look_back_queries_each_day_alone_and_writes_it_as_its_own_run_does(
     assert own["repulled"] == {}
     assert summary["days_written"] == days
     assert summary["lookback_days"] == 2
-    assert summary["uri"] == f"file://{tmp_path}/funnel/dt=2024-01-15/funnel.parquet"
+    assert (
+        summary["uri"]
+        == f"file://{tmp_path}/funnel/report_key=checkout/dt=2024-01-15/funnel.parquet"
+    )
     assert (summary["from_date"], summary["to_date"], summary["windows"]) == (days[2], days[2], 1)
     assert set(summary["repulled"]) == set(days[:2])
     repulled = summary["repulled"]["2024-01-14"]
     assert repulled["rows"] == 2
     assert repulled["tables"]["funnel_totals"]["uri"] == (
-        f"file://{tmp_path}/funnel_totals/dt=2024-01-14/funnel_totals.parquet"
+        f"file://{tmp_path}/funnel_totals/report_key=checkout/dt=2024-01-14/funnel_totals.parquet"
     )
     assert repulled["headline"]["overall_conversion"] == 0.4
     extra = next(iter(context["outlet_events"].values())).extra
@@ -372,6 +390,7 @@ def test_a_failed_query_in_a_look_back_writes_no_day(tmp_path, connection) -> No
         task_id="funnel",
         request={"steps": STEPS, "crowds": ["$ALL"]},
         destination=f"file://{tmp_path}/",
+        report_key="checkout",
         lookback_days=2,
     )
     with rm.Mocker() as mock, pytest.raises(AnalyticsProtocolError):

@@ -49,6 +49,7 @@ with DAG(
             **WEEK,
         },
         destination=f"{OUT}funnel/",
+        report_key="funnel",
     )
     events = EventReportOperator(
         task_id="event_report",
@@ -64,6 +65,7 @@ with DAG(
             **WEEK,
         },
         destination=f"{OUT}events/",
+        report_key="events",
         window_days=3,
     )
     utm = CreateUtmOperator(

@@ -1,0 +1,139 @@
+"""Iceberg tables in a catalog: each run replaces its (identity, day) in one commit per table.
+
+A cohort is exported to a verified local Parquet file first (as for object storage), then
+loaded into the table row group by row group and committed; report tables are written from
+Arrow directly. The writer (:mod:`~airflow_provider_analytics.sinks.iceberg`) streams the data
+files, adds the identity and ``dt`` columns and refuses an earlier version's table by name.
+The report tables other than the main one go to tables whose names end the way theirs do
+(``analytics.funnel`` -> ``analytics.funnel_totals``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import tempfile
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from airflow_provider_analytics.core import rules
+from airflow_provider_analytics.core.identity import IDENTITY_METADATA_KEY
+from airflow_provider_analytics.destinations.base import CohortFile
+from airflow_provider_analytics.destinations.lineage import (
+    LineageTarget,
+    iceberg_table_uri,
+    iceberg_target,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator, Sequence
+
+    from pyiceberg.catalog import Catalog
+
+    from airflow_provider_analytics.core.identity import Identity
+    from airflow_provider_analytics.sinks.iceberg import IcebergTables
+
+NUMBER_TYPES = {"long": pa.int64(), "double": pa.float64()}
+"""The Iceberg types a ``number`` column can have been created with, as Arrow types."""
+
+
+class IcebergDestination:
+    """The main table ``identifier`` (and its siblings) in the catalog ``catalog_name``.
+
+    :param open_catalog: opens the pyiceberg catalog (called once, when first needed).
+    :param catalog_name: names the catalog in asset URIs and lineage (the connection id).
+    :param identifier: the main table's ``namespace.table``.
+    :param identity: what the run's rows are.
+    """
+
+    def __init__(
+        self,
+        open_catalog: Callable[[], Catalog],
+        catalog_name: str,
+        identifier: str,
+        identity: Identity,
+    ) -> None:
+        namespace, _, table = str(identifier).rpartition(".")
+        if not namespace or not table:
+            rules.fail("iceberg_table", "must be namespace.table", identifier)
+        self._open_catalog = open_catalog
+        self.catalog_name = catalog_name
+        self.identifier = str(identifier)
+        self.identity = identity
+
+    @cached_property
+    def catalog(self) -> Catalog:
+        return self._open_catalog()
+
+    def identifier_for(self, names: Sequence[str], name: str) -> str:
+        """The table a report table ``name`` goes to (``names[0]`` is the main one)."""
+        return self.identifier + name.removeprefix(names[0])
+
+    def check(self, days: Sequence[str], names: Sequence[str]) -> None:
+        """The days must be dates; the table's layout is checked when it is opened (before
+        anything is written), the catalog being reached only then."""
+        for day in days:
+            rules.date(day, "dt")
+
+    @contextlib.contextmanager
+    def cohort_file(self, day: str) -> Iterator[CohortFile]:
+        from airflow.sdk import ObjectStoragePath
+
+        from airflow_provider_analytics.sinks.iceberg import replace_day_from_parquet
+
+        with tempfile.TemporaryDirectory(prefix="cohort-export-") as directory:
+            local = ObjectStoragePath((Path(directory) / "users.parquet").as_uri())
+            uri = iceberg_table_uri(self.catalog_name, self.identifier)
+            target = CohortFile(local, uri, {IDENTITY_METADATA_KEY: str(self.identity)})
+            yield target
+            target.published["iceberg"] = replace_day_from_parquet(
+                self.catalog,
+                self.identifier,
+                dt.date.fromisoformat(day),
+                local.path,
+                self.identity,
+            )
+
+    def earlier_number_types(self, day: str) -> dict[str, pa.DataType]:
+        """The table's long and double columns, by name: a ``number`` column keeps the type
+        the table has (Iceberg cannot turn a long into a double)."""
+        from pyiceberg.exceptions import NoSuchTableError
+
+        try:
+            table = self.catalog.load_table(self.identifier)
+        except NoSuchTableError:
+            return {}
+        return {
+            field.name: NUMBER_TYPES[str(field.field_type)]
+            for field in table.schema().fields
+            if str(field.field_type) in NUMBER_TYPES
+        }
+
+    def report_tables(self, day: str, names: Sequence[str]) -> _NamedByUri:
+        from airflow_provider_analytics.sinks.iceberg import IcebergTables
+
+        tables = IcebergTables(
+            self.catalog, self.identifier, names[0], dt.date.fromisoformat(day), self.identity
+        )
+        return _NamedByUri(tables, self.catalog_name)
+
+    def uri(self, day: str, names: Sequence[str]) -> str:
+        return iceberg_table_uri(self.catalog_name, self.identifier)
+
+    def lineage(self, days: Sequence[str], names: Sequence[str]) -> list[LineageTarget]:
+        return [iceberg_target(self.catalog_name, self.identifier_for(names, n)) for n in names]
+
+
+class _NamedByUri:
+    """Report tables written to Iceberg, each described by its table's URI."""
+
+    def __init__(self, tables: IcebergTables, catalog_name: str) -> None:
+        self.tables = tables
+        self.catalog_name = catalog_name
+
+    def write_table(self, name: str, table: pa.Table) -> dict[str, Any]:
+        written = self.tables.write_table(name, table)
+        return {**written, "uri": iceberg_table_uri(self.catalog_name, written["uri"])}

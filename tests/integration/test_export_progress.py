@@ -1,0 +1,131 @@
+"""Progress lines of a slow export, over real HTTP on 127.0.0.1.
+
+The server drips the export: a few rows, then a pause longer than the progress interval, so
+every pause is a line due by construction. The tests read the lines' content (rows, the
+percentage, the rates, the time left), never how long anything took.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+from typing import TYPE_CHECKING
+
+import pytest
+
+from airflow_provider_analytics.client import AnalyticsClient, ClientConfig
+from airflow_provider_analytics.jobs.cohort_export import export_cohort_to_parquet
+from airflow_provider_analytics.jobs.export_settings import ExportSettings
+from tests.integration.export_servers import ExportServer
+
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import BinaryIO
+
+pytestmark = pytest.mark.integration
+
+PLAN = [{"id": "user_id", "dataType": "number"}, {"id": "name", "dataType": "string"}]
+ROWS = 40
+ROWS_PER_DRIP = 5
+PAUSE = 0.12
+"""Seconds between drips; longer than :data:`INTERVAL`, so each drip is worth a line."""
+INTERVAL = 0.05
+PROGRESS_LOGGER = "airflow_provider_analytics.core.progress"
+LINE = re.compile(
+    r"cohort c1: (?P<rows>\d+) of 40 rows \((?P<percent>\d+\.\d)%\), (?P<mb>\d+\.\d) MB received; "
+    r"(?P<rate>\d+(\.\d+)?) rows/s, \d+\.\d MB/s(; about (?P<left>\d+ s) left)?"
+)
+
+
+def record(n: int) -> bytes:
+    return json.dumps({"user_id": n, "name": f"user {n}"}).encode() + b"\n"
+
+
+def drip(stream: BinaryIO) -> None:
+    for first in range(0, ROWS, ROWS_PER_DRIP):
+        stream.write(b"".join(record(n) for n in range(first, first + ROWS_PER_DRIP)))
+        stream.flush()
+        time.sleep(PAUSE)
+
+
+def lines(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == PROGRESS_LOGGER]
+
+
+def check_interim(messages: list[str]) -> list[int]:
+    """Every interim line is well formed and consistent; returns the rows of each."""
+    interim = [LINE.fullmatch(m) for m in messages if "done" not in m]
+    assert interim and all(interim), messages
+    rows = []
+    for line in interim:
+        assert line is not None
+        count = int(line["rows"])
+        rows.append(count)
+        assert line["percent"] == f"{100 * count / ROWS:.1f}"
+        assert float(line["rate"]) > 0
+        assert (line["left"] is None) == (count == ROWS)  # a time left until the end
+    assert rows == sorted(rows) and rows[0] < ROWS
+    return rows
+
+
+@pytest.mark.slow
+def test_a_slow_export_logs_rows_percentage_and_rates_at_the_clients_interval(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The job has no interval of its own here: the client's (the connection's) applies."""
+    settings = ExportSettings(attempts=1, block_bytes=64, chunk_bytes=1024)
+    with ExportServer(plan=PLAN, count=ROWS, write=drip) as server:
+        config = ClientConfig(
+            server.base_url, token="t0k", app_key="app", progress_interval=INTERVAL
+        )
+        with AnalyticsClient(config) as client, caplog.at_level(logging.INFO):
+            result = export_cohort_to_parquet(
+                client, "c1", tmp_path / "users.parquet", settings=settings, timezone="UTC"
+            )
+    assert result.rows == ROWS
+    check_interim(lines(caplog))
+    final = next(m for m in caplog.messages if m.startswith("cohort c1: wrote 40 rows"))
+    assert re.search(r"\(\d+(\.\d+)? rows/s, \d+\.\d MB/s\)$", final), final
+
+
+@pytest.mark.slow
+def test_the_export_settings_interval_wins_over_the_clients(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    settings = ExportSettings(attempts=1, block_bytes=64, chunk_bytes=1024, progress_interval=3600)
+    with ExportServer(plan=PLAN, count=ROWS, write=drip) as server:
+        config = ClientConfig(
+            server.base_url, token="t0k", app_key="app", progress_interval=INTERVAL
+        )
+        with AnalyticsClient(config) as client, caplog.at_level(logging.INFO):
+            export_cohort_to_parquet(
+                client, "c1", tmp_path / "users.parquet", settings=settings, timezone="UTC"
+            )
+    assert lines(caplog) == []  # an hour between lines: none in a second
+
+
+@pytest.mark.slow
+def test_the_clients_export_iterator_logs_progress_and_a_final_rate(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with ExportServer(plan=PLAN, count=ROWS, write=drip) as server:
+        config = ClientConfig(
+            server.base_url, token="t0k", app_key="app", progress_interval=INTERVAL
+        )
+        with (
+            AnalyticsClient(config) as client,
+            caplog.at_level(logging.INFO),
+            client.export_cohort_users("c1", expected_rows=ROWS) as export,
+        ):
+            users = list(export.iter_records())
+    assert len(users) == ROWS
+    messages = lines(caplog)
+    check_interim(messages)
+    (final,) = [m for m in messages if "done" in m]
+    assert re.fullmatch(
+        r"cohort c1: done, 40 rows, \d+\.\d MB received in \d+\.\d s "
+        r"\(\d+(\.\d+)? rows/s, \d+\.\d MB/s\)",
+        final,
+    ), final
