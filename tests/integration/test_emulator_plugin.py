@@ -146,6 +146,8 @@ def test_every_start_has_fresh_credentials() -> None:
         ({"cohorts": {"big": -5}}, "non-negative size"),
         ({"events": [{"user": -1, "event": "x", "time": "2024-01-01 10:00:00"}]}, "record 0"),
         ({"data_until": "2024-01-15"}, "data_until must be a datetime.date"),
+        ({"seed": "seven"}, "seed must be a non-negative integer"),
+        ({"events": "2024-01-15 buy"}, "events must be a list of objects"),
     ],
 )
 def test_a_scenario_that_does_not_fit_is_refused_by_name(

@@ -113,6 +113,13 @@ class Scenario:
             isinstance(fault, dict) for fault in self.faults
         ):
             raise ScenarioError("faults must be a list of objects, as the admin API takes them")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+            raise ScenarioError(f"seed must be a non-negative integer, not {self.seed!r}")
+        if self.events is not None and (
+            isinstance(self.events, str | bytes)
+            or not all(isinstance(event, dict) for event in self.events)
+        ):
+            raise ScenarioError("events must be a list of objects, as the admin API takes them")
         if self.data_until is not None and not isinstance(self.data_until, date):
             raise ScenarioError(f"data_until must be a datetime.date, not {self.data_until!r}")
         clashing = sorted({"app_api_key", "app_key", "xtoken"} & set(self.connection_extra))
