@@ -57,6 +57,16 @@ class Destination(Protocol):
         without an error, and nothing is published otherwise."""
         ...
 
+    def staging(self, day: str) -> StoragePath:
+        """The folder where a cohort read in shards keeps its parts and records until they
+        are published (outside every folder readers read)."""
+        ...
+
+    def publish_parts(self, day: str, parts: Sequence[StoragePath]) -> CohortFile:
+        """Publish a cohort's parts as the day's output, all at once or not at all; returns
+        what names it (``uri``) and what publishing did."""
+        ...
+
     def earlier_number_types(self, day: str) -> dict[str, pa.DataType]:
         """Column id or name -> the int64 or double type the destination holds a ``number``
         column with already (from an earlier day), so that the column keeps it."""
