@@ -120,6 +120,7 @@ PROVIDER_INFO: dict[str, Any] = {
             "integration-name": "Analytics",
             "python-modules": [
                 f"{_PACKAGE}.operators.cohort_export",
+                f"{_PACKAGE}.operators.cohort_shards",
                 f"{_PACKAGE}.operators.reports",
                 f"{_PACKAGE}.operators.campaigns",
                 f"{_PACKAGE}.operators.accounts",
