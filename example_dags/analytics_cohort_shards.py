@@ -30,6 +30,7 @@ EXPORT = {
     "cohort_code": COHORT,
     "destination": LARGE_COHORT_USERS,
     "timezone": PROJECT_TIMEZONE,
+    "properties": ["distinct_id", "$city", "register_time", "total_orders", "is_vip"],
     "page_size": 1000,
     "shard_rows": 2000,
 }
