@@ -47,7 +47,11 @@ EXPORT = {
 def analytics_cohort_shards() -> None:
     plan = CohortShardPlanOperator(task_id="plan_shards", pool=POOL, **EXPORT)
     read = CohortShardReadOperator.partial(
-        task_id="read_shard", pool=POOL, retries=3, **EXPORT
+        task_id="read_shard",
+        pool=POOL,
+        retries=3,
+        retry_delay=pendulum.duration(seconds=5),  # a lost shard is read again soon
+        **EXPORT,
     ).expand(shard_index=plan.output)
     publish = CohortShardPublishOperator(task_id="publish_cohort", pool=POOL, **EXPORT)
     plan >> read >> publish
