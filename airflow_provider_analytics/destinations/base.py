@@ -17,10 +17,6 @@ if TYPE_CHECKING:
     from airflow_provider_analytics.storage import StoragePath
 
 
-COHORT_FILE = "users"
-"""The table name of a cohort export (its file is ``users.parquet``)."""
-
-
 @dataclass
 class CohortFile:
     """Where a cohort export writes its Parquet file, and what publishing it did.

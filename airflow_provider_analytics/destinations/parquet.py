@@ -27,8 +27,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from airflow_provider_analytics.core import rules
-from airflow_provider_analytics.core.identity import COHORT_COLUMN, IDENTITY_METADATA_KEY
-from airflow_provider_analytics.destinations.base import COHORT_FILE, CohortFile
+from airflow_provider_analytics.core.identity import (
+    COHORT_COLUMN,
+    COHORT_FILE,
+    IDENTITY_METADATA_KEY,
+)
+from airflow_provider_analytics.destinations.base import CohortFile
 from airflow_provider_analytics.destinations.lineage import LineageTarget, object_target
 from airflow_provider_analytics.jobs.earlier_types import earlier_number_types
 from airflow_provider_analytics.operators.paths import (

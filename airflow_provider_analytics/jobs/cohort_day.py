@@ -16,7 +16,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_analytics.core import rules
-from airflow_provider_analytics.destinations.base import COHORT_FILE
+from airflow_provider_analytics.core.identity import COHORT_FILE
 from airflow_provider_analytics.jobs import cohort_shards as shards
 from airflow_provider_analytics.jobs.cohort_export import export_cohort_to_parquet, prepare_export
 

@@ -25,8 +25,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_analytics.client.validation import cohort_query
-from airflow_provider_analytics.core.identity import cohort_identity
-from airflow_provider_analytics.destinations.base import COHORT_FILE
+from airflow_provider_analytics.core.identity import COHORT_FILE, cohort_identity
 from airflow_provider_analytics.jobs.export_settings import ExportSettings
 from airflow_provider_analytics.operators.intervals import covered_days
 from airflow_provider_analytics.operators.output import AnalyticsOutputOperator

@@ -179,7 +179,7 @@ def test_a_table_of_an_earlier_version_is_refused_then_migrated_by_the_command(
     with pytest.raises(IcebergLayoutError, match="iceberg_migration"):
         export("cohort_tiny", iceberg_table="analytics.users")
 
-    command = [sys.executable, "-m", "airflow_provider_analytics.sinks.iceberg_migration"]
+    command = [sys.executable, "-m", "airflow_provider_analytics.hooks.iceberg_migration"]
     target = ["analytics.users", "cohort_code=cohort_old"]
     dry = subprocess.run([*command, *target, "--dry-run"], capture_output=True, text=True)
     assert dry.returncode == 0, dry.stderr
