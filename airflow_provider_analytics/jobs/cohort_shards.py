@@ -44,6 +44,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from airflow_provider_analytics.core import rules
 from airflow_provider_analytics.core.errors import AnalyticsError
 from airflow_provider_analytics.core.identity import request_digest
+from airflow_provider_analytics.core.progress import Progress
 from airflow_provider_analytics.sinks.parquet import parquet_stream
 from airflow_provider_analytics.storage import remove_quietly
 from airflow_provider_analytics.tabular.arrow import BlockDecoder
@@ -331,6 +332,12 @@ class ShardReader:
         plan, settings = self.plan, self.settings
         decoder = BlockDecoder(self.schema)
         query = _page_query(plan)
+        progress = Progress(
+            f"cohort {plan.cohort_code} shard {shard.index}",
+            total=shard.rows,
+            interval=self.client.config.progress_interval,
+            bar=False,
+        )
         with parquet_stream(
             self.part(shard),
             self.schema.arrow_schema,
@@ -360,7 +367,9 @@ class ShardReader:
                 if users:
                     block = _page_lines(users)
                     parquet.add(decoder.finish(block, decoder.parse(block)))
+                progress.update(decoder.rows)
             parquet.flush()
+        progress.finish(decoder.rows)
         if decoder.rows != shard.rows:
             raise CohortChangedError(
                 f"cohort {plan.cohort_code!r} shard {shard.index}: {decoder.rows} rows read, "
@@ -444,13 +453,24 @@ def read_shards(
             len(done),
             len(todo),
         )
-    if parallel == 1 or len(todo) <= 1:
-        for shard in todo:
-            done[shard.index] = reader.read(shard)
-        return done
-    with ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="shard") as pool:
-        for shard, rows in zip(todo, pool.map(reader.read, todo), strict=True):
-            done[shard.index] = rows
+    total = Progress(
+        f"cohort {reader.plan.cohort_code}, all shards",
+        total=sum(shard.rows for shard in shards),
+        interval=reader.client.config.progress_interval,
+    )
+    try:
+        if parallel == 1 or len(todo) <= 1:
+            for shard in todo:
+                done[shard.index] = reader.read(shard)
+                total.update(sum(done.values()))
+        else:
+            with ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="shard") as pool:
+                for shard, rows in zip(todo, pool.map(reader.read, todo), strict=True):
+                    done[shard.index] = rows
+                    total.update(sum(done.values()))
+        total.finish(sum(done.values()))
+    finally:
+        total.close()
     return done
 
 

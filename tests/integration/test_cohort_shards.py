@@ -292,3 +292,20 @@ def test_shards_publish_into_iceberg_as_one_commit(client: AnalyticsClient, tmp_
         tables[mode] = table.scan().to_arrow().sort_by("distinct_id")
     assert tables["pages"].equals(tables["stream"])
     assert not list((tmp_path / "staging").rglob("*.parquet"))
+
+
+def test_each_shard_and_the_whole_report_their_progress(
+    client: AnalyticsClient, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    import logging
+
+    with caplog.at_level(logging.INFO):
+        export(client, tmp_path, **SHARDED)
+    lines = [record.getMessage() for record in caplog.records]
+    for index in range(5):
+        done = [
+            line for line in lines if line.startswith(f"cohort cohort_small shard {index}: done")
+        ]
+        assert len(done) == 1 and "200 rows" in done[0], lines
+    (whole,) = [line for line in lines if line.startswith("cohort cohort_small, all shards: done")]
+    assert "1000 rows" in whole and "/s" in whole
