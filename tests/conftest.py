@@ -15,6 +15,8 @@ from tests.emulator_helpers import EmulatorAdmin
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
+    from airflow_provider_analytics.client import AnalyticsClient
+
 TEST_ADMIN_TOKEN = "emulator-admin-token"
 
 # Property tests are deterministic unless asked otherwise: the same examples every run
@@ -66,3 +68,15 @@ def emulator_admin(emulator: EmulatorServer) -> Iterator[EmulatorAdmin]:
     finally:
         admin.reset()
         admin.close()
+
+
+@pytest.fixture
+def client(emulator: EmulatorServer) -> Iterator[AnalyticsClient]:
+    """A client of the session emulator."""
+    from airflow_provider_analytics.client import AnalyticsClient, ClientConfig
+
+    config = emulator.config
+    with AnalyticsClient(
+        ClientConfig(emulator.base_url, token=config.token, app_key=config.app_key)
+    ) as api:
+        yield api

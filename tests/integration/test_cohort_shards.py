@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 from airflow.sdk import ObjectStoragePath
 
-from airflow_provider_analytics.client import AnalyticsClient, ClientConfig
+from airflow_provider_analytics.client import AnalyticsClient
 from airflow_provider_analytics.client.validation import cohort_query
 from airflow_provider_analytics.core.errors import AnalyticsServerError, AnalyticsValidationError
 from airflow_provider_analytics.core.identity import cohort_identity
@@ -21,10 +21,7 @@ from airflow_provider_analytics.jobs.cohort_day import export_cohort_day, start_
 from airflow_provider_analytics.jobs.export_settings import ExportSettings
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
     from pathlib import Path
-
-    from analytics_emulator.server import EmulatorServer
 
     from tests.emulator_helpers import EmulatorAdmin
 
@@ -33,15 +30,6 @@ pytestmark = pytest.mark.integration
 DAY = "2024-01-15"
 SHARDED = {"mode": "pages", "page_size": 100, "shard_rows": 250}
 """1000 users: 10 pages of 100, 2 pages a shard, 5 shards."""
-
-
-@pytest.fixture
-def client(emulator: EmulatorServer) -> Iterator[AnalyticsClient]:
-    config = emulator.config
-    with AnalyticsClient(
-        ClientConfig(emulator.base_url, token=config.token, app_key=config.app_key)
-    ) as api:
-        yield api
 
 
 def destination(root: Path, code: str = "cohort_small") -> ParquetDestination:

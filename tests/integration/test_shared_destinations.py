@@ -29,6 +29,7 @@ from airflow_provider_analytics.sinks.iceberg import (
     catalog_properties,
     open_catalog,
 )
+from tests.reliability.connections import use_connection
 from tests.run_context import run_context
 
 if TYPE_CHECKING:
@@ -49,14 +50,7 @@ FUNNELS = {
 
 @pytest.fixture
 def platform(emulator: EmulatorServer, monkeypatch: pytest.MonkeyPatch) -> EmulatorServer:
-    config = emulator.config
-    connection = {
-        "conn_type": "analytics",
-        "host": emulator.base_url,
-        "password": config.token,
-        "extra": {"app_key": config.app_key, "timezone": emulator_catalog.PROJECT_TIMEZONE},
-    }
-    monkeypatch.setenv("AIRFLOW_CONN_ANALYTICS_DEFAULT", json.dumps(connection))
+    use_connection(monkeypatch, emulator, timezone=emulator_catalog.PROJECT_TIMEZONE)
     return emulator
 
 
