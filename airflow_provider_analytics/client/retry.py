@@ -87,7 +87,9 @@ class RetryPolicy:
     @classmethod
     def from_config(cls, config: ClientConfig) -> RetryPolicy:
         """The policy a client configuration asks for."""
-        return cls(config.max_attempts, config.backoff_base, config.backoff_max)
+        return cls(
+            config.max_attempts, config.backoff_base, config.backoff_max, config.retry_after_max
+        )
 
     def backoff(self, attempt: int) -> float:
         """Full-jitter backoff after failed attempt ``attempt`` (1-based)."""
