@@ -3,9 +3,10 @@
 
 With the CeleryExecutor (``make stack-celery`` runs two workers) the read tasks spread over the
 workers; a worker lost mid-shard costs that shard only, which a retry reads on any worker. The
-tasks share the ``analytics_api`` pool, whose slots bound the calls in flight to the platform
-however many workers run (``make stack`` creates it; in a deployment:
-``airflow pools set analytics_api 4 "calls to the analytics platform"``).
+tasks share the ``analytics_platform`` pool, whose slots bound the calls in flight to the
+platform however many workers run (``make stack`` creates it; in a deployment:
+``airflow pools set analytics_platform 4 "calls to the analytics platform"``), and within each
+worker the client keeps at most ``max_concurrent_calls`` calls in flight.
 
 Each day lands in ``cohort_code=<code>/dt=<day>/users.parquet`` under the prefix, replacing that
 day's earlier file in one step; readers see the old day or the new one, never a mix.
@@ -22,10 +23,9 @@ from airflow_provider_analytics.operators.cohort_shards import (
     CohortShardPublishOperator,
     CohortShardReadOperator,
 )
+from airflow_provider_analytics.provider_info import PLATFORM_POOL
 
 COHORT = "cohort_medium"
-POOL = "analytics_api"
-"""The pool bounding the calls in flight to the platform (see the docstring)."""
 EXPORT = {
     "cohort_code": COHORT,
     "destination": LARGE_COHORT_USERS,
@@ -45,15 +45,15 @@ EXPORT = {
     tags=["analytics", "example", "shards"],
 )
 def analytics_cohort_shards() -> None:
-    plan = CohortShardPlanOperator(task_id="plan_shards", pool=POOL, **EXPORT)
+    plan = CohortShardPlanOperator(task_id="plan_shards", pool=PLATFORM_POOL, **EXPORT)
     read = CohortShardReadOperator.partial(
         task_id="read_shard",
-        pool=POOL,
+        pool=PLATFORM_POOL,
         retries=3,
         retry_delay=pendulum.duration(seconds=5),  # a lost shard is read again soon
         **EXPORT,
     ).expand(shard_index=plan.output)
-    publish = CohortShardPublishOperator(task_id="publish_cohort", pool=POOL, **EXPORT)
+    publish = CohortShardPublishOperator(task_id="publish_cohort", pool=PLATFORM_POOL, **EXPORT)
     plan >> read >> publish
 
 

@@ -5,7 +5,7 @@
     plan = CohortShardPlanOperator(task_id="plan", cohort_code="all_users", destination=PREFIX)
     read = CohortShardReadOperator.partial(
         task_id="read", cohort_code="all_users", destination=PREFIX,
-        pool=ANALYTICS_POOL, retries=3,
+        pool=PLATFORM_POOL, retries=3,
     ).expand(shard_index=plan.output)
     publish = CohortShardPublishOperator(task_id="publish", cohort_code="all_users",
                                          destination=PREFIX)

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from airflow_provider_analytics.client.throttle import DEFAULT_MAX_CONCURRENT_CALLS
+from airflow_provider_analytics.provider_info import PLATFORM_POOL, PLATFORM_POOL_DESCRIPTION
 from tests.stack.conftest import (
     admin,
     parquet_rows,
@@ -70,6 +72,13 @@ def manual_run(local_stack: Stack) -> str:
     wait_for_run(local_stack, DAG_ID, run_id, timeout=420)
     wait_until(lambda: backfills_finished(local_stack, DAG_ID), 300, "the empty backfill to end")
     return run_id
+
+
+def test_the_platform_pool_is_created_with_the_documented_slots(local_stack: Stack) -> None:
+    rows = local_stack.query(
+        "SELECT slots, description FROM slot_pool WHERE pool = %s", PLATFORM_POOL
+    )
+    assert rows == [(DEFAULT_MAX_CONCURRENT_CALLS, PLATFORM_POOL_DESCRIPTION)]
 
 
 def test_a_manual_run_of_a_past_day_writes_that_days_partitions(
