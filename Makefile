@@ -104,7 +104,8 @@ constraints-check: venv
 	$(PY) -m devtools.constraints --dry-run
 
 ## make stack: PostgreSQL, the emulator, api-server (127.0.0.1:8080), scheduler, dag-processor and
-## triggerer with the LocalExecutor, example DAGs unpaused; state and output under out/stack/.
+## triggerer with the LocalExecutor, example DAGs unpaused, the pool analytics_platform (4 slots);
+## state and output under out/stack/.
 stack: venv
 	$(PY) -m devtools.stack up --executor local
 

@@ -24,6 +24,17 @@ the same way, from the repository root)."""
 DEFAULT_CONN_ID = "analytics_default"
 """The connection the hook, the operators and the sensor use unless told otherwise."""
 
+PLATFORM_POOL = "analytics_platform"
+"""The Airflow pool every task that calls the platform belongs to, so that however many tasks
+and workers run, only as many calls as it has slots are made at once. Create it once per
+deployment, with ``max_concurrent_calls`` slots (4 by default):
+``airflow pools set analytics_platform 4 "calls to the analytics platform"``; ``make stack``
+creates it. Give a task that makes several calls at once (threads reading shards) as many
+``pool_slots``."""
+
+PLATFORM_POOL_DESCRIPTION = "calls to the analytics platform"
+"""The description the development stack gives :data:`PLATFORM_POOL`."""
+
 #: Extra holding the appKey. Airflow's REST API and UI hide an extra when the key's name
 #: contains a sensitive word such as ``api_key``; the older name ``app_key`` contains none and
 #: would be shown in clear, so it is only read, never offered.
@@ -77,6 +88,18 @@ CONNECTION_FIELDS: dict[str, Any] = {
     "max_attempts": _number(
         "Attempts", "integer", 4, "Tries per call for transient failures (1 = no retry)."
     ),
+    "max_concurrent_calls": _number(
+        "Calls at once",
+        "integer",
+        4,
+        "Most calls in flight to the platform from one worker process (a whole number >= 1).",
+    ),
+    "retry_after_max": _number(
+        "Longest Retry-After (s)",
+        "number",
+        120,
+        "Longest wait a 429/503 Retry-After is honoured for, by every call of the process.",
+    ),
     "verify": {
         "label": "Verify TLS",
         "schema": {"type": ["boolean", "null"], "default": True},
@@ -120,6 +143,7 @@ PROVIDER_INFO: dict[str, Any] = {
             "integration-name": "Analytics",
             "python-modules": [
                 f"{_PACKAGE}.operators.cohort_export",
+                f"{_PACKAGE}.operators.cohort_shards",
                 f"{_PACKAGE}.operators.reports",
                 f"{_PACKAGE}.operators.campaigns",
                 f"{_PACKAGE}.operators.accounts",

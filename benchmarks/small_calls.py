@@ -6,8 +6,11 @@ between them: tracking plan listings, a cohort page, an event analysis and a pla
 figures: errors (target 0), requests the emulator saw (each call exactly once: no retry was
 needed), and TCP connections the emulator accepted (``/_emulator/stats``; target: no more than
 the threads, i.e. connections are reused), with latency percentiles and calls per second.
+The client lets ``--max-concurrent-calls`` of them be in flight at once (its default, 4, unless
+told otherwise); the other threads wait their turn.
 
-Usage: python benchmarks/small_calls.py [--calls 500] [--threads 16] [--json FILE]
+Usage: python benchmarks/small_calls.py [--calls 500] [--threads 16] [--max-concurrent-calls 4]
+       [--json FILE]
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import requests
 from analytics_emulator.process import EmulatorProcess
 
 from airflow_provider_analytics.client import AnalyticsClient, ClientConfig
+from airflow_provider_analytics.client.throttle import DEFAULT_MAX_CONCURRENT_CALLS
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -63,13 +67,19 @@ def admin(base_url: str, method: str, path: str) -> Any:
     return response.json()
 
 
-def run(total: int, threads: int) -> dict[str, Any]:
+def run(total: int, threads: int, in_flight: int = DEFAULT_MAX_CONCURRENT_CALLS) -> dict[str, Any]:
     """Start the emulator, make the calls, return the figures."""
     emulator = EmulatorProcess(
         credentials={"token": TOKEN, "app_key": APP_KEY, "xtoken": XTOKEN, "admin_token": ADMIN}
     ).start()
     try:
-        config = ClientConfig(emulator.base_url, token=TOKEN, app_key=APP_KEY, pool_maxsize=threads)
+        config = ClientConfig(
+            emulator.base_url,
+            token=TOKEN,
+            app_key=APP_KEY,
+            pool_maxsize=threads,
+            max_concurrent_calls=in_flight,
+        )
         with AnalyticsClient(config) as client:
             client.analyze_events(EVENTS_REQUEST)  # builds the emulator's event log first
             admin(emulator.base_url, "POST", "reset")
@@ -99,6 +109,7 @@ def run(total: int, threads: int) -> dict[str, Any]:
     return {
         "calls": total,
         "threads": threads,
+        "max_concurrent_calls": in_flight,
         "errors": len(errors),
         "error_samples": errors[:5],
         "requests_seen": sum(stats["requests"].values()),
@@ -116,7 +127,8 @@ def run(total: int, threads: int) -> dict[str, Any]:
 def report(figures: dict[str, Any]) -> None:
     latency = figures["latency_ms"]
     print(
-        f"{figures['calls']} calls over {figures['threads']} threads, one client: "
+        f"{figures['calls']} calls over {figures['threads']} threads, one client, at most "
+        f"{figures['max_concurrent_calls']} in flight: "
         f"{figures['wall_seconds']:.2f} s, {figures['calls_per_second']:.0f} calls/s, "
         f"latency p50 {latency['p50']} ms, p95 {latency['p95']} ms, max {latency['max']} ms"
     )
@@ -134,9 +146,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=500)
     parser.add_argument("--threads", type=int, default=16)
+    parser.add_argument(
+        "--max-concurrent-calls", type=int, default=DEFAULT_MAX_CONCURRENT_CALLS, dest="in_flight"
+    )
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     args = parser.parse_args()
-    figures = run(args.calls, args.threads)
+    figures = run(args.calls, args.threads, args.in_flight)
     report(figures)
     if args.json is not None:
         args.json.parent.mkdir(parents=True, exist_ok=True)

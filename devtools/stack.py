@@ -4,8 +4,10 @@ PostgreSQL as the metadata database, the emulator as the platform, and Airflow's
 scheduler, dag-processor and triggerer, with the LocalExecutor or (``--executor celery``) the
 CeleryExecutor, Redis as its broker and two Celery workers. Everything listens on 127.0.0.1;
 state, logs and the pipelines' output live under ``out/stack/``. Debian's ``postgresql`` and
-``redis-server`` packages are installed when missing (as root). Every process is recorded in
-``out/stack/processes.json`` and ``make stack-down`` stops them by pid.
+``redis-server`` packages are installed when missing (as root). The Airflow pool the tasks
+calling the platform share (``analytics_platform``, ``max_concurrent_calls`` slots) is created
+after the database. Every process is recorded in ``out/stack/processes.json`` and
+``make stack-down`` stops them by pid.
 
     python -m devtools.stack up [--executor local|celery] [--api-port 8080]
     python -m devtools.stack down
@@ -34,6 +36,8 @@ from typing import Any
 
 from analytics_emulator.process import command_line
 
+from airflow_provider_analytics.client.throttle import DEFAULT_MAX_CONCURRENT_CALLS
+from airflow_provider_analytics.provider_info import PLATFORM_POOL, PLATFORM_POOL_DESCRIPTION
 from devtools import sessions
 from devtools.airflow_runner import AIRFLOW, REPO, connection_env
 from devtools.ports import free_port
@@ -233,6 +237,7 @@ class Stack:
             self._start_emulator()
             self._copy_dags()
             self._airflow_checked("db", "migrate", timeout=600)
+            self._create_platform_pool()
             for service in AIRFLOW_SERVICES:
                 command = [AIRFLOW, service]
                 if service == "api-server":
@@ -246,6 +251,17 @@ class Stack:
             self.down()
             raise
         return time.monotonic() - started
+
+    def _create_platform_pool(self) -> None:
+        """The pool every task calling the platform belongs to, with as many slots as one
+        process may have calls in flight by default (``max_concurrent_calls``)."""
+        self._airflow_checked(
+            "pools",
+            "set",
+            PLATFORM_POOL,
+            str(DEFAULT_MAX_CONCURRENT_CALLS),
+            PLATFORM_POOL_DESCRIPTION,
+        )
 
     def _record(self) -> None:
         state = {
@@ -520,6 +536,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  Airflow UI and API  http://127.0.0.1:{stack.api_port}/")
     print(f"  emulator            {stack.emulator_url}")
     print(f"  metadata database   {stack.database_url}")
+    print(f"  platform pool       {PLATFORM_POOL} ({DEFAULT_MAX_CONCURRENT_CALLS} slots)")
     print(f"  output              {stack.output}/")
     print(f"  logs                {stack.logs}/")
     env_file = stack.root / "airflow.env"

@@ -17,6 +17,7 @@ _LOCAL_DEFAULT = os.path.join(os.environ.get("AIRFLOW_HOME", os.path.expanduser(
 OUTPUT_ROOT = os.environ.get("ANALYTICS_OUTPUT_ROOT", f"file://{_LOCAL_DEFAULT}analytics-output/")
 
 COHORT_USERS = f"{OUTPUT_ROOT}cohort_users/"
+LARGE_COHORT_USERS = f"{OUTPUT_ROOT}large_cohort_users/"
 CHECKOUT_FUNNEL = f"{OUTPUT_ROOT}checkout_funnel/"
 DAILY_EVENTS = f"{OUTPUT_ROOT}daily_events/"
 

@@ -10,10 +10,13 @@ import pytest
 from analytics_emulator.server import EmulatorConfig, EmulatorServer
 from hypothesis import Phase, settings
 
+from airflow_provider_analytics.client.throttle import forget_platforms
 from tests.emulator_helpers import EmulatorAdmin
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
+
+    from airflow_provider_analytics.client import AnalyticsClient
 
 TEST_ADMIN_TOKEN = "emulator-admin-token"
 
@@ -33,6 +36,13 @@ settings.register_profile(
 )
 settings.register_profile("explore", derandomize=False, deadline=None, max_examples=500)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "deterministic"))
+
+
+@pytest.fixture(autouse=True)
+def _platforms_start_unthrottled() -> None:
+    """Each test starts with no call in flight and no hold-off left by an earlier test's
+    ``Retry-After`` (the client shares both per platform within the process)."""
+    forget_platforms()
 
 
 @pytest.fixture(scope="session")
@@ -66,3 +76,15 @@ def emulator_admin(emulator: EmulatorServer) -> Iterator[EmulatorAdmin]:
     finally:
         admin.reset()
         admin.close()
+
+
+@pytest.fixture
+def client(emulator: EmulatorServer) -> Iterator[AnalyticsClient]:
+    """A client of the session emulator."""
+    from airflow_provider_analytics.client import AnalyticsClient, ClientConfig
+
+    config = emulator.config
+    with AnalyticsClient(
+        ClientConfig(emulator.base_url, token=config.token, app_key=config.app_key)
+    ) as api:
+        yield api

@@ -144,7 +144,6 @@ class AnalyticsClient:
         *,
         params: Mapping[str, Any] | None = None,
         json: Any = None,
-        stream: bool = False,
         read_timeout: float | None = None,
         extra_secrets: Iterable[str] = (),
         time_limit: float | None = None,
@@ -156,7 +155,6 @@ class AnalyticsClient:
             path,
             params=params,
             json=json,
-            stream=stream,
             read_timeout=read_timeout,
             extra_secrets=extra_secrets,
             time_limit=time_limit,
@@ -539,7 +537,9 @@ class AnalyticsClient:
         manager. Reads wait up to ``export_read_timeout`` seconds for data, and the whole
         body must arrive within ``export_deadline`` seconds of the request. While the body is
         read, its rows and bytes are logged every ``progress_interval`` seconds, with a bar
-        where someone watches (:class:`ClientConfig`).
+        where someone watches (:class:`ClientConfig`). The export counts as one of the
+        platform's ``max_concurrent_calls`` calls in flight until its body has been read to
+        the end or it is closed.
 
         :param cohort_code: the cohort, or a
             :class:`~airflow_provider_analytics.client.validation.CohortQuery`, as in
@@ -554,14 +554,16 @@ class AnalyticsClient:
         if expected_rows is not None:
             rules.integer(expected_rows, "expected_rows", minimum=0)
         deadline = time.monotonic() + self._config.export_deadline
-        response = self._send(
-            ops.EXPORT_COHORT_USERS,
+        operation = ops.EXPORT_COHORT_USERS
+        response, slot = self._http.open_stream(
+            operation,
+            operation.build_path(self._config.utm_prefix),
             json=body,
-            stream=True,
             read_timeout=self._config.export_read_timeout,
         )
         return CohortExport(
             response,
+            release=slot.release,
             secrets=self._config.secrets(),
             deadline=deadline,
             progress=self._progress(

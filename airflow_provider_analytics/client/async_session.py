@@ -12,6 +12,9 @@ client is built (``trust_env=False``: ``httpx`` reads no proxy variable itself; 
 variables ``SSL_CERT_FILE`` and ``SSL_CERT_DIR`` are still honoured). Header values are
 sent as Latin-1 bytes, as ``requests`` sends them (``httpx`` would encode text as ASCII and
 fail on a Latin-1 token).
+
+Each attempt takes its turn with the same per-process throttle as the synchronous transport
+(:mod:`~airflow_provider_analytics.client.throttle`), waiting without blocking the loop.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ if TYPE_CHECKING:
 
     from airflow_provider_analytics.client.config import ClientConfig
     from airflow_provider_analytics.client.operations import Operation
+    from airflow_provider_analytics.client.throttle import Slot
 
 
 def _tls(verify: bool | str) -> bool | ssl.SSLContext:
@@ -102,6 +106,19 @@ class AsyncHttpSession:
     ) -> None:
         await self.aclose()
 
+    async def _take_turn(self, call: CallAttempts) -> Slot:
+        """Wait until the platform's hold-off has passed and a place among the calls in flight
+        is free, and take it (as the synchronous transport does)."""
+        while True:
+            while (wait := call.hold_off()) is not None:
+                await self._sleep(wait)
+            slot = await call.throttle.acquire_async(call.concurrency, call.place_timeout())
+            if slot is None:
+                raise call.no_place_error()
+            if not call.held_off():
+                return slot
+            slot.release()
+
     async def request(
         self,
         operation: Operation,
@@ -145,8 +162,9 @@ class AsyncHttpSession:
         headers = _latin1(out.headers)
         timeout = httpx.Timeout(out.read_timeout, connect=out.connect_timeout)
         while True:
-            left = call.start()
+            slot = await self._take_turn(call)
             try:
+                left = call.start()
                 async with asyncio.timeout(left):
                     response = await self._client.request(
                         out.method,
@@ -164,6 +182,8 @@ class AsyncHttpSession:
                 verdict = call.after_answer(response)
                 if verdict.accepted:
                     return response
+            finally:
+                slot.release()  # the body is read (no streaming here)
             if verdict.error is not None:
                 raise verdict.error from None
             assert verdict.retry_in is not None

@@ -5,10 +5,17 @@ The synchronous transport (``requests``) and the asynchronous one (``httpx``) bo
 :class:`CallAttempts` and only do the I/O themselves (send, sleep, close), so they send the
 same credentials and headers, retry the same failures after the same waits, keep to the
 same overall deadline and raise the same errors with the same masked messages.
+
+Before each attempt a transport takes its turn with the platform's
+:class:`~airflow_provider_analytics.client.throttle.PlatformThrottle`: it waits out the hold-off
+(:meth:`CallAttempts.hold_off`), then for a place among the calls in flight
+(:meth:`CallAttempts.place_timeout`), and the call's deadline covers both waits.
 """
 
 from __future__ import annotations
 
+import logging
+import math
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -16,10 +23,12 @@ from typing import TYPE_CHECKING, Any
 from airflow_provider_analytics.client.failures import error_from_response, error_from_transport
 from airflow_provider_analytics.client.operations import AuthKind
 from airflow_provider_analytics.client.retry import RETRY_AFTER_STATUSES, parse_retry_after
+from airflow_provider_analytics.client.throttle import throttle_for
 from airflow_provider_analytics.client.transport_failures import classify_transport_error
 from airflow_provider_analytics.core.errors import (
     AnalyticsConfigurationError,
     AnalyticsError,
+    AnalyticsRateLimitError,
     AnalyticsTransportError,
 )
 from airflow_provider_analytics.core.redaction import Redactor
@@ -31,6 +40,9 @@ if TYPE_CHECKING:
     from airflow_provider_analytics.client.failures import HttpAnswer
     from airflow_provider_analytics.client.operations import Operation
     from airflow_provider_analytics.client.retry import RetryPolicy
+    from airflow_provider_analytics.client.throttle import PlatformThrottle
+
+logger = logging.getLogger("airflow_provider_analytics.client")
 
 
 def auth_headers(config: ClientConfig, operation: Operation) -> dict[str, str]:
@@ -110,6 +122,7 @@ class CallAttempts:
     :param time_limit: seconds the whole call may take, retries included, instead of
         ``request_deadline``.
     :param clock: monotonic seconds (injectable for tests).
+    :param throttle: the platform's throttle, instead of this process' one for ``base_url``.
     :raises AnalyticsConfigurationError: the needed credentials are not configured.
     """
 
@@ -126,6 +139,7 @@ class CallAttempts:
         extra_secrets: Iterable[str] = (),
         time_limit: float | None = None,
         clock: Callable[[], float] = time.monotonic,
+        throttle: PlatformThrottle | None = None,
     ) -> None:
         headers = {"User-Agent": config.user_agent, "Accept": "application/json"}
         headers.update(auth_headers(config, operation))
@@ -147,6 +161,70 @@ class CallAttempts:
         self._clock = clock
         self._limit = config.request_deadline if time_limit is None else time_limit
         self._ends = clock() + self._limit
+        self.throttle = throttle_for(config.base_url) if throttle is None else throttle
+        """The platform's shared bound on calls in flight and its hold-off."""
+        self.concurrency = config.max_concurrent_calls
+        """Calls in flight to the platform this call tolerates before it starts."""
+        self._covered = -math.inf
+
+    def hold_off(self) -> float | None:
+        """Seconds to wait before the next attempt because the platform asked every caller
+        to (a ``Retry-After`` another call got), or ``None`` to go on.
+
+        A moment this call has already waited for (its own ``Retry-After``) asks nothing more.
+
+        :raises AnalyticsRateLimitError: the wait would outlast the call's deadline (raised at
+            once rather than after sleeping into it).
+        """
+        pending = self.throttle.pending(self._covered)
+        if pending is None:
+            return None
+        moment, seconds = pending
+        left = self._ends - self._clock()
+        if seconds >= left:
+            name = self.operation.name
+            raise AnalyticsRateLimitError(
+                f"{name}: the platform asked every caller to wait {seconds:.1f} s more "
+                f"(Retry-After of an earlier answer), beyond the {max(left, 0.0):.1f} s left "
+                "of this call's deadline; run fewer calls at once (max_concurrent_calls, the "
+                "Airflow pool) or raise request_deadline",
+                operation=name,
+            )
+        self._covered = moment
+        logger.info(
+            "%s: the platform asked every caller to wait (Retry-After); waiting %.2f s",
+            self.operation.name,
+            seconds,
+        )
+        return seconds
+
+    def held_off(self) -> bool:
+        """Whether a hold-off not yet waited for has been set (checked again once a place
+        among the calls in flight is taken, in case another call got a ``Retry-After``
+        meanwhile)."""
+        return self.throttle.pending(self._covered) is not None
+
+    def place_timeout(self) -> float:
+        """The seconds this call may wait for a place among the calls in flight (the rest of
+        its deadline).
+
+        :raises AnalyticsTransportError: the deadline has passed already.
+        """
+        left = self._ends - self._clock()
+        if left <= 0:
+            raise self._deadline_error()
+        return left
+
+    def no_place_error(self) -> AnalyticsTransportError:
+        """The error of a call that found no place among the calls in flight in time."""
+        name = self.operation.name
+        return AnalyticsTransportError(
+            f"{name}: no turn to call the platform within {self._limit:g} s: "
+            f"{self.concurrency} call(s) to it stayed in flight from this process "
+            "(max_concurrent_calls), a streamed export holding its place until its body is "
+            "read; raise max_concurrent_calls or request_deadline, or run fewer calls at once",
+            operation=name,
+        )
 
     def start(self) -> float:
         """Count the next attempt and return the seconds it may take (the rest of the
@@ -169,14 +247,19 @@ class CallAttempts:
         if 200 <= status < 300:
             return Verdict()
         policy, operation = self._policy, self.operation
+        wait, moment = None, -math.inf
+        if status in RETRY_AFTER_STATUSES:
+            wait = parse_retry_after(answer.headers.get("Retry-After"), now=policy.clock())
+            if wait is not None:  # every caller of the platform holds off, not only this one
+                wait = min(wait, policy.retry_after_max)
+                moment = self.throttle.hold_off(wait)
         if policy.has_attempts_left(self.attempt) and policy.retries_status(
             status, idempotent=operation.idempotent
         ):
-            wait = None
-            if status in RETRY_AFTER_STATUSES:
-                wait = parse_retry_after(answer.headers.get("Retry-After"), now=policy.clock())
             delay = self._wait_within_deadline(f"HTTP {status}", wait)
             if delay is not None:
+                if wait is not None:
+                    self._covered = max(self._covered, moment)  # this wait covers it
                 return Verdict(retry_in=delay)
         error = error_from_response(operation, answer, attempts=self.attempt, secrets=self._secrets)
         return Verdict(error=error)

@@ -11,6 +11,7 @@ from typing import Any, NoReturn
 from urllib.parse import unquote, urlsplit
 
 from airflow_provider_analytics import __version__
+from airflow_provider_analytics.client.throttle import DEFAULT_MAX_CONCURRENT_CALLS
 from airflow_provider_analytics.core.errors import AnalyticsConfigurationError
 from airflow_provider_analytics.core.progress import DEFAULT_PROGRESS_INTERVAL
 
@@ -67,6 +68,13 @@ class ClientConfig:
     :param max_attempts: attempts per operation, first try included.
     :param backoff_base: first backoff ceiling in seconds; doubles each attempt.
     :param backoff_max: largest backoff ceiling in seconds.
+    :param retry_after_max: longest wait a ``Retry-After`` is honoured for, in seconds: both
+        the retry of the call that got it and the hold-off of every other call to the
+        platform in this process (:mod:`~airflow_provider_analytics.client.throttle`).
+    :param max_concurrent_calls: most calls in flight to this platform from this process at
+        once, shared by every client and thread with the same ``base_url``; a streamed export
+        counts until its body has been read or closed. Other calls wait their turn within
+        their own deadline.
     :param allow_insecure_http: allow plain ``http://`` to a host that is not loopback.
     :param proxy: ``http://host:port`` (or ``https://``) of the proxy to tunnel ``https://``
         calls through, instead of the environment's ``HTTPS_PROXY``; plain ``http://`` never
@@ -94,6 +102,8 @@ class ClientConfig:
     max_attempts: int = 4
     backoff_base: float = 0.5
     backoff_max: float = 30.0
+    retry_after_max: float = 120.0
+    max_concurrent_calls: int = DEFAULT_MAX_CONCURRENT_CALLS
     allow_insecure_http: bool = False
     proxy: str | None = None
     pool_maxsize: int = 16
@@ -117,9 +127,10 @@ class ClientConfig:
             self._check_number(name, minimum=0.0, inclusive=False)
         if self.progress_bar is not None and not isinstance(self.progress_bar, bool):
             self._refuse("progress_bar", "must be None, True or False", self.progress_bar)
-        for name in ("backoff_base", "backoff_max"):
+        for name in ("backoff_base", "backoff_max", "retry_after_max"):
             self._check_number(name, minimum=0.0, inclusive=True)
         self._check_int("max_attempts", minimum=1)
+        self._check_int("max_concurrent_calls", minimum=1)
         self._check_int("pool_maxsize", minimum=1)
         self._check_verify()
         if not isinstance(self.allow_insecure_http, bool):

@@ -23,7 +23,7 @@ from airflow_provider_analytics.core.ndjson import (
 from airflow_provider_analytics.core.redaction import Redactor
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator
+    from collections.abc import Callable, Iterable, Iterator
     from types import TracebackType
 
     from airflow_provider_analytics.core.progress import Progress
@@ -43,6 +43,8 @@ class CohortExport:
     :meth:`iter_lines` or :meth:`iter_records`.
 
     :param response: the export's answer, opened with ``stream=True``.
+    :param release: gives back the export's place among the calls in flight to the platform;
+        called once the body has ended or the export is closed (``None``: nothing to give back).
     :param secrets: values to mask in error messages.
     :param deadline: ``time.monotonic()`` value by which the whole body must have arrived
         (``None``: no bound beyond the per-read timeout).
@@ -55,12 +57,14 @@ class CohortExport:
         self,
         response: requests.Response,
         *,
+        release: Callable[[], None] | None = None,
         secrets: Iterable[str] = (),
         deadline: float | None = None,
         max_line_bytes: int = MAX_LINE_BYTES,
         progress: Progress | None = None,
     ) -> None:
         self._response = response
+        self._release = release
         self._progress = progress
         self._counting_lines = False
         self._deadline = deadline
@@ -93,9 +97,18 @@ class CohortExport:
     def close(self) -> None:
         """Release the connection; an unfinished body is discarded."""
         self._closed = True
-        self._response.close()
+        try:
+            self._response.close()
+        finally:
+            self._give_back()
         if self._progress is not None:
             self._progress.close()
+
+    def _give_back(self) -> None:
+        """Give the export's place among the calls in flight back, once."""
+        release, self._release = self._release, None
+        if release is not None:
+            release()
 
     def _rows(self) -> int | None:
         """Rows so far for the progress: lines read, or ``None`` when only bytes are read."""
@@ -123,9 +136,10 @@ class CohortExport:
         read1 = getattr(raw, "read1", None)
         if read1 is None:  # a stand-in body without read1 (tests)
             yield from self._response.iter_content(chunk_size)
-            return
-        while chunk := read1(chunk_size, decode_content=True):
-            yield chunk
+        else:
+            while chunk := read1(chunk_size, decode_content=True):
+                yield chunk
+        self._give_back()  # the whole body is in: the platform serves this call no more
 
     def iter_bytes(self, chunk_size: int = 1 << 20) -> Iterator[bytes]:
         """Yield the raw body in chunks of at most ``chunk_size`` bytes, as they arrive.

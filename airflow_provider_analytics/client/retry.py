@@ -5,7 +5,9 @@ retried on 429, 500, 502, 503, 504, connection failures and timeouts. Operations
 create something (ad tracking links, accounts) are retried only when the request provably
 never reached the server: the connection could not be made, or a 429 said it was not
 processed. Waits use exponential backoff with full jitter, or ``Retry-After`` when a 429
-or 503 carries it.
+or 503 carries it (up to ``retry_after_max``); such a ``Retry-After`` also holds off every other
+call to the platform from the process
+(:mod:`~airflow_provider_analytics.client.throttle`).
 
 This module only decides; the transports do the waiting (``time.sleep`` or
 ``asyncio.sleep``), and :mod:`~airflow_provider_analytics.client.transport_failures` tells
@@ -18,6 +20,7 @@ import email.utils
 import logging
 import math
 import random
+import re
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -39,19 +42,27 @@ RETRY_AFTER_STATUSES = frozenset({429, 503})
 NOT_PROCESSED_STATUSES = frozenset({429})
 """Statuses that say the request was not processed, so even a create may be retried."""
 
+_DELAY_SECONDS = re.compile(r"-?[0-9]+(?:\.[0-9]+)?")
+
 
 def parse_retry_after(value: str | None, *, now: float) -> float | None:
-    """Seconds to wait according to a ``Retry-After`` header, ``None`` if absent or unreadable.
+    """Seconds to wait according to a ``Retry-After`` header, ``None`` if absent or unreadable
+    (the caller then backs off as after any other failure).
 
-    :param value: the header: delay seconds, or an HTTP date.
+    Two forms are read (RFC 9110, 10.2.3): delay seconds, ASCII digits (a fraction is
+    accepted too, and a negative delay means no wait), or an HTTP date with its zone
+    (``Wed, 21 Oct 2015 07:28:00 GMT``), whose distance from ``now`` is the wait (none if
+    past). Anything else, an exponent or digits of other scripts among them, is unreadable.
+
+    :param value: the header.
     :param now: the current epoch time, to turn a date into a delay.
     """
     if value is None:
         return None
     value = value.strip()
-    try:
+    if _DELAY_SECONDS.fullmatch(value):
         seconds = float(value)
-    except ValueError:
+    else:
         try:
             when = email.utils.parsedate_to_datetime(value)
         except (TypeError, ValueError, IndexError):
@@ -87,7 +98,9 @@ class RetryPolicy:
     @classmethod
     def from_config(cls, config: ClientConfig) -> RetryPolicy:
         """The policy a client configuration asks for."""
-        return cls(config.max_attempts, config.backoff_base, config.backoff_max)
+        return cls(
+            config.max_attempts, config.backoff_base, config.backoff_max, config.retry_after_max
+        )
 
     def backoff(self, attempt: int) -> float:
         """Full-jitter backoff after failed attempt ``attempt`` (1-based)."""

@@ -7,11 +7,18 @@ are off (``max_retries=0``): retrying is decided per operation, because creating
 twice is not the same as reading it twice. The proxy is decided by
 :mod:`~airflow_provider_analytics.client.proxies` and given with every request, so
 ``requests`` adds none of its own from the environment.
+
+Every attempt first takes its turn with the platform's throttle
+(:mod:`~airflow_provider_analytics.client.throttle`): it waits out a hold-off another call's
+``Retry-After`` set, then for a place among the calls in flight from this process. An ordinary
+answer gives its place back once its body has been read; a streamed one
+(:meth:`HttpSession.open_stream`) keeps it until the caller releases it.
 """
 
 from __future__ import annotations
 
 import time
+import weakref
 from typing import TYPE_CHECKING, Any
 
 import requests
@@ -26,6 +33,7 @@ if TYPE_CHECKING:
 
     from airflow_provider_analytics.client.config import ClientConfig
     from airflow_provider_analytics.client.operations import Operation
+    from airflow_provider_analytics.client.throttle import Slot
 
 
 def _new_session(config: ClientConfig) -> requests.Session:
@@ -71,29 +79,98 @@ class HttpSession:
         *,
         params: Mapping[str, Any] | None = None,
         json: Any = None,
-        stream: bool = False,
         read_timeout: float | None = None,
         extra_secrets: Iterable[str] = (),
         time_limit: float | None = None,
     ) -> requests.Response:
-        """Send ``operation`` and return its successful (2xx) answer.
+        """Send ``operation`` and return its successful (2xx) answer, body read.
 
         :param operation: the operation; decides credentials and retry safety.
         :param path: request path (already percent-encoded) below the base URL.
         :param params: query parameters (``None`` values are dropped).
         :param json: JSON body, or ``None`` for no body.
-        :param stream: leave the body unread, for streamed answers.
         :param read_timeout: read timeout instead of the configured one.
         :param extra_secrets: values of this request to mask in errors, besides the
             credentials (a password in the body, for example).
-        :param time_limit: seconds the whole call may take, retries included, instead of
-            ``request_deadline`` (for a streamed answer: until its headers have arrived).
-            Enforced on the pool this object creates.
+        :param time_limit: seconds the whole call may take, retries and turns included,
+            instead of ``request_deadline``. Enforced on the pool this object creates.
         :raises AnalyticsConfigurationError: the needed credentials are not configured, or
             the environment names a proxy that plain ``http://`` may not go through.
         :raises AnalyticsApiError: the server answered with an error status.
-        :raises AnalyticsTransportError: no answer, after the retries allowed.
+        :raises AnalyticsRateLimitError: also when the platform's hold-off would outlast the
+            call's deadline.
+        :raises AnalyticsTransportError: no answer, after the retries allowed, or no turn
+            among the calls in flight within the deadline.
         """
+        response, slot = self._exchange(
+            operation,
+            path,
+            params=params,
+            json=json,
+            stream=False,
+            read_timeout=read_timeout,
+            extra_secrets=extra_secrets,
+            time_limit=time_limit,
+        )
+        slot.release()
+        return response
+
+    def open_stream(
+        self,
+        operation: Operation,
+        path: str,
+        *,
+        params: Mapping[str, Any] | None = None,
+        json: Any = None,
+        read_timeout: float | None = None,
+        extra_secrets: Iterable[str] = (),
+        time_limit: float | None = None,
+    ) -> tuple[requests.Response, Slot]:
+        """Send ``operation`` and return its successful answer with the body unread, and the
+        place among the calls in flight it holds.
+
+        Release the place once the body has been read or closed; if neither happens, it is
+        released when the answer is garbage-collected. Arguments and errors as in
+        :meth:`request` (``time_limit`` runs until the headers have arrived).
+        """
+        response, slot = self._exchange(
+            operation,
+            path,
+            params=params,
+            json=json,
+            stream=True,
+            read_timeout=read_timeout,
+            extra_secrets=extra_secrets,
+            time_limit=time_limit,
+        )
+        weakref.finalize(response, slot.release)
+        return response, slot
+
+    def _take_turn(self, call: CallAttempts) -> Slot:
+        """Wait until the platform's hold-off has passed and a place among the calls in flight
+        is free, and take it."""
+        while True:
+            while (wait := call.hold_off()) is not None:
+                self._sleep(wait)
+            slot = call.throttle.acquire(call.concurrency, call.place_timeout())
+            if slot is None:
+                raise call.no_place_error()
+            if not call.held_off():
+                return slot
+            slot.release()  # another call got a Retry-After meanwhile: wait that out first
+
+    def _exchange(
+        self,
+        operation: Operation,
+        path: str,
+        *,
+        params: Mapping[str, Any] | None,
+        json: Any,
+        stream: bool,
+        read_timeout: float | None,
+        extra_secrets: Iterable[str],
+        time_limit: float | None,
+    ) -> tuple[requests.Response, Slot]:
         self._route.check(operation.name)
         call = CallAttempts(
             self._config,
@@ -109,8 +186,9 @@ class HttpSession:
         out = call.request
         proxies = self._route.for_requests(out.url)
         while True:
-            left = call.start()
+            slot = self._take_turn(call)
             try:
+                left = call.start()
                 with deadline(left) as watch:
                     response = self._session.request(
                         out.method,
@@ -125,12 +203,22 @@ class HttpSession:
                         proxies=proxies,  # type: ignore[arg-type]
                     )
             except requests.RequestException as exc:
+                slot.release()
                 verdict = call.after_failure(exc, cut_by_deadline=watch.expired)
+            except BaseException:
+                slot.release()
+                raise
             else:
-                verdict = call.after_answer(response)
+                try:
+                    verdict = call.after_answer(response)
+                except BaseException:
+                    slot.release()
+                    response.close()
+                    raise
                 if verdict.accepted:
-                    return response
+                    return response, slot
                 response.close()
+                slot.release()
             if verdict.error is not None:
                 raise verdict.error from None
             assert verdict.retry_in is not None

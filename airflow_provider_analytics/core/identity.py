@@ -33,6 +33,9 @@ REPORT_COLUMN: Final = "report_key"
 IDENTITY_METADATA_KEY: Final = "analytics.identity"
 """Parquet file metadata key holding ``<column>=<value>`` of the rows the object holds."""
 
+COHORT_FILE: Final = "users"
+"""The table name of a cohort export (its file is ``users.parquet``)."""
+
 DATE_KEYS: Final = frozenset({"fromDate", "toDate"})
 """Request keys that change from run to run and so stay out of a report's digest."""
 

@@ -17,10 +17,6 @@ if TYPE_CHECKING:
     from airflow_provider_analytics.storage import StoragePath
 
 
-COHORT_FILE = "users"
-"""The table name of a cohort export (its file is ``users.parquet``)."""
-
-
 @dataclass
 class CohortFile:
     """Where a cohort export writes its Parquet file, and what publishing it did.
@@ -55,6 +51,16 @@ class Destination(Protocol):
     def cohort_file(self, day: str) -> contextlib.AbstractContextManager[CohortFile]:
         """A place to write the day's cohort file; the file is published when the block ends
         without an error, and nothing is published otherwise."""
+        ...
+
+    def staging(self, day: str) -> StoragePath:
+        """The folder where a cohort read in shards keeps its parts and records until they
+        are published (outside every folder readers read)."""
+        ...
+
+    def publish_parts(self, day: str, parts: Sequence[StoragePath]) -> CohortFile:
+        """Publish a cohort's parts as the day's output, all at once or not at all; returns
+        what names it (``uri``) and what publishing did."""
         ...
 
     def earlier_number_types(self, day: str) -> dict[str, pa.DataType]:

@@ -47,6 +47,8 @@ class IcebergDestination:
     :param catalog_name: names the catalog in asset URIs and lineage (the connection id).
     :param identifier: the main table's ``namespace.table``.
     :param identity: what the run's rows are.
+    :param staging_root: where a cohort read in shards keeps its parts (an object-storage URI
+        all workers reach); default: this machine's temporary space.
     """
 
     def __init__(
@@ -55,6 +57,8 @@ class IcebergDestination:
         catalog_name: str,
         identifier: str,
         identity: Identity,
+        *,
+        staging_root: str | None = None,
     ) -> None:
         namespace, _, table = str(identifier).rpartition(".")
         if not namespace or not table:
@@ -63,6 +67,7 @@ class IcebergDestination:
         self.catalog_name = catalog_name
         self.identifier = str(identifier)
         self.identity = identity
+        self.staging_root = staging_root
 
     @cached_property
     def catalog(self) -> Catalog:
@@ -96,6 +101,38 @@ class IcebergDestination:
                 local.path,
                 self.identity,
             )
+
+    def staging(self, day: str) -> Any:
+        """``staging`` (an object-storage URI every worker reaches) when given, else a folder
+        of this machine's temporary space; either way per table, identity and day."""
+        from airflow.sdk import ObjectStoragePath
+
+        table = self.identifier.replace(".", "/")
+        if self.staging_root:
+            root = self.staging_root.rstrip("/")
+        else:
+            root = (Path(tempfile.gettempdir()) / "analytics-shards").as_uri()
+        return ObjectStoragePath(f"{root}/{self.catalog_name}/{table}/{self.identity}/dt={day}/")
+
+    def publish_parts(self, day: str, parts: Sequence[Any]) -> CohortFile:
+        """The parts as the identity's day in one commit (one snapshot)."""
+        from airflow_provider_analytics.jobs.cohort_shards import iter_part_batches, unified_schema
+        from airflow_provider_analytics.sinks.iceberg import IcebergDayWriter
+
+        schema = unified_schema(parts)
+        writer = IcebergDayWriter(
+            self.catalog, self.identifier, dt.date.fromisoformat(day), identity=self.identity
+        )
+        writer.open(schema)
+        try:
+            for table in iter_part_batches(parts, schema):
+                writer.write(table)
+            committed = writer.commit()
+        except BaseException:
+            writer.abort()
+            raise
+        uri = iceberg_table_uri(self.catalog_name, self.identifier)
+        return CohortFile(parts[0], uri, {}, {"iceberg": committed})
 
     def earlier_number_types(self, day: str) -> dict[str, pa.DataType]:
         """The table's long and double columns, by name: a ``number`` column keeps the type

@@ -27,8 +27,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from airflow_provider_analytics.core import rules
-from airflow_provider_analytics.core.identity import COHORT_COLUMN, IDENTITY_METADATA_KEY
-from airflow_provider_analytics.destinations.base import COHORT_FILE, CohortFile
+from airflow_provider_analytics.core.identity import (
+    COHORT_COLUMN,
+    COHORT_FILE,
+    IDENTITY_METADATA_KEY,
+)
+from airflow_provider_analytics.destinations.base import CohortFile
 from airflow_provider_analytics.destinations.lineage import LineageTarget, object_target
 from airflow_provider_analytics.jobs.earlier_types import earlier_number_types
 from airflow_provider_analytics.operators.paths import (
@@ -45,6 +49,7 @@ if TYPE_CHECKING:
 
     from airflow_provider_analytics.core.identity import Identity
     from airflow_provider_analytics.operators.paths import RootList
+    from airflow_provider_analytics.storage import StoragePath
 
 OLD_COHORT_FOLDER = "cohort"
 """The partition key an earlier version put a cohort's code under."""
@@ -165,6 +170,29 @@ class ParquetDestination:
     def cohort_file(self, day: str) -> Iterator[CohortFile]:
         path = self.paths(day, (COHORT_FILE,))[COHORT_FILE]
         yield CohortFile(path, str(path), self.file_metadata())
+
+    def staging(self, day: str) -> ObjectStoragePath:
+        """Beside the prefix, not under it (``<prefix>.staging/cohort_code=<c>/dt=<day>/``),
+        or beside the object (``<object>.staging/``): no reader of the prefix sees a part."""
+        from airflow.sdk import ObjectStoragePath
+
+        if self.is_prefix:
+            root = f"{self.destination.rstrip('/')}.staging/"
+            folder = f"{root}{self.identity}/dt={day}/"
+        else:
+            folder = f"{self.destination}.staging/"
+        return ObjectStoragePath(checked_destination(folder, self.allowed_roots))
+
+    def publish_parts(self, day: str, parts: Sequence[StoragePath]) -> CohortFile:
+        """The parts merged into the day's one object, which replaces the earlier one
+        atomically (readers see the old day or the new one)."""
+        from airflow_provider_analytics.jobs.cohort_shards import merge_parts
+
+        path = self.paths(day, (COHORT_FILE,))[COHORT_FILE]
+        written = merge_parts(
+            parts, path, compression=self.compression, metadata=self.file_metadata()
+        )
+        return CohortFile(path, str(path), self.file_metadata(), {"bytes_written": written})
 
     def earlier_number_types(self, day: str) -> dict[str, pa.DataType]:
         path = self.paths(day, (COHORT_FILE,))[COHORT_FILE]

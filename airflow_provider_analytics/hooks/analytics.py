@@ -27,7 +27,13 @@ if TYPE_CHECKING:
 R = TypeVar("R")
 
 _INT_EXTRAS = ("max_attempts", "pool_maxsize")
-_FLOAT_EXTRAS = ("connect_timeout", "read_timeout", "export_read_timeout", "backoff_base")
+_FLOAT_EXTRAS = (
+    "connect_timeout",
+    "read_timeout",
+    "export_read_timeout",
+    "backoff_base",
+    "retry_after_max",
+)
 _BOOL_TRUE = {"1", "true", "yes", "on"}
 _BOOL_FALSE = {"0", "false", "no", "off"}
 
@@ -63,6 +69,18 @@ def _as_number(name: str, value: Any, kind: Callable[[Any], R]) -> R:
         ) from None
 
 
+def _max_concurrent_calls(value: Any) -> int:
+    """The ``max_concurrent_calls`` extra: a whole number of at least 1, written as a number
+    (``4`` or ``4.0``); text, a bool, 0 or a fraction are refused."""
+    whole = isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+    if isinstance(value, bool) or not whole or value < 1:
+        raise AnalyticsConfigurationError(
+            "connection extra 'max_concurrent_calls' must be a whole number of calls of at "
+            f"least 1, written as a number such as 4 (got {bounded_repr(value, 40)})"
+        )
+    return int(value)
+
+
 def _progress_interval(value: Any) -> float:
     """The ``progress_interval`` extra: a JSON number of seconds above 0, never text."""
     try:
@@ -96,8 +114,9 @@ def client_config_from_connection(conn: Connection) -> ClientConfig:
 
     Host is the base URL, password the project ``token``; extras carry ``app_api_key`` (the
     appKey; ``app_key`` and ``appKey`` are still read), ``xtoken``, ``utm_prefix``, timeouts,
-    ``verify``, ``max_attempts``, ``allow_insecure_http``, ``proxy`` and ``progress_interval``
-    (seconds between progress lines; the bar is off in Airflow). Every secret
+    ``verify``, ``max_attempts``, ``max_concurrent_calls`` (calls in flight to the platform
+    from one process), ``retry_after_max``, ``allow_insecure_http``, ``proxy`` and
+    ``progress_interval`` (seconds between progress lines; the bar is off in Airflow). Every secret
     is registered with Airflow's secret masker before anything can log it, and the client's own
     masking follows the same rule (``[logging] min_length_masked_secret``).
 
@@ -128,6 +147,8 @@ def client_config_from_connection(conn: Connection) -> ClientConfig:
         options["allow_insecure_http"] = _as_bool("allow_insecure_http", insecure)
     if proxy is not None:
         options["proxy"] = str(proxy)
+    if (calls := _extra(extras, "max_concurrent_calls")) is not None:
+        options["max_concurrent_calls"] = _max_concurrent_calls(calls)
     if (interval := _extra(extras, "progress_interval")) is not None:
         options["progress_interval"] = _progress_interval(interval)
     verify = _extra(extras, "verify")

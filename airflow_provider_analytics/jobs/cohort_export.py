@@ -238,6 +238,65 @@ def _arrow_memory_pool(name: str) -> Iterator[None]:
         pa.set_memory_pool(previous)
 
 
+@dataclass(frozen=True)
+class PreparedExport:
+    """An export's checked request (its properties known), columns and settings."""
+
+    query: CohortQuery
+    schema: ExportSchema
+    settings: ExportSettings
+
+
+def prepare_export(
+    client: AnalyticsClient,
+    cohort_code: str | CohortQuery,
+    *,
+    properties: Sequence[str] | None = None,
+    limit: int | None = None,
+    timezone: str | None = None,
+    schema_overrides: Mapping[str, pa.DataType | str] | None = None,
+    column_names: ColumnNames | str = ColumnNames.WAREHOUSE,
+    settings: ExportSettings | None = None,
+    earlier_types: Mapping[str, pa.DataType] | None = None,
+) -> PreparedExport:
+    """Check every argument (before the first request), list the plan, and decide the columns:
+    what the stream and the paged shards (:mod:`~airflow_provider_analytics.jobs.cohort_shards`)
+    share. The arguments are :func:`export_cohort_to_parquet`'s."""
+    settings = settings or ExportSettings()
+    query = cohort_query(cohort_code, limit=limit, properties=properties)
+    naming = column_names_setting(column_names)
+    if query.properties is not None:
+        column_name_map(query.properties, naming)
+    check_override_keys(schema_overrides, naming)
+    rules.count(settings.attempts, "attempts")
+    rules.positive_int(settings.row_group_rows, "row_group_rows")
+    parquet_compression(settings.compression)
+    interval = settings.progress_interval
+    settings = replace(
+        settings,
+        progress_interval=client.config.progress_interval
+        if interval is None
+        else progress_interval(interval),
+    )
+    zone_unset = timezone is None
+    timezone = rules.time_zone("UTC" if timezone is None else timezone)
+
+    plan = client.list_user_properties()
+    if query.properties is None:
+        query = query.with_properties(default_properties(plan))
+    schema = export_schema(
+        query.properties or (),
+        plan,
+        timezone=timezone,
+        overrides=schema_overrides,
+        column_names=naming,
+        earlier=earlier_types,
+    )
+    if zone_unset:
+        _warn_unset_timezone(schema)
+    return PreparedExport(query, schema, settings)
+
+
 def export_cohort_to_parquet(
     client: AnalyticsClient,
     cohort_code: str | CohortQuery,
@@ -286,39 +345,19 @@ def export_cohort_to_parquet(
     :param sleep: waits between attempts (injectable for tests).
     :param file_metadata: key-value metadata the Parquet file records (its identity).
     """
-    settings = settings or ExportSettings()
-    query = cohort_query(cohort_code, limit=limit, properties=properties)
-    naming = column_names_setting(column_names)
-    if query.properties is not None:
-        column_name_map(query.properties, naming)
-    check_override_keys(schema_overrides, naming)
-    rules.count(settings.attempts, "attempts")
-    rules.positive_int(settings.row_group_rows, "row_group_rows")
-    parquet_compression(settings.compression)
-    interval = settings.progress_interval
-    settings = replace(
-        settings,
-        progress_interval=client.config.progress_interval
-        if interval is None
-        else progress_interval(interval),
-    )
-    zone_unset = timezone is None
-    timezone = rules.time_zone("UTC" if timezone is None else timezone)
-
     started = time.monotonic()
-    plan = client.list_user_properties()
-    if query.properties is None:
-        query = query.with_properties(default_properties(plan))
-    schema = export_schema(
-        query.properties or (),
-        plan,
+    prepared = prepare_export(
+        client,
+        cohort_code,
+        properties=properties,
+        limit=limit,
         timezone=timezone,
-        overrides=schema_overrides,
-        column_names=naming,
-        earlier=earlier_types,
+        schema_overrides=schema_overrides,
+        column_names=column_names,
+        settings=settings,
+        earlier_types=earlier_types,
     )
-    if zone_unset:
-        _warn_unset_timezone(schema)
+    query, schema, settings = prepared.query, prepared.schema, prepared.settings
     count = int(client.get_cohort_users(query.sizing())["count"])
     expected = count if query.limit is None else min(query.limit, count)
     log.info(

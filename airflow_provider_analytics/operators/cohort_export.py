@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_analytics.client.validation import CohortQuery, cohort_query
-from airflow_provider_analytics.core.identity import cohort_identity
-from airflow_provider_analytics.destinations.base import COHORT_FILE
+from airflow_provider_analytics.core.identity import COHORT_FILE, cohort_identity
 from airflow_provider_analytics.jobs.export_settings import ExportSettings
 from airflow_provider_analytics.operators.intervals import covered_days
 from airflow_provider_analytics.operators.output import AnalyticsOutputOperator
@@ -59,6 +58,17 @@ class CohortExportToParquetOperator(AnalyticsOutputOperator):
     :param progress_interval: seconds between progress lines (rows, MB received, rows/s, MB/s,
         percentage and time left); default: the connection's ``progress_interval`` extra,
         else 10.
+    :param mode: ``auto`` (default) streams a cohort of up to a million rows (the stream's
+        documented range) and reads a larger one in shards of the paged endpoint;
+        ``stream`` or ``pages`` choose (templated). In ``pages`` mode the shards are checked
+        together (rows equal the cohort's count, the count unchanged, no user twice) and
+        published at once; a try that was killed resumes from the shards it finished.
+    :param page_size: users per page in ``pages`` mode, at most 10,000.
+    :param shard_rows: users per shard in ``pages`` mode.
+    :param max_parallel_shards: shards this task reads at once (one connection each).
+    :param staging: where an Iceberg export in ``pages`` mode keeps its parts (an
+        object-storage URI every worker reaches); default: the worker's temporary space. A
+        Parquet export keeps them beside the destination.
     :param analytics_conn_id: id of the ``analytics`` connection (templated).
     """
 
@@ -71,6 +81,7 @@ class CohortExportToParquetOperator(AnalyticsOutputOperator):
         "limit",
         "timezone",
         "column_names",
+        "mode",
     )
     ui_color = "#d9ecf2"
 
@@ -88,9 +99,19 @@ class CohortExportToParquetOperator(AnalyticsOutputOperator):
         row_group_rows: int = ExportSettings.row_group_rows,
         attempts: int = ExportSettings.attempts,
         progress_interval: float | None = None,
+        mode: str = "auto",
+        page_size: int = 10_000,
+        shard_rows: int = 200_000,
+        max_parallel_shards: int = 1,
+        staging: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(destination=destination, **kwargs)
+        self.mode = mode
+        self.page_size = page_size
+        self.shard_rows = shard_rows
+        self.max_parallel_shards = max_parallel_shards
+        self.staging = staging
         self.cohort_code = cohort_code
         self.properties = properties
         self.limit = limit
@@ -109,12 +130,18 @@ class CohortExportToParquetOperator(AnalyticsOutputOperator):
 
         query = self._query()
         day = covered_days(context).partition
-        destination = self.output_destination(cohort_identity(query.cohort_code))
+        destination = self.output_destination(
+            cohort_identity(query.cohort_code), staging=self.staging
+        )
         summary = export_cohort_day(
             self.hook.get_conn(),
             query,
             destination,
             day,
+            mode=self.mode,
+            page_size=self.page_size,
+            shard_rows=self.shard_rows,
+            max_parallel_shards=self.max_parallel_shards,
             timezone=self.timezone or self.hook.project_timezone,
             schema_overrides=self.schema_overrides,
             column_names=self.column_names,

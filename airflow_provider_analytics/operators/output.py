@@ -103,11 +103,14 @@ class AnalyticsOutputOperator(AnalyticsBaseOperator):
         self.iceberg_conn_id = iceberg_conn_id
         self.written: list[LineageTarget] = []
 
-    def output_destination(self, identity: Identity, *, compression: str = "zstd") -> Destination:
+    def output_destination(
+        self, identity: Identity, *, compression: str = "zstd", staging: str | None = None
+    ) -> Destination:
         """Where this run writes: the rendered ``destination`` (checked against the roots the
         deployment allows: ``[analytics] allowed_destinations`` and the connection extra
         ``allowed_destinations``), or ``iceberg_table`` in the catalog of
-        ``iceberg_conn_id``; ``identity`` names what the run's rows are."""
+        ``iceberg_conn_id``; ``identity`` names what the run's rows are, ``staging`` where an
+        Iceberg export read in shards keeps its parts."""
         if self.iceberg_table:
             from airflow_provider_analytics.destinations.iceberg import IcebergDestination
 
@@ -117,7 +120,11 @@ class AnalyticsOutputOperator(AnalyticsBaseOperator):
                 return IcebergCatalogHook(iceberg_conn_id=self.iceberg_conn_id).get_conn()
 
             return IcebergDestination(
-                open_catalog, self.iceberg_conn_id, str(self.iceberg_table), identity
+                open_catalog,
+                self.iceberg_conn_id,
+                str(self.iceberg_table),
+                identity,
+                staging_root=staging,
             )
         from airflow_provider_analytics.destinations.parquet import ParquetDestination
 

@@ -7,7 +7,7 @@ stands for, and is partitioned by both (identity transforms). A run replaces exa
 identity's day: two cohorts, or two reports, written to one table on one day both stay, also
 when they commit at the same moment. A table created without the identity column (by an
 earlier version, partitioned by ``dt`` alone) is refused by name, with the migration to run
-(:mod:`~airflow_provider_analytics.sinks.iceberg_migration`), never overwritten.
+(:mod:`~airflow_provider_analytics.hooks.iceberg_migration`), never overwritten.
 
 Only pyiceberg's public API is used. A run first streams its rows into Parquet data files of
 its own under the table's location (through the table's FileIO, batch by batch, a new file
@@ -337,7 +337,7 @@ class IcebergDayWriter:
             f"identity({PARTITION_COLUMN}) (a table created by an earlier version, or by "
             f"another tool): a run would replace every row of its day, whoever wrote it. "
             f"Nothing was written. Migrate it once, naming what its rows hold: `python -m "
-            f"airflow_provider_analytics.sinks.iceberg_migration --conn-id <iceberg connection> "
+            f"airflow_provider_analytics.hooks.iceberg_migration --conn-id <iceberg connection> "
             f"{self.identifier} {self.identity.column}=<value of its rows>`, or write to a new "
             "table"
         )

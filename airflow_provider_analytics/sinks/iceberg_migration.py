@@ -13,21 +13,14 @@ the ``report_key`` its operator is given, or the digest the operator logs and re
 3. one commit deletes the rows without an identity (the old files) and adds the new files.
 
 Readers see the old rows until step 3 and the migrated ones after it, never both. Rows another
-writer adds meanwhile carry their identity and are kept. Run it from a shell::
-
-    python -m airflow_provider_analytics.sinks.iceberg_migration \\
-        --conn-id iceberg_default analytics.cohort_users cohort_code=vip
-
-``--dry-run`` says what it would do and changes nothing.
+writer adds meanwhile carry their identity and are kept. From a shell, with the catalog of an
+Airflow connection: :mod:`~airflow_provider_analytics.hooks.iceberg_migration`.
 """
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
-import json
 import logging
-import sys
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -35,8 +28,6 @@ from pyiceberg.expressions import And
 from pyiceberg.transforms import IdentityTransform
 from pyiceberg.types import StringType
 
-from airflow_provider_analytics.core.errors import AnalyticsValidationError
-from airflow_provider_analytics.core.identity import Identity
 from airflow_provider_analytics.sinks.iceberg import (
     COMMIT_PROPERTY,
     IDENTITY_PROPERTY,
@@ -53,6 +44,8 @@ if TYPE_CHECKING:
 
     from pyiceberg.catalog import Catalog
     from pyiceberg.table import Table
+
+    from airflow_provider_analytics.core.identity import Identity
 
 log = logging.getLogger(__name__)
 
@@ -171,35 +164,3 @@ def _commit(
         transaction.add_files(paths, snapshot_properties=properties, check_duplicate_files=False)
     transaction.commit_transaction()
     return sum(writer.rows for writer in writers)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m airflow_provider_analytics.sinks.iceberg_migration``: see the module's text."""
-    parser = argparse.ArgumentParser(
-        prog="python -m airflow_provider_analytics.sinks.iceberg_migration",
-        description="Give an earlier version's Iceberg table the identity column and partition "
-        "that let many cohorts or reports share it.",
-    )
-    parser.add_argument("table", help="namespace.table")
-    parser.add_argument(
-        "identity", help="what its rows hold: cohort_code=<code> or report_key=<key>"
-    )
-    parser.add_argument("--conn-id", default="iceberg_default", help="the catalog's connection")
-    parser.add_argument("--dry-run", action="store_true", help="change nothing; say what")
-    arguments = parser.parse_args(argv)
-    identity = Identity.parse(arguments.identity)
-    if identity is None:
-        parser.error("identity: must be cohort_code=<code> or report_key=<key>")
-    from airflow_provider_analytics.hooks.iceberg import IcebergCatalogHook
-
-    catalog = IcebergCatalogHook(iceberg_conn_id=arguments.conn_id).get_conn()
-    try:
-        summary = migrate_to_identity(catalog, arguments.table, identity, dry_run=arguments.dry_run)
-    except (IcebergSchemaError, AnalyticsValidationError) as error:
-        parser.exit(2, f"error: {error}\n")
-    print(json.dumps(summary))  # one line: the last line of the output
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

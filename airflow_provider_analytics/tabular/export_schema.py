@@ -183,7 +183,7 @@ def _named_twice(first: str, second: str, column: str) -> NoReturn:
 
 
 def check_override_keys(
-    overrides: Mapping[str, Any] | None, column_names: ColumnNames = ColumnNames.WAREHOUSE
+    overrides: Mapping[str, Any] | None, column_names: ColumnNames = ColumnNames.IDS
 ) -> None:
     """Refuse, before any request, two ``schema_overrides`` keys that name one column whatever
     the plan holds: a preset's or a tag's id and its name in the file under ``warehouse``
@@ -227,7 +227,7 @@ def export_schema(
     *,
     timezone: str = "UTC",
     overrides: Mapping[str, pa.DataType | str] | None = None,
-    column_names: ColumnNames = ColumnNames.WAREHOUSE,
+    column_names: ColumnNames = ColumnNames.IDS,
     earlier: Mapping[str, pa.DataType] | None = None,
 ) -> ExportSchema:
     """Build the export's schema for ``properties`` (in that order) from the tracking plan.

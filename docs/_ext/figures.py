@@ -43,11 +43,15 @@ def write_figures(target: Path) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="analytics-docs-figures-") as workdir:
         output = demo_output.run_demo(Path(workdir))
         day = output.demo_day.isoformat()
-        funnel = output.day / "checkout_funnel" / "funnel_totals" / f"dt={day}"
+        funnel = (
+            output.day / "checkout_funnel" / "funnel_totals" / "report_key=checkout" / f"dt={day}"
+        )
         summary["funnel"] = charts.funnel_chart(
             funnel / "funnel_totals.parquet", target / "funnel.svg"
         )
-        events = sorted((output.trend / "daily_events" / "events").glob("dt=*/events.parquet"))
+        events = sorted(
+            (output.trend / "daily_events" / "events").glob("report_key=*/dt=*/events.parquet")
+        )
         days = charts.unique_dates(events)[-demo_output.TREND_DAYS :]
         summary["event_trend"] = charts.event_trend(events, days, target / "event_trend.svg")
         owners = {

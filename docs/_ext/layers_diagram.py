@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 PACKAGE = "airflow_provider_analytics"
 LAYERS = (
-    ("Airflow surface", ("hooks", "operators", "sensors", "triggers")),
+    ("Airflow surface", ("hooks", "operators", "sensors", "triggers", "destinations")),
     ("Jobs", ("jobs",)),
     ("Sinks and storage", ("sinks", "storage", "pipeline")),
     ("Tables", ("tabular",)),

@@ -226,7 +226,7 @@ def test_each_partition_holds_the_day_it_is_named_after(backfill: Backfill) -> N
 
 def test_duckdb_reads_the_hive_partitioned_tables(backfill: Backfill) -> None:
     users_glob = f"{backfill.out}/cohort_users/*/*/*.parquet"
-    funnel_glob = f"{backfill.out}/checkout_funnel/funnel_totals/*/*.parquet"
+    funnel_glob = f"{backfill.out}/checkout_funnel/funnel_totals/*/*/*.parquet"
     with duckdb.connect() as db:
         users = f"read_parquet('{users_glob}', hive_partitioning = true)"
         schema = {
@@ -235,12 +235,12 @@ def test_duckdb_reads_the_hive_partitioned_tables(backfill: Backfill) -> None:
         }
         assert schema == {
             "distinct_id": "BIGINT",
-            "$city": "VARCHAR",
-            "$os": "VARCHAR",
+            "city": "VARCHAR",
+            "os": "VARCHAR",
             "register_time": "TIMESTAMP WITH TIME ZONE",
             "balance": "DOUBLE",
             "is_vip": "BOOLEAN",
-            "cohort": "VARCHAR",
+            "cohort_code": "VARCHAR",
             "dt": "DATE",
         }
         per_day = db.execute(

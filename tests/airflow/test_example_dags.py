@@ -34,6 +34,7 @@ EXAMPLE_DAG_IDS = {
     "analytics_account_activation",
     "analytics_tracking_plan",
     "analytics_cohort_exports",
+    "analytics_cohort_shards",
     "analytics_iceberg",
 }
 CHECKOUT_STEPS = ["$startup", "search", "add_to_cart", "purchase"]
@@ -438,6 +439,49 @@ def test_tracking_plan_example_previews_then_syncs_the_file_beside_it(
         assert "vip_level" in {item["id"] for item in client.list_user_properties()}
         events = {item["id"]: item for item in client.list_events()}
     assert events["checkout_started"]["name"] == "Checkout started"
+
+
+@RUNS_A_DAG
+def test_a_cohort_read_in_shards_by_mapped_tasks_equals_the_stream(
+    dag_runner: DagRunner, run_env: dict[str, str], out: Path, platform: EmulatorServer
+) -> None:
+    """plan -> 13 mapped shard reads -> publish, under `airflow dags test`; the published day
+    holds the rows and values the stream gives for the same cohort and columns."""
+    from airflow.sdk import ObjectStoragePath
+
+    from airflow_provider_analytics.client import AnalyticsClient, ClientConfig
+    from airflow_provider_analytics.jobs.cohort_export import export_cohort_to_parquet
+
+    result = succeeded(
+        dag_runner.run(
+            "analytics_cohort_shards",
+            RUN_DATE,
+            dag_files=dag_files("analytics_cohort_shards"),
+            env=run_env,
+        )
+    )
+    assert result.task_xcom("plan_shards") == list(range(13))
+    reads = [result.task_xcom("read_shard", index) for index in range(13)]
+    assert sum(read["rows"] for read in reads) == 25_000
+    summary = result.task_xcom("publish_cohort")
+    assert (summary["mode"], summary["rows"], summary["shards"]) == ("pages", 25_000, 13)
+    sharded = out / "large_cohort_users/cohort_code=cohort_medium/dt=2024-01-15/users.parquet"
+    assert summary["uri"] == f"file://{sharded}"
+    config = platform.config
+    stream = ObjectStoragePath((out / "stream.parquet").as_uri())
+    with AnalyticsClient(
+        ClientConfig(platform.base_url, token=config.token, app_key=config.app_key)
+    ) as client:
+        export_cohort_to_parquet(
+            client,
+            "cohort_medium",
+            stream,
+            properties=["distinct_id", "$city", "register_time", "total_orders", "is_vip"],
+            timezone="Asia/Shanghai",
+        )
+    streamed = pq.read_table(out / "stream.parquet").sort_by("distinct_id")
+    assert pq.read_table(sharded).sort_by("distinct_id").equals(streamed)
+    assert not list((out / "large_cohort_users.staging").rglob("*.parquet"))
 
 
 @RUNS_A_DAG

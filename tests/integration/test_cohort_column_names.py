@@ -16,7 +16,6 @@ from analytics_emulator import catalog
 from airflow_provider_analytics.client import (
     AnalyticsClient,
     AnalyticsValidationError,
-    ClientConfig,
     validation,
 )
 from airflow_provider_analytics.jobs.cohort_export import export_cohort_to_parquet
@@ -25,7 +24,6 @@ from airflow_provider_analytics.operators.cohort_export import CohortExportToPar
 from tests.reliability.connections import use_connection
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
     from pathlib import Path
 
     import pyarrow as pa
@@ -36,15 +34,6 @@ if TYPE_CHECKING:
 pytestmark = pytest.mark.integration
 
 PROPERTIES = ["distinct_id", "$city", "age", "tag.tag_rfm", "tag_lifecycle"]
-
-
-@pytest.fixture
-def client(emulator: EmulatorServer) -> Iterator[AnalyticsClient]:
-    config = emulator.config
-    with AnalyticsClient(
-        ClientConfig(emulator.base_url, token=config.token, app_key=config.app_key)
-    ) as api:
-        yield api
 
 
 def target(tmp_path: Path, name: str = "users.parquet") -> ObjectStoragePath:

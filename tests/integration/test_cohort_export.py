@@ -24,10 +24,7 @@ from airflow_provider_analytics.tabular.export_schema import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
     from pathlib import Path
-
-    from analytics_emulator.server import EmulatorServer
 
     from tests.emulator_helpers import EmulatorAdmin
 
@@ -45,20 +42,14 @@ DECIMAL_PROPERTIES = {"balance", "score"}
 """The emulator's number properties that hold decimals (written like ``12.30``): double."""
 
 
-@pytest.fixture
-def client(emulator: EmulatorServer) -> Iterator[AnalyticsClient]:
-    config = emulator.config
-    with AnalyticsClient(
-        ClientConfig(emulator.base_url, token=config.token, app_key=config.app_key)
-    ) as api:
-        yield api
-
-
 def destination(tmp_path: Path, name: str = "users.parquet") -> ObjectStoragePath:
     return ObjectStoragePath(f"file://{tmp_path}/cohort=x/dt=2024-01-05/{name}")
 
 
 def export(client: AnalyticsClient, tmp_path: Path, cohort: str, **kwargs: Any) -> Any:
+    """The export with the platform's ids as column names, so that columns compare with the
+    plan's ids (the default names: test_cohort_column_names.py)."""
+    kwargs.setdefault("column_names", "ids")
     kwargs.setdefault("settings", FAST_RETRY)
     kwargs.setdefault("timezone", catalog.PROJECT_TIMEZONE)
     return export_cohort_to_parquet(client, cohort, destination(tmp_path), **kwargs)

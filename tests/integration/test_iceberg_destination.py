@@ -30,6 +30,7 @@ from airflow_provider_analytics.sinks.iceberg import (
 )
 from airflow_provider_analytics.tabular.schemas import REPORT_TIME_COLUMNS
 from tests import iceberg_cases, iceberg_rest_server
+from tests.reliability.connections import use_connection
 from tests.run_context import run_context
 
 if TYPE_CHECKING:
@@ -62,14 +63,7 @@ EVENT_KEYS = {
 
 
 def use_platform(monkeypatch: pytest.MonkeyPatch, server: EmulatorServer) -> None:
-    config = server.config
-    connection = {
-        "conn_type": "analytics",
-        "host": server.base_url,
-        "password": config.token,
-        "extra": {"app_key": config.app_key, "timezone": emulator_catalog.PROJECT_TIMEZONE},
-    }
-    monkeypatch.setenv("AIRFLOW_CONN_ANALYTICS_DEFAULT", json.dumps(connection))
+    use_connection(monkeypatch, server, timezone=emulator_catalog.PROJECT_TIMEZONE)
 
 
 @pytest.fixture(params=["sql", "rest", "postgresql"])

@@ -10,14 +10,14 @@ import pyarrow as pa
 import pytest
 from analytics_emulator import catalog
 
-from airflow_provider_analytics.client import AnalyticsClient, ClientConfig
 from airflow_provider_analytics.jobs.reports import EVENTS, FUNNEL, build_report_tables
 from airflow_provider_analytics.tabular.frames import EVENT_GRAINS, FUNNEL_GRAINS
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator
+    from collections.abc import Iterable
 
-    from analytics_emulator.server import EmulatorServer
+    from airflow_provider_analytics.client import AnalyticsClient
+
 
 pytestmark = pytest.mark.integration
 
@@ -49,15 +49,6 @@ EVENT_REQUEST = {
 }
 FIGURE = {"TOTAL_COUNT": "count", "SUM": "value"}
 """Which column holds an additive measure's numbers."""
-
-
-@pytest.fixture(scope="module")
-def client(emulator: EmulatorServer) -> Iterator[AnalyticsClient]:
-    config = emulator.config
-    with AnalyticsClient(
-        ClientConfig(emulator.base_url, token=config.token, app_key=config.app_key)
-    ) as api:
-        yield api
 
 
 def report(client: AnalyticsClient, kind: Any, request: dict[str, Any]) -> dict[str, pa.Table]:

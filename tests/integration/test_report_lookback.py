@@ -28,6 +28,7 @@ from airflow_provider_analytics.sinks.iceberg import (
     open_catalog,
 )
 from airflow_provider_analytics.tabular.schemas import REPORT_TIME_COLUMNS
+from tests.reliability.connections import use_connection
 from tests.run_context import run_context
 
 if TYPE_CHECKING:
@@ -186,14 +187,7 @@ def platform(
 
 def use_platform(emulator: EmulatorServer, monkeypatch: pytest.MonkeyPatch) -> None:
     """``analytics_default`` names the session emulator."""
-    config = emulator.config
-    connection = {
-        "conn_type": "analytics",
-        "host": emulator.base_url,
-        "password": config.token,
-        "extra": {"app_key": config.app_key, "timezone": emulator_catalog.PROJECT_TIMEZONE},
-    }
-    monkeypatch.setenv("AIRFLOW_CONN_ANALYTICS_DEFAULT", json.dumps(connection))
+    use_connection(monkeypatch, emulator, timezone=emulator_catalog.PROJECT_TIMEZONE)
 
 
 REPORTS = {

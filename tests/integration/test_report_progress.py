@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import TYPE_CHECKING
 
 import pytest
 from analytics_emulator import catalog
@@ -25,11 +24,6 @@ from airflow_provider_analytics.jobs.reports import (
     run_report_days,
 )
 
-if TYPE_CHECKING:
-    from collections.abc import Iterator
-
-    from analytics_emulator.server import EmulatorServer
-
 pytestmark = pytest.mark.integration
 
 PROGRESS_LOGGER = "airflow_provider_analytics.core.progress"
@@ -39,15 +33,6 @@ FUNNEL_BODY = FunnelRequest(
     steps=["event.$startup", "event.purchase"], from_date="2024-01-08", to_date="2024-01-12"
 ).to_body()
 EVENT_BODY = EventRequest(measures=[Measure("event.purchase", "TOTAL_COUNT")]).to_body()
-
-
-@pytest.fixture(scope="module")
-def client(emulator: EmulatorServer) -> Iterator[AnalyticsClient]:
-    config = emulator.config
-    with AnalyticsClient(
-        ClientConfig(emulator.base_url, token=config.token, app_key=config.app_key)
-    ) as api:
-        yield api
 
 
 def lines(caplog: pytest.LogCaptureFixture) -> list[str]:

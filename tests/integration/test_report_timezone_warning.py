@@ -23,7 +23,6 @@ from tests.loopback import ServedOnLoopback
 from tests.run_context import run_context
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
     from pathlib import Path
 
     from analytics_emulator.server import EmulatorServer
@@ -34,15 +33,6 @@ REQUEST = FunnelRequest(
     steps=["event.$startup", "event.purchase"], from_date="2024-01-08", to_date="2024-01-10"
 ).to_body()
 AHEAD = "but the platform's clock runs ahead of UTC"
-
-
-@pytest.fixture
-def client(emulator: EmulatorServer) -> Iterator[AnalyticsClient]:
-    config = emulator.config
-    with AnalyticsClient(
-        ClientConfig(emulator.base_url, token=config.token, app_key=config.app_key)
-    ) as api:
-        yield api
 
 
 def warnings(caplog: pytest.LogCaptureFixture) -> list[str]:

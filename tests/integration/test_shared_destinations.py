@@ -29,6 +29,7 @@ from airflow_provider_analytics.sinks.iceberg import (
     catalog_properties,
     open_catalog,
 )
+from tests.reliability.connections import use_connection
 from tests.run_context import run_context
 
 if TYPE_CHECKING:
@@ -49,14 +50,7 @@ FUNNELS = {
 
 @pytest.fixture
 def platform(emulator: EmulatorServer, monkeypatch: pytest.MonkeyPatch) -> EmulatorServer:
-    config = emulator.config
-    connection = {
-        "conn_type": "analytics",
-        "host": emulator.base_url,
-        "password": config.token,
-        "extra": {"app_key": config.app_key, "timezone": emulator_catalog.PROJECT_TIMEZONE},
-    }
-    monkeypatch.setenv("AIRFLOW_CONN_ANALYTICS_DEFAULT", json.dumps(connection))
+    use_connection(monkeypatch, emulator, timezone=emulator_catalog.PROJECT_TIMEZONE)
     return emulator
 
 
@@ -179,7 +173,7 @@ def test_a_table_of_an_earlier_version_is_refused_then_migrated_by_the_command(
     with pytest.raises(IcebergLayoutError, match="iceberg_migration"):
         export("cohort_tiny", iceberg_table="analytics.users")
 
-    command = [sys.executable, "-m", "airflow_provider_analytics.sinks.iceberg_migration"]
+    command = [sys.executable, "-m", "airflow_provider_analytics.hooks.iceberg_migration"]
     target = ["analytics.users", "cohort_code=cohort_old"]
     dry = subprocess.run([*command, *target, "--dry-run"], capture_output=True, text=True)
     assert dry.returncode == 0, dry.stderr

@@ -20,6 +20,7 @@ from analytics_emulator import catalog as emulator_catalog
 
 from airflow_provider_analytics.operators.cohort_export import CohortExportToParquetOperator
 from airflow_provider_analytics.sinks.iceberg import catalog_properties, open_catalog
+from tests.reliability.connections import use_connection
 from tests.run_context import run_context
 
 if TYPE_CHECKING:
@@ -55,17 +56,6 @@ def _pg_type(arrow_type: pa.DataType) -> str:
     if pa.types.is_decimal(arrow_type):
         return f"numeric({arrow_type.precision},{arrow_type.scale})"
     raise AssertionError(f"no PostgreSQL type for {arrow_type}")
-
-
-def _use_platform(monkeypatch: pytest.MonkeyPatch, server: EmulatorServer) -> None:
-    config = server.config
-    connection = {
-        "conn_type": "analytics",
-        "host": server.base_url,
-        "password": config.token,
-        "extra": {"app_key": config.app_key, "timezone": emulator_catalog.PROJECT_TIMEZONE},
-    }
-    monkeypatch.setenv("AIRFLOW_CONN_ANALYTICS_DEFAULT", json.dumps(connection))
 
 
 def _export_both(**destination: Any) -> list[dict[str, Any]]:
@@ -129,7 +119,7 @@ def _check_unquoted_postgres(rows: pa.Table, uri: str, table: str, expected: dic
 def test_a_multi_cohort_prefix_loads_unquoted(
     emulator: EmulatorServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, postgres_uri: str
 ) -> None:
-    _use_platform(monkeypatch, emulator)
+    use_connection(monkeypatch, emulator, timezone=emulator_catalog.PROJECT_TIMEZONE)
     results = _export_both(destination=f"{tmp_path.as_uri()}/users/")
     expected = {result["cohort_code"]: result["rows"] for result in results}
     assert all(rows > 0 for rows in expected.values())
@@ -149,7 +139,7 @@ def test_a_multi_cohort_prefix_loads_unquoted(
 def test_an_iceberg_table_of_two_cohorts_loads_unquoted(
     emulator: EmulatorServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, postgres_uri: str
 ) -> None:
-    _use_platform(monkeypatch, emulator)
+    use_connection(monkeypatch, emulator, timezone=emulator_catalog.PROJECT_TIMEZONE)
     extra = {
         "type": "sql",
         "uri": f"sqlite:///{tmp_path}/catalog.db",

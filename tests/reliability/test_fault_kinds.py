@@ -10,7 +10,6 @@ import pytest
 import requests
 from airflow.sdk import ObjectStoragePath
 
-from airflow_provider_analytics.client import AnalyticsClient, ClientConfig
 from airflow_provider_analytics.jobs.cohort_export import (
     ExportIncompleteError,
     export_cohort_to_parquet,
@@ -19,11 +18,11 @@ from airflow_provider_analytics.jobs.export_settings import ExportSettings
 from tests.emulator_helpers import project_headers
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
     from pathlib import Path
 
     from analytics_emulator.server import EmulatorServer
 
+    from airflow_provider_analytics.client import AnalyticsClient
     from tests.emulator_helpers import EmulatorAdmin
 
 pytestmark = pytest.mark.integration
@@ -38,15 +37,6 @@ def export_body(server: EmulatorServer, body: dict[str, Any] = BODY) -> bytes:
     )
     assert response.status_code == 200
     return response.content
-
-
-@pytest.fixture
-def client(emulator: EmulatorServer) -> Iterator[AnalyticsClient]:
-    config = emulator.config
-    with AnalyticsClient(
-        ClientConfig(emulator.base_url, token=config.token, app_key=config.app_key)
-    ) as api:
-        yield api
 
 
 @pytest.mark.parametrize("rows", [0, 1, 400, 999])

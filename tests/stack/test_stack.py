@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from airflow_provider_analytics.client.throttle import DEFAULT_MAX_CONCURRENT_CALLS
+from airflow_provider_analytics.provider_info import PLATFORM_POOL, PLATFORM_POOL_DESCRIPTION
 from tests.stack.conftest import (
     admin,
     parquet_rows,
@@ -70,6 +72,13 @@ def manual_run(local_stack: Stack) -> str:
     wait_for_run(local_stack, DAG_ID, run_id, timeout=420)
     wait_until(lambda: backfills_finished(local_stack, DAG_ID), 300, "the empty backfill to end")
     return run_id
+
+
+def test_the_platform_pool_is_created_with_the_documented_slots(local_stack: Stack) -> None:
+    rows = local_stack.query(
+        "SELECT slots, description FROM slot_pool WHERE pool = %s", PLATFORM_POOL
+    )
+    assert rows == [(DEFAULT_MAX_CONCURRENT_CALLS, PLATFORM_POOL_DESCRIPTION)]
 
 
 def test_a_manual_run_of_a_past_day_writes_that_days_partitions(
@@ -165,7 +174,8 @@ def _partitions(stack: Stack) -> dict[str, tuple[int, float]]:
     for path in sorted(stack.output.rglob("*")):
         name = str(path.relative_to(stack.output))
         of_the_days = any(f"dt={day}" in name for day in BACKFILL_DAYS)
-        of_this_dag = "cohort=" not in name or "cohort=cohort_small" in name
+        of_this_dag = "cohort_code=" not in name or "cohort_code=cohort_small" in name
+        of_this_dag = of_this_dag and not name.startswith("large_cohort_users")
         if path.is_file() and of_the_days and of_this_dag:
             files[name] = (parquet_rows(str(path)), path.stat().st_mtime)
     return files
@@ -199,9 +209,15 @@ def test_a_backfill_of_three_days_runs_under_the_scheduler(
         f"{prefix}/dt={day}/{name}"
         for day in BACKFILL_DAYS
         for prefix, name in (
-            ("cohort_users/cohort=cohort_small", "users.parquet"),
-            *((f"checkout_funnel/{table}", f"{table}.parquet") for table in FUNNEL_TABLES),
-            *((f"daily_events/{table}", f"{table}.parquet") for table in EVENT_TABLES),
+            ("cohort_users/cohort_code=cohort_small", "users.parquet"),
+            *(
+                (f"checkout_funnel/{table}/report_key=checkout", f"{table}.parquet")
+                for table in FUNNEL_TABLES
+            ),
+            *(
+                (f"daily_events/{table}/report_key=daily_events", f"{table}.parquet")
+                for table in EVENT_TABLES
+            ),
         )
     }
     assert set(files) == expected
@@ -326,7 +342,7 @@ def test_mapped_exports_spread_over_both_workers(celery_stack: Stack, mapped_run
             celery_stack, "analytics_cohort_exports", mapped_run, "export_cohort", ti["map_index"]
         )
         assert "/dt=2024-02-01/" in summary["uri"]
-        cohort = summary["uri"].split("cohort=")[1].split("/")[0]
+        cohort = summary["uri"].split("cohort_code=")[1].split("/")[0]
         assert parquet_rows(summary["uri"]) == COHORT_SIZES[cohort]
 
 
@@ -337,7 +353,7 @@ def killed_export(celery_stack: Stack) -> dict:
     emulator = admin(celery_stack)
     emulator.fault("export_cohort_users", "stall_after_rows", rows=10, seconds=120)
     run_id = trigger(celery_stack, "stack_export_once", "2024-03-01")
-    partition = celery_stack.output / "cohort_users" / "cohort=cohort_small" / "dt=2024-03-01"
+    partition = celery_stack.output / "cohort_users" / "cohort_code=cohort_small" / "dt=2024-03-01"
     (temporary,) = wait_until(
         lambda: list(partition.glob(".*.inprogress")) if partition.exists() else [],
         120,
@@ -371,3 +387,59 @@ def test_the_retried_file_is_whole_and_the_killed_attempt_s_temporary_is_gone(
     assert not killed_export["temporary"].exists()
     assert sorted(path.name for path in partition.iterdir()) == ["users.parquet"]
     assert parquet_rows(str(partition / "users.parquet")) == COHORT_SIZES["cohort_small"]
+
+
+@pytest.fixture(scope="module")
+def sharded_run(celery_stack: Stack) -> dict:
+    """analytics_cohort_shards under the CeleryExecutor: once the plan is made, four page calls
+    stall for 8 seconds each, and the worker running a shard read is killed meanwhile."""
+    emulator = admin(celery_stack)
+    dag_id = "analytics_cohort_shards"
+    run_id = trigger(celery_stack, dag_id, "2024-03-02")
+
+    def planned() -> bool:
+        return any(
+            ti["task_id"] == "plan_shards" and ti["state"] == "success"
+            for ti in task_instances(celery_stack, dag_id, run_id)
+        )
+
+    wait_until(planned, 240, "the shard plan")
+    emulator.fault("get_cohort_users", "stall", seconds=8, times=4)
+
+    def reading() -> list[dict]:
+        return [
+            ti
+            for ti in task_instances(celery_stack, dag_id, run_id)
+            if ti["task_id"] == "read_shard" and ti["state"] == "running" and ti["hostname"]
+        ]
+
+    victim = wait_until(reading, 120, "a shard being read")[0]
+    killed = victim["hostname"]
+    celery_stack.kill(killed)
+    try:
+        state = wait_for_run(celery_stack, dag_id, run_id, timeout=480)
+    finally:
+        emulator.clear_faults()
+        celery_stack.start_worker(killed)
+    reads = [
+        ti for ti in task_instances(celery_stack, dag_id, run_id) if ti["task_id"] == "read_shard"
+    ]
+    summary = xcom(celery_stack, dag_id, run_id, "publish_cohort")
+    print(f"\nshard {victim['map_index']} was being read on {killed} (killed)")
+    return {"state": state, "victim": victim, "killed": killed, "reads": reads, "summary": summary}
+
+
+def test_a_worker_killed_mid_shard_costs_that_shard_only(sharded_run: dict) -> None:
+    assert sharded_run["state"] == "success"
+    victim = sharded_run["victim"]
+    reads = {ti["map_index"]: ti for ti in sharded_run["reads"]}
+    assert len(reads) == 13
+    again = reads[victim["map_index"]]
+    assert again["state"] == "success" and again["try_number"] >= 2
+    assert again["hostname"] != sharded_run["killed"] or again["try_number"] >= 3
+    # the other shards ran once each (a shard the killed worker had finished is not redone)
+    others = [ti for index, ti in reads.items() if index != victim["map_index"]]
+    assert all(ti["state"] == "success" for ti in others)
+    summary = sharded_run["summary"]
+    assert (summary["rows"], summary["shards"], summary["mode"]) == (25_000, 13, "pages")
+    assert parquet_rows(summary["uri"]) == 25_000

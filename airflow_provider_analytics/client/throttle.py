@@ -1,0 +1,264 @@
+"""What every caller of one platform shares within this process: a bound on the calls in
+flight, and a moment before which no call starts because the platform asked to be left alone.
+
+A process holds one :class:`PlatformThrottle` per platform (base URL), however many clients,
+threads or event loops call it, so threads reading shards of one export, or several tasks'
+clients in one triggerer, share one budget:
+
+- **Calls in flight.** A call starts only while fewer than its ``max_concurrent_calls`` calls to
+  the platform are in flight from this process; otherwise it waits its turn (first come, first
+  served) within its own deadline. A streamed answer keeps its place until its body has been
+  read or closed; a call waiting between retries holds none.
+- **Hold-off.** A ``429`` or ``503`` whose ``Retry-After`` can be read moves the platform's
+  hold-off moment that far ahead (up to ``retry_after_max``): every call that starts afterwards,
+  from any thread, waits until then, not only the call that got the answer.
+
+Both hold within one process only. Other processes (Celery workers, other tasks) keep their own;
+an Airflow pool bounds how many of them run at once. A forked child starts with none of its
+parent's state.
+
+Only decisions and bookkeeping live here, no HTTP library: the transports
+(:mod:`~airflow_provider_analytics.client.session`,
+:mod:`~airflow_provider_analytics.client.async_session`) do the waiting.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import os
+import threading
+import time
+from collections import deque
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+DEFAULT_MAX_CONCURRENT_CALLS = 4
+"""Calls in flight to one platform from one process unless ``max_concurrent_calls`` says
+otherwise; also the slots of the Airflow pool the development stack creates."""
+
+
+class Slot:
+    """One call's place among the calls in flight to a platform.
+
+    :meth:`release` gives it back; releasing twice is harmless, so every path that ends a call
+    (its answer read, its stream closed, the response collected) may release it.
+    """
+
+    __slots__ = ("_held", "_throttle")
+
+    def __init__(self, throttle: PlatformThrottle) -> None:
+        self._throttle = throttle
+        self._held = True
+
+    @property
+    def held(self) -> bool:
+        """Whether the place is still taken."""
+        return self._held
+
+    def release(self) -> None:
+        """Give the place back (once; later calls do nothing)."""
+        self._throttle._give_back(self)
+
+
+class _Waiter:
+    """A call waiting for a place: how many calls in flight it tolerates, and how to wake it.
+
+    ``wake`` returns ``False`` when the waiter can no longer be woken (its event loop closed).
+    """
+
+    __slots__ = ("granted", "limit", "wake")
+
+    def __init__(self, limit: int, wake: Callable[[], bool]) -> None:
+        self.limit = limit
+        self.wake = wake
+        self.granted = False
+
+
+class PlatformThrottle:
+    """The calls in flight to one platform from this process, and its hold-off moment.
+
+    Get the process' instance with :func:`throttle_for`; a separate instance shares nothing.
+
+    :param clock: monotonic seconds (injectable for tests).
+    """
+
+    def __init__(self, *, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._in_flight = 0
+        self._waiters: deque[_Waiter] = deque()
+        self._resume_at = -math.inf
+
+    def __repr__(self) -> str:
+        return f"PlatformThrottle(in_flight={self._in_flight}, waiting={len(self._waiters)})"
+
+    @property
+    def in_flight(self) -> int:
+        """Calls holding a place now."""
+        return self._in_flight
+
+    @property
+    def waiting(self) -> int:
+        """Calls waiting for a place now."""
+        return len(self._waiters)
+
+    # -- hold-off ---------------------------------------------------------------------------
+
+    def hold_off(self, seconds: float) -> float:
+        """Let no call start for ``seconds`` from now (a later moment already set stays).
+
+        :param seconds: how long the platform asked every caller to wait.
+        :returns: the moment this request asks for, in the clock's seconds; a caller that has
+            already waited until then passes it to :meth:`pending` as covered.
+        """
+        moment = self._clock() + max(seconds, 0.0)
+        with self._lock:
+            self._resume_at = max(self._resume_at, moment)
+        return moment
+
+    def pending(self, covered: float) -> tuple[float, float] | None:
+        """The hold-off a caller has still to wait: ``(moment, seconds from now)``, or ``None``.
+
+        :param covered: the latest moment the caller has already waited for (its own
+            ``Retry-After``, or an earlier hold-off); a moment up to it asks nothing more, so a
+            caller never waits twice for the same answer.
+        """
+        with self._lock:
+            moment = self._resume_at
+        if moment <= covered:
+            return None
+        now = self._clock()
+        if moment <= now:
+            return None
+        return moment, moment - now
+
+    # -- places among the calls in flight ---------------------------------------------------
+
+    def acquire(self, limit: int, timeout: float) -> Slot | None:
+        """Wait (blocking this thread) for a place while fewer than ``limit`` calls are in
+        flight; ``None`` if none came within ``timeout`` seconds.
+
+        :param limit: the caller's ``max_concurrent_calls``.
+        :param timeout: the longest wait, in seconds.
+        """
+        ready = threading.Event()
+
+        def wake() -> bool:
+            ready.set()
+            return True
+
+        waiter = self._enqueue(limit, wake)
+        if waiter is None:
+            return Slot(self)
+        if ready.wait(max(timeout, 0.0)):
+            return Slot(self)
+        return Slot(self) if self._withdraw(waiter) else None
+
+    async def acquire_async(self, limit: int, timeout: float) -> Slot | None:
+        """:meth:`acquire` for a coroutine: waits without blocking the event loop.
+
+        A cancelled wait gives back a place granted in the meantime.
+        """
+        loop = asyncio.get_running_loop()
+        granted: asyncio.Future[None] = loop.create_future()
+
+        def settle() -> None:
+            if not granted.done():
+                granted.set_result(None)
+
+        def wake() -> bool:
+            try:
+                loop.call_soon_threadsafe(settle)
+            except RuntimeError:  # the loop has closed: nobody is waiting any more
+                return False
+            return True
+
+        waiter = self._enqueue(limit, wake)
+        if waiter is None:
+            return Slot(self)
+        try:
+            async with asyncio.timeout(max(timeout, 0.0)):
+                await granted
+        except TimeoutError:
+            return Slot(self) if self._withdraw(waiter) else None
+        except BaseException:
+            if self._withdraw(waiter):
+                Slot(self).release()
+            raise
+        return Slot(self)
+
+    def _enqueue(self, limit: int, wake: Callable[[], bool]) -> _Waiter | None:
+        """Take a place at once (``None``), or join the queue (the waiter)."""
+        with self._lock:
+            if not self._waiters and self._in_flight < limit:
+                self._in_flight += 1
+                return None
+            waiter = _Waiter(limit, wake)
+            self._waiters.append(waiter)
+            return waiter
+
+    def _withdraw(self, waiter: _Waiter) -> bool:
+        """Leave the queue after a timeout; ``True`` if a place was granted meanwhile (the
+        caller then holds it)."""
+        with self._lock:
+            if waiter.granted:
+                return True
+            self._waiters.remove(waiter)
+            self._grant()  # the queue's head may have changed
+            return False
+
+    def _give_back(self, slot: Slot) -> None:
+        with self._lock:
+            if not slot._held:
+                return
+            slot._held = False
+            self._in_flight -= 1
+            self._grant()
+
+    def _grant(self) -> None:
+        """Hand free places to the waiters in arrival order (under the lock)."""
+        while self._waiters and self._in_flight < self._waiters[0].limit:
+            waiter = self._waiters.popleft()
+            waiter.granted = True
+            self._in_flight += 1
+            if not waiter.wake():
+                waiter.granted = False
+                self._in_flight -= 1
+
+
+def platform_key(base_url: str) -> str:
+    """The platform a base URL names: scheme and host in lower case, port, path without its
+    trailing slashes (``https://A.example.com:4005/`` and ``https://a.example.com:4005`` are
+    one platform)."""
+    parts = urlsplit(base_url)
+    return f"{parts.scheme.lower()}://{parts.netloc.lower()}{parts.path.rstrip('/')}"
+
+
+_registry: dict[str, PlatformThrottle] = {}
+_registry_lock = threading.Lock()
+
+
+def throttle_for(base_url: str) -> PlatformThrottle:
+    """This process' throttle of the platform at ``base_url`` (made on first use)."""
+    key = platform_key(base_url)
+    with _registry_lock:
+        throttle = _registry.get(key)
+        if throttle is None:
+            throttle = _registry[key] = PlatformThrottle()
+        return throttle
+
+
+def forget_platforms() -> None:
+    """Drop every platform's throttle: calls made afterwards start from nothing in flight and
+    no hold-off. Runs in a forked child (whose parent's calls are not its own); tests call it
+    between cases."""
+    global _registry, _registry_lock
+    _registry = {}
+    _registry_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=forget_platforms)

@@ -1,0 +1,599 @@
+"""A cohort of any size, read in shards of the paged endpoint and published as one output.
+
+The streamed export (spec 4.13) is meant for under a million rows, and a proxy in front of
+the platform cuts a response at about ten minutes (``API_NOTES.md``). Above that, a cohort is
+read through the paged endpoint (spec 4.12, ``page`` 1-based, ``pageSize`` at most 10,000)
+in **shards**: ranges of pages, each decoded by the same rule as the stream
+(:class:`~airflow_provider_analytics.tabular.arrow.BlockDecoder`) and written as a Parquet part
+of its own in a staging folder. A shard that fails is read again on its own.
+
+**The promise.** The published output holds exactly ``count`` users (or ``limit``), the count
+the platform gave when the export was planned, and the platform still gives that count when
+it is published; every page of every shard reported that same count; no user (by
+``distinct_id``) appears twice. When the cohort changes while it is read (it is recomputed),
+the export fails by name saying what changed, and nothing is published: the earlier output
+stays. The next try plans again.
+
+**Resume.** The plan and each finished shard are recorded in the staging folder
+(``plan.json``, ``part-00003.parquet`` with ``part-00003.json``). A try that finds the record
+of the same request and the same count reuses the finished shards and reads only the others;
+a record of another request, or another count, is discarded.
+
+**One publication.** The parts become visible together or not at all: for Parquet, they are
+merged into the day's one object, which replaces the earlier one atomically; for Iceberg, they
+are committed as one snapshot. The staging folder is removed after publication.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import time
+import zlib
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any, Final
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from airflow_provider_analytics.core import rules
+from airflow_provider_analytics.core.errors import AnalyticsError
+from airflow_provider_analytics.core.identity import request_digest
+from airflow_provider_analytics.core.progress import Progress
+from airflow_provider_analytics.sinks.parquet import parquet_stream
+from airflow_provider_analytics.storage import remove_quietly
+from airflow_provider_analytics.tabular.arrow import BlockDecoder
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Sequence
+
+    from airflow_provider_analytics.client import AnalyticsClient
+    from airflow_provider_analytics.client.validation import CohortQuery
+    from airflow_provider_analytics.jobs.export_settings import ExportSettings
+    from airflow_provider_analytics.storage import StoragePath
+    from airflow_provider_analytics.tabular.export_schema import ExportSchema
+
+log = logging.getLogger(__name__)
+
+PAGE_SIZE_MAX: Final = 10_000
+"""The most users one call of the paged endpoint is meant for (``API_NOTES.md``)."""
+
+STREAM_ROWS_MAX: Final = 1_000_000
+"""Above this many rows ``mode="auto"`` reads pages: the stream is meant for fewer, and the
+proxy's cut falls around two million (``API_NOTES.md``)."""
+
+SHARD_ROWS: Final = 200_000
+"""Rows per shard by default (20 pages of 10,000)."""
+
+MODES: Final = ("auto", "stream", "pages")
+
+ID_COLUMN: Final = "distinct_id"
+"""The user's id: no user may appear in two shards."""
+
+
+class CohortChangedError(AnalyticsError, RuntimeError):
+    """The cohort changed while it was read in shards (its count, or a user seen twice);
+    nothing was published."""
+
+
+class ShardStagingError(AnalyticsError, ValueError):
+    """A record in the staging folder does not have the shape this module writes."""
+
+
+@dataclass(frozen=True)
+class Shard:
+    """Pages ``first_page``..``last_page`` of a plan; ``rows`` users expected."""
+
+    index: int
+    first_page: int
+    last_page: int
+    rows: int
+
+    @property
+    def name(self) -> str:
+        return f"part-{self.index:05d}"
+
+
+class _PlanRecord(BaseModel):
+    """The declared shape of ``plan.json`` (and of the plan handed between tasks)."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+    cohort_code: str
+    properties: list[str]
+    limit: int | None = Field(default=None, ge=0)
+    count: int = Field(ge=0)
+    page_size: int = Field(ge=1, le=PAGE_SIZE_MAX)
+    shard_pages: int = Field(ge=1)
+
+
+class _ShardRecord(BaseModel):
+    """The declared shape of ``part-NNNNN.json``: a finished shard."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+    plan: str
+    index: int = Field(ge=0)
+    rows: int = Field(ge=0)
+
+
+@dataclass(frozen=True)
+class ShardPlan:
+    """How a cohort is read: its size when planned, and the pages of each shard.
+
+    :param cohort_code: the cohort.
+    :param properties: the columns asked for, in order.
+    :param limit: the most users exported (``None``: all).
+    :param count: the cohort's size when the plan was made.
+    :param page_size: users per page.
+    :param shard_pages: pages per shard.
+    """
+
+    cohort_code: str
+    properties: tuple[str, ...]
+    limit: int | None
+    count: int
+    page_size: int
+    shard_pages: int
+
+    @property
+    def rows(self) -> int:
+        """The users the export holds."""
+        return self.count if self.limit is None else min(self.limit, self.count)
+
+    @property
+    def pages(self) -> int:
+        return math.ceil(self.rows / self.page_size)
+
+    @property
+    def shards(self) -> list[Shard]:
+        found = []
+        for index, first in enumerate(range(1, self.pages + 1, self.shard_pages)):
+            last = min(first + self.shard_pages - 1, self.pages)
+            rows = min(last * self.page_size, self.rows) - (first - 1) * self.page_size
+            found.append(Shard(index, first, last, rows))
+        return found
+
+    @property
+    def digest(self) -> str:
+        """Names this plan: the request and the count it was made for."""
+        return request_digest(self.as_dict())
+
+    def as_dict(self) -> dict[str, Any]:
+        record = asdict(self)
+        record["properties"] = list(self.properties)
+        return record
+
+    @classmethod
+    def from_dict(cls, record: Any, origin: str = "plan") -> ShardPlan:
+        """A plan from its declared shape (an XCom, ``plan.json``), refused by name otherwise."""
+        try:
+            checked = _PlanRecord.model_validate(record)
+        except ValidationError as error:
+            raise ShardStagingError(f"{origin}: not a shard plan ({_first(error)})") from None
+        return cls(
+            checked.cohort_code,
+            tuple(checked.properties),
+            checked.limit,
+            checked.count,
+            checked.page_size,
+            checked.shard_pages,
+        )
+
+
+def _first(error: ValidationError) -> str:
+    detail = error.errors()[0]
+    where = ".".join(str(part) for part in detail["loc"]) or "the record"
+    return f"{where}: {detail['msg']}"
+
+
+def choose_mode(mode: Any, rows: int, threshold: int = STREAM_ROWS_MAX) -> str:
+    """``stream`` or ``pages``: ``auto`` streams a cohort that fits comfortably under the
+    proxy's cut (``threshold`` rows), and reads pages otherwise.
+
+    :raises AnalyticsValidationError: naming ``mode``.
+    """
+    chosen = rules.one_of(mode, "mode", MODES)
+    if chosen == "auto":
+        return "stream" if rows <= threshold else "pages"
+    return str(chosen)
+
+
+def check_shard_settings(page_size: Any, shard_rows: Any, properties: Sequence[str]) -> int:
+    """The pages per shard, from checked settings; the export needs ``distinct_id``.
+
+    :raises AnalyticsValidationError: naming the setting.
+    """
+    size = rules.integer(page_size, "page_size", minimum=1, maximum=PAGE_SIZE_MAX)
+    rows = rules.integer(shard_rows, "shard_rows", minimum=1)
+    if ID_COLUMN not in properties:
+        rules.fail(
+            "properties",
+            f"must include {ID_COLUMN!r} to read the cohort in pages (no user may appear in "
+            "two shards, and the id tells them apart)",
+            list(properties),
+        )
+    return max(1, rows // size)
+
+
+def plan_shards(
+    client: AnalyticsClient,
+    query: CohortQuery,
+    *,
+    page_size: int = PAGE_SIZE_MAX,
+    shard_rows: int = SHARD_ROWS,
+) -> ShardPlan:
+    """Plan the shards of ``query`` (its properties known) from a one-row page's ``count``."""
+    properties = tuple(query.properties or ())
+    shard_pages = check_shard_settings(page_size, shard_rows, properties)
+    first = client.get_cohort_users(query.sizing(), page=1, page_size=1)
+    plan = ShardPlan(
+        query.cohort_code, properties, query.limit, first["count"], page_size, shard_pages
+    )
+    log.info(
+        "cohort %s: %d users in %d shards of up to %d pages of %d",
+        plan.cohort_code,
+        plan.rows,
+        len(plan.shards),
+        shard_pages,
+        page_size,
+    )
+    return plan
+
+
+def _page_lines(users: list[dict[str, Any]]) -> bytes:
+    """A page's users as NDJSON, for the export's decoder: integers stay integer tokens and
+    decimals decimal tokens (``repr`` of a double reads back as the same double)."""
+    return b"".join(
+        json.dumps(user, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+        + b"\n"
+        for user in users
+    )
+
+
+class ShardReader:
+    """Reads shards of one plan into Parquet parts in a staging folder.
+
+    :param client: the API client.
+    :param plan: the plan.
+    :param schema: the export's columns (the same for every shard).
+    :param staging: the folder of the parts and records.
+    :param settings: write and retry settings (``compression``, ``row_group_rows``, ...).
+    """
+
+    def __init__(
+        self,
+        client: AnalyticsClient,
+        plan: ShardPlan,
+        schema: ExportSchema,
+        staging: StoragePath,
+        settings: ExportSettings,
+    ) -> None:
+        self.client = client
+        self.plan = plan
+        self.schema = schema
+        self.staging = staging
+        self.settings = settings
+
+    def part(self, shard: Shard) -> StoragePath:
+        path: StoragePath = self.staging / f"{shard.name}.parquet"
+        return path
+
+    def record(self, shard: Shard) -> StoragePath:
+        path: StoragePath = self.staging / f"{shard.name}.json"
+        return path
+
+    def finished(self, shard: Shard) -> bool:
+        """Whether the shard's part and record are there, for this plan and its rows."""
+        record = self.record(shard)
+        if not record.exists() or not self.part(shard).exists():
+            return False
+        try:
+            with record.open("rb") as handle:
+                checked = _ShardRecord.model_validate_json(handle.read())
+        except ValidationError as error:
+            raise ShardStagingError(f"{record}: not a shard record ({_first(error)})") from None
+        return checked.plan == self.plan.digest and checked.rows == shard.rows
+
+    def read(self, shard: Shard) -> int:
+        """Read the shard's pages into its part (atomically), then record it; retried on its
+        own up to ``settings.attempts`` times. Returns the rows written."""
+        attempts = self.settings.attempts
+        for attempt in range(1, attempts + 1):
+            try:
+                rows = self._attempt(shard)
+                break
+            except CohortChangedError:
+                raise
+            except AnalyticsError as error:
+                if attempt == attempts or not _retryable(error):
+                    raise
+                delay = self.settings.retry_delay * 2 ** (attempt - 1)
+                log.warning(
+                    "cohort %s shard %d: attempt %d/%d failed (%s); reading it again in %.1f s",
+                    self.plan.cohort_code,
+                    shard.index,
+                    attempt,
+                    attempts,
+                    error,
+                    delay,
+                )
+                time.sleep(delay)
+        record = _ShardRecord(plan=self.plan.digest, index=shard.index, rows=rows)
+        write_bytes_atomically(self.record(shard), record.model_dump_json().encode())
+        return rows
+
+    def _attempt(self, shard: Shard) -> int:
+        plan, settings = self.plan, self.settings
+        decoder = BlockDecoder(self.schema)
+        query = _page_query(plan)
+        progress = Progress(
+            f"cohort {plan.cohort_code} shard {shard.index}",
+            total=shard.rows,
+            interval=self.client.config.progress_interval,
+            bar=False,
+        )
+        with parquet_stream(
+            self.part(shard),
+            self.schema.arrow_schema,
+            compression=settings.compression,
+            row_group_rows=settings.row_group_rows,
+            row_group_bytes=settings.row_group_bytes,
+            prepare=decoder.complete,
+            widen=decoder.widen,
+            subject=f"cohort {plan.cohort_code!r} shard {shard.index}",
+        ) as parquet:
+            for page in range(shard.first_page, shard.last_page + 1):
+                answer = self.client.get_cohort_users(query, page=page, page_size=plan.page_size)
+                if answer["count"] != plan.count:
+                    raise CohortChangedError(
+                        f"cohort {plan.cohort_code!r} changed while it was read: page {page} "
+                        f"(shard {shard.index}) gives count {answer['count']}, the plan "
+                        f"{plan.count}; nothing was published"
+                    )
+                expected = min(page * plan.page_size, plan.rows) - (page - 1) * plan.page_size
+                users = answer["users"]
+                if len(users) != expected:
+                    raise CohortChangedError(
+                        f"cohort {plan.cohort_code!r} changed while it was read: page {page} "
+                        f"(shard {shard.index}) holds {len(users)} users, {expected} expected "
+                        f"of a cohort of {plan.count}; nothing was published"
+                    )
+                if users:
+                    block = _page_lines(users)
+                    parquet.add(decoder.finish(block, decoder.parse(block)))
+                progress.update(decoder.rows)
+            parquet.flush()
+        progress.finish(decoder.rows)
+        if decoder.rows != shard.rows:
+            raise CohortChangedError(
+                f"cohort {plan.cohort_code!r} shard {shard.index}: {decoder.rows} rows read, "
+                f"{shard.rows} planned"
+            )
+        return decoder.rows
+
+
+def _page_query(plan: ShardPlan) -> CohortQuery:
+    from airflow_provider_analytics.client.validation import cohort_query
+
+    # pages of the exported rows only: the limit bounds them as the stream's limit does
+    limit = plan.rows if plan.limit is not None else None
+    return cohort_query(plan.cohort_code, limit=limit, properties=list(plan.properties))
+
+
+def _retryable(error: AnalyticsError) -> bool:
+    from airflow_provider_analytics.core.errors import (
+        AnalyticsServerError,
+        AnalyticsStreamError,
+        AnalyticsTransportError,
+    )
+
+    return isinstance(error, AnalyticsServerError | AnalyticsStreamError | AnalyticsTransportError)
+
+
+def write_bytes_atomically(path: StoragePath, data: bytes) -> None:
+    """A small object written whole or not at all."""
+    from airflow_provider_analytics.storage import atomic_destination
+
+    with atomic_destination(path) as temporary, temporary.open("wb") as handle:
+        handle.write(data)
+
+
+def load_or_start_plan(staging: StoragePath, plan: ShardPlan) -> bool:
+    """Keep the staging folder when it holds this very plan (a resumed try), else empty it and
+    record ``plan``. Returns whether finished shards may be reused."""
+    record = staging / "plan.json"
+    if record.exists():
+        with record.open("rb") as handle:
+            raw = handle.read()
+        try:
+            earlier = ShardPlan.from_dict(json.loads(raw), str(record))
+        except (ShardStagingError, ValueError):
+            earlier = None
+        if earlier == plan:
+            return True
+        log.info("staging %s holds another plan; starting over", staging)
+    clear_staging(staging)
+    write_bytes_atomically(record, json.dumps(plan.as_dict()).encode())
+    return False
+
+
+def clear_staging(staging: StoragePath) -> None:
+    """Remove the staging folder's files (parts, records, the plan)."""
+    if not staging.exists():
+        return
+    for entry in list(staging.iterdir()):
+        remove_quietly(entry)
+
+
+def read_plan(staging: StoragePath) -> ShardPlan:
+    """The plan recorded in ``staging`` (for the tasks that read and publish)."""
+    record = staging / "plan.json"
+    with record.open("rb") as handle:
+        return ShardPlan.from_dict(json.loads(handle.read()), str(record))
+
+
+def read_shards(
+    reader: ShardReader, shards: Sequence[Shard], *, parallel: int = 1
+) -> dict[int, int]:
+    """Read the shards not finished yet, ``parallel`` at a time (each its own connection);
+    returns rows per shard index. The first failure stops the others and is raised."""
+    parallel = rules.integer(parallel, "max_parallel_shards", minimum=1)
+    todo = [shard for shard in shards if not reader.finished(shard)]
+    done = {shard.index: shard.rows for shard in shards if shard not in todo}
+    if done:
+        log.info(
+            "cohort %s: %d shards already read, %d to read",
+            reader.plan.cohort_code,
+            len(done),
+            len(todo),
+        )
+    total = Progress(
+        f"cohort {reader.plan.cohort_code}, all shards",
+        total=sum(shard.rows for shard in shards),
+        interval=reader.client.config.progress_interval,
+    )
+    try:
+        if parallel == 1 or len(todo) <= 1:
+            for shard in todo:
+                done[shard.index] = reader.read(shard)
+                total.update(sum(done.values()))
+        else:
+            with ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="shard") as pool:
+                for shard, rows in zip(todo, pool.map(reader.read, todo), strict=True):
+                    done[shard.index] = rows
+                    total.update(sum(done.values()))
+        total.finish(sum(done.values()))
+    finally:
+        total.close()
+    return done
+
+
+def check_consistency(
+    client: AnalyticsClient, plan: ShardPlan, parts: Sequence[StoragePath]
+) -> None:
+    """The promise, checked before publishing: rows equal the plan's, the cohort's count is
+    the same now, and no ``distinct_id`` is in two shards.
+
+    :raises CohortChangedError: saying what changed.
+    """
+    rows = 0
+    for part in parts:
+        with part.open("rb") as handle:
+            rows += pq.ParquetFile(handle).metadata.num_rows
+    if rows != plan.rows:
+        raise CohortChangedError(
+            f"cohort {plan.cohort_code!r}: the shards hold {rows} rows, the plan {plan.rows}; "
+            "nothing was published"
+        )
+    now = client.get_cohort_users(_page_query(plan).sizing(), page=1, page_size=1)["count"]
+    if now != plan.count:
+        raise CohortChangedError(
+            f"cohort {plan.cohort_code!r} changed while it was read: count {plan.count} when "
+            f"planned, {now} now; nothing was published"
+        )
+    _refuse_duplicate_ids(plan, parts)
+
+
+def _bucket_of(ids: pa.Array, buckets: int) -> pa.Array:
+    """Each id's bucket: an integer id modulo ``buckets``, any other id by its CRC-32."""
+    if pa.types.is_integer(ids.type) and ids.null_count == 0:
+        return pa.array(np.abs(ids.to_numpy() % buckets))
+    return pa.array(
+        [zlib.crc32(str(value).encode()) % buckets for value in ids.to_pylist()], pa.int64()
+    )
+
+
+def _refuse_duplicate_ids(plan: ShardPlan, parts: Sequence[StoragePath]) -> None:
+    """No id twice, checked bucket by bucket so memory stays at a bucket's ids (about a
+    million) whatever the cohort's size."""
+    buckets = max(1, math.ceil(plan.rows / 1_000_000))
+    for bucket in range(buckets):
+        chunks = []
+        for part in parts:
+            with part.open("rb") as handle:
+                ids = pq.read_table(handle, columns=[_id_column(handle, part)]).column(0)
+            ids = ids.combine_chunks() if isinstance(ids, pa.ChunkedArray) else ids
+            if buckets > 1:
+                ids = ids.filter(pc.equal(_bucket_of(ids, buckets), bucket))
+            chunks.append(ids)
+        every = pa.chunked_array(chunks) if chunks else pa.chunked_array([], pa.int64())
+        counts = pc.value_counts(every)
+        twice = counts.filter(pc.greater(counts.field("counts"), 1))
+        if len(twice):
+            shown = twice.field("values")[0].as_py()
+            raise CohortChangedError(
+                f"cohort {plan.cohort_code!r} changed while it was read: user {shown!r} "
+                f"appears in two shards ({len(twice)} such users in this bucket); nothing "
+                "was published"
+            )
+
+
+def _id_column(handle: Any, part: StoragePath) -> str:
+    """The written name of ``distinct_id`` in a part (its field metadata names the id)."""
+    from airflow_provider_analytics.tabular.column_names import ID_METADATA_KEY
+
+    handle.seek(0)
+    schema = pq.read_schema(handle)
+    handle.seek(0)
+    for field in schema:
+        if (field.metadata or {}).get(ID_METADATA_KEY.encode()) == ID_COLUMN.encode():
+            return field.name
+    raise ShardStagingError(f"{part}: no {ID_COLUMN} column")
+
+
+def unified_schema(parts: Sequence[StoragePath]) -> pa.Schema:
+    """The parts' common schema: a number column double in one part is double in all."""
+    schemas = []
+    for part in parts:
+        with part.open("rb") as handle:
+            schemas.append(pq.read_schema(handle))
+    first = schemas[0]
+    for part, schema in zip(parts, schemas, strict=True):
+        if schema.names != first.names:
+            raise ShardStagingError(
+                f"{part}: columns {schema.names} differ from the first part's {first.names} "
+                "(the tracking plan changed between shards); export the day again"
+            )
+    fields = []
+    for position, field in enumerate(first):
+        kinds = [schema.field(position).type for schema in schemas]
+        wide = next((kind for kind in kinds if kind.equals(pa.float64())), field.type)
+        fields.append(field.with_type(wide))
+    return pa.schema(fields, metadata=first.metadata)
+
+
+def iter_part_batches(parts: Sequence[StoragePath], schema: pa.Schema) -> Iterator[pa.Table]:
+    """Every row group of every part, in shard order, in ``schema`` (an int64 column cast to
+    double only where exact: Arrow refuses an integer a double cannot hold)."""
+    for part in parts:
+        with part.open("rb") as handle:
+            parquet = pq.ParquetFile(handle)
+            for group in range(parquet.num_row_groups):
+                table = parquet.read_row_group(group)
+                yield table.cast(schema) if not table.schema.equals(schema) else table
+
+
+def merge_parts(
+    parts: Sequence[StoragePath],
+    destination: StoragePath,
+    *,
+    compression: str,
+    metadata: dict[str, str],
+) -> int:
+    """One Parquet object from the parts, row group by row group, replacing ``destination``
+    atomically. Returns bytes written."""
+    schema = unified_schema(parts)
+    schema = schema.with_metadata({**(schema.metadata or {}), **metadata})
+    from airflow_provider_analytics.storage import atomic_destination
+
+    with atomic_destination(destination) as temporary, temporary.open("wb") as sink:
+        with pq.ParquetWriter(sink, schema, compression=compression) as writer:
+            for table in iter_part_batches(parts, schema):
+                writer.write_table(table.replace_schema_metadata(schema.metadata))
+        return int(sink.tell())

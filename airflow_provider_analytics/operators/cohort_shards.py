@@ -1,0 +1,199 @@
+"""A cohort export spread over workers: plan the shards, read them as mapped tasks, publish once.
+
+::
+
+    plan = CohortShardPlanOperator(task_id="plan", cohort_code="all_users", destination=PREFIX)
+    read = CohortShardReadOperator.partial(
+        task_id="read", cohort_code="all_users", destination=PREFIX,
+        pool=PLATFORM_POOL, retries=3,
+    ).expand(shard_index=plan.output)
+    publish = CohortShardPublishOperator(task_id="publish", cohort_code="all_users",
+                                         destination=PREFIX)
+    plan >> read >> publish
+
+The plan task asks for the cohort's size, records the plan in the staging folder (beside a
+Parquet prefix, or ``staging`` for Iceberg: an object-storage URI every worker reaches) and
+returns the shard numbers. Each read task reads one shard on any worker and is retried on its
+own; a shard already read (by an earlier try) is not read again. The publish task checks the
+promise (rows equal the count, the count unchanged, no user twice) and publishes the day at
+once. The three tasks take the same export arguments; only the publish task declares the
+destination's Asset.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from airflow_provider_analytics.client.validation import cohort_query
+from airflow_provider_analytics.core.identity import COHORT_FILE, cohort_identity
+from airflow_provider_analytics.jobs.export_settings import ExportSettings
+from airflow_provider_analytics.operators.intervals import covered_days
+from airflow_provider_analytics.operators.output import AnalyticsOutputOperator
+from airflow_provider_analytics.operators.paths import partition_value
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    import pyarrow as pa
+    from airflow.sdk import Context
+
+    from airflow_provider_analytics.destinations.base import Destination
+
+
+class _CohortShardsOperator(AnalyticsOutputOperator):
+    """What the three steps share: the cohort, the destination and the export's settings.
+
+    :param cohort_code: the cohort (templated).
+    :param destination: a prefix ending in ``/`` or an object URI, as for
+        :class:`~airflow_provider_analytics.operators.cohort_export.
+        CohortExportToParquetOperator` (templated).
+    :param iceberg_table: instead, the Iceberg table ``namespace.table`` (templated).
+    :param staging: for Iceberg, where the parts wait (an object-storage URI every worker
+        reaches).
+    :param properties: the columns (templated; must hold ``distinct_id``); default: the plan's.
+    :param limit: the most users (templated).
+    :param timezone: the project's timezone (templated).
+    :param schema_overrides: as for the cohort export.
+    :param column_names: ``warehouse`` (default) or ``ids`` (templated).
+    :param page_size: users per page, at most 10,000.
+    :param shard_rows: users per shard.
+    """
+
+    template_fields: Sequence[str] = (
+        "analytics_conn_id",
+        "cohort_code",
+        "destination",
+        "iceberg_table",
+        "properties",
+        "limit",
+        "timezone",
+        "column_names",
+    )
+    ui_color = "#d9ecf2"
+    declares_asset = False
+
+    def __init__(
+        self,
+        *,
+        cohort_code: str,
+        destination: str | None = None,
+        staging: str | None = None,
+        properties: Sequence[str] | None = None,
+        limit: int | None = None,
+        timezone: str | None = None,
+        schema_overrides: Mapping[str, pa.DataType | str] | None = None,
+        column_names: str = "warehouse",
+        page_size: int = 10_000,
+        shard_rows: int = 200_000,
+        attempts: int = ExportSettings.attempts,
+        **kwargs: Any,
+    ) -> None:
+        if not self.declares_asset:
+            kwargs.setdefault("outlets", [])
+        super().__init__(destination=destination, **kwargs)
+        self.cohort_code = cohort_code
+        self.staging = staging
+        self.properties = properties
+        self.limit = limit
+        self.timezone = timezone
+        self.schema_overrides = schema_overrides
+        self.column_names = column_names
+        self.page_size = page_size
+        self.shard_rows = shard_rows
+        self.settings = ExportSettings(attempts=attempts)
+
+    def _run(self, context: Context) -> tuple[Any, Destination, str]:
+        """The client, the destination and the day, everything checked."""
+        query = cohort_query(self.cohort_code, limit=self.limit, properties=self.properties)
+        partition_value(query.cohort_code, "cohort_code")
+        destination = self.output_destination(
+            cohort_identity(query.cohort_code), staging=self.staging
+        )
+        day = covered_days(context).partition
+        destination.check([day], [COHORT_FILE])
+        return self.hook.get_conn(), destination, day
+
+    def _export_settings(self, destination: Destination, day: str) -> dict[str, Any]:
+        return {
+            "timezone": self.timezone or self.hook.project_timezone,
+            "schema_overrides": self.schema_overrides,
+            "column_names": self.column_names,
+            "settings": self.settings,
+            "earlier_types": destination.earlier_number_types(day),
+        }
+
+    def lineage_input_name(self) -> str:
+        return f"cohort/{self.cohort_code}"
+
+
+class CohortShardPlanOperator(_CohortShardsOperator):
+    """Plan a cohort's shards (spec 4.12 pages) and record the plan; returns the shard numbers,
+    for ``CohortShardReadOperator.partial(...).expand(shard_index=plan.output)``. A plan of the
+    same request and count recorded by an earlier try is kept, with its finished shards."""
+
+    def execute(self, context: Context) -> list[int]:
+        from airflow_provider_analytics.jobs.cohort_day import start_shards
+
+        client, destination, day = self._run(context)
+        query = cohort_query(self.cohort_code, limit=self.limit, properties=self.properties)
+        plan, _ = start_shards(
+            client,
+            query,
+            destination,
+            day,
+            self.page_size,
+            self.shard_rows,
+            **self._export_settings(destination, day),
+        )
+        return [shard.index for shard in plan.shards]
+
+
+class CohortShardReadOperator(_CohortShardsOperator):
+    """Read one shard of the recorded plan into its part (skipped when an earlier try did).
+
+    :param shard_index: the shard (from the plan task's output, templated).
+    """
+
+    template_fields: Sequence[str] = (*_CohortShardsOperator.template_fields, "shard_index")
+
+    def __init__(self, *, shard_index: int, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.shard_index = shard_index
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        from airflow_provider_analytics.core import rules
+        from airflow_provider_analytics.jobs.cohort_day import shard_reader
+
+        client, destination, day = self._run(context)
+        reader = shard_reader(client, destination, day, **self._export_settings(destination, day))
+        shards = reader.plan.shards
+        index = rules.integer(self.shard_index, "shard_index", minimum=0, maximum=len(shards) - 1)
+        shard = shards[index]
+        if reader.finished(shard):
+            self.log.info("shard %d of cohort %s was read already", index, self.cohort_code)
+            return {"shard": index, "rows": shard.rows, "read": False}
+        return {"shard": index, "rows": reader.read(shard), "read": True}
+
+
+class CohortShardPublishOperator(_CohortShardsOperator):
+    """Check every shard of the recorded plan and publish the day at once (one Parquet object
+    replaced atomically, or one Iceberg commit); declares the destination's Asset."""
+
+    declares_asset = True
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        from airflow_provider_analytics.jobs.cohort_day import publish_shards
+        from airflow_provider_analytics.jobs.cohort_shards import read_plan
+
+        client, destination, day = self._run(context)
+        plan = read_plan(destination.staging(day))
+        summary = publish_shards(client, plan, destination, day)
+        self.publish_output(
+            context,
+            destination,
+            [day],
+            [COHORT_FILE],
+            rows=summary["rows"],
+            cohort_code=plan.cohort_code,
+        )
+        return summary

@@ -1,0 +1,299 @@
+"""A cohort read in shards of the paged endpoint: the same rows and values as the stream, a
+shard's failure retried alone, a resumed try that reuses finished shards, a cohort that changes
+while it is read refused by name with nothing published, and one publication."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import TYPE_CHECKING, Any
+
+import pyarrow.parquet as pq
+import pytest
+from airflow.sdk import ObjectStoragePath
+
+from airflow_provider_analytics.client import AnalyticsClient
+from airflow_provider_analytics.client.validation import cohort_query
+from airflow_provider_analytics.core.errors import AnalyticsServerError, AnalyticsValidationError
+from airflow_provider_analytics.core.identity import cohort_identity
+from airflow_provider_analytics.destinations.parquet import ParquetDestination
+from airflow_provider_analytics.jobs import cohort_shards
+from airflow_provider_analytics.jobs.cohort_day import export_cohort_day, start_shards
+from airflow_provider_analytics.jobs.export_settings import ExportSettings
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from tests.emulator_helpers import EmulatorAdmin
+
+pytestmark = pytest.mark.integration
+
+DAY = "2024-01-15"
+SHARDED = {"mode": "pages", "page_size": 100, "shard_rows": 250}
+"""1000 users: 10 pages of 100, 2 pages a shard, 5 shards."""
+
+
+def destination(root: Path, code: str = "cohort_small") -> ParquetDestination:
+    return ParquetDestination(f"{root.as_uri()}/users/", cohort_identity(code))
+
+
+def export(client: AnalyticsClient, root: Path, **settings: Any) -> dict[str, Any]:
+    query = cohort_query("cohort_small")
+    return export_cohort_day(
+        client,
+        query,
+        destination(root),
+        DAY,
+        timezone="Asia/Shanghai",
+        settings=ExportSettings(retry_delay=0.01),
+        **settings,
+    )
+
+
+def published(root: Path) -> Any:
+    path = root / "users/cohort_code=cohort_small/dt=2024-01-15/users.parquet"
+    return pq.read_table(path).sort_by("distinct_id")
+
+
+def page_calls(admin: EmulatorAdmin) -> int:
+    return int(admin.stats()["requests"].get("get_cohort_users", 0))
+
+
+def test_shards_give_the_streams_rows_and_values(client: AnalyticsClient, tmp_path: Path) -> None:
+    streamed = export(client, tmp_path / "stream", mode="stream")
+    sharded = export(client, tmp_path / "pages", **SHARDED, max_parallel_shards=3)
+    assert (streamed["mode"], sharded["mode"]) == ("stream", "pages")
+    assert sharded["rows"] == sharded["count"] == streamed["rows"] == 1000
+    assert sharded["shards"] == 5
+    one, other = published(tmp_path / "stream"), published(tmp_path / "pages")
+    assert other.schema.remove_metadata() == one.schema.remove_metadata()
+    assert other.equals(one)
+    assert (
+        pq.read_schema(
+            tmp_path / "pages/users/cohort_code=cohort_small/dt=2024-01-15/users.parquet"
+        ).metadata[b"analytics.identity"]
+        == b"cohort_code=cohort_small"
+    )
+    # the staging folder is gone once published, and never was under the prefix
+    assert not any((tmp_path / "pages/users.staging").rglob("*.parquet"))
+    assert sorted(p.name for p in (tmp_path / "pages/users").rglob("*")) == [
+        "cohort_code=cohort_small",
+        "dt=2024-01-15",
+        "users.parquet",
+    ]
+
+
+def test_auto_streams_a_cohort_under_the_threshold(client: AnalyticsClient, tmp_path: Path) -> None:
+    assert export(client, tmp_path)["mode"] == "stream"
+    assert cohort_shards.choose_mode("auto", 1_000_001) == "pages"
+    assert cohort_shards.choose_mode("auto", 1_000_000) == "stream"
+
+
+def test_a_shards_failure_is_retried_alone(
+    client: AnalyticsClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Page 6 (shard 2's second page) fails past the client's own retries, once: shard 2 is
+    read again from its first page, and no other shard is."""
+    real = AnalyticsClient.get_cohort_users
+    pages: list[int] = []
+    failed = []
+
+    def flaky(self: AnalyticsClient, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        page = kwargs.get("page")
+        if page == 6 and not failed:
+            failed.append(page)
+            raise AnalyticsServerError("HTTP 504 from the proxy", status=504)
+        if kwargs.get("page_size") != 1:
+            pages.append(page)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(AnalyticsClient, "get_cohort_users", flaky)
+    export(client, tmp_path, **SHARDED)
+    assert sorted(pages) == [1, 2, 3, 4, 5, 5, 6, 7, 8, 9, 10]
+    assert published(tmp_path).num_rows == 1000
+
+
+def test_a_killed_try_resumes_from_its_finished_shards(
+    client: AnalyticsClient, emulator_admin: EmulatorAdmin, tmp_path: Path
+) -> None:
+    query = cohort_query("cohort_small")
+    target = destination(tmp_path)
+    plan, reader = start_shards(client, query, target, DAY, 100, 250, timezone="Asia/Shanghai")
+    for shard in plan.shards[:3]:  # the try is killed after three shards
+        reader.read(shard)
+    before = page_calls(emulator_admin)
+    result = export(client, tmp_path, **SHARDED)
+    # the resumed try: a one-row call to plan, 4 pages of the two shards left, the last count
+    assert page_calls(emulator_admin) - before == 1 + 4 + 1
+    assert result["rows"] == published(tmp_path).num_rows == 1000
+    assert len(set(published(tmp_path).column("distinct_id").to_pylist())) == 1000
+
+
+def test_a_staging_folder_of_another_plan_is_started_over(
+    client: AnalyticsClient, tmp_path: Path
+) -> None:
+    query = cohort_query("cohort_small")
+    target = destination(tmp_path)
+    plan, reader = start_shards(client, query, target, DAY, 100, 250, timezone="Asia/Shanghai")
+    reader.read(plan.shards[0])
+    other, _ = start_shards(client, query, target, DAY, 100, 500, timezone="Asia/Shanghai")
+    assert other != plan
+    assert sorted(p.name for p in target.staging(DAY).iterdir()) == ["plan.json"]
+
+
+def test_a_cohort_that_changes_while_read_is_refused_and_nothing_published(
+    client: AnalyticsClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    export(client, tmp_path, mode="stream")
+    before = published(tmp_path)
+    real = AnalyticsClient.get_cohort_users
+    calls = {"n": 0}
+
+    def recomputed(self: AnalyticsClient, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        answer = real(self, *args, **kwargs)
+        calls["n"] += 1
+        if calls["n"] > 4:  # the cohort grows by one user after a few pages
+            answer = {**answer, "count": answer["count"] + 1}
+        return answer
+
+    monkeypatch.setattr(AnalyticsClient, "get_cohort_users", recomputed)
+    with pytest.raises(cohort_shards.CohortChangedError, match="changed while it was read"):
+        export(client, tmp_path, **SHARDED)
+    assert published(tmp_path).equals(before)  # the earlier output stays
+
+
+def test_a_user_in_two_shards_is_refused(
+    client: AnalyticsClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = AnalyticsClient.get_cohort_users
+
+    def repeated(self: AnalyticsClient, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        if kwargs.get("page") == 3:  # page 3 gives page 2's users again (a reordering)
+            kwargs["page"] = 2
+            return {**real(self, *args, **kwargs), "page": 3}
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(AnalyticsClient, "get_cohort_users", repeated)
+    with pytest.raises(cohort_shards.CohortChangedError, match="appears in two shards"):
+        export(client, tmp_path, **SHARDED)
+    assert not (tmp_path / "users/cohort_code=cohort_small").exists()
+
+
+@pytest.mark.parametrize(
+    ("settings", "field"),
+    [
+        ({"mode": "shards"}, "mode"),
+        ({"mode": "pages", "page_size": 10_001}, "page_size"),
+        ({"mode": "pages", "shard_rows": 0}, "shard_rows"),
+        ({"mode": "pages", "max_parallel_shards": 0}, "max_parallel_shards"),
+    ],
+)
+def test_settings_are_refused_by_name_before_any_request(
+    client: AnalyticsClient, emulator_admin: EmulatorAdmin, tmp_path: Path, settings, field
+) -> None:
+    before = sum(emulator_admin.stats()["requests"].values())
+    with pytest.raises(AnalyticsValidationError) as caught:
+        export(client, tmp_path, **settings)
+    assert caught.value.field == field
+    assert sum(emulator_admin.stats()["requests"].values()) == before
+
+
+def test_pages_need_the_user_id(client: AnalyticsClient, tmp_path: Path) -> None:
+    query = cohort_query("cohort_small", properties=["$city"])
+    with pytest.raises(AnalyticsValidationError, match="distinct_id"):
+        export_cohort_day(client, query, destination(tmp_path), DAY, **SHARDED, timezone="UTC")
+
+
+def test_a_plan_record_of_another_shape_is_refused_by_name(tmp_path: Path) -> None:
+    staging = ObjectStoragePath((tmp_path / "staging").as_uri() + "/")
+    (tmp_path / "staging").mkdir()
+    (tmp_path / "staging/plan.json").write_text('{"cohort_code": "x", "count": "7"}')
+    with pytest.raises(cohort_shards.ShardStagingError, match="not a shard plan"):
+        cohort_shards.read_plan(staging)
+    assert dt.date.fromisoformat(DAY)
+
+
+def test_readers_see_the_old_day_or_the_new_never_a_mix(
+    client: AnalyticsClient, tmp_path: Path
+) -> None:
+    """pyarrow datasets and DuckDB read the prefix over and over while a sharded run replaces
+    a day of 400 users with one of 1000: every read sees 400 or 1000 rows."""
+    import threading
+
+    import duckdb
+    import pyarrow.dataset as ds
+
+    query = cohort_query("cohort_small", limit=400)
+    export_cohort_day(client, query, destination(tmp_path), DAY, mode="stream", timezone="UTC")
+    seen: list[int] = []
+    errors: list[BaseException] = []
+    done = threading.Event()
+    glob = f"{tmp_path}/users/*/*/*.parquet"
+
+    def read() -> None:
+        with duckdb.connect() as db:
+            while not done.is_set():
+                try:
+                    dataset = ds.dataset(tmp_path / "users", format="parquet", partitioning="hive")
+                    seen.append(dataset.count_rows())
+                    seen.append(db.execute(f"SELECT count(*) FROM '{glob}'").fetchone()[0])
+                except FileNotFoundError:
+                    continue  # the listing named the file a rename was replacing: read again
+                except BaseException as error:
+                    errors.append(error)
+                    return
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    try:
+        export(client, tmp_path, **SHARDED)
+    finally:
+        done.set()
+        reader.join(timeout=60)
+    assert not errors, errors
+    assert seen and set(seen) <= {400, 1000}
+    assert published(tmp_path).num_rows == 1000
+
+
+def test_shards_publish_into_iceberg_as_one_commit(client: AnalyticsClient, tmp_path: Path) -> None:
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    from airflow_provider_analytics.destinations.iceberg import IcebergDestination
+
+    catalog = SqlCatalog(
+        "lake", uri=f"sqlite:///{tmp_path}/catalog.db", warehouse=f"file://{tmp_path}/wh"
+    )
+    query = cohort_query("cohort_small")
+    tables = {}
+    for mode in ("stream", "pages"):
+        target = IcebergDestination(
+            lambda: catalog,
+            "lake",
+            f"analytics.users_{mode}",
+            cohort_identity("cohort_small"),
+            staging_root=(tmp_path / "staging").as_uri(),
+        )
+        settings = SHARDED if mode == "pages" else {"mode": "stream"}
+        result = export_cohort_day(client, query, target, DAY, timezone="UTC", **settings)
+        assert result["iceberg"]["rows"] == 1000
+        table = catalog.load_table(f"analytics.users_{mode}")
+        assert len(table.snapshots()) == 1  # one commit, whatever the shards
+        tables[mode] = table.scan().to_arrow().sort_by("distinct_id")
+    assert tables["pages"].equals(tables["stream"])
+    assert not list((tmp_path / "staging").rglob("*.parquet"))
+
+
+def test_each_shard_and_the_whole_report_their_progress(
+    client: AnalyticsClient, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    import logging
+
+    with caplog.at_level(logging.INFO):
+        export(client, tmp_path, **SHARDED)
+    lines = [record.getMessage() for record in caplog.records]
+    for index in range(5):
+        done = [
+            line for line in lines if line.startswith(f"cohort cohort_small shard {index}: done")
+        ]
+        assert len(done) == 1 and "200 rows" in done[0], lines
+    (whole,) = [line for line in lines if line.startswith("cohort cohort_small, all shards: done")]
+    assert "1000 rows" in whole and "/s" in whole
