@@ -110,7 +110,7 @@ def test_cli_serves_until_sigterm_and_writes_the_port(tmp_path: Path) -> None:
         port = int(port_file.read_text())
         assert line == f"emulator listening on http://127.0.0.1:{port}"
         printed = [process.stdout.readline().split() for _ in range(4)]
-        assert [words[0] for words in printed] == ["token", "app_key", "xtoken", "timezone"]
+        assert [words[0] for words in printed] == ["token", "app_api_key", "xtoken", "timezone"]
         assert [words[-1] for words in printed] == [
             "cli-token",
             "emulator-app-key",
