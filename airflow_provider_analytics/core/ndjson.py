@@ -78,7 +78,7 @@ def iter_line_blocks(
     :raises MalformedStreamError: the stream ended inside a line, is not NDJSON, or has a
         line longer than ``max_line_bytes`` (naming its row).
     """
-    pending: list[bytes] = []
+    pending: list[bytes | memoryview] = []
     pending_bytes = 0  # bytes held in ``pending``
     line_bytes = 0  # bytes of the unfinished line at the end of ``pending``
     rows = 0  # newline-terminated lines yielded so far (blank ones included)
@@ -96,7 +96,7 @@ def iter_line_blocks(
         if cut == 0 or pending_bytes < block_bytes:
             continue
         last = pending.pop()
-        pending.append(last[:cut])
+        pending.append(memoryview(last)[:cut])  # joined without a copy of its own
         block = b"".join(pending)
         _check_lines(block, rows, max_line_bytes)
         rows += block.count(b"\n")
