@@ -43,7 +43,7 @@ class ExportSettings:
     row_group_bytes: int = 8 << 20
     block_bytes: int = 1 << 20
     max_line_bytes: int = MAX_LINE_BYTES
-    chunk_bytes: int = 256 << 10
+    chunk_bytes: int = 1 << 20
     attempts: int = 3
     retry_delay: float = 2.0
     progress_interval: float = 30.0

@@ -58,12 +58,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
+from airflow_provider_analytics.core import byte_scans
 from airflow_provider_analytics.core.cohort_records import (
     ExportRecordError,
     RecordKeys,
     decode_line,
 )
-from airflow_provider_analytics.tabular import byte_scans, number_rule
+from airflow_provider_analytics.tabular import number_rule
 from airflow_provider_analytics.tabular.export_schema import (
     DOUBLE_TYPE,
     MASKED_MARKER,

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from airflow_provider_analytics.tabular.byte_scans import masks
+from airflow_provider_analytics.core.byte_scans import masks
 from airflow_provider_analytics.tabular.export_schema import MASKED_MARKER
 
 

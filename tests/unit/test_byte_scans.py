@@ -7,7 +7,7 @@ import random
 import re
 import threading
 
-from airflow_provider_analytics.tabular import byte_scans
+from airflow_provider_analytics.core import byte_scans
 
 _KEY_END = re.compile(rb'(?<!\\)":')
 
