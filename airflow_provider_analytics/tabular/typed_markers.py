@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from airflow_provider_analytics.core.byte_scans import masks
+from airflow_provider_analytics.core.byte_scans import positions
 from airflow_provider_analytics.tabular.export_schema import MASKED_MARKER
 
 
@@ -78,9 +78,7 @@ class TypedMarkers:
         """Where the marker starts in ``data``, left to right without overlaps (as
         ``bytes.find`` steps through a text)."""
         marker, anchor = self.marker, self._anchor
-        found, _ = masks(len(data))
-        np.equal(data, marker[anchor], out=found)
-        at = np.flatnonzero(found) - anchor
+        at = positions(data, marker[anchor]) - anchor
         at = at[(at >= 0) & (at <= len(data) - len(marker))]
         for offset, byte in enumerate(marker):
             if offset != anchor and at.size:

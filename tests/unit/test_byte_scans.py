@@ -7,6 +7,8 @@ import random
 import re
 import threading
 
+import numpy as np
+
 from airflow_provider_analytics.core import byte_scans
 
 _KEY_END = re.compile(rb'(?<!\\)":')
@@ -15,7 +17,8 @@ _KEY_END = re.compile(rb'(?<!\\)":')
 def _blocks(seed: int) -> list[bytes]:
     rng = random.Random(seed)
     alphabet = b'ab":\\{}\n, '
-    sizes = [0, 1, 2, 3, 5000, 17, 70_000, 9, 300]
+    piece = byte_scans.PIECE
+    sizes = [0, 1, 2, 3, 5000, 17, piece - 1, piece, piece + 1, piece + 2, 2 * piece + 3, 9, 300]
     return [bytes(rng.choice(alphabet) for _ in range(size)) for size in sizes]
 
 
@@ -23,6 +26,9 @@ def test_counts_match_python_across_growing_and_shrinking_blocks() -> None:
     for block in _blocks(7):
         assert byte_scans.key_ends(block) == len(_KEY_END.findall(block)), block[:40]
         assert byte_scans.byte_count(block, ord("\n")) == block.count(b"\n")
+        data = np.frombuffer(block, dtype=np.uint8)
+        expected = [i for i, byte in enumerate(block) if byte == ord(":")]
+        assert byte_scans.positions(data, ord(":")).tolist() == expected
 
 
 def test_an_escaped_quote_before_a_colon_is_not_a_key_end() -> None:
