@@ -17,7 +17,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Final
 
 from airflow_provider_analytics.core import strict_json
-from airflow_provider_analytics.core.byte_scans import byte_count
 from airflow_provider_analytics.core.errors import AnalyticsStreamError
 
 if TYPE_CHECKING:
@@ -82,6 +81,9 @@ def iter_line_blocks(
     :raises MalformedStreamError: the stream ended inside a line, is not NDJSON, or has a
         line longer than ``max_line_bytes`` (naming its row).
     """
+    # numpy loads when a stream is read, not when a DAG file imports the settings
+    from airflow_provider_analytics.core.byte_scans import byte_count
+
     pending: list[bytes | memoryview] = []
     pending_bytes = 0  # bytes held in ``pending``
     line_bytes = 0  # bytes of the unfinished line at the end of ``pending``
