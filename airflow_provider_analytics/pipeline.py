@@ -120,10 +120,13 @@ def map_ahead(
     """``(item, function(item))`` in input order, computing up to ``workers`` items at once.
 
     For functions that release the GIL (Arrow's parser): with ``workers`` = 1 it runs inline.
+    One item more than ``workers`` is in flight, so every worker has the next item at hand
+    while the caller is busy with a result (with exactly ``workers`` in flight, one worker
+    idled each time the caller took a result).
 
     :param function: applied to each item.
-    :param items: the inputs; consumed one ahead of the results per worker.
-    :param workers: how many items are in flight.
+    :param items: the inputs; consumed ``workers`` + 1 ahead of the results.
+    :param workers: how many items are computed at once.
     """
     if workers <= 1:
         for item in items:
@@ -134,7 +137,7 @@ def map_ahead(
         try:
             for item in items:
                 in_flight.append((item, pool.submit(function, item)))
-                if len(in_flight) >= workers:
+                if len(in_flight) > workers:
                     done, future = in_flight.popleft()
                     yield done, future.result()
             while in_flight:

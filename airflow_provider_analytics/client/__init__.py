@@ -32,7 +32,6 @@ from airflow_provider_analytics.core.errors import (
     AnalyticsUsageError,
     AnalyticsValidationError,
 )
-from airflow_provider_analytics.core.ndjson import iter_lines
 
 if TYPE_CHECKING:
     from airflow_provider_analytics.client.analysis_requests import (
@@ -73,6 +72,7 @@ _LAZY = {
     "RetryPolicy": "retry",
     "validate_event_request": "validation",
     "validate_funnel_request": "validation",
+    "iter_lines": "airflow_provider_analytics.core.ndjson",
 }
 """Names imported on first use (most of their modules load ``requests`` and the HTTP stack),
 so that importing ``client`` for its errors (as operator modules do at DAG-parse time)
@@ -83,7 +83,8 @@ def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    path = module if "." in module else f"{__name__}.{module}"
+    value = getattr(importlib.import_module(path), name)
     globals()[name] = value
     return value
 

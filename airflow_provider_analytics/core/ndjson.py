@@ -2,7 +2,9 @@
 
 Splitting on ``b"\\n"`` is safe for UTF-8: no byte of a multi-byte character equals
 ``0x0A``, so a character cut between two chunks is joined again with the rest of its
-line. Work is done per chunk (``bytes.rfind``, ``bytes.split``), never per byte.
+line. Work is done per chunk (``bytes.rfind``, ``bytes.split``), never per byte in Python;
+the lines of a block are counted by numpy (``bytes.count`` took 0.2-0.25 CPU seconds of a
+1M-user export, a third of its reading and splitting).
 
 :func:`iter_line_blocks` groups chunks of any size into blocks of whole lines (what the
 Arrow decoder takes); :func:`iter_lines` hands out the lines one by one (what
@@ -20,6 +22,7 @@ from airflow_provider_analytics.core.errors import AnalyticsStreamError
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
 
+_NEWLINE: Final = ord("\n")
 MAX_LINE_BYTES: Final = 16 << 20
 """Default longest line: a cohort user record is a few KiB; 16 MiB leaves ample room."""
 
@@ -78,7 +81,10 @@ def iter_line_blocks(
     :raises MalformedStreamError: the stream ended inside a line, is not NDJSON, or has a
         line longer than ``max_line_bytes`` (naming its row).
     """
-    pending: list[bytes] = []
+    # numpy loads when a stream is read, not when a DAG file imports the settings
+    from airflow_provider_analytics.core.byte_scans import byte_count
+
+    pending: list[bytes | memoryview] = []
     pending_bytes = 0  # bytes held in ``pending``
     line_bytes = 0  # bytes of the unfinished line at the end of ``pending``
     rows = 0  # newline-terminated lines yielded so far (blank ones included)
@@ -96,10 +102,10 @@ def iter_line_blocks(
         if cut == 0 or pending_bytes < block_bytes:
             continue
         last = pending.pop()
-        pending.append(last[:cut])
+        pending.append(memoryview(last)[:cut])  # joined without a copy of its own
         block = b"".join(pending)
         _check_lines(block, rows, max_line_bytes)
-        rows += block.count(b"\n")
+        rows += byte_count(block, _NEWLINE)
         yield block
         rest = last[cut:]
         pending, pending_bytes = ([rest], len(rest)) if rest else ([], 0)
@@ -108,7 +114,7 @@ def iter_line_blocks(
     if cut:
         block = data[:cut]
         _check_lines(block, rows, max_line_bytes)
-        rows += block.count(b"\n")
+        rows += byte_count(block, _NEWLINE)
         yield block
     tail = data[cut:]
     if tail.strip():

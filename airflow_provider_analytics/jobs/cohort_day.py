@@ -18,7 +18,11 @@ from typing import TYPE_CHECKING, Any
 from airflow_provider_analytics.core import rules
 from airflow_provider_analytics.core.identity import COHORT_FILE
 from airflow_provider_analytics.jobs import cohort_shards as shards
-from airflow_provider_analytics.jobs.cohort_export import export_cohort_to_parquet, prepare_export
+from airflow_provider_analytics.jobs.cohort_export import (
+    PreparedExport,
+    export_prepared,
+    prepare_export,
+)
 
 if TYPE_CHECKING:
     from airflow_provider_analytics.client import AnalyticsClient
@@ -55,64 +59,32 @@ def export_cohort_day(
     rules.integer(max_parallel_shards, "max_parallel_shards", minimum=1)
     destination.check([day], [COHORT_FILE])
     earlier = destination.earlier_number_types(day)
+    # every argument is checked here, before the first request (the plan's listing)
+    prepared = prepare_export(client, query, earlier_types=earlier, **export)
     if mode == "auto":
-        count = client.get_cohort_users(query.sizing(), page=1, page_size=1)["count"]
+        sizing = prepared.query.sizing()
+        count = client.get_cohort_users(sizing, page=1, page_size=1)["count"]
         rows = count if query.limit is None else min(query.limit, count)
         mode = shards.choose_mode(mode, rows)
     if mode == "stream":
         with destination.cohort_file(day) as target:
-            result = export_cohort_to_parquet(
-                client,
-                query,
-                target.path,
-                earlier_types=earlier,
-                file_metadata=target.metadata,
-                **export,
-            )
+            result = export_prepared(client, prepared, target.path, file_metadata=target.metadata)
         return {**result.as_dict(), "uri": target.uri, "mode": "stream", **target.published}
-    return export_in_pages(
-        client,
-        query,
-        destination,
-        day,
-        page_size=page_size,
-        shard_rows=shard_rows,
-        max_parallel_shards=max_parallel_shards,
-        earlier_types=earlier,
-        **export,
-    )
-
-
-def export_in_pages(
-    client: AnalyticsClient,
-    query: CohortQuery,
-    destination: Destination,
-    day: str,
-    *,
-    page_size: int,
-    shard_rows: int,
-    max_parallel_shards: int,
-    **export: Any,
-) -> dict[str, Any]:
-    """Plan, read the shards (resuming from those a killed try finished), check the promise,
-    publish once; the steps of the distributed pattern, run in one task."""
     started = time.monotonic()
-    plan, reader = start_shards(client, query, destination, day, page_size, shard_rows, **export)
+    plan, reader = start_shards(client, prepared, destination, day, page_size, shard_rows)
     shards.read_shards(reader, plan.shards, parallel=max_parallel_shards)
     return publish_shards(client, plan, destination, day, started=started)
 
 
 def start_shards(
     client: AnalyticsClient,
-    query: CohortQuery,
+    prepared: PreparedExport,
     destination: Destination,
     day: str,
     page_size: int,
     shard_rows: int,
-    **export: Any,
 ) -> tuple[shards.ShardPlan, shards.ShardReader]:
-    """Decide the columns, plan the shards, and keep (or start) the staging folder."""
-    prepared = prepare_export(client, query, **export)
+    """Plan the shards of a prepared export and keep (or start) the staging folder."""
     plan = shards.plan_shards(client, prepared.query, page_size=page_size, shard_rows=shard_rows)
     staging = destination.staging(day)
     shards.load_or_start_plan(staging, plan)

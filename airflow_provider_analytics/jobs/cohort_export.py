@@ -357,6 +357,26 @@ def export_cohort_to_parquet(
         settings=settings,
         earlier_types=earlier_types,
     )
+    return export_prepared(
+        client, prepared, destination, sleep=sleep, file_metadata=file_metadata, started=started
+    )
+
+
+def export_prepared(
+    client: AnalyticsClient,
+    prepared: PreparedExport,
+    destination: StoragePath,
+    *,
+    sleep: Callable[[float], None] = time.sleep,
+    file_metadata: Mapping[str, str] | None = None,
+    started: float | None = None,
+) -> ExportResult:
+    """The streamed export of :func:`export_cohort_to_parquet` once its arguments are checked
+    and its columns decided (:func:`prepare_export`): the cohort's size, the stream, the file.
+
+    :param started: ``time.monotonic()`` when the export's work began (default: now).
+    """
+    started = time.monotonic() if started is None else started
     query, schema, settings = prepared.query, prepared.schema, prepared.settings
     count = int(client.get_cohort_users(query.sizing())["count"])
     expected = count if query.limit is None else min(query.limit, count)

@@ -40,24 +40,30 @@ if TYPE_CHECKING:
     from airflow_provider_analytics.destinations.base import Destination
 
 
-class _CohortShardsOperator(AnalyticsOutputOperator):
-    """What the three steps share: the cohort, the destination and the export's settings.
+_PARAMETERS = """
+:param cohort_code: the cohort (templated).
+:param destination: a prefix ending in ``/`` or an object URI, as for
+    ``CohortExportToParquetOperator`` (templated).
+:param iceberg_table: instead, the Iceberg table ``namespace.table`` (templated).
+:param iceberg_conn_id: the connection describing the Iceberg catalog.
+:param staging: for Iceberg, where the parts wait (an object-storage URI every worker
+    reaches); a Parquet export keeps them beside its prefix.
+:param properties: the columns (templated; must hold ``distinct_id``); default: the plan's.
+:param limit: the most users (templated).
+:param timezone: the project's timezone (templated); default: the connection's.
+:param schema_overrides: as for ``CohortExportToParquetOperator``.
+:param column_names: ``warehouse`` (default) or ``ids`` (templated).
+:param page_size: users per page, at most 10,000.
+:param shard_rows: users per shard.
+:param attempts: tries of a shard whose pages fail (past the client's own retries).
+:param analytics_conn_id: id of the ``analytics`` connection (templated).
+"""
+"""The parameters the three steps share, given the same values in a DAG."""
 
-    :param cohort_code: the cohort (templated).
-    :param destination: a prefix ending in ``/`` or an object URI, as for
-        :class:`~airflow_provider_analytics.operators.cohort_export.
-        CohortExportToParquetOperator` (templated).
-    :param iceberg_table: instead, the Iceberg table ``namespace.table`` (templated).
-    :param staging: for Iceberg, where the parts wait (an object-storage URI every worker
-        reaches).
-    :param properties: the columns (templated; must hold ``distinct_id``); default: the plan's.
-    :param limit: the most users (templated).
-    :param timezone: the project's timezone (templated).
-    :param schema_overrides: as for the cohort export.
-    :param column_names: ``warehouse`` (default) or ``ids`` (templated).
-    :param page_size: users per page, at most 10,000.
-    :param shard_rows: users per shard.
-    """
+
+class _CohortShardsOperator(AnalyticsOutputOperator):
+    """What the three steps share: the cohort, the destination and the export's settings
+    (:data:`_PARAMETERS`)."""
 
     template_fields: Sequence[str] = (
         "analytics_conn_id",
@@ -127,32 +133,32 @@ class _CohortShardsOperator(AnalyticsOutputOperator):
 
 
 class CohortShardPlanOperator(_CohortShardsOperator):
-    """Plan a cohort's shards (spec 4.12 pages) and record the plan; returns the shard numbers,
-    for ``CohortShardReadOperator.partial(...).expand(shard_index=plan.output)``. A plan of the
-    same request and count recorded by an earlier try is kept, with its finished shards."""
+    __doc__ = (
+        """Plan a cohort's shards (spec 4.12 pages) and record the plan; returns the shard
+numbers, for ``CohortShardReadOperator.partial(...).expand(shard_index=plan.output)``. A plan of
+the same request and count recorded by an earlier try is kept, with its finished shards.
+"""
+        + _PARAMETERS
+    )
 
     def execute(self, context: Context) -> list[int]:
         from airflow_provider_analytics.jobs.cohort_day import start_shards
+        from airflow_provider_analytics.jobs.cohort_export import prepare_export
 
         client, destination, day = self._run(context)
         query = cohort_query(self.cohort_code, limit=self.limit, properties=self.properties)
-        plan, _ = start_shards(
-            client,
-            query,
-            destination,
-            day,
-            self.page_size,
-            self.shard_rows,
-            **self._export_settings(destination, day),
-        )
+        prepared = prepare_export(client, query, **self._export_settings(destination, day))
+        plan, _ = start_shards(client, prepared, destination, day, self.page_size, self.shard_rows)
         return [shard.index for shard in plan.shards]
 
 
 class CohortShardReadOperator(_CohortShardsOperator):
-    """Read one shard of the recorded plan into its part (skipped when an earlier try did).
+    __doc__ = (
+        """Read one shard of the recorded plan into its part (skipped when an earlier try did).
 
-    :param shard_index: the shard (from the plan task's output, templated).
-    """
+:param shard_index: the shard (from the plan task's output, templated)."""
+        + _PARAMETERS
+    )
 
     template_fields: Sequence[str] = (*_CohortShardsOperator.template_fields, "shard_index")
 
@@ -176,8 +182,12 @@ class CohortShardReadOperator(_CohortShardsOperator):
 
 
 class CohortShardPublishOperator(_CohortShardsOperator):
-    """Check every shard of the recorded plan and publish the day at once (one Parquet object
-    replaced atomically, or one Iceberg commit); declares the destination's Asset."""
+    __doc__ = (
+        """Check every shard of the recorded plan and publish the day at once (one Parquet object
+replaced atomically, or one Iceberg commit); declares the destination's Asset.
+"""
+        + _PARAMETERS
+    )
 
     declares_asset = True
 

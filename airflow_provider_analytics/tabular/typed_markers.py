@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from airflow_provider_analytics.core.byte_scans import positions
 from airflow_provider_analytics.tabular.export_schema import MASKED_MARKER
 
 
@@ -77,7 +78,7 @@ class TypedMarkers:
         """Where the marker starts in ``data``, left to right without overlaps (as
         ``bytes.find`` steps through a text)."""
         marker, anchor = self.marker, self._anchor
-        at = np.flatnonzero(data == marker[anchor]) - anchor
+        at = positions(data, marker[anchor]) - anchor
         at = at[(at >= 0) & (at <= len(data) - len(marker))]
         for offset, byte in enumerate(marker):
             if offset != anchor and at.size:

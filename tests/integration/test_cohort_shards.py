@@ -18,6 +18,7 @@ from airflow_provider_analytics.core.identity import cohort_identity
 from airflow_provider_analytics.destinations.parquet import ParquetDestination
 from airflow_provider_analytics.jobs import cohort_shards
 from airflow_provider_analytics.jobs.cohort_day import export_cohort_day, start_shards
+from airflow_provider_analytics.jobs.cohort_export import prepare_export
 from airflow_provider_analytics.jobs.export_settings import ExportSettings
 
 if TYPE_CHECKING:
@@ -117,7 +118,8 @@ def test_a_killed_try_resumes_from_its_finished_shards(
 ) -> None:
     query = cohort_query("cohort_small")
     target = destination(tmp_path)
-    plan, reader = start_shards(client, query, target, DAY, 100, 250, timezone="Asia/Shanghai")
+    prepared = prepare_export(client, query, timezone="Asia/Shanghai")
+    plan, reader = start_shards(client, prepared, target, DAY, 100, 250)
     for shard in plan.shards[:3]:  # the try is killed after three shards
         reader.read(shard)
     before = page_calls(emulator_admin)
@@ -133,9 +135,10 @@ def test_a_staging_folder_of_another_plan_is_started_over(
 ) -> None:
     query = cohort_query("cohort_small")
     target = destination(tmp_path)
-    plan, reader = start_shards(client, query, target, DAY, 100, 250, timezone="Asia/Shanghai")
+    prepared = prepare_export(client, query, timezone="Asia/Shanghai")
+    plan, reader = start_shards(client, prepared, target, DAY, 100, 250)
     reader.read(plan.shards[0])
-    other, _ = start_shards(client, query, target, DAY, 100, 500, timezone="Asia/Shanghai")
+    other, _ = start_shards(client, prepared, target, DAY, 100, 500)
     assert other != plan
     assert sorted(p.name for p in target.staging(DAY).iterdir()) == ["plan.json"]
 

@@ -105,7 +105,7 @@ def test_a_storage_failure_mid_export_names_the_destination_and_the_cohort(
         operator.execute(context)  # type: ignore[arg-type]
     message = str(caught.value)
     assert "(cohort 'cohort_tiny')" in message
-    assert f"{tmp_path}/exports/cohort=cohort_tiny/dt=2024-01-15/users.parquet" in message
+    assert f"{tmp_path}/exports/cohort_code=cohort_tiny/dt=2024-01-15/users.parquet" in message
     assert isinstance(caught.value, OSError)
     outcome(
         "the storage refuses the write mid-export (a real OSError: the prefix is a plain file)",

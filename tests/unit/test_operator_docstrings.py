@@ -44,7 +44,7 @@ OPERATORS = _public_operators()
 
 
 def test_every_operator_of_the_provider_info_is_checked() -> None:
-    assert len(OPERATORS) == 11
+    assert len(OPERATORS) == 14
 
 
 @pytest.mark.parametrize("cls", OPERATORS, ids=lambda cls: cls.__name__)
