@@ -10,7 +10,9 @@ of its own in a staging folder. A shard that fails is read again on its own.
 **The promise.** The published output holds exactly ``count`` users (or ``limit``), the count
 the platform gave when the export was planned, and the platform still gives that count when
 it is published; every page of every shard reported that same count; no user (by
-``distinct_id``) appears twice. When the cohort changes while it is read (it is recomputed),
+``distinct_id``) appears twice; and the first page of every shard, read again when publishing,
+holds the very users its part holds (a cohort whose members were exchanged, its count
+unchanged, shows there). When the cohort changes while it is read (it is recomputed),
 the export fails by name saying what changed, and nothing is published: the earlier output
 stays. The next try plans again.
 
@@ -498,6 +500,7 @@ def check_consistency(
             f"planned, {now} now; nothing was published"
         )
     _refuse_duplicate_ids(plan, parts)
+    _refuse_exchanged_members(client, plan, parts)
 
 
 def _bucket_of(ids: pa.Array, buckets: int) -> pa.Array:
@@ -531,6 +534,33 @@ def _refuse_duplicate_ids(plan: ShardPlan, parts: Sequence[StoragePath]) -> None
                 f"cohort {plan.cohort_code!r} changed while it was read: user {shown!r} "
                 f"appears in two shards ({len(twice)} such users in this bucket); nothing "
                 "was published"
+            )
+
+
+def _refuse_exchanged_members(
+    client: AnalyticsClient, plan: ShardPlan, parts: Sequence[StoragePath]
+) -> None:
+    """Read the first page of every shard again (its ids only) and compare it with the part's
+    first rows: users who left and users who joined in equal numbers keep the count, but not
+    the pages. One call per shard."""
+    from airflow_provider_analytics.client.validation import cohort_query
+
+    limit = plan.rows if plan.limit is not None else None
+    ids_only = cohort_query(plan.cohort_code, limit=limit, properties=[ID_COLUMN])
+    for shard, part in zip(plan.shards, parts, strict=True):
+        page_rows = min(plan.page_size, shard.rows)
+        with part.open("rb") as handle:
+            column = _id_column(handle, part)
+            held = pq.read_table(handle, columns=[column]).column(0)[:page_rows].to_pylist()
+        answer = client.get_cohort_users(ids_only, page=shard.first_page, page_size=plan.page_size)
+        now = [user.get(ID_COLUMN) for user in answer["users"]]
+        if now != held:
+            differ = sum(1 for one, other in zip(now, held, strict=False) if one != other)
+            raise CohortChangedError(
+                f"cohort {plan.cohort_code!r} changed while it was read: page "
+                f"{shard.first_page} (shard {shard.index}) now holds other users than when it "
+                f"was read ({differ + abs(len(now) - len(held))} of {len(held)} differ), its "
+                "count unchanged; nothing was published"
             )
 
 

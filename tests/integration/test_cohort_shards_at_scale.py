@@ -1,7 +1,8 @@
 """The sharded export against the emulator playing the platform at scale, chosen through the
 pytest plugin's marker: a cohort past the proxy cut, which the stream cannot carry, exports
 completely in shards with the stream's values; a cohort recomputed while it is read (its
-membership grows or shrinks between calls) is refused by name and nothing is published."""
+membership grows, shrinks or is exchanged between calls) is refused by name and nothing is
+published."""
 
 from __future__ import annotations
 
@@ -83,7 +84,7 @@ def test_a_cohort_past_the_cut_exports_completely_in_shards(
     assert calls >= 1 + USERS // SHARDED["page_size"]
 
 
-@pytest.mark.parametrize("kind", ["grow", "shrink"])
+@pytest.mark.parametrize("kind", ["grow", "shrink", "shift"])
 def test_a_cohort_recomputed_while_read_is_refused_and_nothing_published(
     analytics_emulator: RunningEmulator, client: AnalyticsClient, tmp_path: Path, kind: str
 ) -> None:
