@@ -37,6 +37,8 @@ if TYPE_CHECKING:
 
     import requests
 
+    from airflow_provider_analytics.core.page_lines import PageParts
+
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
@@ -460,6 +462,32 @@ class AnalyticsClient:
             cohort_code, limit=limit, properties=properties, page=page, page_size=page_size
         )
         return self._cohort_page(body)
+
+    @_reports_operation
+    def get_cohort_user_lines(
+        self,
+        cohort_code: str | validation.CohortQuery,
+        *,
+        page: int,
+        page_size: int,
+        limit: int | None = None,
+        properties: list[str] | None = None,
+    ) -> PageParts:
+        """One page of a cohort's users (spec 4.12), the users kept as the export's NDJSON
+        lines for the export's decoder: ``envelope`` (``count``, ``page``, ``size``), ``rows``
+        and ``lines``. The page's members are checked as :meth:`get_cohort_users` checks them.
+
+        :param cohort_code: the cohort, or a checked
+            :class:`~airflow_provider_analytics.client.validation.CohortQuery`.
+        :param page: the 1-based page.
+        :param page_size: users per page.
+        """
+        body = validation.cohort_body(
+            cohort_code, limit=limit, properties=properties, page=page, page_size=page_size
+        )
+        asked = Asked(page=body.get("page"), page_size=body.get("pageSize"))
+        response = self._send(ops.GET_COHORT_USERS, json=body)
+        return self._reader(ops.GET_COHORT_USERS).page_lines(response, asked)
 
     @_reports_operation
     def iter_cohort_user_pages(

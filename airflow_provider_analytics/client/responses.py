@@ -15,6 +15,7 @@ from airflow_provider_analytics.core.errors import (
     AnalyticsOperationFailedError,
     AnalyticsProtocolError,
 )
+from airflow_provider_analytics.core.page_lines import PageParts, split_page
 from airflow_provider_analytics.core.redaction import Redactor
 
 if TYPE_CHECKING:
@@ -86,3 +87,28 @@ class ResponseReader:
                 f"{exc}; {_CHECK_ADDRESS}", operation=self._operation, secrets=self._secrets
             ) from None
         return body
+
+    def page_lines(self, response: HttpAnswer, asked: Asked | None = None) -> PageParts:
+        """A page of cohort users, its users kept as the export's lines
+        (:mod:`~airflow_provider_analytics.core.page_lines`): the page's members pass the
+        declared answer as :meth:`answer` checks them, the users' values the export's rule.
+
+        :raises AnswerShapeError: the page's members do not fit, naming the field.
+        """
+        try:
+            parts = split_page(response.content)
+        except strict_json.StrictJsonError as exc:
+            content_type = response.headers.get("Content-Type", "no content type")
+            raise self.protocol_error(
+                f"the answer (HTTP {response.status_code}, {content_type}) {exc}"
+            ) from None
+        body = dict(parts.envelope)
+        if parts.rows is not None:
+            body["users"] = [{}] * parts.rows  # the relations count them; the lines hold them
+        try:
+            answers.decode(self._operation, body, asked=asked, secrets=self._secrets)
+        except answers.AnswerShapeError as exc:
+            raise answers.AnswerShapeError(
+                f"{exc}; {_CHECK_ADDRESS}", operation=self._operation, secrets=self._secrets
+            ) from None
+        return parts

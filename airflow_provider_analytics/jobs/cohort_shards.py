@@ -3,9 +3,10 @@
 The streamed export (spec 4.13) is meant for under a million rows, and a proxy in front of
 the platform cuts a response at about ten minutes (``API_NOTES.md``). Above that, a cohort is
 read through the paged endpoint (spec 4.12, ``page`` 1-based, ``pageSize`` at most 10,000)
-in **shards**: ranges of pages, each decoded by the same rule as the stream
-(:class:`~airflow_provider_analytics.tabular.arrow.BlockDecoder`) and written as a Parquet part
-of its own in a staging folder. A shard that fails is read again on its own.
+in **shards**: ranges of pages, each page's users kept as they were sent
+(:mod:`~airflow_provider_analytics.core.page_lines`) and decoded by the stream's own decoder
+(:class:`~airflow_provider_analytics.tabular.arrow.BlockDecoder`), each shard written as a
+Parquet part of its own in a staging folder. A shard that fails is read again on its own.
 
 **The promise.** The published output holds exactly ``count`` users (or ``limit``), the count
 the platform gave when the export was planned, and the platform still gives that count when
@@ -46,6 +47,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from airflow_provider_analytics.core import rules
 from airflow_provider_analytics.core.errors import AnalyticsError
 from airflow_provider_analytics.core.identity import request_digest
+from airflow_provider_analytics.core.ndjson import iter_line_blocks
 from airflow_provider_analytics.core.progress import Progress
 from airflow_provider_analytics.sinks.parquet import parquet_stream
 from airflow_provider_analytics.storage import remove_quietly
@@ -248,16 +250,6 @@ def plan_shards(
     return plan
 
 
-def _page_lines(users: list[dict[str, Any]]) -> bytes:
-    """A page's users as NDJSON, for the export's decoder: integers stay integer tokens and
-    decimals decimal tokens (``repr`` of a double reads back as the same double)."""
-    return b"".join(
-        json.dumps(user, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
-        + b"\n"
-        for user in users
-    )
-
-
 class ShardReader:
     """Reads shards of one plan into Parquet parts in a staging folder.
 
@@ -351,23 +343,25 @@ class ShardReader:
             subject=f"cohort {plan.cohort_code!r} shard {shard.index}",
         ) as parquet:
             for page in range(shard.first_page, shard.last_page + 1):
-                answer = self.client.get_cohort_users(query, page=page, page_size=plan.page_size)
-                if answer["count"] != plan.count:
+                answer = self.client.get_cohort_user_lines(
+                    query, page=page, page_size=plan.page_size
+                )
+                count = answer.envelope["count"]
+                if count != plan.count:
                     raise CohortChangedError(
                         f"cohort {plan.cohort_code!r} changed while it was read: page {page} "
-                        f"(shard {shard.index}) gives count {answer['count']}, the plan "
-                        f"{plan.count}; nothing was published"
+                        f"(shard {shard.index}) gives count {count}, the plan {plan.count}; "
+                        "nothing was published"
                     )
                 expected = min(page * plan.page_size, plan.rows) - (page - 1) * plan.page_size
-                users = answer["users"]
-                if len(users) != expected:
+                if answer.rows != expected:
                     raise CohortChangedError(
                         f"cohort {plan.cohort_code!r} changed while it was read: page {page} "
-                        f"(shard {shard.index}) holds {len(users)} users, {expected} expected "
+                        f"(shard {shard.index}) holds {answer.rows} users, {expected} expected "
                         f"of a cohort of {plan.count}; nothing was published"
                     )
-                if users:
-                    block = _page_lines(users)
+                # the users as they were sent, in the stream's blocks, by the stream's rule
+                for block in iter_line_blocks([answer.lines], settings.block_bytes):
                     parquet.add(decoder.finish(block, decoder.parse(block)))
                 progress.update(decoder.rows)
             parquet.flush()

@@ -4,6 +4,7 @@ while it is read refused by name with nothing published, and one publication."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from typing import TYPE_CHECKING, Any
 
@@ -13,7 +14,11 @@ from airflow.sdk import ObjectStoragePath
 
 from airflow_provider_analytics.client import AnalyticsClient
 from airflow_provider_analytics.client.validation import cohort_query
-from airflow_provider_analytics.core.errors import AnalyticsServerError, AnalyticsValidationError
+from airflow_provider_analytics.core.errors import (
+    AnalyticsError,
+    AnalyticsServerError,
+    AnalyticsValidationError,
+)
 from airflow_provider_analytics.core.identity import cohort_identity
 from airflow_provider_analytics.destinations.parquet import ParquetDestination
 from airflow_provider_analytics.jobs import cohort_shards
@@ -94,23 +99,21 @@ def test_a_shards_failure_is_retried_alone(
 ) -> None:
     """Page 6 (shard 2's second page) fails past the client's own retries, once: shard 2 is
     read again from its first page, and no other shard is."""
-    real = AnalyticsClient.get_cohort_users
+    real = AnalyticsClient.get_cohort_user_lines
     pages: list[int] = []
     failed = []
 
-    def flaky(self: AnalyticsClient, *args: Any, **kwargs: Any) -> dict[str, Any]:
-        page = kwargs.get("page")
+    def flaky(self: AnalyticsClient, *args: Any, **kwargs: Any) -> Any:
+        page = kwargs["page"]
         if page == 6 and not failed:
             failed.append(page)
             raise AnalyticsServerError("HTTP 504 from the proxy", status=504)
-        if kwargs.get("page_size") != 1:
-            pages.append(page)
+        pages.append(page)
         return real(self, *args, **kwargs)
 
-    monkeypatch.setattr(AnalyticsClient, "get_cohort_users", flaky)
+    monkeypatch.setattr(AnalyticsClient, "get_cohort_user_lines", flaky)
     export(client, tmp_path, **SHARDED)
-    verified = [1, 3, 5, 7, 9]  # each shard's first page, read again when publishing
-    assert sorted(pages) == sorted([1, 2, 3, 4, 5, 5, 6, 7, 8, 9, 10, *verified])
+    assert sorted(pages) == [1, 2, 3, 4, 5, 5, 6, 7, 8, 9, 10]
     assert published(tmp_path).num_rows == 1000
 
 
@@ -150,17 +153,18 @@ def test_a_cohort_that_changes_while_read_is_refused_and_nothing_published(
 ) -> None:
     export(client, tmp_path, mode="stream")
     before = published(tmp_path)
-    real = AnalyticsClient.get_cohort_users
+    real = AnalyticsClient.get_cohort_user_lines
     calls = {"n": 0}
 
-    def recomputed(self: AnalyticsClient, *args: Any, **kwargs: Any) -> dict[str, Any]:
+    def recomputed(self: AnalyticsClient, *args: Any, **kwargs: Any) -> Any:
         answer = real(self, *args, **kwargs)
         calls["n"] += 1
         if calls["n"] > 4:  # the cohort grows by one user after a few pages
-            answer = {**answer, "count": answer["count"] + 1}
+            envelope = {**answer.envelope, "count": answer.envelope["count"] + 1}
+            answer = dataclasses.replace(answer, envelope=envelope)
         return answer
 
-    monkeypatch.setattr(AnalyticsClient, "get_cohort_users", recomputed)
+    monkeypatch.setattr(AnalyticsClient, "get_cohort_user_lines", recomputed)
     with pytest.raises(cohort_shards.CohortChangedError, match="changed while it was read"):
         export(client, tmp_path, **SHARDED)
     assert published(tmp_path).equals(before)  # the earlier output stays
@@ -169,15 +173,14 @@ def test_a_cohort_that_changes_while_read_is_refused_and_nothing_published(
 def test_a_user_in_two_shards_is_refused(
     client: AnalyticsClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real = AnalyticsClient.get_cohort_users
+    real = AnalyticsClient.get_cohort_user_lines
 
-    def repeated(self: AnalyticsClient, *args: Any, **kwargs: Any) -> dict[str, Any]:
+    def repeated(self: AnalyticsClient, *args: Any, **kwargs: Any) -> Any:
         if kwargs.get("page") == 3:  # page 3 gives page 2's users again (a reordering)
             kwargs["page"] = 2
-            return {**real(self, *args, **kwargs), "page": 3}
         return real(self, *args, **kwargs)
 
-    monkeypatch.setattr(AnalyticsClient, "get_cohort_users", repeated)
+    monkeypatch.setattr(AnalyticsClient, "get_cohort_user_lines", repeated)
     with pytest.raises(cohort_shards.CohortChangedError, match="appears in two shards"):
         export(client, tmp_path, **SHARDED)
     assert not (tmp_path / "users/cohort_code=cohort_small").exists()
@@ -302,3 +305,34 @@ def test_each_shard_and_the_whole_report_their_progress(
         assert len(done) == 1 and "200 rows" in done[0], lines
     (whole,) = [line for line in lines if line.startswith("cohort cohort_small, all shards: done")]
     assert "1000 rows" in whole and "/s" in whole
+
+
+@pytest.mark.parametrize(
+    ("line", "says"),
+    [
+        (b'{"distinct_id": 5, "distinct_id": 6}', "twice"),
+        (b'{"distinct_id": NaN}', "NaN"),
+    ],
+    ids=["a repeated key", "NaN"],
+)
+def test_a_hostile_user_on_a_page_is_refused_as_the_stream_refuses_it(
+    client: AnalyticsClient,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    line: bytes,
+    says: str,
+) -> None:
+    real = AnalyticsClient.get_cohort_user_lines
+
+    def hostile(self: AnalyticsClient, *args: Any, **kwargs: Any) -> Any:
+        answer = real(self, *args, **kwargs)
+        if kwargs.get("page") != 4:
+            return answer
+        rest = answer.lines.partition(b"\n")[2]
+        return dataclasses.replace(answer, lines=line + b"\n" + rest)
+
+    monkeypatch.setattr(AnalyticsClient, "get_cohort_user_lines", hostile)
+    query = cohort_query("cohort_small", properties=["distinct_id"])
+    with pytest.raises(AnalyticsError, match=says):
+        export_cohort_day(client, query, destination(tmp_path), DAY, **SHARDED, timezone="UTC")
+    assert not (tmp_path / "users/cohort_code=cohort_small").exists()
