@@ -49,26 +49,43 @@ class PageParts:
     lines: bytes
 
 
-def _structure(data: bytes) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
-    """Each byte's nesting depth after it (outside strings), and which bytes lie outside
-    strings. Small integer types keep the arrays at a byte or two per byte of the page."""
+_MARKS = np.zeros(256, dtype=bool)
+_MARKS[[0x7B, 0x7D, 0x5B, 0x5D, 0x3A]] = True  # { } [ ] :
+
+
+@dataclass(frozen=True)
+class _Structure:
+    """The page's braces, brackets and colons outside strings: where they stand, which they
+    are, and the nesting depth after each."""
+
+    at: np.ndarray[Any, Any]
+    char: np.ndarray[Any, Any]
+    depth: np.ndarray[Any, Any]
+
+
+def _structure(data: bytes) -> _Structure:
+    """Find the structure from the quotes and marks alone: a mark is outside strings when an
+    even number of real quotes (not escaped by an odd run of backslashes) precede it."""
     raw = np.frombuffer(data, dtype=np.uint8)
-    quote = raw == 0x22
-    if b'\\"' in data:  # a quote after an odd run of backslashes is text, not a quote
-        quotes = np.flatnonzero(quote)
-        quotes = quotes[quotes > 0]
-        for position in quotes[raw[quotes - 1] == 0x5C].tolist():
+    quotes = np.flatnonzero(raw == 0x22)
+    if b'\\"' in data:
+        later = quotes[quotes > 0]
+        escaped = []
+        for position in later[raw[later - 1] == 0x5C].tolist():
             run = position - 1
             while run >= 0 and data[run] == 0x5C:
                 run -= 1
             if (position - 1 - run) % 2:
-                quote[position] = False
-    # the parity of the quotes up to a byte tells a string's inside (its quotes included)
-    inside = (np.cumsum(quote, dtype=np.uint8) & 1).astype(bool) | quote
-    step = (raw == 0x7B).view(np.int8) + (raw == 0x5B).view(np.int8)
-    step -= (raw == 0x7D).view(np.int8) + (raw == 0x5D).view(np.int8)
-    step[inside] = 0
-    return np.cumsum(step, dtype=np.int16), ~inside
+                escaped.append(position)
+        if escaped:  # both sorted: drop the escaped ones by their index
+            quotes = np.delete(quotes, np.searchsorted(quotes, escaped))
+    marks = np.flatnonzero(_MARKS[raw])
+    marks = marks[(np.searchsorted(quotes, marks) % 2) == 0]
+    chars = raw[marks]
+    opening = (chars == 0x7B) | (chars == 0x5B)
+    closing = (chars == 0x7D) | (chars == 0x5D)
+    depth = np.cumsum(opening.astype(np.int64) - closing.astype(np.int64))
+    return _Structure(marks, chars, depth)
 
 
 def split_page(data: bytes) -> PageParts:
@@ -78,8 +95,8 @@ def split_page(data: bytes) -> PageParts:
         a repeated member, ``NaN``, bad syntax), or ``users`` holds an item that is not an
         object. The users' bytes (UTF-8 included) are the export decoder's to check.
     """
-    depth, outside = _structure(data)
-    found = _users_array(data, depth, outside)
+    structure = _structure(data)
+    found = _users_array(data, structure)
     if found is None:
         envelope = strict_json.loads(data)
         if not isinstance(envelope, dict):
@@ -89,15 +106,13 @@ def split_page(data: bytes) -> PageParts:
     envelope = strict_json.loads(data[: opened + 1] + data[closed:])
     if not isinstance(envelope, dict) or envelope.pop(USERS, None) != []:
         raise StrictJsonError("is not a JSON object with one users array")
-    rows, lines = _users(data, opened, closed, depth, outside)
+    rows, lines = _users(data, opened, closed, structure)
     return PageParts(envelope, rows, lines)
 
 
-def _users_array(
-    data: bytes, depth: np.ndarray[Any, Any], outside: np.ndarray[Any, Any]
-) -> tuple[int, int] | None:
+def _users_array(data: bytes, structure: _Structure) -> tuple[int, int] | None:
     """The positions of the ``[`` and ``]`` of the top-level ``users`` array, if any."""
-    colons = np.flatnonzero(outside & (depth == 1) & (np.frombuffer(data, np.uint8) == 0x3A))
+    colons = structure.at[(structure.char == 0x3A) & (structure.depth == 1)]
     for colon in colons.tolist():
         # the member's name ends just before the colon: find '"users"' there
         head = data.rfind(b'"users"', 0, colon + 1)
@@ -108,30 +123,19 @@ def _users_array(
         start = colon + 1 + len(_SPACE.match(data, colon + 1).group())  # type: ignore[union-attr]
         if data[start : start + 1] != b"[":
             return None
-        closing = np.flatnonzero(
-            (depth[start:] == 1) & outside[start:] & (np.frombuffer(data, np.uint8)[start:] == 0x5D)
-        )
+        after = (structure.at > start) & (structure.char == 0x5D) & (structure.depth == 1)
+        closing = structure.at[after]
         if not closing.size:
             raise StrictJsonError("is not valid JSON (the users array does not end)")
-        return start, start + int(closing[0])
+        return start, int(closing[0])
     return None
 
 
-def _users(
-    data: bytes,
-    opened: int,
-    closed: int,
-    depth: np.ndarray[Any, Any],
-    outside: np.ndarray[Any, Any],
-) -> tuple[int, bytes]:
+def _users(data: bytes, opened: int, closed: int, structure: _Structure) -> tuple[int, bytes]:
     """The user objects between ``opened`` and ``closed`` as lines, and their count."""
-    raw = np.frombuffer(data, dtype=np.uint8)
-    span = slice(opened + 1, closed)
-    level = depth[span]
-    out = outside[span]
-    chars = raw[span]
-    starts = np.flatnonzero(out & (chars == 0x7B) & (level == 3)) + opened + 1
-    ends = np.flatnonzero(out & (chars == 0x7D) & (level == 2)) + opened + 1
+    within = (structure.at > opened) & (structure.at < closed)
+    starts = structure.at[within & (structure.char == 0x7B) & (structure.depth == 3)]
+    ends = structure.at[within & (structure.char == 0x7D) & (structure.depth == 2)]
     if starts.size != ends.size:
         raise StrictJsonError("is not valid JSON (a user object does not end)")
     lines: list[bytes] = []

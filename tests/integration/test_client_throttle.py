@@ -86,6 +86,7 @@ class PlatformStandIn(ServedOnLoopback):
                         server._opened = True
                         server._condition.notify_all()
                     server._condition.wait_for(lambda: server._opened, timeout=30)
+                self.left = False
                 try:
                     if first and retry_after is not None:
                         server.refused_at = time.monotonic()
@@ -96,6 +97,14 @@ class PlatformStandIn(ServedOnLoopback):
                         time.sleep(0.01)  # long enough for calls to overlap
                         self._send(200, [{"id": "buy"}])
                 finally:
+                    self._leave()
+
+            def _leave(self) -> None:
+                """The call is no longer in flight once its answer's last bytes are sent: the
+                client may release its place as soon as it has read them, so counting until
+                the handler returns would count a call twice."""
+                if not self.left:
+                    self.left = True
                     with server._condition:
                         server.in_flight -= 1
 
@@ -107,6 +116,7 @@ class PlatformStandIn(ServedOnLoopback):
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(payload)))
                 self.end_headers()
+                self._leave()
                 self.wfile.write(payload)
 
             def _stream(self) -> None:
@@ -120,6 +130,7 @@ class PlatformStandIn(ServedOnLoopback):
                 self.wfile.flush()
                 server.stream_finish.wait(30)
                 server.stream_ended_at = time.monotonic()
+                self._leave()
                 self.wfile.write(b"".join(lines[2:]))
                 self.wfile.flush()
 
