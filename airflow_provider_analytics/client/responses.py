@@ -80,13 +80,17 @@ class ResponseReader:
         :raises AnswerShapeError: the body does not fit, naming the field.
         """
         body = self.json(response)
+        self._declared(body, asked)
+        return body
+
+    def _declared(self, body: Any, asked: Asked | None) -> None:
+        """Pass ``body`` through the operation's declared answer, or refuse it by name."""
         try:
             answers.decode(self._operation, body, asked=asked, secrets=self._secrets)
         except answers.AnswerShapeError as exc:
             raise answers.AnswerShapeError(
                 f"{exc}; {_CHECK_ADDRESS}", operation=self._operation, secrets=self._secrets
             ) from None
-        return body
 
     def page_lines(self, response: HttpAnswer, asked: Asked | None = None) -> PageParts:
         """A page of cohort users, its users kept as the export's lines
@@ -105,10 +109,5 @@ class ResponseReader:
         body = dict(parts.envelope)
         if parts.rows is not None:
             body["users"] = [{}] * parts.rows  # the relations count them; the lines hold them
-        try:
-            answers.decode(self._operation, body, asked=asked, secrets=self._secrets)
-        except answers.AnswerShapeError as exc:
-            raise answers.AnswerShapeError(
-                f"{exc}; {_CHECK_ADDRESS}", operation=self._operation, secrets=self._secrets
-            ) from None
+        self._declared(body, asked)
         return parts

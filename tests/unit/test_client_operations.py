@@ -18,6 +18,7 @@ from airflow_provider_analytics.client.api import AnalysisAnswer
 from airflow_provider_analytics.client.operations import GET_UTM
 from airflow_provider_analytics.client.validation import event_request
 from airflow_provider_analytics.core.answers import AnswerShapeError
+from airflow_provider_analytics.core.page_lines import PageParts
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -361,6 +362,21 @@ CASES: list[tuple[str, Callable[[AnalyticsClient], Any], str, str, dict, Any, st
         "project",
         COHORT_PAGE,
         COHORT_PAGE,
+    ),
+    (
+        "get_cohort_user_lines",  # the users kept as the lines that were sent
+        lambda c: c.get_cohort_user_lines("cohort_small", limit=10, page=2, page_size=2),
+        "POST",
+        "/uba/api/cohort/users",
+        {},
+        {"cohortCode": "cohort_small", "limit": 10, "page": 2, "pageSize": 2},
+        "project",
+        COHORT_PAGE,
+        PageParts(
+            {"count": 7, "page": 2, "size": 2},
+            2,
+            b'{"distinct_id": 1}\n{"distinct_id": 2}\n',
+        ),
     ),
     (
         "register_account",
