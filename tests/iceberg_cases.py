@@ -145,6 +145,27 @@ class RacingCatalog:
         return getattr(self._catalog, name)
 
 
+def commit_at_once(writers: dict[Any, IcebergDayWriter]) -> dict[Any, dict[str, Any]]:
+    """Commit every writer in a thread of its own, all at once; their summaries by key.
+    Any writer's failure fails the case."""
+    results: dict[Any, dict[str, Any]] = {}
+    errors: list[BaseException] = []
+
+    def commit(key: Any) -> None:
+        try:
+            results[key] = writers[key].commit()
+        except BaseException as error:
+            errors.append(error)
+
+    threads = [threading.Thread(target=commit, args=(key,)) for key in writers]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert not errors, errors
+    return results
+
+
 def case_two_days_commit_at_once(
     catalog: Catalog, identifier: str, *, pyiceberg_retries: bool
 ) -> list[dict[str, Any]]:
@@ -169,21 +190,7 @@ def case_two_days_commit_at_once(
         writer.open(data[day].schema)
         writer.write(data[day])
     racing.armed = True
-    results: dict[dt.date, dict[str, Any]] = {}
-    errors: list[BaseException] = []
-
-    def commit(day: dt.date) -> None:
-        try:
-            results[day] = writers[day].commit()
-        except BaseException as error:
-            errors.append(error)
-
-    threads = [threading.Thread(target=commit, args=(day,)) for day in writers]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=120)
-    assert not errors, errors
+    results = commit_at_once(writers)
     table = catalog.load_table(identifier)
     for day in DAYS[:2]:
         assert day_rows(table, day)["user_id"].to_pylist() == data[day]["user_id"].to_pylist()
@@ -292,20 +299,7 @@ def case_two_identities_commit_at_once(catalog: Catalog, identifier: str) -> Non
         writer.open(data[identity].schema)
         writer.write(data[identity])
     racing.armed = True
-    errors: list[BaseException] = []
-
-    def commit(identity: Identity) -> None:
-        try:
-            writers[identity].commit()
-        except BaseException as error:
-            errors.append(error)
-
-    threads = [threading.Thread(target=commit, args=(identity,)) for identity in writers]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=120)
-    assert not errors, errors
+    commit_at_once(writers)
     table = catalog.load_table(identifier)
     assert identity_rows(table, COHORT, DAYS[1]) == [100, 101, 102, 103]
     assert identity_rows(table, other, DAYS[1]) == [200, 201, 202]

@@ -110,6 +110,12 @@ def split_page(data: bytes) -> PageParts:
     return PageParts(envelope, rows, lines)
 
 
+def _after_space(data: bytes, at: int) -> int:
+    """The first position from ``at`` on that is not white space."""
+    found = _SPACE.match(data, at)
+    return found.end() if found else at
+
+
 def _users_array(data: bytes, structure: _Structure) -> tuple[int, int] | None:
     """The positions of the ``[`` and ``]`` of the top-level ``users`` array, if any."""
     colons = structure.at[(structure.char == 0x3A) & (structure.depth == 1)]
@@ -120,7 +126,7 @@ def _users_array(data: bytes, structure: _Structure) -> tuple[int, int] | None:
             continue
         if head > 0 and data[head - 1 : head] == b"\\":
             continue
-        start = colon + 1 + len(_SPACE.match(data, colon + 1).group())  # type: ignore[union-attr]
+        start = _after_space(data, colon + 1)
         if data[start : start + 1] != b"[":
             return None
         after = (structure.at > start) & (structure.char == 0x5D) & (structure.depth == 1)

@@ -123,14 +123,7 @@ class IcebergDestination:
         writer = IcebergDayWriter(
             self.catalog, self.identifier, dt.date.fromisoformat(day), identity=self.identity
         )
-        writer.open(schema)
-        try:
-            for table in iter_part_batches(parts, schema):
-                writer.write(table)
-            committed = writer.commit()
-        except BaseException:
-            writer.abort()
-            raise
+        committed = writer.replace(schema, iter_part_batches(parts, schema))
         uri = iceberg_table_uri(self.catalog_name, self.identifier)
         return CohortFile(parts[0], uri, {}, {"iceberg": committed})
 

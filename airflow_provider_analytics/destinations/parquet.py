@@ -109,6 +109,9 @@ class ParquetDestination:
             return {COHORT_FILE: path}
         return table_paths(self.destination, names, partitions, self.allowed_roots)
 
+    def _cohort_path(self, day: str) -> ObjectStoragePath:
+        return self.paths(day, (COHORT_FILE,))[COHORT_FILE]
+
     def check(self, days: Sequence[str], names: Sequence[str]) -> None:
         """Every object's path, the earlier version's layout, and what each existing object
         holds; refused by name before any request."""
@@ -135,7 +138,7 @@ class ParquetDestination:
     def _refuse_old_layout(self, names: Sequence[str]) -> None:
         if not self.is_prefix:
             return
-        root = checked_destination(self.destination, self.allowed_roots)
+        root = self.destination  # checked when the destination was made
         from airflow.sdk import ObjectStoragePath
 
         if self.identity.column == COHORT_COLUMN:
@@ -168,7 +171,7 @@ class ParquetDestination:
 
     @contextlib.contextmanager
     def cohort_file(self, day: str) -> Iterator[CohortFile]:
-        path = self.paths(day, (COHORT_FILE,))[COHORT_FILE]
+        path = self._cohort_path(day)
         yield CohortFile(path, str(path), self.file_metadata())
 
     def staging(self, day: str) -> ObjectStoragePath:
@@ -188,14 +191,14 @@ class ParquetDestination:
         atomically (readers see the old day or the new one)."""
         from airflow_provider_analytics.jobs.cohort_shards import merge_parts
 
-        path = self.paths(day, (COHORT_FILE,))[COHORT_FILE]
+        path = self._cohort_path(day)
         written = merge_parts(
             parts, path, compression=self.compression, metadata=self.file_metadata()
         )
         return CohortFile(path, str(path), self.file_metadata(), {"bytes_written": written})
 
     def earlier_number_types(self, day: str) -> dict[str, pa.DataType]:
-        path = self.paths(day, (COHORT_FILE,))[COHORT_FILE]
+        path = self._cohort_path(day)
         return earlier_number_types(path.parent.parent, day, path.name)
 
     def report_tables(self, day: str, names: Sequence[str]) -> ParquetTables:

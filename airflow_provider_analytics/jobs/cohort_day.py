@@ -55,12 +55,13 @@ def export_cohort_day(
         what the publication did (``iceberg``: the commit).
     """
     rules.one_of(mode, "mode", shards.MODES)
-    shards.check_shard_settings(page_size, shard_rows, [shards.ID_COLUMN])
+    shards.shard_pages(page_size, shard_rows)
     rules.integer(max_parallel_shards, "max_parallel_shards", minimum=1)
     destination.check([day], [COHORT_FILE])
     earlier = destination.earlier_number_types(day)
     # every argument is checked here, before the first request (the plan's listing)
     prepared = prepare_export(client, query, earlier_types=earlier, **export)
+    count = None
     if mode == "auto":
         sizing = prepared.query.sizing()
         count = client.get_cohort_users(sizing, page=1, page_size=1)["count"]
@@ -71,7 +72,9 @@ def export_cohort_day(
             result = export_prepared(client, prepared, target.path, file_metadata=target.metadata)
         return {**result.as_dict(), "uri": target.uri, "mode": "stream", **target.published}
     started = time.monotonic()
-    plan, reader = start_shards(client, prepared, destination, day, page_size, shard_rows)
+    plan, reader = start_shards(
+        client, prepared, destination, day, page_size, shard_rows, count=count
+    )
     shards.read_shards(reader, plan.shards, parallel=max_parallel_shards)
     return publish_shards(client, plan, destination, day, started=started)
 
@@ -83,9 +86,14 @@ def start_shards(
     day: str,
     page_size: int,
     shard_rows: int,
+    *,
+    count: int | None = None,
 ) -> tuple[shards.ShardPlan, shards.ShardReader]:
-    """Plan the shards of a prepared export and keep (or start) the staging folder."""
-    plan = shards.plan_shards(client, prepared.query, page_size=page_size, shard_rows=shard_rows)
+    """Plan the shards of a prepared export (from ``count`` when the caller just read it)
+    and keep (or start) the staging folder."""
+    plan = shards.plan_shards(
+        client, prepared.query, page_size=page_size, shard_rows=shard_rows, count=count
+    )
     staging = destination.staging(day)
     shards.load_or_start_plan(staging, plan)
     reader = shards.ShardReader(client, plan, prepared.schema, staging, prepared.settings)
@@ -116,7 +124,7 @@ def publish_shards(
 ) -> dict[str, Any]:
     """Check that every shard is read and the promise holds, publish, clear the staging."""
     staging = destination.staging(day)
-    parts = [staging / f"{shard.name}.parquet" for shard in plan.shards]
+    parts = [shards.part_of(staging, shard) for shard in plan.shards]
     missing = [shard.index for shard in plan.shards if not parts[shard.index].exists()]
     if missing:
         raise shards.CohortChangedError(

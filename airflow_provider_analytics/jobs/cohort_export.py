@@ -82,7 +82,8 @@ class ExportIncompleteError(AnalyticsError, RuntimeError):
     attempt failed."""
 
 
-_RETRYABLE = (
+RETRYABLE_FAULTS = (
+    # what another attempt may mend (the stream, the shards)
     AnalyticsStreamError,  # includes MalformedStreamError (a cut or corrupted stream)
     AnalyticsTransportError,
     AnalyticsServerError,
@@ -161,7 +162,7 @@ class _ExportRun:
                     for block, parsed in map_ahead(decoder.parse, blocks, settings.parse_threads):
                         parquet.add(decoder.finish(block, parsed))
                         progress.update(decoder.rows, export.bytes_read)
-                except _RETRYABLE as error:
+                except RETRYABLE_FAULTS as error:
                     _raise_refused_value(parquet, error)
                     raise
                 finally:
@@ -185,7 +186,7 @@ class _ExportRun:
         for attempt in range(1, attempts + 1):
             try:
                 return (*self.attempt(), attempt)
-            except _RETRYABLE as error:
+            except RETRYABLE_FAULTS as error:
                 if attempt == attempts:
                     raise ExportIncompleteError(
                         f"cohort {self.cohort_code!r}: export failed after {attempt} attempts, "

@@ -49,6 +49,7 @@ from airflow_provider_analytics.core.errors import AnalyticsError
 from airflow_provider_analytics.core.identity import request_digest
 from airflow_provider_analytics.core.ndjson import iter_line_blocks
 from airflow_provider_analytics.core.progress import Progress
+from airflow_provider_analytics.jobs.cohort_export import RETRYABLE_FAULTS
 from airflow_provider_analytics.sinks.parquet import parquet_stream
 from airflow_provider_analytics.storage import remove_quietly
 from airflow_provider_analytics.tabular.arrow import BlockDecoder
@@ -163,6 +164,15 @@ class ShardPlan:
             found.append(Shard(index, first, last, rows))
         return found
 
+    def query(self, properties: Sequence[str] | None = None) -> CohortQuery:
+        """The request of the plan's pages (of ``properties`` instead of the plan's, when
+        given): the limit bounds them to the exported rows, as the stream's limit does."""
+        from airflow_provider_analytics.client.validation import cohort_query
+
+        limit = self.rows if self.limit is not None else None
+        asked = list(self.properties if properties is None else properties)
+        return cohort_query(self.cohort_code, limit=limit, properties=asked)
+
     @property
     def digest(self) -> str:
         """Names this plan: the request and the count it was made for."""
@@ -208,13 +218,21 @@ def choose_mode(mode: Any, rows: int, threshold: int = STREAM_ROWS_MAX) -> str:
     return str(chosen)
 
 
-def check_shard_settings(page_size: Any, shard_rows: Any, properties: Sequence[str]) -> int:
-    """The pages per shard, from checked settings; the export needs ``distinct_id``.
+def shard_pages(page_size: Any, shard_rows: Any) -> int:
+    """The pages per shard, from the checked settings.
 
     :raises AnalyticsValidationError: naming the setting.
     """
     size = rules.integer(page_size, "page_size", minimum=1, maximum=PAGE_SIZE_MAX)
     rows = rules.integer(shard_rows, "shard_rows", minimum=1)
+    return max(1, rows // size)
+
+
+def require_user_id(properties: Sequence[str]) -> None:
+    """Shards need ``distinct_id`` among the columns (it tells the users apart).
+
+    :raises AnalyticsValidationError: naming ``properties``.
+    """
     if ID_COLUMN not in properties:
         rules.fail(
             "properties",
@@ -222,7 +240,6 @@ def check_shard_settings(page_size: Any, shard_rows: Any, properties: Sequence[s
             "two shards, and the id tells them apart)",
             list(properties),
         )
-    return max(1, rows // size)
 
 
 def plan_shards(
@@ -231,23 +248,31 @@ def plan_shards(
     *,
     page_size: int = PAGE_SIZE_MAX,
     shard_rows: int = SHARD_ROWS,
+    count: int | None = None,
 ) -> ShardPlan:
-    """Plan the shards of ``query`` (its properties known) from a one-row page's ``count``."""
+    """Plan the shards of ``query`` (its properties known) from the cohort's ``count``: the
+    one given (just read by the caller), else a one-row page's."""
     properties = tuple(query.properties or ())
-    shard_pages = check_shard_settings(page_size, shard_rows, properties)
-    first = client.get_cohort_users(query.sizing(), page=1, page_size=1)
-    plan = ShardPlan(
-        query.cohort_code, properties, query.limit, first["count"], page_size, shard_pages
-    )
+    pages = shard_pages(page_size, shard_rows)
+    require_user_id(properties)
+    if count is None:
+        count = client.get_cohort_users(query.sizing(), page=1, page_size=1)["count"]
+    plan = ShardPlan(query.cohort_code, properties, query.limit, count, page_size, pages)
     log.info(
         "cohort %s: %d users in %d shards of up to %d pages of %d",
         plan.cohort_code,
         plan.rows,
         len(plan.shards),
-        shard_pages,
+        pages,
         page_size,
     )
     return plan
+
+
+def part_of(staging: StoragePath, shard: Shard) -> StoragePath:
+    """The Parquet part of ``shard`` in the staging folder."""
+    path: StoragePath = staging / f"{shard.name}.parquet"
+    return path
 
 
 class ShardReader:
@@ -275,8 +300,7 @@ class ShardReader:
         self.settings = settings
 
     def part(self, shard: Shard) -> StoragePath:
-        path: StoragePath = self.staging / f"{shard.name}.parquet"
-        return path
+        return part_of(self.staging, shard)
 
     def record(self, shard: Shard) -> StoragePath:
         path: StoragePath = self.staging / f"{shard.name}.json"
@@ -305,7 +329,7 @@ class ShardReader:
             except CohortChangedError:
                 raise
             except AnalyticsError as error:
-                if attempt == attempts or not _retryable(error):
+                if attempt == attempts or not isinstance(error, RETRYABLE_FAULTS):
                     raise
                 delay = self.settings.retry_delay * 2 ** (attempt - 1)
                 log.warning(
@@ -325,7 +349,7 @@ class ShardReader:
     def _attempt(self, shard: Shard) -> int:
         plan, settings = self.plan, self.settings
         decoder = BlockDecoder(self.schema)
-        query = _page_query(plan)
+        query = plan.query()
         progress = Progress(
             f"cohort {plan.cohort_code} shard {shard.index}",
             total=shard.rows,
@@ -372,24 +396,6 @@ class ShardReader:
                 f"{shard.rows} planned"
             )
         return decoder.rows
-
-
-def _page_query(plan: ShardPlan) -> CohortQuery:
-    from airflow_provider_analytics.client.validation import cohort_query
-
-    # pages of the exported rows only: the limit bounds them as the stream's limit does
-    limit = plan.rows if plan.limit is not None else None
-    return cohort_query(plan.cohort_code, limit=limit, properties=list(plan.properties))
-
-
-def _retryable(error: AnalyticsError) -> bool:
-    from airflow_provider_analytics.core.errors import (
-        AnalyticsServerError,
-        AnalyticsStreamError,
-        AnalyticsTransportError,
-    )
-
-    return isinstance(error, AnalyticsServerError | AnalyticsStreamError | AnalyticsTransportError)
 
 
 def write_bytes_atomically(path: StoragePath, data: bytes) -> None:
@@ -487,14 +493,15 @@ def check_consistency(
             f"cohort {plan.cohort_code!r}: the shards hold {rows} rows, the plan {plan.rows}; "
             "nothing was published"
         )
-    now = client.get_cohort_users(_page_query(plan).sizing(), page=1, page_size=1)["count"]
+    now = client.get_cohort_users(plan.query().sizing(), page=1, page_size=1)["count"]
     if now != plan.count:
         raise CohortChangedError(
             f"cohort {plan.cohort_code!r} changed while it was read: count {plan.count} when "
             f"planned, {now} now; nothing was published"
         )
-    _refuse_duplicate_ids(plan, parts)
-    _refuse_exchanged_members(client, plan, parts)
+    column = _id_column(parts[0])  # every part has the same columns (unified_schema)
+    _refuse_duplicate_ids(plan, parts, column)
+    _refuse_exchanged_members(client, plan, parts, column)
 
 
 def _bucket_of(ids: pa.Array, buckets: int) -> pa.Array:
@@ -506,7 +513,7 @@ def _bucket_of(ids: pa.Array, buckets: int) -> pa.Array:
     )
 
 
-def _refuse_duplicate_ids(plan: ShardPlan, parts: Sequence[StoragePath]) -> None:
+def _refuse_duplicate_ids(plan: ShardPlan, parts: Sequence[StoragePath], column: str) -> None:
     """No id twice, checked bucket by bucket so memory stays at a bucket's ids (about a
     million) whatever the cohort's size."""
     buckets = max(1, math.ceil(plan.rows / 1_000_000))
@@ -514,7 +521,7 @@ def _refuse_duplicate_ids(plan: ShardPlan, parts: Sequence[StoragePath]) -> None
         chunks = []
         for part in parts:
             with part.open("rb") as handle:
-                ids = pq.read_table(handle, columns=[_id_column(handle, part)]).column(0)
+                ids = pq.read_table(handle, columns=[column]).column(0)
             ids = ids.combine_chunks() if isinstance(ids, pa.ChunkedArray) else ids
             if buckets > 1:
                 ids = ids.filter(pc.equal(_bucket_of(ids, buckets), bucket))
@@ -541,19 +548,15 @@ def _repeated(chunks: Sequence[pa.Array]) -> Any:
 
 
 def _refuse_exchanged_members(
-    client: AnalyticsClient, plan: ShardPlan, parts: Sequence[StoragePath]
+    client: AnalyticsClient, plan: ShardPlan, parts: Sequence[StoragePath], column: str
 ) -> None:
     """Read the first page of every shard again (its ids only) and compare it with the part's
     first rows: users who left and users who joined in equal numbers keep the count, but not
     the pages. One call per shard."""
-    from airflow_provider_analytics.client.validation import cohort_query
-
-    limit = plan.rows if plan.limit is not None else None
-    ids_only = cohort_query(plan.cohort_code, limit=limit, properties=[ID_COLUMN])
+    ids_only = plan.query([ID_COLUMN])
     for shard, part in zip(plan.shards, parts, strict=True):
         page_rows = min(plan.page_size, shard.rows)
         with part.open("rb") as handle:
-            column = _id_column(handle, part)
             held = pq.read_table(handle, columns=[column]).column(0)[:page_rows].to_pylist()
         answer = client.get_cohort_users(ids_only, page=shard.first_page, page_size=plan.page_size)
         now = [user.get(ID_COLUMN) for user in answer["users"]]
@@ -567,13 +570,12 @@ def _refuse_exchanged_members(
             )
 
 
-def _id_column(handle: Any, part: StoragePath) -> str:
+def _id_column(part: StoragePath) -> str:
     """The written name of ``distinct_id`` in a part (its field metadata names the id)."""
     from airflow_provider_analytics.tabular.column_names import ID_METADATA_KEY
 
-    handle.seek(0)
-    schema = pq.read_schema(handle)
-    handle.seek(0)
+    with part.open("rb") as handle:
+        schema = pq.read_schema(handle)
     for field in schema:
         if (field.metadata or {}).get(ID_METADATA_KEY.encode()) == ID_COLUMN.encode():
             return field.name

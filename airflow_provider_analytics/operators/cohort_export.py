@@ -18,6 +18,18 @@ if TYPE_CHECKING:
     from airflow.sdk import Context
 
 
+def rendered_cohort_query(cohort_code: Any, limit: Any, properties: Any) -> CohortQuery:
+    """An operator's rendered cohort code, limit and properties, checked once by the client's
+    rules (the code also as a partition value).
+
+    Rendered values are checked as they are, never coerced: ``limit=True`` or ``1.9`` would
+    otherwise export one user and succeed.
+    """
+    query = cohort_query(cohort_code, limit=limit, properties=properties)
+    partition_value(query.cohort_code, "cohort_code")
+    return query
+
+
 class CohortExportToParquetOperator(AnalyticsOutputOperator):
     """Stream a cohort's users (spec 4.13) into a Parquet object, typed from the tracking plan.
 
@@ -158,15 +170,7 @@ class CohortExportToParquetOperator(AnalyticsOutputOperator):
         return summary
 
     def _query(self) -> CohortQuery:
-        """The rendered cohort code, limit and properties, checked once by the client's rules
-        (the code also as a partition value).
-
-        Rendered values are checked as they are, never coerced: ``limit=True`` or ``1.9``
-        would otherwise export one user and succeed.
-        """
-        query = cohort_query(self.cohort_code, limit=self.limit, properties=self.properties)
-        partition_value(query.cohort_code, "cohort_code")
-        return query
+        return rendered_cohort_query(self.cohort_code, self.limit, self.properties)
 
     def lineage_input_name(self) -> str:
         return f"cohort/{self.cohort_code}"

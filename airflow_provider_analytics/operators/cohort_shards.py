@@ -24,12 +24,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_analytics.client.validation import cohort_query
 from airflow_provider_analytics.core.identity import COHORT_FILE, cohort_identity
 from airflow_provider_analytics.jobs.export_settings import ExportSettings
+from airflow_provider_analytics.operators.cohort_export import rendered_cohort_query
 from airflow_provider_analytics.operators.intervals import covered_days
 from airflow_provider_analytics.operators.output import AnalyticsOutputOperator
-from airflow_provider_analytics.operators.paths import partition_value
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -37,6 +36,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from airflow.sdk import Context
 
+    from airflow_provider_analytics.client.validation import CohortQuery
     from airflow_provider_analytics.destinations.base import Destination
 
 
@@ -108,16 +108,15 @@ class _CohortShardsOperator(AnalyticsOutputOperator):
         self.shard_rows = shard_rows
         self.settings = ExportSettings(attempts=attempts)
 
-    def _run(self, context: Context) -> tuple[Any, Destination, str]:
-        """The client, the destination and the day, everything checked."""
-        query = cohort_query(self.cohort_code, limit=self.limit, properties=self.properties)
-        partition_value(query.cohort_code, "cohort_code")
+    def _run(self, context: Context) -> tuple[Any, CohortQuery, Destination, str]:
+        """The client, the request, the destination and the day, everything checked."""
+        query = rendered_cohort_query(self.cohort_code, self.limit, self.properties)
         destination = self.output_destination(
             cohort_identity(query.cohort_code), staging=self.staging
         )
         day = covered_days(context).partition
         destination.check([day], [COHORT_FILE])
-        return self.hook.get_conn(), destination, day
+        return self.hook.get_conn(), query, destination, day
 
     def _export_settings(self, destination: Destination, day: str) -> dict[str, Any]:
         return {
@@ -145,8 +144,7 @@ the same request and count recorded by an earlier try is kept, with its finished
         from airflow_provider_analytics.jobs.cohort_day import start_shards
         from airflow_provider_analytics.jobs.cohort_export import prepare_export
 
-        client, destination, day = self._run(context)
-        query = cohort_query(self.cohort_code, limit=self.limit, properties=self.properties)
+        client, query, destination, day = self._run(context)
         prepared = prepare_export(client, query, **self._export_settings(destination, day))
         plan, _ = start_shards(client, prepared, destination, day, self.page_size, self.shard_rows)
         return [shard.index for shard in plan.shards]
@@ -170,7 +168,7 @@ class CohortShardReadOperator(_CohortShardsOperator):
         from airflow_provider_analytics.core import rules
         from airflow_provider_analytics.jobs.cohort_day import shard_reader
 
-        client, destination, day = self._run(context)
+        client, _, destination, day = self._run(context)
         reader = shard_reader(client, destination, day, **self._export_settings(destination, day))
         shards = reader.plan.shards
         index = rules.integer(self.shard_index, "shard_index", minimum=0, maximum=len(shards) - 1)
@@ -195,7 +193,7 @@ replaced atomically, or one Iceberg commit); declares the destination's Asset.
         from airflow_provider_analytics.jobs.cohort_day import publish_shards
         from airflow_provider_analytics.jobs.cohort_shards import read_plan
 
-        client, destination, day = self._run(context)
+        client, _, destination, day = self._run(context)
         plan = read_plan(destination.staging(day))
         summary = publish_shards(client, plan, destination, day)
         self.publish_output(

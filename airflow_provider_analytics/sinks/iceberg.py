@@ -73,7 +73,7 @@ from airflow_provider_analytics.core.errors import (
 from airflow_provider_analytics.tabular.column_names import ID_METADATA_KEY, warehouse_name
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Collection, Mapping
+    from collections.abc import Callable, Collection, Iterable, Mapping
 
     from pyiceberg.catalog import Catalog
     from pyiceberg.io import OutputStream
@@ -624,6 +624,20 @@ class IcebergDayWriter:
             snapshot = table.snapshot_by_id(parent) if parent is not None else None
         return found
 
+    def replace(
+        self, schema: pa.Schema, batches: Iterable[pa.Table | pa.RecordBatch]
+    ) -> dict[str, Any]:
+        """Open for ``schema``, write ``batches``, commit: the day replaced in one call, its
+        data files removed when anything fails (:meth:`abort`)."""
+        self.open(schema)
+        try:
+            for batch in batches:
+                self.write(batch)
+            return self.commit()
+        except BaseException:
+            self.abort()
+            raise
+
     def abort(self) -> None:
         """Delete the data files written so far (nothing was committed).
 
@@ -675,13 +689,7 @@ class IcebergTables:
         writer = IcebergDayWriter(
             self.catalog, self.identifier_for(name), self.day, identity=self.identity
         )
-        writer.open(table.schema)
-        try:
-            writer.write(table)
-            return writer.commit()
-        except BaseException:
-            writer.abort()
-            raise
+        return writer.replace(table.schema, [table])
 
 
 def replace_day_from_parquet(
@@ -697,12 +705,7 @@ def replace_day_from_parquet(
     :param identity: what the rows are (``cohort_code=vip``).
     """
     parquet = pq.ParquetFile(source)
-    writer = IcebergDayWriter(catalog, identifier, day, identity=identity)
-    writer.open(parquet.schema_arrow)
-    try:
-        for group in range(parquet.num_row_groups):
-            writer.write(parquet.read_row_group(group))
-        return writer.commit()
-    except BaseException:
-        writer.abort()
-        raise
+    groups = (parquet.read_row_group(group) for group in range(parquet.num_row_groups))
+    return IcebergDayWriter(catalog, identifier, day, identity=identity).replace(
+        parquet.schema_arrow, groups
+    )
