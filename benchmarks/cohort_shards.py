@@ -36,7 +36,6 @@ from typing import Any, Final
 CREDENTIALS: Final = {"token": "bench-token", "app_key": "bench-key", "xtoken": "bench-x"}
 LARGE: Final = "cohort_massive"
 MILLION: Final = "cohort_large"
-PAGE_SIZE: Final = 10_000
 SHARD_ROWS: Final = 200_000
 
 
@@ -73,14 +72,16 @@ def child(options: dict[str, Any]) -> None:
                 destination,
                 day,
                 mode=options["mode"],
-                page_size=options.get("page_size", PAGE_SIZE),
+                page_size=options.get("page_size", cohort_shards.PAGE_SIZE),
                 shard_rows=SHARD_ROWS,
                 max_parallel_shards=options.get("parallel", 1),
                 timezone="Asia/Shanghai",
             )
         else:  # some shards of a plan, then maybe the publication
             prepared = prepare_export(client, query, timezone="Asia/Shanghai")
-            plan, reader = start_shards(client, prepared, destination, day, PAGE_SIZE, SHARD_ROWS)
+            plan, reader = start_shards(
+                client, prepared, destination, day, cohort_shards.PAGE_SIZE, SHARD_ROWS
+            )
             mine = plan.shards[options["shards"][0] :: options["shards"][1]]
             if options.get("stop_after") is not None:
                 mine = plan.shards[: options["stop_after"]]

@@ -23,6 +23,8 @@ from airflow_provider_analytics.jobs.cohort_export import (
     export_prepared,
     prepare_export,
 )
+from airflow_provider_analytics.jobs.export_settings import ExportSettings
+from airflow_provider_analytics.tabular.arrow_pool import arrow_memory_pool
 
 if TYPE_CHECKING:
     from airflow_provider_analytics.client import AnalyticsClient
@@ -37,7 +39,7 @@ def export_cohort_day(
     day: str,
     *,
     mode: str = "auto",
-    page_size: int = shards.PAGE_SIZE_MAX,
+    page_size: int = shards.PAGE_SIZE,
     shard_rows: int = shards.SHARD_ROWS,
     max_parallel_shards: int = 1,
     **export: Any,
@@ -130,8 +132,9 @@ def publish_shards(
         raise shards.CohortChangedError(
             f"cohort {plan.cohort_code!r}: shards {missing} are not read yet; nothing was published"
         )
-    shards.check_consistency(client, plan, parts)
-    published = destination.publish_parts(day, parts)
+    with arrow_memory_pool(ExportSettings.memory_pool):
+        shards.check_consistency(client, plan, parts)
+        published = destination.publish_parts(day, parts)
     shards.clear_staging(staging)
     seconds = time.monotonic() - started if started is not None else None
     return {

@@ -10,7 +10,6 @@ ever holds a complete file.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import random
 import time
@@ -42,6 +41,7 @@ from airflow_provider_analytics.sinks.parquet import (
     parquet_stream,
 )
 from airflow_provider_analytics.tabular.arrow import BlockDecoder, ExportDataError
+from airflow_provider_analytics.tabular.arrow_pool import arrow_memory_pool
 from airflow_provider_analytics.tabular.column_names import (
     ColumnNames,
     column_name_map,
@@ -55,7 +55,7 @@ from airflow_provider_analytics.tabular.export_schema import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator, Mapping, Sequence
+    from collections.abc import Callable, Mapping, Sequence
 
     from airflow_provider_analytics.client import AnalyticsClient
     from airflow_provider_analytics.storage import StoragePath
@@ -222,23 +222,6 @@ def _raise_refused_value(parquet: ParquetStream, error: BaseException) -> None:
         return
 
 
-@contextlib.contextmanager
-def _arrow_memory_pool(name: str) -> Iterator[None]:
-    """Use the named Arrow allocator as the default for the duration of the block."""
-    if name == "default":
-        yield
-        return
-    pools = {"system": pa.system_memory_pool, "mimalloc": pa.mimalloc_memory_pool}
-    if name not in pools:
-        rules.fail("memory_pool", f"must be one of default, {', '.join(pools)}", name)
-    previous = pa.default_memory_pool()
-    pa.set_memory_pool(pools[name]())
-    try:
-        yield
-    finally:
-        pa.set_memory_pool(previous)
-
-
 @dataclass(frozen=True)
 class PreparedExport:
     """An export's checked request (its properties known), columns and settings."""
@@ -389,7 +372,7 @@ def export_prepared(
         destination,
     )
 
-    with _arrow_memory_pool(settings.memory_pool):
+    with arrow_memory_pool(settings.memory_pool):
         run = _ExportRun(client, query, schema, destination, expected, settings, file_metadata)
         rows, bytes_written, decoder, attempt = run.with_retries(sleep)
     seconds = time.monotonic() - started

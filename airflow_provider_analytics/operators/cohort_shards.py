@@ -53,7 +53,8 @@ _PARAMETERS = """
 :param timezone: the project's timezone (templated); default: the connection's.
 :param schema_overrides: as for ``CohortExportToParquetOperator``.
 :param column_names: ``warehouse`` (default) or ``ids`` (templated).
-:param page_size: users per page, at most 10,000.
+:param page_size: users per page, at most 10,000 (default 5,000: a page is held whole while
+    it is decoded, so smaller pages keep a worker's memory lower).
 :param shard_rows: users per shard.
 :param attempts: tries of a shard whose pages fail (past the client's own retries).
 :param analytics_conn_id: id of the ``analytics`` connection (templated).
@@ -89,7 +90,7 @@ class _CohortShardsOperator(AnalyticsOutputOperator):
         timezone: str | None = None,
         schema_overrides: Mapping[str, pa.DataType | str] | None = None,
         column_names: str = "warehouse",
-        page_size: int = 10_000,
+        page_size: int = 5_000,
         shard_rows: int = 200_000,
         attempts: int = ExportSettings.attempts,
         **kwargs: Any,

@@ -15,7 +15,6 @@ from airflow_provider_analytics.client import (
 )
 from airflow_provider_analytics.core.identity import Identity
 from airflow_provider_analytics.hooks.iceberg import IcebergCatalogHook
-from airflow_provider_analytics.jobs.cohort_export import _arrow_memory_pool
 from airflow_provider_analytics.operators.output import iceberg_asset
 from airflow_provider_analytics.operators.paths import table_paths
 from airflow_provider_analytics.operators.reports import FunnelReportOperator
@@ -25,6 +24,7 @@ from airflow_provider_analytics.sinks.iceberg import (
     IcebergTables,
     catalog_properties,
 )
+from airflow_provider_analytics.tabular.arrow_pool import arrow_memory_pool
 from airflow_provider_analytics.tabular.frames import (
     EVENT_GRAINS,
     EVENT_SCHEMA,
@@ -141,7 +141,7 @@ def test_iceberg_errors_are_analytics_errors() -> None:
             identity=Identity("report_key", "k"),
         )
     assert caught.value.field == "iceberg_table"
-    with pytest.raises(AnalyticsValidationError) as caught, _arrow_memory_pool("jemalloc"):
+    with pytest.raises(AnalyticsValidationError) as caught, arrow_memory_pool("jemalloc"):
         pass
     assert caught.value.field == "memory_pool"
 
