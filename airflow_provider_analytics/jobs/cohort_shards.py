@@ -283,6 +283,9 @@ class ShardReader:
     :param schema: the export's columns (the same for every shard).
     :param staging: the folder of the parts and records.
     :param settings: write and retry settings (``compression``, ``row_group_rows``, ...).
+
+    A ``Retry-After`` one of its calls gets holds off every reader of the plan, in any process
+    on any worker (:mod:`~airflow_provider_analytics.jobs.shard_hold`).
     """
 
     def __init__(
@@ -298,6 +301,12 @@ class ShardReader:
         self.schema = schema
         self.staging = staging
         self.settings = settings
+        from airflow_provider_analytics.client.throttle import throttle_for
+        from airflow_provider_analytics.jobs.shard_hold import HOLD_FILE, SharedHold
+
+        self.throttle = throttle_for(client.config.base_url)
+        self.hold = SharedHold(staging / HOLD_FILE, retry_after_max=client.config.retry_after_max)
+        """The hold-off every reader of the plan shares."""
 
     def part(self, shard: Shard) -> StoragePath:
         return part_of(self.staging, shard)
@@ -324,7 +333,8 @@ class ShardReader:
         attempts = self.settings.attempts
         for attempt in range(1, attempts + 1):
             try:
-                rows = self._attempt(shard)
+                with self.hold.publishing(self.throttle, f"shard {shard.index}"):
+                    rows = self._attempt(shard)
                 break
             except CohortChangedError:
                 raise
@@ -367,6 +377,7 @@ class ShardReader:
             subject=f"cohort {plan.cohort_code!r} shard {shard.index}",
         ) as parquet:
             for page in range(shard.first_page, shard.last_page + 1):
+                self.hold.observe(self.throttle)  # a Retry-After another reader got
                 answer = self.client.get_cohort_user_lines(
                     query, page=page, page_size=plan.page_size
                 )
