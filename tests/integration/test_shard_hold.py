@@ -49,6 +49,7 @@ REFUSED_PAGE = 2
 RETRY_AFTER = 5
 TOLERANCE = 0.02
 """Seconds an arrival may precede the hold's end: clock reading noise only."""
+READER = (sys.executable, "-m", "tests.shard_hold_reader")
 WAIT = 120.0
 """The longest the relay waits for a step of the other process (process start included)."""
 
@@ -172,8 +173,7 @@ def test_a_retry_after_in_one_process_holds_off_the_shards_of_another(
     with OrderingRelay(emulator.base_url, staging) as relay:
         readers = [
             subprocess.Popen(
-                [sys.executable, "-m", "tests.shard_hold_reader", relay.base_url, prefix, DAY]
-                + [str(index)],
+                [*READER, relay.base_url, prefix, DAY, str(index)],
                 env=env,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
@@ -181,7 +181,7 @@ def test_a_retry_after_in_one_process_holds_off_the_shards_of_another(
             for index in (0, 1)
         ]
         outputs = [reader.communicate(timeout=300) for reader in readers]
-    for reader, (out, err) in zip(readers, outputs, strict=True):
+    for reader, (_, err) in zip(readers, outputs, strict=True):
         assert reader.returncode == 0, err.decode()[-3000:]
     assert [json.loads(out.splitlines()[-1])["rows"] for out, _ in outputs] == [500, 500]
 
