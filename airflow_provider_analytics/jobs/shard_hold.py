@@ -216,6 +216,7 @@ class SharedHold:
             return self._known
 
     def _read(self) -> HoldRecord | None:
+        _forget_listing(self.path)
         try:
             with self.path.open("rb") as handle:
                 raw = handle.read(RECORD_BYTES_MAX + 1)
@@ -229,3 +230,12 @@ class SharedHold:
             return HoldRecord.model_validate_json(raw)
         except ValidationError as error:
             raise ShardStagingError(f"{self.path}: not a hold record ({_first(error)})") from None
+
+
+def _forget_listing(path: StoragePath) -> None:
+    """Drop what the path's file system remembers of its folder: an object-storage file system
+    (``s3fs``) keeps a folder's listing once it has listed it, and answers "not found" from it
+    for an object another process wrote since."""
+    fs = getattr(path, "fs", None)
+    if fs is not None:
+        fs.invalidate_cache(getattr(path, "path", str(path)))

@@ -225,3 +225,36 @@ def test_the_throttle_tells_its_listeners_of_an_answers_hold_off_until_stopped(
     stop()  # stopping twice is harmless
     assert api.list_events() == []
     assert heard == [(7.0, 429), (60.0, 503)]
+
+
+@pytest.mark.integration
+def test_a_hold_written_by_another_process_is_seen_on_s3() -> None:
+    """Each view has a file system of its own, as two processes do; the reader has listed the
+    staging folder before the hold is written (its file system remembers the listing), and
+    still sees it."""
+    from upath import UPath
+
+    from airflow_provider_analytics.jobs.cohort_shards import write_bytes_atomically
+    from tests.moto_s3 import REGION, moto_server
+
+    with moto_server("lake") as endpoint:
+
+        def process_view() -> SharedHold:
+            folder = UPath(
+                "s3://lake/users.staging/dt=2024-01-15/",
+                key="testing",
+                secret="testing",
+                skip_instance_cache=True,
+                client_kwargs={"endpoint_url": endpoint, "region_name": REGION},
+            )
+            write_bytes_atomically(folder / "part-00001.json", b"{}")
+            assert [entry.name for entry in folder.iterdir()] == ["part-00001.json"]
+            return SharedHold(folder / HOLD_FILE, retry_after_max=120.0, refresh=0.0)
+
+        writer, reader = process_view(), process_view()
+        throttle = PlatformThrottle()
+        assert reader.observe(throttle) is None  # no record yet
+        writer.publish(30.0, 429, "shard 0")
+        held = reader.observe(throttle)
+        assert held is not None and 25.0 < held <= 30.0
+        assert throttle.pending(-math.inf) is not None
