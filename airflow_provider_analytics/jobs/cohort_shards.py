@@ -58,6 +58,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
 
     from airflow_provider_analytics.client import AnalyticsClient
+    from airflow_provider_analytics.client.throttle import PlatformThrottle
     from airflow_provider_analytics.client.validation import CohortQuery
     from airflow_provider_analytics.jobs.export_settings import ExportSettings
     from airflow_provider_analytics.storage import StoragePath
@@ -301,12 +302,18 @@ class ShardReader:
         self.schema = schema
         self.staging = staging
         self.settings = settings
-        from airflow_provider_analytics.client.throttle import throttle_for
         from airflow_provider_analytics.jobs.shard_hold import HOLD_FILE, SharedHold
 
-        self.throttle = throttle_for(client.config.base_url)
         self.hold = SharedHold(staging / HOLD_FILE, retry_after_max=client.config.retry_after_max)
         """The hold-off every reader of the plan shares."""
+
+    @property
+    def throttle(self) -> PlatformThrottle:
+        """This process' throttle of the platform (looked up at each use: a forked child has
+        its own)."""
+        from airflow_provider_analytics.client.throttle import throttle_for
+
+        return throttle_for(self.client.config.base_url)
 
     def part(self, shard: Shard) -> StoragePath:
         return part_of(self.staging, shard)
