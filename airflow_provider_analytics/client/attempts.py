@@ -252,7 +252,7 @@ class CallAttempts:
             wait = parse_retry_after(answer.headers.get("Retry-After"), now=policy.clock())
             if wait is not None:  # every caller of the platform holds off, not only this one
                 wait = min(wait, policy.retry_after_max)
-                moment = self.throttle.hold_off(wait)
+                moment = self.throttle.hold_off(wait, status=status)
         if policy.has_attempts_left(self.attempt) and policy.retries_status(
             status, idempotent=operation.idempotent
         ):

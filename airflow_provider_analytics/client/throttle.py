@@ -15,7 +15,10 @@ clients in one triggerer, share one budget:
 
 Both hold within one process only. Other processes (Celery workers, other tasks) keep their own;
 an Airflow pool bounds how many of them run at once. A forked child starts with none of its
-parent's state.
+parent's state. To spread a hold-off further, a caller listens (:meth:`PlatformThrottle.listen`)
+for the hold-offs answers ask for and passes them on: the shards of one cohort export share
+theirs through their staging folder (:mod:`~airflow_provider_analytics.jobs.shard_hold`), so a
+``Retry-After`` one worker gets holds off every worker reading that export.
 
 Only decisions and bookkeeping live here, no HTTP library: the transports
 (:mod:`~airflow_provider_analytics.client.session`,
@@ -25,6 +28,7 @@ Only decisions and bookkeeping live here, no HTTP library: the transports
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import os
 import threading
@@ -92,6 +96,7 @@ class PlatformThrottle:
         self._in_flight = 0
         self._waiters: deque[_Waiter] = deque()
         self._resume_at = -math.inf
+        self._listeners: list[Callable[[float, int], None]] = []
 
     def __repr__(self) -> str:
         return f"PlatformThrottle(in_flight={self._in_flight}, waiting={len(self._waiters)})"
@@ -108,17 +113,37 @@ class PlatformThrottle:
 
     # -- hold-off ---------------------------------------------------------------------------
 
-    def hold_off(self, seconds: float) -> float:
+    def hold_off(self, seconds: float, *, status: int | None = None) -> float:
         """Let no call start for ``seconds`` from now (a later moment already set stays).
 
         :param seconds: how long the platform asked every caller to wait.
+        :param status: the HTTP status of the answer that asked for it; the listeners
+            (:meth:`listen`) hear of a hold-off only then, not of one passed on from elsewhere.
         :returns: the moment this request asks for, in the clock's seconds; a caller that has
             already waited until then passes it to :meth:`pending` as covered.
         """
         moment = self._clock() + max(seconds, 0.0)
         with self._lock:
             self._resume_at = max(self._resume_at, moment)
+            listeners = list(self._listeners)
+        if status is not None:
+            for listener in listeners:
+                listener(seconds, status)
         return moment
+
+    def listen(self, listener: Callable[[float, int], None]) -> Callable[[], None]:
+        """Call ``listener(seconds, status)`` for every hold-off an answer asks for from now
+        on, on the thread that got the answer, before that call waits; returns the function
+        that stops it. A listener must not raise, and should be quick.
+        """
+        with self._lock:
+            self._listeners.append(listener)
+
+        def stop() -> None:
+            with self._lock, contextlib.suppress(ValueError):
+                self._listeners.remove(listener)
+
+        return stop
 
     def pending(self, covered: float) -> tuple[float, float] | None:
         """The hold-off a caller has still to wait: ``(moment, seconds from now)``, or ``None``.

@@ -59,6 +59,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
 
     from airflow_provider_analytics.client import AnalyticsClient
+    from airflow_provider_analytics.client.throttle import PlatformThrottle
     from airflow_provider_analytics.client.validation import CohortQuery
     from airflow_provider_analytics.jobs.export_settings import ExportSettings
     from airflow_provider_analytics.storage import StoragePath
@@ -289,6 +290,9 @@ class ShardReader:
     :param schema: the export's columns (the same for every shard).
     :param staging: the folder of the parts and records.
     :param settings: write and retry settings (``compression``, ``row_group_rows``, ...).
+
+    A ``Retry-After`` one of its calls gets holds off every reader of the plan, in any process
+    on any worker (:mod:`~airflow_provider_analytics.jobs.shard_hold`).
     """
 
     def __init__(
@@ -304,6 +308,18 @@ class ShardReader:
         self.schema = schema
         self.staging = staging
         self.settings = settings
+        from airflow_provider_analytics.jobs.shard_hold import HOLD_FILE, SharedHold
+
+        self.hold = SharedHold(staging / HOLD_FILE, retry_after_max=client.config.retry_after_max)
+        """The hold-off every reader of the plan shares."""
+
+    @property
+    def throttle(self) -> PlatformThrottle:
+        """This process' throttle of the platform (looked up at each use: a forked child has
+        its own)."""
+        from airflow_provider_analytics.client.throttle import throttle_for
+
+        return throttle_for(self.client.config.base_url)
 
     def part(self, shard: Shard) -> StoragePath:
         return part_of(self.staging, shard)
@@ -330,7 +346,8 @@ class ShardReader:
         attempts = self.settings.attempts
         for attempt in range(1, attempts + 1):
             try:
-                rows = self._attempt(shard)
+                with self.hold.publishing(self.throttle, f"shard {shard.index}"):
+                    rows = self._attempt(shard)
                 break
             except CohortChangedError:
                 raise
@@ -373,6 +390,7 @@ class ShardReader:
             subject=f"cohort {plan.cohort_code!r} shard {shard.index}",
         ) as parquet:
             for page in range(shard.first_page, shard.last_page + 1):
+                self.hold.observe(self.throttle)  # a Retry-After another reader got
                 answer = self.client.get_cohort_user_lines(
                     query, page=page, page_size=plan.page_size
                 )
