@@ -16,6 +16,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_analytics.core import rules
+from airflow_provider_analytics.core.heap import trim_heap
 from airflow_provider_analytics.core.identity import COHORT_FILE
 from airflow_provider_analytics.jobs import cohort_shards as shards
 from airflow_provider_analytics.jobs.cohort_export import (
@@ -134,6 +135,7 @@ def publish_shards(
         )
     with arrow_memory_pool(ExportSettings.memory_pool):
         shards.check_consistency(client, plan, parts)
+        trim_heap()  # the check's ids, back before the merge
         published = destination.publish_parts(day, parts)
     shards.clear_staging(staging)
     seconds = time.monotonic() - started if started is not None else None

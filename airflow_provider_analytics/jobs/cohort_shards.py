@@ -46,6 +46,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from airflow_provider_analytics.core import rules
 from airflow_provider_analytics.core.errors import AnalyticsError
+from airflow_provider_analytics.core.heap import trim_heap
 from airflow_provider_analytics.core.identity import request_digest
 from airflow_provider_analytics.core.ndjson import iter_line_blocks
 from airflow_provider_analytics.core.progress import Progress
@@ -489,11 +490,13 @@ def read_shards(
             if parallel == 1 or len(todo) <= 1:
                 for shard in todo:
                     done[shard.index] = reader.read(shard)
+                    trim_heap()  # what a shard freed, back before the next one
                     total.update(sum(done.values()))
             else:
                 with ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="shard") as pool:
                     for shard, rows in zip(todo, pool.map(reader.read, todo), strict=True):
                         done[shard.index] = rows
+                        trim_heap()
                         total.update(sum(done.values()))
             total.finish(sum(done.values()))
     finally:
