@@ -261,8 +261,12 @@ class BlockDecoder:
             ]
         )
 
-    def parse(self, block: bytes) -> ParsedBlock:
+    def parse(self, block: bytes, lines: int | None = None) -> ParsedBlock:
         """Arrow's parser on the whole block; hand the result to :meth:`finish`.
+
+        :param lines: the block's count of ``b"\\n"`` when the caller has it
+            (:func:`~airflow_provider_analytics.core.ndjson.iter_counted_blocks`); counted here
+            otherwise.
 
         Changes no state, so blocks may be parsed on several threads; hand the results to
         :meth:`finish` in stream order. It reads two hints :meth:`finish` leaves (a recent block
@@ -275,7 +279,8 @@ class BlockDecoder:
             return ParsedBlock(None, 0, reading.number)
         # Arrow reads two objects on one line as two rows: its table is taken only when it
         # has one row a line (else the line rule refuses the line, or skips blank ones)
-        lines = byte_scans.byte_count(block, _NEWLINE)
+        if lines is None:
+            lines = byte_scans.byte_count(block, _NEWLINE)
         key_ends = byte_scans.key_ends(block) if self._countable_keys else -1
         scan_first = self._blocks_since_markers < _MARKER_MEMORY  # spare Arrow a refusal
         if scan_first and (nulled := self._without_typed_markers(block, lines, reading)):

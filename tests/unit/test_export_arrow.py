@@ -13,7 +13,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from airflow_provider_analytics.core.ndjson import MalformedStreamError, iter_line_blocks
+from airflow_provider_analytics.core.ndjson import (
+    MalformedStreamError,
+    iter_counted_blocks,
+    iter_line_blocks,
+)
 from airflow_provider_analytics.tabular.arrow import BlockDecoder, ExportDataError
 from airflow_provider_analytics.tabular.export_schema import (
     MASKED_MARKER,
@@ -294,6 +298,7 @@ def test_cut_inside_a_line_is_a_stream_error() -> None:
 def test_final_line_without_newline_is_accepted_when_complete() -> None:
     data = ndjson({"distinct_id": 1}, {"distinct_id": 2}).rstrip(b"\n")
     assert b"".join(iter_line_blocks([data], 4)).count(b"\n") == 2
+    assert [lines for _, lines in iter_counted_blocks([data], 4)] == [1, 1]
 
 
 def test_malformed_line_in_the_middle_is_a_stream_error() -> None:
@@ -371,6 +376,8 @@ def test_any_chunking_of_the_body_gives_the_same_table(cuts: list[int], block: i
     decoder = BlockDecoder(export_schema(COLUMNS, PLAN))
     blocks = list(iter_line_blocks(chunks, block))
     assert all(b.endswith(b"\n") for b in blocks)
+    counted = list(iter_counted_blocks(chunks, block))
+    assert counted == [(b, b.count(b"\n")) for b in blocks]
     table = pa.concat_tables([decoder.decode(b) for b in blocks])
     assert table.num_rows == len(RECORDS)
     assert table.column("distinct_id").to_pylist() == [r["distinct_id"] for r in RECORDS]
