@@ -81,6 +81,20 @@ def iter_line_blocks(
     :raises MalformedStreamError: the stream ended inside a line, is not NDJSON, or has a
         line longer than ``max_line_bytes`` (naming its row).
     """
+    for block, _ in iter_counted_blocks(chunks, block_bytes, max_line_bytes=max_line_bytes):
+        yield block
+
+
+def iter_counted_blocks(
+    chunks: Iterable[bytes],
+    block_bytes: int = 1 << 20,
+    *,
+    max_line_bytes: int = MAX_LINE_BYTES,
+) -> Iterator[tuple[bytes, int]]:
+    """:func:`iter_line_blocks`, each block with its count of ``b"\\n"`` (its lines, blank
+    ones included), which the splitter counts anyway: the decoder then need not count again
+    (a pass over every byte, ~0.07 CPU seconds of a 1M-user export).
+    """
     # numpy loads when a stream is read, not when a DAG file imports the settings
     from airflow_provider_analytics.core.byte_scans import byte_count
 
@@ -105,8 +119,9 @@ def iter_line_blocks(
         pending.append(memoryview(last)[:cut])  # joined without a copy of its own
         block = b"".join(pending)
         _check_lines(block, rows, max_line_bytes)
-        rows += byte_count(block, _NEWLINE)
-        yield block
+        lines = byte_count(block, _NEWLINE)
+        rows += lines
+        yield block, lines
         rest = last[cut:]
         pending, pending_bytes = ([rest], len(rest)) if rest else ([], 0)
     data = b"".join(pending)
@@ -114,13 +129,14 @@ def iter_line_blocks(
     if cut:
         block = data[:cut]
         _check_lines(block, rows, max_line_bytes)
-        rows += byte_count(block, _NEWLINE)
-        yield block
+        lines = byte_count(block, _NEWLINE)
+        rows += lines
+        yield block, lines
     tail = data[cut:]
     if tail.strip():
         if not _is_json_object(tail):
             raise MalformedStreamError(describe_unfinished(tail, rows))
-        yield tail + b"\n"
+        yield tail + b"\n", 1
 
 
 def _check_lines(block: bytes, rows_before: int, max_line_bytes: int) -> None:

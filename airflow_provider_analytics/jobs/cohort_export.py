@@ -26,7 +26,7 @@ from airflow_provider_analytics.core.errors import (
     AnalyticsStreamError,
     AnalyticsTransportError,
 )
-from airflow_provider_analytics.core.ndjson import iter_line_blocks
+from airflow_provider_analytics.core.ndjson import iter_counted_blocks
 from airflow_provider_analytics.core.progress import (
     DEFAULT_PROGRESS_INTERVAL,
     Progress,
@@ -40,7 +40,7 @@ from airflow_provider_analytics.sinks.parquet import (
     parquet_compression,
     parquet_stream,
 )
-from airflow_provider_analytics.tabular.arrow import BlockDecoder, ExportDataError
+from airflow_provider_analytics.tabular.arrow import BlockDecoder, ExportDataError, ParsedBlock
 from airflow_provider_analytics.tabular.arrow_pool import arrow_memory_pool
 from airflow_provider_analytics.tabular.column_names import (
     ColumnNames,
@@ -152,14 +152,18 @@ class _ExportRun:
             subject=f"cohort {self.cohort_code!r}",
         ) as parquet:
             export = self.client.export_cohort_users(self.query, progress=False)
-            lines = iter_line_blocks(
+            lines = iter_counted_blocks(
                 export.iter_bytes(settings.chunk_bytes),
                 settings.block_bytes,
                 max_line_bytes=settings.max_line_bytes,
             )
+
+            def parse(counted: tuple[bytes, int]) -> ParsedBlock:
+                return decoder.parse(*counted)
+
             with export, read_ahead(lines) as blocks:
                 try:
-                    for block, parsed in map_ahead(decoder.parse, blocks, settings.parse_threads):
+                    for (block, _), parsed in map_ahead(parse, blocks, settings.parse_threads):
                         parquet.add(decoder.finish(block, parsed))
                         progress.update(decoder.rows, export.bytes_read)
                 except RETRYABLE_FAULTS as error:

@@ -54,6 +54,7 @@ import re
 import struct
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pa_json
@@ -110,6 +111,10 @@ _DATETIME_TEXT: Final = re.compile(
 )
 """The spec's three datetime texts (names the reason when Arrow refused a column's texts)."""
 _DATETIME_LENGTHS: Final = _numbers(pa.int32(), "i", 10, 19, 21, 22, 23)
+_PLAIN_LENGTHS: Final = np.isin(np.arange(25), (0, 10, 19, 21, 22, 23))
+"""By a text's length (24: longer): whether :func:`_plain_texts` lets it through; 0 is a null's
+slot (or an empty text, which Arrow's cast refuses)."""
+_T: Final = ord("T")
 _LONG_DIGITS: Final = re.compile(rb"\d{60}")
 """Arrow's decimal parser wraps around beyond ~76 digits; such blocks take the Python path."""
 _SMALLEST_RUN: Final = 16
@@ -261,8 +266,12 @@ class BlockDecoder:
             ]
         )
 
-    def parse(self, block: bytes) -> ParsedBlock:
+    def parse(self, block: bytes, lines: int | None = None) -> ParsedBlock:
         """Arrow's parser on the whole block; hand the result to :meth:`finish`.
+
+        :param lines: the block's count of ``b"\\n"`` when the caller has it
+            (:func:`~airflow_provider_analytics.core.ndjson.iter_counted_blocks`); counted here
+            otherwise.
 
         Changes no state, so blocks may be parsed on several threads; hand the results to
         :meth:`finish` in stream order. It reads two hints :meth:`finish` leaves (a recent block
@@ -275,7 +284,8 @@ class BlockDecoder:
             return ParsedBlock(None, 0, reading.number)
         # Arrow reads two objects on one line as two rows: its table is taken only when it
         # has one row a line (else the line rule refuses the line, or skips blank ones)
-        lines = byte_scans.byte_count(block, _NEWLINE)
+        if lines is None:
+            lines = byte_scans.byte_count(block, _NEWLINE)
         key_ends = byte_scans.key_ends(block) if self._countable_keys else -1
         scan_first = self._blocks_since_markers < _MARKER_MEMORY  # spare Arrow a refusal
         if scan_first and (nulled := self._without_typed_markers(block, lines, reading)):
@@ -574,12 +584,15 @@ class BlockDecoder:
         # the spec's three texts are 10, 19, or 21 to 23 bytes long; Arrow's cast then takes
         # them and refuses all else of those lengths except a "T" separator (checked against
         # the pattern on mutated texts); cheaper than a regex match per value
-        valid = pc.and_(
-            pc.is_in(pc.binary_length(texts), value_set=_DATETIME_LENGTHS),
-            pc.invert(pc.match_substring(texts, "T")),
-        )
+        plain = _plain_texts(texts)
+        if not plain:
+            valid = pc.and_(
+                pc.is_in(pc.binary_length(texts), value_set=_DATETIME_LENGTHS),
+                pc.invert(pc.match_substring(texts, "T")),
+            )
+            plain = pc.all(valid).as_py() is not False
         naive = None
-        if pc.all(valid).as_py() is not False:
+        if plain:
             try:
                 naive = pc.cast(texts, pa.timestamp(unit))
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
@@ -616,6 +629,25 @@ def _has_surrogates(value: Any) -> bool:
     if isinstance(value, dict):
         return any(_has_surrogates(k) or _has_surrogates(v) for k, v in value.items())
     return False
+
+
+def _plain_texts(texts: pa.ChunkedArray) -> bool:
+    """Whether every text is 10, 19 or 21 to 23 bytes long and no byte of the texts is a "T",
+    read by numpy from the offsets and the bytes (~4 ms instead of ~15 for 460,000 texts);
+    False leaves the decision to the compute functions, text by text."""
+    for chunk in texts.chunks:
+        _, offsets_buffer, data_buffer = chunk.buffers()
+        if offsets_buffer is None or not len(chunk):
+            continue
+        offsets = np.frombuffer(offsets_buffer, dtype=np.int32)
+        offsets = offsets[chunk.offset : chunk.offset + len(chunk) + 1]
+        if not _PLAIN_LENGTHS[np.minimum(np.diff(offsets), 24)].all():
+            return False
+        if data_buffer is not None:
+            data = np.frombuffer(data_buffer, dtype=np.uint8)[offsets[0] : offsets[-1]]
+            if (data == _T).any():
+                return False
+    return True
 
 
 def _first_unfit(values: list[Any], arrow_type: pa.DataType) -> int:

@@ -9,12 +9,17 @@ from decimal import Decimal
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from airflow_provider_analytics.core.ndjson import MalformedStreamError, iter_line_blocks
-from airflow_provider_analytics.tabular.arrow import BlockDecoder, ExportDataError
+from airflow_provider_analytics.core.ndjson import (
+    MalformedStreamError,
+    iter_counted_blocks,
+    iter_line_blocks,
+)
+from airflow_provider_analytics.tabular.arrow import BlockDecoder, ExportDataError, _plain_texts
 from airflow_provider_analytics.tabular.export_schema import (
     MASKED_MARKER,
     NUMBER_TYPE,
@@ -294,6 +299,7 @@ def test_cut_inside_a_line_is_a_stream_error() -> None:
 def test_final_line_without_newline_is_accepted_when_complete() -> None:
     data = ndjson({"distinct_id": 1}, {"distinct_id": 2}).rstrip(b"\n")
     assert b"".join(iter_line_blocks([data], 4)).count(b"\n") == 2
+    assert [lines for _, lines in iter_counted_blocks([data], 4)] == [1, 1]
 
 
 def test_malformed_line_in_the_middle_is_a_stream_error() -> None:
@@ -371,6 +377,8 @@ def test_any_chunking_of_the_body_gives_the_same_table(cuts: list[int], block: i
     decoder = BlockDecoder(export_schema(COLUMNS, PLAN))
     blocks = list(iter_line_blocks(chunks, block))
     assert all(b.endswith(b"\n") for b in blocks)
+    counted = list(iter_counted_blocks(chunks, block))
+    assert counted == [(b, b.count(b"\n")) for b in blocks]
     table = pa.concat_tables([decoder.decode(b) for b in blocks])
     assert table.num_rows == len(RECORDS)
     assert table.column("distinct_id").to_pylist() == [r["distinct_id"] for r in RECORDS]
@@ -407,3 +415,45 @@ def test_a_marker_in_a_large_string_column_is_its_text_whatever_came_before() ->
     assert alone.column("$city").to_pylist() == [MASKED_MARKER]
     assert second.column("$city").to_pylist() == [MASKED_MARKER]
     assert after.masked_values == 1
+
+
+DATETIME_LIKE = st.sampled_from(
+    [
+        None,
+        "",
+        "2024-01-01",
+        "2024-01-01 10:00:05",
+        "2024-01-01 10:00:05.1",
+        "2024-01-01 10:00:05.12",
+        "2024-01-01 10:00:05.123",
+        "2024-01-01T10:00:05",
+        "2024-01-01 10:00:0T",
+        "2024-01-01 10:00",
+        "2024-01-01 10:00:05.1234",
+        "yesterday",
+    ]
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    pieces=st.lists(st.lists(DATETIME_LIKE, max_size=12), min_size=1, max_size=4),
+    start=st.integers(0, 5),
+)
+def test_the_numpy_check_of_datetime_texts_agrees_with_the_compute_one(
+    pieces: list[list[str | None]], start: int
+) -> None:
+    """The lengths-and-no-"T" check datetime columns take first says yes only where the
+    compute functions do, also for sliced chunks and nulls."""
+    texts = pa.chunked_array([pa.array(p, pa.string()) for p in pieces], pa.string())
+    texts = texts.slice(min(start, len(texts)))
+    by_compute = pc.all(
+        pc.and_(
+            pc.is_in(pc.binary_length(texts), value_set=pa.array([10, 19, 21, 22, 23], pa.int32())),
+            pc.invert(pc.match_substring(texts, "T")),
+        )
+    ).as_py()
+    if _plain_texts(texts):
+        assert by_compute is not False or "" in texts.to_pylist()
+    else:
+        assert by_compute is False

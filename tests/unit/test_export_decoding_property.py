@@ -29,7 +29,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from airflow_provider_analytics.core.cohort_records import ExportRecordError
-from airflow_provider_analytics.core.ndjson import MalformedStreamError, iter_line_blocks
+from airflow_provider_analytics.core.ndjson import MalformedStreamError, iter_counted_blocks
 from airflow_provider_analytics.sinks.parquet import parquet_stream
 from airflow_provider_analytics.tabular.arrow import BlockDecoder, ExportDataError
 from airflow_provider_analytics.tabular.export_schema import export_schema
@@ -346,8 +346,8 @@ def decode(
             prepare=decoder.complete,
             widen=decoder.widen,
         ) as stream:
-            for block in iter_line_blocks(chunks, block_bytes):
-                stream.add(decoder.finish(block, decoder.parse(block)))
+            for block, lines in iter_counted_blocks(chunks, block_bytes):  # as the export
+                stream.add(decoder.finish(block, decoder.parse(block, lines)))
         return pq.read_table(path), decoder
 
 
