@@ -12,8 +12,10 @@ visible property of the plan, as ``benchmarks/cohort_shards.py`` does in one pro
 Each round runs the DAG with both workers and with one. "One worker" means the second worker is
 stopped by its pid (SIGTERM, while idle) before the run and started again after it, so that only
 worker-1's processes exist during the run; the rounds alternate the order (two then one, then
-one then two) so that a change in the machine's load falls on both. A small warm-up run
-(``cohort_medium``) comes first, so that no measured run pays for first imports.
+one then two) so that a change in the machine's load falls on both. A warm-up run comes first,
+so that no measured run pays for first imports: ``cohort_medium``, or the measured cohort itself
+when the emulator caches its pages (up to 4,000,000 users, so ``cohort_large`` but not
+``cohort_massive``), so that no measured run is the one that builds them.
 
 For each run it prints:
 
@@ -63,6 +65,7 @@ REPO: Final = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # devtools, when run as a script
 
 from analytics_emulator.catalog import COHORTS  # noqa: E402
+from analytics_emulator.export import DEFAULT_CACHE_ROWS  # noqa: E402
 
 from devtools import sessions  # noqa: E402
 from devtools.ports import free_port  # noqa: E402
@@ -512,8 +515,9 @@ def main() -> None:
     results: list[RunFigures] = []
     try:
         if not args.no_warmup:
-            warm = measure(stack, "warm-up, two workers", 2, dict(WARMUP))
-            print(f"warm-up ({WARMUP['cohort_code']}): run wall {warm.wall:.1f} s")
+            warmup = warmup_conf(conf)
+            warm = measure(stack, "warm-up, two workers", 2, warmup)
+            print(f"warm-up ({warmup['cohort_code']}): run wall {warm.wall:.1f} s")
         for round_number in range(args.rounds):
             order = (2, 1) if round_number % 2 == 0 else (1, 2)
             for workers in order:
@@ -531,6 +535,15 @@ def main() -> None:
     print(f"benchmark took {time.monotonic() - started:.0f} s")
 
 
+def warmup_conf(conf: dict[str, Any]) -> dict[str, Any]:
+    """The warm-up run: the measured cohort itself when the emulator keeps its pages in its
+    cache (cohorts of at most ``DEFAULT_CACHE_ROWS`` users), so that no measured run is the one
+    that builds them; a small cohort otherwise (its pages are built on every call)."""
+    if COHORTS[str(conf["cohort_code"])] <= DEFAULT_CACHE_ROWS:
+        return dict(conf)
+    return dict(WARMUP)
+
+
 def report(results: list[RunFigures]) -> None:
     two = [r for r in results if r.workers == 2]
     one = [r for r in results if r.workers == 1]
@@ -544,7 +557,11 @@ def report(results: list[RunFigures]) -> None:
     for figure in ("wall", "plan", "read", "publish"):
         a, b = median(two, figure), median(one, figure)
         print(f"  {figure:<8} {a:7.1f} s / {b:7.1f} s = {a / b:.2f}")
-    print("  target: run wall <= 0.60")
+    shards = two[0].shards
+    print(
+        f"  target: run wall <= 0.60; {shards} shards on two workers of one read at a time "
+        f"bound the read phase's ratio at {-(-shards // 2) / shards:.2f} at best"
+    )
 
 
 if __name__ == "__main__":
