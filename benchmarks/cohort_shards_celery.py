@@ -37,7 +37,8 @@ For each run it prints:
 Figures are printed, never asserted. Usage::
 
     python benchmarks/cohort_shards_celery.py [--cohort cohort_large] [--rounds 1]
-        [--shard-rows 200000] [--page-size 10000] [--no-warmup] [--reuse]
+        [--shard-rows 200000] [--page-size 10000] [--workers both|two|one] [--no-warmup]
+        [--reuse]
 
 ``--reuse`` uses the stack ``make stack-celery`` started (``out/stack``) instead of starting one
 (its DAG file is copied in; a stopped worker is started again at the end; the stack is left
@@ -79,6 +80,8 @@ DAG_ID: Final = DAG_FILE.stem
 BENCH_ROOT: Final = REPO / "out" / "bench-celery"
 NO_SCHEDULED_RUNS: Final = {"AIRFLOW__SCHEDULER__USE_JOB_SCHEDULE": "False"}
 WARMUP: Final = {"cohort_code": "cohort_medium", "page_size": 10_000, "shard_rows": 10_000}
+TASKS: Final = ("plan_shards", "read_shard", "publish_cohort")
+CASES: Final = {2: "two", 1: "one"}
 FIRST_DAY: Final = dt.date(2024, 6, 1)
 SAMPLE_SECONDS: Final = 0.5
 TASK_TITLE: Final = "airflow worker -- "
@@ -456,9 +459,6 @@ def measure(stack: Stack, label: str, workers: int, conf: dict[str, Any]) -> Run
     )
 
 
-TASKS: Final = ("plan_shards", "read_shard", "publish_cohort")
-
-
 def peaks_by_role(sampler: Sampler, every_try: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
     """Per worker: the peak RSS (MiB) of its main process, its pool process(es) and the
     largest task process of each task (plan, read, publish) that ran there."""
@@ -498,6 +498,12 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=1, help="pairs of runs (two, one)")
     parser.add_argument("--page-size", type=int, default=10_000)
     parser.add_argument("--shard-rows", type=int, default=200_000)
+    parser.add_argument(
+        "--workers",
+        choices=("both", "two", "one"),
+        default="both",
+        help="run with two workers and with one (default), or only one of the two cases",
+    )
     parser.add_argument("--no-warmup", action="store_true")
     parser.add_argument("--reuse", action="store_true", help="the stack of make stack-celery")
     args = parser.parse_args()
@@ -520,9 +526,9 @@ def main() -> None:
             print(f"warm-up ({warmup['cohort_code']}): run wall {warm.wall:.1f} s")
         for round_number in range(args.rounds):
             order = (2, 1) if round_number % 2 == 0 else (1, 2)
+            order = tuple(n for n in order if args.workers in ("both", CASES[n]))
             for workers in order:
-                name = "two workers" if workers == 2 else "one worker"
-                label = f"round {round_number + 1}, {name}"
+                label = f"round {round_number + 1}, {CASES[workers]} worker(s)"
                 results.append(measure(stack, label, workers, conf))
                 print(results[-1].describe(), flush=True)
         report(results)
