@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import itertools
 import json
 import os
 import shutil
@@ -297,6 +298,7 @@ class RunFigures:
     reads_in_flight: float
     per_worker: dict[str, int]
     retried: int
+    between_tasks: dict[str, float]
     peaks: dict[str, dict[str, float]]
     cpu: dict[str, float]
     seconds_taken: float
@@ -312,6 +314,8 @@ class RunFigures:
             f"({self.rows / self.read:,.0f} rows/s, {self.reads_in_flight:.2f} reads in flight "
             f"on average)   publish {self.publish:6.1f} s   between phases {self.gaps:5.1f} s",
             f"  shards read per worker: {per_worker}; tries beyond the first: {self.retried}",
+            "  a worker's idle time from one task's end to its next task's start (mean): "
+            + ", ".join(f"{w} {s:.1f} s" for w, s in sorted(self.between_tasks.items())),
         ]
         for worker, peaks in sorted(self.peaks.items()):
             shown = "   ".join(f"{role} {mib:5.0f}" for role, mib in peaks.items())
@@ -453,10 +457,28 @@ def measure(stack: Stack, label: str, workers: int, conf: dict[str, Any]) -> Run
         reads_in_flight=read_seconds / read_time if read_time else 0.0,
         per_worker=per_worker,
         retried=sum(1 for t in every_try if t["try"] > 1),
+        between_tasks=idle_between_tasks(every_try),
         peaks=peaks_by_role(sampler, every_try),
         cpu=cpu,
         seconds_taken=time.monotonic() - began,
     )
+
+
+def idle_between_tasks(every_try: list[dict[str, Any]]) -> dict[str, float]:
+    """Per worker, the mean time from the end of one of its tasks to the start of its next
+    (the supervisor's teardown, the broker, the scheduler and the next task's start-up)."""
+    gaps: dict[str, list[float]] = {}
+    by_worker: dict[str, list[dict[str, Any]]] = {}
+    for t in every_try:
+        if t["hostname"] and t["start"] and t["end"]:
+            by_worker.setdefault(t["hostname"], []).append(t)
+    for worker, ran in by_worker.items():
+        ran.sort(key=lambda t: t["start"])
+        gaps[worker] = [
+            (after["start"] - before["end"]).total_seconds()
+            for before, after in itertools.pairwise(ran)
+        ]
+    return {worker: statistics.mean(found) for worker, found in gaps.items() if found}
 
 
 def peaks_by_role(sampler: Sampler, every_try: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
