@@ -331,6 +331,18 @@ def run_day(stack: Stack) -> dt.date:
     return FIRST_DAY + dt.timedelta(days=int(rows[0][0]))
 
 
+def busy_tasks(stack: Stack) -> list[tuple[str, str]]:
+    """Tasks of other DAGs that hold a worker or will soon (a reused stack runs its example
+    DAGs on their schedules): a measured run waits for them, so that it has the workers to
+    itself. A deferred task waits in the triggerer, not on a worker, and is not waited for."""
+    rows = stack.query(
+        "SELECT dag_id, task_id FROM task_instance WHERE dag_id <> %s AND state IN "
+        "('scheduled', 'queued', 'running', 'restarting', 'up_for_retry')",
+        DAG_ID,
+    )
+    return [(str(dag_id), str(task_id)) for dag_id, task_id in rows]
+
+
 def trigger(stack: Stack, conf: dict[str, Any]) -> str:
     day = run_day(stack).isoformat()
     done = stack.airflow(
@@ -396,6 +408,7 @@ def span(rows: list[dict[str, Any]]) -> tuple[dt.datetime, dt.datetime]:
 def measure(stack: Stack, label: str, workers: int, conf: dict[str, Any]) -> RunFigures:
     """Run the DAG once with ``workers`` workers and gather its figures."""
     began = time.monotonic()
+    wait_until(lambda: not busy_tasks(stack), 3600, "other DAGs' tasks to end", every=5)
     use_workers(stack, workers)
     leaders = {name: stack.processes[name] for name in WORKERS[:workers]}
     sampler = Sampler(leaders)
