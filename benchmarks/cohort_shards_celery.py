@@ -261,11 +261,9 @@ def answering_workers(stack: Stack) -> set[str]:
 
 def worker_running(stack: Stack, name: str) -> bool:
     pid = stack.processes.get(name)
-    return (
-        bool(pid)
-        and sessions.is_ours(pid, stack.identities.get(name, ""))
-        and (sessions.group_alive(pid))
-    )
+    if not pid:
+        return False
+    return sessions.is_ours(pid, stack.identities.get(name, "")) and sessions.group_alive(pid)
 
 
 def use_workers(stack: Stack, count: int) -> None:
