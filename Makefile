@@ -78,6 +78,7 @@ emulator-wheel: $(UV)
 bench: venv
 	$(PY) benchmarks/cohort_export.py
 	$(PY) benchmarks/cohort_shards.py
+	$(PY) benchmarks/cohort_shards_celery.py
 	$(PY) benchmarks/flatten_reports.py
 	$(PY) benchmarks/load_exports.py
 	$(PY) benchmarks/small_calls.py
