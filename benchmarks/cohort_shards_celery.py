@@ -37,7 +37,7 @@ For each run it prints:
 Figures are printed, never asserted. Usage::
 
     python benchmarks/cohort_shards_celery.py [--cohort cohort_large] [--rounds 1]
-        [--shard-rows 200000] [--page-size 10000] [--workers both|two|one] [--no-warmup]
+        [--shard-rows 200000] [--page-size 5000] [--workers both|two|one] [--no-warmup]
         [--reuse]
 
 ``--reuse`` uses the stack ``make stack-celery`` started (``out/stack``) instead of starting one
@@ -80,7 +80,7 @@ DAG_FILE: Final = Path(__file__).resolve().parent / "dags" / "bench_cohort_shard
 DAG_ID: Final = DAG_FILE.stem
 BENCH_ROOT: Final = REPO / "out" / "bench-celery"
 NO_SCHEDULED_RUNS: Final = {"AIRFLOW__SCHEDULER__USE_JOB_SCHEDULE": "False"}
-WARMUP: Final = {"cohort_code": "cohort_medium", "page_size": 10_000, "shard_rows": 10_000}
+WARMUP: Final = {"cohort_code": "cohort_medium", "page_size": 5_000, "shard_rows": 10_000}
 TASKS: Final = ("plan_shards", "read_shard", "publish_cohort")
 CASES: Final = {2: "two", 1: "one"}
 CASE_NAMES: Final = {2: "two workers", 1: "one worker"}
@@ -530,7 +530,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cohort", default="cohort_massive", help="default: %(default)s (10M)")
     parser.add_argument("--rounds", type=int, default=1, help="pairs of runs (two, one)")
-    parser.add_argument("--page-size", type=int, default=10_000)
+    parser.add_argument("--page-size", type=int, default=5_000)
     parser.add_argument("--shard-rows", type=int, default=200_000)
     parser.add_argument(
         "--workers",

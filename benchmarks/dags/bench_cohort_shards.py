@@ -4,8 +4,8 @@ cohort and the shard sizes given by the run's conf, for ``benchmarks/cohort_shar
 
 The example reads ``cohort_medium`` in shards of 2,000 users; ten million users in such shards
 would be 5,000 mapped tasks, beyond Airflow's ``max_map_length`` (1,024), so the benchmark
-passes the sizes of ``benchmarks/cohort_shards.py`` (pages of 10,000, shards of 200,000) and
-every visible property of the plan. No schedule: it runs only when triggered.
+passes the sizes of ``benchmarks/cohort_shards.py`` (the default pages of 5,000, shards of
+200,000) and every visible property of the plan. No schedule: it runs only when triggered.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ class SizedShardPlanOperator(CohortShardPlanOperator):
     render_template_as_native_obj=True,
     params={
         "cohort_code": Param("cohort_large", type="string"),
-        "page_size": Param(10_000, type="integer", minimum=1, maximum=10_000),
+        "page_size": Param(5_000, type="integer", minimum=1, maximum=10_000),
         "shard_rows": Param(200_000, type="integer", minimum=1),
     },
     tags=["analytics", "benchmark", "shards"],
