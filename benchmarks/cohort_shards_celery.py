@@ -6,7 +6,7 @@ The DAG is ``benchmarks/dags/bench_cohort_shards.py``, the pattern of
 ``example_dags/analytics_cohort_shards.py`` (plan, mapped reads in the ``analytics_platform``
 pool, one publication) with the cohort and shard sizes from the run's conf. By default it
 exports the emulator's ``cohort_massive`` (10,000,000 users, the documented proxy cut on, so
-only shards can carry it) in pages of 10,000 and shards of 200,000 (50 mapped reads), every
+only shards can carry it) in pages of 5,000 and shards of 200,000 (50 mapped reads), every
 visible property of the plan, as ``benchmarks/cohort_shards.py`` does in one process.
 
 Each round runs the DAG with both workers and with one. "One worker" means the second worker is
