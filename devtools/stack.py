@@ -203,8 +203,20 @@ class Stack:
             env["AIRFLOW__CELERY__WORKER_CONCURRENCY"] = "1"
         if "emulator" in self.ports:
             env.update(connection_env(self.emulator_url, **CREDENTIALS))
+        env["AIRFLOW_CONN_ANALYTICS_ICEBERG"] = self.iceberg_connection()
         env.update(self.settings)
         return env
+
+    def iceberg_connection(self) -> str:
+        """The ``analytics_iceberg`` connection of ``example_dags/analytics_iceberg.py``: a SQL
+        catalog in the stack's PostgreSQL (database ``iceberg``), the warehouse beside the other
+        outputs (both workers see it: they share this machine)."""
+        catalog = (
+            f"postgresql+psycopg2://{POSTGRES_USER}@127.0.0.1:{self.ports['postgres']}/iceberg"
+        )
+        warehouse = f"file://{self.output}/iceberg-warehouse"
+        extra = {"uri": catalog, "warehouse": warehouse}
+        return json.dumps({"conn_type": "iceberg", "extra": extra})
 
     def _secret(self, name: str) -> str:
         path = self.root / name
@@ -350,8 +362,9 @@ class Stack:
             60,
             [self.logs / "postgres.log"],
         )
-        if self._psql("CREATE DATABASE airflow") != 0:
-            raise RuntimeError("could not create the airflow database")
+        for database in ("airflow", "iceberg"):  # Airflow's metadata; the Iceberg catalog
+            if self._psql(f"CREATE DATABASE {database}") != 0:
+                raise RuntimeError(f"could not create the {database} database")
 
     def _psql(self, sql: str) -> int:
         psql = shutil.which("psql") or "psql"

@@ -10,6 +10,7 @@ the second starts) while the other test worker gets on with the rest of the suit
 from __future__ import annotations
 
 import datetime as dt
+import json
 import time
 from typing import TYPE_CHECKING
 
@@ -443,3 +444,29 @@ def test_a_worker_killed_mid_shard_costs_that_shard_only(sharded_run: dict) -> N
     summary = sharded_run["summary"]
     assert (summary["rows"], summary["shards"], summary["mode"]) == (25_000, 13, "pages")
     assert parquet_rows(summary["uri"]) == 25_000
+
+
+def test_the_iceberg_example_commits_to_the_stack_s_catalog(celery_stack: Stack) -> None:
+    """The stack gives ``example_dags/analytics_iceberg.py`` its ``analytics_iceberg``
+    connection (a SQL catalog in the stack's PostgreSQL, the warehouse beside the outputs), so
+    the example runs as it is: its day of ``cohort_small`` is in the table, read back through
+    the catalog, and the tables' maintenance ran after the writers."""
+    from pyiceberg.catalog.sql import SqlCatalog
+    from pyiceberg.expressions import EqualTo
+
+    day = "2024-02-03"
+    run_id = trigger(celery_stack, "analytics_iceberg", day)
+    wait_for_run(celery_stack, "analytics_iceberg", run_id, timeout=600)
+    extra = json.loads(celery_stack.iceberg_connection())["extra"]
+    catalog = SqlCatalog("stack", uri=extra["uri"], warehouse=extra["warehouse"])
+    table = catalog.load_table("analytics.cohort_users")
+    rows = table.scan(row_filter=EqualTo("dt", day)).to_arrow()
+    assert rows.num_rows == COHORT_SIZES["cohort_small"]
+    assert set(rows.column("cohort_code").to_pylist()) == {"cohort_small"}
+    states = {
+        ti["task_id"]: ti["state"]
+        for ti in task_instances(celery_stack, "analytics_iceberg", run_id)
+    }
+    assert states == dict.fromkeys(
+        ("cohort_users", "checkout_funnel", "daily_events", "maintain_tables"), "success"
+    )
