@@ -232,8 +232,26 @@ def _with_password(uri: str, login: str | None, password: str) -> str:
 
 
 def open_catalog(name: str, properties: Mapping[str, str]) -> Catalog:
-    """The pyiceberg catalog these properties describe (nothing is contacted for SQL)."""
-    return load_catalog(name, **properties)
+    """The pyiceberg catalog these properties describe.
+
+    A SQL catalog creates its own tables when they are missing. Tasks that open a new catalog at
+    the same moment (the first run of a DAG whose writers run in parallel) race on that DDL,
+    and PostgreSQL fails the losers' ``CREATE TABLE`` on its own catalog's keys; the tables
+    exist by then, so opening again succeeds. A failure that is not such a race fails again
+    the same way."""
+    if properties.get("type") != "sql":
+        return load_catalog(name, **properties)
+    from sqlalchemy.exc import DBAPIError
+
+    for attempt in range(1, _SQL_CATALOG_OPENS):
+        try:
+            return load_catalog(name, **properties)
+        except DBAPIError:
+            time.sleep(0.1 * attempt)
+    return load_catalog(name, **properties)  # the last try's error is the one raised
+
+
+_SQL_CATALOG_OPENS: Final = 3
 
 
 class IcebergDayWriter:
@@ -360,7 +378,13 @@ class IcebergDayWriter:
 
     def _load_or_create(self, schema: pa.Schema) -> Table:
         namespace = self.identifier.rpartition(".")[0]
-        self.catalog.create_namespace_if_not_exists(namespace)
+        try:
+            self.catalog.create_namespace_if_not_exists(namespace)
+        except Exception:
+            # created by a concurrent writer of another table: a SQL catalog's insert of the
+            # namespace fails on its key instead of saying it exists
+            if not self.catalog.namespace_exists(namespace):
+                raise
         try:
             return self.catalog.load_table(self.identifier)
         except NoSuchTableError:

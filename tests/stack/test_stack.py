@@ -457,16 +457,23 @@ def test_the_iceberg_example_commits_to_the_stack_s_catalog(celery_stack: Stack)
     day = "2024-02-03"
     run_id = trigger(celery_stack, "analytics_iceberg", day)
     wait_for_run(celery_stack, "analytics_iceberg", run_id, timeout=600)
+    tasks = task_instances(celery_stack, "analytics_iceberg", run_id)
+    states = {ti["task_id"]: ti["state"] for ti in tasks}
+    logs = [
+        path.read_text()[-3000:]
+        for task, state in states.items()
+        if state != "success"
+        for path in (celery_stack.logs / "tasks").glob(
+            f"dag_id=analytics_iceberg/*/task_id={task}/*"
+        )
+    ]
+    assert states == dict.fromkeys(
+        ("cohort_users", "checkout_funnel", "daily_events", "maintain_tables"), "success"
+    ), logs
     extra = json.loads(celery_stack.iceberg_connection())["extra"]
-    catalog = SqlCatalog("stack", uri=extra["uri"], warehouse=extra["warehouse"])
+    # the hook names the catalog after the connection id (pyiceberg keeps the name per table)
+    catalog = SqlCatalog("analytics_iceberg", uri=extra["uri"], warehouse=extra["warehouse"])
     table = catalog.load_table("analytics.cohort_users")
     rows = table.scan(row_filter=EqualTo("dt", day)).to_arrow()
     assert rows.num_rows == COHORT_SIZES["cohort_small"]
     assert set(rows.column("cohort_code").to_pylist()) == {"cohort_small"}
-    states = {
-        ti["task_id"]: ti["state"]
-        for ti in task_instances(celery_stack, "analytics_iceberg", run_id)
-    }
-    assert states == dict.fromkeys(
-        ("cohort_users", "checkout_funnel", "daily_events", "maintain_tables"), "success"
-    )
