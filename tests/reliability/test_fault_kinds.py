@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 import requests
 from airflow.sdk import ObjectStoragePath
+from analytics_emulator.admin_client import AdminError
 
 from airflow_provider_analytics.jobs.cohort_export import (
     ExportIncompleteError,
@@ -60,11 +61,11 @@ def test_rows_beyond_the_cohort_leave_the_body_whole(
 
 
 def test_only_the_export_can_end_early_or_stall_mid_body(emulator_admin: EmulatorAdmin) -> None:
-    with pytest.raises(AssertionError, match="400"):
+    with pytest.raises(AdminError, match="400"):
         emulator_admin.fault("get_cohort_users", "end_after_rows", rows=3)
-    with pytest.raises(AssertionError, match="400"):
+    with pytest.raises(AdminError, match="400"):
         emulator_admin.fault("list_events", "stall_after_rows", rows=3, seconds=1)
-    with pytest.raises(AssertionError, match="400"):
+    with pytest.raises(AdminError, match="400"):
         emulator_admin.fault("export_cohort_users", "end_after_rows")
 
 
@@ -107,7 +108,7 @@ def test_a_stall_shorter_than_the_read_timeout_delivers_the_whole_body(
 def test_a_stall_after_rows_needs_rows_and_seconds(
     emulator_admin: EmulatorAdmin, arguments: dict[str, Any]
 ) -> None:
-    with pytest.raises(AssertionError, match="400"):
+    with pytest.raises(AdminError, match="400"):
         emulator_admin.fault("export_cohort_users", "stall_after_rows", **arguments)
 
 
