@@ -168,6 +168,7 @@ class CohortShardReadOperator(_CohortShardsOperator):
     def execute(self, context: Context) -> dict[str, Any]:
         from airflow_provider_analytics.core import rules
         from airflow_provider_analytics.jobs.cohort_day import shard_reader
+        from airflow_provider_analytics.jobs.cohort_shards import read_shards
 
         client, _, destination, day = self._run(context)
         reader = shard_reader(client, destination, day, **self._export_settings(destination, day))
@@ -177,7 +178,9 @@ class CohortShardReadOperator(_CohortShardsOperator):
         if reader.finished(shard):
             self.log.info("shard %d of cohort %s was read already", index, self.cohort_code)
             return {"shard": index, "rows": shard.rows, "read": False}
-        return {"shard": index, "rows": reader.read(shard), "read": True}
+        # as the one-task export reads them: Arrow's system allocator, the heap trimmed after
+        read = read_shards(reader, [shard])
+        return {"shard": index, "rows": read[index], "read": True}
 
 
 class CohortShardPublishOperator(_CohortShardsOperator):
