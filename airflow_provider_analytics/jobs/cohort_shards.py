@@ -55,6 +55,7 @@ from airflow_provider_analytics.sinks.parquet import parquet_stream
 from airflow_provider_analytics.storage import remove_quietly
 from airflow_provider_analytics.tabular.arrow import BlockDecoder
 from airflow_provider_analytics.tabular.arrow_pool import arrow_memory_pool
+from airflow_provider_analytics.tabular.numpy_views import value_slots
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
@@ -547,15 +548,11 @@ def _in_bucket(ids: pa.Array, buckets: int, bucket: int) -> np.ndarray | pa.Arra
 
 
 def _integers(ids: pa.Array) -> np.ndarray | None:
-    """Integer ids without nulls as a numpy view of their buffer, else ``None``.
-
-    Built from the buffer: ``Array.to_numpy`` makes pyarrow import pandas (~40 MiB of a
-    worker's memory that the check does not need)."""
+    """Integer ids without nulls as a numpy view of their buffer, else ``None``."""
     if not pa.types.is_integer(ids.type) or ids.null_count:
         return None
-    dtype = np.dtype(f"{'i' if pa.types.is_signed_integer(ids.type) else 'u'}{ids.type.byte_width}")
-    data = ids.buffers()[1]
-    return np.frombuffer(data, dtype, count=len(ids), offset=ids.offset * dtype.itemsize)
+    kind = "i" if pa.types.is_signed_integer(ids.type) else "u"
+    return value_slots(ids, np.dtype(f"{kind}{ids.type.byte_width}"))
 
 
 def _refuse_duplicate_ids(plan: ShardPlan, parts: Sequence[StoragePath], column: str) -> None:

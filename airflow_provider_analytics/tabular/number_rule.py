@@ -28,6 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from airflow_provider_analytics.core.errors import AnalyticsError
+from airflow_provider_analytics.tabular.numpy_views import value_slots
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -162,7 +163,7 @@ def _numpy(values: pa.Array | pa.ChunkedArray, dtype: type[np.generic]) -> np.nd
     """A numeric column's values as numpy, nulls as 0, read from its buffers (giving Arrow a
     Python constant such as ``fill_null(values, 0)`` would make pyarrow load pandas)."""
     array = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
-    data = np.frombuffer(array.buffers()[1], dtype=dtype)[array.offset : array.offset + len(array)]
+    data = value_slots(array, dtype)
     if array.null_count:
         bits = np.unpackbits(np.frombuffer(array.buffers()[0], dtype=np.uint8), bitorder="little")
         valid = bits[array.offset : array.offset + len(array)].astype(bool)
@@ -187,8 +188,7 @@ def _inside(values: pa.Array | pa.ChunkedArray, low: float, high: float, strict:
     for chunk in values.chunks if isinstance(values, pa.ChunkedArray) else [values]:
         if not len(chunk):
             continue
-        data = np.frombuffer(chunk.buffers()[1], dtype=dtype)
-        data = data[chunk.offset : chunk.offset + len(chunk)]
+        data = value_slots(chunk, dtype)
         smallest, largest = data.min(), data.max()
         within = low < smallest and largest < high if strict else low <= smallest <= largest <= high
         if not within:
