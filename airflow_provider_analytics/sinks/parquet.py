@@ -105,6 +105,12 @@ def _is_text(arrow_type: pa.DataType) -> bool:
     return pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type)
 
 
+def _is_text_list(arrow_type: pa.DataType) -> bool:
+    return (pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type)) and _is_text(
+        arrow_type.value_type
+    )
+
+
 def _dictionary_columns(schema: pa.Schema) -> list[str]:
     """The Parquet column paths worth dictionary encoding: texts and lists of texts, which
     repeat.
@@ -123,11 +129,40 @@ def _dictionary_columns(schema: pa.Schema) -> list[str]:
     for field in schema:
         if _is_text(field.type):
             paths.append(field.name)
-        elif (pa.types.is_list(field.type) or pa.types.is_large_list(field.type)) and _is_text(
-            field.type.value_type
-        ):
+        elif _is_text_list(field.type):
             paths.append(f"{field.name}.list.element")
     return paths
+
+
+def _statistics_columns(schema: pa.Schema) -> list[str]:
+    """The Parquet column paths given min/max statistics: every column but texts and lists of
+    texts.
+
+    Readers prune row groups by the statistics of ids, numbers and datetimes (``WHERE
+    register_time >= ...``). A text column's minimum and maximum over a row group of users in no
+    particular order span nearly every value, so they prune nothing, and computing them cost
+    about a tenth of the Parquet writing (comparing every text): ~0.075 of 0.63 CPU seconds for
+    the benchmark's 1M-user cohort, the file the same size.
+    """
+    paths = []
+    for field in schema:
+        if _is_text(field.type) or _is_text_list(field.type):
+            continue
+        is_list = pa.types.is_list(field.type) or pa.types.is_large_list(field.type)
+        paths.append(f"{field.name}.list.element" if is_list else field.name)  # leaf paths
+    return paths
+
+
+def writer_options(schema: pa.Schema) -> dict[str, Any]:
+    """The ``ParquetWriter`` options every export file is written with (besides its codec):
+    which columns are dictionary encoded and which carry statistics, the compliant nested
+    layout."""
+    return {
+        "use_dictionary": _dictionary_columns(schema),
+        "dictionary_pagesize_limit": DICTIONARY_PAGE_BYTES,
+        "write_statistics": _statistics_columns(schema),
+        "use_compliant_nested_type": True,
+    }
 
 
 class ParquetStream:
@@ -195,12 +230,15 @@ class ParquetStream:
         """
         if self._pending and not same_types(self._pending[0].schema, table.schema):
             self._widen_pending(table.schema)
+        # a piece's bytes are its share of the table's buffers, by rows: ``nbytes`` of every
+        # slice costs ~0.1 ms a block, the buffer sizes once ~0.01
+        row_bytes = table.get_total_buffer_size() / max(table.num_rows, 1)
         while table.num_rows:
             room = self._row_group_rows - self._pending_rows
             taken, table = table.slice(0, room), table.slice(room)
             self._pending.append(taken)
             self._pending_rows += taken.num_rows
-            self._pending_bytes += taken.nbytes
+            self._pending_bytes += round(taken.num_rows * row_bytes)
             if (
                 self._pending_rows >= self._row_group_rows
                 or self._pending_bytes >= self._row_group_bytes
@@ -278,14 +316,7 @@ def parquet_stream(
         # the file keeps the declared schema's metadata (its identity), whatever the row
         # groups carry
         written = written.with_metadata({**(written.metadata or {}), **(schema.metadata or {})})
-        return pq.ParquetWriter(
-            sink,
-            written,
-            compression=compression,
-            use_dictionary=_dictionary_columns(written),
-            dictionary_pagesize_limit=DICTIONARY_PAGE_BYTES,
-            use_compliant_nested_type=True,
-        )
+        return pq.ParquetWriter(sink, written, compression=compression, **writer_options(written))
 
     with atomic_destination(destination, subject=subject) as temporary:
         writer = SegmentedWriter(

@@ -575,16 +575,19 @@ class BlockDecoder:
     def _timestamps(
         self, column: ExportColumn, texts: pa.ChunkedArray, first_row: int
     ) -> pa.ChunkedArray:
-        marked = pc.equal(texts, _MASKED_TEXT)
-        masked = pc.sum(marked).as_py() or 0
-        if masked:
-            self._masked_in_columns += masked
-            texts = pc.if_else(marked, _NULL_TEXT, texts)
         unit = column.arrow_type.unit
         # the spec's three texts are 10, 19, or 21 to 23 bytes long; Arrow's cast then takes
         # them and refuses all else of those lengths except a "T" separator (checked against
-        # the pattern on mutated texts); cheaper than a regex match per value
+        # the pattern on mutated texts); cheaper than a regex match per value. The marker is 11
+        # bytes long, so texts of those lengths hold none
         plain = _plain_texts(texts)
+        if not plain:
+            marked = pc.equal(texts, _MASKED_TEXT)
+            masked = pc.sum(marked).as_py() or 0
+            if masked:
+                self._masked_in_columns += masked
+                texts = pc.if_else(marked, _NULL_TEXT, texts)
+                plain = _plain_texts(texts)
         if not plain:
             valid = pc.and_(
                 pc.is_in(pc.binary_length(texts), value_set=_DATETIME_LENGTHS),

@@ -457,3 +457,11 @@ def test_the_numpy_check_of_datetime_texts_agrees_with_the_compute_one(
         assert by_compute is not False or "" in texts.to_pylist()
     else:
         assert by_compute is False
+
+
+def test_a_marker_beside_an_odd_datetime_text_is_counted_and_the_text_refused() -> None:
+    data = ndjson({"seen": MASKED_MARKER}, {"seen": "2024-02-01"}, {"seen": "2024-02-01T10:00:00"})
+    decoder = BlockDecoder(export_schema(COLUMNS, PLAN, timezone="Asia/Shanghai"))
+    with pytest.raises(ExportDataError, match=r"column 'seen' \(row 3 of the export\)"):
+        decoder.decode(data)
+    assert decoder.masked_values == 1

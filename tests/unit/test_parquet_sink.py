@@ -151,6 +151,72 @@ def test_texts_and_lists_of_texts_are_dictionary_encoded_numbers_and_times_are_n
     assert pq.read_table(target).equals(table)
 
 
+def statistics_written(path: Path) -> dict[str, bool]:
+    """Per column of ``KINDS``: whether its first row group carries min/max statistics."""
+    group = pq.ParquetFile(path).metadata.row_group(0)
+    leaves = [group.column(index) for index in range(group.num_columns)]
+    return {
+        name: leaf.is_stats_set and leaf.statistics.has_min_max
+        for name, leaf in zip(KINDS.names, leaves, strict=True)
+    }
+
+
+def kinds_table(rows: int) -> pa.Table:
+    return pa.table(
+        {
+            "name": ["ann", "bob"] * (rows // 2),
+            "tag.t_vip": ["yes", "no"] * (rows // 2),
+            "$city": ["Hangzhou", "Beijing"] * (rows // 2),
+            "interests": [["golf", "chess"], ["chess"]] * (rows // 2),
+            "tag.labels": [["a"], None] * (rows // 2),
+            "distinct_id": [float(i) for i in range(rows)],
+            "visits": [i % 3 for i in range(rows)],
+            "seen": [1_700_000_000_000 + i % 2 for i in range(rows)],
+            "scores": [[1, 2], [2]] * (rows // 2),
+        },
+        schema=KINDS,
+    )
+
+
+def test_numbers_and_times_carry_statistics_texts_and_lists_of_texts_do_not(
+    tmp_path: Path,
+) -> None:
+    table = kinds_table(200)
+    target = tmp_path / "users.parquet"
+    with parquet_stream(target, KINDS, row_group_rows=100) as stream:
+        stream.add(table)
+    assert statistics_written(target) == {
+        "name": False,
+        "tag.t_vip": False,
+        "$city": False,
+        "interests": False,
+        "tag.labels": False,
+        "distinct_id": True,
+        "visits": True,
+        "seen": True,
+        "scores": True,
+    }
+    second = pq.ParquetFile(target).metadata.row_group(1).column(KINDS.names.index("visits"))
+    assert (second.statistics.min, second.statistics.max) == (0, 2)
+    assert pq.read_table(target).equals(table)
+
+
+def test_the_merged_shards_file_is_written_with_the_stream_s_options(tmp_path: Path) -> None:
+    from airflow_provider_analytics.jobs.cohort_shards import merge_parts
+
+    parts = []
+    for index in range(2):
+        part = tmp_path / f"part-{index}.parquet"
+        with parquet_stream(part, KINDS, row_group_rows=100) as stream:
+            stream.add(kinds_table(100))
+        parts.append(part)
+    merged = tmp_path / "day.parquet"
+    merge_parts(parts, merged, compression="zstd", metadata={"k": "v"})
+    assert statistics_written(merged) == statistics_written(parts[0])
+    assert dictionary_encoded(merged) == dictionary_encoded(parts[0])
+    assert pq.read_table(merged).num_rows == 200
+
+
 @pytest.mark.parametrize("rows", [0, -1, True])
 def test_a_row_bound_below_one_is_refused_by_name(tmp_path: Path, rows: int) -> None:
     with (
