@@ -77,6 +77,7 @@ emulator-wheel: $(UV)
 ## make bench: the benchmarks under benchmarks/ (prints figures; takes minutes).
 bench: venv
 	$(PY) benchmarks/cohort_export.py
+	$(PY) benchmarks/stage_times.py
 	$(PY) benchmarks/cohort_shards.py
 	$(PY) benchmarks/cohort_shards_celery.py
 	$(PY) benchmarks/flatten_reports.py
