@@ -9,14 +9,16 @@ from typing import Any
 __version__ = "0.1.0"
 
 ARROW_ALLOCATOR_VARIABLE = "ARROW_DEFAULT_MEMORY_POOL"
-"""The variable Arrow reads, once, when pyarrow loads, to choose its C++ allocator."""
+"""The variable Arrow reads to choose its C++ allocator: once, the first time it picks one, which
+pyarrow does as it loads."""
 
 if "pyarrow" not in sys.modules:
     # Arrow's Parquet writer and its kernels allocate from the C++ default allocator, which
     # pyarrow's set_memory_pool does not reach; mimalloc, the default, keeps what each thread
-    # freed. With the system allocator a 1M-user export peaked ~12 MiB lower, as fast. A value
-    # set in the environment (e.g. mimalloc) is kept; a process that loaded pyarrow before
-    # this provider keeps its allocator.
+    # freed. With the system allocator a 1M-user export peaked 12-16 MiB lower, as fast. Every
+    # process that imports the provider (Airflow's do, through its entry point) and the
+    # processes it starts get the setting; a value set in the environment (e.g. mimalloc) is
+    # kept, and a process that loaded pyarrow before this provider keeps its allocator.
     os.environ.setdefault(ARROW_ALLOCATOR_VARIABLE, "system")
 
 

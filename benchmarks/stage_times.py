@@ -79,6 +79,9 @@ class _Clock:
         setattr(owner, name, timed)
 
     def wrap_iterator(self, owner: Any, name: str, stage: str) -> None:
+        """Charge each step of a generator to ``stage``, in full: for one that calls no wrapped
+        function and is not itself consumed inside one (the splitter, read in its own thread),
+        which :meth:`wrap`'s accounting of nested calls would otherwise need."""
         function = getattr(owner, name)
         clock = self
 

@@ -19,7 +19,12 @@ from airflow_provider_analytics.core.ndjson import (
     iter_counted_blocks,
     iter_line_blocks,
 )
-from airflow_provider_analytics.tabular.arrow import BlockDecoder, ExportDataError, _plain_texts
+from airflow_provider_analytics.tabular.arrow import (
+    _PLAIN_LENGTHS,
+    BlockDecoder,
+    ExportDataError,
+    _plain_texts,
+)
 from airflow_provider_analytics.tabular.export_schema import (
     MASKED_MARKER,
     NUMBER_TYPE,
@@ -465,3 +470,9 @@ def test_a_marker_beside_an_odd_datetime_text_is_counted_and_the_text_refused() 
     with pytest.raises(ExportDataError, match=r"column 'seen' \(row 3 of the export\)"):
         decoder.decode(data)
     assert decoder.masked_values == 1
+
+
+def test_the_marker_is_never_as_long_as_a_datetime_text() -> None:
+    # the datetime columns compare their texts with the marker only when a length is not a
+    # datetime text's: the marker's own length must never be one
+    assert not _PLAIN_LENGTHS[len(MASKED_MARKER.encode())]

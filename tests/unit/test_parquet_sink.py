@@ -74,6 +74,21 @@ def test_row_groups_are_also_bounded_by_bytes(tmp_path: Path) -> None:
     assert pq.ParquetFile(target).metadata.num_row_groups == 5
 
 
+def test_slices_of_one_table_count_their_own_bytes_not_the_table_s(tmp_path: Path) -> None:
+    rows = 1_000
+    whole = pa.table(
+        {"user": list(range(rows)), "name": [f"u{i:04d}" for i in range(rows)]}, schema=SCHEMA
+    )
+    slices = [whole.slice(start, 100) for start in range(0, rows, 100)]
+    target = tmp_path / "users.parquet"
+    bound = slices[0].nbytes * 2  # two slices' worth; the whole table is five times that
+    with parquet_stream(target, SCHEMA, row_group_rows=1 << 20, row_group_bytes=bound) as stream:
+        for part in slices:
+            stream.add(part)
+    assert row_group_sizes(target) == [200] * 5
+    assert pq.read_table(target).equals(whole)
+
+
 def test_a_failure_inside_the_block_keeps_the_previous_object(tmp_path: Path) -> None:
     target = tmp_path / "users.parquet"
     write_table_atomically(piece(0, 3), target)
@@ -99,6 +114,7 @@ KINDS = pa.schema(
         ("visits", pa.int64()),
         ("seen", pa.timestamp("ms", tz="UTC")),
         ("scores", pa.list_(pa.int64())),
+        ("tag.score", pa.float64()),
     ]
 )
 
@@ -131,6 +147,7 @@ def test_texts_and_lists_of_texts_are_dictionary_encoded_numbers_and_times_are_n
             "visits": [i % 3 for i in range(rows)],
             "seen": [1_700_000_000_000 + i % 2 for i in range(rows)],
             "scores": [[1, 2], [2]] * (rows // 2),
+            "tag.score": [i / 4 for i in range(rows)],
         },
         schema=KINDS,
     )
@@ -147,6 +164,7 @@ def test_texts_and_lists_of_texts_are_dictionary_encoded_numbers_and_times_are_n
         "visits": False,  # repeats, yet numbers stay plain: they rarely repeat in user records
         "seen": False,
         "scores": False,
+        "tag.score": False,
     }
     assert pq.read_table(target).equals(table)
 
@@ -173,6 +191,7 @@ def kinds_table(rows: int) -> pa.Table:
             "visits": [i % 3 for i in range(rows)],
             "seen": [1_700_000_000_000 + i % 2 for i in range(rows)],
             "scores": [[1, 2], [2]] * (rows // 2),
+            "tag.score": [i / 4 for i in range(rows)],
         },
         schema=KINDS,
     )
@@ -195,6 +214,7 @@ def test_numbers_and_times_carry_statistics_texts_and_lists_of_texts_do_not(
         "visits": True,
         "seen": True,
         "scores": True,
+        "tag.score": True,  # a dotted name is its own path
     }
     second = pq.ParquetFile(target).metadata.row_group(1).column(KINDS.names.index("visits"))
     assert (second.statistics.min, second.statistics.max) == (0, 2)
