@@ -132,11 +132,8 @@ def dictionary_encoded(path: Path) -> dict[str, bool]:
     }
 
 
-def test_texts_and_lists_of_texts_are_dictionary_encoded_numbers_and_times_are_not(
-    tmp_path: Path,
-) -> None:
-    rows = 200
-    table = pa.table(
+def kinds_table(rows: int) -> pa.Table:
+    return pa.table(
         {
             "name": ["ann", "bob"] * (rows // 2),
             "tag.t_vip": ["yes", "no"] * (rows // 2),
@@ -151,6 +148,13 @@ def test_texts_and_lists_of_texts_are_dictionary_encoded_numbers_and_times_are_n
         },
         schema=KINDS,
     )
+
+
+def test_texts_and_lists_of_texts_are_dictionary_encoded_numbers_and_times_are_not(
+    tmp_path: Path,
+) -> None:
+    rows = 200
+    table = kinds_table(rows)
     target = tmp_path / "users.parquet"
     with parquet_stream(target, KINDS, row_group_rows=rows) as stream:
         stream.add(table)
@@ -177,24 +181,6 @@ def statistics_written(path: Path) -> dict[str, bool]:
         name: leaf.is_stats_set and leaf.statistics.has_min_max
         for name, leaf in zip(KINDS.names, leaves, strict=True)
     }
-
-
-def kinds_table(rows: int) -> pa.Table:
-    return pa.table(
-        {
-            "name": ["ann", "bob"] * (rows // 2),
-            "tag.t_vip": ["yes", "no"] * (rows // 2),
-            "$city": ["Hangzhou", "Beijing"] * (rows // 2),
-            "interests": [["golf", "chess"], ["chess"]] * (rows // 2),
-            "tag.labels": [["a"], None] * (rows // 2),
-            "distinct_id": [float(i) for i in range(rows)],
-            "visits": [i % 3 for i in range(rows)],
-            "seen": [1_700_000_000_000 + i % 2 for i in range(rows)],
-            "scores": [[1, 2], [2]] * (rows // 2),
-            "tag.score": [i / 4 for i in range(rows)],
-        },
-        schema=KINDS,
-    )
 
 
 def test_numbers_and_times_carry_statistics_texts_and_lists_of_texts_do_not(
