@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
+from airflow_provider_analytics import ARROW_ALLOCATOR_VARIABLE
 from airflow_provider_analytics.core import rules
 
 if TYPE_CHECKING:
@@ -36,14 +37,15 @@ _told: list[bool] = []  # whether this process said which C++ allocator Arrow ch
 def _say_cpp_allocator(backend: str) -> None:
     """Log once a process when Arrow's C++ default is not the system allocator and nobody chose
     it (``ARROW_DEFAULT_MEMORY_POOL`` unset): pyarrow loaded before the provider."""
-    if _told or backend == "system" or os.environ.get("ARROW_DEFAULT_MEMORY_POOL"):
+    if _told or backend == "system" or os.environ.get(ARROW_ALLOCATOR_VARIABLE):
         return
     _told.append(True)
     log.info(
         "Arrow's C++ allocator is %s (pyarrow loaded before this provider): the Parquet writer "
-        "keeps what it freed, 12-16 MiB more at a 1M-user export's peak; set "
-        "ARROW_DEFAULT_MEMORY_POOL=system in the worker's environment to lower it",
+        "keeps what it freed, 12-16 MiB more at a 1M-user export's peak; set %s=system in the "
+        "worker's environment to lower it",
         backend,
+        ARROW_ALLOCATOR_VARIABLE,
     )
 
 
