@@ -20,6 +20,7 @@ from airflow_provider_analytics.core.rules import fail, positive_int
 from airflow_provider_analytics.pipeline import WriteBehind
 from airflow_provider_analytics.sinks.parquet_segments import SegmentedWriter, cast_to, same_types
 from airflow_provider_analytics.storage import StoragePath, atomic_destination, temporary_sibling
+from airflow_provider_analytics.tabular.typed_markers import holds_text
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Mapping
@@ -101,23 +102,23 @@ writing from 0.77-0.81 to 0.67 CPU seconds and the file from 44.2 to 41.3 MB (pl
 unique texts compress better than their dictionary indices)."""
 
 
-def _is_text(arrow_type: pa.DataType) -> bool:
-    return pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type)
+def _is_list(arrow_type: pa.DataType) -> bool:
+    return pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type)
 
 
-def _is_text_list(arrow_type: pa.DataType) -> bool:
-    return (pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type)) and _is_text(
-        arrow_type.value_type
-    )
+def _leaf_path(field: pa.Field) -> str:
+    """The Parquet column path of ``field``'s values, as the writer's per-column options match
+    it: a list's values are ``<name>.list.element`` (the compliant nested layout the writer is
+    given); a top-level name holding dots (``tag.t_vip``) is its own path."""
+    path, arrow_type = field.name, field.type
+    while _is_list(arrow_type):
+        path, arrow_type = f"{path}.list.element", arrow_type.value_type
+    return path
 
 
 def _dictionary_columns(schema: pa.Schema) -> list[str]:
     """The Parquet column paths worth dictionary encoding: texts and lists of texts, which
     repeat.
-
-    The writer matches ``use_dictionary`` against leaf paths, in which a list's values are
-    ``<name>.list.element`` (the compliant nested layout the writer is given); a top-level
-    name holding dots (``tag.t_vip``) is its own path.
 
     Numbers and datetimes of user records rarely repeat; dictionary encoding them costs time
     before the writer falls back to plain, and makes the file larger: the benchmark's 1M-user
@@ -125,13 +126,7 @@ def _dictionary_columns(schema: pa.Schema) -> list[str]:
     written ~15% faster. Encoding its three lists of texts too took a 200k-row sample of it
     from 10.49 to 10.35 MiB, written as fast.
     """
-    paths = []
-    for field in schema:
-        if _is_text(field.type):
-            paths.append(field.name)
-        elif _is_text_list(field.type):
-            paths.append(f"{field.name}.list.element")
-    return paths
+    return [_leaf_path(field) for field in schema if holds_text(field.type)]
 
 
 def _statistics_columns(schema: pa.Schema) -> list[str]:
@@ -144,13 +139,7 @@ def _statistics_columns(schema: pa.Schema) -> list[str]:
     about a tenth of the Parquet writing (comparing every text): ~0.075 of 0.63 CPU seconds for
     the benchmark's 1M-user cohort, the file the same size.
     """
-    paths = []
-    for field in schema:
-        if _is_text(field.type) or _is_text_list(field.type):
-            continue
-        is_list = pa.types.is_list(field.type) or pa.types.is_large_list(field.type)
-        paths.append(f"{field.name}.list.element" if is_list else field.name)  # leaf paths
-    return paths
+    return [_leaf_path(field) for field in schema if not holds_text(field.type)]
 
 
 def writer_options(schema: pa.Schema) -> dict[str, Any]:

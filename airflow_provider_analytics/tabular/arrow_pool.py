@@ -16,6 +16,7 @@ when it loads first (``airflow_provider_analytics/__init__.py``); where pyarrow 
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 from typing import TYPE_CHECKING
@@ -31,15 +32,17 @@ if TYPE_CHECKING:
 POOLS = ("default", "system", "mimalloc")
 
 log = logging.getLogger(__name__)
-_told: list[bool] = []  # whether this process said which C++ allocator Arrow chose
 
 
 def _say_cpp_allocator(backend: str) -> None:
     """Log once a process when Arrow's C++ default is not the system allocator and nobody chose
     it (``ARROW_DEFAULT_MEMORY_POOL`` unset): pyarrow loaded before the provider."""
-    if _told or backend == "system" or os.environ.get(ARROW_ALLOCATOR_VARIABLE):
-        return
-    _told.append(True)
+    if backend != "system" and not os.environ.get(ARROW_ALLOCATOR_VARIABLE):
+        _tell_cpp_allocator(backend)
+
+
+@functools.cache
+def _tell_cpp_allocator(backend: str) -> None:
     log.info(
         "Arrow's C++ allocator is %s (pyarrow loaded before this provider): the Parquet writer "
         "keeps what it freed, 12-16 MiB more at a 1M-user export's peak; set %s=system in the "
