@@ -14,13 +14,29 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
     from datetime import date
 
-    from analytics_emulator.testing import Secret
-
 ADMIN_HEADER: Final = "X-Emulator-Admin"
 """The header every admin call carries the admin token in."""
 PREFIX: Final = "/_emulator"
 """Where the admin API is mounted."""
 IDLE_POLL_SECONDS: Final = 0.02
+
+
+class Secret:
+    """A credential that never shows itself: ``repr`` and ``str`` give ``'********'``."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def reveal(self) -> str:
+        """The text itself, for a header, a client or a connection."""
+        return self._value
+
+    def __repr__(self) -> str:
+        return "Secret('********')"
+
+    __str__ = __repr__
 
 
 class AdminError(RuntimeError):

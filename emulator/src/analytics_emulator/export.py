@@ -219,7 +219,7 @@ class ExportResponse(Response):
         started = time.monotonic()
         cut = self.proxy_cut
         if cut is not None and cut.ending == GATEWAY_TIMEOUT:
-            if await times_out(cut, self.source, started):
+            if await times_out(cut, self.source.rows, self.source.blocks, started):
                 await gateway_timeout()(scope, receive, send)
                 return
             cut = None

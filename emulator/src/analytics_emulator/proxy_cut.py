@@ -19,10 +19,9 @@ from starlette.responses import Response
 from analytics_emulator.cohort_settings import MID_LINE
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
+    from collections.abc import AsyncGenerator, AsyncIterator, Callable
 
     from analytics_emulator.cohort_settings import ProxyCut
-    from analytics_emulator.export import ExportSource
 
 GATEWAY_TIMEOUT_PAGE: Final = (
     b"<html>\r\n<head><title>504 Gateway Time-out</title></head>\r\n<body>\r\n"
@@ -36,21 +35,24 @@ def gateway_timeout() -> Response:
     return Response(GATEWAY_TIMEOUT_PAGE, status_code=504, media_type="text/html")
 
 
-async def times_out(cut: ProxyCut, source: ExportSource, started: float) -> bool:
-    """Whether a buffering proxy gives up on this stream before its end.
+async def times_out(
+    cut: ProxyCut, rows: int, produce: Callable[[], AsyncGenerator[object]], started: float
+) -> bool:
+    """Whether a buffering proxy gives up on a stream of ``rows`` lines before its end.
 
     Past ``cut.rows`` it always does (the wait the platform would take is skipped). With
     ``cut.seconds``, the stream is produced and thrown away until it ends or the time is up,
     as the proxy would have read it.
 
+    :param produce: starts the stream's pieces (the export's ``ExportSource.blocks``).
     :param started: ``time.monotonic()`` when the request arrived.
     """
-    if cut.rows is not None and source.rows > cut.rows:
+    if cut.rows is not None and rows > cut.rows:
         return True
     if cut.seconds is None:
         return False
     deadline = started + cut.seconds
-    blocks = source.blocks()
+    blocks = produce()
     async with contextlib.aclosing(blocks):
         async for _ in blocks:
             if time.monotonic() > deadline:

@@ -22,7 +22,7 @@ from datetime import date
 from typing import TYPE_CHECKING, Any, Final
 
 from analytics_emulator import catalog
-from analytics_emulator.admin_client import AdminClient
+from analytics_emulator.admin_client import AdminClient, Secret
 from analytics_emulator.cohort_settings import (
     MembershipChange,
     ProxyCut,
@@ -45,24 +45,6 @@ _CONN_ID: Final = re.compile(r"[A-Za-z0-9_]+")
 
 class ScenarioError(ValueError):
     """A scenario setting that does not fit; the message names the setting and the rule."""
-
-
-class Secret:
-    """A credential that never shows itself: ``repr`` and ``str`` give ``'********'``."""
-
-    __slots__ = ("_value",)
-
-    def __init__(self, value: str) -> None:
-        self._value = value
-
-    def reveal(self) -> str:
-        """The text itself, for a header, a client or a connection."""
-        return self._value
-
-    def __repr__(self) -> str:
-        return "Secret('********')"
-
-    __str__ = __repr__
 
 
 @dataclass(frozen=True)
