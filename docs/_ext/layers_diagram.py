@@ -71,9 +71,10 @@ def _ancestors(module: str) -> set[str]:
 
 
 def _runtime_imports(
-    tree: ast.Module, module: str, *, is_package: bool, modules: set[str]
+    tree: ast.Module, module: str, *, is_package: bool, modules: set[str], typing: bool
 ) -> Iterator[tuple[str, bool]]:
-    """The modules an import statement outside ``if TYPE_CHECKING:`` runs, as (absolute name,
+    """The modules an import statement outside ``if TYPE_CHECKING:`` (or with ``typing``,
+    anywhere) runs, as (absolute name,
     whether its namespace must be complete). ``import a.b.c`` runs ``a``, ``a.b`` and ``a.b.c``;
     ``from a.b import c`` runs ``a`` and ``a.b``, and ``a.b.c`` if that is a module, and
     otherwise reads the name ``c`` from ``a.b``'s finished ``__init__``. Relative imports are
@@ -86,7 +87,7 @@ def _runtime_imports(
             yield ".".join(parts[:end]), False
 
     def visit(node: ast.AST) -> Iterator[tuple[str, bool]]:
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+        if not typing and isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
             for branch in node.orelse:
                 yield from visit(branch)
             return
@@ -111,8 +112,11 @@ def _runtime_imports(
     yield from visit(tree)
 
 
-def read_modules(package_dir: Path) -> ModuleGraph:
+def read_modules(package_dir: Path, *, typing: bool = False) -> ModuleGraph:
     """Parse every module under ``package_dir`` into a :class:`ModuleGraph`.
+
+    With ``typing``, imports under ``if TYPE_CHECKING:`` count too: the graph a type checker
+    follows, in which a circle is harmless at run time but still a tangle for a reader.
 
     An edge from a module to a package that encloses it is kept only when the module reads a
     name from that package's namespace: merely running inside it, or importing a sibling
@@ -130,7 +134,11 @@ def read_modules(package_dir: Path) -> ModuleGraph:
     imported: dict[str, set[str]] = {}
     for module, path in sources.items():
         tree = ast.parse(path.read_text(encoding="utf-8"))
-        found = list(_runtime_imports(tree, module, is_package=module in packages, modules=names))
+        found = list(
+            _runtime_imports(
+                tree, module, is_package=module in packages, modules=names, typing=typing
+            )
+        )
         imported[module] = {name for name, _ in found}
         enclosing = _ancestors(module)
         imports[module] = {
