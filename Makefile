@@ -8,8 +8,8 @@ PY := $(VENV)/bin/python
 export UV_PYTHON_DOWNLOADS := never
 export UV_PROJECT_ENVIRONMENT := $(abspath $(VENV))
 
-.PHONY: venv browser test test-fast lint format typecheck docs demo emulator emulator-wheel \
-	bench reliability clean \
+.PHONY: venv browser test test-fast lint format typecheck docs screenshots demo emulator \
+	emulator-wheel bench reliability clean \
 	constraints constraints-check stack stack-celery stack-down
 
 $(UV):
@@ -42,13 +42,18 @@ test: venv browser
 test-fast: venv
 	$(VENV)/bin/pytest -n 2 --dist loadscope -q -m "not slow"
 
-## make docs: the documentation site into out/docs/html (any warning fails the build; figures are
-## drawn from the code and the emulator), then, when Chromium is installed, the screenshots in
-## docs/_static/screenshots/ taken anew.
+## make docs: the documentation site into $(DOCS_OUT)/html (any warning fails the build; figures are
+## drawn from the code and the emulator into docs/_generated/, which git ignores). It writes no
+## file git tracks (tests/docs/test_clean_tree.py checks), so neither does `make test`.
+DOCS_OUT ?= out/docs
 docs: venv
-	rm -rf out/docs
-	$(VENV)/bin/sphinx-build -W --keep-going -q -b html -d out/docs/doctrees docs out/docs/html
-	$(PY) -m devtools.docs_site screenshots out/docs/html docs/_static/screenshots
+	rm -rf $(DOCS_OUT)
+	$(VENV)/bin/sphinx-build -W --keep-going -q -b html -d $(DOCS_OUT)/doctrees docs $(DOCS_OUT)/html
+
+## make screenshots: the docs build, then the pages docs/development.md shows photographed anew
+## into docs/_static/screenshots/ (tracked: commit them with a change that alters those pages).
+screenshots: docs browser
+	$(PY) -m devtools.docs_site screenshots $(DOCS_OUT)/html docs/_static/screenshots
 
 lint: venv
 	$(VENV)/bin/ruff check .
@@ -87,7 +92,9 @@ bench: venv
 	$(PY) benchmarks/emulator_scale.py
 
 ## make reliability: fault matrix, bad input, fuzzing, secrets and load tests, then both load
-## benchmarks at full size (the hook variant only reports); writes docs/reliability.md.
+## benchmarks at full size (the hook variant only reports); figures under out/reliability, then
+## docs/reliability.md written from them (the only target that rewrites that page; `make test`
+## runs tests/reliability without collecting figures and writes nothing).
 reliability: venv
 	rm -rf out/reliability
 	RELIABILITY_RESULTS_DIR=out/reliability $(VENV)/bin/pytest -n 2 --dist loadscope -q tests/reliability

@@ -78,5 +78,5 @@ def test_screenshots_show_the_pages_the_docs_name(site: Path, tmp_path: Path) ->
     for path in written:
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         committed = REPO / "docs" / "_static" / "screenshots" / path.name
-        assert committed.exists(), f"{committed} is not committed: run make docs"
+        assert committed.exists(), f"{committed} is not committed: run make screenshots"
     shutil.rmtree(tmp_path)
