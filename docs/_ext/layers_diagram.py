@@ -28,7 +28,8 @@ if TYPE_CHECKING:
 
 PACKAGE = "airflow_provider_analytics"
 Stack = tuple[tuple[str, tuple[str, ...]], ...]
-"""Layers top to bottom: each a name and the sub-packages or top-level modules it holds."""
+TYPE_GUARDS = ("TYPE_CHECKING", "typing.TYPE_CHECKING")
+"""The tests of an ``if`` whose body only a type checker runs."""
 LAYERS: Stack = (
     ("Airflow surface", ("hooks", "operators", "sensors", "triggers", "destinations")),
     ("Jobs", ("jobs",)),
@@ -49,7 +50,6 @@ class ModuleGraph:
 
     imports: dict[str, set[str]]
     imported: dict[str, set[str]]
-    packages: frozenset[str]
 
     @property
     def upward(self) -> list[tuple[str, str]]:
@@ -73,12 +73,13 @@ def _ancestors(module: str) -> set[str]:
 def _runtime_imports(
     tree: ast.Module, module: str, *, is_package: bool, modules: set[str], typing: bool
 ) -> Iterator[tuple[str, bool]]:
-    """The modules an import statement outside ``if TYPE_CHECKING:`` (or with ``typing``,
-    anywhere) runs, as (absolute name,
-    whether its namespace must be complete). ``import a.b.c`` runs ``a``, ``a.b`` and ``a.b.c``;
-    ``from a.b import c`` runs ``a`` and ``a.b``, and ``a.b.c`` if that is a module, and
-    otherwise reads the name ``c`` from ``a.b``'s finished ``__init__``. Relative imports are
-    resolved against the module's package (a package's ``__init__`` is its own package)."""
+    """The modules the import statements outside ``if TYPE_CHECKING:`` (with ``typing``, all
+    of them) run, as (absolute name, whether its namespace must be complete).
+
+    ``import a.b.c`` runs ``a``, ``a.b`` and ``a.b.c``; ``from a.b import c`` runs ``a`` and
+    ``a.b``, and ``a.b.c`` if that is a module, and otherwise reads the name ``c`` from
+    ``a.b``'s finished ``__init__``. Relative imports are resolved against the module's
+    package (a package's ``__init__`` is its own package)."""
     package = module if is_package else module.rpartition(".")[0]
 
     def chain(name: str) -> Iterator[tuple[str, bool]]:
@@ -87,7 +88,7 @@ def _runtime_imports(
             yield ".".join(parts[:end]), False
 
     def visit(node: ast.AST) -> Iterator[tuple[str, bool]]:
-        if not typing and isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+        if not typing and isinstance(node, ast.If) and ast.unparse(node.test) in TYPE_GUARDS:
             for branch in node.orelse:
                 yield from visit(branch)
             return
@@ -146,7 +147,7 @@ def read_modules(package_dir: Path, *, typing: bool = False) -> ModuleGraph:
             for name, needs_namespace in found
             if name in names and name != module and (needs_namespace or name not in enclosing)
         }
-    return ModuleGraph(imports, imported, frozenset(packages))
+    return ModuleGraph(imports, imported)
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
