@@ -100,8 +100,9 @@ reliability: venv
 constraints: venv
 	$(PY) -m devtools.constraints
 
-## make constraints-check: the file matches uv.lock, and pip resolves .[s3] with it
-## (`pip install --dry-run` in a throwaway venv; needs the package index).
+## make constraints-check: the file matches uv.lock, and pip resolves .[s3,iceberg,pandas,progress]
+## with it, every package it would install pinned (`pip install --dry-run --report` in a throwaway
+## venv; needs the package index).
 constraints-check: venv
 	$(PY) -m devtools.constraints --check
 	$(PY) -m devtools.constraints --dry-run
