@@ -9,7 +9,7 @@ export UV_PYTHON_DOWNLOADS := never
 export UV_PROJECT_ENVIRONMENT := $(abspath $(VENV))
 
 .PHONY: venv browser test test-fast lint format typecheck docs demo emulator emulator-wheel \
-	bench reliability clean \
+	bench reliability clean dist \
 	constraints constraints-check stack stack-celery stack-down
 
 $(UV):
@@ -73,6 +73,14 @@ emulator: venv
 ## out/dist, to install where the provider runs its DAG tests: `pip install out/dist/analytics_emulator-*.whl`.
 emulator-wheel: $(UV)
 	$(UV) build emulator --wheel --out-dir out/dist
+
+## make dist: the release's artefacts into out/dist: the provider's wheel and sdist, and the
+## emulator's wheel (its own distribution, for where DAG tests run; never needed on workers).
+dist: $(UV)
+	rm -rf out/dist
+	$(UV) build --package airflow-provider-analytics --wheel --sdist --out-dir out/dist
+	$(UV) build emulator --wheel --out-dir out/dist
+	@ls -1 out/dist
 
 ## make bench: the benchmarks under benchmarks/ (prints figures; takes minutes).
 bench: venv
