@@ -13,12 +13,16 @@ export UV_PROJECT_ENVIRONMENT := $(abspath $(VENV))
 	constraints constraints-check stack stack-celery stack-down
 
 $(UV):
-	$(PYTHON) -m venv .tools
-	.tools/bin/python -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
+	@$(PYTHON) -m venv .tools
+	@.tools/bin/python -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
 
+# Silent unless it fails: uv's list of installed packages goes to out/logs/uv-sync.log, which is
+# printed only when the sync fails.
 $(VENV)/.synced: $(UV) uv.lock pyproject.toml emulator/pyproject.toml
-	$(UV) sync --frozen --python $(PYTHON) --extra s3
-	touch $@
+	@mkdir -p out/logs
+	@$(UV) sync --frozen --python $(PYTHON) --extra s3 >out/logs/uv-sync.log 2>&1 \
+		|| { cat out/logs/uv-sync.log; echo "uv sync failed (log: out/logs/uv-sync.log)"; exit 1; }
+	@touch $@
 
 venv: $(VENV)/.synced
 
@@ -63,7 +67,7 @@ typecheck: venv
 
 ## make demo: emulator + a real `airflow dags test` of the example pipeline, output under out/demo.
 demo: venv
-	$(PY) -m devtools.demo
+	@$(PY) -m devtools.demo
 
 ## make emulator: serve the emulator on 127.0.0.1:4005 until Ctrl-C.
 emulator: venv
