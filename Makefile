@@ -9,16 +9,20 @@ export UV_PYTHON_DOWNLOADS := never
 export UV_PROJECT_ENVIRONMENT := $(abspath $(VENV))
 
 .PHONY: venv browser test test-fast lint format typecheck docs screenshots demo emulator \
-	emulator-wheel bench reliability clean \
+	emulator-wheel bench reliability clean dist \
 	constraints constraints-check stack stack-celery stack-down
 
 $(UV):
-	$(PYTHON) -m venv .tools
-	.tools/bin/python -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
+	@$(PYTHON) -m venv .tools
+	@.tools/bin/python -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
 
+# Silent unless it fails: uv's list of installed packages goes to out/logs/uv-sync.log, which is
+# printed only when the sync fails.
 $(VENV)/.synced: $(UV) uv.lock pyproject.toml emulator/pyproject.toml
-	$(UV) sync --frozen --python $(PYTHON) --extra s3
-	touch $@
+	@mkdir -p out/logs
+	@$(UV) sync --frozen --python $(PYTHON) --extra s3 >out/logs/uv-sync.log 2>&1 \
+		|| { cat out/logs/uv-sync.log; echo "uv sync failed (log: out/logs/uv-sync.log)"; exit 1; }
+	@touch $@
 
 venv: $(VENV)/.synced
 
@@ -68,7 +72,7 @@ typecheck: venv
 
 ## make demo: emulator + a real `airflow dags test` of the example pipeline, output under out/demo.
 demo: venv
-	$(PY) -m devtools.demo
+	@$(PY) -m devtools.demo
 
 ## make emulator: serve the emulator on 127.0.0.1:4005 until Ctrl-C.
 emulator: venv
@@ -78,6 +82,14 @@ emulator: venv
 ## out/dist, to install where the provider runs its DAG tests: `pip install out/dist/analytics_emulator-*.whl`.
 emulator-wheel: $(UV)
 	$(UV) build emulator --wheel --out-dir out/dist
+
+## make dist: the release's artefacts into out/dist: the provider's wheel and sdist, and the
+## emulator's wheel (its own distribution, for where DAG tests run; never needed on workers).
+dist: $(UV)
+	rm -rf out/dist
+	$(UV) build --package airflow-provider-analytics --wheel --sdist --out-dir out/dist
+	$(UV) build emulator --wheel --out-dir out/dist
+	@ls -1 out/dist
 
 ## make bench: the benchmarks under benchmarks/ (prints figures; takes minutes).
 bench: venv
@@ -107,8 +119,9 @@ reliability: venv
 constraints: venv
 	$(PY) -m devtools.constraints
 
-## make constraints-check: the file matches uv.lock, and pip resolves .[s3] with it
-## (`pip install --dry-run` in a throwaway venv; needs the package index).
+## make constraints-check: the file matches uv.lock, and pip resolves .[s3,iceberg,pandas,progress]
+## with it, every package it would install pinned (`pip install --dry-run --report` in a throwaway
+## venv; needs the package index).
 constraints-check: venv
 	$(PY) -m devtools.constraints --check
 	$(PY) -m devtools.constraints --dry-run

@@ -6,7 +6,7 @@ import os
 import sys
 from typing import Any
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 ARROW_ALLOCATOR_VARIABLE = "ARROW_DEFAULT_MEMORY_POOL"
 """The variable Arrow reads to choose its C++ allocator: once, the first time it picks one, which

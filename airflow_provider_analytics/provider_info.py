@@ -128,7 +128,7 @@ PROVIDER_INFO: dict[str, Any] = {
     "package-name": "airflow-provider-analytics",
     "name": "Analytics",
     "description": "Cohorts, funnels, event analysis, ad tracking, tracking plan and accounts.",
-    "versions": ["0.1.0"],
+    "versions": ["0.2.0", "0.1.0"],
     "integrations": [
         {
             "integration-name": "Analytics",

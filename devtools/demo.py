@@ -70,6 +70,7 @@ def print_files(root: Path) -> list[Path]:
     """List every Parquet file under ``root`` with its rows, columns and size."""
     files = sorted(root.rglob("*.parquet"))
     print(f"\nFiles written under {root}:")
+    empty = set()
     for path in files:
         metadata = pq.read_metadata(path)
         size_kib = path.stat().st_size / 1024
@@ -77,7 +78,27 @@ def print_files(root: Path) -> list[Path]:
             f"  {path.relative_to(root)}  {metadata.num_rows:,} rows, "
             f"{metadata.num_columns} columns, {size_kib:,.1f} KiB"
         )
+        if metadata.num_rows == 0:
+            empty.add(path.name)
+    if empty:
+        print(empty_note(empty))
     return files
+
+
+def empty_note(names: set[str]) -> str:
+    """One line on why some files hold 0 rows: the funnel's per-split-value tables are written
+    empty when the funnel is not split, so every day has the same set of tables."""
+    split = {name for name in names if name.startswith("funnel_by_value")}
+    other = sorted(names - split)
+    note = (
+        "  0 rows in funnel_by_value*: the checkout funnel is not split by a property, and its "
+        "per-split-value tables are written empty so every day has the same tables"
+        if split
+        else ""
+    )
+    if other:  # not expected from the example pipeline: say so rather than explain it away
+        note += ("; " if note else "  ") + f"unexpectedly empty: {', '.join(other)}"
+    return note
 
 
 def print_funnel(path: Path) -> None:

@@ -4,10 +4,11 @@
     python -m devtools.docs_site screenshots out/docs/html docs/_static/screenshots
 
 ``check`` opens every page and reports a link to a page or anchor that does not exist, an
-image that did not load, a code block or image wider than the page's column, and a
-navigation entry cut off. ``screenshots`` writes PNGs of the pages in :data:`SCREENSHOTS`
-(``make screenshots`` runs it into ``docs/_static/screenshots``; ``make docs`` never does, so a
-build leaves the tracked pictures alone).
+image that did not load, a code block or image wider than the page's column, a code line
+that wraps (long lines scroll inside their block instead), and a navigation entry cut off.
+``screenshots`` writes PNGs of the pages in :data:`SCREENSHOTS` (``make screenshots`` runs it
+into ``docs/_static/screenshots``; ``make docs`` never does, so a build leaves the tracked
+pictures alone).
 """
 
 from __future__ import annotations
@@ -34,11 +35,23 @@ PAGE_SCRIPT = """
   const column = document.querySelector("article") || document.body;
   const right = column.getBoundingClientRect().right + 1;
   const wide = [];
+  const wrapped = [];
   for (const pre of document.querySelectorAll("pre")) {
     if (pre.offsetParent === null) continue;  // not displayed
-    if (pre.scrollWidth > pre.clientWidth + 1 || pre.getBoundingClientRect().right > right) {
-      wide.push("code block: " + pre.textContent.trim().split("\\n")[0].slice(0, 70));
+    const first = pre.textContent.trim().split("\\n")[0].slice(0, 70);
+    const style = getComputedStyle(pre);
+    // A line of code wraps when the block may wrap and a line is wider than the block: laid
+    // out without wrapping, it would be wider.
+    if (style.whiteSpace !== "pre") {
+      const kept = pre.style.whiteSpace;
+      pre.style.whiteSpace = "pre";
+      if (pre.scrollWidth > pre.clientWidth + 1) wrapped.push("code block: " + first);
+      pre.style.whiteSpace = kept;
     }
+    // A long line scrolls inside its block; text spilling out of it, or a block reaching past
+    // the column, is too wide.
+    const spills = style.overflowX === "visible" && pre.scrollWidth > pre.clientWidth + 1;
+    if (spills || pre.getBoundingClientRect().right > right) wide.push("code block: " + first);
   }
   const brokenImages = [];
   for (const img of document.images) {
@@ -55,6 +68,7 @@ PAGE_SCRIPT = """
     links: [...document.querySelectorAll("a[href]")].map((a) => a.href),
     ids: [...document.querySelectorAll("[id]")].map((e) => e.id),
     wide,
+    wrapped,
     brokenImages,
     cutNavigation,
   };
@@ -93,6 +107,10 @@ def check_site(root: Path) -> SiteReport:
             links.extend((page, link) for link in found["links"])
             report.problems.extend(
                 f"{where}: {item} is wider than its column" for item in found["wide"]
+            )
+            report.problems.extend(
+                f"{where}: {item} has a line that wraps (code scrolls, it must not wrap)"
+                for item in found["wrapped"]
             )
             report.problems.extend(
                 f"{where}: image {src} did not load" for src in found["brokenImages"]

@@ -18,6 +18,7 @@ os.environ.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="analytics-docs-ai
 # build pydantic models) are imported first, as they would be at run time.
 import airflow  # noqa: E402, F401
 import pydantic  # noqa: E402, F401
+from emulator_facts import substitutions  # noqa: E402
 
 from airflow_provider_analytics import __version__  # noqa: E402
 
@@ -38,7 +39,9 @@ source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
 root_doc = "index"
 exclude_patterns = ["_build", "_ext"]
 
-myst_enable_extensions = ["colon_fence"]
+myst_enable_extensions = ["colon_fence", "substitution"]
+# The emulator's sizes and dates, from its code: {{ emulator_cohort_range }} and the others.
+myst_substitutions = substitutions()
 myst_heading_anchors = 3
 # Pages that include README sections start below the page's own title level.
 suppress_warnings = ["myst.header"]

@@ -65,8 +65,8 @@ def as_dataframes(tables: Mapping[str, pa.Table]) -> dict[str, pd.DataFrame]:
 
     Every column keeps its Arrow type (``pandas.ArrowDtype``: ``int64[pyarrow]``,
     ``date32[day][pyarrow]``, ``timestamp[us, tz=UTC][pyarrow]``...), so nulls stay nulls,
-    counts stay integers and no column is ``object``. Needs pandas (``pip install
-    airflow-provider-analytics[pandas]``)::
+    counts stay integers and no column is ``object``. Needs pandas (``pip install ".[pandas]"``
+    from a clone of the provider, or ``pip install pandas``)::
 
         tables = funnel_tables(client.analyze_funnel(request))
         frames = as_dataframes(tables)
@@ -79,6 +79,7 @@ def as_dataframes(tables: Mapping[str, pa.Table]) -> dict[str, pd.DataFrame]:
         import pandas as pd
     except ImportError:
         raise AnalyticsConfigurationError(
-            "as_dataframes needs pandas: pip install airflow-provider-analytics[pandas]"
+            'as_dataframes needs pandas: pip install ".[pandas]" from a clone of the provider, '
+            "or pip install pandas"
         ) from None
     return {name: table.to_pandas(types_mapper=pd.ArrowDtype) for name, table in tables.items()}

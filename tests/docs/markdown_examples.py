@@ -1,7 +1,7 @@
 """The Python examples of a Markdown page, read from the page itself.
 
 Two kinds: fenced ```` ```python ```` blocks (indented ones inside list items too), and the
-inline code of a table whose last column is headed ``example`` (the README's operations
+inline code of a table whose last column is headed ``example`` (the client page's operations
 table). A block preceded by ``<!-- example: skip (reason) -->`` is returned with that reason
 so the runner can list it instead of running it.
 """

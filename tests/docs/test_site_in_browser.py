@@ -2,8 +2,8 @@
 
 Every page is loaded as a reader's browser loads it; the check fails on a link to a page or
 anchor that does not exist, an image that does not load, a code block or image wider than the
-column, and a navigation entry cut off. It reads the site ``make docs`` built (``make test``
-builds it first), or builds one when there is none.
+column, a code line that wraps instead of scrolling, and a navigation entry cut off. It reads
+the site ``make docs`` built (``make test`` builds it first), or builds one when there is none.
 """
 
 from __future__ import annotations
@@ -52,12 +52,19 @@ def test_the_generated_figures_are_shown(site: Path) -> None:
     assert {f"{name}.svg" for name in FIGURES} <= images
 
 
-def test_a_broken_link_a_missing_image_and_a_wide_code_block_are_caught(tmp_path: Path) -> None:
+def test_a_broken_link_a_missing_image_a_wide_and_a_wrapping_code_block_are_caught(
+    tmp_path: Path,
+) -> None:
     (tmp_path / "index.html").write_text(
         "<html><body><article style='width: 300px'>"
         "<a href='missing.html'>gone</a> <a href='index.html#nowhere'>no anchor</a>"
         "<img src='missing.svg'>"
         "<pre style='white-space: pre'>" + "x" * 200 + "</pre>"
+        "<pre style='white-space: pre-wrap; overflow-wrap: anywhere'>"
+        + "wrapped "
+        + "y" * 200
+        + "</pre>"
+        "<pre style='white-space: pre; overflow-x: auto'>scrolls " + "z" * 200 + "</pre>"
         "</article></body></html>",
         encoding="utf-8",
     )
@@ -67,8 +74,10 @@ def test_a_broken_link_a_missing_image_and_a_wide_code_block_are_caught(tmp_path
     assert any("missing.html leads nowhere" in problem for problem in problems), problems
     assert any("#nowhere names an anchor the page lacks" in problem for problem in problems)
     assert any("image missing.svg did not load" in problem for problem in problems)
-    assert any("code block: xxxx" in problem for problem in problems)
-    assert len(problems) == 4
+    assert any("code block: xxxx" in problem and "wider" in problem for problem in problems)
+    assert any("code block: wrapped" in problem and "wraps" in problem for problem in problems)
+    assert not any("code block: scrolls" in problem for problem in problems), problems
+    assert len(problems) == 5
 
 
 def test_screenshots_show_the_pages_the_docs_name(site: Path, tmp_path: Path) -> None:

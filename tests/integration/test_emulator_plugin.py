@@ -199,3 +199,35 @@ def test_markers_merge_and_the_connection_is_undone(pytester: pytest.Pytester) -
 def test_the_plugin_is_loaded_from_its_entry_point(pytestconfig: pytest.Config) -> None:
     plugin = pytestconfig.pluginmanager.get_plugin("analytics_emulator")
     assert plugin is not None and plugin.__name__ == "analytics_emulator.pytest_plugin"
+
+
+def test_a_dag_test_without_an_airflow_database_says_to_migrate(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A user's ``dag.test()`` in an AIRFLOW_HOME never migrated: the error carries the note
+    naming ``airflow db migrate`` instead of SQLite's bare "no such table"."""
+    home = pytester.path / "never-migrated"
+    home.mkdir()
+    monkeypatch.setenv("AIRFLOW_HOME", str(home))
+    monkeypatch.setenv("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
+    pytester.makepyfile(
+        test_user=textwrap.dedent(
+            """
+            import pendulum
+            from airflow.providers.standard.operators.empty import EmptyOperator
+            from airflow.sdk import DAG
+
+
+            def test_run_the_dag(analytics_emulator):
+                with DAG("user_dag", schedule=None,
+                         start_date=pendulum.datetime(2024, 1, 1, tz="UTC")) as dag:
+                    EmptyOperator(task_id="nothing")
+                dag.test(logical_date=pendulum.datetime(2024, 1, 15, tz="UTC"))
+            """
+        )
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["*no such table*", f"*has no tables (AIRFLOW_HOME={home}): run `airflow db migrate`*"]
+    )

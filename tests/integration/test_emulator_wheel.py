@@ -108,7 +108,7 @@ def test_the_wheel_holds_the_emulator_its_script_and_its_plugin(wheel: Path) -> 
         )
     assert {name.split("/")[0] for name in names} == {
         "analytics_emulator",
-        "analytics_emulator-0.1.0.dist-info",
+        "analytics_emulator-0.2.0.dist-info",
     }
     assert "analytics_emulator/pytest_plugin.py" in names
     assert "analytics-emulator = analytics_emulator.__main__:main" in entry_points

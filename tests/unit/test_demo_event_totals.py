@@ -1,4 +1,5 @@
-"""`make demo`'s event totals add up only the measures whose split values add up."""
+"""`make demo`'s event totals add up only the measures whose split values add up, and its
+list of files explains the empty ones."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from devtools.demo import print_event_totals
+from devtools.demo import empty_note, print_event_totals
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -48,3 +49,10 @@ def test_distinct_user_counts_are_not_summed_over_platforms(
     assert "purchase TOTAL_COUNT 11" in summary
     assert "purchase.amount SUM 18,878.75" in summary
     assert "TRIGGER_USER_COUNT" not in summary
+
+
+def test_empty_report_files_are_explained_in_one_line() -> None:
+    note = empty_note({"funnel_by_value.parquet", "funnel_by_value_totals.parquet"})
+    assert "\n" not in note
+    assert "not split" in note and "same tables" in note
+    assert "unexpectedly empty: users.parquet" in empty_note({"users.parquet"})

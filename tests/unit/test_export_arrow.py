@@ -391,9 +391,9 @@ def test_any_chunking_of_the_body_gives_the_same_table(cuts: list[int], block: i
     assert table.column("tags").to_pylist() == [r["tags"] for r in RECORDS]
 
 
-def test_the_readme_type_table_is_the_one_the_code_uses() -> None:
-    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
-    section = readme.split("### Cohort users", 1)[1].split("###", 1)[0]
+def test_the_documented_type_table_is_the_one_the_code_uses() -> None:
+    page = (Path(__file__).parents[2] / "docs" / "output_tables.md").read_text(encoding="utf-8")
+    section = page.split("## Column types", 1)[1].split("\n## ", 1)[0]
     table = [line for line in section.splitlines() if line.startswith("| `")]
     assert table == [
         f"| `{name}` | {arrow_type} | {note} |" for name, arrow_type, note in TYPE_TABLE

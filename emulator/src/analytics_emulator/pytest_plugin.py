@@ -15,11 +15,15 @@ positional argument, and the fixture ``analytics_emulator_scenario`` may be over
 parametrized directly like any fixture. The default connection id comes from the ini option
 ``analytics_emulator_conn_id`` (``analytics_default``).
 
+A test using the fixture that fails because Airflow's metadata database has no tables (a
+``dag.test()`` in an ``AIRFLOW_HOME`` never migrated) gets a note saying how to make it.
+
 The module imports nothing heavy: the web stack is imported when the fixture is first used.
 """
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Final
 
 import pytest
@@ -31,6 +35,11 @@ if TYPE_CHECKING:
 
 MARKER: Final = "analytics_emulator"
 CONN_ID_INI: Final = "analytics_emulator_conn_id"
+NO_DATABASE: Final = (
+    "Airflow's metadata database has no tables (AIRFLOW_HOME={home}): run `airflow db migrate` "
+    "with that AIRFLOW_HOME once before the tests (or point AIRFLOW_HOME at a home that has "
+    "one), as the emulator page's test kit shows"
+)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -91,3 +100,16 @@ def analytics_emulator(
     with start_emulator(analytics_emulator_scenario) as running:
         monkeypatch.setenv(running.connection_env_name, running.connection_json())
         yield running
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    """Add :data:`NO_DATABASE` to the error of a fixture user's test that met an Airflow
+    database without tables (``sqlite3.OperationalError: no such table: task_instance``)."""
+    try:
+        return (yield)
+    except Exception as error:
+        if MARKER in getattr(item, "fixturenames", ()) and "no such table" in str(error):
+            home = os.environ.get("AIRFLOW_HOME", "~/airflow")
+            error.add_note(NO_DATABASE.format(home=home))
+        raise
