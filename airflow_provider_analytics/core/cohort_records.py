@@ -157,13 +157,22 @@ class RecordKeys:
             return
         for key in record:
             if key not in expected:
-                seen = self.unexpected.get(key, 0)
-                if not seen:
-                    log.warning(
-                        "%s: row %d of the export holds the key %s, which the export did not "
-                        "ask for; such keys are counted in unexpected_keys and not written",
-                        OPERATION,
-                        row,
-                        bounded_repr(key),
-                    )
-                self.unexpected[key] = seen + 1
+                self.count(key, 1, row)
+
+    def met(self, key: str) -> bool:
+        """Whether the key not asked for ``key`` was counted before."""
+        return key in self.unexpected
+
+    def count(self, key: str, records: int, row: int) -> None:
+        """Count ``records`` more records holding ``key``, which the export did not ask for;
+        the first time, log it naming ``row`` (1-based), the first record that held it."""
+        seen = self.unexpected.get(key, 0)
+        if not seen:
+            log.warning(
+                "%s: row %d of the export holds the key %s, which the export did not "
+                "ask for; such keys are counted in unexpected_keys and not written",
+                OPERATION,
+                row,
+                bounded_repr(key),
+            )
+        self.unexpected[key] = seen + records
