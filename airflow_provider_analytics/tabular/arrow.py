@@ -21,25 +21,28 @@ The rule, per value of a column (``null`` gives null):
 - Anything else (a string in a number column, an impossible date, a value that does not fit) is
   refused with :class:`ExportDataError` naming the column and the 1-based row of the export.
 
-Arrow's C++ parser decodes whole blocks (the fast path). Read with the export's keys only
-(another key makes it refuse the block), it accepts the values the rule takes as they are,
-except ``NaN`` and the infinities in double columns, which are looked for after it (with the
-integers beyond 2**53 there, whose tokens decide). A block it refuses holds a marker or an odd
-value. It also reads two objects on one line as two rows, so its table is taken only when it
-has one row per line of the block; otherwise the block's lines are taken apart (blank ones
-dropped) and a line of two objects is refused by the line rule. Markers are common (one row in
-a thousand), so a refused block is first given to Arrow again with each
-``"<typed column>": "(已脱敏)"`` written as ``"<typed column>": null`` (a byte replacement,
-counted). That is exact when every ``{`` of the block opens one of its records and the key's
-quote follows ``{``, ``,`` or white space, which is checked: the key can then only be a record's
-own. Otherwise each line Arrow refuses is decoded in Python by the same rule and its row put in
-place of an empty one in Arrow's table.
+Arrow's C++ parser decodes whole blocks (the fast path). Read with the export's keys as its
+schema, and keys not asked for as columns of their own (taken off the table after), it accepts
+the values the rule takes as they are, except ``NaN`` and the infinities in double columns,
+which are looked for after it (with the integers beyond 2**53 there, whose tokens decide). A
+block it refuses holds a marker or an odd value. It also reads two objects on one line as two
+rows, so its table is taken only when it has one row per line of the block; otherwise the
+block's lines are taken apart (blank ones dropped) and a line of two objects is refused by the
+line rule. Markers are common (one row in a thousand), so a refused block is first given to
+Arrow again with each ``"<typed column>": "(已脱敏)"`` written as ``"<typed column>": null`` (a
+byte replacement, counted). That is exact when every ``{`` of the block opens one of its
+records and the key's quote follows ``{``, ``,`` or white space, which is checked: the key can
+then only be a record's own. Otherwise each line Arrow refuses is decoded in Python by the same
+rule (Arrow skipping keys not asked for there) and its row put in place of an empty one in
+Arrow's table.
 
-Keys are checked without decoding a line in Python when Arrow took the whole block: Arrow then
-saw only requested keys, each at most once per record, in objects without nested objects, so a
-count of the ``":`` that end a key (a quote that no backslash escapes, then a colon) equal to
-rows times keys proves every record holds every key. Any other block (odd spacing included) has
-its lines' keys checked one by one.
+Keys are checked without decoding a line in Python when Arrow took the whole block and the
+bytes prove every requested key present (:meth:`BlockDecoder._unasked`): a count of the keys
+in the block, less the keys not asked for (found by name, or held by every record), equal to
+rows times the requested keys. Keys not asked for are counted there too, so a server that adds
+a column costs no more than one that does not. Any other block (odd spacing, escapes in keys
+not asked for, nested objects or values the rule refuses in them) has its lines' keys checked
+one by one, by the line rule.
 
 Vectorised steps (datetime texts, markers in them, decimal range) run on whole row groups
 (:meth:`BlockDecoder.complete`), value by value, so a value's outcome never depends on its
@@ -65,6 +68,7 @@ from airflow_provider_analytics.core.cohort_records import (
     RecordKeys,
     decode_line,
 )
+from airflow_provider_analytics.core.redaction import Redactor
 from airflow_provider_analytics.tabular import number_rule
 from airflow_provider_analytics.tabular.export_schema import (
     DOUBLE_TYPE,
@@ -83,7 +87,7 @@ from airflow_provider_analytics.tabular.value_rule import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Collection
+    from collections.abc import Collection, Iterable
 
 __all__ = ["BlockDecoder", "ExportDataError", "ExportRecordError", "ParsedBlock"]
 
@@ -180,13 +184,14 @@ class BlockDecoder:
     """Decode blocks of NDJSON cohort user records (whole lines) into tables, in stream order.
 
     :param schema: the export's columns.
+    :param secrets: masked in the names of keys not asked for (:class:`RecordKeys`).
     """
 
-    def __init__(self, schema: ExportSchema) -> None:
+    def __init__(self, schema: ExportSchema, secrets: Iterable[str] = ()) -> None:
         self.schema = schema
         self.rows = 0
         """Rows finished so far (the 0-based row of the export the next block starts at)."""
-        self.keys = RecordKeys(schema.names)
+        self.keys = RecordKeys(schema.names, Redactor(secrets))
         """The requested keys every record must hold; the keys beyond them, counted."""
         # markers are counted by finish (in typed columns) and by complete (in datetime texts),
         # which may run on two threads: each keeps its own count
@@ -263,7 +268,9 @@ class BlockDecoder:
 
     @property
     def unexpected_keys(self) -> dict[str, int]:
-        """Per key the records held but the export did not ask for: how many records held it."""
+        """Per key the records held but the export did not ask for: how many records held it
+        (the first :data:`~airflow_provider_analytics.core.cohort_records.MAX_LISTED_KEYS`
+        keys, secrets in their names masked; :attr:`RecordKeys.unlisted` counts the others)."""
         return self.keys.unexpected
 
     @property

@@ -340,3 +340,37 @@ def test_spaced_colons() -> None:
     assert byte_scans.spaced_colons(b'{"a" :1}\n')
     assert byte_scans.spaced_colons(b'{"a":"b :c"}\n')
     assert not byte_scans.spaced_colons(b'{"a": "b: c"}\n')
+
+
+# ---- what is logged and returned of them: bounded, secrets masked
+
+TOKEN = "tok-secret-9f3a"
+
+
+def test_a_key_that_is_a_secret_is_masked_in_the_log_and_the_counts(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    lines = [compact(**{TOKEN: 1, f"x-{TOKEN}": None}) for _ in range(100)]
+    decoder = BlockDecoder(SCHEMA, secrets=[TOKEN])
+    body = b"".join(line + b"\n" for line in lines)
+    with caplog.at_level(logging.WARNING):
+        for block, count in iter_counted_blocks([body], 1 << 20):
+            decoder.finish(block, decoder.parse(block, count))
+    assert decoder.unexpected_keys == {"***": 100, "x-***": 100}
+    assert TOKEN not in caplog.text and "'x-***'" in caplog.text
+
+
+def test_keys_beyond_the_first_hundred_are_counted_not_named(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    lines = [compact(**{f"k{i}": i}) for i in range(250)] * 2
+    with caplog.at_level(logging.WARNING):
+        _, decoder = fast_path(lines, 8 << 10)
+    assert decoder.unexpected_keys == {f"k{i}": 2 for i in range(100)}
+    assert decoder.keys.unlisted == 300
+    warned = [r.getMessage() for r in caplog.records if "holds" in r.getMessage()]
+    assert len(warned) == 101 and "row 101 of the export holds a key not asked" in warned[-1]
+    keys = RecordKeys(COLUMNS)
+    for number, line in enumerate(lines, 1):
+        keys.check(decode_line(line, number), number)
+    assert (keys.unexpected, keys.unlisted) == (decoder.unexpected_keys, 300)
