@@ -374,3 +374,19 @@ def test_keys_beyond_the_first_hundred_are_counted_not_named(
     for number, line in enumerate(lines, 1):
         keys.check(decode_line(line, number), number)
     assert (keys.unexpected, keys.unlisted) == (decoder.unexpected_keys, 300)
+
+
+def test_requested_keys_with_non_ascii_names_are_counted_from_the_bytes(
+    lines_decoded: list[int],
+) -> None:
+    """They were left to the line rule (their escaped JSON form held a backslash), though a
+    serializer writes them as UTF-8."""
+    plan = [{"id": "城市", "dataType": "string"}, {"id": "n", "dataType": "number"}]
+    decoder = BlockDecoder(export_schema(["城市", "n"], plan, timezone="UTC"))
+    body = b"".join(
+        json.dumps({"城市": "上海", "n": i, "标签": "t"}, ensure_ascii=False).encode() + b"\n"
+        for i in range(1000)
+    )
+    for block, count in iter_counted_blocks([body], 8 << 10):
+        decoder.finish(block, decoder.parse(block, count))
+    assert lines_decoded == [] and decoder.unexpected_keys == {"标签": 1000}
