@@ -42,6 +42,8 @@ PLAN = [
     *({"id": name, "dataType": "array<string>"} for name in ("interests", "devices", "labels")),
 ]
 COLUMNS = [item["id"] for item in PLAN]
+EXTRA_KEY = "tag.source"
+"""The key the "extra key" data adds to every record (not in :data:`PLAN`)."""
 MARKED_COLUMNS = ["score", "is_vip", "interests", "last_login", "balance"]
 CITIES = ["上海", "北京", "深圳", "杭州", "成都", "Wien", "São Paulo", "東京"]
 WORDS = ["运动", "音乐", "旅行", "美食", "读书", "gaming", "电影", None]
@@ -61,7 +63,7 @@ def _text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def _record(rng: random.Random, row: int, marker_every: int, rotate: bool) -> str:
+def _record(rng: random.Random, row: int, marker_every: int, rotate: bool, extra: bool) -> str:
     day = rng.randrange(1, 28)
     values: dict[str, Any] = {
         "user_id": _java_double(float(rng.getrandbits(63) - (1 << 62))),
@@ -89,17 +91,24 @@ def _record(rng: random.Random, row: int, marker_every: int, rotate: bool) -> st
             MARKED_COLUMNS[(row // marker_every) % len(MARKED_COLUMNS)] if rotate else "last_login"
         )
         values[column] = _text(MARKER)
+    if extra:  # a key the export does not ask for, as a tag column a server added
+        values[EXTRA_KEY] = _text(f"t{row % 7}")
     return "{" + ",".join(f'"{k}":{v}' for k, v in values.items()) + "}\n"
 
 
-def ndjson_file(directory: Path, rows: int, *, marker_every: int = 10_000) -> Path:
+def ndjson_file(
+    directory: Path, rows: int, *, marker_every: int = 10_000, extra: bool = False
+) -> Path:
     """The data file of ``rows`` records in ``directory``, written unless it is there already.
 
     :param marker_every: a typed column holds the masked marker once in this many rows; below
         10,000 the column rotates through :data:`MARKED_COLUMNS`.
+    :param extra: each record also holds :data:`EXTRA_KEY`, which the export does not ask for
+        (the same records otherwise).
     """
     rotate = marker_every < 10_000
-    path = directory / f"users-v{VERSION}-{rows}-m{marker_every}.ndjson"
+    tail = "-extra" if extra else ""
+    path = directory / f"users-v{VERSION}-{rows}-m{marker_every}{tail}.ndjson"
     if path.exists():
         return path
     directory.mkdir(parents=True, exist_ok=True)
@@ -109,7 +118,7 @@ def ndjson_file(directory: Path, rows: int, *, marker_every: int = 10_000) -> Pa
         for start in range(0, rows, 10_000):
             sink.write(
                 "".join(
-                    _record(rng, row, marker_every, rotate)
+                    _record(rng, row, marker_every, rotate, extra)
                     for row in range(start, min(start + 10_000, rows))
                 )
             )

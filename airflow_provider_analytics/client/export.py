@@ -202,7 +202,7 @@ class CohortExport:
     def _checked(self, keys: Iterable[str] | None) -> Iterator[tuple[bytes, dict[str, Any]]]:
         """Each line with its record, by the export's one rule
         (:mod:`~airflow_provider_analytics.core.cohort_records`)."""
-        rule = RecordKeys(keys)
+        rule = RecordKeys(keys, self._redactor)
         self.unexpected_keys = rule.unexpected
         for line in self._lines():
             try:

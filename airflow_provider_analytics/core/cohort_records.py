@@ -14,7 +14,9 @@ and a DAG refuse the same lines with the same words:
 - The platform's error object (``{"code": 500, "msg": "...", "data": null}``, sent with a success
   status) is not a record: it is refused by name, its code and message shown.
 - A key the export did not ask for is counted (:attr:`RecordKeys.unexpected`) and logged once per
-  key, never dropped without a word.
+  key, never dropped without a word: the first :data:`MAX_LISTED_KEYS` by name, secrets in names
+  masked, the others as one count (:attr:`RecordKeys.unlisted`), so a server sending a new key
+  on every line fills neither the log nor the result.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Final
 from airflow_provider_analytics.core import strict_json
 from airflow_provider_analytics.core.errors import AnalyticsProtocolError, bounded_repr
 from airflow_provider_analytics.core.ndjson import MalformedStreamError, describe_unfinished
+from airflow_provider_analytics.core.redaction import Redactor
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
@@ -36,6 +39,8 @@ OPERATION: Final = "export_cohort_users"
 ERROR_OBJECT_KEYS: Final = frozenset({"code", "msg", "data"})
 """The keys of the platform's error body (API notes, "Status codes and error bodies")."""
 _SHOWN_KEYS: Final = 5
+MAX_LISTED_KEYS: Final = 100
+"""Keys not asked for that are listed and logged by name; further ones are only counted."""
 
 
 class ExportRecordError(AnalyticsProtocolError):
@@ -115,13 +120,20 @@ class RecordKeys:
 
     :param keys: the record keys the export asked for (property ids, ``tag.<code>``); ``None``
         when they are not known: then only the platform's error object is refused.
+    :param redactor: masks the secrets in the names of keys not asked for, in the log and in
+        :attr:`unexpected` (a key may be a token the server echoes).
     """
 
-    def __init__(self, keys: Iterable[str] | None) -> None:
+    def __init__(self, keys: Iterable[str] | None, redactor: Redactor | None = None) -> None:
         self.keys: tuple[str, ...] | None = None if keys is None else tuple(dict.fromkeys(keys))
         self._expected = None if self.keys is None else frozenset(self.keys)
+        self._redactor = redactor or Redactor()
+        self._listed: dict[str, str] = {}  # key -> its name in ``unexpected``, secrets masked
         self.unexpected: dict[str, int] = {}
-        """Per key not asked for: the records that held it."""
+        """Per key not asked for (secrets in its name masked): the records that held it; the
+        first :data:`MAX_LISTED_KEYS` keys met."""
+        self.unlisted = 0
+        """How many times a record held a key not asked for beyond those in :attr:`unexpected`."""
 
     def require(self, record: Mapping[str, Any], row: int) -> None:
         """Refuse ``record`` unless it holds every requested key (counts nothing).
@@ -157,13 +169,35 @@ class RecordKeys:
             return
         for key in record:
             if key not in expected:
-                seen = self.unexpected.get(key, 0)
-                if not seen:
-                    log.warning(
-                        "%s: row %d of the export holds the key %s, which the export did not "
-                        "ask for; such keys are counted in unexpected_keys and not written",
-                        OPERATION,
-                        row,
-                        bounded_repr(key),
-                    )
-                self.unexpected[key] = seen + 1
+                self.count(key, 1, row)
+
+    def met(self, key: str) -> bool:
+        """Whether :meth:`count` of the key not asked for ``key`` needs no row (it logs
+        nothing: the key was met before, or keys are no longer logged)."""
+        return key in self._listed or self.unlisted > 0
+
+    def count(self, key: str, records: int, row: int) -> None:
+        """Count ``records`` more records holding ``key``, which the export did not ask for;
+        the first time, log it naming ``row`` (1-based), the first record that held it."""
+        name = self._listed.get(key)
+        if name is None and len(self._listed) < MAX_LISTED_KEYS:
+            name = self._listed[key] = self._redactor.text(key)
+            log.warning(
+                "%s: row %d of the export holds the key %s, which the export did not "
+                "ask for; such keys are counted in unexpected_keys and not written",
+                OPERATION,
+                row,
+                bounded_repr(name),
+            )
+        if name is not None:
+            self.unexpected[name] = self.unexpected.get(name, 0) + records
+            return
+        if not self.unlisted:
+            log.warning(
+                "%s: row %d of the export holds a key not asked for beyond the first %d; "
+                "further ones are counted in unexpected_keys_unlisted, neither named nor logged",
+                OPERATION,
+                row,
+                MAX_LISTED_KEYS,
+            )
+        self.unlisted += records

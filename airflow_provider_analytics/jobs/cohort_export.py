@@ -109,7 +109,9 @@ class ExportResult:
     """Per column (by its name in the file): where its type came from."""
     unexpected_keys: dict[str, int] = field(default_factory=dict)
     """Per record key the export did not ask for: how many records held it (not written;
-    logged once per key)."""
+    logged once per key; the first 100 keys, secrets in their names masked)."""
+    unexpected_keys_unlisted: int = 0
+    """How many times a record held a key not asked for beyond those in ``unexpected_keys``."""
     column_ids: dict[str, str] = field(default_factory=dict)
     """Per column (by its name in the file): the platform id it holds (also in the Parquet
     field metadata, key ``analytics.id``)."""
@@ -133,7 +135,7 @@ class _ExportRun:
     def attempt(self) -> tuple[int, int, BlockDecoder]:
         """Stream, decode, write, verify the count, commit. Returns rows, bytes, the decoder."""
         settings = self.settings
-        decoder = BlockDecoder(self.schema)
+        decoder = BlockDecoder(self.schema, secrets=self.client.config.secrets())
         progress = Progress(
             f"cohort {self.cohort_code}",
             total=self.expected,
@@ -403,5 +405,6 @@ def export_prepared(
         attempts=attempt,
         column_origins={c.written_name: c.origin for c in schema.columns},
         unexpected_keys=dict(decoder.unexpected_keys),
+        unexpected_keys_unlisted=decoder.keys.unlisted,
         column_ids={c.written_name: c.name for c in schema.columns},
     )

@@ -21,25 +21,28 @@ The rule, per value of a column (``null`` gives null):
 - Anything else (a string in a number column, an impossible date, a value that does not fit) is
   refused with :class:`ExportDataError` naming the column and the 1-based row of the export.
 
-Arrow's C++ parser decodes whole blocks (the fast path). Read with the export's keys only
-(another key makes it refuse the block), it accepts the values the rule takes as they are,
-except ``NaN`` and the infinities in double columns, which are looked for after it (with the
-integers beyond 2**53 there, whose tokens decide). A block it refuses holds a marker or an odd
-value. It also reads two objects on one line as two rows, so its table is taken only when it
-has one row per line of the block; otherwise the block's lines are taken apart (blank ones
-dropped) and a line of two objects is refused by the line rule. Markers are common (one row in
-a thousand), so a refused block is first given to Arrow again with each
-``"<typed column>": "(已脱敏)"`` written as ``"<typed column>": null`` (a byte replacement,
-counted). That is exact when every ``{`` of the block opens one of its records and the key's
-quote follows ``{``, ``,`` or white space, which is checked: the key can then only be a record's
-own. Otherwise each line Arrow refuses is decoded in Python by the same rule and its row put in
-place of an empty one in Arrow's table.
+Arrow's C++ parser decodes whole blocks (the fast path). Read with the export's keys as its
+schema, and keys not asked for as columns of their own (taken off the table after), it accepts
+the values the rule takes as they are, except ``NaN`` and the infinities in double columns,
+which are looked for after it (with the integers beyond 2**53 there, whose tokens decide). A
+block it refuses holds a marker or an odd value. It also reads two objects on one line as two
+rows, so its table is taken only when it has one row per line of the block; otherwise the
+block's lines are taken apart (blank ones dropped) and a line of two objects is refused by the
+line rule. Markers are common (one row in a thousand), so a refused block is first given to
+Arrow again with each ``"<typed column>": "(已脱敏)"`` written as ``"<typed column>": null`` (a
+byte replacement, counted). That is exact when every ``{`` of the block opens one of its
+records and the key's quote follows ``{``, ``,`` or white space, which is checked: the key can
+then only be a record's own. Otherwise each line Arrow refuses is decoded in Python by the same
+rule (Arrow skipping keys not asked for there) and its row put in place of an empty one in
+Arrow's table.
 
-Keys are checked without decoding a line in Python when Arrow took the whole block: Arrow then
-saw only requested keys, each at most once per record, in objects without nested objects, so a
-count of the ``":`` that end a key (a quote that no backslash escapes, then a colon) equal to
-rows times keys proves every record holds every key. Any other block (odd spacing included) has
-its lines' keys checked one by one.
+Keys are checked without decoding a line in Python when Arrow took the whole block and the
+bytes prove every requested key present (:meth:`BlockDecoder._unasked`): a count of the keys
+in the block, less the keys not asked for (found by name, or held by every record), equal to
+rows times the requested keys. Keys not asked for are counted there too, so a server that adds
+a column costs no more than one that does not. Any other block (odd spacing, escapes in keys
+not asked for, nested objects or values the rule refuses in them) has its lines' keys checked
+one by one, by the line rule.
 
 Vectorised steps (datetime texts, markers in them, decimal range) run on whole row groups
 (:meth:`BlockDecoder.complete`), value by value, so a value's outcome never depends on its
@@ -65,6 +68,7 @@ from airflow_provider_analytics.core.cohort_records import (
     RecordKeys,
     decode_line,
 )
+from airflow_provider_analytics.core.redaction import Redactor
 from airflow_provider_analytics.tabular import number_rule
 from airflow_provider_analytics.tabular.export_schema import (
     DOUBLE_TYPE,
@@ -83,7 +87,7 @@ from airflow_provider_analytics.tabular.value_rule import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Collection
+    from collections.abc import Collection, Iterable
 
 __all__ = ["BlockDecoder", "ExportDataError", "ExportRecordError", "ParsedBlock"]
 
@@ -126,6 +130,7 @@ _MARKER_MEMORY: Final = 16
 parses: a scan costs under a tenth of a parse, a refused parse about half of one."""
 _NEWLINE: Final = ord("\n")
 _BRACE: Final = ord("{")
+_COLON: Final = ord(":")
 
 
 class ParsedBlock(NamedTuple):
@@ -137,8 +142,10 @@ class ParsedBlock(NamedTuple):
     """Markers written as null before Arrow parsed the block."""
     reading: int = 0
     """The :class:`_Reading` it was parsed with (``number`` columns widen between readings)."""
-    key_ends: int = -1
-    """Unescaped ``":`` in the block: keys written without a space before their colon."""
+    unasked: dict[str, tuple[int, int]] | None = None
+    """When the block's bytes prove that every record holds every requested key: each key
+    not asked for, with the records that hold it and the offset of its first in the block.
+    None: the lines' keys are checked one by one."""
 
 
 class _Reading(NamedTuple):
@@ -147,6 +154,10 @@ class _Reading(NamedTuple):
     number: int
     schema: pa.Schema
     options: pa_json.ParseOptions
+    """For whole blocks: keys not asked for become columns of their own (their names, types
+    and values are what :meth:`BlockDecoder.parse` proves the keys with), taken off after."""
+    lax: pa_json.ParseOptions
+    """For lines whose keys the line rule checks: keys not asked for are skipped."""
 
 
 def _read_type(arrow_type: pa.DataType) -> pa.DataType:
@@ -173,13 +184,14 @@ class BlockDecoder:
     """Decode blocks of NDJSON cohort user records (whole lines) into tables, in stream order.
 
     :param schema: the export's columns.
+    :param secrets: masked in the names of keys not asked for (:class:`RecordKeys`).
     """
 
-    def __init__(self, schema: ExportSchema) -> None:
+    def __init__(self, schema: ExportSchema, secrets: Iterable[str] = ()) -> None:
         self.schema = schema
         self.rows = 0
         """Rows finished so far (the 0-based row of the export the next block starts at)."""
-        self.keys = RecordKeys(schema.names)
+        self.keys = RecordKeys(schema.names, Redactor(secrets))
         """The requested keys every record must hold; the keys beyond them, counted."""
         # markers are counted by finish (in typed columns) and by complete (in datetime texts),
         # which may run on two threads: each keeps its own count
@@ -193,11 +205,12 @@ class BlockDecoder:
         self._has_decimals = any(pa.types.is_decimal(c.arrow_type) for c in schema.columns)
         self._converters = [converter(c, double=c.starts_double) for c in schema.columns]
         self._text_columns = [i for i, t in enumerate(self._read_types) if holds_text(t)]
+        self._free_texts = [i for i, c in enumerate(schema.columns) if holds_text(c.arrow_type)]
         self._typed_markers = TypedMarkers(self._reading.schema)
         self._blocks_since_markers = _MARKER_MEMORY  # blocks since one held typed markers
-        # keys are counted from the bytes only when no requested key could end in a backslash
+        # keys are counted from the bytes only when every requested key can be found there
         self._key_count = len(schema.columns)
-        self._countable_keys = not any("\\" in json.dumps(name) for name in schema.names)
+        self._countable_keys = all(_countable(name) for name in schema.names)
 
     def _new_reading(self, number: int, doubles: Collection[int]) -> _Reading:
         """How Arrow reads blocks with the ``number`` columns ``doubles`` as double."""
@@ -208,23 +221,35 @@ class BlockDecoder:
         schema = pa.schema(
             [pa.field(c.name, t) for c, t in zip(self.schema.columns, types, strict=True)]
         )
-        options = pa_json.ParseOptions(explicit_schema=schema, unexpected_field_behavior="error")
-        return _Reading(number, schema, options)
+        return _Reading(
+            number,
+            schema,
+            pa_json.ParseOptions(explicit_schema=schema, unexpected_field_behavior="infer"),
+            pa_json.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore"),
+        )
 
     # the fast path
 
     def _arrow(
-        self, data: bytes, lines: int | None = None, reading: _Reading | None = None
+        self, data: bytes, lines: int | None = None, options: pa_json.ParseOptions | None = None
     ) -> pa.Table | int | None:
-        """Arrow's parser on whole lines: the table, or where it refused them (the 0-based
-        row it names, or None)."""
-        options = pa_json.ReadOptions(use_threads=False, block_size=max(len(data), 1 << 20))
-        parse_options = (reading or self._reading).options
+        """Arrow's parser on whole lines (with ``options``, a reading's; the current reading's
+        lax ones by default): the table, or where it refused them (the 0-based row it names,
+        or None)."""
+        read_options = pa_json.ReadOptions(use_threads=False, block_size=max(len(data), 1 << 20))
         try:
             table = pa_json.read_json(
-                pa.BufferReader(data), read_options=options, parse_options=parse_options
+                pa.BufferReader(data),
+                read_options=read_options,
+                parse_options=options or self._reading.lax,
             )
-        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as error:
+            table.schema.names  # noqa: B018  (a key not asked for that is not UTF-8 fails here)
+        except (
+            pa.ArrowInvalid,
+            pa.ArrowTypeError,
+            pa.ArrowNotImplementedError,
+            UnicodeDecodeError,
+        ) as error:
             refused = _REFUSED_ROW.search(str(error))
             return int(refused.group(1)) if refused else None
         if lines is not None and table.num_rows != lines:
@@ -243,7 +268,9 @@ class BlockDecoder:
 
     @property
     def unexpected_keys(self) -> dict[str, int]:
-        """Per key the records held but the export did not ask for: how many records held it."""
+        """Per key the records held but the export did not ask for: how many records held it
+        (the first :data:`~airflow_provider_analytics.core.cohort_records.MAX_LISTED_KEYS`
+        keys, secrets in their names masked; :attr:`RecordKeys.unlisted` counts the others)."""
         return self.keys.unexpected
 
     @property
@@ -286,17 +313,14 @@ class BlockDecoder:
         # has one row a line (else the line rule refuses the line, or skips blank ones)
         if lines is None:
             lines = byte_scans.byte_count(block, _NEWLINE)
-        key_ends = byte_scans.key_ends(block) if self._countable_keys else -1
         scan_first = self._blocks_since_markers < _MARKER_MEMORY  # spare Arrow a refusal
         if scan_first and (nulled := self._without_typed_markers(block, lines, reading)):
-            return nulled._replace(key_ends=key_ends)
-        parsed = self._arrow(block, lines, reading)
+            return nulled
+        parsed = self._arrow(block, lines, reading.options)
         if isinstance(parsed, pa.Table):
-            return ParsedBlock(parsed, 0, reading.number, key_ends)
+            return self._parsed(block, parsed, 0, reading)
         nulled = None if scan_first else self._without_typed_markers(block, lines, reading)
-        if nulled:
-            return nulled._replace(key_ends=key_ends)
-        return ParsedBlock(parsed, 0, reading.number, key_ends)
+        return nulled or ParsedBlock(parsed, 0, reading.number)
 
     def _without_typed_markers(
         self, block: bytes, lines: int, reading: _Reading
@@ -305,11 +329,71 @@ class BlockDecoder:
         their count; None when there are none or the replacement is not certainly exact."""
         nulled, masked = self._typed_markers.null(block)
         if masked:
-            table = self._arrow(nulled, lines, reading)
+            table = self._arrow(nulled, lines, reading.options)
             records = byte_scans.byte_count(nulled, _BRACE)
             if isinstance(table, pa.Table) and records == table.num_rows:
-                return ParsedBlock(table, masked, reading.number)
+                return self._parsed(block, table, masked, reading)
         return None
+
+    def _parsed(self, block: bytes, table: pa.Table, masked: int, reading: _Reading) -> ParsedBlock:
+        """The block Arrow took whole as ``table`` (read with ``reading.options``, its typed
+        markers nulled or not: the keys are the block's), without the columns of keys not
+        asked for, and what the bytes prove of its keys (:attr:`ParsedBlock.unasked`)."""
+        asked = len(reading.schema)
+        extra = table.select(range(asked, table.num_columns))
+        if extra.num_columns:
+            table = table.select(range(asked))
+        unasked = self._unasked(block, table, extra) if self._countable_keys else None
+        return ParsedBlock(table, masked, reading.number, unasked)
+
+    def _unasked(
+        self, block: bytes, table: pa.Table, extra: pa.Table
+    ) -> dict[str, tuple[int, int]] | None:
+        """:attr:`ParsedBlock.unasked` of a block Arrow took whole as ``table``, ``extra``
+        the columns it made of keys not asked for; None unless the bytes prove that every
+        record holds every requested key.
+
+        Arrow refused a key given twice in a record and an object as a requested value. When
+        the values of the keys not asked for hold no object either (whose keys would count)
+        and no value the rule refuses (``NaN``, text that is not UTF-8), each key in the
+        block is one record's, and a record holds at most ``n`` requested keys: a count of
+        keys found, less the keys not asked for, equal to ``n`` times the rows proves them all.
+
+        - Usually every record holds each key not asked for (Arrow read no null), and no text
+          starts with a colon: :func:`~airflow_provider_analytics.core.byte_scans.key_ends`
+          then counts keys only (datetime texts need no look: the rule refuses a colon there).
+        - Otherwise :func:`~airflow_provider_analytics.core.byte_scans.key_positions` finds
+          the keys, and each key not asked for is found by its name (with no backslash in the
+          block, the name is written as it is), which gives the records that hold it.
+        """
+        rows, names = table.num_rows, extra.column_names
+        if not all(_taken_as_read(values) for values in extra.columns):
+            return None
+        texts = [table.column(i) for i in self._free_texts]
+        texts += [values for values in extra.columns if holds_text(values.type)]
+        if (
+            all(values.null_count == 0 for values in extra.columns)
+            and not any(name.startswith(":") for name in names)
+            and not any(map(_colon_first, texts))
+        ):
+            keys = byte_scans.key_ends(block) - rows * len(names)
+            unasked = dict.fromkeys(names, (rows, 0))
+        else:
+            if names and b"\\" in block:
+                return None
+            ends = byte_scans.key_positions(block)
+            data = np.frombuffer(block, dtype=np.uint8)
+            keys, unasked = len(ends), {}
+            for name in names:
+                found = byte_scans.keys_named(data, ends, name.encode())
+                # fewer than all records: certain only if no key of the name went unfound
+                if not found.size or (
+                    len(found) < rows and (not _countable(name) or byte_scans.spaced_colons(block))
+                ):
+                    return None
+                keys -= len(found)
+                unasked[name] = (len(found), int(found[0]))
+        return unasked if keys == rows * self._key_count else None
 
     def finish(self, block: bytes, parsed_block: ParsedBlock) -> pa.Table:
         """A block's table of :attr:`read_schema`, in stream order: decodes what Arrow refused,
@@ -336,14 +420,14 @@ class BlockDecoder:
             parsed_block.parsed, pa.Table
         ):
             parsed_block = self.parse(block)  # refused by an older reading: read it again
-        parsed, masked, reading, key_ends = parsed_block
+        parsed, masked, reading, unasked = parsed_block
         lines = None
         if isinstance(parsed, pa.Table):
             table = parsed
             if reading != self._reading.number:
                 table = self.widen(table, self._reading.schema, self.rows)
-            keys_counted = key_ends == table.num_rows * self._key_count
         else:
+            unasked = None
             if found := self._decimals_by_arrow(block):
                 raise DecimalFound(found)
             lines = _lines(block)
@@ -352,12 +436,14 @@ class BlockDecoder:
             else:
                 table, slow_masked = self._runs(lines, 0, parsed)
             masked += slow_masked
-            keys_counted = False
         lines = self._check_doubles(table, block, lines)
         self._numbers.note_inexact(table, self.rows)
-        if not keys_counted:
+        if unasked is None:
             for number, line in enumerate(lines or _lines(block), self.rows + 1):
                 self.keys.check(decode_line(line, number), number)
+        for key, (records, offset) in unasked.items() if unasked else ():
+            first = 0 if self.keys.met(key) else self.rows + block.count(b"\n", 0, offset) + 1
+            self.keys.count(key, records, first)
         self._masked_in_lines += masked
         self._blocks_since_markers = 0 if parsed_block.masked else self._blocks_since_markers + 1
         self.rows += table.num_rows
@@ -414,7 +500,7 @@ class BlockDecoder:
             return {}
         probe = self._new_reading(self._reading.number, {*self._numbers.doubles, *candidates})
         data, _ = self._typed_markers.null(block)
-        table = self._arrow(data, byte_scans.byte_count(data, _NEWLINE), probe)
+        table = self._arrow(data, byte_scans.byte_count(data, _NEWLINE), probe.lax)
         if not isinstance(table, pa.Table):
             return {}
         found = {}
@@ -617,6 +703,50 @@ class BlockDecoder:
             index = _first_unfit(values.to_pylist(), column.arrow_type)
             value = values[index].as_py()
             raise self._refused(column, first_row + index, value, str(error)) from None
+
+
+def _countable(name: str) -> bool:
+    """Whether the byte scans find the key ``name`` as a serializer writes it (its last
+    character is none of those :func:`~airflow_provider_analytics.core.byte_scans.key_positions`
+    leaves out) and only once (its first is no colon, as a string value's may be)."""
+    text = json.dumps(name, ensure_ascii=False)[1:-1]
+    return not text.startswith(":") and text[-1:] not in tuple("\\{[,: \t\r\n")
+
+
+def _colon_first(values: pa.ChunkedArray) -> bool:
+    """Whether a text of ``values`` (texts, or lists of texts) starts with a colon: its
+    opening quote and the colon read as a key's end to
+    :func:`~airflow_provider_analytics.core.byte_scans.key_ends`."""
+    if pa.types.is_list(values.type):
+        values = pc.list_flatten(values)
+    for chunk in values.chunks:
+        _, offsets, data = chunk.buffers()
+        text = np.frombuffer(data, dtype=np.uint8) if data is not None else None
+        if text is None or not np.any(text == _COLON):  # the usual case: no colon at all
+            continue
+        width = np.int64 if pa.types.is_large_string(chunk.type) else np.int32
+        starts = np.frombuffer(offsets, dtype=width)[chunk.offset : chunk.offset + len(chunk) + 1]
+        if np.any(text[starts[:-1][np.diff(starts) > 0]] == _COLON):
+            return True
+    return False
+
+
+def _taken_as_read(values: pa.ChunkedArray) -> bool:
+    """Whether values of a key not asked for, as Arrow read them, are ones the rule takes: no
+    object (nested keys), no ``NaN`` or infinity (Arrow reads those tokens), UTF-8 text."""
+    kind = values.type
+    if pa.types.is_list(kind):
+        return _taken_as_read(pc.list_flatten(values))
+    if pa.types.is_floating(kind):
+        return not number_rule.not_finite(values)
+    if is_text(kind):
+        try:
+            values.validate(full=True)
+        except pa.ArrowInvalid:
+            return False
+        return True
+    plain = (pa.types.is_null, pa.types.is_boolean, pa.types.is_integer, pa.types.is_timestamp)
+    return any(check(kind) for check in plain)
 
 
 def _has_surrogates(value: Any) -> bool:

@@ -233,3 +233,20 @@ def test_a_key_not_asked_for_is_counted_and_logged_once(
     with client_for(server) as client, client.export_cohort_users("c1") as export:
         records = list(export.iter_records(keys=KEYS))
         assert len(records) == 30 and export.unexpected_keys == {"tag.new": 30, "$extra": 1}
+
+
+def test_a_key_that_echoes_the_token_is_masked_in_the_log_and_the_result(
+    serve: Callable[..., ExportServer], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    token = "tok-W4-secret-9f"
+    lines = [line(user_id=i)[:-1] + f', "{token}": 1}}'.encode() for i in range(20)]
+    server = serve(b"\n".join(lines) + b"\n", count=20)
+    config = ClientConfig(server.base_url, token=token, app_key="app")
+    with caplog.at_level(logging.WARNING), AnalyticsClient(config) as client:
+        result = export_cohort_to_parquet(client, "c1", tmp_path / "users.parquet", settings=ONCE)
+        with client.export_cohort_users("c1") as export:
+            assert len(list(export.iter_records(keys=KEYS))) == 20
+            assert export.unexpected_keys == {"***": 20}
+    assert result.as_dict()["unexpected_keys"] == {"***": 20}
+    assert result.unexpected_keys_unlisted == 0
+    assert token not in caplog.text and "'***'" in caplog.text
