@@ -1,9 +1,10 @@
 """Iceberg tables in a catalog: each run replaces its (identity, day) in one commit per table.
 
-A cohort is exported to a verified local Parquet file first (as for object storage), then
-loaded into the table row group by row group and committed; report tables are written from
-Arrow directly. The writer (:mod:`~airflow_provider_analytics.sinks.iceberg`) streams the data
-files, adds the identity and ``dt`` columns and refuses an earlier version's table by name.
+A streamed cohort is written into the day's data files as it arrives (the one Parquet
+encoding) and committed once its rows are verified; a cohort read in shards is written from its
+parts; report tables are written from Arrow directly. The writer
+(:mod:`~airflow_provider_analytics.sinks.iceberg`) streams the data files, adds
+the identity and ``dt`` columns and refuses an earlier version's table by name.
 The report tables other than the main one go to tables whose names end the way theirs do
 (``analytics.funnel`` -> ``analytics.funnel_totals``).
 """
@@ -85,22 +86,19 @@ class IcebergDestination:
 
     @contextlib.contextmanager
     def cohort_file(self, day: str) -> Iterator[CohortFile]:
-        from airflow.sdk import ObjectStoragePath
+        """The export's rows streamed into the day's data files, encoded once, and committed
+        when the stream ends whole (:meth:`~airflow_provider_analytics.sinks.iceberg.
+        IcebergDayWriter.stream`)."""
+        from airflow_provider_analytics.sinks.iceberg import IcebergDayWriter
 
-        from airflow_provider_analytics.sinks.iceberg import replace_day_from_parquet
-
-        with tempfile.TemporaryDirectory(prefix="cohort-export-") as directory:
-            local = ObjectStoragePath((Path(directory) / "users.parquet").as_uri())
-            uri = iceberg_table_uri(self.catalog_name, self.identifier)
-            target = CohortFile(local, uri, {IDENTITY_METADATA_KEY: str(self.identity)})
-            yield target
-            target.published["iceberg"] = replace_day_from_parquet(
-                self.catalog,
-                self.identifier,
-                dt.date.fromisoformat(day),
-                local.path,
-                self.identity,
-            )
+        writer = IcebergDayWriter(
+            self.catalog, self.identifier, dt.date.fromisoformat(day), identity=self.identity
+        )
+        uri = iceberg_table_uri(self.catalog_name, self.identifier)
+        metadata = {IDENTITY_METADATA_KEY: str(self.identity)}
+        target = CohortFile(uri, uri, metadata, stream=writer.stream)
+        yield target
+        target.published["iceberg"] = writer.summary
 
     def staging(self, day: str) -> Any:
         """``staging`` (an object-storage URI every worker reaches) when given, else a folder

@@ -14,9 +14,9 @@ from airflow_provider_analytics.client import (
     AnalyticsValidationError,
 )
 from airflow_provider_analytics.core.identity import Identity
+from airflow_provider_analytics.destinations.parquet import table_paths
 from airflow_provider_analytics.hooks.iceberg import IcebergCatalogHook
 from airflow_provider_analytics.operators.output import iceberg_asset
-from airflow_provider_analytics.operators.paths import table_paths
 from airflow_provider_analytics.operators.reports import FunnelReportOperator
 from airflow_provider_analytics.sinks.iceberg import (
     IcebergDayWriter,
