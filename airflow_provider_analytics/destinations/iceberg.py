@@ -35,7 +35,6 @@ if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
 
     from airflow_provider_analytics.core.identity import Identity
-    from airflow_provider_analytics.sinks.iceberg import IcebergTables
 
 NUMBER_TYPES = {"long": pa.int64(), "double": pa.float64()}
 """The Iceberg types a ``number`` column can have been created with, as Arrow types."""
@@ -140,13 +139,8 @@ class IcebergDestination:
             if str(field.field_type) in NUMBER_TYPES
         }
 
-    def report_tables(self, day: str, names: Sequence[str]) -> _NamedByUri:
-        from airflow_provider_analytics.sinks.iceberg import IcebergTables
-
-        tables = IcebergTables(
-            self.catalog, self.identifier, names[0], dt.date.fromisoformat(day), self.identity
-        )
-        return _NamedByUri(tables, self.catalog_name)
+    def report_tables(self, day: str, names: Sequence[str]) -> _ReportTables:
+        return _ReportTables(self, day, names)
 
     def uri(self, day: str, names: Sequence[str]) -> str:
         return iceberg_table_uri(self.catalog_name, self.identifier)
@@ -155,13 +149,22 @@ class IcebergDestination:
         return [iceberg_target(self.catalog_name, self.identifier_for(names, n)) for n in names]
 
 
-class _NamedByUri:
-    """Report tables written to Iceberg, each described by its table's URI."""
+class _ReportTables:
+    """A day's report tables, each replacing the run's (report, day) of its Iceberg table and
+    described by the table's URI."""
 
-    def __init__(self, tables: IcebergTables, catalog_name: str) -> None:
-        self.tables = tables
-        self.catalog_name = catalog_name
+    def __init__(self, destination: IcebergDestination, day: str, names: Sequence[str]) -> None:
+        self.destination = destination
+        self.day = dt.date.fromisoformat(day)
+        self.names = names
 
     def write_table(self, name: str, table: pa.Table) -> dict[str, Any]:
-        written = self.tables.write_table(name, table)
-        return {**written, "uri": iceberg_table_uri(self.catalog_name, written["uri"])}
+        from airflow_provider_analytics.sinks.iceberg import IcebergDayWriter
+
+        destination = self.destination
+        identifier = destination.identifier_for(self.names, name)
+        writer = IcebergDayWriter(
+            destination.catalog, identifier, self.day, identity=destination.identity
+        )
+        written = writer.replace(table.schema, [table])
+        return {**written, "uri": iceberg_table_uri(destination.catalog_name, identifier)}

@@ -288,7 +288,7 @@ def run_report(
     :param request: the analysis request body with fromDate and toDate.
     :param writer: where the tables go
         (:class:`~airflow_provider_analytics.sinks.parquet.ParquetTables` or
-        :class:`~airflow_provider_analytics.sinks.iceberg.IcebergTables`).
+        an Iceberg destination's tables).
     :param window_days: split the date range into windows of this many days.
     :param timezone: the project's time zone, in which the platform writes date-times;
         ``None`` (not set) reads UTC and logs a warning once.

@@ -11,8 +11,11 @@ earlier version, partitioned by ``dt`` alone) is refused by name, with the migra
 
 Only pyiceberg's public API is used. A run first streams its rows into Parquet data files of
 its own under the table's location (through the table's FileIO, batch by batch, a new file
-each ``write.target-file-size-bytes`` of Arrow data; the columns carry the table's field ids),
-so memory stays at one batch however large the day. It then commits one transaction that
+each ``write.target-file-size-bytes`` of Arrow data; the columns carry the table's field ids;
+written by the package's one Parquet writer,
+:func:`~airflow_provider_analytics.sinks.parquet.parquet_writer`), so memory stays at one batch
+however large the day. A streamed cohort export writes its row groups there as they come
+(:meth:`IcebergDayWriter.stream`), each encoded once. It then commits one transaction that
 deletes the identity's current files of the day (``Transaction.delete``) and adds the new ones
 (``Transaction.add_files``): two snapshots, a DELETE (only when the day had files) and an
 APPEND, that reach the catalog in one commit. A rerun or a backfill replaces its day and never
@@ -28,9 +31,11 @@ conflict check, and the next attempt replaces that writer's files as well.
 
 Before anything is written, the table gains the columns the data has and it lacks (existing
 data files are not rewritten; old rows read the new column as null), and a column whose
-type cannot be evolved to the data's type fails naming the column. A cohort column holding a
-property the table holds under another name (``$city`` against ``city``: the export's
-``column_names`` changed) fails too, instead of becoming a second column.
+type cannot be evolved to the data's type fails naming the column. A ``number`` column that
+turns from int64 to double after a data file was written is changed in the table (only a column
+the run added) and the earlier files are rewritten (:meth:`IcebergDayWriter.widen`). A cohort
+column holding a property the table holds under another name (``$city`` against ``city``: the
+export's ``column_names`` changed) fails too, instead of becoming a second column.
 
 A run that dies between writing and committing leaves data files no snapshot references;
 :class:`~airflow_provider_analytics.operators.iceberg_maintenance.IcebergMaintenanceOperator`
@@ -365,12 +370,11 @@ class IcebergDayWriter:
         """Write the coming batches in ``schema``: the data's own with ``number`` columns turned
         from int64 to double.
 
-        Iceberg cannot promote a long to a double, so only a column this writer added to the
-        table may turn, and only while nothing else was committed since (no file can hold it as
-        a long yet); its type is changed in the table at once. The data files written so far
-        are rewritten at :meth:`commit`, each row group converted by ``convert`` (given the
-        0-based row of its first row), as a Parquet object's earlier segments are
-        (:mod:`~airflow_provider_analytics.sinks.parquet_segments`).
+        Iceberg cannot promote a long to a double, so only a column this writer added may turn,
+        while nothing else was committed since (no other file can hold it as a long); its type
+        is changed in the table at once. The files written so far are rewritten at
+        :meth:`commit`, each row group converted by ``convert`` (given its first row), as a
+        Parquet object's earlier segments are.
 
         :raises IcebergSchemaError: naming a column the table held before, or one another
             writer may have written since.
@@ -857,38 +861,3 @@ class _DayFiles:
 
     def abandon(self) -> None:
         self._writer.abort()
-
-
-class IcebergTables:
-    """Named report tables written to Iceberg tables, each replacing the run's (report, day).
-
-    The main table goes to ``identifier``; another table to the identifier whose name ends
-    the way its name does: with ``analytics.funnel`` and main name ``funnel``, the table
-    ``funnel_totals`` goes to ``analytics.funnel_totals``.
-
-    :param catalog: the pyiceberg catalog.
-    :param identifier: the main table's ``namespace.table``.
-    :param main_name: the main table's name.
-    :param day: the run's day (the partition replaced).
-    :param identity: the report's key (``report_key=...``), carried by every row.
-    """
-
-    def __init__(
-        self, catalog: Catalog, identifier: str, main_name: str, day: dt.date, identity: Identity
-    ) -> None:
-        self.catalog = catalog
-        self.identifier = identifier
-        self.main_name = main_name
-        self.day = day
-        self.identity = identity
-
-    def identifier_for(self, name: str) -> str:
-        """The Iceberg table a report table of this name is written to."""
-        return self.identifier + name.removeprefix(self.main_name)
-
-    def write_table(self, name: str, table: pa.Table) -> dict[str, Any]:
-        """Replace the day of one table; return its identifier, rows and snapshot."""
-        writer = IcebergDayWriter(
-            self.catalog, self.identifier_for(name), self.day, identity=self.identity
-        )
-        return writer.replace(table.schema, [table])
