@@ -8,6 +8,8 @@ reported:
 
   (a) provider        Airflow imported, hook from an AIRFLOW_CONN_* connection, ObjectStoragePath
                       file:// destination; a first small export before the timed one
+  (a) Iceberg         (a) into an Iceberg table (SQL catalog on SQLite, local files), streamed
+                      (target: <= 1.1x (a))
   (b) duckdb          COPY (SELECT * FROM read_json(<local file>)) TO ... (parquet, zstd)
   (d) reference       requests streaming into pyarrow.json.open_json(r.raw, 16 MiB blocks,
                       threads on) and a zstd ParquetWriter
@@ -135,6 +137,11 @@ def print_summary(median: dict[str, dict[str, float]]) -> None:
             f"extra key/(a)     wall {extra['seconds'] / a['seconds']:.2f}  CPU "
             f"{extra['cpu'] / a['cpu']:.2f}  (target <= 1.1)"
         )
+    if iceberg := median.get("(a) Iceberg"):
+        print(
+            f"Iceberg/(a)       wall {iceberg['seconds'] / a['seconds']:.2f}  CPU "
+            f"{iceberg['cpu'] / a['cpu']:.2f}  (target <= 1.1)"
+        )
     if large := median.get("(a) 4x rows"):
         per_row = (large["seconds"] / large["rows"]) / (a["seconds"] / a["rows"]) - 1
         cpu_row = (large["cpu"] / large["rows"]) / (a["cpu"] / a["rows"]) - 1
@@ -192,6 +199,7 @@ def main() -> None:
     with serving(cohorts) as base_url:
         contenders = {
             "(a) provider": [*me, "provider", base_url, "clean", out("a.parquet")],
+            "(a) Iceberg": [*me, "provider-iceberg", base_url, "clean", out("iceberg")],
             "(b) duckdb": [*me, "duckdb", str(clean), out("b.parquet")],
             "(d) reference": [*me, "reference", base_url, "clean", out("d.parquet")],
         }

@@ -85,6 +85,47 @@ def provider(base_url: str, cohort: str, out: str) -> None:
     timer.report(result.rows, baseline, bytes=result.bytes_written)
 
 
+def provider_iceberg(base_url: str, cohort: str, out: str) -> None:
+    """(a) Iceberg: (a)'s path into an Iceberg table of a SQL catalog (SQLite) whose warehouse
+    is local files, streamed (``mode="stream"``): the day's data files and their one commit."""
+    os.environ["AIRFLOW_CONN_ANALYTICS_DEFAULT"] = json.dumps(
+        {
+            "conn_type": "analytics",
+            "host": base_url,
+            "password": TOKEN,
+            "extra": {"app_api_key": APP_KEY},
+        }
+    )
+    import airflow  # noqa: F401  (a worker has imported Airflow)
+
+    from airflow_provider_analytics.client.validation import cohort_query
+    from airflow_provider_analytics.core.identity import cohort_identity
+    from airflow_provider_analytics.destinations.iceberg import IcebergDestination
+    from airflow_provider_analytics.hooks.analytics import AnalyticsHook
+    from airflow_provider_analytics.jobs.cohort_day import export_cohort_day
+    from airflow_provider_analytics.sinks.iceberg import open_catalog
+
+    work = Path(out)
+    work.mkdir(parents=True, exist_ok=True)
+    properties = {"type": "sql", "uri": f"sqlite:///{work}/catalog.db", "warehouse": work.as_uri()}
+    catalog = open_catalog("bench", properties)
+    client = AnalyticsHook().get_conn()
+
+    def export(code: str, table: str) -> dict[str, Any]:
+        destination = IcebergDestination(
+            lambda: catalog, "bench", f"lake.{table}", cohort_identity(code)
+        )
+        return export_cohort_day(
+            client, cohort_query(code), destination, "2024-01-10", mode="stream", timezone=TIMEZONE
+        )
+
+    export("warm-up", "warm")  # as (a): a worker that has run a task before
+    baseline = _peak_rss_mib()
+    timer = _Timer()
+    result = export(cohort, "users")
+    timer.report(result["rows"], baseline, bytes=result["bytes_written"])
+
+
 def duckdb(ndjson: str, out: str) -> None:
     """(b) DuckDB by hand, on the local file."""
     import duckdb
@@ -198,6 +239,7 @@ def dlt_arrow(base_url: str, cohort: str, out: str) -> None:
 
 CONTENDERS = {
     "provider": provider,
+    "provider-iceberg": provider_iceberg,
     "duckdb": duckdb,
     "reference": reference,
     "dlt-dicts": dlt_dicts,

@@ -13,26 +13,40 @@ if TYPE_CHECKING:
 
     from airflow_provider_analytics.core.identity import Identity
     from airflow_provider_analytics.destinations.lineage import LineageTarget
-    from airflow_provider_analytics.jobs.reports import TableWriter
+    from airflow_provider_analytics.sinks.parquet import StreamOpener
     from airflow_provider_analytics.storage import StoragePath
+
+
+class TableWriter(Protocol):
+    """Where the report tables go: each named table replaced as a whole.
+
+    :meth:`write_table` returns a small JSON-able description of what was written (at least
+    ``uri`` and ``rows``).
+    """
+
+    def write_table(self, name: str, table: pa.Table) -> dict[str, Any]: ...
 
 
 @dataclass
 class CohortFile:
     """Where a cohort export writes its Parquet file, and what publishing it did.
 
-    :param path: the object the export writes (atomically) and verifies.
+    :param path: the object the export writes (atomically) and verifies (for a table, what
+        names it).
     :param uri: what the run's asset event and XCom name as written.
     :param metadata: Parquet file metadata the file must record (its identity).
     :param published: filled once the block ends: what the publication did (an Iceberg
         commit's summary under ``iceberg``; nothing for a Parquet object, which is in place
         once written).
+    :param stream: opens what the export writes its rows to, when it is not the Parquet
+        object ``path`` (an Iceberg day's data files, committed when the stream closes).
     """
 
-    path: StoragePath
+    path: StoragePath | str
     uri: str
     metadata: dict[str, str] = field(default_factory=dict)
     published: dict[str, Any] = field(default_factory=dict)
+    stream: StreamOpener | None = None
 
 
 class Destination(Protocol):

@@ -1,9 +1,10 @@
 """Iceberg tables in a catalog: each run replaces its (identity, day) in one commit per table.
 
-A cohort is exported to a verified local Parquet file first (as for object storage), then
-loaded into the table row group by row group and committed; report tables are written from
-Arrow directly. The writer (:mod:`~airflow_provider_analytics.sinks.iceberg`) streams the data
-files, adds the identity and ``dt`` columns and refuses an earlier version's table by name.
+A streamed cohort is written into the day's data files as it arrives (the one Parquet
+encoding) and committed once its rows are verified; a cohort read in shards is written from its
+parts; report tables are written from Arrow directly. The writer
+(:mod:`~airflow_provider_analytics.sinks.iceberg`) streams the data files, adds
+the identity and ``dt`` columns and refuses an earlier version's table by name.
 The report tables other than the main one go to tables whose names end the way theirs do
 (``analytics.funnel`` -> ``analytics.funnel_totals``).
 """
@@ -34,7 +35,6 @@ if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
 
     from airflow_provider_analytics.core.identity import Identity
-    from airflow_provider_analytics.sinks.iceberg import IcebergTables
 
 NUMBER_TYPES = {"long": pa.int64(), "double": pa.float64()}
 """The Iceberg types a ``number`` column can have been created with, as Arrow types."""
@@ -85,22 +85,19 @@ class IcebergDestination:
 
     @contextlib.contextmanager
     def cohort_file(self, day: str) -> Iterator[CohortFile]:
-        from airflow.sdk import ObjectStoragePath
+        """The export's rows streamed into the day's data files, encoded once, and committed
+        when the stream ends whole (:meth:`~airflow_provider_analytics.sinks.iceberg.
+        IcebergDayWriter.stream`)."""
+        from airflow_provider_analytics.sinks.iceberg import IcebergDayWriter
 
-        from airflow_provider_analytics.sinks.iceberg import replace_day_from_parquet
-
-        with tempfile.TemporaryDirectory(prefix="cohort-export-") as directory:
-            local = ObjectStoragePath((Path(directory) / "users.parquet").as_uri())
-            uri = iceberg_table_uri(self.catalog_name, self.identifier)
-            target = CohortFile(local, uri, {IDENTITY_METADATA_KEY: str(self.identity)})
-            yield target
-            target.published["iceberg"] = replace_day_from_parquet(
-                self.catalog,
-                self.identifier,
-                dt.date.fromisoformat(day),
-                local.path,
-                self.identity,
-            )
+        writer = IcebergDayWriter(
+            self.catalog, self.identifier, dt.date.fromisoformat(day), identity=self.identity
+        )
+        uri = iceberg_table_uri(self.catalog_name, self.identifier)
+        metadata = {IDENTITY_METADATA_KEY: str(self.identity)}
+        target = CohortFile(uri, uri, metadata, stream=writer.stream)
+        yield target
+        target.published["iceberg"] = writer.summary
 
     def staging(self, day: str) -> Any:
         """``staging`` (an object-storage URI every worker reaches) when given, else a folder
@@ -142,13 +139,8 @@ class IcebergDestination:
             if str(field.field_type) in NUMBER_TYPES
         }
 
-    def report_tables(self, day: str, names: Sequence[str]) -> _NamedByUri:
-        from airflow_provider_analytics.sinks.iceberg import IcebergTables
-
-        tables = IcebergTables(
-            self.catalog, self.identifier, names[0], dt.date.fromisoformat(day), self.identity
-        )
-        return _NamedByUri(tables, self.catalog_name)
+    def report_tables(self, day: str, names: Sequence[str]) -> _ReportTables:
+        return _ReportTables(self, day, names)
 
     def uri(self, day: str, names: Sequence[str]) -> str:
         return iceberg_table_uri(self.catalog_name, self.identifier)
@@ -157,13 +149,22 @@ class IcebergDestination:
         return [iceberg_target(self.catalog_name, self.identifier_for(names, n)) for n in names]
 
 
-class _NamedByUri:
-    """Report tables written to Iceberg, each described by its table's URI."""
+class _ReportTables:
+    """A day's report tables, each replacing the run's (report, day) of its Iceberg table and
+    described by the table's URI."""
 
-    def __init__(self, tables: IcebergTables, catalog_name: str) -> None:
-        self.tables = tables
-        self.catalog_name = catalog_name
+    def __init__(self, destination: IcebergDestination, day: str, names: Sequence[str]) -> None:
+        self.destination = destination
+        self.day = dt.date.fromisoformat(day)
+        self.names = names
 
     def write_table(self, name: str, table: pa.Table) -> dict[str, Any]:
-        written = self.tables.write_table(name, table)
-        return {**written, "uri": iceberg_table_uri(self.catalog_name, written["uri"])}
+        from airflow_provider_analytics.sinks.iceberg import IcebergDayWriter
+
+        destination = self.destination
+        identifier = destination.identifier_for(self.names, name)
+        writer = IcebergDayWriter(
+            destination.catalog, identifier, self.day, identity=destination.identity
+        )
+        written = writer.replace(table.schema, [table])
+        return {**written, "uri": iceberg_table_uri(destination.catalog_name, identifier)}

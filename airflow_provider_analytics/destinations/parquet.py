@@ -34,21 +34,17 @@ from airflow_provider_analytics.core.identity import (
 )
 from airflow_provider_analytics.destinations.base import CohortFile
 from airflow_provider_analytics.destinations.lineage import LineageTarget, object_target
+from airflow_provider_analytics.destinations.roots import checked_destination, partition_value
 from airflow_provider_analytics.jobs.earlier_types import earlier_number_types
-from airflow_provider_analytics.operators.paths import (
-    checked_destination,
-    output_path,
-    table_paths,
-)
 from airflow_provider_analytics.sinks.parquet import ParquetTables, parquet_compression
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Sequence
+    from collections.abc import Iterator, Mapping, Sequence
 
     from airflow.sdk import ObjectStoragePath
 
     from airflow_provider_analytics.core.identity import Identity
-    from airflow_provider_analytics.operators.paths import RootList
+    from airflow_provider_analytics.destinations.roots import RootList
     from airflow_provider_analytics.storage import StoragePath
 
 OLD_COHORT_FOLDER = "cohort"
@@ -72,6 +68,74 @@ def stored_identity(path: ObjectStoragePath) -> str | None:
         )
     value = metadata.get(IDENTITY_METADATA_KEY.encode())
     return value.decode() if value is not None else None
+
+
+def output_path(
+    destination: str,
+    partitions: Mapping[str, str],
+    file_name: str,
+    allowed: Sequence[RootList] = (),
+) -> ObjectStoragePath:
+    """The object to write.
+
+    A ``destination`` ending in ``/`` is a prefix: the partitions are appended Hive-style
+    (``key=value/``) followed by ``file_name``, e.g. ``s3://aws@bucket/analytics/`` becomes
+    ``s3://aws@bucket/analytics/cohort=vip/dt=2024-01-05/users.parquet``. Anything else is the
+    object itself, used as given (templated by the operator).
+
+    :param destination: rendered URI or local path.
+    :param partitions: Hive partition keys and values, in order.
+    :param file_name: the object's name under a prefix.
+    :param allowed: roots named by the deployment
+        (:func:`~airflow_provider_analytics.operators.paths.deployment_roots`).
+    :raises AnalyticsValidationError: naming ``destination`` or the partition at fault.
+    """
+    from airflow.sdk import ObjectStoragePath
+
+    destination = checked_destination(destination, allowed)
+    if destination.endswith("/"):
+        layout = "".join(
+            f"{key}={partition_value(value, key)}/" for key, value in partitions.items()
+        )
+        destination = f"{destination}{layout}{file_name}"
+    return ObjectStoragePath(destination)
+
+
+def table_paths(
+    destination: str,
+    names: Sequence[str],
+    partitions: Mapping[str, str],
+    allowed: Sequence[RootList] = (),
+) -> dict[str, ObjectStoragePath]:
+    """The objects of a report's tables, one table per grain, the first being the main one.
+
+    Under a prefix each table gets a directory of its own, so that a directory is one table for
+    DuckDB, pyarrow datasets and warehouses: ``.../checkout/`` becomes
+    ``.../checkout/funnel/dt=2024-01-05/funnel.parquet``,
+    ``.../checkout/funnel_totals/dt=2024-01-05/funnel_totals.parquet``, ... A full object URI
+    is the main table's; the others are its siblings whose names end the way the table names
+    do (``funnel.parquet`` -> ``funnel_totals.parquet``).
+
+    :param destination: rendered URI or local path.
+    :param names: the tables' names, main table first.
+    :param partitions: Hive partition keys and values, in order.
+    :param allowed: roots named by the deployment
+        (:func:`~airflow_provider_analytics.operators.paths.deployment_roots`).
+    """
+    main_name = names[0]
+    if destination.endswith("/"):
+        return {
+            name: output_path(f"{destination}{name}/", partitions, f"{name}.parquet", allowed)
+            for name in names
+        }
+    main = output_path(destination, partitions, f"{main_name}.parquet", allowed)
+    stem, dot, extension = main.name.partition(".")
+    return {
+        name: main
+        if name == main_name
+        else main.parent / f"{stem}{name.removeprefix(main_name)}{dot}{extension}"
+        for name in names
+    }
 
 
 class ParquetDestination:

@@ -10,6 +10,7 @@ ever holds a complete file.
 
 from __future__ import annotations
 
+import functools
 import logging
 import random
 import time
@@ -37,6 +38,7 @@ from airflow_provider_analytics.jobs.export_settings import ExportSettings
 from airflow_provider_analytics.pipeline import map_ahead, read_ahead
 from airflow_provider_analytics.sinks.parquet import (
     ParquetStream,
+    StreamOpener,
     parquet_compression,
     parquet_stream,
 )
@@ -127,10 +129,12 @@ class _ExportRun:
     client: AnalyticsClient
     query: CohortQuery
     schema: ExportSchema
-    destination: StoragePath
+    destination: StoragePath | str
     expected: int
     settings: ExportSettings
     file_metadata: Mapping[str, str] | None = None
+    open_stream: StreamOpener | None = None
+    """Opens what the rows are written to; by default the Parquet object ``destination``."""
 
     def attempt(self) -> tuple[int, int, BlockDecoder]:
         """Stream, decode, write, verify the count, commit. Returns rows, bytes, the decoder."""
@@ -143,8 +147,11 @@ class _ExportRun:
             size_label="received",
             bar=self.client.config.progress_bar,
         )
-        with parquet_stream(
-            self.destination,
+        open_stream = self.open_stream
+        if open_stream is None:
+            assert not isinstance(self.destination, str)  # an object, when no opener is given
+            open_stream = functools.partial(parquet_stream, self.destination)
+        with open_stream(
             _with_metadata(self.schema.arrow_schema, self.file_metadata),
             compression=settings.compression,
             row_group_rows=settings.row_group_rows,
@@ -355,16 +362,21 @@ def export_cohort_to_parquet(
 def export_prepared(
     client: AnalyticsClient,
     prepared: PreparedExport,
-    destination: StoragePath,
+    destination: StoragePath | str,
     *,
     sleep: Callable[[float], None] = time.sleep,
     file_metadata: Mapping[str, str] | None = None,
     started: float | None = None,
+    open_stream: StreamOpener | None = None,
 ) -> ExportResult:
     """The streamed export of :func:`export_cohort_to_parquet` once its arguments are checked
     and its columns decided (:func:`prepare_export`): the cohort's size, the stream, the file.
 
+    :param destination: the Parquet object written, or (with ``open_stream``) what names the
+        output in messages.
     :param started: ``time.monotonic()`` when the export's work began (default: now).
+    :param open_stream: opens what the rows are written to (an Iceberg day's data files);
+        by default the Parquet object ``destination``.
     """
     started = time.monotonic() if started is None else started
     query, schema, settings = prepared.query, prepared.schema, prepared.settings
@@ -379,7 +391,9 @@ def export_prepared(
     )
 
     with arrow_memory_pool(settings.memory_pool):
-        run = _ExportRun(client, query, schema, destination, expected, settings, file_metadata)
+        run = _ExportRun(
+            client, query, schema, destination, expected, settings, file_metadata, open_stream
+        )
         rows, bytes_written, decoder, attempt = run.with_retries(sleep)
     seconds = time.monotonic() - started
     cohort_code = query.cohort_code

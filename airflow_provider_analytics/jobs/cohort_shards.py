@@ -51,7 +51,7 @@ from airflow_provider_analytics.core.identity import request_digest
 from airflow_provider_analytics.core.ndjson import iter_line_blocks
 from airflow_provider_analytics.core.progress import Progress
 from airflow_provider_analytics.jobs.cohort_export import RETRYABLE_FAULTS
-from airflow_provider_analytics.sinks.parquet import parquet_stream, writer_options
+from airflow_provider_analytics.sinks.parquet import parquet_stream, parquet_writer
 from airflow_provider_analytics.storage import remove_quietly
 from airflow_provider_analytics.tabular.arrow import BlockDecoder
 from airflow_provider_analytics.tabular.arrow_pool import arrow_memory_pool
@@ -685,8 +685,7 @@ def merge_parts(
     from airflow_provider_analytics.storage import atomic_destination
 
     with atomic_destination(destination) as temporary, temporary.open("wb") as sink:
-        options = writer_options(schema)
-        with pq.ParquetWriter(sink, schema, compression=compression, **options) as writer:
+        with parquet_writer(sink, schema, compression=compression) as writer:
             for table in iter_part_batches(parts, schema):
                 writer.write_table(table.replace_schema_metadata(schema.metadata))
         return int(sink.tell())

@@ -5,7 +5,8 @@ A long date range can be split into windows of ``window_days`` so a year of hist
 series of modest queries; the windows' tables are concatenated, each row carrying the window it
 came from (``query_from_date``, ``query_to_date``), because a funnel's ``$ALL`` column and an
 event analysis' totals are per query. Everything stays in Arrow; the tables go to a
-:class:`TableWriter` (Parquet objects, or Iceberg tables).
+:class:`~airflow_provider_analytics.destinations.base.TableWriter` (Parquet objects, or
+Iceberg tables).
 
 :func:`run_report_days` makes one report per day instead, each day's tables going to a writer
 of their own: the look-back window (``lookback_days``) re-pulls past days with it, each one the
@@ -17,7 +18,7 @@ from __future__ import annotations
 import datetime as dt
 import time
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -47,7 +48,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
 
     from airflow_provider_analytics.client.api import AnalysisAnswer
-    from airflow_provider_analytics.destinations.base import Destination
+    from airflow_provider_analytics.destinations.base import Destination, TableWriter
 
 WINDOW_FIELDS = (pa.field("query_from_date", pa.date32()), pa.field("query_to_date", pa.date32()))
 
@@ -148,16 +149,6 @@ EVENTS = ReportKind(
     grains=EVENT_GRAINS,
     headline=event_headline,
 )
-
-
-class TableWriter(Protocol):
-    """Where the report tables go: each named table replaced as a whole.
-
-    :meth:`write_table` returns a small JSON-able description of what was written (at least
-    ``uri`` and ``rows``).
-    """
-
-    def write_table(self, name: str, table: pa.Table) -> dict[str, Any]: ...
 
 
 @dataclass
@@ -297,7 +288,7 @@ def run_report(
     :param request: the analysis request body with fromDate and toDate.
     :param writer: where the tables go
         (:class:`~airflow_provider_analytics.sinks.parquet.ParquetTables` or
-        :class:`~airflow_provider_analytics.sinks.iceberg.IcebergTables`).
+        an Iceberg destination's tables).
     :param window_days: split the date range into windows of this many days.
     :param timezone: the project's time zone, in which the platform writes date-times;
         ``None`` (not set) reads UTC and logs a warning once.

@@ -6,10 +6,10 @@ from typing import TYPE_CHECKING, Any
 
 from airflow_provider_analytics.client.validation import CohortQuery, cohort_query
 from airflow_provider_analytics.core.identity import COHORT_FILE, cohort_identity
+from airflow_provider_analytics.destinations.roots import partition_value
 from airflow_provider_analytics.jobs.export_settings import ExportSettings
 from airflow_provider_analytics.operators.intervals import covered_days
 from airflow_provider_analytics.operators.output import AnalyticsOutputOperator
-from airflow_provider_analytics.operators.paths import partition_value
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence

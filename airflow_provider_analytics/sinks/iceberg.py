@@ -11,8 +11,11 @@ earlier version, partitioned by ``dt`` alone) is refused by name, with the migra
 
 Only pyiceberg's public API is used. A run first streams its rows into Parquet data files of
 its own under the table's location (through the table's FileIO, batch by batch, a new file
-each ``write.target-file-size-bytes`` of Arrow data; the columns carry the table's field ids),
-so memory stays at one batch however large the day. It then commits one transaction that
+each ``write.target-file-size-bytes`` of Arrow data; the columns carry the table's field ids;
+written by the package's one Parquet writer,
+:func:`~airflow_provider_analytics.sinks.parquet.parquet_writer`), so memory stays at one batch
+however large the day. A streamed cohort export writes its row groups there as they come
+(:meth:`IcebergDayWriter.stream`), each encoded once. It then commits one transaction that
 deletes the identity's current files of the day (``Transaction.delete``) and adds the new ones
 (``Transaction.add_files``): two snapshots, a DELETE (only when the day had files) and an
 APPEND, that reach the catalog in one commit. A rerun or a backfill replaces its day and never
@@ -28,9 +31,11 @@ conflict check, and the next attempt replaces that writer's files as well.
 
 Before anything is written, the table gains the columns the data has and it lacks (existing
 data files are not rewritten; old rows read the new column as null), and a column whose
-type cannot be evolved to the data's type fails naming the column. A cohort column holding a
-property the table holds under another name (``$city`` against ``city``: the export's
-``column_names`` changed) fails too, instead of becoming a second column.
+type cannot be evolved to the data's type fails naming the column. A ``number`` column that
+turns from int64 to double after a data file was written is changed in the table (only a column
+the run added) and the earlier files are rewritten (:meth:`IcebergDayWriter.widen`). A cohort
+column holding a property the table holds under another name (``$city`` against ``city``: the
+export's ``column_names`` changed) fails too, instead of becoming a second column.
 
 A run that dies between writing and committing leaves data files no snapshot references;
 :class:`~airflow_provider_analytics.operators.iceberg_maintenance.IcebergMaintenanceOperator`
@@ -62,7 +67,7 @@ from pyiceberg.exceptions import (
 from pyiceberg.expressions import And, BooleanExpression, EqualTo, IsNull
 from pyiceberg.table import TableProperties
 from pyiceberg.transforms import IdentityTransform
-from pyiceberg.types import ListType, MapType, StructType
+from pyiceberg.types import DoubleType, ListType, MapType, StructType
 
 from airflow_provider_analytics.core import rules
 from airflow_provider_analytics.core.errors import (
@@ -70,10 +75,12 @@ from airflow_provider_analytics.core.errors import (
     AnalyticsError,
     AnalyticsUsageError,
 )
+from airflow_provider_analytics.sinks.parquet import parquet_writer, streaming
+from airflow_provider_analytics.sinks.parquet_segments import cast_to, same_types
 from airflow_provider_analytics.tabular.column_names import ID_METADATA_KEY, warehouse_name
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Collection, Iterable, Mapping
+    from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 
     from pyiceberg.catalog import Catalog
     from pyiceberg.io import OutputStream
@@ -82,6 +89,7 @@ if TYPE_CHECKING:
     from pyiceberg.types import IcebergType, NestedField
 
     from airflow_provider_analytics.core.identity import Identity
+    from airflow_provider_analytics.sinks.parquet import ParquetStream
 
 log = logging.getLogger(__name__)
 
@@ -307,6 +315,19 @@ class IcebergDayWriter:
         self._parquet: pq.ParquetWriter | None = None
         self._file_bytes = 0
         self._outcome_unknown = False
+        self._data_schema: pa.Schema | None = None
+        self._added: set[str] = set()
+        """Columns this writer added to the table (their type may still widen)."""
+        self._added_at: int | None = None
+        self._first_rows: list[int] = []
+        self._files_opened = 0
+        self._narrow = 0
+        """How many of :attr:`paths` hold an earlier, narrower schema (rewritten at commit)."""
+        self._widen: Callable[[pa.Table, pa.Schema, int], pa.Table] = cast_to
+        self.bytes_written = 0
+        """Bytes in the closed data files."""
+        self.summary: dict[str, Any] | None = None
+        """What the last commit did (:meth:`commit`'s return)."""
 
     @property
     def table(self) -> Table:
@@ -330,13 +351,96 @@ class IcebergDayWriter:
                     f"{self.identifier}: the data has a column {added!r}, which is a "
                     "partition column the writer adds"
                 )
-        full = schema.append(pa.field(self.identity.column, pa.string(), nullable=False))
-        full = full.append(pa.field(PARTITION_COLUMN, pa.date32(), nullable=False))
-        table = self._load_or_create(full)
+        full = self._with_partition_columns(schema)
+        table, created = self._load_or_create(full)
         self._refuse_old_layout(table)
-        self._refuse_renamed_columns([field.name for field in table.schema().fields], schema)
+        existing = set() if created else {field.name for field in table.schema().fields}
+        self._refuse_renamed_columns(existing, schema)
         self._table = self._evolve(table, full)
         self._file_schema = self._with_field_ids(full, self._table)
+        self._data_schema = schema
+        if set(schema.names) - existing:
+            self._added |= set(schema.names) - existing
+            snapshot = self._table.current_snapshot()
+            self._added_at = snapshot.snapshot_id if snapshot else None
+
+    def widen(
+        self, schema: pa.Schema, convert: Callable[[pa.Table, pa.Schema, int], pa.Table]
+    ) -> None:
+        """Write the coming batches in ``schema``: the data's own with ``number`` columns turned
+        from int64 to double.
+
+        Iceberg cannot promote a long to a double, so only a column this writer added may turn,
+        while nothing else was committed since (no other file can hold it as a long); its type
+        is changed in the table at once. The files written so far are rewritten at
+        :meth:`commit`, each row group converted by ``convert`` (given its first row), as a
+        Parquet object's earlier segments are.
+
+        :raises IcebergSchemaError: naming a column the table held before, or one another
+            writer may have written since.
+        """
+        old = self._data_schema
+        if old is None:
+            raise AnalyticsUsageError("IcebergDayWriter.open() must be called first")
+        turned = [new for was, new in zip(old, schema, strict=True) if was.type != new.type]
+        for field in turned:
+            if field.name not in self._added or not pa.types.is_float64(field.type):
+                raise IcebergSchemaError(
+                    f"{self.identifier}: column {field.name!r} is held as "
+                    f"{old.field(field.name).type} and the data turned to {field.type}; set "
+                    f"schema_overrides={{{field.name!r}: 'double'}} to write it as double"
+                )
+        self._close_file()
+        self._narrow = len(self.paths)
+        self._widen = convert
+        for attempt in range(1, self.attempts + 1):
+            table = self.catalog.load_table(self.identifier)
+            snapshot = table.current_snapshot()
+            if (snapshot.snapshot_id if snapshot else None) != self._added_at:
+                raise IcebergSchemaError(
+                    f"{self.identifier}: columns {[field.name for field in turned]} turned to "
+                    "double after another writer committed to the table; export again, or set "
+                    "schema_overrides to double for them"
+                )
+            try:
+                with table.update_schema(allow_incompatible_changes=True) as update:
+                    for field in turned:
+                        update.update_column(field.name, DoubleType())
+                break
+            except CommitFailedException:
+                if attempt == self.attempts:
+                    raise
+                self._pause(attempt)
+        self._table = self.catalog.load_table(self.identifier)
+        self._file_schema = self._with_field_ids(self._with_partition_columns(schema), self._table)
+        self._data_schema = schema
+
+    def _with_partition_columns(self, schema: pa.Schema) -> pa.Schema:
+        """The data's columns and the two the writer adds: the identity and ``dt``."""
+        full = schema.append(pa.field(self.identity.column, pa.string(), nullable=False))
+        return full.append(pa.field(PARTITION_COLUMN, pa.date32(), nullable=False))
+
+    def _rewrite_narrow(self) -> None:
+        """The data files written before the schema widened, again in the current one (each
+        row group converted), the old ones deleted."""
+        narrow, self._narrow = self.paths[: self._narrow], 0
+        if not narrow:
+            return
+        first_rows, rows = self._first_rows[: len(narrow)], self.rows
+        self.paths, self._first_rows = self.paths[len(narrow) :], self._first_rows[len(narrow) :]
+        data = self._data_schema
+        assert data is not None
+        for path, row in zip(narrow, first_rows, strict=True):
+            with self.table.io.new_input(path).open() as source:
+                groups = pq.ParquetFile(source)
+                for index in range(groups.num_row_groups):
+                    group = groups.read_row_group(index, columns=data.names, use_threads=False)
+                    if not same_types(group.schema, data):
+                        group = self._widen(group, data, row)
+                    self.write(group)
+                    row += group.num_rows
+            self.table.io.delete(path)
+        self.rows = rows  # the rewritten rows were counted once already
 
     def _refuse_old_layout(self, table: Table) -> None:
         """Refuse a table a run cannot replace its (identity, day) of: one without the identity
@@ -376,7 +480,8 @@ class IcebergDayWriter:
                         "column_names the table was created with, or to a new table"
                     )
 
-    def _load_or_create(self, schema: pa.Schema) -> Table:
+    def _load_or_create(self, schema: pa.Schema) -> tuple[Table, bool]:
+        """The table, and whether this writer created it."""
         namespace = self.identifier.rpartition(".")[0]
         try:
             self.catalog.create_namespace_if_not_exists(namespace)
@@ -386,7 +491,7 @@ class IcebergDayWriter:
             if not self.catalog.namespace_exists(namespace):
                 raise
         try:
-            return self.catalog.load_table(self.identifier)
+            return self.catalog.load_table(self.identifier), False
         except NoSuchTableError:
             pass
         try:
@@ -405,8 +510,9 @@ class IcebergDayWriter:
                 PARTITION_COLUMN,
             )
         except TableAlreadyExistsError:
-            pass  # created by a concurrent run of another day
-        return self.catalog.load_table(self.identifier)
+            # created by a concurrent run of another day
+            return self.catalog.load_table(self.identifier), False
+        return self.catalog.load_table(self.identifier), True
 
     def _evolve(self, table: Table, schema: pa.Schema) -> Table:
         """Add missing columns (retrying on concurrent commits); a type that cannot evolve
@@ -521,7 +627,8 @@ class IcebergDayWriter:
         assert self._file_schema is not None
         value = quote(self.identity.value, safe="")
         folder = f"{self.identity.column}={value}/{PARTITION_COLUMN}={self.day.isoformat()}"
-        name = f"{folder}/{self.commit_uuid}-{len(self.paths):05d}.parquet"
+        name = f"{folder}/{self.commit_uuid}-{self._files_opened:05d}.parquet"
+        self._files_opened += 1
         path = table.location_provider().new_data_location(name)
         properties = table.properties
         codec = properties.get(
@@ -534,13 +641,16 @@ class IcebergDayWriter:
                 f" must be an integer, not {level!r}"
             )
         self.paths.append(path)
+        self._first_rows.append(self.rows)
         stream = table.io.new_output(path).create(overwrite=False)
         try:
-            self._parquet = pq.ParquetWriter(
+            self._parquet = parquet_writer(
                 stream,
                 self._file_schema,
                 compression="none" if codec == "uncompressed" else codec,
                 compression_level=int(level) if level else None,
+                # the table reads a file's partition from its statistics
+                statistics_also=(self.identity.column,),
             )
         except BaseException:
             stream.close()
@@ -550,7 +660,9 @@ class IcebergDayWriter:
         return self._parquet
 
     def close_files(self) -> None:
-        """Finish the data file being written (the files stay uncommitted)."""
+        """Finish the data files (the files stay uncommitted)."""
+        self._close_file()
+        self._rewrite_narrow()
         self._close_file()
 
     def _close_file(self) -> None:
@@ -559,6 +671,8 @@ class IcebergDayWriter:
         try:
             if parquet is not None:
                 parquet.close()
+                assert stream is not None
+                self.bytes_written += stream.tell()
         finally:
             if stream is not None:
                 stream.close()
@@ -572,7 +686,7 @@ class IcebergDayWriter:
         :raises IcebergCommitError: when every attempt lost to another writer.
         :raises IcebergSchemaError: when the catalog refuses the files' columns.
         """
-        self._close_file()
+        self.close_files()
         day = self.day.isoformat()
         properties = {
             DAY_PROPERTY: day,
@@ -621,7 +735,7 @@ class IcebergDayWriter:
                 raise
             ours = self._snapshots_of_this_commit(committed)
             current = committed.current_snapshot()
-            return {
+            self.summary = {
                 "uri": self.identifier,
                 "rows": self.rows,
                 "data_files": len(self.paths),
@@ -633,6 +747,7 @@ class IcebergDayWriter:
                 "snapshot_id": current.snapshot_id if current else None,
                 "commit_attempts": attempt,
             }
+            return self.summary
         rules.fail("attempts", "must be at least 1", self.attempts)
 
     def _snapshots_of_this_commit(self, table: Table) -> list[Snapshot]:
@@ -675,61 +790,74 @@ class IcebergDayWriter:
         for path in self.paths:
             with contextlib.suppress(Exception):
                 self._table.io.delete(path)
-        self.paths = []
+        self.paths, self._first_rows, self._narrow = [], [], 0
+        self.rows = self.bytes_written = 0
+        self.commit_uuid = uuid.uuid4()  # a next attempt's files are named anew
+
+    @contextlib.contextmanager
+    def stream(
+        self,
+        schema: pa.Schema,
+        *,
+        widen: Callable[[pa.Table, pa.Schema, int], pa.Table] = cast_to,
+        compression: str | None = None,
+        subject: str | None = None,
+        **options: Any,
+    ) -> Iterator[ParquetStream]:
+        """A :class:`~airflow_provider_analytics.sinks.parquet.ParquetStream` whose row groups
+        become this day's data files, encoded once; the day is committed when the block
+        succeeds, and the files are deleted when it raises (as
+        :func:`~airflow_provider_analytics.sinks.parquet.parquet_stream` publishes an object).
+
+        The table is opened (created or evolved) with the first row group's columns, so that a
+        ``number`` column that met a decimal in it is added as double; one that turns later is
+        handled by :meth:`widen`.
+
+        :param schema: the stream's columns (written when no row group comes).
+        :param widen: converts a row group written earlier to a wider schema.
+        :param compression: unused: the table's ``write.parquet.compression-codec`` decides.
+        :param subject: unused (errors name the table).
+        :param options: :class:`~airflow_provider_analytics.sinks.parquet.ParquetStream`'s.
+        """
+        with streaming(_DayFiles(self, widen), schema, widen=widen, **options) as stream:
+            yield stream
 
     def _pause(self, attempt: int) -> None:
         self.sleep(self.retry_delay * 2 ** (attempt - 1) * random.uniform(0.5, 1.0))
 
 
-class IcebergTables:
-    """Named report tables written to Iceberg tables, each replacing the run's (report, day).
-
-    The main table goes to ``identifier``; another table to the identifier whose name ends
-    the way its name does: with ``analytics.funnel`` and main name ``funnel``, the table
-    ``funnel_totals`` goes to ``analytics.funnel_totals``.
-
-    :param catalog: the pyiceberg catalog.
-    :param identifier: the main table's ``namespace.table``.
-    :param main_name: the main table's name.
-    :param day: the run's day (the partition replaced).
-    :param identity: the report's key (``report_key=...``), carried by every row.
-    """
+class _DayFiles:
+    """A stream's row groups as an :class:`IcebergDayWriter`'s data files (a
+    :class:`~airflow_provider_analytics.sinks.parquet.RowGroupSink`)."""
 
     def __init__(
-        self, catalog: Catalog, identifier: str, main_name: str, day: dt.date, identity: Identity
+        self, writer: IcebergDayWriter, widen: Callable[[pa.Table, pa.Schema, int], pa.Table]
     ) -> None:
-        self.catalog = catalog
-        self.identifier = identifier
-        self.main_name = main_name
-        self.day = day
-        self.identity = identity
+        self._writer = writer
+        self._widen = widen
+        self._opened = False
 
-    def identifier_for(self, name: str) -> str:
-        """The Iceberg table a report table of this name is written to."""
-        return self.identifier + name.removeprefix(self.main_name)
+    @property
+    def bytes_written(self) -> int:
+        return self._writer.bytes_written
 
-    def write_table(self, name: str, table: pa.Table) -> dict[str, Any]:
-        """Replace the day of one table; return its identifier, rows and snapshot."""
-        writer = IcebergDayWriter(
-            self.catalog, self.identifier_for(name), self.day, identity=self.identity
-        )
-        return writer.replace(table.schema, [table])
+    def write(self, table: pa.Table) -> None:
+        writer = self._writer
+        if not self._opened:
+            writer.open(table.schema)
+            self._opened = True
+        elif not same_types(table.schema, writer._data_schema or table.schema):
+            writer.widen(table.schema, self._widen)
+        writer.write(table)
 
+    def close(self, schema: pa.Schema) -> None:
+        try:
+            if not self._opened:
+                self._writer.open(schema)
+            self._writer.commit()
+        except BaseException:
+            self._writer.abort()
+            raise
 
-def replace_day_from_parquet(
-    catalog: Catalog, identifier: str, day: dt.date, source: str, identity: Identity
-) -> dict[str, Any]:
-    """Replace ``identity``'s ``day`` in an Iceberg table with a local Parquet file's rows, row
-    group by row group (memory stays at one row group).
-
-    :param catalog: the pyiceberg catalog.
-    :param identifier: ``namespace.table``.
-    :param day: the partition replaced.
-    :param source: path of the Parquet file (e.g. a finished cohort export).
-    :param identity: what the rows are (``cohort_code=vip``).
-    """
-    parquet = pq.ParquetFile(source)
-    groups = (parquet.read_row_group(group) for group in range(parquet.num_row_groups))
-    return IcebergDayWriter(catalog, identifier, day, identity=identity).replace(
-        parquet.schema_arrow, groups
-    )
+    def abandon(self) -> None:
+        self._writer.abort()

@@ -1,17 +1,23 @@
-"""Parquet objects in object storage, each one written atomically.
+"""Parquet as the package writes it: one writer factory, and objects written atomically.
 
-Two ways in, both on top of :func:`~airflow_provider_analytics.storage.atomic_destination` (a
-reader sees the whole object or the previous one, never a partial file):
+Every Parquet file the package writes (report tables, a streamed cohort, the merged shards of a
+cohort, Iceberg data files) is written by :func:`parquet_writer`, with the same encoding and
+statistics rules (:func:`writer_options`). Two ways into object storage, both on top of
+:func:`~airflow_provider_analytics.storage.atomic_destination` (a reader sees the whole object
+or the previous one, never a partial file):
 
 - :class:`ParquetTables` and :func:`write_table_atomically`: a whole table at once (reports);
 - :func:`parquet_stream`: a table arriving in pieces (a cohort export), written as row groups
   of bounded rows and bytes, each encoded in a background thread while the next one fills.
+  The pieces go to any :class:`RowGroupSink`: an object's segments
+  (:class:`~airflow_provider_analytics.sinks.parquet_segments.SegmentedWriter`), or an
+  Iceberg table's data files (:mod:`~airflow_provider_analytics.sinks.iceberg`).
 """
 
 from __future__ import annotations
 
 import contextlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -23,7 +29,7 @@ from airflow_provider_analytics.storage import StoragePath, atomic_destination, 
 from airflow_provider_analytics.tabular.typed_markers import holds_text
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator, Mapping
+    from collections.abc import Callable, Collection, Iterator, Mapping
 
 PARQUET_CODECS = ("none", "snappy", "gzip", "brotli", "lz4", "zstd")
 """Compression codecs a Parquet object can be written with (subject to this pyarrow build)."""
@@ -59,7 +65,8 @@ def write_table_atomically(
     if metadata:
         table = table.replace_schema_metadata({**(table.schema.metadata or {}), **metadata})
     with atomic_destination(destination) as temporary, temporary.open("wb") as sink:
-        pq.write_table(table, sink, compression=compression)
+        with parquet_writer(sink, table.schema, compression=compression) as writer:
+            writer.write_table(table)
         return int(sink.tell())
 
 
@@ -129,9 +136,10 @@ def _dictionary_columns(schema: pa.Schema) -> list[str]:
     return [_leaf_path(field) for field in schema if holds_text(field.type)]
 
 
-def _statistics_columns(schema: pa.Schema) -> list[str]:
+def _statistics_columns(schema: pa.Schema, also: Collection[str] = ()) -> list[str]:
     """The Parquet column paths given min/max statistics: every column but texts and lists of
-    texts.
+    texts, and the columns named in ``also`` (an Iceberg data file's partition columns, whose
+    one value per file the table reads from them).
 
     Readers prune row groups by the statistics of ids, numbers and datetimes (``WHERE
     register_time >= ...``). A text column's minimum and maximum over a row group of users in no
@@ -139,19 +147,74 @@ def _statistics_columns(schema: pa.Schema) -> list[str]:
     about a tenth of the Parquet writing (comparing every text): ~0.075 of 0.63 CPU seconds for
     the benchmark's 1M-user cohort, the file the same size.
     """
-    return [_leaf_path(field) for field in schema if not holds_text(field.type)]
+    return [
+        _leaf_path(field) for field in schema if not holds_text(field.type) or field.name in also
+    ]
 
 
-def writer_options(schema: pa.Schema) -> dict[str, Any]:
-    """The ``ParquetWriter`` options every export file is written with (besides its codec):
-    which columns are dictionary encoded and which carry statistics, the compliant nested
-    layout."""
+def writer_options(schema: pa.Schema, statistics_also: Collection[str] = ()) -> dict[str, Any]:
+    """The ``ParquetWriter`` options every file is written with (besides its codec): which
+    columns are dictionary encoded and which carry statistics, the compliant nested layout.
+
+    :param statistics_also: text columns given statistics all the same (see
+        :func:`_statistics_columns`).
+    """
     return {
         "use_dictionary": _dictionary_columns(schema),
         "dictionary_pagesize_limit": DICTIONARY_PAGE_BYTES,
-        "write_statistics": _statistics_columns(schema),
+        "write_statistics": _statistics_columns(schema, statistics_also),
         "use_compliant_nested_type": True,
     }
+
+
+def parquet_writer(
+    sink: Any,
+    schema: pa.Schema,
+    *,
+    compression: str = "zstd",
+    compression_level: int | None = None,
+    statistics_also: Collection[str] = (),
+) -> pq.ParquetWriter:
+    """The one ``ParquetWriter`` factory: every Parquet file of the package is written by one
+    made here, with :func:`writer_options`.
+
+    :param sink: a path or a writable binary file object.
+    :param schema: the file's schema (its metadata and field metadata are kept).
+    :param compression: Parquet codec (``none`` writes uncompressed).
+    :param compression_level: the codec's level; its default when ``None``.
+    :param statistics_also: see :func:`writer_options`.
+    """
+    options = writer_options(schema, statistics_also)
+    return pq.ParquetWriter(
+        sink, schema, compression=compression, compression_level=compression_level, **options
+    )
+
+
+class StreamOpener(Protocol):
+    """Opens the stream a cohort export writes: :func:`parquet_stream` bound to its object, or
+    an Iceberg day's :meth:`~airflow_provider_analytics.sinks.iceberg.IcebergDayWriter.stream`.
+    """
+
+    def __call__(
+        self, schema: pa.Schema, **options: Any
+    ) -> contextlib.AbstractContextManager[ParquetStream]: ...
+
+
+class RowGroupSink(Protocol):
+    """Where a :class:`ParquetStream` hands its row groups (in its writing thread)."""
+
+    @property
+    def bytes_written(self) -> int:
+        """Bytes written so far; the final size once closed."""
+
+    def write(self, table: pa.Table) -> None:
+        """Write ``table`` as one row group (its schema may be wider than the last one's)."""
+
+    def close(self, schema: pa.Schema) -> None:
+        """Finish what was written (``schema``: the one written when no row group came)."""
+
+    def abandon(self) -> None:
+        """Stop after a failure, leaving nothing that a reader would find."""
 
 
 class ParquetStream:
@@ -165,7 +228,8 @@ class ParquetStream:
     already written are converted when the stream ends
     (:mod:`~airflow_provider_analytics.sinks.parquet_segments`).
 
-    :param writer: the object's row groups, in segments when the schema widens.
+    :param writer: where the row groups go: an object's segments when the schema widens, or
+        an Iceberg table's data files.
     :param schema: the schema written when no piece arrives at all.
     :param row_group_rows: rows per row group at most.
     :param row_group_bytes: a row group is written once its Arrow data reaches this size.
@@ -178,7 +242,7 @@ class ParquetStream:
 
     def __init__(
         self,
-        writer: SegmentedWriter,
+        writer: RowGroupSink,
         schema: pa.Schema,
         *,
         row_group_rows: int,
@@ -305,7 +369,7 @@ def parquet_stream(
         # the file keeps the declared schema's metadata (its identity), whatever the row
         # groups carry
         written = written.with_metadata({**(written.metadata or {}), **(schema.metadata or {})})
-        return pq.ParquetWriter(sink, written, compression=compression, **writer_options(written))
+        return parquet_writer(sink, written, compression=compression)
 
     with atomic_destination(destination, subject=subject) as temporary:
         writer = SegmentedWriter(
@@ -314,17 +378,25 @@ def parquet_stream(
             open_writer=open_writer,
             widen=widen,
         )
-        stream = ParquetStream(
+        with streaming(
             writer,
             schema,
             row_group_rows=row_group_rows,
             row_group_bytes=row_group_bytes,
             prepare=prepare,
             widen=widen,
-        )
-        try:
+        ) as stream:
             yield stream
-        except BaseException:
-            stream._abandon()
-            raise
-        stream._finish()
+
+
+@contextlib.contextmanager
+def streaming(writer: RowGroupSink, schema: pa.Schema, **options: Any) -> Iterator[ParquetStream]:
+    """Yield a :class:`ParquetStream` into ``writer`` (``options``: its keyword arguments);
+    close the writer when the block succeeds, abandon it when the block raises."""
+    stream = ParquetStream(writer, schema, **options)
+    try:
+        yield stream
+    except BaseException:
+        stream._abandon()
+        raise
+    stream._finish()

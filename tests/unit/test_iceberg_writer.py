@@ -1,6 +1,6 @@
 """The Iceberg day writer's own rules, on a SQL catalog in a temporary folder: nested columns
-keep their field ids, a lost commit ends in IcebergCommitError with the files deleted, and a
-commit of unknown outcome keeps them."""
+keep their field ids, a lost commit ends in IcebergCommitError with the files deleted, a
+commit of unknown outcome keeps them, and a stream's row groups become data files once."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from airflow_provider_analytics.sinks.iceberg import (
     FIELD_ID_KEY,
     IcebergCommitError,
     IcebergDayWriter,
+    IcebergSchemaError,
     catalog_properties,
     open_catalog,
 )
@@ -144,3 +145,106 @@ def test_a_new_file_starts_at_the_target_size(catalog: Catalog) -> None:
     table = catalog.load_table("lake.files")
     assert sorted(table.scan().to_arrow()["n"].to_pylist()) == list(range(1000))
     assert len(table.snapshots()) == 1
+
+
+def _scores(first: int, values: list[int] | list[float]) -> pa.Table:
+    kind = pa.float64() if any(isinstance(v, float) for v in values) else pa.int64()
+    return pa.table(
+        {
+            "user_id": pa.array(range(first, first + len(values)), pa.int64()),
+            "name": [f"user {n}" for n in range(first, first + len(values))],
+            "score": pa.array(values, kind),
+        }
+    )
+
+
+def _data_files(tmp_path: Path) -> set[str]:
+    return {path.name for path in (tmp_path / "wh").rglob("*.parquet")}
+
+
+def test_a_stream_writes_its_data_files_once_and_commits_when_it_ends(
+    catalog: Catalog, tmp_path: Path
+) -> None:
+    writer = IcebergDayWriter(catalog, "lake.streamed", DAY, identity=COHORT)
+    first = _scores(0, [1, 2, 3])
+    with writer.stream(first.schema, row_group_rows=2, row_group_bytes=1 << 30) as stream:
+        stream.add(first)
+        stream.add(_scores(3, [4, 5, 6]))
+    assert writer.summary is not None and writer.summary["rows"] == 6
+    table = catalog.load_table("lake.streamed")
+    back = table.scan().to_arrow().sort_by("user_id")
+    assert back["score"].to_pylist() == [1, 2, 3, 4, 5, 6]
+    assert str(table.schema().find_field("score").field_type) == "long"
+    (path,) = writer.paths
+    written = pq.ParquetFile(path.removeprefix("file://")).metadata
+    assert written.num_row_groups == 3  # the stream's row groups, written as they came
+    columns = written.schema.to_arrow_schema().names
+
+    def has_statistics(name: str) -> bool:
+        column = written.row_group(0).column(columns.index(name))
+        return column.is_stats_set and column.statistics.has_min_max
+
+    # the one writer's rules: no statistics on texts but the identity (the file's partition)
+    assert {name: has_statistics(name) for name in columns} == {
+        "user_id": True,
+        "name": False,
+        "score": True,
+        "cohort_code": True,
+        "dt": True,
+    }
+    assert writer.bytes_written == sum(
+        p.stat().st_size for p in (tmp_path / "wh").rglob("*.parquet")
+    )
+
+
+def test_a_number_column_that_turns_double_after_a_file_was_written_becomes_double(
+    catalog: Catalog, tmp_path: Path
+) -> None:
+    """As a Parquet object's earlier segments are: the files written before are rewritten in
+    the wider schema, and the table's column (added by this writer) becomes double."""
+    writer = IcebergDayWriter(catalog, "lake.widened", DAY, identity=COHORT)
+    first = _scores(0, [1, 2])
+    with writer.stream(first.schema, row_group_rows=2, row_group_bytes=1 << 30) as stream:
+        stream.add(first)
+        stream.flush()  # the first row group is in a data file
+        stream.add(_scores(2, [3.5, 4.0]))
+    table = catalog.load_table("lake.widened")
+    assert str(table.schema().find_field("score").field_type) == "double"
+    back = table.scan().to_arrow().sort_by("user_id")
+    assert back["score"].to_pylist() == [1.0, 2.0, 3.5, 4.0]
+    assert _data_files(tmp_path) == {p.rsplit("/", 1)[-1] for p in writer.paths}  # none left
+
+
+def test_a_column_the_table_held_as_long_does_not_turn_double(catalog: Catalog) -> None:
+    IcebergDayWriter(catalog, "lake.kept", DAY, identity=COHORT).replace(
+        _scores(0, [1]).schema, [_scores(0, [1])]
+    )
+    writer = IcebergDayWriter(catalog, "lake.kept", DAY + dt.timedelta(1), identity=COHORT)
+    first = _scores(10, [1, 2])
+    with (
+        pytest.raises(IcebergSchemaError, match="'score' is held as int64"),
+        writer.stream(first.schema, row_group_rows=2, row_group_bytes=1 << 30) as stream,
+    ):
+        stream.add(first)
+        stream.flush()
+        stream.add(_scores(12, [3.5, 4.0]))
+        stream.flush()
+    table = catalog.load_table("lake.kept")
+    assert table.scan().to_arrow()["user_id"].to_pylist() == [0]
+
+
+def test_a_stream_that_fails_leaves_no_data_file_and_no_commit(
+    catalog: Catalog, tmp_path: Path
+) -> None:
+    writer = IcebergDayWriter(catalog, "lake.failed", DAY, identity=COHORT)
+    first = _scores(0, [1, 2, 3])
+    with (
+        pytest.raises(RuntimeError, match="stream cut"),
+        writer.stream(first.schema, row_group_rows=2, row_group_bytes=1 << 30) as stream,
+    ):
+        stream.add(first)
+        stream.flush()
+        raise RuntimeError("stream cut")
+    assert _data_files(tmp_path) == set()
+    assert catalog.load_table("lake.failed").current_snapshot() is None
+    assert writer.summary is None

@@ -14,15 +14,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from airflow_provider_analytics.client import AnalyticsConfigurationError, AnalyticsValidationError
-from airflow_provider_analytics.operators.paths import (
-    allowed_roots,
-    checked_destination,
-    deployment_roots,
-    output_path,
-)
+from airflow_provider_analytics.destinations.parquet import output_path
+from airflow_provider_analytics.destinations.roots import allowed_roots, checked_destination
+from airflow_provider_analytics.operators.paths import deployment_roots
 
 if TYPE_CHECKING:
-    from airflow_provider_analytics.operators.paths import RootList
+    from airflow_provider_analytics.destinations.roots import RootList
 
 PREFIX = "file:///data/analytics/users/"
 ROOTS_TEXT = "file:///data/, s3://analytics-bucket/"

@@ -14,14 +14,14 @@ from airflow_provider_analytics.client import (
     AnalyticsValidationError,
 )
 from airflow_provider_analytics.core.identity import Identity
+from airflow_provider_analytics.destinations.iceberg import IcebergDestination
+from airflow_provider_analytics.destinations.parquet import table_paths
 from airflow_provider_analytics.hooks.iceberg import IcebergCatalogHook
 from airflow_provider_analytics.operators.output import iceberg_asset
-from airflow_provider_analytics.operators.paths import table_paths
 from airflow_provider_analytics.operators.reports import FunnelReportOperator
 from airflow_provider_analytics.sinks.iceberg import (
     IcebergDayWriter,
     IcebergSchemaError,
-    IcebergTables,
     catalog_properties,
 )
 from airflow_provider_analytics.tabular.arrow_pool import arrow_memory_pool
@@ -54,8 +54,8 @@ def test_an_object_uri_is_the_main_table_and_the_others_are_its_siblings() -> No
 
 
 def test_iceberg_tables_take_the_same_suffixes() -> None:
-    tables = IcebergTables(None, "lake.checkout", "funnel", None, Identity("report_key", "k"))  # type: ignore[arg-type]
-    assert [tables.identifier_for(name) for name in FUNNEL_NAMES] == [
+    tables = IcebergDestination(None, "lake", "lake.checkout", Identity("report_key", "k"))  # type: ignore[arg-type]
+    assert [tables.identifier_for(FUNNEL_NAMES, name) for name in FUNNEL_NAMES] == [
         "lake.checkout",
         "lake.checkout_totals",
         "lake.checkout_by_value",
