@@ -28,7 +28,7 @@ import httpx
 
 from airflow_provider_analytics.client.attempts import CallAttempts
 from airflow_provider_analytics.client.proxies import Route, proxy_route
-from airflow_provider_analytics.client.retry import RetryPolicy
+from airflow_provider_analytics.core.retry import RetryPolicy
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Iterable, Mapping
@@ -161,7 +161,8 @@ class AsyncHttpSession:
         out = call.request
         headers = _latin1(out.headers)
         timeout = httpx.Timeout(out.read_timeout, connect=out.connect_timeout)
-        while True:
+
+        async def attempt() -> httpx.Response:
             slot = await self._take_turn(call)
             try:
                 left = call.start()
@@ -175,16 +176,15 @@ class AsyncHttpSession:
                         timeout=timeout,
                     )
             except TimeoutError as exc:  # the call's deadline, not an httpx timeout
-                verdict = call.after_failure(exc, cut_by_deadline=True)
+                error = call.failed(exc, cut_by_deadline=True)
             except (httpx.RequestError, httpx.InvalidURL) as exc:
-                verdict = call.after_failure(exc)
+                error = call.failed(exc)
             else:
-                verdict = call.after_answer(response)
-                if verdict.accepted:
-                    return response
+                call.judge(response)
+                return response
             finally:
                 slot.release()  # the body is read (no streaming here)
-            if verdict.error is not None:
-                raise verdict.error from None
-            assert verdict.retry_in is not None
-            await self._sleep(verdict.retry_in)
+            raise error from None
+
+        response: httpx.Response = await call.retrying_async(self._sleep)(attempt)
+        return response

@@ -1,8 +1,9 @@
 """The synchronous transport: one pooled ``requests.Session`` driving :class:`CallAttempts`.
 
-Every operation goes through :meth:`HttpSession.request`. What to send and what to do after
-each attempt is decided by :mod:`~airflow_provider_analytics.client.attempts`, shared with the
-asynchronous transport; this module only sends, sleeps and closes. The adapter's own retries
+Every operation goes through :meth:`HttpSession.request`. What to send and what each attempt's
+outcome is are decided by :mod:`~airflow_provider_analytics.client.attempts`, shared with the
+asynchronous transport, and the retry engine repeats the attempts; this module only sends,
+sleeps and closes. The adapter's own retries
 are off (``max_retries=0``): retrying is decided per operation, because creating something
 twice is not the same as reading it twice. The proxy is decided by
 :mod:`~airflow_provider_analytics.client.proxies` and given with every request, so
@@ -26,7 +27,7 @@ import requests
 from airflow_provider_analytics.client.attempts import CallAttempts
 from airflow_provider_analytics.client.deadline import DeadlineAdapter, deadline
 from airflow_provider_analytics.client.proxies import proxy_route
-from airflow_provider_analytics.client.retry import RetryPolicy
+from airflow_provider_analytics.core.retry import RetryPolicy
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping
@@ -185,7 +186,8 @@ class HttpSession:
         )
         out = call.request
         proxies = self._route.for_requests(out.url)
-        while True:
+
+        def attempt() -> tuple[requests.Response, Slot]:
             slot = self._take_turn(call)
             try:
                 left = call.start()
@@ -204,22 +206,18 @@ class HttpSession:
                     )
             except requests.RequestException as exc:
                 slot.release()
-                verdict = call.after_failure(exc, cut_by_deadline=watch.expired)
+                error = call.failed(exc, cut_by_deadline=watch.expired)
             except BaseException:
                 slot.release()
                 raise
             else:
                 try:
-                    verdict = call.after_answer(response)
+                    call.judge(response)
                 except BaseException:
                     slot.release()
                     response.close()
                     raise
-                if verdict.accepted:
-                    return response, slot
-                response.close()
-                slot.release()
-            if verdict.error is not None:
-                raise verdict.error from None
-            assert verdict.retry_in is not None
-            self._sleep(verdict.retry_in)
+                return response, slot
+            raise error from None
+
+        return call.retrying(self._sleep)(attempt)
