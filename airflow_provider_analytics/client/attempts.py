@@ -53,6 +53,7 @@ if TYPE_CHECKING:
 
     from airflow_provider_analytics.client.config import ClientConfig
     from airflow_provider_analytics.client.operations import Operation
+    from airflow_provider_analytics.client.proxies import Route
     from airflow_provider_analytics.client.throttle import PlatformThrottle
     from airflow_provider_analytics.core.retry import RetryPolicy
 
@@ -385,6 +386,8 @@ class CallAttempts:
     :param json: JSON body, or ``None`` for no body.
     :param read_timeout: read timeout instead of the configured one.
     :param extra_secrets: values of this request to mask in errors, besides the credentials.
+    :param route: the proxy route the transport takes; its refusal is raised here, before
+        anything is sent, and its proxy's password is masked too.
     :param time_limit: seconds the whole call may take, retries included, instead of
         ``request_deadline``.
     :param clock: monotonic seconds (injectable for tests).
@@ -403,10 +406,14 @@ class CallAttempts:
         json: Any = None,
         read_timeout: float | None = None,
         extra_secrets: Iterable[str] = (),
+        route: Route | None = None,
         time_limit: float | None = None,
         clock: Callable[[], float] = time.monotonic,
         throttle: PlatformThrottle | None = None,
     ) -> None:
+        if route is not None:
+            route.check(operation.name)
+            extra_secrets = (*extra_secrets, *route.secrets)
         headers = {"User-Agent": config.user_agent, "Accept": "application/json"}
         headers.update(auth_headers(config, operation))
         if json is not None:

@@ -103,29 +103,14 @@ class HttpSession:
         :raises AnalyticsTransportError: no answer, after the retries allowed, or no turn
             among the calls in flight within the deadline.
         """
-        response, slot = self._exchange(
-            operation,
-            path,
-            params=params,
-            json=json,
-            stream=False,
-            read_timeout=read_timeout,
-            extra_secrets=extra_secrets,
-            time_limit=time_limit,
-        )
+        options = {"params": params, "json": json, "read_timeout": read_timeout}
+        options |= {"extra_secrets": extra_secrets, "time_limit": time_limit}
+        response, slot = self._exchange(operation, path, stream=False, options=options)
         slot.release()
         return response
 
     def open_stream(
-        self,
-        operation: Operation,
-        path: str,
-        *,
-        params: Mapping[str, Any] | None = None,
-        json: Any = None,
-        read_timeout: float | None = None,
-        extra_secrets: Iterable[str] = (),
-        time_limit: float | None = None,
+        self, operation: Operation, path: str, **options: Any
     ) -> tuple[requests.Response, Slot]:
         """Send ``operation`` and return its successful answer with the body unread, and the
         place among the calls in flight it holds.
@@ -134,16 +119,7 @@ class HttpSession:
         released when the answer is garbage-collected. Arguments and errors as in
         :meth:`request` (``time_limit`` runs until the headers have arrived).
         """
-        response, slot = self._exchange(
-            operation,
-            path,
-            params=params,
-            json=json,
-            stream=True,
-            read_timeout=read_timeout,
-            extra_secrets=extra_secrets,
-            time_limit=time_limit,
-        )
+        response, slot = self._exchange(operation, path, stream=True, options=options)
         weakref.finalize(response, slot.release)
         return response, slot
 
@@ -161,28 +137,10 @@ class HttpSession:
             slot.release()  # another call got a Retry-After meanwhile: wait that out first
 
     def _exchange(
-        self,
-        operation: Operation,
-        path: str,
-        *,
-        params: Mapping[str, Any] | None,
-        json: Any,
-        stream: bool,
-        read_timeout: float | None,
-        extra_secrets: Iterable[str],
-        time_limit: float | None,
+        self, operation: Operation, path: str, *, stream: bool, options: dict[str, Any]
     ) -> tuple[requests.Response, Slot]:
-        self._route.check(operation.name)
         call = CallAttempts(
-            self._config,
-            self._retry,
-            operation,
-            path,
-            params=params,
-            json=json,
-            read_timeout=read_timeout,
-            extra_secrets=(*extra_secrets, *self._route.secrets),
-            time_limit=time_limit,
+            self._config, self._retry, operation, path, route=self._route, **options
         )
         out = call.request
         proxies = self._route.for_requests(out.url)
