@@ -34,6 +34,7 @@ import math
 import os
 import threading
 import time
+import warnings
 from collections import deque
 from typing import TYPE_CHECKING, Protocol
 from urllib.parse import urlsplit
@@ -109,7 +110,7 @@ class PlatformThrottle:
         self._in_flight = 0
         self._waiters: deque[_Waiter] = deque()
         self._resume_at = -math.inf
-        self._shared: list[tuple[int, SharedRecord, str]] = []
+        self._shared: list[tuple[int | None, SharedRecord, str]] = []
 
     def __repr__(self) -> str:
         return f"PlatformThrottle(in_flight={self._in_flight}, waiting={len(self._waiters)})"
@@ -140,7 +141,7 @@ class PlatformThrottle:
         thread = threading.get_ident()
         with self._lock:
             self._resume_at = max(self._resume_at, moment)
-            shared = [(record, who) for owner, record, who in self._shared if owner == thread]
+            shared = [(r, who) for owner, r, who in self._shared if owner in (thread, None)]
         if status is not None:
             for record, who in shared:
                 record.publish(seconds, status, who)
@@ -159,6 +160,34 @@ class PlatformThrottle:
         finally:
             with self._lock:
                 self._shared.remove(entry)
+
+    def listen(self, listener: Callable[[float, int], None]) -> Callable[[], None]:
+        """Deprecated: attach a :class:`SharedRecord` with :meth:`sharing` instead. Calls
+        ``listener(seconds, status)`` for every hold-off an answer asks for, from any thread;
+        returns the function that stops it."""
+        warnings.warn(
+            "PlatformThrottle.listen is deprecated; share the hold-off through a record "
+            "attached with PlatformThrottle.sharing (airflow_provider_analytics.client.throttle)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+
+        class Heard:
+            def publish(self, seconds: float, status: int, who: str) -> None:
+                listener(seconds, status)
+
+            def observe(self) -> None:
+                return None
+
+        entry = (None, Heard(), "")
+        with self._lock:
+            self._shared.append(entry)
+
+        def stop() -> None:
+            with self._lock, contextlib.suppress(ValueError):
+                self._shared.remove(entry)
+
+        return stop
 
     def pending(self, covered: float) -> tuple[float, float] | None:
         """The hold-off a caller has still to wait: ``(moment, seconds from now)``, or ``None``.

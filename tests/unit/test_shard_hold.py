@@ -283,3 +283,18 @@ def test_a_hold_written_by_another_process_is_seen_on_s3() -> None:
             writer.publish(30.0, 429, "shard 0")
             held = throttle.pending(-math.inf)
         assert held is not None and 25.0 < held[1] <= 30.0
+
+
+def test_the_deprecated_listen_still_hears_every_threads_answers() -> None:
+    throttle = PlatformThrottle()
+    heard: list[tuple[float, int]] = []
+    with pytest.warns(DeprecationWarning, match=r"PlatformThrottle\.sharing"):
+        stop = throttle.listen(lambda seconds, status: heard.append((seconds, status)))
+    other = threading.Thread(target=throttle.hold_off, args=(3.0,), kwargs={"status": 429})
+    other.start()
+    other.join()
+    throttle.hold_off(2.0)  # not an answer's
+    stop()
+    stop()  # stopping twice is harmless
+    throttle.hold_off(5.0, status=503)
+    assert heard == [(3.0, 429)]
