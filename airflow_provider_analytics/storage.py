@@ -212,3 +212,9 @@ def atomic_destination(
         if _is_storage_failure(error):
             raise AnalyticsStorageError(destination, subject, error) from error
         raise
+
+
+def write_bytes_atomically(path: StoragePath, data: bytes) -> None:
+    """A small object (a record) written whole or not at all."""
+    with atomic_destination(path) as temporary, temporary.open("wb") as handle:
+        handle.write(data)

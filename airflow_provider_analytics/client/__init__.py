@@ -46,12 +46,12 @@ if TYPE_CHECKING:
     from airflow_provider_analytics.client.api import AnalyticsClient
     from airflow_provider_analytics.client.config import ClientConfig
     from airflow_provider_analytics.client.export import CohortExport
-    from airflow_provider_analytics.client.retry import RetryPolicy
     from airflow_provider_analytics.client.validation import (
         validate_event_request,
         validate_funnel_request,
     )
     from airflow_provider_analytics.core.ndjson import iter_lines
+    from airflow_provider_analytics.core.retry import RetryPolicy
 
 _LAZY = {
     **dict.fromkeys(
@@ -69,7 +69,7 @@ _LAZY = {
     "AnalyticsClient": "api",
     "ClientConfig": "config",
     "CohortExport": "export",
-    "RetryPolicy": "retry",
+    "RetryPolicy": "airflow_provider_analytics.core.retry",
     "validate_event_request": "validation",
     "validate_funnel_request": "validation",
     "iter_lines": "airflow_provider_analytics.core.ndjson",

@@ -28,10 +28,10 @@ import httpx
 
 from airflow_provider_analytics.client.attempts import CallAttempts
 from airflow_provider_analytics.client.proxies import Route, proxy_route
-from airflow_provider_analytics.client.retry import RetryPolicy
+from airflow_provider_analytics.core.retry import RetryPolicy
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable, Iterable, Mapping
+    from collections.abc import Awaitable, Callable, Mapping
     from types import TracebackType
 
     from airflow_provider_analytics.client.config import ClientConfig
@@ -119,49 +119,21 @@ class AsyncHttpSession:
                 return slot
             slot.release()
 
-    async def request(
-        self,
-        operation: Operation,
-        path: str,
-        *,
-        params: Mapping[str, Any] | None = None,
-        json: Any = None,
-        extra_secrets: Iterable[str] = (),
-        time_limit: float | None = None,
-    ) -> httpx.Response:
+    async def request(self, operation: Operation, path: str, **options: Any) -> httpx.Response:
         """Send ``operation`` and return its successful (2xx) answer, body read.
 
-        Same arguments, retries, deadline and errors as
+        Same arguments (but ``read_timeout``), retries, deadline and errors as
         :meth:`~airflow_provider_analytics.client.session.HttpSession.request` (there is no
         streaming here).
-
-        :param operation: the operation; decides credentials and retry safety.
-        :param path: request path (already percent-encoded) below the base URL.
-        :param params: query parameters (``None`` values are dropped).
-        :param json: JSON body, or ``None`` for no body.
-        :param extra_secrets: values of this request to mask in errors, besides the
-            credentials.
-        :param time_limit: seconds the whole call may take, retries included, instead of
-            ``request_deadline``.
-        :raises AnalyticsConfigurationError: the needed credentials are not configured.
-        :raises AnalyticsApiError: the server answered with an error status.
-        :raises AnalyticsTransportError: no answer, after the retries allowed.
         """
-        self._route.check(operation.name)
         call = CallAttempts(
-            self._config,
-            self._retry,
-            operation,
-            path,
-            params=params,
-            json=json,
-            extra_secrets=(*extra_secrets, *self._route.secrets),
-            time_limit=time_limit,
+            self._config, self._retry, operation, path, route=self._route, **options
         )
         out = call.request
         headers = _latin1(out.headers)
         timeout = httpx.Timeout(out.read_timeout, connect=out.connect_timeout)
-        while True:
+
+        async def attempt() -> httpx.Response:
             slot = await self._take_turn(call)
             try:
                 left = call.start()
@@ -175,16 +147,15 @@ class AsyncHttpSession:
                         timeout=timeout,
                     )
             except TimeoutError as exc:  # the call's deadline, not an httpx timeout
-                verdict = call.after_failure(exc, cut_by_deadline=True)
+                error = call.failed(exc, cut_by_deadline=True)
             except (httpx.RequestError, httpx.InvalidURL) as exc:
-                verdict = call.after_failure(exc)
+                error = call.failed(exc)
             else:
-                verdict = call.after_answer(response)
-                if verdict.accepted:
-                    return response
+                call.judge(response)
+                return response
             finally:
                 slot.release()  # the body is read (no streaming here)
-            if verdict.error is not None:
-                raise verdict.error from None
-            assert verdict.retry_in is not None
-            await self._sleep(verdict.retry_in)
+            raise error from None
+
+        response: httpx.Response = await call.retrying_async(self._sleep)(attempt)
+        return response

@@ -1,10 +1,19 @@
 """The decisions of one call, free of any HTTP library: what to send, and after each attempt
-whether to accept the answer, wait and try again, or fail with which client error.
+whether to accept the answer or fail with which client error (retried or not by the one retry
+engine, :mod:`~airflow_provider_analytics.core.retry`).
 
 The synchronous transport (``requests``) and the asynchronous one (``httpx``) both drive a
 :class:`CallAttempts` and only do the I/O themselves (send, sleep, close), so they send the
 same credentials and headers, retry the same failures after the same waits, keep to the
 same overall deadline and raise the same errors with the same masked messages.
+
+An attempt that fails becomes the client error that names the operation and says what to check
+(an error answer by its status and the platform's ``{code, msg, data}`` body; a request that got
+no answer by how far it got, :func:`classify_transport_error`). Whether it is tried again is the
+error's answer (``transient``) narrowed by the operation: a create is repeated only when it
+provably never reached the server (the connection could not be made, or a 429 said it was not
+processed). A ``Retry-After`` on a 429 or 503 (up to ``retry_after_max``) is the wait, and also
+holds off every other call to the platform (:mod:`~airflow_provider_analytics.client.throttle`).
 
 Before each attempt a transport takes its turn with the platform's
 :class:`~airflow_provider_analytics.client.throttle.PlatformThrottle`: it waits out the hold-off
@@ -16,33 +25,305 @@ from __future__ import annotations
 
 import logging
 import math
+import ssl
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from airflow_provider_analytics.client.failures import error_from_response, error_from_transport
+import requests
+from urllib3.exceptions import ConnectTimeoutError, NewConnectionError
+
 from airflow_provider_analytics.client.operations import AuthKind
-from airflow_provider_analytics.client.retry import RETRY_AFTER_STATUSES, parse_retry_after
 from airflow_provider_analytics.client.throttle import throttle_for
-from airflow_provider_analytics.client.transport_failures import classify_transport_error
+from airflow_provider_analytics.core import errors, strict_json
 from airflow_provider_analytics.core.errors import (
     AnalyticsConfigurationError,
     AnalyticsError,
     AnalyticsRateLimitError,
     AnalyticsTransportError,
+    FailurePhase,
 )
 from airflow_provider_analytics.core.redaction import Redactor
+from airflow_provider_analytics.core.retry import parse_retry_after
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Mapping
+    from collections.abc import Awaitable, Callable, Iterable, Mapping
+
+    from tenacity import AsyncRetrying, Retrying
 
     from airflow_provider_analytics.client.config import ClientConfig
-    from airflow_provider_analytics.client.failures import HttpAnswer
     from airflow_provider_analytics.client.operations import Operation
-    from airflow_provider_analytics.client.retry import RetryPolicy
+    from airflow_provider_analytics.client.proxies import Route
     from airflow_provider_analytics.client.throttle import PlatformThrottle
+    from airflow_provider_analytics.core.retry import RetryPolicy
 
 logger = logging.getLogger("airflow_provider_analytics.client")
+
+RETRY_AFTER_STATUSES = frozenset({429, 503})
+"""Statuses whose ``Retry-After`` header is honoured."""
+
+NOT_PROCESSED_STATUSES = frozenset({429})
+"""Statuses that say the request was not processed, so even a create may be repeated."""
+
+
+class HttpAnswer(Protocol):
+    """What is read from an answer: ``requests`` and ``httpx`` responses both fit."""
+
+    @property
+    def status_code(self) -> int: ...
+
+    @property
+    def headers(self) -> Mapping[str, str]: ...
+
+    @property
+    def content(self) -> bytes: ...
+
+
+_NOT_COMPLETED_BY_CODE: dict[int, tuple[type[errors.AnalyticsNotCompletedError], str]] = {
+    501: (
+        errors.AnalyticsQuotaExceededError,
+        "a quota is exhausted (projects, cohorts); free some up or ask for a larger quota",
+    ),
+    50101: (
+        errors.AnalyticsAlreadyExistsError,
+        "the object already exists; look it up instead of creating it again",
+    ),
+    50102: (
+        errors.AnalyticsDisabledError,
+        "the object exists but is disabled; enable it (for an account: "
+        "set_account_activation) instead of creating it again",
+    ),
+}
+
+
+def _as_int(value: Any) -> Any:
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value)
+    return value
+
+
+def _error_body(response: HttpAnswer, redactor: Redactor) -> tuple[Any, str | None, Any]:
+    """``(code, msg, data)`` of the platform's error body; ``None`` parts when absent.
+
+    ``msg`` is masked, then cut to an excerpt.
+    """
+    try:
+        body = strict_json.loads(response.content)
+    except strict_json.StrictJsonError:
+        return None, None, None
+    if not isinstance(body, dict):
+        return None, None, None
+    msg = body.get("msg")
+    if msg is not None:
+        msg = redactor.excerpt(msg)
+    return _as_int(body.get("code")), msg, body.get("data")
+
+
+def _credentials_hint(operation: Operation) -> str:
+    if operation.auth is AuthKind.PLATFORM:
+        return "check the xtoken (platform credential) of the connection"
+    return "check the token and appKey (project credentials) of the connection"
+
+
+def _unknown_outcome(operation: Operation) -> str:
+    return (
+        " The request had been sent, so it may have been processed: its outcome is unknown "
+        f"and it was not retried. {operation.unknown_outcome_hint}"
+    )
+
+
+def _classify(
+    status: int, code: Any, operation: Operation, attempts: int
+) -> tuple[type[errors.AnalyticsApiError], str]:
+    """Error class and advice for an error answer."""
+    if status in (400, 498):
+        return errors.AnalyticsBadRequestError, "the server rejected the request's parameters"
+    if status == 401:
+        return (
+            errors.AnalyticsAuthenticationError,
+            f"authentication failed: {_credentials_hint(operation)}",
+        )
+    if status == 404:
+        return (
+            errors.AnalyticsNotFoundError,
+            "no such API: check the connection's base URL and the ad tracking path prefix "
+            "(utm_prefix: '/svc' in the spec, '/ark' on many deployments)",
+        )
+    if status == 415:
+        return (
+            errors.AnalyticsUnsupportedMediaTypeError,
+            "the server refused the content type; a proxy between may be rewriting requests",
+        )
+    if status == 429:
+        return (
+            errors.AnalyticsRateLimitError,
+            f"still rate limited after {attempts} attempt(s); lower the request rate or "
+            "raise max_attempts",
+        )
+    if status in (499, 501):
+        cls, advice = _NOT_COMPLETED_BY_CODE.get(
+            code if isinstance(code, int) else -1,
+            (errors.AnalyticsNotCompletedError, "the operation was not completed"),
+        )
+        return cls, advice
+    if 500 <= status < 600:
+        return (
+            errors.AnalyticsServerError,
+            f"server error after {attempts} attempt(s); the platform or a proxy failed",
+        )
+    if 300 <= status < 400:
+        return (
+            errors.AnalyticsApiError,
+            "unexpected redirect (not followed, so credentials stay with the configured "
+            "host); check the scheme, host and path of the base URL",
+        )
+    return errors.AnalyticsApiError, "unexpected answer"
+
+
+def error_from_response(
+    operation: Operation, response: HttpAnswer, *, attempts: int, secrets: Iterable[str]
+) -> errors.AnalyticsApiError:
+    """The error for a non-success answer.
+
+    :param operation: the operation that got the answer.
+    :param response: the answer (a ``requests`` or an ``httpx`` response).
+    :param attempts: attempts made, for the message.
+    :param secrets: values to mask.
+    """
+    status = response.status_code
+    secrets = tuple(secrets)
+    redactor = Redactor(secrets)
+    code, msg, data = _error_body(response, redactor)
+    cls, advice = _classify(status, code, operation, attempts)
+    detail = f"HTTP {status}"
+    if code is not None and code != status:
+        detail += f", code {redactor.excerpt(code, 80)}"
+    if msg:
+        detail += f": {msg}"
+    message = f"{operation.name}: {advice} ({detail})"
+    if cls is errors.AnalyticsBadRequestError and isinstance(data, list) and data:
+        message += f"; offending parameters: {redactor.excerpt(', '.join(map(str, data)))}"
+    if cls is errors.AnalyticsServerError and not operation.idempotent:
+        message += "." + _unknown_outcome(operation)
+    return cls(
+        message,
+        status=status,
+        code=code,
+        msg=msg,
+        data=data,
+        operation=operation.name,
+        secrets=secrets,
+    )
+
+
+def _transport_advice(phase: FailurePhase, attempts: int) -> str:
+    if phase is FailurePhase.TLS:
+        return "TLS failed; check the certificate, the verify setting or the CA bundle"
+    if phase is FailurePhase.CONNECT:
+        return (
+            f"could not connect after {attempts} attempt(s); check the base URL, "
+            "that the platform is up and that no firewall or proxy is in the way"
+        )
+    if phase is FailurePhase.EXCHANGE:
+        return (
+            f"no complete answer after {attempts} attempt(s); the server or a proxy "
+            "dropped the connection or was too slow (see read_timeout)"
+        )
+    return "the request could not be made"
+
+
+def error_from_transport(
+    operation: Operation, exc: BaseException, *, attempts: int, secrets: Iterable[str]
+) -> AnalyticsTransportError:
+    """The error for a request that got no answer, by how far it got.
+
+    :param operation: the operation that failed.
+    :param exc: what the HTTP library raised (its text masked here).
+    :param attempts: attempts made.
+    :param secrets: values to mask.
+    """
+    phase = classify_transport_error(exc)
+    secrets = tuple(secrets)
+    shown = Redactor(secrets).excerpt(Redactor(secrets).text(str(exc)))
+    name = type(exc).__name__
+    message = f"{operation.name}: {_transport_advice(phase, attempts)} ({name}: {shown})"
+    if phase is FailurePhase.EXCHANGE and not operation.idempotent:
+        message += "." + _unknown_outcome(operation)
+    error = AnalyticsTransportError(message, operation=operation.name, secrets=secrets)
+    error.phase = phase
+    error.reason = f"{name}: {phase.value}"
+    return error
+
+
+def _causes(exc: BaseException) -> list[BaseException]:
+    """The exception, the exceptions it wraps (``args`` and ``reason``) and its context chain."""
+    seen: list[BaseException] = []
+    pending: list[BaseException] = [exc]
+    while pending:
+        current = pending.pop()
+        if any(current is s for s in seen):
+            continue
+        seen.append(current)
+        for nested in (
+            getattr(current, "reason", None),
+            current.__cause__,
+            current.__context__,
+            *current.args,
+        ):
+            if isinstance(nested, BaseException):
+                pending.append(nested)
+    return seen
+
+
+def _requests_phase(exc: requests.RequestException) -> FailurePhase:
+    if isinstance(exc, requests.exceptions.SSLError):
+        return FailurePhase.TLS
+    if isinstance(exc, requests.ConnectTimeout):
+        return FailurePhase.CONNECT
+    if isinstance(exc, requests.ConnectionError) and any(
+        isinstance(c, NewConnectionError | ConnectTimeoutError) for c in _causes(exc)
+    ):
+        return FailurePhase.CONNECT
+    if isinstance(
+        exc,
+        requests.Timeout | requests.ConnectionError | requests.exceptions.ChunkedEncodingError,
+    ):
+        return FailurePhase.EXCHANGE
+    return FailurePhase.OTHER
+
+
+def _httpx_phase(exc: BaseException) -> FailurePhase:
+    import httpx  # only an httpx exception gets here, so httpx is loaded already
+
+    if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout | httpx.PoolTimeout):
+        if any(isinstance(c, ssl.SSLError) for c in _causes(exc)):
+            return FailurePhase.TLS
+        return FailurePhase.CONNECT
+    if isinstance(
+        exc,
+        httpx.TimeoutException
+        | httpx.ReadError
+        | httpx.WriteError
+        | httpx.CloseError
+        | httpx.RemoteProtocolError
+        | httpx.DecodingError,
+    ):
+        return FailurePhase.EXCHANGE
+    return FailurePhase.OTHER
+
+
+def classify_transport_error(exc: BaseException) -> FailurePhase:
+    """Tell how far a failed request got, which decides whether it may be retried. The one
+    place that reads what ``requests`` and ``httpx`` raise (``httpx`` is imported only for an
+    exception that is not ``requests``', so the synchronous path never loads it).
+
+    :param exc: what ``requests`` or ``httpx`` raised instead of returning a response.
+    """
+    if isinstance(exc, requests.RequestException):
+        return _requests_phase(exc)
+    if type(exc).__module__.split(".")[0] == "httpx":
+        return _httpx_phase(exc)
+    return FailurePhase.OTHER
 
 
 def auth_headers(config: ClientConfig, operation: Operation) -> dict[str, str]:
@@ -94,20 +375,6 @@ class Outgoing:
     read_timeout: float
 
 
-@dataclass(frozen=True)
-class Verdict:
-    """What to do after one attempt: accept its answer, wait ``retry_in`` seconds and try
-    again, or raise ``error``."""
-
-    retry_in: float | None = None
-    error: AnalyticsError | None = None
-
-    @property
-    def accepted(self) -> bool:
-        """The answer is a success (2xx) to hand back."""
-        return self.retry_in is None and self.error is None
-
-
 class CallAttempts:
     """One call of ``operation``: the request to send and the verdict on every attempt.
 
@@ -119,6 +386,8 @@ class CallAttempts:
     :param json: JSON body, or ``None`` for no body.
     :param read_timeout: read timeout instead of the configured one.
     :param extra_secrets: values of this request to mask in errors, besides the credentials.
+    :param route: the proxy route the transport takes; its refusal is raised here, before
+        anything is sent, and its proxy's password is masked too.
     :param time_limit: seconds the whole call may take, retries included, instead of
         ``request_deadline``.
     :param clock: monotonic seconds (injectable for tests).
@@ -137,10 +406,14 @@ class CallAttempts:
         json: Any = None,
         read_timeout: float | None = None,
         extra_secrets: Iterable[str] = (),
+        route: Route | None = None,
         time_limit: float | None = None,
         clock: Callable[[], float] = time.monotonic,
         throttle: PlatformThrottle | None = None,
     ) -> None:
+        if route is not None:
+            route.check(operation.name)
+            extra_secrets = (*extra_secrets, *route.secrets)
         headers = {"User-Agent": config.user_agent, "Accept": "application/json"}
         headers.update(auth_headers(config, operation))
         if json is not None:
@@ -166,6 +439,8 @@ class CallAttempts:
         self.concurrency = config.max_concurrent_calls
         """Calls in flight to the platform this call tolerates before it starts."""
         self._covered = -math.inf
+        self._ended: AnalyticsError | None = None
+        """The error that ends the call at once (its deadline, or no turn within it)."""
 
     def hold_off(self) -> float | None:
         """Seconds to wait before the next attempt because the platform asked every caller
@@ -183,13 +458,14 @@ class CallAttempts:
         left = self._ends - self._clock()
         if seconds >= left:
             name = self.operation.name
-            raise AnalyticsRateLimitError(
+            self._ended = AnalyticsRateLimitError(
                 f"{name}: the platform asked every caller to wait {seconds:.1f} s more "
                 f"(Retry-After of an earlier answer), beyond the {max(left, 0.0):.1f} s left "
                 "of this call's deadline; run fewer calls at once (max_concurrent_calls, the "
                 "Airflow pool) or raise request_deadline",
                 operation=name,
             )
+            raise self._ended
         self._covered = moment
         logger.info(
             "%s: the platform asked every caller to wait (Retry-After); waiting %.2f s",
@@ -218,13 +494,14 @@ class CallAttempts:
     def no_place_error(self) -> AnalyticsTransportError:
         """The error of a call that found no place among the calls in flight in time."""
         name = self.operation.name
-        return AnalyticsTransportError(
+        self._ended = error = AnalyticsTransportError(
             f"{name}: no turn to call the platform within {self._limit:g} s: "
             f"{self.concurrency} call(s) to it stayed in flight from this process "
             "(max_concurrent_calls), a streamed export holding its place until its body is "
             "read; raise max_concurrent_calls or request_deadline, or run fewer calls at once",
             operation=name,
         )
+        return error
 
     def start(self) -> float:
         """Count the next attempt and return the seconds it may take (the rest of the
@@ -238,73 +515,74 @@ class CallAttempts:
             raise self._deadline_error()
         return left
 
-    def after_answer(self, answer: HttpAnswer) -> Verdict:
-        """The verdict on an attempt that got an HTTP answer.
-
-        :param answer: the answer (its body is read only for an error to raise).
-        """
+    def judge(self, answer: HttpAnswer) -> None:
+        """Accept a successful (2xx) answer, or raise the error of an attempt that got an error
+        answer (its body read only then). A readable ``Retry-After`` on a 429 or 503 becomes
+        the error's ``retry_after`` (up to ``retry_after_max``) and holds off every caller of
+        the platform, not only this one."""
         status = answer.status_code
         if 200 <= status < 300:
-            return Verdict()
-        policy, operation = self._policy, self.operation
-        wait, moment = None, -math.inf
+            return
+        policy, wait = self._policy, None
         if status in RETRY_AFTER_STATUSES:
             wait = parse_retry_after(answer.headers.get("Retry-After"), now=policy.clock())
-            if wait is not None:  # every caller of the platform holds off, not only this one
+            if wait is not None:
                 wait = min(wait, policy.retry_after_max)
                 moment = self.throttle.hold_off(wait, status=status)
-        if policy.has_attempts_left(self.attempt) and policy.retries_status(
-            status, idempotent=operation.idempotent
-        ):
-            delay = self._wait_within_deadline(f"HTTP {status}", wait)
-            if delay is not None:
-                if wait is not None:
-                    self._covered = max(self._covered, moment)  # this wait covers it
-                return Verdict(retry_in=delay)
-        error = error_from_response(operation, answer, attempts=self.attempt, secrets=self._secrets)
-        return Verdict(error=error)
+                self._covered = max(self._covered, moment)  # a retry waits for it anyway
+        error = error_from_response(
+            self.operation, answer, attempts=self.attempt, secrets=self._secrets
+        )
+        error.retry_after, error.reason = wait, f"HTTP {status}"
+        raise error
 
-    def after_failure(self, exc: BaseException, *, cut_by_deadline: bool = False) -> Verdict:
-        """The verdict on an attempt that got no HTTP answer.
+    def failed(self, exc: BaseException, *, cut_by_deadline: bool = False) -> AnalyticsError:
+        """The error of an attempt that got no HTTP answer.
 
         :param exc: what the HTTP library raised.
         :param cut_by_deadline: the transport stopped the attempt because the call's
             deadline passed.
         """
         if cut_by_deadline or self._clock() >= self._ends:
-            return Verdict(error=self._deadline_error())
-        failure = classify_transport_error(exc)
-        policy, operation = self._policy, self.operation
-        if policy.has_attempts_left(self.attempt) and policy.retries_transport(
-            failure, idempotent=operation.idempotent
-        ):
-            delay = self._wait_within_deadline(failure.reason)
-            if delay is not None:
-                return Verdict(retry_in=delay)
-        error = error_from_transport(
-            operation,
-            failure,
-            attempts=self.attempt,
-            detail=Redactor(self._secrets).text(str(exc)),
-            secrets=self._secrets,
-        )
-        return Verdict(error=error)
+            return self._deadline_error()
+        name, secrets = self.operation, self._secrets
+        return error_from_transport(name, exc, attempts=self.attempt, secrets=secrets)
 
-    def _wait_within_deadline(self, reason: str, retry_after: float | None = None) -> float | None:
-        """The wait before the next attempt, logged; ``None`` when the call's deadline would
-        pass before that attempt could start (the attempt's own error is raised at once then,
-        instead of sleeping into a deadline error)."""
-        policy = self._policy
-        delay = policy.delay(self.attempt, retry_after)
-        if delay >= self._ends - self._clock():
-            return None
-        return policy.announce(self.operation.name, self.attempt, reason, delay)
+    def retries(self, error: BaseException) -> bool:
+        """Whether the call is tried again after ``error`` (the attempt budget and the deadline
+        aside): the error says it is transient, and the operation may be repeated, or the
+        request provably never reached the server."""
+        if error is self._ended or not errors.is_transient(error):
+            return False
+        if self.operation.idempotent:
+            return True
+        if isinstance(error, AnalyticsTransportError):
+            return error.phase is FailurePhase.CONNECT
+        return getattr(error, "status", None) in NOT_PROCESSED_STATUSES
+
+    def retrying(self, sleep: Callable[[float], None]) -> Retrying:
+        """The retry engine for this call's attempts, within its deadline."""
+        return self._policy.retrying(self.operation.name, sleep=sleep, **self._engine)
+
+    def retrying_async(self, sleep: Callable[[float], Awaitable[None]]) -> AsyncRetrying:
+        """:meth:`retrying` for a coroutine."""
+        return self._policy.retrying_async(self.operation.name, sleep=sleep, **self._engine)
+
+    @property
+    def _engine(self) -> dict[str, Any]:
+        return {
+            "retries": self.retries,
+            "deadline": self._ends,
+            "clock": self._clock,
+            "logger": logger,
+        }
 
     def _deadline_error(self) -> AnalyticsTransportError:
         name = self.operation.name
-        return AnalyticsTransportError(
+        self._ended = error = AnalyticsTransportError(
             f"{name}: no complete answer within {self._limit:g} s (attempt {self.attempt}); "
             "the server is stalled or sends too slowly; raise request_deadline if it is "
             "merely slow",
             operation=name,
         )
+        return error

@@ -56,27 +56,23 @@ def _attach_current(connection: HTTPConnection) -> None:
         watch.attach(connection)
 
 
-class _WatchedHTTPConnection(HTTPConnection):
-    def request(self, *args: Any, **kwargs: Any) -> None:
-        super().request(*args, **kwargs)
+def _watched(connection: type[HTTPConnection]) -> type[HTTPConnection]:
+    """``connection`` telling the current thread's watch which socket its request went on."""
+
+    def request(self: HTTPConnection, *args: Any, **kwargs: Any) -> None:
+        connection.request(self, *args, **kwargs)
         _attach_current(self)
 
-
-class _WatchedHTTPSConnection(HTTPSConnection):
-    def request(self, *args: Any, **kwargs: Any) -> None:
-        super().request(*args, **kwargs)
-        _attach_current(self)
+    return type(f"_Watched{connection.__name__}", (connection,), {"request": request})
 
 
-class _WatchedHTTPPool(HTTPConnectionPool):
-    ConnectionCls = _WatchedHTTPConnection
-
-
-class _WatchedHTTPSPool(HTTPSConnectionPool):
-    ConnectionCls = _WatchedHTTPSConnection
-
-
-_WATCHED_POOLS = {"http": _WatchedHTTPPool, "https": _WatchedHTTPSPool}
+_WATCHED_POOLS = {
+    scheme: type(f"_Watched{pool.__name__}", (pool,), {"ConnectionCls": _watched(connection)})
+    for scheme, pool, connection in (
+        ("http", HTTPConnectionPool, HTTPConnection),
+        ("https", HTTPSConnectionPool, HTTPSConnection),
+    )
+}
 
 
 class DeadlineAdapter(HTTPAdapter):

@@ -21,7 +21,7 @@ from airflow_provider_analytics.core.redaction import Redactor
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-    from airflow_provider_analytics.client.failures import HttpAnswer
+    from airflow_provider_analytics.client.attempts import HttpAnswer
     from airflow_provider_analytics.core.answers import Asked
 
 _CHECK_ADDRESS = "check that the base URL points at the platform's open API"

@@ -1,8 +1,9 @@
 """The synchronous transport: one pooled ``requests.Session`` driving :class:`CallAttempts`.
 
-Every operation goes through :meth:`HttpSession.request`. What to send and what to do after
-each attempt is decided by :mod:`~airflow_provider_analytics.client.attempts`, shared with the
-asynchronous transport; this module only sends, sleeps and closes. The adapter's own retries
+Every operation goes through :meth:`HttpSession.request`. What to send and what each attempt's
+outcome is are decided by :mod:`~airflow_provider_analytics.client.attempts`, shared with the
+asynchronous transport, and the retry engine repeats the attempts; this module only sends,
+sleeps and closes. The adapter's own retries
 are off (``max_retries=0``): retrying is decided per operation, because creating something
 twice is not the same as reading it twice. The proxy is decided by
 :mod:`~airflow_provider_analytics.client.proxies` and given with every request, so
@@ -26,7 +27,7 @@ import requests
 from airflow_provider_analytics.client.attempts import CallAttempts
 from airflow_provider_analytics.client.deadline import DeadlineAdapter, deadline
 from airflow_provider_analytics.client.proxies import proxy_route
-from airflow_provider_analytics.client.retry import RetryPolicy
+from airflow_provider_analytics.core.retry import RetryPolicy
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping
@@ -102,29 +103,14 @@ class HttpSession:
         :raises AnalyticsTransportError: no answer, after the retries allowed, or no turn
             among the calls in flight within the deadline.
         """
-        response, slot = self._exchange(
-            operation,
-            path,
-            params=params,
-            json=json,
-            stream=False,
-            read_timeout=read_timeout,
-            extra_secrets=extra_secrets,
-            time_limit=time_limit,
-        )
+        options = {"params": params, "json": json, "read_timeout": read_timeout}
+        options |= {"extra_secrets": extra_secrets, "time_limit": time_limit}
+        response, slot = self._exchange(operation, path, stream=False, options=options)
         slot.release()
         return response
 
     def open_stream(
-        self,
-        operation: Operation,
-        path: str,
-        *,
-        params: Mapping[str, Any] | None = None,
-        json: Any = None,
-        read_timeout: float | None = None,
-        extra_secrets: Iterable[str] = (),
-        time_limit: float | None = None,
+        self, operation: Operation, path: str, **options: Any
     ) -> tuple[requests.Response, Slot]:
         """Send ``operation`` and return its successful answer with the body unread, and the
         place among the calls in flight it holds.
@@ -133,16 +119,7 @@ class HttpSession:
         released when the answer is garbage-collected. Arguments and errors as in
         :meth:`request` (``time_limit`` runs until the headers have arrived).
         """
-        response, slot = self._exchange(
-            operation,
-            path,
-            params=params,
-            json=json,
-            stream=True,
-            read_timeout=read_timeout,
-            extra_secrets=extra_secrets,
-            time_limit=time_limit,
-        )
+        response, slot = self._exchange(operation, path, stream=True, options=options)
         weakref.finalize(response, slot.release)
         return response, slot
 
@@ -160,32 +137,15 @@ class HttpSession:
             slot.release()  # another call got a Retry-After meanwhile: wait that out first
 
     def _exchange(
-        self,
-        operation: Operation,
-        path: str,
-        *,
-        params: Mapping[str, Any] | None,
-        json: Any,
-        stream: bool,
-        read_timeout: float | None,
-        extra_secrets: Iterable[str],
-        time_limit: float | None,
+        self, operation: Operation, path: str, *, stream: bool, options: dict[str, Any]
     ) -> tuple[requests.Response, Slot]:
-        self._route.check(operation.name)
         call = CallAttempts(
-            self._config,
-            self._retry,
-            operation,
-            path,
-            params=params,
-            json=json,
-            read_timeout=read_timeout,
-            extra_secrets=(*extra_secrets, *self._route.secrets),
-            time_limit=time_limit,
+            self._config, self._retry, operation, path, route=self._route, **options
         )
         out = call.request
         proxies = self._route.for_requests(out.url)
-        while True:
+
+        def attempt() -> tuple[requests.Response, Slot]:
             slot = self._take_turn(call)
             try:
                 left = call.start()
@@ -204,22 +164,18 @@ class HttpSession:
                     )
             except requests.RequestException as exc:
                 slot.release()
-                verdict = call.after_failure(exc, cut_by_deadline=watch.expired)
+                error = call.failed(exc, cut_by_deadline=watch.expired)
             except BaseException:
                 slot.release()
                 raise
             else:
                 try:
-                    verdict = call.after_answer(response)
+                    call.judge(response)
                 except BaseException:
                     slot.release()
                     response.close()
                     raise
-                if verdict.accepted:
-                    return response, slot
-                response.close()
-                slot.release()
-            if verdict.error is not None:
-                raise verdict.error from None
-            assert verdict.retry_in is not None
-            self._sleep(verdict.retry_in)
+                return response, slot
+            raise error from None
+
+        return call.retrying(self._sleep)(attempt)

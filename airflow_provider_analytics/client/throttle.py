@@ -1,5 +1,4 @@
-"""What every caller of one platform shares within this process: a bound on the calls in
-flight, and a moment before which no call starts because the platform asked to be left alone.
+"""The one hold-off, and the bound on calls in flight, of every caller of one platform.
 
 A process holds one :class:`PlatformThrottle` per platform (base URL), however many clients,
 threads or event loops call it, so threads reading shards of one export, or several tasks'
@@ -13,12 +12,14 @@ clients in one triggerer, share one budget:
   hold-off moment that far ahead (up to ``retry_after_max``): every call that starts afterwards,
   from any thread, waits until then, not only the call that got the answer.
 
-Both hold within one process only. Other processes (Celery workers, other tasks) keep their own;
-an Airflow pool bounds how many of them run at once. A forked child starts with none of its
-parent's state. To spread a hold-off further, a caller listens (:meth:`PlatformThrottle.listen`)
-for the hold-offs answers ask for and passes them on: the shards of one cohort export share
-theirs through their staging folder (:mod:`~airflow_provider_analytics.jobs.shard_hold`), so a
-``Retry-After`` one worker gets holds off every worker reading that export.
+The hold-off reaches beyond the process through a **shared record** (:class:`SharedRecord`)
+attached for a block of work (:meth:`PlatformThrottle.sharing`): while it is attached, the
+hold-offs the answers of that thread's calls ask for are published to the record, and every
+call's turn first takes in what the record holds (so the other processes of a worker, and the
+other workers, hold off too). The shards of one cohort export attach the record in their
+staging folder (:mod:`~airflow_provider_analytics.jobs.shard_hold`). Without one, a hold-off
+holds within the process only; an Airflow pool bounds how many processes run at once. A forked
+child starts with none of its parent's state.
 
 Only decisions and bookkeeping live here, no HTTP library: the transports
 (:mod:`~airflow_provider_analytics.client.session`,
@@ -33,16 +34,29 @@ import math
 import os
 import threading
 import time
+import warnings
 from collections import deque
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 from urllib.parse import urlsplit
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
 
 DEFAULT_MAX_CONCURRENT_CALLS = 4
 """Calls in flight to one platform from one process unless ``max_concurrent_calls`` says
 otherwise; also the slots of the Airflow pool the development stack creates."""
+
+
+class SharedRecord(Protocol):
+    """A hold-off record other processes read too (``hold.json`` of a staging folder)."""
+
+    def publish(self, seconds: float, status: int, who: str) -> None:
+        """Ask every reader to hold off ``seconds`` from now, because of an answer ``who``
+        got with ``status``; never raises."""
+
+    def observe(self) -> float | None:
+        """Seconds from now the record asks this process to hold off, once per record; ``None``
+        when it asks nothing new."""
 
 
 class Slot:
@@ -96,7 +110,7 @@ class PlatformThrottle:
         self._in_flight = 0
         self._waiters: deque[_Waiter] = deque()
         self._resume_at = -math.inf
-        self._listeners: list[Callable[[float, int], None]] = []
+        self._shared: list[tuple[int | None, SharedRecord, str]] = []
 
     def __repr__(self) -> str:
         return f"PlatformThrottle(in_flight={self._in_flight}, waiting={len(self._waiters)})"
@@ -117,41 +131,79 @@ class PlatformThrottle:
         """Let no call start for ``seconds`` from now (a later moment already set stays).
 
         :param seconds: how long the platform asked every caller to wait.
-        :param status: the HTTP status of the answer that asked for it; the listeners
-            (:meth:`listen`) hear of a hold-off only then, not of one passed on from elsewhere.
+        :param status: the HTTP status of the answer that asked for it; only then is the
+            hold-off published to the shared records this thread attached (not one taken in
+            from a record).
         :returns: the moment this request asks for, in the clock's seconds; a caller that has
             already waited until then passes it to :meth:`pending` as covered.
         """
         moment = self._clock() + max(seconds, 0.0)
+        thread = threading.get_ident()
         with self._lock:
             self._resume_at = max(self._resume_at, moment)
-            listeners = list(self._listeners)
+            shared = [(r, who) for owner, r, who in self._shared if owner in (thread, None)]
         if status is not None:
-            for listener in listeners:
-                listener(seconds, status)
+            for record, who in shared:
+                record.publish(seconds, status, who)
         return moment
 
-    def listen(self, listener: Callable[[float, int], None]) -> Callable[[], None]:
-        """Call ``listener(seconds, status)`` for every hold-off an answer asks for from now
-        on, on the thread that got the answer, before that call waits; returns the function
-        that stops it. A listener must not raise, and should be quick.
-        """
+    @contextlib.contextmanager
+    def sharing(self, record: SharedRecord, who: str) -> Iterator[None]:
+        """For the block, share the hold-off through ``record``: the hold-offs that answers to
+        this thread's calls ask for are published to it as ``who``'s, and every call's turn
+        takes in what it holds (:meth:`pending`)."""
+        entry = (threading.get_ident(), record, who)
         with self._lock:
-            self._listeners.append(listener)
+            self._shared.append(entry)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._shared.remove(entry)
+
+    def listen(self, listener: Callable[[float, int], None]) -> Callable[[], None]:
+        """Deprecated: attach a :class:`SharedRecord` with :meth:`sharing` instead. Calls
+        ``listener(seconds, status)`` for every hold-off an answer asks for, from any thread;
+        returns the function that stops it."""
+        warnings.warn(
+            "PlatformThrottle.listen is deprecated; share the hold-off through a record "
+            "attached with PlatformThrottle.sharing (airflow_provider_analytics.client.throttle)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+
+        class Heard:
+            def publish(self, seconds: float, status: int, who: str) -> None:
+                listener(seconds, status)
+
+            def observe(self) -> None:
+                return None
+
+        entry = (None, Heard(), "")
+        with self._lock:
+            self._shared.append(entry)
 
         def stop() -> None:
             with self._lock, contextlib.suppress(ValueError):
-                self._listeners.remove(listener)
+                self._shared.remove(entry)
 
         return stop
 
     def pending(self, covered: float) -> tuple[float, float] | None:
         """The hold-off a caller has still to wait: ``(moment, seconds from now)``, or ``None``.
 
+        What an attached shared record holds is taken in first.
+
         :param covered: the latest moment the caller has already waited for (its own
             ``Retry-After``, or an earlier hold-off); a moment up to it asks nothing more, so a
             caller never waits twice for the same answer.
         """
+        with self._lock:
+            records = list(dict.fromkeys(record for _, record, _ in self._shared))
+        for record in records:
+            seconds = record.observe()
+            if seconds is not None:
+                self.hold_off(seconds)
         with self._lock:
             moment = self._resume_at
         if moment <= covered:

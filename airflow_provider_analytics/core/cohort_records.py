@@ -48,6 +48,8 @@ class ExportRecordError(AnalyticsProtocolError):
     the export asked for, or it is the platform's error object. Not retried: the platform said
     what it said; nothing is written."""
 
+    transient = False
+
 
 def decode_line(
     line: bytes, number: int, *, using: json.JSONDecoder | None = None

@@ -5,12 +5,18 @@ Every error carries ``status`` (HTTP status or ``None``), ``code``, ``msg`` and 
 ``operation`` (the client method that failed). Messages say what happened and what to
 check. Whatever an error shows is passed through a :class:`Redactor` built from the
 connection's secrets, so a server echoing a header cannot leak a token.
+
+Each class also says whether it is **transient** (:attr:`AnalyticsError.transient`): whether
+the same call may succeed if it is made again later. This is the one place that decides it;
+the retry engine (:mod:`~airflow_provider_analytics.core.retry`), the export's attempts, the
+shard reads and the data-ready sensor all ask the error.
 """
 
 from __future__ import annotations
 
 import reprlib
-from typing import TYPE_CHECKING, Any
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any, Final
 
 from airflow_provider_analytics.core.redaction import Redactor
 
@@ -19,6 +25,11 @@ if TYPE_CHECKING:
 
 _NOT_GIVEN: Any = object()
 _MAX_SHOWN_VALUE = 80
+
+TRANSIENT_STATUSES: Final = frozenset({429, 500, 502, 503, 504})
+"""The HTTP statuses another attempt may mend: rate limited, server error, bad gateway,
+unavailable, gateway timeout. (501 says the operation was not completed and why; 505 and the
+other 5xx name a setup fault.)"""
 
 
 def _restore(cls: type[AnalyticsError], state: dict[str, Any]) -> AnalyticsError:
@@ -40,6 +51,18 @@ class AnalyticsError(Exception):
     :param operation: name of the client method that failed.
     :param secrets: values to mask in everything the error shows.
     """
+
+    @property
+    def transient(self) -> bool:
+        """Whether the same call may succeed if made again later: each class answers for its
+        instances (the HTTP errors from their status); by default it may not."""
+        return False
+
+    retry_after: float | None = None
+    """Seconds the server asked the caller to wait (``Retry-After``), when it did."""
+
+    reason: str | None = None
+    """A short account of the failure for the retry log (``HTTP 503``), when there is one."""
 
     def __init__(
         self,
@@ -69,6 +92,12 @@ class AnalyticsError(Exception):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (_restore, (type(self), dict(self.__dict__)))
+
+
+def is_transient(error: BaseException) -> bool:
+    """Whether ``error`` says the same call may succeed if made again later (its class's
+    answer, :attr:`AnalyticsError.transient`; ``False`` outside the package's hierarchy)."""
+    return isinstance(error, AnalyticsError) and error.transient
 
 
 def _bounded_repr_settings() -> reprlib.Repr:
@@ -135,6 +164,11 @@ class AnalyticsConfigurationError(AnalyticsError, ValueError):
 class AnalyticsApiError(AnalyticsError):
     """The server answered with an error status (or an unexpected one)."""
 
+    @property
+    def transient(self) -> bool:
+        """Whether the status is one another attempt may mend (:data:`TRANSIENT_STATUSES`)."""
+        return self.status in TRANSIENT_STATUSES
+
 
 class AnalyticsBadRequestError(AnalyticsApiError):
     """400 (legacy 498): a parameter is empty or wrong, or the object does not exist.
@@ -160,7 +194,10 @@ class AnalyticsUnsupportedMediaTypeError(AnalyticsApiError):
 
 
 class AnalyticsRateLimitError(AnalyticsApiError):
-    """429, still answered after every retry was spent."""
+    """429, still answered after every retry was spent (or a hold-off longer than the call
+    may wait): transient, since the platform asks only to wait."""
+
+    transient = True
 
 
 class AnalyticsNotCompletedError(AnalyticsApiError):
@@ -187,8 +224,31 @@ class AnalyticsServerError(AnalyticsApiError):
     """A 5xx answer (other than 501), after the retries the operation allows."""
 
 
+class FailurePhase(StrEnum):
+    """How far a request got before it failed without an HTTP answer."""
+
+    CONNECT = "could not connect"
+    """Refused, unresolvable or timed out while connecting: never reached the server."""
+    TLS = "TLS failed"
+    """The TLS handshake failed: never reached the server, and retrying will not help."""
+    EXCHANGE = "connection dropped or timed out after sending"
+    """Sent, but no complete answer came back: the server may have processed it."""
+    OTHER = "request could not be made"
+    """Anything else (an invalid URL or header, for example): retrying will not help."""
+
+
 class AnalyticsTransportError(AnalyticsError):
-    """No usable answer: connection failure or timeout, after the retries allowed."""
+    """No usable answer: connection failure or timeout, after the retries allowed.
+
+    ``phase`` tells how far the request got (``None``: the call's deadline or turn ran out);
+    a TLS failure or a request that could not be made is not transient.
+    """
+
+    phase: FailurePhase | None = None
+
+    @property
+    def transient(self) -> bool:
+        return self.phase not in (FailurePhase.TLS, FailurePhase.OTHER)
 
 
 class AnalyticsStreamError(AnalyticsTransportError):
@@ -196,7 +256,14 @@ class AnalyticsStreamError(AnalyticsTransportError):
 
 
 class AnalyticsProtocolError(AnalyticsError):
-    """A successful status whose body is not the JSON shape the operation promises."""
+    """A successful status whose body is not the JSON shape the operation promises.
+
+    Transient: a body cut or garbled on its way (a proxy's page, a truncated answer) is mended
+    by asking again, as a malformed line of a stream is; a subclass whose fault another
+    attempt cannot mend says so.
+    """
+
+    transient = True
 
 
 class AnalyticsUsageError(AnalyticsError, TypeError, RuntimeError):

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import random
 import time
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -21,12 +20,7 @@ import pyarrow as pa
 
 from airflow_provider_analytics.client.validation import CohortQuery, cohort_query
 from airflow_provider_analytics.core import rules
-from airflow_provider_analytics.core.errors import (
-    AnalyticsError,
-    AnalyticsServerError,
-    AnalyticsStreamError,
-    AnalyticsTransportError,
-)
+from airflow_provider_analytics.core.errors import AnalyticsError
 from airflow_provider_analytics.core.ndjson import iter_counted_blocks
 from airflow_provider_analytics.core.progress import (
     DEFAULT_PROGRESS_INTERVAL,
@@ -34,6 +28,7 @@ from airflow_provider_analytics.core.progress import (
     progress_interval,
     rate_text,
 )
+from airflow_provider_analytics.core.retry import RetryPolicy
 from airflow_provider_analytics.jobs.export_settings import ExportSettings
 from airflow_provider_analytics.pipeline import map_ahead, read_ahead
 from airflow_provider_analytics.sinks.parquet import (
@@ -81,16 +76,9 @@ def _warn_unset_timezone(schema: ExportSchema) -> None:
 
 class ExportIncompleteError(AnalyticsError, RuntimeError):
     """The export delivered a different number of rows than the cohort holds, or every
-    attempt failed."""
+    attempt failed: transient, another attempt (or run) may deliver them all."""
 
-
-RETRYABLE_FAULTS = (
-    # what another attempt may mend (the stream, the shards)
-    AnalyticsStreamError,  # includes MalformedStreamError (a cut or corrupted stream)
-    AnalyticsTransportError,
-    AnalyticsServerError,
-    ExportIncompleteError,
-)
+    transient = True
 
 
 @dataclass
@@ -175,8 +163,9 @@ class _ExportRun:
                     for (block, _), parsed in map_ahead(parse, blocks, settings.parse_threads):
                         parquet.add(decoder.finish(block, parsed))
                         progress.update(decoder.rows, export.bytes_read)
-                except RETRYABLE_FAULTS as error:
-                    _raise_refused_value(parquet, error)
+                except AnalyticsError as error:
+                    if error.transient:
+                        _raise_refused_value(parquet, error)
                     raise
                 finally:
                     progress.close()
@@ -194,28 +183,22 @@ class _ExportRun:
         return self.query.cohort_code
 
     def with_retries(self, sleep: Callable[[float], None]) -> tuple[int, int, BlockDecoder, int]:
-        """Attempt until one succeeds; returns rows, bytes, the decoder and the attempt."""
-        attempts = self.settings.attempts
-        for attempt in range(1, attempts + 1):
-            try:
-                return (*self.attempt(), attempt)
-            except RETRYABLE_FAULTS as error:
-                if attempt == attempts:
-                    raise ExportIncompleteError(
-                        f"cohort {self.cohort_code!r}: export failed after {attempt} attempts, "
-                        f"nothing written to {self.destination}; last error: {error}"
-                    ) from error
-                delay = self.settings.retry_delay * 2 ** (attempt - 1) * random.uniform(0.5, 1.0)
-                log.warning(
-                    "cohort %s: attempt %d/%d failed (%s); retrying from the start in %.1f s",
-                    self.cohort_code,
-                    attempt,
-                    attempts,
-                    error,
-                    delay,
-                )
-                sleep(delay)
-        rules.fail("attempts", "must be at least 1", attempts)
+        """Attempt until one succeeds (the retry engine, on the errors that say they are
+        transient); returns rows, bytes, the decoder and the attempt."""
+        settings = self.settings
+        policy = RetryPolicy.doubling(settings.attempts, settings.retry_delay)
+        engine = policy.retrying(f"cohort {self.cohort_code}", sleep=sleep, logger=log)
+        try:
+            rows, bytes_written, decoder = engine(self.attempt)
+        except AnalyticsError as error:
+            if not error.transient:
+                raise
+            raise ExportIncompleteError(
+                f"cohort {self.cohort_code!r}: export failed after "
+                f"{engine.statistics['attempt_number']} attempts, nothing written to "
+                f"{self.destination}; last error: {error}"
+            ) from error
+        return rows, bytes_written, decoder, engine.statistics["attempt_number"]
 
 
 def _with_metadata(schema: pa.Schema, metadata: Mapping[str, str] | None) -> pa.Schema:

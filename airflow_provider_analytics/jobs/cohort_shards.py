@@ -32,7 +32,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import time
 import zlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
@@ -50,9 +49,15 @@ from airflow_provider_analytics.core.heap import trim_heap
 from airflow_provider_analytics.core.identity import request_digest
 from airflow_provider_analytics.core.ndjson import iter_line_blocks
 from airflow_provider_analytics.core.progress import Progress
-from airflow_provider_analytics.jobs.cohort_export import RETRYABLE_FAULTS
+from airflow_provider_analytics.core.retry import RetryPolicy
+from airflow_provider_analytics.jobs.shard_hold import (
+    HOLD_FILE,
+    ShardStagingError,
+    SharedHold,
+    first_problem,
+)
 from airflow_provider_analytics.sinks.parquet import parquet_stream, parquet_writer
-from airflow_provider_analytics.storage import remove_quietly
+from airflow_provider_analytics.storage import remove_quietly, write_bytes_atomically
 from airflow_provider_analytics.tabular.arrow import BlockDecoder
 from airflow_provider_analytics.tabular.arrow_pool import arrow_memory_pool
 from airflow_provider_analytics.tabular.numpy_views import value_slots
@@ -93,10 +98,6 @@ ID_COLUMN: Final = "distinct_id"
 class CohortChangedError(AnalyticsError, RuntimeError):
     """The cohort changed while it was read in shards (its count, or a user seen twice);
     nothing was published."""
-
-
-class ShardStagingError(AnalyticsError, ValueError):
-    """A record in the staging folder does not have the shape this module writes."""
 
 
 @dataclass(frozen=True)
@@ -198,7 +199,9 @@ class ShardPlan:
         try:
             checked = _PlanRecord.model_validate(record)
         except ValidationError as error:
-            raise ShardStagingError(f"{origin}: not a shard plan ({_first(error)})") from None
+            raise ShardStagingError(
+                f"{origin}: not a shard plan ({first_problem(error)})"
+            ) from None
         return cls(
             checked.cohort_code,
             tuple(checked.properties),
@@ -207,12 +210,6 @@ class ShardPlan:
             checked.page_size,
             checked.shard_pages,
         )
-
-
-def _first(error: ValidationError) -> str:
-    detail = error.errors()[0]
-    where = ".".join(str(part) for part in detail["loc"]) or "the record"
-    return f"{where}: {detail['msg']}"
 
 
 def choose_mode(mode: Any, rows: int, threshold: int = STREAM_ROWS_MAX) -> str:
@@ -310,8 +307,6 @@ class ShardReader:
         self.schema = schema
         self.staging = staging
         self.settings = settings
-        from airflow_provider_analytics.jobs.shard_hold import HOLD_FILE, SharedHold
-
         self.hold = SharedHold(staging / HOLD_FILE, retry_after_max=client.config.retry_after_max)
         """The hold-off every reader of the plan shares."""
 
@@ -339,34 +334,20 @@ class ShardReader:
             with record.open("rb") as handle:
                 checked = _ShardRecord.model_validate_json(handle.read())
         except ValidationError as error:
-            raise ShardStagingError(f"{record}: not a shard record ({_first(error)})") from None
+            raise ShardStagingError(
+                f"{record}: not a shard record ({first_problem(error)})"
+            ) from None
         return checked.plan == self.plan.digest and checked.rows == shard.rows
 
     def read(self, shard: Shard) -> int:
         """Read the shard's pages into its part (atomically), then record it; retried on its
-        own up to ``settings.attempts`` times. Returns the rows written."""
-        attempts = self.settings.attempts
-        for attempt in range(1, attempts + 1):
-            try:
-                with self.hold.publishing(self.throttle, f"shard {shard.index}"):
-                    rows = self._attempt(shard)
-                break
-            except CohortChangedError:
-                raise
-            except AnalyticsError as error:
-                if attempt == attempts or not isinstance(error, RETRYABLE_FAULTS):
-                    raise
-                delay = self.settings.retry_delay * 2 ** (attempt - 1)
-                log.warning(
-                    "cohort %s shard %d: attempt %d/%d failed (%s); reading it again in %.1f s",
-                    self.plan.cohort_code,
-                    shard.index,
-                    attempt,
-                    attempts,
-                    error,
-                    delay,
-                )
-                time.sleep(delay)
+        own (transient errors) up to ``settings.attempts`` times, while the throttle shares
+        its hold-off through the staging folder. Returns the rows written."""
+        settings = self.settings
+        policy = RetryPolicy.doubling(settings.attempts, settings.retry_delay)
+        subject = f"cohort {self.plan.cohort_code} shard {shard.index}"
+        with self.throttle.sharing(self.hold, f"shard {shard.index}"):
+            rows = policy.retrying(subject, logger=log)(self._attempt, shard)
         record = _ShardRecord(plan=self.plan.digest, index=shard.index, rows=rows)
         write_bytes_atomically(self.record(shard), record.model_dump_json().encode())
         return rows
@@ -392,7 +373,6 @@ class ShardReader:
             subject=f"cohort {plan.cohort_code!r} shard {shard.index}",
         ) as parquet:
             for page in range(shard.first_page, shard.last_page + 1):
-                self.hold.observe(self.throttle)  # a Retry-After another reader got
                 answer = self.client.get_cohort_user_lines(
                     query, page=page, page_size=plan.page_size
                 )
@@ -422,14 +402,6 @@ class ShardReader:
                 f"{shard.rows} planned"
             )
         return decoder.rows
-
-
-def write_bytes_atomically(path: StoragePath, data: bytes) -> None:
-    """A small object written whole or not at all."""
-    from airflow_provider_analytics.storage import atomic_destination
-
-    with atomic_destination(path) as temporary, temporary.open("wb") as handle:
-        handle.write(data)
 
 
 def load_or_start_plan(staging: StoragePath, plan: ShardPlan) -> bool:

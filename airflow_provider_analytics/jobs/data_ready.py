@@ -23,21 +23,13 @@ from airflow_provider_analytics.client.operations import (
     LIST_EVENTS,
     ApiCall,
 )
-from airflow_provider_analytics.core import errors, rules
+from airflow_provider_analytics.core import rules
 from airflow_provider_analytics.core.answers import (
     AnswerShapeError,
     EventAnswer,
     asked_of_event_request,
     decode,
 )
-
-TRANSIENT_ERRORS = (
-    errors.AnalyticsServerError,
-    errors.AnalyticsRateLimitError,
-    errors.AnalyticsTransportError,
-    errors.AnalyticsProtocolError,
-)
-"""Failures a waiting sensor logs and outlives; anything else fails it at once."""
 
 
 @dataclass(frozen=True)

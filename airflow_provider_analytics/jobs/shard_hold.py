@@ -1,9 +1,11 @@
-"""One hold-off for every shard of a cohort export, in any process on any worker.
+"""The shared record of the platform's hold-off for every shard of a cohort export.
 
-The client's throttle (:mod:`~airflow_provider_analytics.client.throttle`) holds back every call
-of one process when an answer's ``Retry-After`` asks it to, but the shards of one export run in
-many processes on many workers. The one place they all reach is the plan's staging folder, so
-the hold-off is kept there, in ``hold.json``::
+The hold-off is the throttle's (:mod:`~airflow_provider_analytics.client.throttle`): it holds
+back every call of one process when an answer's ``Retry-After`` asks it to. The shards of one
+export run in many processes on many workers, and the one place they all reach is the plan's
+staging folder, so a shard reader attaches this record of it to the throttle
+(:meth:`~airflow_provider_analytics.client.throttle.PlatformThrottle.sharing`), kept in
+``hold.json``::
 
     {"until": 1717171717.5, "status": 429, "set_by": "shard 3 (pid 4242 on worker-1)"}
 
@@ -11,15 +13,14 @@ the hold-off is kept there, in ``hold.json``::
   ``Retry-After``, the shard writes the record (whole or not at all) with ``until`` = now + the
   wait, unless the record it knows already holds until later. A record that cannot be written
   is logged and the shards go on; only the sharing is lost.
-- **Observed.** Before each page call a shard reads the record, at most once every
+- **Observed.** Before each call the throttle reads the record, at most once every
   :data:`REFRESH_SECONDS` per process (every read of object storage is a request that costs);
   a record still ahead holds the process's throttle until then, so every thread of the process
   waits, not only the shard that read it.
 - **Bounded.** Each record is honoured once, for at most ``retry_after_max`` seconds (the client
   setting that bounds a ``Retry-After``): a record dated far ahead (a clock that is wrong, a file
   written by something else) delays a process once by that much, never for ever. A record
-  that does not have the declared shape is refused by name
-  (:class:`~airflow_provider_analytics.jobs.cohort_shards.ShardStagingError`).
+  that does not have the declared shape is refused by name (:class:`ShardStagingError`).
 - **Clocks.** ``until`` is wall-clock time (UTC seconds since the epoch), the only time workers
   share. A worker whose clock is δ seconds behind the writer's waits δ seconds longer; one ahead
   waits δ seconds less, and not at all when δ exceeds the wait. Workers kept in time by NTP
@@ -33,7 +34,6 @@ until its own ``Retry-After`` has passed.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import math
 import os
@@ -44,16 +44,12 @@ from typing import TYPE_CHECKING, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from airflow_provider_analytics.jobs.cohort_shards import (
-    ShardStagingError,
-    _first,
-    write_bytes_atomically,
-)
+from airflow_provider_analytics.core.errors import AnalyticsError
+from airflow_provider_analytics.storage import write_bytes_atomically
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Callable
 
-    from airflow_provider_analytics.client.throttle import PlatformThrottle
     from airflow_provider_analytics.storage import StoragePath
 
 log = logging.getLogger(__name__)
@@ -66,6 +62,17 @@ REFRESH_SECONDS: Final = 1.0
 
 RECORD_BYTES_MAX: Final = 4096
 """A record longer than this is refused unread (the ones written here are about 100 bytes)."""
+
+
+class ShardStagingError(AnalyticsError, ValueError):
+    """A record in the staging folder does not have the shape this package writes."""
+
+
+def first_problem(error: ValidationError) -> str:
+    """The first thing a record got wrong, for the refusal's message."""
+    detail = error.errors()[0]
+    where = ".".join(str(part) for part in detail["loc"]) or "the record"
+    return f"{where}: {detail['msg']}"
 
 
 class HoldRecord(BaseModel):
@@ -116,22 +123,6 @@ class SharedHold:
     def __repr__(self) -> str:
         return f"SharedHold({self.path}, known={self._known!r})"
 
-    @contextlib.contextmanager
-    def publishing(self, throttle: PlatformThrottle, who: str) -> Iterator[None]:
-        """For the length of the block, publish as ``who``'s every hold-off an answer asks
-        of a call this thread makes through ``throttle``."""
-        thread = threading.get_ident()
-
-        def heard(seconds: float, status: int) -> None:
-            if threading.get_ident() == thread:
-                self.publish(seconds, status, who)
-
-        stop = throttle.listen(heard)
-        try:
-            yield
-        finally:
-            stop()
-
     def publish(self, seconds: float, status: int, who: str) -> None:
         """Ask every shard to hold off ``seconds`` from now, because of an answer ``who`` got
         with ``status``. Never raises: a record that cannot be written is logged."""
@@ -161,10 +152,9 @@ class SharedHold:
             seconds,
         )
 
-    def observe(self, throttle: PlatformThrottle) -> float | None:
-        """Hold ``throttle`` (this process' calls) until the shared record's moment, once per
-        record and for at most ``retry_after_max`` seconds; returns the seconds held, or
-        ``None`` when the record asks nothing new.
+    def observe(self) -> float | None:
+        """The seconds the shared record asks this process to hold its calls from now, once
+        per record and at most ``retry_after_max``; ``None`` when it asks nothing new.
 
         :raises ShardStagingError: the record is not of the declared shape.
         """
@@ -188,7 +178,6 @@ class SharedHold:
                 self.retry_after_max,
             )
             seconds = self.retry_after_max
-        throttle.hold_off(seconds)
         log.info(
             "%s got HTTP %d with Retry-After: this process holds its calls %.1f s",
             record.set_by,
@@ -229,7 +218,9 @@ class SharedHold:
         try:
             return HoldRecord.model_validate_json(raw)
         except ValidationError as error:
-            raise ShardStagingError(f"{self.path}: not a hold record ({_first(error)})") from None
+            raise ShardStagingError(
+                f"{self.path}: not a hold record ({first_problem(error)})"
+            ) from None
 
 
 def _forget_listing(path: StoragePath) -> None:

@@ -13,7 +13,8 @@ from airflow.sdk.exceptions import (
     AirflowSkipException,
 )
 
-from airflow_provider_analytics.jobs.data_ready import TRANSIENT_ERRORS, DataReadyCheck
+from airflow_provider_analytics.core.errors import is_transient
+from airflow_provider_analytics.jobs.data_ready import DataReadyCheck
 from airflow_provider_analytics.operators.base import AnalyticsBaseOperator
 from airflow_provider_analytics.operators.intervals import covered_days
 
@@ -96,11 +97,11 @@ class AnalyticsDataSensor(BaseSensorOperator, AnalyticsBaseOperator):
         try:
             check = self.data_check(context)
             readiness = check.evaluate(self.hook.get_conn().request_json(check.call()))
-        except TRANSIENT_ERRORS as error:
+        except Exception as error:
+            if not is_transient(error):  # auth, bad request, bad arguments: waiting cannot help
+                self._fail(f"data-ready check cannot succeed: {error}")
             self.log.warning("data-ready check failed transiently, will poke again: %s", error)
             return PokeReturnValue(is_done=False)
-        except Exception as error:  # auth, bad request, bad arguments: waiting cannot help
-            self._fail(f"data-ready check cannot succeed: {error}")
         self.log.info("data ready: %s; %s", readiness.ready, readiness.detail)
         return PokeReturnValue(is_done=readiness.ready, xcom_value=readiness.detail)
 

@@ -46,8 +46,8 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import itertools
 import logging
-import random
 import time
 import uuid
 import warnings
@@ -75,6 +75,7 @@ from airflow_provider_analytics.core.errors import (
     AnalyticsError,
     AnalyticsUsageError,
 )
+from airflow_provider_analytics.core.retry import RetryPolicy
 from airflow_provider_analytics.sinks.parquet import parquet_writer, streaming
 from airflow_provider_analytics.sinks.parquet_segments import cast_to, same_types
 from airflow_provider_analytics.tabular.column_names import ID_METADATA_KEY, warehouse_name
@@ -87,6 +88,7 @@ if TYPE_CHECKING:
     from pyiceberg.table import Table
     from pyiceberg.table.snapshots import Snapshot
     from pyiceberg.types import IcebergType, NestedField
+    from tenacity import Retrying
 
     from airflow_provider_analytics.core.identity import Identity
     from airflow_provider_analytics.sinks.parquet import ParquetStream
@@ -142,7 +144,19 @@ class IcebergLayoutError(IcebergSchemaError):
 
 
 class IcebergCommitError(AnalyticsError):
-    """A day's commit did not land: other writers kept committing first, every attempt."""
+    """A commit did not land because another writer committed first (every attempt, once
+    raised): transient, nothing landed and the next attempt plans again."""
+
+    transient = True
+
+
+def lost_race(identifier: str, what: str, attempt: int, error: Exception) -> IcebergCommitError:
+    """The error of a commit (``what``) that lost to another writer on attempt ``attempt``."""
+    lost = IcebergCommitError(
+        f"{identifier}: the {what} lost to other writers {attempt} times: {error}"
+    )
+    lost.reason = f"{what} lost a race ({error})"
+    return lost
 
 
 CATALOGS_WITHOUT_URI: Final = frozenset({"glue"})
@@ -393,7 +407,9 @@ class IcebergDayWriter:
         self._close_file()
         self._narrow = len(self.paths)
         self._widen = convert
-        for attempt in range(1, self.attempts + 1):
+        tries = itertools.count(1)
+
+        def turn_to_double() -> None:
             table = self.catalog.load_table(self.identifier)
             snapshot = table.current_snapshot()
             if (snapshot.snapshot_id if snapshot else None) != self._added_at:
@@ -406,11 +422,10 @@ class IcebergDayWriter:
                 with table.update_schema(allow_incompatible_changes=True) as update:
                     for field in turned:
                         update.update_column(field.name, DoubleType())
-                break
-            except CommitFailedException:
-                if attempt == self.attempts:
-                    raise
-                self._pause(attempt)
+            except CommitFailedException as error:
+                raise lost_race(self.identifier, "schema update", next(tries), error) from error
+
+        self._retrying()(turn_to_double)
         self._table = self.catalog.load_table(self.identifier)
         self._file_schema = self._with_field_ids(self._with_partition_columns(schema), self._table)
         self._data_schema = schema
@@ -517,20 +532,21 @@ class IcebergDayWriter:
     def _evolve(self, table: Table, schema: pa.Schema) -> Table:
         """Add missing columns (retrying on concurrent commits); a type that cannot evolve
         fails naming its column."""
-        for attempt in range(1, self.attempts + 1):
+        tries = itertools.count(1)
+
+        def evolve(state: list[Table]) -> None:
             try:
-                with table.update_schema() as update:
+                with state[0].update_schema() as update:
                     update.union_by_name(schema)
-                break
             except (ValidationError, ValueError, TypeError) as error:
                 raise IcebergSchemaError(
                     f"{self.identifier}: the data cannot be written as the table is: {error}"
                 ) from error
-            except CommitFailedException:
-                if attempt == self.attempts:
-                    raise
-                self._pause(attempt)
-                table = self.catalog.load_table(self.identifier)
+            except CommitFailedException as error:
+                state[0] = self.catalog.load_table(self.identifier)
+                raise lost_race(self.identifier, "schema update", next(tries), error) from error
+
+        self._retrying()(evolve, [table])
         return self.catalog.load_table(self.identifier)
 
     def _with_field_ids(self, schema: pa.Schema, table: Table) -> pa.Schema:
@@ -697,58 +713,60 @@ class IcebergDayWriter:
             column_equals(self.identity.column, self.identity.value),
             column_equals(PARTITION_COLUMN, day),
         )
-        for attempt in range(1, self.attempts + 1):
-            table = self.catalog.load_table(self.identifier)
-            transaction = table.transaction()
-            with warnings.catch_warnings():
-                # a first run of a day deletes nothing: not worth pyiceberg's warning
-                warnings.filterwarnings("ignore", "Delete operation did not match any records")
-                transaction.delete(replaced, snapshot_properties=properties)
-            if self.paths:
-                try:
-                    transaction.add_files(
-                        self.paths, snapshot_properties=properties, check_duplicate_files=False
-                    )
-                except ValueError as error:
-                    raise IcebergSchemaError(
-                        f"{self.identifier}: the data cannot be written as the table is: {error}"
-                    ) from error
+        attempts = self._retrying()
+        committed = attempts(self._commit_once, replaced, properties, itertools.count(1))
+        ours = self._snapshots_of_this_commit(committed)
+        current = committed.current_snapshot()
+        self.summary = {
+            "uri": self.identifier,
+            "rows": self.rows,
+            "data_files": len(self.paths),
+            "replaced_files": sum(
+                int(snapshot.summary.get("deleted-data-files") or 0)
+                for snapshot in ours
+                if snapshot.summary is not None
+            ),
+            "snapshot_id": current.snapshot_id if current else None,
+            "commit_attempts": attempts.statistics["attempt_number"],
+        }
+        return self.summary
+
+    def _retrying(self) -> Retrying:
+        """The retry engine for commits that lose to other writers."""
+        policy = RetryPolicy.doubling(self.attempts, self.retry_delay)
+        return policy.retrying(self.identifier, sleep=self.sleep, logger=log)
+
+    def _commit_once(
+        self, replaced: BooleanExpression, properties: dict[str, str], tries: Iterator[int]
+    ) -> Table:
+        """One transaction of :meth:`commit` against the table as it is now."""
+        table = self.catalog.load_table(self.identifier)
+        transaction = table.transaction()
+        with warnings.catch_warnings():
+            # a first run of a day deletes nothing: not worth pyiceberg's warning
+            warnings.filterwarnings("ignore", "Delete operation did not match any records")
+            transaction.delete(replaced, snapshot_properties=properties)
+        if self.paths:
             try:
-                committed = transaction.commit_transaction()
-            except (CommitFailedException, ValidationException) as error:
-                # both guarantee nothing landed: the next attempt plans the day's files
-                # again against the table as it is now (another writer of the same day
-                # committed in between: its files are replaced too)
-                if attempt == self.attempts:
-                    raise IcebergCommitError(
-                        f"{self.identifier}: the commit for {day} lost to other writers "
-                        f"{attempt} times: {error}"
-                    ) from error
-                log.info(
-                    "%s: commit for %s lost a race (%s); retrying", self.identifier, day, error
+                transaction.add_files(
+                    self.paths, snapshot_properties=properties, check_duplicate_files=False
                 )
-                self._pause(attempt)
-                continue
-            except BaseException:
-                # the commit may have landed (a lost answer): the files must stay
-                self._outcome_unknown = True
-                raise
-            ours = self._snapshots_of_this_commit(committed)
-            current = committed.current_snapshot()
-            self.summary = {
-                "uri": self.identifier,
-                "rows": self.rows,
-                "data_files": len(self.paths),
-                "replaced_files": sum(
-                    int(snapshot.summary.get("deleted-data-files") or 0)
-                    for snapshot in ours
-                    if snapshot.summary is not None
-                ),
-                "snapshot_id": current.snapshot_id if current else None,
-                "commit_attempts": attempt,
-            }
-            return self.summary
-        rules.fail("attempts", "must be at least 1", self.attempts)
+            except ValueError as error:
+                raise IcebergSchemaError(
+                    f"{self.identifier}: the data cannot be written as the table is: {error}"
+                ) from error
+        try:
+            return transaction.commit_transaction()
+        except (CommitFailedException, ValidationException) as error:
+            # both guarantee nothing landed: the next attempt plans the day's files again
+            # against the table as it is now (another writer of the same day committed in
+            # between: its files are replaced too)
+            day = properties[DAY_PROPERTY]
+            raise lost_race(self.identifier, f"commit for {day}", next(tries), error) from error
+        except BaseException:
+            # the commit may have landed (a lost answer): the files must stay
+            self._outcome_unknown = True
+            raise
 
     def _snapshots_of_this_commit(self, table: Table) -> list[Snapshot]:
         """The snapshots this commit added: from the current one back along its parents while
@@ -821,9 +839,6 @@ class IcebergDayWriter:
         """
         with streaming(_DayFiles(self, widen), schema, widen=widen, **options) as stream:
             yield stream
-
-    def _pause(self, attempt: int) -> None:
-        self.sleep(self.retry_delay * 2 ** (attempt - 1) * random.uniform(0.5, 1.0))
 
 
 class _DayFiles:

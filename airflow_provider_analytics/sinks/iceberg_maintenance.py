@@ -20,6 +20,7 @@ than any run takes between writing its first file and committing.
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import logging
 import time
 from dataclasses import dataclass, field
@@ -30,9 +31,11 @@ from pyiceberg.exceptions import CommitFailedException
 
 from airflow_provider_analytics.core import rules
 from airflow_provider_analytics.core.errors import AnalyticsConfigurationError, AnalyticsError
+from airflow_provider_analytics.core.retry import RetryPolicy
+from airflow_provider_analytics.sinks.iceberg import IcebergCommitError, lost_race
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
 
     from pyiceberg.catalog import Catalog
     from pyiceberg.io import FileIO
@@ -223,6 +226,7 @@ def maintain_table(
     dry_run: bool = False,
     now: dt.datetime | None = None,
     attempts: int = 5,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> MaintenanceResult:
     """Expire the table's old snapshots, then remove its orphan files.
 
@@ -232,6 +236,7 @@ def maintain_table(
         writing).
     :param now: the present (injectable for tests).
     :param attempts: tries of the expiry commit when other writers commit in between.
+    :param sleep: waits between those tries (injectable for tests).
     """
     if orphan_file_age < dt.timedelta(0) or snapshot_retention < dt.timedelta(0):
         raise AnalyticsConfigurationError(
@@ -240,22 +245,25 @@ def maintain_table(
     rules.positive_int(attempts, "attempts")
     now = now or dt.datetime.now(dt.UTC)
     result = MaintenanceResult(table=identifier, dry_run=dry_run)
-    for attempt in range(1, attempts + 1):
+    tries = itertools.count(1)
+
+    def expire() -> tuple[list[int], int]:
         table = catalog.load_table(identifier)
         try:
-            result.expired_snapshots, result.snapshots_kept = expire_snapshots(
+            return expire_snapshots(
                 table,
                 older_than=now - snapshot_retention,
                 retain_last=retain_last,
                 dry_run=dry_run,
             )
-            break
         except CommitFailedException as error:
-            if attempt == attempts:
-                raise IcebergMaintenanceError(
-                    f"{identifier}: snapshot expiry lost to other writers {attempt} times"
-                ) from error
-            time.sleep(0.1 * 2**attempt)
+            raise lost_race(identifier, "snapshot expiry", next(tries), error) from error
+
+    engine = RetryPolicy.doubling(attempts, 0.2, jitter=0.5).retrying(identifier, sleep=sleep)
+    try:
+        result.expired_snapshots, result.snapshots_kept = engine(expire)
+    except IcebergCommitError as error:
+        raise IcebergMaintenanceError(str(error)) from error.__cause__
     result.orphan_files, result.files_scanned = remove_orphan_files(
         catalog, identifier, older_than=now - orphan_file_age, dry_run=dry_run
     )

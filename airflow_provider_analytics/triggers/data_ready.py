@@ -9,9 +9,10 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
+from airflow_provider_analytics.core.errors import is_transient
 from airflow_provider_analytics.core.redaction import Redactor
 from airflow_provider_analytics.hooks.analytics import AnalyticsHook, client_config_from_connection
-from airflow_provider_analytics.jobs.data_ready import TRANSIENT_ERRORS, DataReadyCheck, Readiness
+from airflow_provider_analytics.jobs.data_ready import DataReadyCheck, Readiness
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -88,11 +89,11 @@ class AnalyticsDataReadyTrigger(BaseTrigger):
                     return
                 try:
                     readiness = await check_once(client, check)
-                except TRANSIENT_ERRORS as error:
+                except Exception as error:
+                    if not is_transient(error):  # the error says waiting cannot help
+                        yield TriggerEvent({"status": "error", "message": shown(error)})
+                        return
                     log.warning("data-ready check failed transiently, polling on: %s", shown(error))
-                except Exception as error:  # anything else ends the wait with its reason
-                    yield TriggerEvent({"status": "error", "message": shown(error)})
-                    return
                 else:
                     if readiness.ready:
                         yield TriggerEvent({"status": "success", "detail": readiness.detail})

@@ -43,11 +43,6 @@ def test_every_module_of_the_provider_is_in_a_layer() -> None:
     ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="jobs/cohort_shards <-> jobs/shard_hold import each other (being removed on its own "
-    "branch): drop this marker when that lands",
-)
 def test_the_provider_has_no_import_circle() -> None:
     graph = layers_diagram.read_modules(PROVIDER)
 

@@ -19,6 +19,7 @@ from airflow.sdk.exceptions import AirflowFailException, AirflowSensorTimeout
 from analytics_emulator.campaigns import CampaignSpec
 
 from airflow_provider_analytics.client import (
+    AnalyticsProtocolError,
     AnalyticsQuotaExceededError,
     AnalyticsRateLimitError,
     AnalyticsServerError,
@@ -26,7 +27,6 @@ from airflow_provider_analytics.client import (
     AnalyticsTransportError,
 )
 from airflow_provider_analytics.jobs.cohort_export import ExportIncompleteError
-from airflow_provider_analytics.jobs.data_ready import TRANSIENT_ERRORS
 from airflow_provider_analytics.operators.campaigns import UtmReadBackError
 from tests.emulator_helpers import EmulatorAdmin
 from tests.reliability.fault_catalog import (
@@ -134,7 +134,8 @@ def _client_expectation(target: str, fault: MatrixFault) -> Expectation:
 
 
 def _export_job_expectation(fault: MatrixFault, base: Expectation) -> Expectation:
-    """The export job retries broken streams, transport failures and short counts whole."""
+    """The export job retries broken streams, transport failures, server errors, rate limits and
+    short counts whole."""
     incomplete = failure(
         ExportIncompleteError,
         f"cohort '{EXPORT_COHORT}'",
@@ -156,9 +157,25 @@ def _export_job_expectation(fault: MatrixFault, base: Expectation) -> Expectatio
                 f"expected {EXPORT_ROWS} rows but the export delivered {CUT_AT_ROWS}",
             )
         return incomplete
-    if base.error in (AnalyticsServerError, AnalyticsTransportError, AnalyticsStreamError):
+    if base.error in (
+        AnalyticsServerError,
+        AnalyticsTransportError,
+        AnalyticsStreamError,
+        AnalyticsRateLimitError,
+    ):
         return incomplete
     return base
+
+
+_SENSOR_WAITS_THROUGH = (
+    AnalyticsServerError,
+    AnalyticsRateLimitError,
+    AnalyticsTransportError,
+    AnalyticsProtocolError,
+)
+"""The failures the faults cause that say they are transient (5xx, 429, dropped connections,
+garbled bodies): a sensor waits through them until its timeout. Written out here, apart from
+the errors' own answer, so that the matrix checks it."""
 
 
 def expect(subject: Subject, fault: MatrixFault) -> Expectation:
@@ -178,7 +195,7 @@ def expect(subject: Subject, fault: MatrixFault) -> Expectation:
     if subject.name == "CreateUtmOperator" and subject.target == "get_utm":
         return failure(UtmReadBackError, *base.says, "was created", "do not create it again")
     if subject.layer is Layer.SENSOR:
-        if base.error is not None and issubclass(base.error, TRANSIENT_ERRORS):
+        if base.error is not None and issubclass(base.error, _SENSOR_WAITS_THROUGH):
             return failure(AirflowSensorTimeout, "timed out")
         return failure(AirflowFailException, "cannot succeed", *base.says)
     if subject.layer is Layer.TRIGGER:

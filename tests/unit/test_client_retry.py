@@ -24,12 +24,14 @@ from airflow_provider_analytics.client import (
     RetryPolicy,
 )
 from airflow_provider_analytics.client import operations as ops
-from airflow_provider_analytics.client.attempts import CallAttempts
-from airflow_provider_analytics.client.retry import parse_retry_after
-from airflow_provider_analytics.client.transport_failures import (
-    FailurePhase,
+from airflow_provider_analytics.client.attempts import (
+    CallAttempts,
     classify_transport_error,
+    error_from_transport,
 )
+from airflow_provider_analytics.client.throttle import PlatformThrottle
+from airflow_provider_analytics.core.errors import FailurePhase
+from airflow_provider_analytics.core.retry import parse_retry_after
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -384,27 +386,6 @@ def test_delay_prefers_retry_after_up_to_its_own_cap() -> None:
     assert policy.delay(2) == 1.0
 
 
-def test_announce_logs_the_retry_and_returns_the_delay(caplog: pytest.LogCaptureFixture) -> None:
-    policy = RetryPolicy(3, 1.0, 10.0, random=lambda: 0.5)
-    with caplog.at_level(logging.WARNING, logger="airflow_provider_analytics.client"):
-        assert policy.announce("get_utm", 2, "HTTP 502", policy.delay(2)) == 1.0
-    assert caplog.records[-1].getMessage() == (
-        "get_utm: attempt 2/3 failed (HTTP 502); retrying in 1.00 s"
-    )
-
-
-def test_status_rules() -> None:
-    policy = RetryPolicy()
-    for status in (429, 500, 502, 503, 504):
-        assert policy.retries_status(status, idempotent=True)
-    for status in (400, 401, 404, 415, 501, 505):
-        assert not policy.retries_status(status, idempotent=True)
-    assert policy.retries_status(429, idempotent=False)
-    for status in (500, 502, 503, 504):
-        assert not policy.retries_status(status, idempotent=False)
-    assert policy.has_attempts_left(3) and not policy.has_attempts_left(4)
-
-
 @pytest.mark.parametrize(
     ("exc", "phase"),
     [
@@ -433,14 +414,15 @@ def test_status_rules() -> None:
 def test_transport_failures_are_classified_by_how_far_they_got(
     exc: Exception, phase: FailurePhase
 ) -> None:
-    failure = classify_transport_error(exc)
-    assert failure.phase is phase
-    assert failure.exception == type(exc).__name__
-    policy = RetryPolicy()
-    assert policy.retries_transport(failure, idempotent=True) is (
-        phase in (FailurePhase.CONNECT, FailurePhase.EXCHANGE)
-    )
-    assert policy.retries_transport(failure, idempotent=False) is (phase is FailurePhase.CONNECT)
+    assert classify_transport_error(exc) is phase
+    config = ClientConfig(BASE, token="tok", app_key="app")
+    for operation, retried in (
+        (ops.LIST_EVENTS, phase in (FailurePhase.CONNECT, FailurePhase.EXCHANGE)),
+        (ops.CREATE_UTM, phase is FailurePhase.CONNECT),
+    ):
+        error = error_from_transport(operation, exc, attempts=1, secrets=())
+        assert error.phase is phase and error.reason == f"{type(exc).__name__}: {phase.value}"
+        assert CallAttempts(config, RetryPolicy(), operation, "/x").retries(error) is retried
 
 
 def test_parse_retry_after() -> None:
@@ -470,32 +452,59 @@ def test_a_wait_longer_than_the_deadline_ends_the_call_at_once() -> None:
     """The call's deadline covers the waits: a Retry-After (or a backoff) that outlasts it
     ends the call with that attempt's error at once, instead of sleeping past the deadline."""
     now = [100.0]
-    config = ClientConfig(BASE, token="tok", app_key="app", request_deadline=10.0)
-    policy = RetryPolicy(max_attempts=4, backoff_base=0.5, random=lambda: 1.0)
-    call = CallAttempts(config, policy, ops.LIST_EVENTS, "/x", clock=lambda: now[0])
-    assert call.start() == 10.0
-    waited = call.after_answer(FakeAnswer(503, {"Retry-After": "4"}))
-    assert waited.retry_in == 4.0  # fits in the 10 s left
-    now[0] += 4.0
-    assert call.start() == 6.0
-    verdict = call.after_answer(FakeAnswer(429, {"Retry-After": "100"}))
-    assert verdict.retry_in is None
-    assert isinstance(verdict.error, AnalyticsRateLimitError)
-    now[0] += 5.5
-    dropped = call.after_failure(requests.ReadTimeout("slow"))  # a 1 s backoff, 0.5 s left
-    assert dropped.retry_in is None
-    assert isinstance(dropped.error, AnalyticsTransportError)
+    waits: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        waits.append(seconds)
+        now[0] += seconds
+
+    def call(operation: ops.Operation = ops.LIST_EVENTS) -> CallAttempts:
+        config = ClientConfig(BASE, token="tok", app_key="app", request_deadline=10.0)
+        policy = RetryPolicy(max_attempts=4, backoff_base=0.5, random=lambda: 1.0)
+        throttle = PlatformThrottle(clock=lambda: now[0])
+        return CallAttempts(
+            config, policy, operation, "/x", clock=lambda: now[0], throttle=throttle
+        )
+
+    limited = call()
+    answers = iter([FakeAnswer(503, {"Retry-After": "4"}), FakeAnswer(429, {"Retry-After": "100"})])
+    lefts: list[float] = []
+
+    def answered() -> None:
+        lefts.append(limited.start())
+        limited.judge(next(answers))
+
+    with pytest.raises(AnalyticsRateLimitError, match="after 2 attempt"):
+        limited.retrying(sleep)(answered)
+    assert waits == [4.0]  # fitted in the 10 s left; the 100 s did not
+    assert lefts == [10.0, 6.0]
+
+    slow = call()
+
+    def dropped() -> None:
+        slow.start()
+        now[0] += 9.5  # a 0.5 s backoff would leave nothing of the deadline
+        raise slow.failed(requests.ReadTimeout("slow"))
+
+    with pytest.raises(AnalyticsTransportError, match="no complete answer after 1"):
+        slow.retrying(sleep)(dropped)
+    assert waits == [4.0]
 
 
-def test_verdicts_on_answers_and_failures() -> None:
+def test_outcomes_of_answers_and_failures() -> None:
     config = ClientConfig(BASE, token="tok", app_key="app", max_attempts=2)
     call = CallAttempts(config, RetryPolicy.from_config(config), ops.CREATE_UTM, "/x", json={})
     assert call.request.headers["Content-Type"] == "application/json"
     call.start()
-    assert call.after_answer(FakeAnswer(201)).accepted
-    dropped = call.after_failure(requests.ConnectionError("Connection aborted."))
-    assert isinstance(dropped.error, AnalyticsTransportError)  # a create that may have arrived
-    assert "outcome is unknown" in str(dropped.error)
-    assert call.after_failure(refused()).retry_in is not None  # never arrived: retried
-    call.start()
-    assert isinstance(call.after_answer(FakeAnswer(429)).error, AnalyticsRateLimitError)
+    call.judge(FakeAnswer(201))  # accepted: nothing raised
+    dropped = call.failed(requests.ConnectionError("Connection aborted."))
+    assert isinstance(dropped, AnalyticsTransportError)  # a create that may have arrived
+    assert "outcome is unknown" in str(dropped)
+    assert not call.retries(dropped)
+    assert call.retries(call.failed(refused()))  # never arrived: retried
+    with pytest.raises(AnalyticsRateLimitError) as caught:
+        call.judge(FakeAnswer(429))
+    assert call.retries(caught.value)  # a 429 says it was not processed
+    with pytest.raises(AnalyticsServerError) as failed:
+        call.judge(FakeAnswer(503, {"Retry-After": "2"}))
+    assert failed.value.retry_after == 2.0 and not call.retries(failed.value)

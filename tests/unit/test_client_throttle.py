@@ -27,7 +27,6 @@ from airflow_provider_analytics.client import (
 )
 from airflow_provider_analytics.client.async_api import AsyncAnalyticsClient
 from airflow_provider_analytics.client.operations import LIST_EVENTS, ApiCall
-from airflow_provider_analytics.client.retry import parse_retry_after
 from airflow_provider_analytics.client.throttle import (
     DEFAULT_MAX_CONCURRENT_CALLS,
     PlatformThrottle,
@@ -35,6 +34,7 @@ from airflow_provider_analytics.client.throttle import (
     platform_key,
     throttle_for,
 )
+from airflow_provider_analytics.core.retry import parse_retry_after
 from airflow_provider_analytics.hooks.analytics import AnalyticsHook
 from airflow_provider_analytics.provider_info import CONNECTION_FIELDS, PLATFORM_POOL
 

@@ -1,7 +1,8 @@
 """The hold-off the shards of one plan share through their staging folder: what an answer's
 ``Retry-After`` publishes, what a process takes from the record (once, bounded, at most once a
-refresh interval), the records refused by name, and the throttle's listeners that carry the
-answer to it. (Two processes over real HTTP: the integration tests.)"""
+refresh interval), the records refused by name, and the throttle that carries an answer's
+hold-off to it and takes in what it holds. (Two processes over real HTTP: the integration
+tests.)"""
 
 from __future__ import annotations
 
@@ -15,13 +16,14 @@ from airflow.sdk import ObjectStoragePath
 
 from airflow_provider_analytics.client import AnalyticsClient, ClientConfig
 from airflow_provider_analytics.client.throttle import PlatformThrottle, throttle_for
-from airflow_provider_analytics.jobs.cohort_shards import ShardStagingError
 from airflow_provider_analytics.jobs.shard_hold import (
     HOLD_FILE,
     RECORD_BYTES_MAX,
     REFRESH_SECONDS,
+    ShardStagingError,
     SharedHold,
 )
+from airflow_provider_analytics.storage import write_bytes_atomically
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -64,6 +66,24 @@ class Scene:
         self.wall.now += seconds
         self.monotonic.now += seconds
 
+    def observe(self) -> float | None:
+        """Let the throttle take in the record, as every call's turn does while a reader shares
+        it; returns the seconds the record newly asked for, or ``None``."""
+        seen: list[float | None] = []
+        hold = self.hold
+
+        class Watched:
+            def publish(self, seconds: float, status: int, who: str) -> None:
+                hold.publish(seconds, status, who)
+
+            def observe(self) -> float | None:
+                seen.append(hold.observe())
+                return seen[-1]
+
+        with self.throttle.sharing(Watched(), "reader"):
+            self.throttle.pending(-math.inf)
+        return seen[0]
+
     def held(self) -> float | None:
         """Seconds the throttle still holds every call, or ``None``."""
         pending = self.throttle.pending(-math.inf)
@@ -88,14 +108,14 @@ def test_a_published_hold_is_written_and_held_by_the_other_processes(scene: Scen
     record = scene.record()
     assert record["until"] == WALL + 30.0 and record["status"] == 429
     assert record["set_by"].startswith("shard 3 (pid ")
-    assert scene.hold.observe(scene.throttle) is None  # the publisher's throttle holds already
+    assert scene.observe() is None  # the publisher's throttle holds already
 
     other = Scene(scene.folder)
     other.advance(0.5)
-    assert other.hold.observe(other.throttle) == pytest.approx(29.5)
+    assert other.observe() == pytest.approx(29.5)
     assert other.held() == pytest.approx(29.5)
     other.advance(REFRESH_SECONDS)
-    assert other.hold.observe(other.throttle) is None  # the same record holds once
+    assert other.observe() is None  # the same record holds once
     other.advance(29.0)
     assert other.held() is None
 
@@ -109,17 +129,17 @@ def test_an_earlier_end_does_not_replace_a_later_one(scene: Scene) -> None:
 
 
 def test_the_record_is_read_at_most_once_a_refresh_interval(scene: Scene) -> None:
-    assert scene.hold.observe(scene.throttle) is None  # no record yet: read, found none
+    assert scene.observe() is None  # no record yet: read, found none
     scene.write({"until": WALL + 20.0, "status": 429, "set_by": "shard 0"})
     scene.advance(REFRESH_SECONDS / 2)
-    assert scene.hold.observe(scene.throttle) is None  # the last read is still fresh
+    assert scene.observe() is None  # the last read is still fresh
     scene.advance(REFRESH_SECONDS / 2)
-    assert scene.hold.observe(scene.throttle) == pytest.approx(20.0 - REFRESH_SECONDS)
+    assert scene.observe() == pytest.approx(20.0 - REFRESH_SECONDS)
 
 
 def test_a_record_from_the_past_holds_nothing(scene: Scene) -> None:
     scene.write({"until": WALL - 5, "status": 503, "set_by": "shard 0"})
-    assert scene.hold.observe(scene.throttle) is None
+    assert scene.observe() is None
     assert scene.held() is None
 
 
@@ -128,12 +148,12 @@ def test_a_far_future_record_holds_once_and_at_most_retry_after_max(
 ) -> None:
     scene = Scene(tmp_path, retry_after_max=2.0)
     scene.write({"until": WALL + 10_000_000, "status": 429, "set_by": "shard 0"})
-    assert scene.hold.observe(scene.throttle) == 2.0
+    assert scene.observe() == 2.0
     assert scene.held() == 2.0
     assert "more than retry_after_max" in caplog.text
     for _ in range(5):  # the record stays; it holds no more
         scene.advance(REFRESH_SECONDS)
-        assert scene.hold.observe(scene.throttle) is None
+        assert scene.observe() is None
     assert scene.held() is None
     # a fresh 429 is still shared: the far-future record does not stand in for it
     scene.hold.publish(1.5, 429, "shard 4")
@@ -170,7 +190,7 @@ def test_a_far_future_record_holds_once_and_at_most_retry_after_max(
 def test_a_record_of_another_shape_is_refused_by_name(scene: Scene, text: str, says: str) -> None:
     scene.write(text)
     with pytest.raises(ShardStagingError, match="not a hold record") as caught:
-        scene.hold.observe(scene.throttle)
+        scene.observe()
     assert says in str(caught.value)
     assert HOLD_FILE in str(caught.value)
     assert scene.held() is None
@@ -186,7 +206,7 @@ def test_a_record_that_cannot_be_written_is_logged_and_the_call_goes_on(
 
 
 def test_only_the_publishing_threads_answers_are_published(scene: Scene) -> None:
-    with scene.hold.publishing(scene.throttle, "shard 7"):
+    with scene.throttle.sharing(scene.hold, "shard 7"):
         answered = {"status": 429}
         other = threading.Thread(target=scene.throttle.hold_off, args=(9.0,), kwargs=answered)
         other.start()
@@ -201,7 +221,7 @@ def test_only_the_publishing_threads_answers_are_published(scene: Scene) -> None
     assert scene.record()["until"] == WALL + 7.0
 
 
-def test_the_throttle_tells_its_listeners_of_an_answers_hold_off_until_stopped(
+def test_the_throttle_publishes_an_answers_hold_off_while_a_record_is_shared(
     requests_mock: rm.Mocker,
 ) -> None:
     events = BASE + "/uba/api/schema/event"
@@ -215,16 +235,22 @@ def test_the_throttle_tells_its_listeners_of_an_answers_hold_off_until_stopped(
             {"json": []},
         ],
     )
-    heard: list[tuple[float, int]] = []
-    stop = throttle_for(BASE).listen(lambda seconds, status: heard.append((seconds, status)))
+    heard: list[tuple[float, int, str]] = []
+
+    class Record:
+        def publish(self, seconds: float, status: int, who: str) -> None:
+            heard.append((seconds, status, who))
+
+        def observe(self) -> float | None:
+            return None
+
     config = ClientConfig(BASE, token="tok", app_key="app", retry_after_max=60.0)
     api = AnalyticsClient(config, sleep=lambda _: None)
-    assert api.list_events() == []
-    assert heard == [(7.0, 429), (60.0, 503)]  # as the client honours it: bounded
-    stop()
-    stop()  # stopping twice is harmless
-    assert api.list_events() == []
-    assert heard == [(7.0, 429), (60.0, 503)]
+    with throttle_for(BASE).sharing(Record(), "shard 2"):
+        assert api.list_events() == []
+    assert heard == [(7.0, 429, "shard 2"), (60.0, 503, "shard 2")]  # bounded, as honoured
+    assert api.list_events() == []  # no record shared any more
+    assert len(heard) == 2
 
 
 @pytest.mark.integration
@@ -234,7 +260,6 @@ def test_a_hold_written_by_another_process_is_seen_on_s3() -> None:
     still sees it."""
     from upath import UPath
 
-    from airflow_provider_analytics.jobs.cohort_shards import write_bytes_atomically
     from tests.moto_s3 import REGION, moto_server
 
     with moto_server("lake") as endpoint:
@@ -253,8 +278,23 @@ def test_a_hold_written_by_another_process_is_seen_on_s3() -> None:
 
         writer, reader = process_view(), process_view()
         throttle = PlatformThrottle()
-        assert reader.observe(throttle) is None  # no record yet
-        writer.publish(30.0, 429, "shard 0")
-        held = reader.observe(throttle)
-        assert held is not None and 25.0 < held <= 30.0
-        assert throttle.pending(-math.inf) is not None
+        with throttle.sharing(reader, "shard 1"):
+            assert throttle.pending(-math.inf) is None  # no record yet
+            writer.publish(30.0, 429, "shard 0")
+            held = throttle.pending(-math.inf)
+        assert held is not None and 25.0 < held[1] <= 30.0
+
+
+def test_the_deprecated_listen_still_hears_every_threads_answers() -> None:
+    throttle = PlatformThrottle()
+    heard: list[tuple[float, int]] = []
+    with pytest.warns(DeprecationWarning, match=r"PlatformThrottle\.sharing"):
+        stop = throttle.listen(lambda seconds, status: heard.append((seconds, status)))
+    other = threading.Thread(target=throttle.hold_off, args=(3.0,), kwargs={"status": 429})
+    other.start()
+    other.join()
+    throttle.hold_off(2.0)  # not an answer's
+    stop()
+    stop()  # stopping twice is harmless
+    throttle.hold_off(5.0, status=503)
+    assert heard == [(3.0, 429)]
