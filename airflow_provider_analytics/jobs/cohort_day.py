@@ -72,7 +72,9 @@ def export_cohort_day(
         mode = shards.choose_mode(mode, rows)
     if mode == "stream":
         with destination.cohort_file(day) as target:
-            result = export_prepared(client, prepared, target.path, file_metadata=target.metadata)
+            result = export_prepared(
+                client, prepared, target.path, file_metadata=target.metadata, count=count
+            )
         return {**result.as_dict(), "uri": target.uri, "mode": "stream", **target.published}
     started = time.monotonic()
     plan, reader = start_shards(

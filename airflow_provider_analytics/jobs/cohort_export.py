@@ -358,15 +358,19 @@ def export_prepared(
     sleep: Callable[[float], None] = time.sleep,
     file_metadata: Mapping[str, str] | None = None,
     started: float | None = None,
+    count: int | None = None,
 ) -> ExportResult:
     """The streamed export of :func:`export_cohort_to_parquet` once its arguments are checked
     and its columns decided (:func:`prepare_export`): the cohort's size, the stream, the file.
 
     :param started: ``time.monotonic()`` when the export's work began (default: now).
+    :param count: the cohort's size when the caller has just asked for it (one count call
+        per export); ``None`` asks for it here.
     """
     started = time.monotonic() if started is None else started
     query, schema, settings = prepared.query, prepared.schema, prepared.settings
-    count = int(client.get_cohort_users(query.sizing())["count"])
+    if count is None:
+        count = int(client.get_cohort_users(query.sizing())["count"])
     expected = count if query.limit is None else min(query.limit, count)
     log.info(
         "exporting cohort %s: %d users, %d columns, to %s",

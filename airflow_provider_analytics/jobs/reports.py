@@ -23,11 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from airflow_provider_analytics.client import AnalyticsClient
-from airflow_provider_analytics.client.validation import (
-    AnalysisRequest,
-    event_request,
-    funnel_request,
-)
+from airflow_provider_analytics.client.analysis_requests import EventRequest, FunnelRequest
 from airflow_provider_analytics.core import rules
 from airflow_provider_analytics.core.errors import AnalyticsUsageError
 from airflow_provider_analytics.core.progress import Progress
@@ -115,9 +111,9 @@ class ReportKind:
     """What differs between the funnel and the event report."""
 
     name: str
-    validate: Callable[[Mapping[str, Any]], AnalysisRequest]
-    analyze: Callable[[AnalyticsClient, AnalysisRequest], AnalysisAnswer]
-    flatten: Callable[[dict[str, Any], dict[str, Any], str], pa.Table]
+    validate: Callable[[Mapping[str, Any]], FunnelRequest | EventRequest]
+    analyze: Callable[[AnalyticsClient, FunnelRequest | EventRequest], AnalysisAnswer]
+    flatten: Callable[[Any, dict[str, Any], str], pa.Table]
     schema: Callable[[dict[str, Any]], pa.Schema]
     grains: Sequence[Grain]
     headline: Callable[[Mapping[str, pa.Table]], dict[str, Any]]
@@ -132,18 +128,18 @@ class ReportKind:
 
 FUNNEL = ReportKind(
     name="funnel",
-    validate=funnel_request,
+    validate=FunnelRequest.of,
     analyze=AnalyticsClient.analyze,
-    flatten=lambda response, request, timezone: funnel_table(response, timezone=timezone),
+    flatten=lambda answer, request, timezone: funnel_table(answer, timezone=timezone),
     schema=lambda request: FUNNEL_SCHEMA,
     grains=FUNNEL_GRAINS,
     headline=funnel_headline,
 )
 EVENTS = ReportKind(
     name="events",
-    validate=event_request,
+    validate=EventRequest.of,
     analyze=AnalyticsClient.analyze,
-    flatten=lambda response, request, timezone: event_table(response, request, timezone=timezone),
+    flatten=lambda answer, request, timezone: event_table(answer, request, timezone=timezone),
     schema=lambda request: event_schema(request),
     grains=EVENT_GRAINS,
     headline=event_headline,
@@ -226,7 +222,7 @@ def build_report_tables(
         time left); default: the client's.
     """
     checked = kind.validate(request)
-    body = dict(checked.body)
+    body = checked.sent()
     timezone, unset = _zone(timezone, kind)
     if progress_interval is not None:
         check_progress_interval(progress_interval)
@@ -260,7 +256,7 @@ def _zone(timezone: str | None, kind: ReportKind) -> tuple[str, UnsetTimezone | 
 def _window_table(
     kind: ReportKind,
     client: AnalyticsClient,
-    checked: AnalysisRequest,
+    checked: FunnelRequest | EventRequest,
     window: tuple[str, str],
     zone: tuple[str, UnsetTimezone | None],
     schema: pa.Schema,
@@ -273,7 +269,7 @@ def _window_table(
     answer = kind.analyze(client, checked.window(*window))
     if unset is not None:
         unset.observe(answer)
-    table = kind.flatten(answer.body, body, timezone)
+    table = kind.flatten(answer.answer, body, timezone)
     for window_field, day in zip(WINDOW_FIELDS, window, strict=True):
         value = pa.scalar(dt.date.fromisoformat(day), pa.date32())
         table = table.append_column(window_field, pa.repeat(value, table.num_rows))
@@ -394,7 +390,7 @@ def run_report_days(
     try:
         for day, day_request in zip(days, checked, strict=True):
             started = time.monotonic()
-            body = dict(day_request.body)
+            body = day_request.sent()
             schema = kind.flattened_schema(body)
             flattened = _window_table(
                 kind, client, day_request, (day, day), (timezone, unset), schema, body
