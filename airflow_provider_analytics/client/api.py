@@ -534,22 +534,34 @@ class AnalyticsClient:
         body = cohort_body(query, page=1, page_size=size)
         return self._cohort_pages(body)
 
-    def _progress(
-        self, subject: str, *, total: int | None = None, unit: str = "rows", size_label: str = ""
+    def progress(
+        self,
+        subject: str,
+        *,
+        total: int | None = None,
+        unit: str = "rows",
+        size_label: str = "",
+        interval: float | None = None,
+        bar: bool | None = None,
     ) -> Progress:
-        """The progress of long work, at the configured interval, with a bar if wanted."""
+        """The progress of long work (:class:`~airflow_provider_analytics.core.progress.Progress`,
+        which checks ``interval``): the one place its defaults come from.
+
+        :param interval: seconds between lines; ``None``: the configured ``progress_interval``.
+        :param bar: ``False`` for no bar; otherwise the configured ``progress_bar``.
+        """
         return Progress(
             subject,
             total=total,
             unit=unit,
-            interval=self._config.progress_interval,
+            interval=self._config.progress_interval if interval is None else interval,
             size_label=size_label,
-            bar=self._config.progress_bar,
+            bar=False if bar is False else self._config.progress_bar,
         )
 
     def _cohort_pages(self, body: dict[str, Any]) -> Iterator[dict[str, Any]]:
         listing = PagedListing(page_size=body["pageSize"], limit=body.get("limit"))
-        progress = self._progress(f"cohort {body['cohortCode']} pages")
+        progress = self.progress(f"cohort {body['cohortCode']} pages")
         read = 0
         try:
             while (number := listing.next_page()) is not None:
@@ -609,7 +621,7 @@ class AnalyticsClient:
             release=slot.release,
             secrets=self._config.secrets(),
             deadline=deadline,
-            progress=self._progress(
+            progress=self.progress(
                 f"cohort {body['cohortCode']}", total=expected_rows, size_label="received"
             )
             if progress

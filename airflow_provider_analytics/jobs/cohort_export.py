@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import random
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -28,8 +28,6 @@ from airflow_provider_analytics.core.errors import (
 )
 from airflow_provider_analytics.core.ndjson import iter_counted_blocks
 from airflow_provider_analytics.core.progress import (
-    DEFAULT_PROGRESS_INTERVAL,
-    Progress,
     progress_interval,
     rate_text,
 )
@@ -134,12 +132,11 @@ class _ExportRun:
         """Stream, decode, write, verify the count, commit. Returns rows, bytes, the decoder."""
         settings = self.settings
         decoder = BlockDecoder(self.schema)
-        progress = Progress(
+        progress = self.client.progress(
             f"cohort {self.cohort_code}",
             total=self.expected,
-            interval=settings.progress_interval or DEFAULT_PROGRESS_INTERVAL,
+            interval=settings.progress_interval,
             size_label="received",
-            bar=self.client.config.progress_bar,
         )
         with parquet_stream(
             self.destination,
@@ -259,13 +256,8 @@ def prepare_export(
     rules.count(settings.attempts, "attempts")
     rules.positive_int(settings.row_group_rows, "row_group_rows")
     parquet_compression(settings.compression)
-    interval = settings.progress_interval
-    settings = replace(
-        settings,
-        progress_interval=client.config.progress_interval
-        if interval is None
-        else progress_interval(interval),
-    )
+    if settings.progress_interval is not None:  # checked now, used by the client's progress
+        progress_interval(settings.progress_interval)
     zone_unset = timezone is None
     timezone = rules.time_zone("UTC" if timezone is None else timezone)
 

@@ -49,7 +49,6 @@ from airflow_provider_analytics.core.errors import AnalyticsError
 from airflow_provider_analytics.core.heap import trim_heap
 from airflow_provider_analytics.core.identity import request_digest
 from airflow_provider_analytics.core.ndjson import iter_line_blocks
-from airflow_provider_analytics.core.progress import Progress
 from airflow_provider_analytics.jobs.cohort_export import RETRYABLE_FAULTS
 from airflow_provider_analytics.sinks.parquet import parquet_stream, writer_options
 from airflow_provider_analytics.storage import remove_quietly
@@ -375,10 +374,10 @@ class ShardReader:
         plan, settings = self.plan, self.settings
         decoder = BlockDecoder(self.schema)
         query = plan.query()
-        progress = Progress(
+        progress = self.client.progress(
             f"cohort {plan.cohort_code} shard {shard.index}",
             total=shard.rows,
-            interval=self.client.config.progress_interval,
+            interval=settings.progress_interval,
             bar=False,
         )
         with parquet_stream(
@@ -481,10 +480,10 @@ def read_shards(
             len(done),
             len(todo),
         )
-    total = Progress(
+    total = reader.client.progress(
         f"cohort {reader.plan.cohort_code}, all shards",
         total=sum(shard.rows for shard in shards),
-        interval=reader.client.config.progress_interval,
+        interval=reader.settings.progress_interval,
     )
     try:
         with arrow_memory_pool(reader.settings.memory_pool):

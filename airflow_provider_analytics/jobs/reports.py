@@ -26,8 +26,6 @@ from airflow_provider_analytics.client import AnalyticsClient
 from airflow_provider_analytics.client.analysis_requests import EventRequest, FunnelRequest
 from airflow_provider_analytics.core import rules
 from airflow_provider_analytics.core.errors import AnalyticsUsageError
-from airflow_provider_analytics.core.progress import Progress
-from airflow_provider_analytics.core.progress import progress_interval as check_progress_interval
 from airflow_provider_analytics.jobs.unset_timezone import UnsetTimezone
 from airflow_provider_analytics.tabular.frames import (
     EVENT_GRAINS,
@@ -43,6 +41,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
 
     from airflow_provider_analytics.client.api import AnalysisAnswer
+    from airflow_provider_analytics.core.progress import Progress
     from airflow_provider_analytics.destinations.base import Destination
 
 WINDOW_FIELDS = (pa.field("query_from_date", pa.date32()), pa.field("query_to_date", pa.date32()))
@@ -181,15 +180,9 @@ class ReportResult:
 def _progress(
     client: AnalyticsClient, kind: ReportKind, total: int, unit: str, interval: float | None
 ) -> Progress:
-    """The progress of a report's queries: a line every ``interval`` seconds (default: the
-    client's ``progress_interval``), the final one when there was more than one query."""
-    return Progress(
-        f"{kind.name} report",
-        total=total,
-        unit=unit,
-        interval=client.config.progress_interval if interval is None else interval,
-        bar=client.config.progress_bar,
-    )
+    """The progress of a report's queries, made before the first query (which checks
+    ``interval``); the final line comes when there was more than one query."""
+    return client.progress(f"{kind.name} report", total=total, unit=unit, interval=interval)
 
 
 def _queried(progress: Progress, done: int) -> None:
@@ -224,8 +217,6 @@ def build_report_tables(
     checked = kind.validate(request)
     body = checked.sent()
     timezone, unset = _zone(timezone, kind)
-    if progress_interval is not None:
-        check_progress_interval(progress_interval)
     schema = kind.flattened_schema(body)
     windows = date_windows(body["fromDate"], body["toDate"], window_days)
     progress = _progress(client, kind, len(windows), "windows", progress_interval)
@@ -382,8 +373,6 @@ def run_report_days(
     if len(set(days)) != len(days):
         raise AnalyticsUsageError(f"run_report_days: a day is listed twice in {list(days)}")
     timezone, unset = _zone(timezone, kind)
-    if progress_interval is not None:
-        check_progress_interval(progress_interval)
     checked = [kind.validate({**request, "fromDate": day, "toDate": day}) for day in days]
     built = []
     progress = _progress(client, kind, len(days), "days", progress_interval)
