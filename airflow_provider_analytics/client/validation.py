@@ -13,7 +13,7 @@ import warnings
 from collections.abc import Sequence
 from typing import Annotated, Any, Self
 
-from pydantic import AliasGenerator, ConfigDict, field_serializer, model_validator
+from pydantic import AliasGenerator, BaseModel, ConfigDict, field_serializer, model_validator
 from pydantic.alias_generators import to_camel
 
 from airflow_provider_analytics.client.analysis_requests import (
@@ -119,9 +119,8 @@ class CohortQuery(Declared):
         """The smallest request whose answer still holds the cohort's ``count``: one user,
         the first property."""
         first = self.properties[:1] if self.properties else None
-        return self.model_copy(
-            update={"limit": 1, "properties": first, "page": None, "page_size": None}
-        )
+        update = {"limit": 1, "properties": first, "page": None, "page_size": None}
+        return BaseModel.model_copy(self, update=update)  # a part of this one: valid as it is
 
     def body(self) -> dict[str, Any]:
         """The request body (:meth:`to_body`)."""
