@@ -28,7 +28,7 @@ import itertools
 import re
 from collections.abc import Mapping, Sequence
 from enum import StrEnum
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Self, TypeAlias
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Self, TypeAlias, get_args
 
 from pydantic import (
     BaseModel,
@@ -66,57 +66,36 @@ __all__ = [
 
 ALL_USERS = "$ALL"
 """The ``crowds`` entry meaning every user (``$ALL``)."""
-EVENT_AGGREGATORS = ("TRIGGER_USER_COUNT", "TOTAL_COUNT", "AVG_COUNT")
-PROPERTY_AGGREGATORS = ("REMOVE_DUMPLICATE", "SUM", "AVG", "MAX", "MIN", "AVG_PER")
-RELATIONS = ("AND", "OR")
-TIME_UNITS = ("SECOND", "MINUTE", "HOUR", "DAY", "WEEK", "MONTH", "QUARTER", "YEAR")
-SINGLE_DAY_UNITS = ("MINUTE", "HOUR")
-CONVERT_TIME_UNITS = ("DAY", "HOUR", "MINUTE")
-SAMPLING_FACTOR_MAX = 64
 
+NoParams: TypeAlias = Literal["NULL", "NOT_NULL", "EMPTY", "NOT_EMPTY", "TRUE", "FALSE"]
+OneParam: TypeAlias = Literal["GT", "GTE", "LT", "LTE"]
+TwoParams: TypeAlias = Literal["RANGE", "ABSOLUTE_TIME"]
+SomeParams: TypeAlias = Literal["EQ", "NOT_EQ", "CONTAIN", "NOT_CONTAIN"]
+FilterFunction: TypeAlias = Literal[NoParams, OneParam, TwoParams, SomeParams]
+"""Filter functions with a fixed number of params; ``RELATIVE_...`` forms are also accepted."""
 FILTER_ARITY: dict[str, tuple[int, int | None]] = {
-    **dict.fromkeys(("NULL", "NOT_NULL", "EMPTY", "NOT_EMPTY", "TRUE", "FALSE"), (0, 0)),
-    **dict.fromkeys(("GT", "GTE", "LT", "LTE"), (1, 1)),
-    **dict.fromkeys(("RANGE", "ABSOLUTE_TIME"), (2, 2)),
-    **dict.fromkeys(("EQ", "NOT_EQ", "CONTAIN", "NOT_CONTAIN"), (1, None)),
+    **dict.fromkeys(get_args(NoParams), (0, 0)),
+    **dict.fromkeys(get_args(OneParam), (1, 1)),
+    **dict.fromkeys(get_args(TwoParams), (2, 2)),
+    **dict.fromkeys(get_args(SomeParams), (1, None)),
 }
 """Filter functions -> (fewest, most) params; ``None``: no upper bound."""
 _RELATIVE_FUNCTION = re.compile(r"RELATIVE_[A-Z_]+")
 
-FilterFunction: TypeAlias = Literal[
-    "EQ",
-    "NOT_EQ",
-    "CONTAIN",
-    "NOT_CONTAIN",
-    "GT",
-    "GTE",
-    "LT",
-    "LTE",
-    "RANGE",
-    "ABSOLUTE_TIME",
-    "NULL",
-    "NOT_NULL",
-    "EMPTY",
-    "NOT_EMPTY",
-    "TRUE",
-    "FALSE",
-]
-"""Filter functions with a fixed number of params; ``RELATIVE_...`` forms are also accepted."""
-Relation: TypeAlias = Literal["AND", "OR"]
-Aggregator: TypeAlias = Literal[
-    "TRIGGER_USER_COUNT",
-    "TOTAL_COUNT",
-    "AVG_COUNT",
-    "REMOVE_DUMPLICATE",
-    "SUM",
-    "AVG",
-    "MAX",
-    "MIN",
-    "AVG_PER",
-]
+EventAggregator: TypeAlias = Literal["TRIGGER_USER_COUNT", "TOTAL_COUNT", "AVG_COUNT"]
+PropertyAggregator: TypeAlias = Literal["REMOVE_DUMPLICATE", "SUM", "AVG", "MAX", "MIN", "AVG_PER"]
+Aggregator: TypeAlias = Literal[EventAggregator, PropertyAggregator]
 """The first three measure an event expression, the others a property expression."""
+EVENT_AGGREGATORS: tuple[str, ...] = get_args(EventAggregator)
+PROPERTY_AGGREGATORS: tuple[str, ...] = get_args(PropertyAggregator)
+Relation: TypeAlias = Literal["AND", "OR"]
+RELATIONS: tuple[str, ...] = get_args(Relation)
 TimeUnit: TypeAlias = Literal["SECOND", "MINUTE", "HOUR", "DAY", "WEEK", "MONTH", "QUARTER", "YEAR"]
+TIME_UNITS: tuple[str, ...] = get_args(TimeUnit)
+SINGLE_DAY_UNITS = ("MINUTE", "HOUR")
 ConvertTimeUnit: TypeAlias = Literal["DAY", "HOUR", "MINUTE"]
+CONVERT_TIME_UNITS: tuple[str, ...] = get_args(ConvertTimeUnit)
+SAMPLING_FACTOR_MAX = 64
 Param: TypeAlias = str | int | float | bool
 DateLike: TypeAlias = "str | dt.date"
 

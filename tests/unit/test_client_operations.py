@@ -513,7 +513,7 @@ def test_every_operation_has_a_request_case() -> None:
         for name in dir(AnalyticsClient)
         if not name.startswith("_") and callable(getattr(AnalyticsClient, name))
     }
-    assert public - names == {"close", "request_json", "test_connection"}
+    assert public - names == {"close", "progress", "request_json", "test_connection"}
 
 
 def test_query_values_are_percent_encoded(
