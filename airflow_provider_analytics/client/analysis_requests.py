@@ -1,11 +1,11 @@
-"""Funnel and event analysis requests as typed classes, with the spec's fields as attributes.
+"""Funnel and event analysis requests (spec 4.16, 4.17), each declared once.
 
-Each class is a frozen dataclass whose attributes are the request's fields in snake_case
-(``from_date`` for ``fromDate``), so an editor completes them and a type checker reads
-them. A request is checked when it is built, by the same rules the client applies to a
-plain dict (:mod:`~airflow_provider_analytics.client.validation`), and :meth:`to_body`
-gives exactly the dict the client sends: the typed classes are another way to write the
-body, never a second set of rules.
+Each class is a frozen model (:class:`~airflow_provider_analytics.core.rules.Declared`)
+whose attributes are the request's fields in snake_case (``from_date`` for ``fromDate``),
+so an editor completes them and a type checker reads them. A plain dict with the spec's
+keys is read by the same class (``FunnelRequest.model_validate(body)``), through the same
+rules, and :meth:`~airflow_provider_analytics.core.rules.Declared.to_body` gives exactly
+the dict the client sends.
 
 >>> from airflow_provider_analytics.client.analysis_requests import (
 ...     Condition, Filter, FunnelRequest, FunnelStep, SplitField)
@@ -24,19 +24,34 @@ in the days of its run. The client refuses a request without them.
 
 from __future__ import annotations
 
-import datetime as dt
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal, TypeAlias, TypeVar
+import itertools
+import re
+from collections.abc import Mapping, Sequence
+from enum import StrEnum
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Self, TypeAlias, get_args
 
-from airflow_provider_analytics.client import validation
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
 from airflow_provider_analytics.core import rules
-from airflow_provider_analytics.core.rules import fail
+from airflow_provider_analytics.core.answers import Asked
+from airflow_provider_analytics.core.rules import Declared, check, fail, listed
+
+if TYPE_CHECKING:
+    import datetime as dt
+    from collections.abc import Collection
 
 __all__ = [
     "ALL_USERS",
     "Aggregator",
     "Condition",
+    "ConversionMeasure",
     "ConvertTimeUnit",
     "EventRequest",
     "Filter",
@@ -49,102 +64,111 @@ __all__ = [
     "TimeUnit",
 ]
 
-ALL_USERS = validation.ALL_USERS
+ALL_USERS = "$ALL"
 """The ``crowds`` entry meaning every user (``$ALL``)."""
 
-FilterFunction: TypeAlias = Literal[
-    "EQ",
-    "NOT_EQ",
-    "CONTAIN",
-    "NOT_CONTAIN",
-    "GT",
-    "GTE",
-    "LT",
-    "LTE",
-    "RANGE",
-    "ABSOLUTE_TIME",
-    "NULL",
-    "NOT_NULL",
-    "EMPTY",
-    "NOT_EMPTY",
-    "TRUE",
-    "FALSE",
-]
+NoParams: TypeAlias = Literal["NULL", "NOT_NULL", "EMPTY", "NOT_EMPTY", "TRUE", "FALSE"]
+OneParam: TypeAlias = Literal["GT", "GTE", "LT", "LTE"]
+TwoParams: TypeAlias = Literal["RANGE", "ABSOLUTE_TIME"]
+SomeParams: TypeAlias = Literal["EQ", "NOT_EQ", "CONTAIN", "NOT_CONTAIN"]
+FilterFunction: TypeAlias = Literal[NoParams, OneParam, TwoParams, SomeParams]
 """Filter functions with a fixed number of params; ``RELATIVE_...`` forms are also accepted."""
-Relation: TypeAlias = Literal["AND", "OR"]
-Aggregator: TypeAlias = Literal[
-    "TRIGGER_USER_COUNT",
-    "TOTAL_COUNT",
-    "AVG_COUNT",
-    "REMOVE_DUMPLICATE",
-    "SUM",
-    "AVG",
-    "MAX",
-    "MIN",
-    "AVG_PER",
-]
+FILTER_ARITY: dict[str, tuple[int, int | None]] = {
+    **dict.fromkeys(get_args(NoParams), (0, 0)),
+    **dict.fromkeys(get_args(OneParam), (1, 1)),
+    **dict.fromkeys(get_args(TwoParams), (2, 2)),
+    **dict.fromkeys(get_args(SomeParams), (1, None)),
+}
+"""Filter functions -> (fewest, most) params; ``None``: no upper bound."""
+_RELATIVE_FUNCTION = re.compile(r"RELATIVE_[A-Z_]+")
+
+EventAggregator: TypeAlias = Literal["TRIGGER_USER_COUNT", "TOTAL_COUNT", "AVG_COUNT"]
+PropertyAggregator: TypeAlias = Literal["REMOVE_DUMPLICATE", "SUM", "AVG", "MAX", "MIN", "AVG_PER"]
+Aggregator: TypeAlias = Literal[EventAggregator, PropertyAggregator]
 """The first three measure an event expression, the others a property expression."""
+EVENT_AGGREGATORS: tuple[str, ...] = get_args(EventAggregator)
+PROPERTY_AGGREGATORS: tuple[str, ...] = get_args(PropertyAggregator)
+Relation: TypeAlias = Literal["AND", "OR"]
+RELATIONS: tuple[str, ...] = get_args(Relation)
 TimeUnit: TypeAlias = Literal["SECOND", "MINUTE", "HOUR", "DAY", "WEEK", "MONTH", "QUARTER", "YEAR"]
+TIME_UNITS: tuple[str, ...] = get_args(TimeUnit)
+SINGLE_DAY_UNITS = ("MINUTE", "HOUR")
 ConvertTimeUnit: TypeAlias = Literal["DAY", "HOUR", "MINUTE"]
+CONVERT_TIME_UNITS: tuple[str, ...] = get_args(ConvertTimeUnit)
+SAMPLING_FACTOR_MAX = 64
 Param: TypeAlias = str | int | float | bool
-DateLike: TypeAlias = str | dt.date
-
-_PLACEHOLDER_DAY = "2000-01-01"
-"""Stands in for both dates while a request without dates is checked (one day, so that an
-``HOUR`` or ``MINUTE`` unit passes); the dates the request gets later are checked then."""
-
-_T = TypeVar("_T")
+DateLike: TypeAlias = "str | dt.date"
 
 
-def _items(value: Any, field: str, what: str) -> tuple[Any, ...]:
-    """A list or tuple as a tuple (a string is not a list of its characters)."""
+class ExpressionKind(StrEnum):
+    """What an analysis expression points at."""
+
+    EVENT = "event.<event id>"
+    EVENT_PROPERTY = "event.<event id>.<property id>"
+    USER_PROPERTY = "user.<property id>"
+
+
+EVENT = frozenset({ExpressionKind.EVENT})
+MEASURABLE = frozenset({ExpressionKind.EVENT, ExpressionKind.EVENT_PROPERTY})
+PROPERTIES = frozenset({ExpressionKind.EVENT_PROPERTY, ExpressionKind.USER_PROPERTY})
+
+
+def _kind(text: str) -> ExpressionKind | None:
+    head, _, rest = text.partition(".")
+    refs = rest.split(".")
+    if not rest or not all(rules.is_ref(r) for r in refs):
+        return None
+    if head == "event" and len(refs) in (1, 2):
+        return ExpressionKind.EVENT if len(refs) == 1 else ExpressionKind.EVENT_PROPERTY
+    if head == "user" and len(refs) == 1:
+        return ExpressionKind.USER_PROPERTY
+    return None
+
+
+def expression(value: Any, field: str, allowed: Collection[ExpressionKind]) -> str:
+    """Check an expression of an allowed kind.
+
+    :param value: e.g. ``event.$startup``, ``event.purchase.amount``, ``user.age``.
+    :param field: the request field, for the message.
+    :param allowed: kinds accepted at this place of the request.
+    """
+    text = rules.string(value, field)
+    kind = _kind(text)
+    if kind is not None and kind in allowed:
+        return text
+    shapes = " or ".join(k.value for k in ExpressionKind if k in allowed)
+    if kind is None:
+        fail(field, f"must be an expression {shapes} (ids: {rules.REF_RULE})", value)
+    fail(field, f"must be {shapes} here, not {kind.value}", value)
+
+
+def _function(value: Any, field: str) -> str:
+    if not isinstance(value, str) or not (
+        value in FILTER_ARITY or _RELATIVE_FUNCTION.fullmatch(value)
+    ):
+        fail(field, f"must be one of {', '.join(FILTER_ARITY)} or RELATIVE_...", value)
+    return value
+
+
+def _relation(value: Any, field: str) -> str:
+    if not isinstance(value, str) or value.upper() not in RELATIONS:
+        fail(field, "must be AND or OR", value)
+    return value.upper()
+
+
+def _buckets(value: Any) -> tuple[int | float, ...] | None:
+    """``None`` or strictly increasing numbers (split bounds)."""
+    if value is None:
+        return None
     if isinstance(value, str | bytes | Mapping) or not isinstance(value, Sequence):
-        fail(field, f"must be a list of {what}", value)
-    return tuple(value)
+        fail("", "must be null or a list of numbers", value)
+    bounds = tuple(rules.number(v, f"[{i}]") for i, v in enumerate(value))
+    if any(a >= b for a, b in itertools.pairwise(bounds)):
+        fail("", "must be strictly increasing", value)
+    return bounds
 
 
-def _typed(
-    value: Any, field: str, kind: type[_T], *, text: Callable[[str], _T] | None = None
-) -> _T:
-    """``value`` as a ``kind``; a string becomes ``text(value)`` where one is allowed."""
-    if isinstance(value, kind):
-        return value
-    if text is not None and isinstance(value, str):
-        return text(value)
-    accepted = f"a {kind.__name__}" + (" or an expression string" if text else "")
-    fail(field, f"must be {accepted}", value)
-
-
-def _optional_filter(value: Any, field: str) -> Filter | None:
-    return None if value is None else _typed(value, field, Filter)
-
-
-def _set(instance: object, name: str, value: Any) -> None:
-    object.__setattr__(instance, name, value)
-
-
-def _with_dates(body: dict[str, Any]) -> tuple[dict[str, Any], bool]:
-    """``body`` with placeholder dates when it has neither, and whether they were added."""
-    if "fromDate" in body or "toDate" in body:
-        return body, False
-    return {**body, "fromDate": _PLACEHOLDER_DAY, "toDate": _PLACEHOLDER_DAY}, True
-
-
-def _checked(body: dict[str, Any], validate: Any) -> dict[str, Any]:
-    """``body`` through the dict rules; dates left out stay out."""
-    dated, placeholders = _with_dates(body)
-    checked: dict[str, Any] = validate(dated)
-    if placeholders:
-        del checked["fromDate"], checked["toDate"]
-    return checked
-
-
-def _date(value: Any, field: str) -> str | None:
-    return None if value is None else rules.date(value, field)
-
-
-@dataclass(frozen=True)
-class Condition:
+class Condition(Declared):
     """One condition of a filter: a property, a function and its params.
 
     :param expression: a property: ``event.<event id>.<property id>`` or
@@ -153,50 +177,56 @@ class Condition:
         ``NOT_CONTAIN``, ``GT``, ``GTE``, ``LT``, ``LTE``, ``RANGE`` (two params, inclusive),
         ``ABSOLUTE_TIME`` (two datetimes, inclusive), ``NULL``, ``NOT_NULL``, ``EMPTY``,
         ``NOT_EMPTY``, ``TRUE``, ``FALSE`` or a ``RELATIVE_...`` form.
-    :param params: the function's params (strings, numbers or bools).
+    :param params: the function's params (strings, numbers or bools); a function that takes
+        none may leave them out of the dict.
     """
 
-    expression: str
-    function: FilterFunction | str
-    params: Sequence[Param] = ()
+    _shape = "{expression, function, params}"
 
-    def __post_init__(self) -> None:
-        _set(self, "params", _items(self.params, "Condition.params", "params"))
-        self.to_body()  # checked now, naming the field
+    expression: Annotated[str, check(expression, PROPERTIES)]
+    function: Annotated[FilterFunction | str, check(_function)]
+    params: tuple[Param, ...] = Field(default=None, validate_default=True)
 
-    def to_body(self) -> dict[str, Any]:
-        """``{expression, function, params}`` as the request writes it."""
-        raw = {"expression": self.expression, "function": self.function, "params": [*self.params]}
-        return validation.condition(raw, "Condition")
+    def __init__(
+        self, expression: str, function: FilterFunction | str, params: Sequence[Param] = ()
+    ) -> None:
+        Declared.__init__(self, expression=expression, function=function, params=params)
 
+    @field_validator("params", mode="before")
     @classmethod
-    def from_body(cls, body: Mapping[str, Any]) -> Condition:
-        """The condition a request's dict describes (checked)."""
-        checked = validation.condition(body, "Condition")
-        return cls(checked["expression"], checked["function"], tuple(checked["params"]))
+    def _arity(cls, value: Any, info: ValidationInfo) -> tuple[Param, ...]:
+        function = info.data.get("function")
+        fewest, most = FILTER_ARITY.get(function or "", (0, None))
+        if value is None and most == 0:
+            return ()
+        params = rules.items(value, "params", item=rules.json_scalar)
+        if params is None:
+            fail("", "must be a list", value)
+        if function is not None and (
+            len(params) < fewest or (most is not None and len(params) > most)
+        ):
+            if fewest == most:
+                count = "no params" if most == 0 else f"exactly {most} param(s)"
+            else:
+                count = f"at least {fewest} param(s)"
+            fail("", f"{function} takes {count}", list(params))
+        return params
 
 
-@dataclass(frozen=True)
-class Filter:
+class Filter(Declared):
     """Conditions joined by ``AND`` (all must hold) or ``OR`` (any may hold).
 
     :param conditions: at least one :class:`Condition`.
-    :param relation: ``AND`` or ``OR`` (either case; sent upper-case).
+    :param relation: ``AND`` or ``OR`` (either case; sent upper-case); the dict must say it.
     """
 
-    conditions: Sequence[Condition]
-    relation: Relation = "AND"
+    _shape = "{conditions, relation}"
 
-    def __post_init__(self) -> None:
-        items = _items(self.conditions, "Filter.conditions", "Condition")
-        _set(
-            self,
-            "conditions",
-            tuple(_typed(c, f"Filter.conditions[{i}]", Condition) for i, c in enumerate(items)),
-        )
-        if isinstance(self.relation, str):
-            _set(self, "relation", self.relation.upper())
-        self.to_body()
+    conditions: Annotated[tuple[Condition, ...], listed("conditions", non_empty=True)]
+    relation: Annotated[Relation, check(_relation)] = Field(default=None, validate_default=True)
+
+    def __init__(self, conditions: Sequence[Condition], relation: Relation | str = "AND") -> None:
+        Declared.__init__(self, conditions=conditions, relation=relation)
 
     @classmethod
     def all(cls, *conditions: Condition) -> Filter:
@@ -208,21 +238,8 @@ class Filter:
         """A filter that keeps what meets at least one condition (``OR``)."""
         return cls(conditions, "OR")
 
-    def to_body(self) -> dict[str, Any]:
-        """``{conditions, relation}`` as the request writes it."""
-        raw = {"conditions": [c.to_body() for c in self.conditions], "relation": self.relation}
-        return validation.filter_(raw, "Filter")
 
-    @classmethod
-    def from_body(cls, body: Mapping[str, Any]) -> Filter:
-        """The filter a request's dict describes (checked)."""
-        checked = validation.filter_(body, "Filter")
-        conditions = tuple(Condition.from_body(c) for c in checked["conditions"])
-        return cls(conditions, checked["relation"])
-
-
-@dataclass(frozen=True)
-class SplitField:
+class SplitField(Declared):
     """A dimension to split by: a property, and for a number property optional bucket bounds.
 
     :param expression: ``user.<property id>`` or ``event.<event id>.<property id>``
@@ -231,107 +248,163 @@ class SplitField:
         below 600, 600 to 800, 800 and above.
     """
 
-    expression: str
-    buckets: Sequence[int | float] | None = None
+    _shape = "{expression, buckets}"
+    _text = "expression"
 
-    def __post_init__(self) -> None:
-        if self.buckets is not None:
-            _set(self, "buckets", _items(self.buckets, "SplitField.buckets", "numbers"))
-        self.to_body()
+    expression: Annotated[str, check(expression, PROPERTIES)]
+    buckets: Annotated[tuple[int | float, ...] | None, BeforeValidator(_buckets)] = None
 
-    def to_body(self) -> dict[str, Any]:
-        """``{expression}`` or ``{expression, buckets}`` as the request writes it."""
-        raw: dict[str, Any] = {"expression": self.expression}
-        if self.buckets is not None:
-            raw["buckets"] = list(self.buckets)
-        return validation.split_field(raw, "SplitField")
-
-    @classmethod
-    def from_body(cls, body: Mapping[str, Any]) -> SplitField:
-        """The split a request's dict describes (checked)."""
-        checked = validation.split_field(body, "SplitField")
-        buckets = checked.get("buckets")
-        return cls(checked["expression"], None if buckets is None else tuple(buckets))
+    def __init__(self, expression: str, buckets: Sequence[int | float] | None = None) -> None:
+        Declared.__init__(self, expression=expression, buckets=buckets)
 
 
-@dataclass(frozen=True)
-class FunnelStep:
-    """One step of a funnel: an event, optionally filtered.
+class FunnelStep(Declared):
+    """One step of a funnel: an event, optionally filtered (``filter`` is always sent).
 
     :param expression: ``event.<event id>`` (``event.$startup``, ``event.purchase``).
     :param filter: conditions on this step's events only.
     """
 
-    expression: str
+    _shape = "{expression, filter}"
+    _text = "expression"
+    _kept = frozenset({"filter"})
+
+    expression: Annotated[str, check(expression, EVENT)]
     filter: Filter | None = None
 
-    def __post_init__(self) -> None:
-        _set(self, "filter", _optional_filter(self.filter, "FunnelStep.filter"))
-        self.to_body()
-
-    def to_body(self) -> dict[str, Any]:
-        """``{expression, filter}`` as the request writes it (``filter`` may be ``None``)."""
-        raw = {
-            "expression": self.expression,
-            "filter": None if self.filter is None else self.filter.to_body(),
-        }
-        return validation.funnel_step(raw, "FunnelStep")
-
-    @classmethod
-    def from_body(cls, body: Mapping[str, Any]) -> FunnelStep:
-        """The step a request's dict describes (checked)."""
-        checked = validation.funnel_step(body, "FunnelStep")
-        step_filter = checked["filter"]
-        return cls(
-            checked["expression"], None if step_filter is None else Filter.from_body(step_filter)
-        )
+    def __init__(self, expression: str, filter: Filter | None = None) -> None:
+        Declared.__init__(self, expression=expression, filter=filter)
 
 
-@dataclass(frozen=True)
-class Measure:
-    """What an event analysis counts or computes.
+class ConversionMeasure(Declared):
+    """A measure of an ad tracking conversion (spec 4.3): an expression and an aggregator
+    that suits it.
 
     :param expression: an event (``event.purchase``, ``event.$Anything``) or an event
         property (``event.purchase.amount``).
     :param aggregator: for an event ``TRIGGER_USER_COUNT``, ``TOTAL_COUNT`` or ``AVG_COUNT``;
         for a property ``REMOVE_DUMPLICATE`` (distinct values, any type) or, for a number,
         ``SUM``, ``AVG``, ``MAX``, ``MIN``, ``AVG_PER``.
+    """
+
+    _shape = "{expression, aggregator}"
+
+    expression: Annotated[str, check(expression, MEASURABLE)]
+    aggregator: Annotated[Aggregator, check(rules.one_of, EVENT_AGGREGATORS + PROPERTY_AGGREGATORS)]
+
+    def __init__(self, expression: str, aggregator: Aggregator) -> None:
+        Declared.__init__(self, expression=expression, aggregator=aggregator)
+
+    @model_validator(mode="after")
+    def _pairing(self) -> Self:
+        event = _kind(self.expression) is ExpressionKind.EVENT
+        fits = EVENT_AGGREGATORS if event else PROPERTY_AGGREGATORS
+        if self.aggregator not in fits:
+            other = "a property expression" if event else "an event expression"
+            kind = ExpressionKind.EVENT if event else ExpressionKind.EVENT_PROPERTY
+            fail(
+                "aggregator",
+                f"{self.aggregator} applies to {other}; {kind.value} takes {', '.join(fits)}",
+                self.aggregator,
+            )
+        return self
+
+
+class Measure(ConversionMeasure):
+    """What an event analysis counts or computes (:class:`ConversionMeasure`'s fields).
+
     :param filter: conditions on this measure's events only.
     """
 
-    expression: str
-    aggregator: Aggregator
+    _shape = "{expression, aggregator, filter}"
+
     filter: Filter | None = None
 
-    def __post_init__(self) -> None:
-        _set(self, "filter", _optional_filter(self.filter, "Measure.filter"))
-        self.to_body()
+    def __init__(
+        self, expression: str, aggregator: Aggregator, filter: Filter | None = None
+    ) -> None:
+        Declared.__init__(self, expression=expression, aggregator=aggregator, filter=filter)
 
-    def to_body(self) -> dict[str, Any]:
-        """``{expression, aggregator}`` (and ``filter`` when set) as the request writes it."""
-        raw: dict[str, Any] = {"expression": self.expression, "aggregator": self.aggregator}
-        if self.filter is not None:
-            raw["filter"] = self.filter.to_body()
-        return validation.measure(raw, "Measure")
+
+def _crowds(value: Any, field: str) -> tuple[str]:
+    """Exactly one user group: ``$ALL`` or a cohort code."""
+    items = rules.items(value, f"one cohort code or {ALL_USERS}")
+    if not items:
+        fail(field, f"must be a list with one cohort code or {ALL_USERS}", value)
+    if all(isinstance(v, str) for v in items):
+        rules.distinct(items, field, position=lambda i: f"crowds[{i}]")
+    if len(items) > 1:
+        fail(field, "comparing cohorts is not supported: give exactly one cohort code", value)
+    return (rules.cohort_code(items[0], f"{field}[0]"),)
+
+
+class _Analysis(Declared):
+    """What funnel and event analyses share: crowds, dates, filter, sampling, cache."""
+
+    analysis_kind: ClassVar[str]
+    _part = False
+
+    crowds: Annotated[tuple[str], check(_crowds)]
+    from_date: Annotated[str | None, check(rules.date, optional=True)] = None
+    to_date: Annotated[str | None, check(rules.date, optional=True)] = None
+    filter: Filter | None = None
+    sampling_factor: Annotated[
+        int | None, check(rules.integer, minimum=1, maximum=SAMPLING_FACTOR_MAX, optional=True)
+    ] = None
+    use_cache: Annotated[bool | None, check(rules.boolean, optional=True)] = None
 
     @classmethod
-    def from_body(cls, body: Mapping[str, Any]) -> Measure:
-        """The measure a request's dict describes (checked)."""
-        checked = validation.measure(body, "Measure")
-        measure_filter = checked.get("filter")
-        return cls(
-            checked["expression"],
-            checked["aggregator"],
-            None if measure_filter is None else Filter.from_body(measure_filter),
-        )
+    def _kind_rule(cls) -> str:
+        return f"must be a dict of the analysis parameters or a {cls.__name__}"
+
+    @model_validator(mode="after")
+    def _dates(self) -> Self:
+        if (self.from_date is None) != (self.to_date is None):
+            fail("toDate" if self.to_date is None else "fromDate", "is required")
+        if self.from_date is not None:
+            rules.date_range(self.from_date, self.to_date)
+        return self
+
+    @classmethod
+    def of(cls, request: Any) -> Self:
+        """``request`` as this kind: a dict read through the declaration, this kind as it is.
+
+        :raises AnalyticsValidationError: for a request of the other kind, or one that breaks
+            a rule.
+        """
+        if isinstance(request, cls):
+            return request
+        if isinstance(request, _Analysis):
+            fail(
+                "request",
+                f"is {type(request).__name__} ({request.analysis_kind}); "
+                f"a {cls.analysis_kind} request is needed",
+            )
+        return cls.model_validate(request)
+
+    def sent(self) -> dict[str, Any]:
+        """The body the client sends: :meth:`to_body`, which must have its dates."""
+        if self.from_date is None:
+            fail("fromDate", "is required")
+        return self.to_body()
+
+    def window(self, from_date: str, to_date: str) -> Self:
+        """The same request over ``from_date`` to ``to_date``, a part of its own range (so
+        every other rule still holds, and is not checked again).
+
+        :raises AnalyticsValidationError: for a window outside the request's range.
+        """
+        rules.date_range(from_date, to_date)
+        if not str(self.from_date) <= from_date <= to_date <= str(self.to_date):
+            fail("window", f"{from_date}..{to_date} is not inside {self.from_date}..{self.to_date}")
+        return BaseModel.model_copy(self, update={"from_date": from_date, "to_date": to_date})
+
+    def asked(self) -> Asked:
+        """What the request asks, for the relations its answer must keep with it."""
+        return Asked(from_date=self.from_date, to_date=self.to_date)
 
 
-def _crowds(value: Any) -> tuple[str, ...]:
-    return _items(value, "crowds", f"one cohort code or {ALL_USERS}")
-
-
-@dataclass(frozen=True, kw_only=True)
-class FunnelRequest:
+class FunnelRequest(_Analysis):
     """A funnel analysis (spec 4.16): users converting through ordered steps.
 
     :param steps: two or more :class:`FunnelStep` (a plain ``event.<id>`` string is a step
@@ -354,82 +427,71 @@ class FunnelRequest:
 
     analysis_kind: ClassVar[str] = "funnel"
 
-    steps: Sequence[FunnelStep | str]
-    crowds: Sequence[str] = (ALL_USERS,)
-    from_date: DateLike | None = None
-    to_date: DateLike | None = None
-    filter: Filter | None = None
-    by_field: SplitField | str | None = None
-    by_step_index: int | None = None
-    convert_time: int | None = None
-    convert_time_unit: ConvertTimeUnit | None = None
-    sampling_factor: int | None = None
-    use_cache: bool | None = None
-    limit: int | None = None
+    steps: Annotated[tuple[FunnelStep, ...], listed("FunnelStep {expression, filter}")]
+    by_field: SplitField | None = None
+    by_step_index: Annotated[int | None, check(rules.integer, optional=True)] = None
+    convert_time: Annotated[int | None, check(rules.positive_int, optional=True)] = None
+    convert_time_unit: Annotated[
+        ConvertTimeUnit | None, check(rules.one_of, CONVERT_TIME_UNITS, optional=True)
+    ] = None
+    limit: Annotated[int | None, check(rules.count, optional=True)] = None
 
-    def __post_init__(self) -> None:
-        steps = _items(self.steps, "steps", "FunnelStep")
-        _set(
+    def __init__(
+        self,
+        *,
+        steps: Sequence[FunnelStep | str],
+        crowds: Sequence[str] = (ALL_USERS,),
+        from_date: DateLike | None = None,
+        to_date: DateLike | None = None,
+        filter: Filter | None = None,
+        by_field: SplitField | str | None = None,
+        by_step_index: int | None = None,
+        convert_time: int | None = None,
+        convert_time_unit: ConvertTimeUnit | None = None,
+        sampling_factor: int | None = None,
+        use_cache: bool | None = None,
+        limit: int | None = None,
+    ) -> None:
+        Declared.__init__(
             self,
-            "steps",
-            tuple(
-                _typed(s, f"steps[{i}]", FunnelStep, text=FunnelStep) for i, s in enumerate(steps)
-            ),
+            steps=steps,
+            crowds=crowds,
+            from_date=from_date,
+            to_date=to_date,
+            filter=filter,
+            by_field=by_field,
+            by_step_index=by_step_index,
+            convert_time=convert_time,
+            convert_time_unit=convert_time_unit,
+            sampling_factor=sampling_factor,
+            use_cache=use_cache,
+            limit=limit,
         )
-        _set(self, "crowds", _crowds(self.crowds))
-        _set(self, "from_date", _date(self.from_date, "fromDate"))
-        _set(self, "to_date", _date(self.to_date, "toDate"))
-        _set(self, "filter", _optional_filter(self.filter, "filter"))
-        if self.by_field is not None:
-            _set(self, "by_field", _typed(self.by_field, "byField", SplitField, text=SplitField))
-        self.to_body()
 
-    def to_body(self) -> dict[str, Any]:
-        """The request body exactly as the client sends it (spec camelCase keys, ``None``
-        left out); without dates when none were given."""
-        raw = {
-            "steps": [_typed(s, "steps", FunnelStep).to_body() for s in self.steps],
-            "crowds": list(self.crowds),
-            "fromDate": self.from_date,
-            "toDate": self.to_date,
-            "filter": None if self.filter is None else self.filter.to_body(),
-            "byField": None
-            if self.by_field is None
-            else _typed(self.by_field, "byField", SplitField).to_body(),
-            "byStepIndex": self.by_step_index,
-            "convertTime": self.convert_time,
-            "convertTimeUnit": self.convert_time_unit,
-            "samplingFactor": self.sampling_factor,
-            "useCache": self.use_cache,
-            "limit": self.limit,
-        }
-        body = {key: value for key, value in raw.items() if value is not None}
-        return _checked(body, validation.validate_funnel_request)
-
+    @field_validator("steps")
     @classmethod
-    def from_body(cls, body: Mapping[str, Any]) -> FunnelRequest:
-        """The typed form of a funnel request dict (checked by the same rules)."""
-        checked = _checked(dict(body), validation.validate_funnel_request)
-        by_field = checked.get("byField")
-        request_filter = checked.get("filter")
-        return cls(
-            steps=tuple(FunnelStep.from_body(s) for s in checked["steps"]),
-            crowds=tuple(checked["crowds"]),
-            from_date=checked.get("fromDate"),
-            to_date=checked.get("toDate"),
-            filter=None if request_filter is None else Filter.from_body(request_filter),
-            by_field=None if by_field is None else SplitField.from_body(by_field),
-            by_step_index=checked.get("byStepIndex"),
-            convert_time=checked.get("convertTime"),
-            convert_time_unit=checked.get("convertTimeUnit"),
-            sampling_factor=checked.get("samplingFactor"),
-            use_cache=checked.get("useCache"),
-            limit=checked.get("limit"),
-        )
+    def _two_steps(cls, steps: tuple[FunnelStep, ...]) -> tuple[FunnelStep, ...]:
+        if len(steps) < 2:
+            fail("", "must be a list of at least 2 steps {expression, filter}", steps)
+        return steps
+
+    @model_validator(mode="after")
+    def _together(self) -> Self:
+        if self.by_step_index is not None:
+            if self.by_field is None:
+                fail("byStepIndex", "is only allowed together with byField")
+            last = len(self.steps) - 1
+            rules.integer(self.by_step_index, "byStepIndex", minimum=-1, maximum=last)
+        if (self.convert_time is None) != (self.convert_time_unit is None):
+            given, missing = ("convertTime", "convertTimeUnit")[:: 1 if self.convert_time else -1]
+            fail(missing, f"is required together with {given}")
+        return self
+
+    def asked(self) -> Asked:
+        return Asked(from_date=self.from_date, to_date=self.to_date, steps=len(self.steps))
 
 
-@dataclass(frozen=True, kw_only=True)
-class EventRequest:
+class EventRequest(_Analysis):
     """An event analysis (spec 4.17): measures per period, optionally split.
 
     :param measures: one or more :class:`Measure`.
@@ -439,7 +501,7 @@ class EventRequest:
     :param to_date: last day (inclusive); an operator fills in its run's last day.
     :param filter: conditions on every measure's events.
     :param by_fields: split by these properties (a string is a :class:`SplitField` without
-        buckets); the rows hold every combination seen.
+        buckets); the rows hold every combination seen. An empty list is not sent.
     :param unit: the period of each value: ``DAY``, ``WEEK``, ``MONTH``, ...; ``HOUR`` and
         ``MINUTE`` need a single day.
     :param sampling_factor: 1 (full data) to 64 (1/64 of the users).
@@ -448,69 +510,65 @@ class EventRequest:
 
     analysis_kind: ClassVar[str] = "events"
 
-    measures: Sequence[Measure]
-    crowds: Sequence[str] = (ALL_USERS,)
-    from_date: DateLike | None = None
-    to_date: DateLike | None = None
-    filter: Filter | None = None
-    by_fields: Sequence[SplitField | str] = field(default=())
-    unit: TimeUnit | None = None
-    sampling_factor: int | None = None
-    use_cache: bool | None = None
+    measures: Annotated[tuple[Measure, ...], listed("{expression, aggregator}", non_empty=True)]
+    by_fields: Annotated[
+        tuple[SplitField, ...] | None, listed("SplitField {expression, buckets}")
+    ] = None
+    unit: Annotated[TimeUnit | None, check(rules.one_of, TIME_UNITS, optional=True)] = None
 
-    def __post_init__(self) -> None:
-        measures = _items(self.measures, "measures", "Measure")
-        _set(
+    def __init__(
+        self,
+        *,
+        measures: Sequence[Measure],
+        crowds: Sequence[str] = (ALL_USERS,),
+        from_date: DateLike | None = None,
+        to_date: DateLike | None = None,
+        filter: Filter | None = None,
+        by_fields: Sequence[SplitField | str] = (),
+        unit: TimeUnit | None = None,
+        sampling_factor: int | None = None,
+        use_cache: bool | None = None,
+    ) -> None:
+        Declared.__init__(
             self,
-            "measures",
-            tuple(_typed(m, f"measures[{i}]", Measure) for i, m in enumerate(measures)),
+            measures=measures,
+            crowds=crowds,
+            from_date=from_date,
+            to_date=to_date,
+            filter=filter,
+            by_fields=by_fields,
+            unit=unit,
+            sampling_factor=sampling_factor,
+            use_cache=use_cache,
         )
-        _set(self, "crowds", _crowds(self.crowds))
-        _set(self, "from_date", _date(self.from_date, "fromDate"))
-        _set(self, "to_date", _date(self.to_date, "toDate"))
-        _set(self, "filter", _optional_filter(self.filter, "filter"))
-        splits = _items(self.by_fields, "byFields", "SplitField")
-        _set(
-            self,
-            "by_fields",
-            tuple(
-                _typed(s, f"byFields[{i}]", SplitField, text=SplitField)
-                for i, s in enumerate(splits)
-            ),
-        )
-        self.to_body()
 
-    def to_body(self) -> dict[str, Any]:
-        """The request body exactly as the client sends it (spec camelCase keys, ``None``
-        and an empty ``byFields`` left out); without dates when none were given."""
-        splits = [_typed(s, "byFields", SplitField).to_body() for s in self.by_fields]
-        raw = {
-            "measures": [m.to_body() for m in self.measures],
-            "crowds": list(self.crowds),
-            "fromDate": self.from_date,
-            "toDate": self.to_date,
-            "filter": None if self.filter is None else self.filter.to_body(),
-            "byFields": splits or None,
-            "unit": self.unit,
-            "samplingFactor": self.sampling_factor,
-            "useCache": self.use_cache,
-        }
-        body = {key: value for key, value in raw.items() if value is not None}
-        return _checked(body, validation.validate_event_request)
-
+    @field_validator("by_fields")
     @classmethod
-    def from_body(cls, body: Mapping[str, Any]) -> EventRequest:
-        """The typed form of an event analysis request dict (checked by the same rules)."""
-        checked = _checked(dict(body), validation.validate_event_request)
-        request_filter = checked.get("filter")
-        return cls(
-            measures=tuple(Measure.from_body(m) for m in checked["measures"]),
-            crowds=tuple(checked["crowds"]),
-            from_date=checked.get("fromDate"),
-            to_date=checked.get("toDate"),
-            filter=None if request_filter is None else Filter.from_body(request_filter),
-            by_fields=tuple(SplitField.from_body(s) for s in checked.get("byFields", ())),
-            unit=checked.get("unit"),
-            sampling_factor=checked.get("samplingFactor"),
-            use_cache=checked.get("useCache"),
+    def _no_empty_split(cls, splits: tuple[SplitField, ...] | None) -> Any:
+        return splits or None
+
+    @model_validator(mode="after")
+    def _single_day(self) -> Self:
+        if self.unit in SINGLE_DAY_UNITS and self.from_date != self.to_date:
+            fail("unit", f"{self.unit} needs fromDate equal to toDate (a single day)", self.unit)
+        return self
+
+    def asked(self) -> Asked:
+        return Asked(
+            from_date=self.from_date,
+            to_date=self.to_date,
+            aggregators=tuple(measure.aggregator for measure in self.measures),
+            split_fields=len(self.by_fields or ()),
         )
+
+
+def body_of(request: Any, kind: str) -> Any:
+    """The body of a typed request of ``kind`` (``funnel`` or ``events``); anything else as
+    it is, for the request's own check when it runs (an operator's rendered dict).
+
+    :raises AnalyticsValidationError: for a typed request of the other kind.
+    """
+    if not isinstance(request, _Analysis):
+        return request
+    typed = FunnelRequest if kind == FunnelRequest.analysis_kind else EventRequest
+    return typed.of(request).to_body()

@@ -15,13 +15,22 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from airflow_provider_analytics.client import operations as ops
 from airflow_provider_analytics.client import validation
+from airflow_provider_analytics.client.analysis_requests import (
+    EVENT,
+    EventRequest,
+    FunnelRequest,
+)
+from airflow_provider_analytics.client.analysis_requests import (
+    expression as _expression,
+)
 from airflow_provider_analytics.client.config import ClientConfig
 from airflow_provider_analytics.client.export import CohortExport
 from airflow_provider_analytics.client.paging import PagedListing
 from airflow_provider_analytics.client.responses import ResponseReader
 from airflow_provider_analytics.client.session import HttpSession
+from airflow_provider_analytics.client.validation import CohortQuery, cohort_body, cohort_query
 from airflow_provider_analytics.core import rules
-from airflow_provider_analytics.core.answers import Asked, asked_of_event_request
+from airflow_provider_analytics.core.answers import Asked
 from airflow_provider_analytics.core.errors import (
     AnalyticsConfigurationError,
     AnalyticsError,
@@ -37,6 +46,7 @@ if TYPE_CHECKING:
 
     import requests
 
+    from airflow_provider_analytics.core.answers import EventAnswer, FunnelAnswer
     from airflow_provider_analytics.core.page_lines import PageParts
 
 _P = ParamSpec("_P")
@@ -80,13 +90,18 @@ def _plan_filters(plan: Any, data_status: Any) -> dict[str, int]:
 
 @dataclass(frozen=True)
 class AnalysisAnswer:
-    """An analysis answer and when the platform sent it.
+    """An analysis answer, decoded once, and when the platform sent it.
 
-    :param body: the answer, checked against its declaration (what ``analyze_funnel`` and
+    :param answer: the declared answer
+        (:class:`~airflow_provider_analytics.core.answers.FunnelAnswer` or
+        :class:`~airflow_provider_analytics.core.answers.EventAnswer`), what the report
+        tables are built from.
+    :param body: the JSON the answer was decoded from (what ``analyze_funnel`` and
         ``analyze_events`` return).
     :param sent_at: the answer's ``Date`` header, in UTC; ``None`` when missing or unreadable.
     """
 
+    answer: FunnelAnswer | EventAnswer
     body: dict[str, Any]
     sent_at: dt.datetime | None
 
@@ -263,7 +278,7 @@ class AnalyticsClient:
             from_date, to_date, from_field="from_date", to_field="to_date"
         )
         if expression is not None:
-            validation.expression(expression, "expression", validation.EVENT)
+            _expression(expression, "expression", EVENT)
         body = _without_none(
             {
                 "fromDate": start,
@@ -440,7 +455,7 @@ class AnalyticsClient:
     @_reports_operation
     def get_cohort_users(
         self,
-        cohort_code: str | validation.CohortQuery,
+        cohort_code: str | CohortQuery,
         *,
         limit: int | None = None,
         properties: list[str] | None = None,
@@ -458,7 +473,7 @@ class AnalyticsClient:
         :param page: 1-based page (platform 4.6+), together with ``page_size``.
         :param page_size: users per page, at most ``limit``.
         """
-        body = validation.cohort_body(
+        body = cohort_body(
             cohort_code, limit=limit, properties=properties, page=page, page_size=page_size
         )
         return self._cohort_page(body)
@@ -466,7 +481,7 @@ class AnalyticsClient:
     @_reports_operation
     def get_cohort_user_lines(
         self,
-        cohort_code: str | validation.CohortQuery,
+        cohort_code: str | CohortQuery,
         *,
         page: int,
         page_size: int,
@@ -482,7 +497,7 @@ class AnalyticsClient:
         :param page: the 1-based page.
         :param page_size: users per page.
         """
-        body = validation.cohort_body(
+        body = cohort_body(
             cohort_code, limit=limit, properties=properties, page=page, page_size=page_size
         )
         asked = Asked(page=body.get("page"), page_size=body.get("pageSize"))
@@ -512,29 +527,41 @@ class AnalyticsClient:
         :param page_size: users per page.
         :param limit: most users to read in all; ``None`` for the whole cohort.
         """
-        query = validation.cohort_query(cohort_code, limit=limit, properties=properties)
+        query = cohort_query(cohort_code, limit=limit, properties=properties)
         size = rules.positive_int(page_size, "page_size")
         if query.limit is not None:
             size = min(size, query.limit)
-        body = validation.cohort_body(query, page=1, page_size=size)
+        body = cohort_body(query, page=1, page_size=size)
         return self._cohort_pages(body)
 
-    def _progress(
-        self, subject: str, *, total: int | None = None, unit: str = "rows", size_label: str = ""
+    def progress(
+        self,
+        subject: str,
+        *,
+        total: int | None = None,
+        unit: str = "rows",
+        size_label: str = "",
+        interval: float | None = None,
+        bar: bool | None = None,
     ) -> Progress:
-        """The progress of long work, at the configured interval, with a bar if wanted."""
+        """The progress of long work (:class:`~airflow_provider_analytics.core.progress.Progress`,
+        which checks ``interval``): the one place its defaults come from.
+
+        :param interval: seconds between lines; ``None``: the configured ``progress_interval``.
+        :param bar: ``False`` for no bar; otherwise the configured ``progress_bar``.
+        """
         return Progress(
             subject,
             total=total,
             unit=unit,
-            interval=self._config.progress_interval,
+            interval=self._config.progress_interval if interval is None else interval,
             size_label=size_label,
-            bar=self._config.progress_bar,
+            bar=False if bar is False else self._config.progress_bar,
         )
 
     def _cohort_pages(self, body: dict[str, Any]) -> Iterator[dict[str, Any]]:
         listing = PagedListing(page_size=body["pageSize"], limit=body.get("limit"))
-        progress = self._progress(f"cohort {body['cohortCode']} pages")
+        progress = self.progress(f"cohort {body['cohortCode']} pages")
         read = 0
         try:
             while (number := listing.next_page()) is not None:
@@ -551,7 +578,7 @@ class AnalyticsClient:
     @_reports_operation
     def export_cohort_users(
         self,
-        cohort_code: str | validation.CohortQuery,
+        cohort_code: str | CohortQuery,
         *,
         limit: int | None = None,
         properties: list[str] | None = None,
@@ -578,7 +605,7 @@ class AnalyticsClient:
             :meth:`get_cohort_users`), for the progress' percentage and time left.
         :param progress: ``False`` to report no progress (a caller that reports its own).
         """
-        body = validation.cohort_body(cohort_code, limit=limit, properties=properties)
+        body = cohort_body(cohort_code, limit=limit, properties=properties)
         if expected_rows is not None:
             rules.integer(expected_rows, "expected_rows", minimum=0)
         deadline = time.monotonic() + self._config.export_deadline
@@ -594,7 +621,7 @@ class AnalyticsClient:
             release=slot.release,
             secrets=self._config.secrets(),
             deadline=deadline,
-            progress=self._progress(
+            progress=self.progress(
                 f"cohort {body['cohortCode']}", total=expected_rows, size_label="received"
             )
             if progress
@@ -668,61 +695,44 @@ class AnalyticsClient:
     # Analyses (spec 4.16, 4.17)
 
     @_reports_operation
-    def analyze_funnel(
-        self,
-        request: Mapping[str, Any] | validation.TypedAnalysisRequest | validation.AnalysisRequest,
-    ) -> dict[str, Any]:
-        """Run a funnel analysis (spec 4.16) and return the server's result.
+    def analyze_funnel(self, request: Mapping[str, Any] | FunnelRequest) -> dict[str, Any]:
+        """Run a funnel analysis (spec 4.16) and return the server's result as JSON data.
 
         :param request: a
             :class:`~airflow_provider_analytics.client.analysis_requests.FunnelRequest`, or
-            the body with the spec's keys (see
-            :func:`~airflow_provider_analytics.client.validation.validate_funnel_request`),
-            or one checked already by
-            :func:`~airflow_provider_analytics.client.validation.funnel_request`.
+            the body with the spec's keys (read by the same declaration).
         """
-        return self.analyze(validation.funnel_request(request)).body
+        return self.analyze(FunnelRequest.of(request)).body
 
     @_reports_operation
-    def analyze_events(
-        self,
-        request: Mapping[str, Any] | validation.TypedAnalysisRequest | validation.AnalysisRequest,
-    ) -> dict[str, Any]:
-        """Run an event analysis (spec 4.17) and return the server's result.
+    def analyze_events(self, request: Mapping[str, Any] | EventRequest) -> dict[str, Any]:
+        """Run an event analysis (spec 4.17) and return the server's result as JSON data.
 
         :param request: an
             :class:`~airflow_provider_analytics.client.analysis_requests.EventRequest`, or
-            the body with the spec's keys (see
-            :func:`~airflow_provider_analytics.client.validation.validate_event_request`),
-            or one checked already by
-            :func:`~airflow_provider_analytics.client.validation.event_request`.
+            the body with the spec's keys (read by the same declaration).
         """
-        return self.analyze(validation.event_request(request)).body
+        return self.analyze(EventRequest.of(request)).body
 
     @_reports_operation
-    def analyze(self, request: validation.AnalysisRequest) -> AnalysisAnswer:
-        """Run a checked analysis (:func:`~airflow_provider_analytics.client.validation.
-        funnel_request` or ``event_request``) and return its answer with the moment the
-        platform sent it (what a job needs to read ``reportUpdateTime``).
+    def analyze(self, request: FunnelRequest | EventRequest) -> AnalysisAnswer:
+        """Run an analysis and return its answer, decoded once through its declaration, with
+        the moment the platform sent it (what a job needs to read ``reportUpdateTime``).
 
-        :param request: the checked request, sent as it is.
+        :param request: the request, with its dates.
         """
-        if not isinstance(request, validation.AnalysisRequest):
+        if not isinstance(request, FunnelRequest | EventRequest):
             raise AnalyticsUsageError(
-                "analyze takes a request checked by funnel_request() or event_request(); "
-                "analyze_funnel and analyze_events take a dict or a typed request"
+                "analyze takes a FunnelRequest or an EventRequest; analyze_funnel and "
+                "analyze_events also take the body as a dict"
             )
-        body = dict(request.body)
-        if request.kind == "funnel":
-            operation = ops.ANALYZE_FUNNEL
-            asked = Asked(
-                from_date=body["fromDate"], to_date=body["toDate"], steps=len(body["steps"])
-            )
-        else:
-            operation, asked = ops.ANALYZE_EVENTS, asked_of_event_request(body)
-        response = self._send(operation, json=body)
-        answer = self._reader(operation).answer(response, asked)
-        return AnalysisAnswer(answer, sent_at(response.headers.get("Date")))
+        funnel = isinstance(request, FunnelRequest)
+        operation = ops.ANALYZE_FUNNEL if funnel else ops.ANALYZE_EVENTS
+        response = self._send(operation, json=request.sent())
+        reader = self._reader(operation)
+        body = reader.json(response)
+        answer = reader.declared(body, request.asked())
+        return AnalysisAnswer(answer, body, sent_at(response.headers.get("Date")))
 
     def test_connection(self) -> tuple[bool, str]:
         """Check the connection with a harmless read (the events inside the plan), giving up

@@ -80,13 +80,14 @@ class ResponseReader:
         :raises AnswerShapeError: the body does not fit, naming the field.
         """
         body = self.json(response)
-        self._declared(body, asked)
+        self.declared(body, asked)
         return body
 
-    def _declared(self, body: Any, asked: Asked | None) -> None:
-        """Pass ``body`` through the operation's declared answer, or refuse it by name."""
+    def declared(self, body: Any, asked: Asked | None = None) -> Any:
+        """``body`` (strict JSON already read) as the operation's declared answer, or refused
+        by name."""
         try:
-            answers.decode(self._operation, body, asked=asked, secrets=self._secrets)
+            return answers.decode(self._operation, body, asked=asked, secrets=self._secrets)
         except answers.AnswerShapeError as exc:
             raise answers.AnswerShapeError(
                 f"{exc}; {_CHECK_ADDRESS}", operation=self._operation, secrets=self._secrets
@@ -109,5 +110,5 @@ class ResponseReader:
         body = dict(parts.envelope)
         if parts.rows is not None:
             body["users"] = [{}] * parts.rows  # the relations count them; the lines hold them
-        self._declared(body, asked)
+        self.declared(body, asked)
         return parts

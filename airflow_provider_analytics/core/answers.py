@@ -25,7 +25,6 @@ rows[2].stepsDetail[0].convertedUser[1]``).
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, Final, Literal, TypeVar, cast
 
@@ -46,8 +45,7 @@ from airflow_provider_analytics.core.report_dates import (
     parse_funnel_date,
     parse_report_datetime,
 )
-
-_T = TypeVar("_T")
+from airflow_provider_analytics.core.rules import field_path
 
 
 class _RelationFault(AnalyticsProtocolError, ValueError):
@@ -113,16 +111,6 @@ class Asked:
     split_fields: int | None = None
     page: int | None = None
     page_size: int | None = None
-
-
-def asked_of_event_request(body: Mapping[str, Any]) -> Asked:
-    """What a checked event-analysis request body asks, for its answer's relations."""
-    return Asked(
-        from_date=body.get("fromDate"),
-        to_date=body.get("toDate"),
-        aggregators=tuple(str(measure.get("aggregator")) for measure in body["measures"]),
-        split_fields=len(body.get("byFields") or []),
-    )
 
 
 def _fault(where: str, problem: str) -> _RelationFault:
@@ -352,7 +340,10 @@ class FunnelAnswer(_Shape):
 
     @model_validator(mode="after")
     def _relations(self, info: ValidationInfo) -> FunnelAnswer:
-        asked = _asked(info)
+        return self.keeps(_asked(info))
+
+    def keeps(self, asked: Asked) -> FunnelAnswer:
+        """Check the relations between the fields, and with what was ``asked``."""
         seen: dict[str, int] = {}
         for position, label in enumerate(self.dateList):
             where = f"dateList[{position}]"
@@ -438,7 +429,10 @@ class EventAnswer(_Shape):
 
     @model_validator(mode="after")
     def _relations(self, info: ValidationInfo) -> EventAnswer:
-        asked = _asked(info)
+        return self.keeps(_asked(info))
+
+    def keeps(self, asked: Asked) -> EventAnswer:
+        """Check the relations between the fields, and with what was ``asked``."""
         seen: dict[dt.datetime, int] = {}
         for position, label in enumerate(self.series):
             where = f"series[{position}]"
@@ -569,21 +563,6 @@ _UNION_PROBLEMS: Final = {
 }
 """What the alternatives of a union say together (a count-or-id, a finite number)."""
 
-_UNION_TAGS: Final = frozenset({"int", "float", "str", "constrained-int", "constrained-str"})
-
-
-def _path(location: tuple[int | str, ...]) -> str:
-    """``('rows', 2, 'values', 0, 1)`` as ``rows[2].values[0][1]`` (union member tags left out)."""
-    text = ""
-    for part in location:
-        if isinstance(part, int):
-            text += f"[{part}]"
-        elif part in _UNION_TAGS or "[" in part:
-            continue
-        else:
-            text += f".{part}" if text else part
-    return text
-
 
 def _problem(error: Any) -> str:
     template = _PROBLEMS.get(error["type"], error["msg"])
@@ -597,7 +576,7 @@ def _describe(errors: list[Any]) -> list[str]:
     """One line per faulty field; the alternatives of a union are joined with "or"."""
     by_path: dict[str, list[Any]] = {}
     for error in errors:
-        by_path.setdefault(_path(tuple(error["loc"])), []).append(error)
+        by_path.setdefault(field_path(error["loc"]), []).append(error)
     lines = []
     for path, faults in by_path.items():
         first = faults[0]
@@ -661,11 +640,21 @@ def answer_error(
     return AnswerShapeError(redacted, operation=operation, secrets=secrets)
 
 
-def as_model(model: type[_T], operation: str, payload: Any, asked: Asked | None = None) -> _T:
-    """``payload`` as ``model``: decoded through :func:`decode` unless it already is one and
-    no request relation is to be checked."""
-    if isinstance(payload, model) and asked is None:
-        return payload
-    if isinstance(payload, BaseModel):
-        payload = payload.model_dump(by_alias=True)
-    return cast("_T", decode(operation, payload, asked=asked))
+_Analysed = TypeVar("_Analysed", "FunnelAnswer", "EventAnswer")
+
+
+def as_model(
+    model: type[_Analysed], operation: str, payload: Any, asked: Asked | None = None
+) -> _Analysed:
+    """``payload`` as ``model``: decoded through :func:`decode`, unless it already is one (a
+    declared answer is decoded once); then only its relations with ``asked`` are checked."""
+    if not isinstance(payload, model):
+        return cast("_Analysed", decode(operation, payload, asked=asked))
+    if asked is not None:
+        try:
+            payload.keeps(asked)
+        except _RelationFault as fault:
+            raise AnswerShapeError(
+                f"{operation}: {fault.where}{fault.problem}", operation=operation
+            ) from None
+    return payload

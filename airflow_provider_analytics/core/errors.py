@@ -149,12 +149,18 @@ class AnalyticsValidationError(AnalyticsError, ValueError):
     """
 
     def __init__(self, field: str, rule: str, value: Any = _NOT_GIVEN) -> None:
-        message = f"{field}: {rule}"
-        if value is not _NOT_GIVEN:
-            message += f" (got {_shown(value)})"
-        super().__init__(message)
+        got = "" if value is _NOT_GIVEN else f" (got {_shown(value)})"
+        super().__init__(f"{field}: {rule}{got}")
         self.field = field
         self.rule = rule
+        self.got = got
+
+    def at(self, field: str) -> AnalyticsValidationError:
+        """The same refusal, naming ``field`` (where a declared request found it)."""
+        error = AnalyticsValidationError(field, self.rule)
+        error.message, error.got = f"{field}: {self.rule}{self.got}", self.got
+        error.args = (error.message,)
+        return error
 
 
 class AnalyticsConfigurationError(AnalyticsError, ValueError):

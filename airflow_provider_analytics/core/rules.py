@@ -1,4 +1,5 @@
-"""The spec's rules for single values: ids, names, remarks, data types, dates, numbers.
+"""The spec's rules for single values (ids, names, remarks, data types, dates, numbers), and
+:class:`Declared`, the base of every declared request body, which applies them.
 
 Each function returns the accepted (possibly normalised) value or raises
 :class:`AnalyticsValidationError` naming the field and the rule, before anything is sent.
@@ -10,13 +11,27 @@ split a query parameter or a log line) and of lone surrogates (which no UTF-8 ca
 from __future__ import annotations
 
 import datetime
+import difflib
 import functools
 import math
 import re
 import unicodedata
 import zoneinfo
-from typing import TYPE_CHECKING, Any, NoReturn
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, NoReturn, Self
 from urllib.parse import urlsplit
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    SerializerFunctionWrapHandler,
+    TypeAdapter,
+    ValidationError,
+    model_serializer,
+    model_validator,
+)
+from pydantic.alias_generators import to_camel
 
 from airflow_provider_analytics.core.errors import AnalyticsValidationError
 
@@ -336,3 +351,222 @@ def time_zone(value: Any, field: str = "timezone") -> str:
         "must be a time zone name such as Asia/Shanghai or UTC, or an offset like +08:00",
         value,
     )
+
+
+def distinct(
+    items: Sequence[str],
+    field: str,
+    *,
+    sent: Callable[[str], str] = str,
+    position: Callable[[int], str] | None = None,
+) -> None:
+    """Refuse an item given twice in a list the spec defines as a set, naming the list and
+    both positions (the platform would receive the repeat, and what it does then is not
+    shown).
+
+    :param items: the checked items, in order.
+    :param field: the list, as the request names it.
+    :param sent: the form an item is sent in; two items sent alike are a repeat.
+    :param position: the name of the i-th item (default ``field[i]``).
+    """
+    where = position or (lambda i: f"{field}[{i}]")
+    first: dict[str, int] = {}
+    for i, item in enumerate(items):
+        key = sent(item)
+        if key not in first:
+            first[key] = i
+            continue
+        j = first[key]
+        if items[j] == item:
+            repeat = f"{where(j)} and {where(i)} are both {item!r}"
+        else:
+            repeat = f"{where(j)} {items[j]!r} and {where(i)} {item!r} are both sent as {key!r}"
+        fail(field, f"must not repeat an item (the spec defines it as a set): {repeat}")
+
+
+# Declared request bodies
+
+_UNION_TAGS = frozenset({"int", "float", "str", "constrained-int", "constrained-str"})
+
+
+def field_path(location: Sequence[int | str]) -> str:
+    """``('rows', 2, 'values', 0)`` as ``rows[2].values[0]`` (union member tags left out)."""
+    text = ""
+    for part in location:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        elif part not in _UNION_TAGS and "[" not in part:
+            text += f".{part}" if text else part
+    return text
+
+
+def _joined(path: str, field: str) -> str:
+    if not path or not field:
+        return path or field
+    return path + field if field.startswith("[") else f"{path}.{field}"
+
+
+def refusal(error: ValidationError, root: str = "") -> AnalyticsValidationError:
+    """The first fault of a declared body's ``error``, naming its field under ``root``."""
+    first = error.errors(include_url=False)[0]
+    cause = first.get("ctx", {}).get("error")
+    if not isinstance(cause, AnalyticsValidationError):
+        missing = first["type"] == "missing"
+        cause = AnalyticsValidationError("", "is required" if missing else first["msg"])
+    location = [part for part in first["loc"] if not str(part)[:1].isupper()]  # model names
+    path = _joined(_joined(root, field_path(location)), cause.field)
+    return cause.at(path or "request")
+
+
+def check(
+    rule: Callable[..., Any], *args: Any, optional: bool = False, **kwargs: Any
+) -> BeforeValidator:
+    """A field's rule: ``rule(value, "", *args)``; the model names the field where it is."""
+
+    def checked(value: Any) -> Any:
+        return None if optional and value is None else rule(value, "", *args, **kwargs)
+
+    return BeforeValidator(checked)
+
+
+def items(
+    value: Any,
+    what: str,
+    *,
+    item: Callable[[Any, str], Any] | None = None,
+    non_empty: bool = False,
+) -> tuple[Any, ...] | None:
+    """A list (or tuple) as a tuple (``None`` stays ``None``); a string is not a list of its
+    characters.
+
+    :param what: what the list holds, for the message.
+    :param item: the rule of each item, if the list holds plain values.
+    :param non_empty: refuse an empty list.
+    """
+    if value is None:
+        return None
+    if (
+        isinstance(value, str | bytes | Mapping)
+        or not isinstance(value, Sequence)
+        or (non_empty and not value)
+    ):
+        fail("", f"must be a {'non-empty ' if non_empty else ''}list of {what}", value)
+    return tuple(value if item is None else (item(v, f"[{i}]") for i, v in enumerate(value)))
+
+
+def listed(what: str, **options: Any) -> BeforeValidator:
+    """A list field's rule (:func:`items`)."""
+    return BeforeValidator(lambda value: items(value, what, **options))
+
+
+class Declared(BaseModel):
+    """A request body declared once: the typed form users build and the dict the spec
+    writes are both read by it, through the same rules.
+
+    The attributes are snake_case, the keys of the body the spec's camelCase. Every rule
+    failure raises :class:`AnalyticsValidationError` naming the field as the body writes it
+    (``steps[1].expression``); a part built on its own is named by its class
+    (``Condition.params``). A body is frozen all the way down (tuples, not lists) and
+    :meth:`model_copy` checks its copy again, so a checked body cannot be changed unchecked.
+    """
+
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", alias_generator=to_camel, validate_by_name=False
+    )
+
+    _shape: ClassVar[str] = ""
+    """The body's keys as a reader writes them (``{expression, filter}``), for messages."""
+    _text: ClassVar[str | None] = None
+    """The key a bare string fills (a step or split given as its expression)."""
+    _kept: ClassVar[frozenset[str]] = frozenset()
+    """Keys sent even when ``None`` (a funnel step's ``filter``)."""
+    _part: ClassVar[bool] = True
+    """Whether a fault of this body built alone is named by its class (a part of a request)."""
+
+    def __init__(self, /, **data: Any) -> None:
+        fields = type(self).model_fields
+        keyed = {
+            (fields[key].validation_alias or key) if key in fields else key: value
+            for key, value in data.items()
+        }
+        try:
+            self.__pydantic_validator__.validate_python(keyed, self_instance=self)
+        except ValidationError as error:
+            raise refusal(error, type(self)._root()) from None
+
+    __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]  # nested: not called
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "__init__" in cls.__dict__:  # a typed signature; a nested body is validated as data
+            cls.__init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
+
+    @classmethod
+    def _root(cls) -> str:
+        return cls.__name__ if cls._part else ""
+
+    @classmethod
+    def model_validate(cls, obj: Any, **kwargs: Any) -> Self:
+        """``obj`` (a dict with the spec's keys) read through this declaration.
+
+        :raises AnalyticsValidationError: naming the first field that breaks a rule.
+        """
+        try:
+            return super().model_validate(obj, **kwargs)
+        except ValidationError as error:
+            raise refusal(error, cls._root()) from None
+
+    @classmethod
+    def from_body(cls, body: Any) -> Self:
+        """The typed form of a body dict (checked by the same rules)."""
+        return cls.model_validate(body)
+
+    @classmethod
+    def list_of(cls, value: Any, field: str, *, what: str, non_empty: bool) -> tuple[Self, ...]:
+        """A list of these bodies, faults named under ``field``."""
+        adapter: TypeAdapter[tuple[Self, ...]] = TypeAdapter(
+            Annotated[tuple[cls, ...], listed(what, non_empty=non_empty)]  # type: ignore[arg-type,valid-type]
+        )
+        try:
+            return adapter.validate_python(value)
+        except ValidationError as error:
+            raise refusal(error, field) from None
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A copy with ``update`` applied, checked as a new body is."""
+        return type(self)(**{**dict(self), **(update or {})})
+
+    def to_body(self) -> dict[str, Any]:
+        """The body as the client sends it: the spec's keys, ``None`` left out."""
+        return self.model_dump(mode="json", by_alias=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_keys(cls, value: Any) -> Any:
+        if isinstance(value, cls):
+            return value
+        if cls._text is not None and isinstance(value, str):
+            return {cls._text: value}
+        if not isinstance(value, Mapping):
+            fail("", cls._kind_rule(), value)
+        allowed = [str(field.validation_alias or name) for name, field in cls.model_fields.items()]
+        unknown = sorted(str(key) for key in value if key not in allowed)
+        if unknown:
+            key = unknown[0]
+            close = difflib.get_close_matches(key, allowed, n=1)
+            hint = f"; did you mean {close[0]}?" if close else ""
+            shown = key if key.isidentifier() else repr(key)  # an empty or odd key stays visible
+            fail(shown, f"is not a known key{hint} (allowed: {', '.join(sorted(allowed))})")
+        return value
+
+    @classmethod
+    def _kind_rule(cls) -> str:
+        dict_form = f"an object (dict) {cls._shape}"
+        if cls._text:
+            return f"must be a {cls.__name__} or an expression string (or {dict_form})"
+        return f"must be a {cls.__name__} or {dict_form}"
+
+    @model_serializer(mode="wrap")
+    def _sent(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        body: dict[str, Any] = handler(self)
+        return {key: value for key, value in body.items() if value is not None or key in self._kept}

@@ -78,6 +78,7 @@ def export_cohort_day(
                 target.path,
                 file_metadata=target.metadata,
                 open_stream=target.stream,
+                count=count,
             )
         return {**result.as_dict(), "uri": target.uri, "mode": "stream", **target.published}
     started = time.monotonic()

@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import logging
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -23,8 +23,6 @@ from airflow_provider_analytics.core import rules
 from airflow_provider_analytics.core.errors import AnalyticsError
 from airflow_provider_analytics.core.ndjson import iter_counted_blocks
 from airflow_provider_analytics.core.progress import (
-    DEFAULT_PROGRESS_INTERVAL,
-    Progress,
     progress_interval,
     rate_text,
 )
@@ -128,12 +126,11 @@ class _ExportRun:
         """Stream, decode, write, verify the count, commit. Returns rows, bytes, the decoder."""
         settings = self.settings
         decoder = BlockDecoder(self.schema, secrets=self.client.config.secrets())
-        progress = Progress(
+        progress = self.client.progress(
             f"cohort {self.cohort_code}",
             total=self.expected,
-            interval=settings.progress_interval or DEFAULT_PROGRESS_INTERVAL,
+            interval=settings.progress_interval,
             size_label="received",
-            bar=self.client.config.progress_bar,
         )
         open_stream = self.open_stream
         if open_stream is None:
@@ -251,13 +248,8 @@ def prepare_export(
     rules.count(settings.attempts, "attempts")
     rules.positive_int(settings.row_group_rows, "row_group_rows")
     parquet_compression(settings.compression)
-    interval = settings.progress_interval
-    settings = replace(
-        settings,
-        progress_interval=client.config.progress_interval
-        if interval is None
-        else progress_interval(interval),
-    )
+    if settings.progress_interval is not None:  # checked now, used by the client's progress
+        progress_interval(settings.progress_interval)
     zone_unset = timezone is None
     timezone = rules.time_zone("UTC" if timezone is None else timezone)
 
@@ -351,6 +343,7 @@ def export_prepared(
     file_metadata: Mapping[str, str] | None = None,
     started: float | None = None,
     open_stream: StreamOpener | None = None,
+    count: int | None = None,
 ) -> ExportResult:
     """The streamed export of :func:`export_cohort_to_parquet` once its arguments are checked
     and its columns decided (:func:`prepare_export`): the cohort's size, the stream, the file.
@@ -360,10 +353,13 @@ def export_prepared(
     :param started: ``time.monotonic()`` when the export's work began (default: now).
     :param open_stream: opens what the rows are written to (an Iceberg day's data files);
         by default the Parquet object ``destination``.
+    :param count: the cohort's size when the caller has just asked for it (one count call
+        per export); ``None`` asks for it here.
     """
     started = time.monotonic() if started is None else started
     query, schema, settings = prepared.query, prepared.schema, prepared.settings
-    count = int(client.get_cohort_users(query.sizing())["count"])
+    if count is None:
+        count = int(client.get_cohort_users(query.sizing())["count"])
     expected = count if query.limit is None else min(query.limit, count)
     log.info(
         "exporting cohort %s: %d users, %d columns, to %s",

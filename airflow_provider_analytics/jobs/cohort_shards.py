@@ -48,7 +48,6 @@ from airflow_provider_analytics.core.errors import AnalyticsError
 from airflow_provider_analytics.core.heap import trim_heap
 from airflow_provider_analytics.core.identity import request_digest
 from airflow_provider_analytics.core.ndjson import iter_line_blocks
-from airflow_provider_analytics.core.progress import Progress
 from airflow_provider_analytics.core.retry import RetryPolicy
 from airflow_provider_analytics.jobs.shard_hold import (
     HOLD_FILE,
@@ -356,10 +355,10 @@ class ShardReader:
         plan, settings = self.plan, self.settings
         decoder = BlockDecoder(self.schema)
         query = plan.query()
-        progress = Progress(
+        progress = self.client.progress(
             f"cohort {plan.cohort_code} shard {shard.index}",
             total=shard.rows,
-            interval=self.client.config.progress_interval,
+            interval=settings.progress_interval,
             bar=False,
         )
         with parquet_stream(
@@ -453,10 +452,10 @@ def read_shards(
             len(done),
             len(todo),
         )
-    total = Progress(
+    total = reader.client.progress(
         f"cohort {reader.plan.cohort_code}, all shards",
         total=sum(shard.rows for shard in shards),
-        interval=reader.client.config.progress_interval,
+        interval=reader.settings.progress_interval,
     )
     try:
         with arrow_memory_pool(reader.settings.memory_pool):

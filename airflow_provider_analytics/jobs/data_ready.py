@@ -17,6 +17,7 @@ import datetime as dt
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
+from airflow_provider_analytics.client.analysis_requests import EventRequest, Measure
 from airflow_provider_analytics.client.operations import (
     ANALYZE_EVENTS,
     LIST_EVENT_PROPERTIES,
@@ -27,7 +28,6 @@ from airflow_provider_analytics.core import rules
 from airflow_provider_analytics.core.answers import (
     AnswerShapeError,
     EventAnswer,
-    asked_of_event_request,
     decode,
 )
 
@@ -82,14 +82,13 @@ class DataReadyCheck:
     def call(self) -> ApiCall:
         """The request that answers this check (built from the checked fields)."""
         if self.source == "events":
-            body = {
-                "measures": [{"expression": f"event.{self.event}", "aggregator": "TOTAL_COUNT"}],
-                "crowds": ["$ALL"],
-                "fromDate": self.from_date,
-                "toDate": self.to_date,
-                "unit": "DAY",
-            }
-            return ApiCall(ANALYZE_EVENTS, body=body, asked=asked_of_event_request(body))
+            request = EventRequest(
+                measures=[Measure(f"event.{self.event}", "TOTAL_COUNT")],
+                from_date=self.from_date,
+                to_date=self.to_date,
+                unit="DAY",
+            )
+            return ApiCall(ANALYZE_EVENTS, body=request.sent(), asked=request.asked())
         if self.event_property is not None:
             return ApiCall(LIST_EVENT_PROPERTIES, {"eventId": self.event})
         return ApiCall(LIST_EVENTS)

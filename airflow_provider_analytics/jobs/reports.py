@@ -24,15 +24,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from airflow_provider_analytics.client import AnalyticsClient
-from airflow_provider_analytics.client.validation import (
-    AnalysisRequest,
-    event_request,
-    funnel_request,
-)
+from airflow_provider_analytics.client.analysis_requests import EventRequest, FunnelRequest
 from airflow_provider_analytics.core import rules
 from airflow_provider_analytics.core.errors import AnalyticsUsageError
-from airflow_provider_analytics.core.progress import Progress
-from airflow_provider_analytics.core.progress import progress_interval as check_progress_interval
 from airflow_provider_analytics.jobs.unset_timezone import UnsetTimezone
 from airflow_provider_analytics.tabular.frames import (
     EVENT_GRAINS,
@@ -48,6 +42,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
 
     from airflow_provider_analytics.client.api import AnalysisAnswer
+    from airflow_provider_analytics.core.progress import Progress
     from airflow_provider_analytics.destinations.base import Destination, TableWriter
 
 WINDOW_FIELDS = (pa.field("query_from_date", pa.date32()), pa.field("query_to_date", pa.date32()))
@@ -116,9 +111,9 @@ class ReportKind:
     """What differs between the funnel and the event report."""
 
     name: str
-    validate: Callable[[Mapping[str, Any]], AnalysisRequest]
-    analyze: Callable[[AnalyticsClient, AnalysisRequest], AnalysisAnswer]
-    flatten: Callable[[dict[str, Any], dict[str, Any], str], pa.Table]
+    validate: Callable[[Mapping[str, Any]], FunnelRequest | EventRequest]
+    analyze: Callable[[AnalyticsClient, FunnelRequest | EventRequest], AnalysisAnswer]
+    flatten: Callable[[Any, dict[str, Any], str], pa.Table]
     schema: Callable[[dict[str, Any]], pa.Schema]
     grains: Sequence[Grain]
     headline: Callable[[Mapping[str, pa.Table]], dict[str, Any]]
@@ -133,18 +128,18 @@ class ReportKind:
 
 FUNNEL = ReportKind(
     name="funnel",
-    validate=funnel_request,
+    validate=FunnelRequest.of,
     analyze=AnalyticsClient.analyze,
-    flatten=lambda response, request, timezone: funnel_table(response, timezone=timezone),
+    flatten=lambda answer, request, timezone: funnel_table(answer, timezone=timezone),
     schema=lambda request: FUNNEL_SCHEMA,
     grains=FUNNEL_GRAINS,
     headline=funnel_headline,
 )
 EVENTS = ReportKind(
     name="events",
-    validate=event_request,
+    validate=EventRequest.of,
     analyze=AnalyticsClient.analyze,
-    flatten=lambda response, request, timezone: event_table(response, request, timezone=timezone),
+    flatten=lambda answer, request, timezone: event_table(answer, request, timezone=timezone),
     schema=lambda request: event_schema(request),
     grains=EVENT_GRAINS,
     headline=event_headline,
@@ -176,15 +171,9 @@ class ReportResult:
 def _progress(
     client: AnalyticsClient, kind: ReportKind, total: int, unit: str, interval: float | None
 ) -> Progress:
-    """The progress of a report's queries: a line every ``interval`` seconds (default: the
-    client's ``progress_interval``), the final one when there was more than one query."""
-    return Progress(
-        f"{kind.name} report",
-        total=total,
-        unit=unit,
-        interval=client.config.progress_interval if interval is None else interval,
-        bar=client.config.progress_bar,
-    )
+    """The progress of a report's queries, made before the first query (which checks
+    ``interval``); the final line comes when there was more than one query."""
+    return client.progress(f"{kind.name} report", total=total, unit=unit, interval=interval)
 
 
 def _queried(progress: Progress, done: int) -> None:
@@ -217,10 +206,8 @@ def build_report_tables(
         time left); default: the client's.
     """
     checked = kind.validate(request)
-    body = dict(checked.body)
+    body = checked.sent()
     timezone, unset = _zone(timezone, kind)
-    if progress_interval is not None:
-        check_progress_interval(progress_interval)
     schema = kind.flattened_schema(body)
     windows = date_windows(body["fromDate"], body["toDate"], window_days)
     progress = _progress(client, kind, len(windows), "windows", progress_interval)
@@ -251,7 +238,7 @@ def _zone(timezone: str | None, kind: ReportKind) -> tuple[str, UnsetTimezone | 
 def _window_table(
     kind: ReportKind,
     client: AnalyticsClient,
-    checked: AnalysisRequest,
+    checked: FunnelRequest | EventRequest,
     window: tuple[str, str],
     zone: tuple[str, UnsetTimezone | None],
     schema: pa.Schema,
@@ -264,7 +251,7 @@ def _window_table(
     answer = kind.analyze(client, checked.window(*window))
     if unset is not None:
         unset.observe(answer)
-    table = kind.flatten(answer.body, body, timezone)
+    table = kind.flatten(answer.answer, body, timezone)
     for window_field, day in zip(WINDOW_FIELDS, window, strict=True):
         value = pa.scalar(dt.date.fromisoformat(day), pa.date32())
         table = table.append_column(window_field, pa.repeat(value, table.num_rows))
@@ -377,15 +364,13 @@ def run_report_days(
     if len(set(days)) != len(days):
         raise AnalyticsUsageError(f"run_report_days: a day is listed twice in {list(days)}")
     timezone, unset = _zone(timezone, kind)
-    if progress_interval is not None:
-        check_progress_interval(progress_interval)
     checked = [kind.validate({**request, "fromDate": day, "toDate": day}) for day in days]
     built = []
     progress = _progress(client, kind, len(days), "days", progress_interval)
     try:
         for day, day_request in zip(days, checked, strict=True):
             started = time.monotonic()
-            body = dict(day_request.body)
+            body = day_request.sent()
             schema = kind.flattened_schema(body)
             flattened = _window_table(
                 kind, client, day_request, (day, day), (timezone, unset), schema, body

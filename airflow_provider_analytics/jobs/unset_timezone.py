@@ -44,7 +44,7 @@ class UnsetTimezone:
         """Read one answer's ``reportUpdateTime`` against its ``Date`` (the first lead found
         is kept)."""
         if self.evidence is None:
-            self.evidence = clock_lead(answer.body.get("reportUpdateTime"), answer.sent_at)
+            self.evidence = clock_lead(answer.answer.reportUpdateTime, answer.sent_at)
 
     def warn(self) -> None:
         """Log the warning: with the evidence when an answer showed a clock ahead of UTC."""

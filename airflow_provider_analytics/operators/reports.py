@@ -5,9 +5,9 @@ The jobs (and with them pyarrow) are imported when a task runs, not when a DAG f
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
-from airflow_provider_analytics.client.validation import analysis_body
 from airflow_provider_analytics.core import rules
 from airflow_provider_analytics.core.errors import bounded_repr
 from airflow_provider_analytics.core.identity import report_identity
@@ -15,7 +15,7 @@ from airflow_provider_analytics.operators.intervals import CoveredDays, covered_
 from airflow_provider_analytics.operators.output import AnalyticsOutputOperator
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Sequence
 
     from airflow.sdk import Context
 
@@ -63,7 +63,11 @@ class _AnalysisReportOperator(AnalyticsOutputOperator):
     ) -> None:
         super().__init__(destination=destination, **kwargs)
         # a typed request becomes its body here: the dict Airflow renders and shows
-        self.request = analysis_body(request, self.report_name)
+        self.request = request
+        if not isinstance(request, Mapping | str):
+            from airflow_provider_analytics.client.analysis_requests import body_of
+
+            self.request = body_of(request, self.report_name)
         self.window_days = window_days
         self.lookback_days = lookback_days
         self.report_key = report_key

@@ -16,8 +16,9 @@ from analytics_emulator import catalog
 from airflow_provider_analytics.client import (
     AnalyticsClient,
     AnalyticsValidationError,
-    validation,
+    FunnelRequest,
 )
+from airflow_provider_analytics.client.validation import CohortQuery
 from airflow_provider_analytics.jobs.cohort_export import export_cohort_to_parquet
 from airflow_provider_analytics.jobs.reports import FUNNEL, run_report
 from airflow_provider_analytics.operators.cohort_export import CohortExportToParquetOperator
@@ -188,34 +189,35 @@ def test_operator_renders_column_names(
     assert written.num_rows == 7
 
 
-def _counting(monkeypatch: pytest.MonkeyPatch, name: str) -> list[Any]:
-    """Record each call of ``validation.<name>`` (the module's own calls included)."""
-    calls: list[Any] = []
-    original = getattr(validation, name)
-
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        calls.append(args)
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(validation, name, counted)
-    return calls
-
-
-def test_an_export_checks_each_argument_once(
+def test_an_export_checks_its_query_once(
     client: AnalyticsClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    codes = _counting(monkeypatch, "validate_cohort_code")
-    limits = _counting(monkeypatch, "validate_limit")
-    properties = _counting(monkeypatch, "validate_properties")
+    """The query is checked when it is made; the smaller query that sizes the cohort is a
+    part of it, and the client sends both as they are."""
+    made: list[Any] = []
+    original = CohortQuery.__init__
+
+    def counted(self: CohortQuery, *args: Any, **kwargs: Any) -> None:
+        made.append(args)
+        original(self, *args, **kwargs)
+
+    monkeypatch.setattr(CohortQuery, "__init__", counted)
     result = export(client, target(tmp_path), properties=["distinct_id", "$city"], limit=20)
     assert result.rows == 20
-    assert (len(codes), len(limits), len(properties)) == (1, 1, 1)
+    assert len(made) == 1
 
 
 def test_a_report_checks_its_request_once_for_all_its_windows(
     client: AnalyticsClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    checks = _counting(monkeypatch, "validate_funnel_request")
+    checks: list[Any] = []
+    original = FunnelRequest.model_validate
+
+    def counted(cls: type[FunnelRequest], obj: Any, **kwargs: Any) -> FunnelRequest:
+        checks.append(obj)
+        return original(obj, **kwargs)
+
+    monkeypatch.setattr(FunnelRequest, "model_validate", classmethod(counted))
     request = {
         "steps": [{"expression": "event.$startup"}, {"expression": "event.purchase"}],
         "crowds": ["$ALL"],

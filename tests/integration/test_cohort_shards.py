@@ -88,8 +88,13 @@ def test_shards_give_the_streams_rows_and_values(client: AnalyticsClient, tmp_pa
     ]
 
 
-def test_auto_streams_a_cohort_under_the_threshold(client: AnalyticsClient, tmp_path: Path) -> None:
+def test_auto_streams_a_cohort_under_the_threshold(
+    client: AnalyticsClient, tmp_path: Path, emulator_admin: EmulatorAdmin
+) -> None:
+    counts_before = page_calls(emulator_admin)
     assert export(client, tmp_path)["mode"] == "stream"
+    # the cohort's count is asked for once: auto mode's answer sizes the stream too
+    assert page_calls(emulator_admin) - counts_before == 1
     assert cohort_shards.choose_mode("auto", 1_000_001) == "pages"
     assert cohort_shards.choose_mode("auto", 1_000_000) == "stream"
 

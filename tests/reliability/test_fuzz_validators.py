@@ -17,6 +17,10 @@ from airflow_provider_analytics.client import (
     AnalyticsClient,
     AnalyticsValidationError,
     ClientConfig,
+    EventRequest,
+    Filter,
+    FunnelRequest,
+    Measure,
     validation,
 )
 from airflow_provider_analytics.core import rules
@@ -49,13 +53,15 @@ EXISTENCE: Final = re.compile(
 """Request parameters whose refusal depends on what exists on the platform."""
 
 VALIDATORS: Final[dict[str, Callable[[Any], Any]]] = {
-    "validate_funnel_request": validation.validate_funnel_request,
-    "validate_event_request": validation.validate_event_request,
+    "validate_funnel_request": lambda value: FunnelRequest.of(value).sent(),
+    "validate_event_request": lambda value: EventRequest.of(value).sent(),
     "conversion_measures": validation.conversion_measures,
     "event_property_definitions": validation.event_property_definitions,
-    "validate_properties": validation.validate_properties,
-    "filter": validation.filter_,
-    "crowds": validation.crowds,
+    "validate_properties": lambda value: validation.CohortQuery("c", properties=value),
+    "filter": Filter.model_validate,
+    "crowds": lambda value: EventRequest(
+        measures=[Measure("event.a", "TOTAL_COUNT")], crowds=value
+    ),
     "new_id": lambda value: rules.new_id(value, "id"),
     "id_ref": lambda value: rules.id_ref(value, "id"),
     "name": rules.name,

@@ -11,7 +11,7 @@ import pyarrow.compute as pc
 import pytest
 
 from airflow_provider_analytics.client import AnalyticsServerError, AnalyticsValidationError
-from airflow_provider_analytics.client.validation import validate_event_request
+from airflow_provider_analytics.client.analysis_requests import EventRequest
 from airflow_provider_analytics.core.rules import time_zone
 from airflow_provider_analytics.jobs.reports import date_windows
 from airflow_provider_analytics.operators.campaigns import CreateUtmOperator, UtmReadBackError
@@ -101,6 +101,6 @@ def test_report_windows_must_be_whole_days_but_zero_still_means_one_window() -> 
 def test_an_odd_unknown_key_is_still_named(key: str, shown: str) -> None:
     request = {**EVENT_REQUEST, key: 1}
     with pytest.raises(AnalyticsValidationError) as caught:
-        validate_event_request(request)
+        EventRequest.model_validate(request)
     assert caught.value.field == shown
     assert str(caught.value).startswith(f"{shown}: is not a known key")

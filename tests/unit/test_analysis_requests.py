@@ -1,9 +1,8 @@
-"""Typed analysis requests: one set of rules with the dict validation, and bodies that
-round-trip."""
+"""Analysis requests declared once: the typed builders and the dicts are one model, read
+through one set of rules, with bodies that round-trip."""
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import json
 import re
@@ -11,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+import requests_mock
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -26,10 +26,8 @@ from airflow_provider_analytics.client import (
     FunnelStep,
     Measure,
     SplitField,
-    validate_event_request,
-    validate_funnel_request,
 )
-from airflow_provider_analytics.client import validation as v
+from airflow_provider_analytics.client import analysis_requests as v
 from airflow_provider_analytics.core import rules
 from airflow_provider_analytics.operators.reports import EventReportOperator, FunnelReportOperator
 
@@ -165,30 +163,63 @@ def _dated(body: dict[str, Any]) -> dict[str, Any]:
 
 
 @given(funnel_requests())
-def test_a_typed_funnel_request_is_a_body_the_dict_rules_accept_unchanged(
+def test_a_typed_funnel_request_is_a_body_the_same_model_reads_back_unchanged(
     request: FunnelRequest,
 ) -> None:
     body = request.to_body()
     assert json.loads(json.dumps(body, allow_nan=False)) == body  # plain JSON
-    assert validate_funnel_request(_dated(body)) == _dated(body)
+    assert FunnelRequest.model_validate(_dated(body)).sent() == _dated(body)
     assert FunnelRequest.from_body(body) == request
-    assert v.funnel_request(dataclasses.replace(request, **_dates_of(body))).body == _dated(body)
+    dated = request.model_copy(update=_dates_of(body))
+    assert dated.sent() == _dated(body)
 
 
 @given(event_requests())
-def test_a_typed_event_request_is_a_body_the_dict_rules_accept_unchanged(
+def test_a_typed_event_request_is_a_body_the_same_model_reads_back_unchanged(
     request: EventRequest,
 ) -> None:
     body = request.to_body()
     assert json.loads(json.dumps(body, allow_nan=False)) == body
-    assert validate_event_request(_dated(body)) == _dated(body)
+    assert EventRequest.model_validate(_dated(body)).sent() == _dated(body)
     assert EventRequest.from_body(body) == request
-    assert v.event_request(dataclasses.replace(request, **_dates_of(body))).body == _dated(body)
+    assert request.model_copy(update=_dates_of(body)).sent() == _dated(body)
 
 
 def _dates_of(body: dict[str, Any]) -> dict[str, str]:
     dated = _dated(body)
     return {"from_date": dated["fromDate"], "to_date": dated["toDate"]}
+
+
+def _as_dict(request: FunnelRequest | EventRequest) -> dict[str, Any]:
+    """The dict a user would write for ``request``: the spec's keys, nested parts as dicts,
+    any relation in lower case and every list a list."""
+    body = request.to_body()
+    text = json.dumps(body).replace('"relation": "AND"', '"relation": "and"')
+    return json.loads(text)
+
+
+@given(st.one_of(funnel_requests(), event_requests()))
+def test_a_dict_and_its_typed_builder_send_the_identical_body(
+    request: FunnelRequest | EventRequest,
+) -> None:
+    """Whatever a request holds, the client sends the same bytes for it written as a dict or
+    built from the typed classes."""
+    if request.from_date is None:
+        request = request.model_copy(update=_dates_of(request.to_body()))
+    base = "https://analytics.example.com"
+    funnel = isinstance(request, FunnelRequest)
+    path = "/uba/api/funnels/analyze" if funnel else "/uba/api/events/analyze"
+    answer = {"dateList": [], "rows": []} if funnel else {"series": [], "rows": []}
+    with (
+        requests_mock.Mocker() as mocker,
+        AnalyticsClient(ClientConfig(base, token="t0k", app_key="app")) as client,
+    ):
+        sent = mocker.post(f"{base}{path}", json=answer)
+        analyze = client.analyze_funnel if funnel else client.analyze_events
+        analyze(request)  # type: ignore[arg-type]
+        analyze(_as_dict(request))
+        typed, plain = (call.body for call in sent.request_history)
+    assert typed == plain
 
 
 def test_a_request_dict_and_its_typed_form_send_the_same_body() -> None:
@@ -227,7 +258,7 @@ def test_a_request_dict_and_its_typed_form_send_the_same_body() -> None:
         convert_time=1,
         convert_time_unit="DAY",
     )
-    assert typed.to_body() == validate_funnel_request(as_dict)
+    assert typed.sent() == FunnelRequest.model_validate(as_dict).sent()
     assert FunnelRequest.from_body(as_dict) == typed
 
 
@@ -239,6 +270,10 @@ def test_a_request_dict_and_its_typed_form_send_the_same_body() -> None:
         (lambda: FunnelRequest(steps=["event.a", 3]), r"^steps\[1\]: must be a FunnelStep or"),
         (
             lambda: FunnelRequest(steps=["event.a", "event.b"], by_field="event.$platform"),
+            r"^byField.expression: must be event.<event id>.<property id> or user.<prop",
+        ),
+        (
+            lambda: SplitField("event.$platform"),
             r"^SplitField.expression: must be event.<event id>.<property id> or user.<prop",
         ),
         (
@@ -253,10 +288,18 @@ def test_a_request_dict_and_its_typed_form_send_the_same_body() -> None:
             lambda: FunnelRequest(steps=["event.a", "event.b"], from_date="2024-01-02"),
             r"^toDate: is required",
         ),
-        (
+        (  # a nested dict is read by the same model as a typed part
             lambda: FunnelRequest(steps=["event.a", "event.b"], filter={"conditions": []}),
-            r"^filter: must be a Filter",
+            r"^filter.conditions: must be a non-empty list of conditions",
         ),
+        (
+            lambda: FunnelRequest(steps=["event.a", "event.b"], filter=[]),
+            r"^filter: must be a Filter or an object \(dict\) \{conditions, relation\}",
+        ),
+        (lambda: FunnelRequest.from_body(None), r"^request: must be a dict of the analysis"),
+        (lambda: EventRequest.from_body(5), r"^request: must be a dict of the analysis"),
+        (lambda: FunnelRequest.from_body([1, 2]), r"^request: must be a dict of the analysis"),
+        (lambda: Filter.from_body(None), r"^Filter: must be a Filter or an object"),
         (lambda: Condition("user.age", "GT"), r"^Condition.params: GT takes exactly 1"),
         (lambda: Condition("user.age", "NEAR", [1]), r"^Condition.function: must be one of"),
         (lambda: Filter([], "AND"), r"^Filter.conditions: must be a non-empty list"),
@@ -332,14 +375,38 @@ def test_the_report_operators_take_a_typed_request_as_its_body() -> None:
 )
 def test_each_report_page_shows_a_request_with_every_field(page: str, typed: type) -> None:
     text = (REPO / page).read_text(encoding="utf-8")
-    for name in (f.name for f in dataclasses.fields(typed)):
+    for name in typed.model_fields:
         assert re.search(rf"\b{name}=", text), f"{page} shows no {name}="
 
 
-def test_analyze_takes_only_a_checked_request() -> None:
+def test_analyze_takes_only_a_declared_request() -> None:
     with AnalyticsClient(ClientConfig("https://analytics.example.com")) as client:
-        typed = FunnelRequest(
-            steps=["event.a", "event.b"], from_date="2024-01-01", to_date="2024-01-01"
-        )
-        with pytest.raises(AnalyticsUsageError, match=r"^analyze takes a request checked by"):
-            client.analyze(typed)  # type: ignore[arg-type]
+        body = {"steps": ["event.a", "event.b"], "crowds": ["$ALL"]}
+        with pytest.raises(AnalyticsUsageError, match=r"^analyze takes a FunnelRequest or an"):
+            client.analyze(body)  # type: ignore[arg-type]
+
+
+def test_a_checked_request_cannot_be_changed_unchecked() -> None:
+    """Every body is frozen all the way down, and a changed copy is checked again."""
+    import dataclasses
+
+    request = FunnelRequest(
+        steps=["event.a", FunnelStep("event.b", Filter.all(Condition("user.age", "GT", [1])))],
+        from_date="2024-01-01",
+        to_date="2024-01-01",
+    )
+    with pytest.raises(ValueError, match="frozen"):
+        request.limit = -5  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        dataclasses.replace(request, limit=-5)  # type: ignore[type-var]
+    with pytest.raises(AnalyticsValidationError, match=r"^limit: must be a positive integer"):
+        request.model_copy(update={"limit": -5})
+    with pytest.raises(AnalyticsValidationError, match=r"^steps: must be a list of at least 2"):
+        request.model_copy(update={"steps": ["event.a"]})
+    step_filter = request.steps[1].filter
+    assert step_filter is not None
+    assert isinstance(request.steps, tuple) and isinstance(step_filter.conditions, tuple)
+    assert isinstance(step_filter.conditions[0].params, tuple)
+    with pytest.raises(ValueError, match="frozen"):
+        step_filter.relation = "OR"  # type: ignore[misc]
+    assert hash(request) == hash(FunnelRequest.from_body(request.to_body()))

@@ -14,10 +14,10 @@ from airflow_provider_analytics.client import (
     ClientConfig,
     CohortExport,
 )
+from airflow_provider_analytics.client.analysis_requests import EventRequest
 from airflow_provider_analytics.client.api import AnalysisAnswer
 from airflow_provider_analytics.client.operations import GET_UTM
-from airflow_provider_analytics.client.validation import event_request
-from airflow_provider_analytics.core.answers import AnswerShapeError
+from airflow_provider_analytics.core.answers import AnswerShapeError, decode
 from airflow_provider_analytics.core.page_lines import PageParts
 
 if TYPE_CHECKING:
@@ -118,7 +118,7 @@ EVENTS_BODY = {
     "fromDate": "2024-01-01",
     "toDate": "2024-01-01",
     "unit": "HOUR",
-    "byFields": [{"expression": "event.purchase.$city", "buckets": None}],
+    "byFields": [{"expression": "event.purchase.$city"}],  # null buckets: not sent
 }
 EVENTS_RESULT = {
     "measures": ["a", "b"],
@@ -441,14 +441,14 @@ CASES: list[tuple[str, Callable[[AnalyticsClient], Any], str, str, dict, Any, st
     ),
     (
         "analyze",  # a checked request; the answer comes with its Date (none sent here)
-        lambda c: c.analyze(event_request(EVENTS_REQUEST)),
+        lambda c: c.analyze(EventRequest.model_validate(EVENTS_REQUEST)),
         "POST",
         "/uba/api/events/analyze",
         {},
         EVENTS_BODY,
         "project",
         EVENTS_RESULT,
-        AnalysisAnswer(EVENTS_RESULT, None),
+        AnalysisAnswer(decode("analyze_events", EVENTS_RESULT), EVENTS_RESULT, None),
     ),
 ]
 
@@ -513,7 +513,7 @@ def test_every_operation_has_a_request_case() -> None:
         for name in dir(AnalyticsClient)
         if not name.startswith("_") and callable(getattr(AnalyticsClient, name))
     }
-    assert public - names == {"close", "request_json", "test_connection"}
+    assert public - names == {"close", "progress", "request_json", "test_connection"}
 
 
 def test_query_values_are_percent_encoded(

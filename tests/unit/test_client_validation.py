@@ -13,10 +13,16 @@ from airflow_provider_analytics.client import (
     AnalyticsClient,
     AnalyticsValidationError,
     ClientConfig,
-    validate_event_request,
-    validate_funnel_request,
+    Condition,
+    EventRequest,
+    FunnelRequest,
 )
 from airflow_provider_analytics.client import validation as v
+from airflow_provider_analytics.client.analysis_requests import (
+    EVENT_AGGREGATORS,
+    PROPERTY_AGGREGATORS,
+    ConversionMeasure,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -827,7 +833,8 @@ def test_new_ids_refuse_the_dollar_and_accept_the_longest() -> None:
     ["NULL", "NOT_NULL", "EMPTY", "NOT_EMPTY", "TRUE", "FALSE"],
 )
 def test_zero_arity_functions_may_omit_params(function: str) -> None:
-    assert v.condition({"expression": "user.is_vip", "function": function}, "c") == {
+    body = {"expression": "user.is_vip", "function": function}
+    assert Condition.from_body(body).to_body() == {
         "expression": "user.is_vip",
         "function": function,
         "params": [],
@@ -836,11 +843,10 @@ def test_zero_arity_functions_may_omit_params(function: str) -> None:
 
 @pytest.mark.parametrize("params", [[], ["7"], [1, 2, 3]])
 def test_relative_time_functions_take_any_params(params: list[Any]) -> None:
-    got = v.condition(
-        {"expression": "user.register_time", "function": "RELATIVE_LAST_DAYS", "params": params},
-        "c",
+    got = Condition.from_body(
+        {"expression": "user.register_time", "function": "RELATIVE_LAST_DAYS", "params": params}
     )
-    assert got["params"] == params
+    assert got.to_body()["params"] == params
 
 
 def test_funnel_request_is_normalised_without_touching_the_input() -> None:
@@ -853,7 +859,7 @@ def test_funnel_request_is_normalised_without_touching_the_input() -> None:
     )
     original = copy.deepcopy(request)
 
-    got = validate_funnel_request(request)
+    got = FunnelRequest.model_validate(request).sent()
 
     assert request == original
     assert got == {
@@ -874,7 +880,7 @@ def test_funnel_request_is_normalised_without_touching_the_input() -> None:
 
 
 def test_event_request_is_normalised() -> None:
-    got = validate_event_request(
+    got = EventRequest.model_validate(
         events(
             measures=[
                 {"expression": "event.purchase.amount", "aggregator": "AVG_PER", "filter": None},
@@ -886,8 +892,8 @@ def test_event_request_is_normalised() -> None:
             byFields=[],
             samplingFactor=64,
         )
-    )
-    assert got == {
+    ).sent()
+    assert got == {  # an empty byFields is not sent
         "measures": [
             {"expression": "event.purchase.amount", "aggregator": "AVG_PER"},
             {"expression": "event.$Anything", "aggregator": "AVG_COUNT"},
@@ -897,15 +903,14 @@ def test_event_request_is_normalised() -> None:
         "toDate": "2024-03-05",
         "samplingFactor": 64,
         "unit": "HOUR",
-        "byFields": [],
     }
 
 
 def test_every_property_aggregator_pairs_with_property_expressions() -> None:
-    for aggregator in v.PROPERTY_AGGREGATORS:
-        assert v.aggregator(aggregator, "a", v.ExpressionKind.EVENT_PROPERTY) == aggregator
-    for aggregator in v.EVENT_AGGREGATORS:
-        assert v.aggregator(aggregator, "a", v.ExpressionKind.EVENT) == aggregator
+    for aggregator in PROPERTY_AGGREGATORS:
+        assert ConversionMeasure("event.a.b", aggregator).aggregator == aggregator  # type: ignore[arg-type]
+    for aggregator in EVENT_AGGREGATORS:
+        assert ConversionMeasure("event.a", aggregator).aggregator == aggregator  # type: ignore[arg-type]
 
 
 def test_cohort_body_keeps_presets_and_names_tags_by_code() -> None:
@@ -924,12 +929,15 @@ def test_cohort_body_keeps_presets_and_names_tags_by_code() -> None:
     }
 
 
-def test_public_single_value_validators() -> None:
-    assert v.validate_cohort_code("cohort_small") == "cohort_small"
-    assert v.validate_limit(3, field="limit") == 3
-    assert v.validate_properties(["age", "tag.tag_rfm"]) == ["age", "tag.tag_rfm"]
-    with pytest.raises(AnalyticsValidationError, match=r"^rows: "):
-        v.validate_limit(0, field="rows")
+def test_a_cohort_query_holds_its_checked_arguments() -> None:
+    query = v.CohortQuery("cohort_small", 3, ["age", "tag.tag_rfm"])
+    assert (query.cohort_code, query.limit, query.properties) == (
+        "cohort_small",
+        3,
+        ("age", "tag.tag_rfm"),
+    )
+    with pytest.raises(AnalyticsValidationError, match=r"^limit: "):
+        v.CohortQuery("cohort_small", 0)
 
 
 def test_campaign_ids_from_create_are_accepted_as_int_or_str() -> None:
@@ -969,24 +977,35 @@ def test_an_analysis_request_is_checked_once_and_windowed_inside_its_range() -> 
         "fromDate": "2024-01-01",
         "toDate": "2024-01-31",
     }
-    checked = v.funnel_request(body)
-    assert checked.kind == "funnel"
-    assert v.funnel_request(checked) is checked
-    window = checked.window("2024-01-08", "2024-01-14")
-    assert (window.body["fromDate"], window.body["toDate"]) == ("2024-01-08", "2024-01-14")
-    assert checked.body["fromDate"] == "2024-01-01"
+    checked = FunnelRequest.of(body)
+    assert checked.analysis_kind == "funnel"
+    assert FunnelRequest.of(checked) is checked
+    window = checked.window("2024-01-08", "2024-01-14").sent()
+    assert (window["fromDate"], window["toDate"]) == ("2024-01-08", "2024-01-14")
+    assert checked.sent()["fromDate"] == "2024-01-01"
     with pytest.raises(ValueError, match="not inside"):
         checked.window("2023-12-31", "2024-01-02")
-    with pytest.raises(AnalyticsValidationError, match=r"^request: is a checked funnel request"):
-        v.event_request(checked)
+    with pytest.raises(AnalyticsValidationError, match=r"^request: is FunnelRequest \(funnel\)"):
+        EventRequest.of(checked)
     with pytest.raises(AnalyticsValidationError, match=r"^toDate: "):
         checked.window("2024-01-08", "2024-01-0x")
 
 
-def test_a_checked_request_cannot_be_made_without_its_check() -> None:
-    """The client sends a CohortQuery or AnalysisRequest as it is, so one may only come from
-    the functions that check it."""
-    with pytest.raises(TypeError, match=r"made by cohort_query\(\)"):
+def test_a_checked_request_cannot_be_made_or_changed_without_its_check() -> None:
+    """The client sends a CohortQuery or an analysis request as it is, so one is checked
+    whenever it is made, a copy included."""
+    import dataclasses
+
+    with pytest.raises(AnalyticsValidationError, match=r"^cohort_code: must not contain"):
         v.CohortQuery('../x"', limit=-5, properties=("a b",))
-    with pytest.raises(TypeError, match=r"AnalysisRequest is made by funnel_request"):
-        v.AnalysisRequest("events", {"bogus": 1})
+    query = v.cohort_query("vip", limit=5)
+    with pytest.raises(AnalyticsValidationError, match=r"^cohort_code: must not contain"):
+        query.model_copy(update={"cohort_code": "../../x\n"})
+    with pytest.raises(AnalyticsValidationError, match=r"^limit: must be a positive"):
+        query.model_copy(update={"limit": -5})
+    with pytest.raises(TypeError):
+        dataclasses.replace(query, limit=-5)  # type: ignore[type-var]
+    with pytest.raises(ValueError, match="frozen"):
+        query.limit = -5  # type: ignore[misc]
+    with pytest.raises(AnalyticsValidationError, match=r"^bogus: is not a known key"):
+        EventRequest.model_validate({"bogus": 1})
