@@ -277,3 +277,7 @@ class AnalyticsUsageError(AnalyticsError, TypeError, RuntimeError):
     checking function may make, a writer used before it was opened, an export read twice.
     Fix the calling code; retrying cannot help. (Also a ``TypeError`` and a ``RuntimeError``,
     which such misuse raised before.)"""
+
+
+class ShardStagingError(AnalyticsError, ValueError):
+    """A record in the staging folder does not have the shape this package writes."""

@@ -113,8 +113,8 @@ class IcebergDestination:
 
     def publish_parts(self, day: str, parts: Sequence[Any]) -> CohortFile:
         """The parts as the identity's day in one commit (one snapshot)."""
-        from airflow_provider_analytics.jobs.cohort_shards import iter_part_batches, unified_schema
         from airflow_provider_analytics.sinks.iceberg import IcebergDayWriter
+        from airflow_provider_analytics.sinks.parts import iter_part_batches, unified_schema
 
         schema = unified_schema(parts)
         writer = IcebergDayWriter(

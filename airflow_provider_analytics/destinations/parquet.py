@@ -253,7 +253,7 @@ class ParquetDestination:
     def publish_parts(self, day: str, parts: Sequence[StoragePath]) -> CohortFile:
         """The parts merged into the day's one object, which replaces the earlier one
         atomically (readers see the old day or the new one)."""
-        from airflow_provider_analytics.jobs.cohort_shards import merge_parts
+        from airflow_provider_analytics.sinks.parts import merge_parts
 
         path = self._cohort_path(day)
         written = merge_parts(

@@ -44,18 +44,17 @@ import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from airflow_provider_analytics.core import rules
-from airflow_provider_analytics.core.errors import AnalyticsError
+from airflow_provider_analytics.core.errors import AnalyticsError, ShardStagingError
 from airflow_provider_analytics.core.heap import trim_heap
 from airflow_provider_analytics.core.identity import request_digest
 from airflow_provider_analytics.core.ndjson import iter_line_blocks
 from airflow_provider_analytics.core.retry import RetryPolicy
 from airflow_provider_analytics.jobs.shard_hold import (
     HOLD_FILE,
-    ShardStagingError,
     SharedHold,
     first_problem,
 )
-from airflow_provider_analytics.sinks.parquet import parquet_stream, parquet_writer
+from airflow_provider_analytics.sinks.parquet import parquet_stream
 from airflow_provider_analytics.storage import remove_quietly, write_bytes_atomically
 from airflow_provider_analytics.tabular.arrow import BlockDecoder
 from airflow_provider_analytics.tabular.arrow_pool import arrow_memory_pool
@@ -606,57 +605,3 @@ def _id_column(part: StoragePath) -> str:
         if (field.metadata or {}).get(ID_METADATA_KEY.encode()) == ID_COLUMN.encode():
             return field.name
     raise ShardStagingError(f"{part}: no {ID_COLUMN} column")
-
-
-def unified_schema(parts: Sequence[StoragePath]) -> pa.Schema:
-    """The parts' common schema: a number column double in one part is double in all."""
-    schemas = []
-    for part in parts:
-        with part.open("rb") as handle:
-            schemas.append(pq.read_schema(handle))
-    first = schemas[0]
-    for part, schema in zip(parts, schemas, strict=True):
-        if schema.names != first.names:
-            raise ShardStagingError(
-                f"{part}: columns {schema.names} differ from the first part's {first.names} "
-                "(the tracking plan changed between shards); export the day again"
-            )
-    fields = []
-    for position, field in enumerate(first):
-        kinds = [schema.field(position).type for schema in schemas]
-        wide = next((kind for kind in kinds if kind.equals(pa.float64())), field.type)
-        fields.append(field.with_type(wide))
-    return pa.schema(fields, metadata=first.metadata)
-
-
-def iter_part_batches(parts: Sequence[StoragePath], schema: pa.Schema) -> Iterator[pa.Table]:
-    """Every row group of every part, in shard order, in ``schema`` (an int64 column cast to
-    double only where exact: Arrow refuses an integer a double cannot hold)."""
-    for part in parts:
-        with part.open("rb") as handle:
-            parquet = pq.ParquetFile(handle)
-            for group in range(parquet.num_row_groups):
-                # one thread: Arrow's decoding threads each held memory of their own (a 1M-user
-                # merge peaked ~35 MiB higher) for about 10% less CPU
-                table = parquet.read_row_group(group, use_threads=False)
-                yield table.cast(schema) if not table.schema.equals(schema) else table
-
-
-def merge_parts(
-    parts: Sequence[StoragePath],
-    destination: StoragePath,
-    *,
-    compression: str,
-    metadata: dict[str, str],
-) -> int:
-    """One Parquet object from the parts, row group by row group, replacing ``destination``
-    atomically. Returns bytes written."""
-    schema = unified_schema(parts)
-    schema = schema.with_metadata({**(schema.metadata or {}), **metadata})
-    from airflow_provider_analytics.storage import atomic_destination
-
-    with atomic_destination(destination) as temporary, temporary.open("wb") as sink:
-        with parquet_writer(sink, schema, compression=compression) as writer:
-            for table in iter_part_batches(parts, schema):
-                writer.write_table(table.replace_schema_metadata(schema.metadata))
-        return int(sink.tell())

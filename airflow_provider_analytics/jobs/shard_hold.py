@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from airflow_provider_analytics.core.errors import AnalyticsError
+from airflow_provider_analytics.core.errors import ShardStagingError
 from airflow_provider_analytics.storage import write_bytes_atomically
 
 if TYPE_CHECKING:
@@ -62,10 +62,6 @@ REFRESH_SECONDS: Final = 1.0
 
 RECORD_BYTES_MAX: Final = 4096
 """A record longer than this is refused unread (the ones written here are about 100 bytes)."""
-
-
-class ShardStagingError(AnalyticsError, ValueError):
-    """A record in the staging folder does not have the shape this package writes."""
 
 
 def first_problem(error: ValidationError) -> str:

@@ -22,11 +22,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from airflow_provider_analytics.core.arrow_types import holds_text
 from airflow_provider_analytics.core.rules import fail, positive_int
 from airflow_provider_analytics.pipeline import WriteBehind
 from airflow_provider_analytics.sinks.parquet_segments import SegmentedWriter, cast_to, same_types
 from airflow_provider_analytics.storage import StoragePath, atomic_destination, temporary_sibling
-from airflow_provider_analytics.tabular.typed_markers import holds_text
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Collection, Iterator, Mapping

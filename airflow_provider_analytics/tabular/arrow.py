@@ -63,6 +63,7 @@ import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
 from airflow_provider_analytics.core import byte_scans
+from airflow_provider_analytics.core.arrow_types import holds_text, is_text
 from airflow_provider_analytics.core.cohort_records import (
     ExportRecordError,
     RecordKeys,
@@ -78,7 +79,7 @@ from airflow_provider_analytics.tabular.export_schema import (
 )
 from airflow_provider_analytics.tabular.number_columns import NumberColumns
 from airflow_provider_analytics.tabular.number_rule import DecimalFound, NumberRefusal
-from airflow_provider_analytics.tabular.typed_markers import TypedMarkers, holds_text, is_text
+from airflow_provider_analytics.tabular.typed_markers import TypedMarkers
 from airflow_provider_analytics.tabular.value_rule import (
     DECODER,
     ExportDataError,

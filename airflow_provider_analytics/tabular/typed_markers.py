@@ -9,13 +9,16 @@ written as ``"<typed column>": null`` first, in the two spacings a serializer wr
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pyarrow as pa
 
+from airflow_provider_analytics.core.arrow_types import is_text
 from airflow_provider_analytics.core.byte_scans import positions
 from airflow_provider_analytics.tabular.export_schema import MASKED_MARKER
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 
 class TypedMarkers:
@@ -90,16 +93,3 @@ class TypedMarkers:
                     kept.append(start)
             at = np.array(kept, dtype=np.intp)
         return at
-
-
-def is_text(arrow_type: pa.DataType) -> bool:
-    """Whether Arrow reads a column of ``arrow_type`` as text (a marker is then its text)."""
-    return pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type)
-
-
-def holds_text(arrow_type: pa.DataType) -> bool:
-    """Whether a column of ``arrow_type`` holds text, in a list or not (its bytes are checked
-    to be UTF-8 after Arrow's parser, which copies them as they are)."""
-    if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type):
-        return holds_text(arrow_type.value_type)
-    return is_text(arrow_type)

@@ -12,11 +12,10 @@ import pytest
 
 from airflow_provider_analytics.core import errors
 from airflow_provider_analytics.core.cohort_records import ExportRecordError
-from airflow_provider_analytics.core.errors import FailurePhase, is_transient
+from airflow_provider_analytics.core.errors import FailurePhase, ShardStagingError, is_transient
 from airflow_provider_analytics.core.retry import RetryPolicy
 from airflow_provider_analytics.jobs.cohort_export import ExportIncompleteError
 from airflow_provider_analytics.jobs.cohort_shards import CohortChangedError
-from airflow_provider_analytics.jobs.shard_hold import ShardStagingError
 from airflow_provider_analytics.sinks.iceberg import IcebergCommitError, IcebergSchemaError
 from airflow_provider_analytics.tabular.value_rule import ExportDataError
 

@@ -1,0 +1,19 @@
+"""What an Arrow type holds, for the rules that treat text apart: the decoder's UTF-8 check and
+masked markers, and the Parquet writer's dictionary encoding."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+
+def is_text(arrow_type: pa.DataType) -> bool:
+    """Whether Arrow reads a column of ``arrow_type`` as text (a marker is then its text)."""
+    return pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type)
+
+
+def holds_text(arrow_type: pa.DataType) -> bool:
+    """Whether a column of ``arrow_type`` holds text, in a list or not (its bytes are checked
+    to be UTF-8 after Arrow's parser, which copies them as they are)."""
+    if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type):
+        return holds_text(arrow_type.value_type)
+    return is_text(arrow_type)
