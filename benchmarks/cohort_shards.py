@@ -46,14 +46,14 @@ def child(options: dict[str, Any]) -> None:
     from airflow_provider_analytics.client import AnalyticsClient, ClientConfig
     from airflow_provider_analytics.client.validation import cohort_query
     from airflow_provider_analytics.core.identity import cohort_identity
-    from airflow_provider_analytics.destinations.parquet import ParquetDestination
-    from airflow_provider_analytics.jobs import cohort_shards
-    from airflow_provider_analytics.jobs.cohort_day import (
+    from airflow_provider_analytics.export import shards as cohort_shards
+    from airflow_provider_analytics.export.cohort_day import (
         export_cohort_day,
         publish_shards,
         start_shards,
     )
-    from airflow_provider_analytics.jobs.cohort_export import prepare_export
+    from airflow_provider_analytics.export.stream import prepare_export
+    from airflow_provider_analytics.output.parquet_destination import ParquetDestination
 
     started, cpu = time.perf_counter(), time.process_time()
     config = ClientConfig(

@@ -67,8 +67,8 @@ def provider(base_url: str, cohort: str, out: str) -> None:
     import airflow  # noqa: F401  (a worker has imported Airflow)
     from airflow.sdk import ObjectStoragePath
 
+    from airflow_provider_analytics.export.stream import export_cohort_to_parquet
     from airflow_provider_analytics.hooks.analytics import AnalyticsHook
-    from airflow_provider_analytics.jobs.cohort_export import export_cohort_to_parquet
 
     client = AnalyticsHook().get_conn()
     # a worker that has run a task before: modules imported, filesystem and plugins loaded
@@ -100,10 +100,10 @@ def provider_iceberg(base_url: str, cohort: str, out: str) -> None:
 
     from airflow_provider_analytics.client.validation import cohort_query
     from airflow_provider_analytics.core.identity import cohort_identity
-    from airflow_provider_analytics.destinations.iceberg import IcebergDestination
+    from airflow_provider_analytics.export.cohort_day import export_cohort_day
     from airflow_provider_analytics.hooks.analytics import AnalyticsHook
-    from airflow_provider_analytics.jobs.cohort_day import export_cohort_day
-    from airflow_provider_analytics.sinks.iceberg import open_catalog
+    from airflow_provider_analytics.output.iceberg import open_catalog
+    from airflow_provider_analytics.output.iceberg_destination import IcebergDestination
 
     work = Path(out)
     work.mkdir(parents=True, exist_ok=True)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_analytics.tabular.frames import event_tables, funnel_tables
+from airflow_provider_analytics.reports.frames import event_tables, funnel_tables
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -74,7 +74,7 @@ def export_one(base_url: str, index: int, out: str, via: str, barrier: Barrier) 
 
         client = AnalyticsClient(ClientConfig(base_url, token=TOKEN, app_key=APP_KEY))
         target = Path(out)
-    from airflow_provider_analytics.jobs.cohort_export import export_cohort_to_parquet
+    from airflow_provider_analytics.export.stream import export_cohort_to_parquet
 
     barrier.wait(timeout=300)
     started = time.perf_counter()

@@ -101,9 +101,9 @@ class _Clock:
 
 
 def _instrument(clock: _Clock) -> None:
-    from airflow_provider_analytics.jobs import cohort_export
+    from airflow_provider_analytics.export import decoder as arrow
+    from airflow_provider_analytics.export import stream as cohort_export
     from airflow_provider_analytics.sinks import parquet, parquet_segments
-    from airflow_provider_analytics.tabular import arrow
 
     clock.wrap(arrow.pa_json, "read_json", "read_json")
     clock.wrap(arrow.BlockDecoder, "_arrow", "arrow_rest")
@@ -125,9 +125,9 @@ def child(base_url: str, out: str, settings: str) -> None:
     import airflow  # noqa: F401  (a worker has imported Airflow)
     from airflow.sdk import ObjectStoragePath
 
+    from airflow_provider_analytics.export.settings import ExportSettings
+    from airflow_provider_analytics.export.stream import export_cohort_to_parquet
     from airflow_provider_analytics.hooks.analytics import AnalyticsHook
-    from airflow_provider_analytics.jobs.cohort_export import export_cohort_to_parquet
-    from airflow_provider_analytics.jobs.export_settings import ExportSettings
 
     client = AnalyticsHook().get_conn()
     export_cohort_to_parquet(

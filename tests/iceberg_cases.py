@@ -18,7 +18,7 @@ import pytest
 from pyiceberg.table.snapshots import Operation
 
 from airflow_provider_analytics.core.identity import Identity
-from airflow_provider_analytics.sinks.iceberg import (
+from airflow_provider_analytics.output.iceberg import (
     COMMIT_PROPERTY,
     DAY_PROPERTY,
     IcebergDayWriter,
@@ -202,7 +202,7 @@ def case_two_days_commit_at_once(
 
 def table_files(table: Table) -> set[str]:
     """Every file under the table's location, as the maintenance module spells them."""
-    from airflow_provider_analytics.sinks.iceberg_maintenance import file_key, list_files
+    from airflow_provider_analytics.output.iceberg_maintenance import file_key, list_files
 
     return {file_key(location) for location, _ in list_files(table.io, table.location())}
 
@@ -221,7 +221,7 @@ def case_killed_commit_is_cleaned_up(catalog: Catalog, identifier: str) -> None:
     from airflow_provider_analytics.operators.iceberg_maintenance import (
         IcebergMaintenanceOperator,
     )
-    from airflow_provider_analytics.sinks.iceberg_maintenance import reachable_files
+    from airflow_provider_analytics.output.iceberg_maintenance import reachable_files
 
     for n, day in enumerate(DAYS[:2]):
         write_day(catalog, identifier, day, users(n * 100, 5))
@@ -319,8 +319,8 @@ def case_old_layout_is_refused_then_migrated(catalog: Catalog, identifier: str) 
     from pyiceberg.schema import Schema
     from pyiceberg.types import DateType, LongType, NestedField
 
-    from airflow_provider_analytics.sinks.iceberg import IcebergLayoutError
-    from airflow_provider_analytics.sinks.iceberg_migration import migrate_to_identity
+    from airflow_provider_analytics.output.iceberg import IcebergLayoutError
+    from airflow_provider_analytics.output.iceberg_migration import migrate_to_identity
 
     schema = Schema(
         NestedField(1, "user_id", LongType(), required=False),

@@ -20,7 +20,7 @@ import pyarrow as pa
 from pyiceberg.table import Table
 
 from airflow_provider_analytics.core.identity import Identity
-from airflow_provider_analytics.sinks.iceberg import (
+from airflow_provider_analytics.output.iceberg import (
     IcebergDayWriter,
     catalog_properties,
     open_catalog,

@@ -6,7 +6,7 @@ from typing import Any
 
 import pandas as pd
 
-from airflow_provider_analytics.tabular.frames import event_table, funnel_table
+from airflow_provider_analytics.reports.frames import event_table, funnel_table
 
 
 def funnel_frame(response: dict[str, Any], *, timezone: str = "UTC") -> pd.DataFrame:

@@ -16,8 +16,8 @@ import sys
 
 from airflow_provider_analytics.client import AnalyticsClient, ClientConfig
 from airflow_provider_analytics.core.identity import cohort_identity
-from airflow_provider_analytics.destinations.parquet import ParquetDestination
-from airflow_provider_analytics.jobs.cohort_day import shard_reader
+from airflow_provider_analytics.export.cohort_day import shard_reader
+from airflow_provider_analytics.output.parquet_destination import ParquetDestination
 
 COHORT = "cohort_small"
 

@@ -39,8 +39,8 @@ from pydantic import (
     model_validator,
 )
 
+from airflow_provider_analytics.client.answers import Asked
 from airflow_provider_analytics.core import rules
-from airflow_provider_analytics.core.answers import Asked
 from airflow_provider_analytics.core.rules import Declared, check, fail, listed
 
 if TYPE_CHECKING:

@@ -23,6 +23,7 @@ from airflow_provider_analytics.client.analysis_requests import (
 from airflow_provider_analytics.client.analysis_requests import (
     expression as _expression,
 )
+from airflow_provider_analytics.client.answers import Asked
 from airflow_provider_analytics.client.config import ClientConfig
 from airflow_provider_analytics.client.export import CohortExport
 from airflow_provider_analytics.client.paging import PagedListing
@@ -30,7 +31,6 @@ from airflow_provider_analytics.client.responses import ResponseReader
 from airflow_provider_analytics.client.session import HttpSession
 from airflow_provider_analytics.client.validation import CohortQuery, cohort_body, cohort_query
 from airflow_provider_analytics.core import rules
-from airflow_provider_analytics.core.answers import Asked
 from airflow_provider_analytics.core.errors import (
     AnalyticsConfigurationError,
     AnalyticsError,
@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 
     import requests
 
-    from airflow_provider_analytics.core.answers import EventAnswer, FunnelAnswer
+    from airflow_provider_analytics.client.answers import EventAnswer, FunnelAnswer
     from airflow_provider_analytics.core.page_lines import PageParts
 
 _P = ParamSpec("_P")
@@ -93,8 +93,8 @@ class AnalysisAnswer:
     """An analysis answer, decoded once, and when the platform sent it.
 
     :param answer: the declared answer
-        (:class:`~airflow_provider_analytics.core.answers.FunnelAnswer` or
-        :class:`~airflow_provider_analytics.core.answers.EventAnswer`), what the report
+        (:class:`~airflow_provider_analytics.client.answers.FunnelAnswer` or
+        :class:`~airflow_provider_analytics.client.answers.EventAnswer`), what the report
         tables are built from.
     :param body: the JSON the answer was decoded from (what ``analyze_funnel`` and
         ``analyze_events`` return).

@@ -72,7 +72,7 @@ class ClientConfig:
         the retry of the call that got it and the hold-off of every other call to the
         platform in this process (:mod:`~airflow_provider_analytics.client.throttle`), and the
         hold-off a sharded export's record passes to its other shards
-        (:mod:`~airflow_provider_analytics.jobs.shard_hold`).
+        (:mod:`~airflow_provider_analytics.export.shard_hold`).
     :param max_concurrent_calls: most calls in flight to this platform from this process at
         once, shared by every client and thread with the same ``base_url``; a streamed export
         counts until its body has been read or closed. Other calls wait their turn within

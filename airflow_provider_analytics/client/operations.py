@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 if TYPE_CHECKING:
-    from airflow_provider_analytics.core.answers import Asked
+    from airflow_provider_analytics.client.answers import Asked
 
 
 class AuthKind(StrEnum):

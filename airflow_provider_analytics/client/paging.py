@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_analytics.core.answers import AnswerShapeError
+from airflow_provider_analytics.client.answers import AnswerShapeError
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping

@@ -3,7 +3,7 @@
 A 200 that is not strict JSON (an HTML page from a proxy, ``NaN``, a repeated key) raises
 :class:`AnalyticsProtocolError`; a 200 whose body reports ``success`` other than 0 raises
 :class:`AnalyticsOperationFailedError`; a body that does not fit the declaration of
-:mod:`~airflow_provider_analytics.core.answers` raises its ``AnswerShapeError``.
+:mod:`~airflow_provider_analytics.client.answers` raises its ``AnswerShapeError``.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from airflow_provider_analytics.core.redaction import Redactor
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
+    from airflow_provider_analytics.client.answers import Asked
     from airflow_provider_analytics.client.attempts import HttpAnswer
-    from airflow_provider_analytics.core.answers import Asked
 
 _CHECK_ADDRESS = "check that the base URL points at the platform's open API"
 
@@ -73,7 +73,7 @@ class ResponseReader:
 
     def answer(self, response: HttpAnswer, asked: Asked | None = None) -> Any:
         """The JSON body after it passed the operation's declared answer
-        (:mod:`~airflow_provider_analytics.core.answers`).
+        (:mod:`~airflow_provider_analytics.client.answers`).
 
         :param response: the answer.
         :param asked: what the request asked, for the relations that depend on it.

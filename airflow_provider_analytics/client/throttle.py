@@ -17,7 +17,7 @@ attached for a block of work (:meth:`PlatformThrottle.sharing`): while it is att
 hold-offs the answers of that thread's calls ask for are published to the record, and every
 call's turn first takes in what the record holds (so the other processes of a worker, and the
 other workers, hold off too). The shards of one cohort export attach the record in their
-staging folder (:mod:`~airflow_provider_analytics.jobs.shard_hold`). Without one, a hold-off
+staging folder (:mod:`~airflow_provider_analytics.export.shard_hold`). Without one, a hold-off
 holds within the process only; an Airflow pool bounds how many processes run at once. A forked
 child starts with none of its parent's state.
 

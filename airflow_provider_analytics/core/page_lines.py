@@ -8,7 +8,7 @@ cohort in pages by the stream's one decoding rule, the page is split here, on it
   emptied), and then checked by the declared answer;
 - each user object is found by its braces outside strings (quotes not escaped by a backslash
   open and close strings) and handed on as the bytes that were sent, one per line, to the
-  decoder the stream uses (:class:`~airflow_provider_analytics.tabular.arrow.BlockDecoder`),
+  decoder the stream uses (:class:`~airflow_provider_analytics.export.decoder.BlockDecoder`),
   which applies the export's rule to every value and refuses a line that is not JSON.
 
 Between two users only a comma and white space may stand; anything else (a number, a string, a

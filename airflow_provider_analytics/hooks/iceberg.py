@@ -26,7 +26,7 @@ class IcebergCatalogHook(BaseHook):
     the extra (``s3.endpoint``, ``s3.region``, ...). ``catalog_name`` in the extra names the
     catalog for pyiceberg (default: the connection id); a SQL catalog keeps its tables under
     that name. See
-    :func:`~airflow_provider_analytics.sinks.iceberg.catalog_properties`.
+    :func:`~airflow_provider_analytics.output.iceberg.catalog_properties`.
 
     :param iceberg_conn_id: the connection's id.
     """
@@ -51,7 +51,7 @@ class IcebergCatalogHook(BaseHook):
 
     def get_conn(self) -> Catalog:
         """The pyiceberg catalog (SQL, REST or Glue) for this connection."""
-        from airflow_provider_analytics.sinks.iceberg import catalog_properties, open_catalog
+        from airflow_provider_analytics.output.iceberg import catalog_properties, open_catalog
 
         connection = self.connection
         if connection.password:

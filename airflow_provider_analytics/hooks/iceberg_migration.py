@@ -7,7 +7,7 @@ the earlier layout, with the catalog of an Airflow connection.
         --conn-id iceberg_default analytics.cohort_users cohort_code=vip
 
 ``--dry-run`` says what it would do and changes nothing. The migration itself:
-:func:`~airflow_provider_analytics.sinks.iceberg_migration.migrate_to_identity`. The summary is
+:func:`~airflow_provider_analytics.output.iceberg_migration.migrate_to_identity`. The summary is
 printed as one line of JSON, the output's last.
 """
 
@@ -43,8 +43,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     identity = Identity.parse(arguments.identity)
     if identity is None:
         parser.error("identity: must be cohort_code=<code> or report_key=<key>")
-    from airflow_provider_analytics.sinks.iceberg import IcebergSchemaError
-    from airflow_provider_analytics.sinks.iceberg_migration import migrate_to_identity
+    from airflow_provider_analytics.output.iceberg import IcebergSchemaError
+    from airflow_provider_analytics.output.iceberg_migration import migrate_to_identity
 
     catalog = IcebergCatalogHook(iceberg_conn_id=arguments.conn_id).get_conn()
     try:

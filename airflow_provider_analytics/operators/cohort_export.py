@@ -6,10 +6,10 @@ from typing import TYPE_CHECKING, Any
 
 from airflow_provider_analytics.client.validation import CohortQuery, cohort_query
 from airflow_provider_analytics.core.identity import COHORT_FILE, cohort_identity
-from airflow_provider_analytics.destinations.roots import partition_value
-from airflow_provider_analytics.jobs.export_settings import ExportSettings
+from airflow_provider_analytics.export.settings import ExportSettings
 from airflow_provider_analytics.operators.intervals import covered_days
 from airflow_provider_analytics.operators.output import AnalyticsOutputOperator
+from airflow_provider_analytics.output.roots import partition_value
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -139,7 +139,7 @@ class CohortExportToParquetOperator(AnalyticsOutputOperator):
         )
 
     def execute(self, context: Context) -> dict[str, Any]:
-        from airflow_provider_analytics.jobs.cohort_day import export_cohort_day
+        from airflow_provider_analytics.export.cohort_day import export_cohort_day
 
         query = self._query()
         day = covered_days(context).partition

@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_analytics.core.identity import COHORT_FILE, cohort_identity
-from airflow_provider_analytics.jobs.export_settings import ExportSettings
+from airflow_provider_analytics.export.settings import ExportSettings
 from airflow_provider_analytics.operators.cohort_export import rendered_cohort_query
 from airflow_provider_analytics.operators.intervals import covered_days
 from airflow_provider_analytics.operators.output import AnalyticsOutputOperator
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from airflow.sdk import Context
 
     from airflow_provider_analytics.client.validation import CohortQuery
-    from airflow_provider_analytics.destinations.base import Destination
+    from airflow_provider_analytics.output.destination import Destination
 
 
 _PARAMETERS = """
@@ -142,8 +142,8 @@ the same request and count recorded by an earlier try is kept, with its finished
     )
 
     def execute(self, context: Context) -> list[int]:
-        from airflow_provider_analytics.jobs.cohort_day import start_shards
-        from airflow_provider_analytics.jobs.cohort_export import prepare_export
+        from airflow_provider_analytics.export.cohort_day import start_shards
+        from airflow_provider_analytics.export.stream import prepare_export
 
         client, query, destination, day = self._run(context)
         prepared = prepare_export(client, query, **self._export_settings(destination, day))
@@ -167,8 +167,8 @@ class CohortShardReadOperator(_CohortShardsOperator):
 
     def execute(self, context: Context) -> dict[str, Any]:
         from airflow_provider_analytics.core import rules
-        from airflow_provider_analytics.jobs.cohort_day import shard_reader
-        from airflow_provider_analytics.jobs.cohort_shards import read_shards
+        from airflow_provider_analytics.export.cohort_day import shard_reader
+        from airflow_provider_analytics.export.shards import read_shards
 
         client, _, destination, day = self._run(context)
         reader = shard_reader(client, destination, day, **self._export_settings(destination, day))
@@ -194,8 +194,8 @@ replaced atomically, or one Iceberg commit); declares the destination's Asset.
     declares_asset = True
 
     def execute(self, context: Context) -> dict[str, Any]:
-        from airflow_provider_analytics.jobs.cohort_day import publish_shards
-        from airflow_provider_analytics.jobs.cohort_shards import read_plan
+        from airflow_provider_analytics.export.cohort_day import publish_shards
+        from airflow_provider_analytics.export.shards import read_plan
 
         client, _, destination, day = self._run(context)
         plan = read_plan(destination.staging(day))

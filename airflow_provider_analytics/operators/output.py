@@ -18,9 +18,9 @@ from urllib.parse import urlsplit
 from airflow.sdk import Asset
 
 from airflow_provider_analytics.core import rules
-from airflow_provider_analytics.destinations.lineage import LineageTarget, iceberg_table_uri
 from airflow_provider_analytics.operators.base import AnalyticsBaseOperator
 from airflow_provider_analytics.operators.paths import deployment_roots
+from airflow_provider_analytics.output.lineage import LineageTarget, iceberg_table_uri
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from airflow.sdk import Context
 
     from airflow_provider_analytics.core.identity import Identity
-    from airflow_provider_analytics.destinations.base import Destination
+    from airflow_provider_analytics.output.destination import Destination
 
 
 def destination_asset(destination: str) -> Asset | None:
@@ -112,7 +112,7 @@ class AnalyticsOutputOperator(AnalyticsBaseOperator):
         ``iceberg_conn_id``; ``identity`` names what the run's rows are, ``staging`` where an
         Iceberg export read in shards keeps its parts."""
         if self.iceberg_table:
-            from airflow_provider_analytics.destinations.iceberg import IcebergDestination
+            from airflow_provider_analytics.output.iceberg_destination import IcebergDestination
 
             def open_catalog() -> Any:
                 from airflow_provider_analytics.hooks.iceberg import IcebergCatalogHook
@@ -126,7 +126,7 @@ class AnalyticsOutputOperator(AnalyticsBaseOperator):
                 identity,
                 staging_root=staging,
             )
-        from airflow_provider_analytics.destinations.parquet import ParquetDestination
+        from airflow_provider_analytics.output.parquet_destination import ParquetDestination
 
         roots = deployment_roots(self.hook.connection.extra_dejson)
         return ParquetDestination(

@@ -1,5 +1,5 @@
 """The roots a deployment allows destinations under, from Airflow's configuration and the
-connection (the check itself: :mod:`~airflow_provider_analytics.destinations.roots`)."""
+connection (the check itself: :mod:`~airflow_provider_analytics.output.roots`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import conf
 
-from airflow_provider_analytics.destinations.roots import (
+from airflow_provider_analytics.output.roots import (
     CONFIG_OPTION,
     CONFIG_SECTION,
     RootList,

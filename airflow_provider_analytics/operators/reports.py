@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from airflow.sdk import Context
 
     from airflow_provider_analytics.client.analysis_requests import EventRequest, FunnelRequest
-    from airflow_provider_analytics.jobs.reports import ReportKind
+    from airflow_provider_analytics.reports.job import ReportKind
 
 LOOKBACK_DAYS_MAX: Final = 366
 """The longest look-back window; re-pulling more than a year is a backfill."""
@@ -77,12 +77,12 @@ class _AnalysisReportOperator(AnalyticsOutputOperator):
 
     @property
     def kind(self) -> ReportKind:
-        from airflow_provider_analytics.jobs.reports import EVENTS, FUNNEL
+        from airflow_provider_analytics.reports.job import EVENTS, FUNNEL
 
         return FUNNEL if self.report_name == FUNNEL.name else EVENTS
 
     def execute(self, context: Context) -> dict[str, Any]:
-        from airflow_provider_analytics.jobs.reports import report_to_destination
+        from airflow_provider_analytics.reports.job import report_to_destination
 
         # rendered values are checked as they are, never coerced ("2" or True are refused)
         lookback_days = rules.integer(

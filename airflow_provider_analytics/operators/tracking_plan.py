@@ -62,8 +62,8 @@ class TrackingPlanSyncOperator(AnalyticsBaseOperator):
         return os.path.dirname(fileloc) if fileloc else None
 
     def execute(self, context: Context) -> dict[str, Any]:
-        from airflow_provider_analytics.jobs.tracking_plan import sync_tracking_plan
-        from airflow_provider_analytics.jobs.tracking_plan_file import load_tracking_plan
+        from airflow_provider_analytics.plan.file import load_tracking_plan
+        from airflow_provider_analytics.plan.sync import sync_tracking_plan
 
         desired = load_tracking_plan(self.plan, base_dir=self._dag_folder(context))
         result = sync_tracking_plan(

@@ -13,8 +13,8 @@ from airflow.sdk.exceptions import (
     AirflowSkipException,
 )
 
+from airflow_provider_analytics.client.data_ready import DataReadyCheck
 from airflow_provider_analytics.core.errors import is_transient
-from airflow_provider_analytics.jobs.data_ready import DataReadyCheck
 from airflow_provider_analytics.operators.base import AnalyticsBaseOperator
 from airflow_provider_analytics.operators.intervals import covered_days
 

@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
+from airflow_provider_analytics.client.data_ready import DataReadyCheck, Readiness
 from airflow_provider_analytics.core.errors import is_transient
 from airflow_provider_analytics.core.redaction import Redactor
 from airflow_provider_analytics.hooks.analytics import AnalyticsHook, client_config_from_connection
-from airflow_provider_analytics.jobs.data_ready import DataReadyCheck, Readiness
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator

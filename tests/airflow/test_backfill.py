@@ -20,7 +20,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
 
-from airflow_provider_analytics.tabular.schemas import REPORT_TIME_COLUMNS
+from airflow_provider_analytics.reports.schemas import REPORT_TIME_COLUMNS
 from devtools.airflow_runner import AIRFLOW, airflow_env, connection_env
 
 if TYPE_CHECKING:

@@ -450,7 +450,7 @@ def test_a_cohort_read_in_shards_by_mapped_tasks_equals_the_stream(
     from airflow.sdk import ObjectStoragePath
 
     from airflow_provider_analytics.client import AnalyticsClient, ClientConfig
-    from airflow_provider_analytics.jobs.cohort_export import export_cohort_to_parquet
+    from airflow_provider_analytics.export.stream import export_cohort_to_parquet
 
     result = succeeded(
         dag_runner.run(
@@ -519,7 +519,7 @@ def test_cohort_exports_map_over_cohorts_and_announce_each_file(
 def test_iceberg_example_writes_its_day_to_every_table(
     dag_runner: DagRunner, run_env: dict[str, str], tmp_path: Path
 ) -> None:
-    from airflow_provider_analytics.sinks.iceberg import catalog_properties, open_catalog
+    from airflow_provider_analytics.output.iceberg import catalog_properties, open_catalog
 
     extra = {"uri": f"sqlite:///{tmp_path}/catalog.db", "warehouse": f"file://{tmp_path}/wh"}
     connection = json.dumps({"conn_type": "iceberg", "extra": extra})

@@ -15,8 +15,8 @@ import pyarrow.parquet as pq
 import pytest
 from airflow.sdk import ObjectStoragePath
 
-from airflow_provider_analytics.sinks.parquet import write_table_atomically
-from airflow_provider_analytics.storage import atomic_destination
+from airflow_provider_analytics.output.parquet import write_table_atomically
+from airflow_provider_analytics.output.storage import atomic_destination
 from devtools.airflow_runner import connection_env
 from tests.moto_s3 import keys as bucket_keys
 from tests.moto_s3 import moto_server

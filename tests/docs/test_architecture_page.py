@@ -24,14 +24,14 @@ STALE = (
 
 
 def named_modules() -> set[str]:
-    """Module paths the page names in backticks: ``client/api.py``, ``storage.py``, or a
+    """Module paths the page names in backticks: ``client/api.py``, ``output/storage.py``, or a
     bare file name such as ``attempts.py`` inside its package's section."""
     return set(re.findall(r"`([\w/]+\.py)`", PAGE.read_text(encoding="utf-8")))
 
 
 def layer_table() -> list[tuple[str, tuple[str, ...]]]:
     """The rows of the page's table of layers: each layer's name and the folders (``jobs/``)
-    and modules (``storage.py``) of its second column, by their import names."""
+    and modules (``output/storage.py``) of its second column, by their import names."""
     text = PAGE.read_text(encoding="utf-8")
     section = text.split("\n## Layers\n", 1)[1].split("\n## ", 1)[0]
     rows = [line for line in section.splitlines() if line.startswith("|")]
@@ -46,7 +46,7 @@ def layer_table() -> list[tuple[str, tuple[str, ...]]]:
 
 def rooms() -> list[str]:
     """The package's rooms as the page writes them: each sub-package (``jobs/``) and each
-    top-level module a layer holds (``storage.py``)."""
+    top-level module a layer holds (``output/storage.py``)."""
     folders = [f"{p.parent.name}/" for p in sorted(PACKAGE.glob("*/__init__.py"))]
     members = {m for _, layer in layers_diagram.LAYERS for m in layer}
     modules = [p.name for p in sorted(PACKAGE.glob("*.py")) if p.stem in members]

@@ -19,9 +19,9 @@ from airflow_provider_analytics.client import (
     FunnelRequest,
 )
 from airflow_provider_analytics.client.validation import CohortQuery
-from airflow_provider_analytics.jobs.cohort_export import export_cohort_to_parquet
-from airflow_provider_analytics.jobs.reports import FUNNEL, run_report
+from airflow_provider_analytics.export.stream import export_cohort_to_parquet
 from airflow_provider_analytics.operators.cohort_export import CohortExportToParquetOperator
+from airflow_provider_analytics.reports.job import FUNNEL, run_report
 from tests.reliability.connections import use_connection
 
 if TYPE_CHECKING:

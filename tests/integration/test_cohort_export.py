@@ -11,17 +11,17 @@ from airflow.sdk import ObjectStoragePath
 from analytics_emulator import catalog
 
 from airflow_provider_analytics.client import AnalyticsClient, AnalyticsError, ClientConfig
-from airflow_provider_analytics.jobs.cohort_export import (
-    ExportIncompleteError,
-    export_cohort_to_parquet,
-)
-from airflow_provider_analytics.jobs.export_settings import ExportSettings
-from airflow_provider_analytics.storage import AnalyticsStorageError
-from airflow_provider_analytics.tabular.export_schema import (
+from airflow_provider_analytics.export.schema import (
     DOUBLE_TYPE,
     NUMBER_TYPE,
     TIMESTAMP_TYPE,
 )
+from airflow_provider_analytics.export.settings import ExportSettings
+from airflow_provider_analytics.export.stream import (
+    ExportIncompleteError,
+    export_cohort_to_parquet,
+)
+from airflow_provider_analytics.output.storage import AnalyticsStorageError
 
 if TYPE_CHECKING:
     from pathlib import Path

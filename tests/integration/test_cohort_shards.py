@@ -20,11 +20,11 @@ from airflow_provider_analytics.core.errors import (
     AnalyticsValidationError,
 )
 from airflow_provider_analytics.core.identity import cohort_identity
-from airflow_provider_analytics.destinations.parquet import ParquetDestination
-from airflow_provider_analytics.jobs import cohort_shards
-from airflow_provider_analytics.jobs.cohort_day import export_cohort_day, start_shards
-from airflow_provider_analytics.jobs.cohort_export import prepare_export
-from airflow_provider_analytics.jobs.export_settings import ExportSettings
+from airflow_provider_analytics.export import shards as cohort_shards
+from airflow_provider_analytics.export.cohort_day import export_cohort_day, start_shards
+from airflow_provider_analytics.export.settings import ExportSettings
+from airflow_provider_analytics.export.stream import prepare_export
+from airflow_provider_analytics.output.parquet_destination import ParquetDestination
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -270,7 +270,7 @@ def test_readers_see_the_old_day_or_the_new_never_a_mix(
 def test_shards_publish_into_iceberg_as_one_commit(client: AnalyticsClient, tmp_path: Path) -> None:
     from pyiceberg.catalog.sql import SqlCatalog
 
-    from airflow_provider_analytics.destinations.iceberg import IcebergDestination
+    from airflow_provider_analytics.output.iceberg_destination import IcebergDestination
 
     catalog = SqlCatalog(
         "lake", uri=f"sqlite:///{tmp_path}/catalog.db", warehouse=f"file://{tmp_path}/wh"

@@ -15,10 +15,10 @@ from airflow_provider_analytics.client import AnalyticsClient, ClientConfig
 from airflow_provider_analytics.client.validation import cohort_query
 from airflow_provider_analytics.core.errors import AnalyticsError
 from airflow_provider_analytics.core.identity import cohort_identity
-from airflow_provider_analytics.destinations.parquet import ParquetDestination
-from airflow_provider_analytics.jobs import cohort_shards
-from airflow_provider_analytics.jobs.cohort_day import export_cohort_day
-from airflow_provider_analytics.jobs.export_settings import ExportSettings
+from airflow_provider_analytics.export import shards as cohort_shards
+from airflow_provider_analytics.export.cohort_day import export_cohort_day
+from airflow_provider_analytics.export.settings import ExportSettings
+from airflow_provider_analytics.output.parquet_destination import ParquetDestination
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

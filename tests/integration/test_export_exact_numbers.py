@@ -15,13 +15,13 @@ import pyarrow.parquet as pq
 import pytest
 
 from airflow_provider_analytics.client import AnalyticsClient, ClientConfig
-from airflow_provider_analytics.jobs.cohort_export import export_cohort_to_parquet
-from airflow_provider_analytics.jobs.earlier_types import (
+from airflow_provider_analytics.export.decoder import ExportDataError
+from airflow_provider_analytics.export.settings import ExportSettings
+from airflow_provider_analytics.export.stream import export_cohort_to_parquet
+from airflow_provider_analytics.output.earlier_types import (
     EarlierDayUnreadableError,
     earlier_number_types,
 )
-from airflow_provider_analytics.jobs.export_settings import ExportSettings
-from airflow_provider_analytics.tabular.arrow import ExportDataError
 from tests.integration.export_servers import ExportServer
 
 if TYPE_CHECKING:

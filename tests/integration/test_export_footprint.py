@@ -55,8 +55,8 @@ _CHILD = textwrap.dedent(
     """
     import json, pathlib, sys
     from airflow_provider_analytics.client import AnalyticsClient, ClientConfig
-    from airflow_provider_analytics.jobs.cohort_export import export_cohort_to_parquet
-    from airflow_provider_analytics.jobs.export_settings import ExportSettings
+    from airflow_provider_analytics.export.stream import export_cohort_to_parquet
+    from airflow_provider_analytics.export.settings import ExportSettings
 
     base_url, destination = sys.argv[1], pathlib.Path(sys.argv[2])
     with AnalyticsClient(ClientConfig(base_url, token="t0k", app_key="app")) as client:

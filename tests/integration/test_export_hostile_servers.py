@@ -17,12 +17,12 @@ import pytest
 from airflow_provider_analytics.client import AnalyticsClient, ClientConfig
 from airflow_provider_analytics.core.errors import AnalyticsError, AnalyticsStreamError
 from airflow_provider_analytics.core.ndjson import MalformedStreamError
-from airflow_provider_analytics.jobs.cohort_export import (
+from airflow_provider_analytics.export.decoder import ExportDataError
+from airflow_provider_analytics.export.settings import ExportSettings
+from airflow_provider_analytics.export.stream import (
     ExportIncompleteError,
     export_cohort_to_parquet,
 )
-from airflow_provider_analytics.jobs.export_settings import ExportSettings
-from airflow_provider_analytics.tabular.arrow import ExportDataError
 from tests.integration.export_servers import ExportServer
 
 if TYPE_CHECKING:

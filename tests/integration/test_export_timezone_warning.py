@@ -11,8 +11,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from airflow_provider_analytics.client import AnalyticsClient, ClientConfig
-from airflow_provider_analytics.jobs.cohort_export import export_cohort_to_parquet
-from airflow_provider_analytics.jobs.export_settings import ExportSettings
+from airflow_provider_analytics.export.settings import ExportSettings
+from airflow_provider_analytics.export.stream import export_cohort_to_parquet
 from tests.integration.export_servers import ExportServer
 
 if TYPE_CHECKING:

@@ -23,7 +23,7 @@ import pytest
 
 from airflow_provider_analytics.client import AnalyticsClient, AnalyticsProtocolError, ClientConfig
 from airflow_provider_analytics.client.async_api import AsyncAnalyticsClient
-from airflow_provider_analytics.jobs.data_ready import DataReadyCheck
+from airflow_provider_analytics.client.data_ready import DataReadyCheck
 from airflow_provider_analytics.operators.reports import EventReportOperator, FunnelReportOperator
 from airflow_provider_analytics.sensors.data_ready import AnalyticsDataSensor
 from airflow_provider_analytics.triggers.data_ready import AnalyticsDataReadyTrigger

@@ -21,14 +21,14 @@ from pyiceberg.table.snapshots import Operation
 from airflow_provider_analytics.client import AnalyticsClient, ClientConfig
 from airflow_provider_analytics.operators.cohort_export import CohortExportToParquetOperator
 from airflow_provider_analytics.operators.reports import EventReportOperator
-from airflow_provider_analytics.sinks.iceberg import (
+from airflow_provider_analytics.output.iceberg import (
     COMMIT_PROPERTY,
     DAY_PROPERTY,
     IcebergSchemaError,
     catalog_properties,
     open_catalog,
 )
-from airflow_provider_analytics.tabular.schemas import REPORT_TIME_COLUMNS
+from airflow_provider_analytics.reports.schemas import REPORT_TIME_COLUMNS
 from tests import iceberg_cases, iceberg_rest_server
 from tests.reliability.connections import use_connection
 from tests.run_context import run_context

@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import sqlalchemy
 
-from airflow_provider_analytics.sinks.iceberg import open_catalog
+from airflow_provider_analytics.output.iceberg import open_catalog
 from tests.iceberg_cases import DAYS, day_rows, users, write_day
 
 pytestmark = pytest.mark.integration

@@ -10,8 +10,8 @@ import pyarrow as pa
 import pytest
 from analytics_emulator import catalog
 
-from airflow_provider_analytics.jobs.reports import EVENTS, FUNNEL, build_report_tables
-from airflow_provider_analytics.tabular.frames import EVENT_GRAINS, FUNNEL_GRAINS
+from airflow_provider_analytics.reports.frames import EVENT_GRAINS, FUNNEL_GRAINS
+from airflow_provider_analytics.reports.job import EVENTS, FUNNEL, build_report_tables
 
 if TYPE_CHECKING:
     from collections.abc import Iterable

@@ -21,13 +21,13 @@ import pytest
 from analytics_emulator import catalog as emulator_catalog
 
 from airflow_provider_analytics.operators.reports import EventReportOperator, FunnelReportOperator
-from airflow_provider_analytics.sinks.iceberg import (
+from airflow_provider_analytics.output.iceberg import (
     COMMIT_PROPERTY,
     DAY_PROPERTY,
     catalog_properties,
     open_catalog,
 )
-from airflow_provider_analytics.tabular.schemas import REPORT_TIME_COLUMNS
+from airflow_provider_analytics.reports.schemas import REPORT_TIME_COLUMNS
 from tests.reliability.connections import use_connection
 from tests.run_context import run_context
 

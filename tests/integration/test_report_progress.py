@@ -17,7 +17,7 @@ from airflow_provider_analytics.client import (
     FunnelRequest,
     Measure,
 )
-from airflow_provider_analytics.jobs.reports import (
+from airflow_provider_analytics.reports.job import (
     EVENTS,
     FUNNEL,
     build_report_tables,

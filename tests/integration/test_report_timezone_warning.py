@@ -16,9 +16,9 @@ import pyarrow.compute as pc
 import pytest
 
 from airflow_provider_analytics.client import AnalyticsClient, ClientConfig, FunnelRequest
-from airflow_provider_analytics.jobs.reports import EVENTS, FUNNEL, build_report_tables
-from airflow_provider_analytics.jobs.unset_timezone import UNSET_TIMEZONE
 from airflow_provider_analytics.operators.reports import FunnelReportOperator
+from airflow_provider_analytics.reports.job import EVENTS, FUNNEL, build_report_tables
+from airflow_provider_analytics.reports.unset_timezone import UNSET_TIMEZONE
 from tests.loopback import ServedOnLoopback
 from tests.run_context import run_context
 

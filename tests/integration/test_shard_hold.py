@@ -27,10 +27,10 @@ import requests
 
 from airflow_provider_analytics.client.validation import cohort_query
 from airflow_provider_analytics.core.identity import cohort_identity
-from airflow_provider_analytics.destinations.parquet import ParquetDestination
-from airflow_provider_analytics.jobs.cohort_day import publish_shards, start_shards
-from airflow_provider_analytics.jobs.cohort_export import prepare_export
-from airflow_provider_analytics.jobs.shard_hold import HOLD_FILE, REFRESH_SECONDS
+from airflow_provider_analytics.export.cohort_day import publish_shards, start_shards
+from airflow_provider_analytics.export.shard_hold import HOLD_FILE, REFRESH_SECONDS
+from airflow_provider_analytics.export.stream import prepare_export
+from airflow_provider_analytics.output.parquet_destination import ParquetDestination
 from tests.loopback import ServedOnLoopback
 
 if TYPE_CHECKING:

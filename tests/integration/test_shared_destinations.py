@@ -24,7 +24,7 @@ from analytics_emulator import catalog as emulator_catalog
 from airflow_provider_analytics.core.errors import AnalyticsValidationError
 from airflow_provider_analytics.operators.cohort_export import CohortExportToParquetOperator
 from airflow_provider_analytics.operators.reports import FunnelReportOperator
-from airflow_provider_analytics.sinks.iceberg import (
+from airflow_provider_analytics.output.iceberg import (
     IcebergLayoutError,
     catalog_properties,
     open_catalog,

@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from airflow_provider_analytics.client import AnalyticsClient, ClientConfig
-from airflow_provider_analytics.jobs.tracking_plan import (
+from airflow_provider_analytics.plan.file import load_tracking_plan
+from airflow_provider_analytics.plan.sync import (
     TrackingPlanConflictError,
     sync_tracking_plan,
 )
-from airflow_provider_analytics.jobs.tracking_plan_file import load_tracking_plan
 from tests.emulator_helpers import EmulatorAdmin
 
 if TYPE_CHECKING:

@@ -19,7 +19,7 @@ import pytest
 from analytics_emulator import catalog as emulator_catalog
 
 from airflow_provider_analytics.operators.cohort_export import CohortExportToParquetOperator
-from airflow_provider_analytics.sinks.iceberg import catalog_properties, open_catalog
+from airflow_provider_analytics.output.iceberg import catalog_properties, open_catalog
 from tests.reliability.connections import use_connection
 from tests.run_context import run_context
 

@@ -26,7 +26,7 @@ from airflow_provider_analytics.client import (
     AnalyticsStreamError,
     AnalyticsTransportError,
 )
-from airflow_provider_analytics.jobs.cohort_export import ExportIncompleteError
+from airflow_provider_analytics.export.stream import ExportIncompleteError
 from airflow_provider_analytics.operators.campaigns import UtmReadBackError
 from tests.emulator_helpers import EmulatorAdmin
 from tests.reliability.fault_catalog import (

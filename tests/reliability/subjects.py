@@ -36,8 +36,8 @@ from airflow_provider_analytics.operators.campaigns import (
 from airflow_provider_analytics.operators.cohort_export import CohortExportToParquetOperator
 from airflow_provider_analytics.operators.reports import EventReportOperator, FunnelReportOperator
 from airflow_provider_analytics.operators.tracking_plan import TrackingPlanSyncOperator
+from airflow_provider_analytics.reports.schemas import REPORT_TIME_COLUMNS
 from airflow_provider_analytics.sensors.data_ready import AnalyticsDataSensor
-from airflow_provider_analytics.tabular.schemas import REPORT_TIME_COLUMNS
 from airflow_provider_analytics.triggers.data_ready import AnalyticsDataReadyTrigger
 
 if TYPE_CHECKING:

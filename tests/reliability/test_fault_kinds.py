@@ -11,11 +11,11 @@ import requests
 from airflow.sdk import ObjectStoragePath
 from analytics_emulator.admin_client import AdminError
 
-from airflow_provider_analytics.jobs.cohort_export import (
+from airflow_provider_analytics.export.settings import ExportSettings
+from airflow_provider_analytics.export.stream import (
     ExportIncompleteError,
     export_cohort_to_parquet,
 )
-from airflow_provider_analytics.jobs.export_settings import ExportSettings
 from tests.emulator_helpers import project_headers
 
 if TYPE_CHECKING:

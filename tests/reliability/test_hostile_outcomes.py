@@ -25,13 +25,13 @@ from airflow_provider_analytics.client import (
     AnalyticsConfigurationError,
     ClientConfig,
 )
-from airflow_provider_analytics.jobs.data_ready import DataReadyCheck
-from airflow_provider_analytics.jobs.tracking_plan_file import (
+from airflow_provider_analytics.client.data_ready import DataReadyCheck
+from airflow_provider_analytics.operators.cohort_export import CohortExportToParquetOperator
+from airflow_provider_analytics.output.storage import AnalyticsStorageError
+from airflow_provider_analytics.plan.file import (
     TrackingPlanFileError,
     load_tracking_plan,
 )
-from airflow_provider_analytics.operators.cohort_export import CohortExportToParquetOperator
-from airflow_provider_analytics.storage import AnalyticsStorageError
 from tests.reliability.bad_inputs import alias_bomb
 from tests.reliability.connections import use_connection
 from tests.reliability.results import record

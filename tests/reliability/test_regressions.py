@@ -13,9 +13,9 @@ import pytest
 from airflow_provider_analytics.client import AnalyticsServerError, AnalyticsValidationError
 from airflow_provider_analytics.client.analysis_requests import EventRequest
 from airflow_provider_analytics.core.rules import time_zone
-from airflow_provider_analytics.jobs.reports import date_windows
 from airflow_provider_analytics.operators.campaigns import CreateUtmOperator, UtmReadBackError
-from airflow_provider_analytics.sinks.parquet import parquet_compression
+from airflow_provider_analytics.output.parquet import parquet_compression
+from airflow_provider_analytics.reports.job import date_windows
 from tests.reliability.connections import quick_retries, use_connection
 from tests.reliability.subjects import EVENT_REQUEST
 

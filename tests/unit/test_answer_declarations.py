@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from airflow_provider_analytics.client import operations as ops
-from airflow_provider_analytics.core.answers import (
+from airflow_provider_analytics.client.answers import (
     ANSWERS,
     AnswerShapeError,
     Asked,

@@ -21,10 +21,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from airflow_provider_analytics.core.answers import AnswerShapeError, decode
-from airflow_provider_analytics.jobs.data_ready import DataReadyCheck
-from airflow_provider_analytics.tabular.event_frame import event_table
-from airflow_provider_analytics.tabular.funnel_frame import funnel_table
+from airflow_provider_analytics.client.answers import AnswerShapeError, decode
+from airflow_provider_analytics.client.data_ready import DataReadyCheck
+from airflow_provider_analytics.reports.event_frame import event_table
+from airflow_provider_analytics.reports.funnel_frame import funnel_table
 
 HOSTILE = (
     "7",

@@ -53,7 +53,7 @@ def exported_log(code: str) -> str:
     clean = {k: v for k, v in os.environ.items() if k != "ARROW_DEFAULT_MEMORY_POOL"}
     script = (
         f"{code}; import logging; logging.basicConfig(level=logging.INFO); "
-        "from airflow_provider_analytics.tabular.arrow_pool import arrow_memory_pool\n"
+        "from airflow_provider_analytics.export.arrow_pool import arrow_memory_pool\n"
         "for _ in range(2):\n"
         "    with arrow_memory_pool('system'): pass"
     )

@@ -15,9 +15,9 @@ from airflow_provider_analytics.client import (
     CohortExport,
 )
 from airflow_provider_analytics.client.analysis_requests import EventRequest
+from airflow_provider_analytics.client.answers import AnswerShapeError, decode
 from airflow_provider_analytics.client.api import AnalysisAnswer
 from airflow_provider_analytics.client.operations import GET_UTM
-from airflow_provider_analytics.core.answers import AnswerShapeError, decode
 from airflow_provider_analytics.core.page_lines import PageParts
 
 if TYPE_CHECKING:

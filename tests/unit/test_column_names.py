@@ -10,14 +10,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from airflow_provider_analytics.client import AnalyticsValidationError
-from airflow_provider_analytics.tabular.column_names import (
+from airflow_provider_analytics.core.column_names import (
     ID_METADATA_KEY,
     ColumnNames,
     column_name_map,
     column_names_setting,
     warehouse_name,
 )
-from airflow_provider_analytics.tabular.export_schema import export_schema
+from airflow_provider_analytics.export.schema import export_schema
 
 SAFE = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 """What the warehouses this mapping serves take unquoted, folded or not, within PostgreSQL's

@@ -12,8 +12,8 @@ import requests_mock as rm
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from airflow_provider_analytics.client import AnalyticsValidationError
-from airflow_provider_analytics.core.answers import AnswerShapeError
-from airflow_provider_analytics.jobs.data_ready import DataReadyCheck
+from airflow_provider_analytics.client.answers import AnswerShapeError
+from airflow_provider_analytics.client.data_ready import DataReadyCheck
 from airflow_provider_analytics.sensors.data_ready import AnalyticsDataSensor
 
 BASE = "https://analytics.example.com"

@@ -1,4 +1,4 @@
-"""NDJSON cohort records -> typed Arrow tables (tabular/arrow.py)."""
+"""NDJSON cohort records -> typed Arrow tables (export/decoder.py)."""
 
 from __future__ import annotations
 
@@ -19,13 +19,13 @@ from airflow_provider_analytics.core.ndjson import (
     iter_counted_blocks,
     iter_line_blocks,
 )
-from airflow_provider_analytics.tabular.arrow import (
+from airflow_provider_analytics.export.decoder import (
     _PLAIN_LENGTHS,
     BlockDecoder,
     ExportDataError,
     _plain_texts,
 )
-from airflow_provider_analytics.tabular.export_schema import (
+from airflow_provider_analytics.export.schema import (
     MASKED_MARKER,
     NUMBER_TYPE,
     TIMESTAMP_TYPE,

@@ -30,9 +30,9 @@ from hypothesis import strategies as st
 
 from airflow_provider_analytics.core.cohort_records import ExportRecordError
 from airflow_provider_analytics.core.ndjson import MalformedStreamError, iter_counted_blocks
-from airflow_provider_analytics.sinks.parquet import parquet_stream
-from airflow_provider_analytics.tabular.arrow import BlockDecoder, ExportDataError
-from airflow_provider_analytics.tabular.export_schema import export_schema
+from airflow_provider_analytics.export.decoder import BlockDecoder, ExportDataError
+from airflow_provider_analytics.export.schema import export_schema
+from airflow_provider_analytics.output.parquet import parquet_stream
 
 MARKER = "(已脱敏)"
 TIMEZONE = "Asia/Shanghai"

@@ -1,4 +1,4 @@
-"""Keys the export did not ask for (tabular/arrow.py, core/byte_scans.py): counted on Arrow's
+"""Keys the export did not ask for (export/decoder.py, core/byte_scans.py): counted on Arrow's
 fast path, at the cost of a line without them, and every refusal of the rule kept.
 
 Arrow reads such keys as columns of their own and the byte scans prove every requested key
@@ -25,9 +25,9 @@ from airflow_provider_analytics.core.cohort_records import (
     decode_line,
 )
 from airflow_provider_analytics.core.ndjson import MalformedStreamError, iter_counted_blocks
-from airflow_provider_analytics.tabular import arrow
-from airflow_provider_analytics.tabular.arrow import BlockDecoder, ExportDataError
-from airflow_provider_analytics.tabular.export_schema import export_schema
+from airflow_provider_analytics.export import decoder as arrow
+from airflow_provider_analytics.export.decoder import BlockDecoder, ExportDataError
+from airflow_provider_analytics.export.schema import export_schema
 
 PLAN = [
     {"id": "name", "dataType": "string"},

@@ -14,10 +14,10 @@ from airflow_provider_analytics.core import errors
 from airflow_provider_analytics.core.cohort_records import ExportRecordError
 from airflow_provider_analytics.core.errors import FailurePhase, ShardStagingError, is_transient
 from airflow_provider_analytics.core.retry import RetryPolicy
-from airflow_provider_analytics.jobs.cohort_export import ExportIncompleteError
-from airflow_provider_analytics.jobs.cohort_shards import CohortChangedError
-from airflow_provider_analytics.sinks.iceberg import IcebergCommitError, IcebergSchemaError
-from airflow_provider_analytics.tabular.value_rule import ExportDataError
+from airflow_provider_analytics.export.shards import CohortChangedError
+from airflow_provider_analytics.export.stream import ExportIncompleteError
+from airflow_provider_analytics.export.value_rule import ExportDataError
+from airflow_provider_analytics.output.iceberg import IcebergCommitError, IcebergSchemaError
 
 
 def transport(phase: FailurePhase | None) -> errors.AnalyticsTransportError:

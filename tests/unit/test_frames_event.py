@@ -1,4 +1,4 @@
-"""Event analysis responses -> tidy DataFrames (tabular/event_frame.py): worked examples."""
+"""Event analysis responses -> tidy DataFrames (reports/event_frame.py): worked examples."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from airflow_provider_analytics.tabular.frames import EVENT_SCHEMA, event_schema
+from airflow_provider_analytics.reports.frames import EVENT_SCHEMA, event_schema
 from tests.report_frames import event_frame
 
 

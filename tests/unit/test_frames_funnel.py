@@ -1,4 +1,4 @@
-"""Funnel analysis responses -> tidy DataFrames (tabular/funnel_frame.py): worked examples."""
+"""Funnel analysis responses -> tidy DataFrames (reports/funnel_frame.py): worked examples."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from airflow_provider_analytics.core.answers import AnswerShapeError
-from airflow_provider_analytics.tabular.frames import FUNNEL_SCHEMA
+from airflow_provider_analytics.client.answers import AnswerShapeError
+from airflow_provider_analytics.reports.frames import FUNNEL_SCHEMA
 from tests.report_frames import funnel_frame
 
 STEPS = ["event.$startup", "event.$pageview", "event.purchase"]

@@ -1,4 +1,4 @@
-"""Label strings of analysis responses (tabular/labels.py), split-column names (schemas.py)."""
+"""Label strings of analysis responses (reports/labels.py), split-column names (schemas.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from airflow_provider_analytics.core.report_dates import (
     parse_funnel_date,
     parse_report_datetime,
 )
-from airflow_provider_analytics.tabular.labels import (
+from airflow_provider_analytics.reports.labels import (
     BucketBounds,
     column_slug,
     label_text,
@@ -20,7 +20,7 @@ from airflow_provider_analytics.tabular.labels import (
     split_measure_label,
     steps_express_matches,
 )
-from airflow_provider_analytics.tabular.schemas import (
+from airflow_provider_analytics.reports.schemas import (
     plan_by_columns,
     table_from_columns,
 )

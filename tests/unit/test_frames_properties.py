@@ -17,7 +17,7 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from airflow_provider_analytics.tabular.frames import FUNNEL_SCHEMA, event_schema
+from airflow_provider_analytics.reports.frames import FUNNEL_SCHEMA, event_schema
 from tests.report_frames import event_frame, funnel_frame
 
 FUNNEL_DATE_FORMATS = ("%Y/%m/%d 00:00:00", "%Y-%m-%d", "%Y-%m-%d 00:00:00")
@@ -287,7 +287,7 @@ def test_empty_results_keep_the_schema(event_case: EventCase, funnel_case: Funne
 
 
 def test_report_tables_as_dataframes_keep_arrow_types_and_hold_no_object_column() -> None:
-    from airflow_provider_analytics.tabular.frames import as_dataframes, funnel_tables
+    from airflow_provider_analytics.reports.frames import as_dataframes, funnel_tables
 
     response = {
         "dateList": ["$ALL", "2024-01-01"],

@@ -13,12 +13,12 @@ import pytest
 from airflow_provider_analytics.core.errors import AnalyticsValidationError
 from airflow_provider_analytics.core.identity import Identity
 from airflow_provider_analytics.operators.iceberg_maintenance import IcebergMaintenanceOperator
-from airflow_provider_analytics.sinks.iceberg import (
+from airflow_provider_analytics.output.iceberg import (
     IcebergDayWriter,
     catalog_properties,
     open_catalog,
 )
-from airflow_provider_analytics.sinks.iceberg_maintenance import (
+from airflow_provider_analytics.output.iceberg_maintenance import (
     file_key,
     list_files,
     maintain_table,

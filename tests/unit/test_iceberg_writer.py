@@ -16,7 +16,7 @@ from pyiceberg.table import Transaction
 
 from airflow_provider_analytics.core.errors import AnalyticsError
 from airflow_provider_analytics.core.identity import Identity
-from airflow_provider_analytics.sinks.iceberg import (
+from airflow_provider_analytics.output.iceberg import (
     FIELD_ID_KEY,
     IcebergCommitError,
     IcebergDayWriter,

@@ -1,4 +1,4 @@
-"""The number rule of a cohort export (tabular/number_rule.py), value by value and vectorised."""
+"""The number rule of a cohort export (export/number_rule.py), value by value and vectorised."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import pytest
 
 from airflow_provider_analytics.core.errors import AnalyticsError
 from airflow_provider_analytics.core.ndjson import MalformedStreamError
-from airflow_provider_analytics.tabular import number_rule
-from airflow_provider_analytics.tabular.arrow import BlockDecoder, ExportDataError
-from airflow_provider_analytics.tabular.export_schema import export_schema
-from airflow_provider_analytics.tabular.number_rule import DecimalFound, NumberRefusal
+from airflow_provider_analytics.export import number_rule
+from airflow_provider_analytics.export.decoder import BlockDecoder, ExportDataError
+from airflow_provider_analytics.export.number_rule import DecimalFound, NumberRefusal
+from airflow_provider_analytics.export.schema import export_schema
 
 
 @pytest.mark.parametrize(

@@ -14,12 +14,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from airflow_provider_analytics.client import AnalyticsConfigurationError, AnalyticsValidationError
-from airflow_provider_analytics.destinations.parquet import output_path
-from airflow_provider_analytics.destinations.roots import allowed_roots, checked_destination
 from airflow_provider_analytics.operators.paths import deployment_roots
+from airflow_provider_analytics.output.parquet_destination import output_path
+from airflow_provider_analytics.output.roots import allowed_roots, checked_destination
 
 if TYPE_CHECKING:
-    from airflow_provider_analytics.destinations.roots import RootList
+    from airflow_provider_analytics.output.roots import RootList
 
 PREFIX = "file:///data/analytics/users/"
 ROOTS_TEXT = "file:///data/, s3://analytics-bucket/"

@@ -1,4 +1,4 @@
-"""A streamed Parquet object whose schema widens on the way (sinks/parquet_segments.py through
+"""A streamed Parquet object whose schema widens on the way (output/parquet_segments.py through
 parquet_stream): buffered pieces widened in place, written row groups rewritten once at the end,
 nothing left beside the object, nothing published on failure."""
 
@@ -12,8 +12,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from airflow_provider_analytics.core.errors import AnalyticsError
-from airflow_provider_analytics.sinks import parquet_segments
-from airflow_provider_analytics.sinks.parquet import parquet_stream
+from airflow_provider_analytics.output import parquet_segments
+from airflow_provider_analytics.output.parquet import parquet_stream
 
 if TYPE_CHECKING:
     from pathlib import Path

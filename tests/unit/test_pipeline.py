@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from airflow_provider_analytics.pipeline import WriteBehind, map_ahead, read_ahead
+from airflow_provider_analytics.core.pipeline import WriteBehind, map_ahead, read_ahead
 
 
 def test_read_ahead_keeps_order_and_is_bounded() -> None:

@@ -12,13 +12,13 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from airflow_provider_analytics.core.errors import bounded_repr
-from airflow_provider_analytics.jobs import bounded_decode
-from airflow_provider_analytics.jobs.bounded_decode import (
+from airflow_provider_analytics.core import bounded_decode
+from airflow_provider_analytics.core.bounded_decode import (
     DecodeError,
     decode_yaml,
 )
-from airflow_provider_analytics.jobs.tracking_plan_file import (
+from airflow_provider_analytics.core.errors import bounded_repr
+from airflow_provider_analytics.plan.file import (
     TrackingPlanFileError,
     load_tracking_plan,
     parse_tracking_plan,
@@ -129,7 +129,7 @@ def test_a_file_over_the_size_bound_is_refused_without_reading_it_all(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(bounded_decode, "MAX_CHARACTERS", 1000)
-    monkeypatch.setattr("airflow_provider_analytics.jobs.tracking_plan_file.MAX_CHARACTERS", 1000)
+    monkeypatch.setattr("airflow_provider_analytics.plan.file.MAX_CHARACTERS", 1000)
     assert "at most 1,000" in refusal(tmp_path, "events: []\n" + "#" * 5000)
 
 

@@ -25,9 +25,9 @@ from airflow_provider_analytics.core.progress import (
     progress_interval,
     rate_text,
 )
+from airflow_provider_analytics.export.settings import ExportSettings
+from airflow_provider_analytics.export.stream import export_cohort_to_parquet
 from airflow_provider_analytics.hooks.analytics import AnalyticsHook
-from airflow_provider_analytics.jobs.cohort_export import export_cohort_to_parquet
-from airflow_provider_analytics.jobs.export_settings import ExportSettings
 from airflow_provider_analytics.operators.cohort_export import CohortExportToParquetOperator
 from airflow_provider_analytics.provider_info import CONNECTION_FIELDS
 

@@ -14,18 +14,18 @@ from airflow_provider_analytics.client import (
     AnalyticsValidationError,
 )
 from airflow_provider_analytics.core.identity import Identity
-from airflow_provider_analytics.destinations.iceberg import IcebergDestination
-from airflow_provider_analytics.destinations.parquet import table_paths
+from airflow_provider_analytics.export.arrow_pool import arrow_memory_pool
 from airflow_provider_analytics.hooks.iceberg import IcebergCatalogHook
 from airflow_provider_analytics.operators.output import iceberg_asset
 from airflow_provider_analytics.operators.reports import FunnelReportOperator
-from airflow_provider_analytics.sinks.iceberg import (
+from airflow_provider_analytics.output.iceberg import (
     IcebergDayWriter,
     IcebergSchemaError,
     catalog_properties,
 )
-from airflow_provider_analytics.tabular.arrow_pool import arrow_memory_pool
-from airflow_provider_analytics.tabular.frames import (
+from airflow_provider_analytics.output.iceberg_destination import IcebergDestination
+from airflow_provider_analytics.output.parquet_destination import table_paths
+from airflow_provider_analytics.reports.frames import (
     EVENT_GRAINS,
     EVENT_SCHEMA,
     FUNNEL_GRAINS,

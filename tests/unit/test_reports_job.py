@@ -18,9 +18,9 @@ from airflow_provider_analytics.client import (
     AnalyticsValidationError,
     ClientConfig,
 )
-from airflow_provider_analytics.jobs.reports import EVENTS, FUNNEL, date_windows, run_report
 from airflow_provider_analytics.operators.reports import FunnelReportOperator
-from airflow_provider_analytics.sinks.parquet import ParquetTables
+from airflow_provider_analytics.output.parquet import ParquetTables
+from airflow_provider_analytics.reports.job import EVENTS, FUNNEL, date_windows, run_report
 
 BASE = "https://analytics.example.com"
 STEPS = [

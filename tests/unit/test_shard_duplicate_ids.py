@@ -11,7 +11,7 @@ import pyarrow as pa
 from hypothesis import given
 from hypothesis import strategies as st
 
-from airflow_provider_analytics.jobs import cohort_shards
+from airflow_provider_analytics.export import shards as cohort_shards
 
 ids_lists = st.lists(st.integers(-(2**63), 2**63 - 1), max_size=60) | st.lists(
     st.integers(0, 40), max_size=60

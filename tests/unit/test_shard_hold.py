@@ -17,13 +17,13 @@ from airflow.sdk import ObjectStoragePath
 from airflow_provider_analytics.client import AnalyticsClient, ClientConfig
 from airflow_provider_analytics.client.throttle import PlatformThrottle, throttle_for
 from airflow_provider_analytics.core.errors import ShardStagingError
-from airflow_provider_analytics.jobs.shard_hold import (
+from airflow_provider_analytics.export.shard_hold import (
     HOLD_FILE,
     RECORD_BYTES_MAX,
     REFRESH_SECONDS,
     SharedHold,
 )
-from airflow_provider_analytics.storage import write_bytes_atomically
+from airflow_provider_analytics.output.storage import write_bytes_atomically
 
 if TYPE_CHECKING:
     from pathlib import Path

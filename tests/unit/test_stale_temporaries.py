@@ -17,8 +17,8 @@ from moto.server import ThreadedMotoServer
 from upath import UPath
 
 from airflow_provider_analytics.core.errors import AnalyticsConfigurationError
-from airflow_provider_analytics.sinks.parquet import write_table_atomically
-from airflow_provider_analytics.storage import (
+from airflow_provider_analytics.output.parquet import write_table_atomically
+from airflow_provider_analytics.output.storage import (
     STALE_TEMPORARY_AGE_VARIABLE,
     remove_stale_temporaries,
     stale_temporary_age,
@@ -39,7 +39,7 @@ KILLED_WRITER = textwrap.dedent(
     """
     import os, signal, sys
     from upath import UPath
-    from airflow_provider_analytics.storage import atomic_destination
+    from airflow_provider_analytics.output.storage import atomic_destination
 
     with atomic_destination(UPath(sys.argv[1])) as temporary, temporary.open("wb") as sink:
         sink.write(b"PAR1 half a file")

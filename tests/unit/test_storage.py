@@ -1,4 +1,4 @@
-"""Atomic object writes (storage.py) on real local object storage paths."""
+"""Atomic object writes (output/storage.py) on real local object storage paths."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pyarrow.parquet as pq
 import pytest
 from airflow.sdk import ObjectStoragePath
 
-from airflow_provider_analytics.sinks.parquet import write_table_atomically
-from airflow_provider_analytics.storage import AnalyticsStorageError, atomic_destination
+from airflow_provider_analytics.output.parquet import write_table_atomically
+from airflow_provider_analytics.output.storage import AnalyticsStorageError, atomic_destination
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -55,8 +55,8 @@ _FILE_SIZE_LIMITED_WRITE = """
 import resource, signal, sys
 from pathlib import Path
 import pyarrow as pa
-from airflow_provider_analytics.sinks.parquet import write_table_atomically
-from airflow_provider_analytics.storage import AnalyticsStorageError
+from airflow_provider_analytics.output.parquet import write_table_atomically
+from airflow_provider_analytics.output.storage import AnalyticsStorageError
 
 target = Path(sys.argv[1])
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG

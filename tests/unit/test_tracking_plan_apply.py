@@ -13,13 +13,13 @@ from airflow_provider_analytics.client import (
     AnalyticsClient,
     ClientConfig,
 )
-from airflow_provider_analytics.jobs.tracking_plan import (
+from airflow_provider_analytics.plan.diff import Change, ChangeKind, Target
+from airflow_provider_analytics.plan.file import parse_tracking_plan
+from airflow_provider_analytics.plan.sync import (
     TrackingPlanConflictError,
     apply_changes,
     sync_tracking_plan,
 )
-from airflow_provider_analytics.jobs.tracking_plan_diff import Change, ChangeKind, Target
-from airflow_provider_analytics.jobs.tracking_plan_file import parse_tracking_plan
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -251,7 +251,7 @@ def test_one_log_line_per_applied_change(
     client: AnalyticsClient, requests_mock: rm.Mocker, caplog: pytest.LogCaptureFixture
 ) -> None:
     serve_plan(requests_mock)
-    with caplog.at_level(logging.INFO, logger="airflow_provider_analytics.jobs.tracking_plan"):
+    with caplog.at_level(logging.INFO, logger="airflow_provider_analytics.plan.sync"):
         sync_tracking_plan(client, parse_tracking_plan(PLAN))
     lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith(("Added", "Mod"))]
     assert len(lines) == 13
@@ -360,7 +360,7 @@ def test_a_failed_request_stops_the_sync_and_says_how_far_it_got(
         json={"code": 400, "msg": "bad", "data": ["dataType"]},
     )
     with (
-        caplog.at_level(logging.INFO, logger="airflow_provider_analytics.jobs.tracking_plan"),
+        caplog.at_level(logging.INFO, logger="airflow_provider_analytics.plan.sync"),
         pytest.raises(AnalyticsBadRequestError),
     ):
         sync_tracking_plan(client, parse_tracking_plan(PLAN))

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from airflow_provider_analytics.jobs.tracking_plan_diff import (
+from airflow_provider_analytics.plan.diff import (
     Change,
     ChangeKind,
     FieldChange,
@@ -16,7 +16,7 @@ from airflow_provider_analytics.jobs.tracking_plan_diff import (
     plan_changes,
     untracked,
 )
-from airflow_provider_analytics.jobs.tracking_plan_file import parse_tracking_plan
+from airflow_provider_analytics.plan.file import parse_tracking_plan
 
 ADD, MODIFY, SKIP, CONFLICT = (
     ChangeKind.ADD,

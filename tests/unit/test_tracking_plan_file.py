@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from airflow_provider_analytics.jobs.tracking_plan_file import (
+from airflow_provider_analytics.plan.file import (
     DesiredPlan,
     PlannedEvent,
     PlannedProperty,

@@ -12,9 +12,9 @@ import jinja2
 import pytest
 from airflow.sdk import DAG
 
-from airflow_provider_analytics.jobs.tracking_plan import TrackingPlanConflictError
-from airflow_provider_analytics.jobs.tracking_plan_file import TrackingPlanFileError
 from airflow_provider_analytics.operators.tracking_plan import TrackingPlanSyncOperator
+from airflow_provider_analytics.plan.file import TrackingPlanFileError
+from airflow_provider_analytics.plan.sync import TrackingPlanConflictError
 
 if TYPE_CHECKING:
     import requests_mock as rm

@@ -1,0 +1,660 @@
+"""The declared answer of every operation (spec sections 2 and 4, ``API_NOTES.md``).
+
+Every path that receives an answer decodes it here and nowhere else: the synchronous and
+asynchronous clients, the data-ready check, the paged listing and the report tables. A
+value is read only after it has passed its declaration, so an answer of the wrong shape
+(a count sent as ``"7"``, ``true`` or ``-3``, a repeated date, lengths that disagree, a page
+other than the one asked) is refused by name and never becomes a number, a row or a
+"ready" signal.
+
+The rules, once:
+
+- Types are strict: no string is read as a number, no boolean as an integer, no number as
+  text. Counts are JSON integers, never negative; other numbers are finite.
+- Objects may carry fields that are not declared (kept as sent); declared fields are
+  required unless the spec or the documentation shows them missing or null.
+- Relations between fields (lengths that must match, dates that must be unique and inside
+  the asked range, a page that must echo the request) are part of the declaration.
+  Relations that need the request read it from :class:`Asked`.
+
+:func:`decode` is the one way in. Its error, :class:`AnswerShapeError`, names the operation
+and the field with its position as the answer writes it (``analyze_funnel:
+rows[2].stepsDetail[0].convertedUser[1]``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Annotated, Any, Final, Literal, TypeVar, cast
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    ValidationInfo,
+    model_validator,
+)
+
+from airflow_provider_analytics.core.errors import AnalyticsProtocolError
+from airflow_provider_analytics.core.redaction import Redactor
+from airflow_provider_analytics.core.report_dates import (
+    ALL_DATES_LABEL,
+    parse_funnel_date,
+    parse_report_datetime,
+)
+from airflow_provider_analytics.core.rules import field_path
+
+
+class _RelationFault(AnalyticsProtocolError, ValueError):
+    """A relation between fields that does not hold; pydantic reports it (a ``ValueError``)
+    with the object's location, and :func:`_describe` prints ``where`` below it."""
+
+    def __init__(self, where: str, problem: str) -> None:
+        super().__init__(f"{where}{problem}")
+        self.where = where
+        self.problem = problem
+
+
+INT64_MAX: Final = 2**63 - 1
+EXACT_IN_A_DOUBLE: Final = 2**53
+"""Integers up to this magnitude are exact in a float64 column."""
+
+Count = Annotated[int, Field(ge=0, le=INT64_MAX)]
+"""A number of users, events or values: a JSON integer, never negative, within int64."""
+Flag = Annotated[int, Field(ge=0, le=1)]
+"""A 0/1 field of the tracking plan (a JSON integer: ``true`` is not 1)."""
+Zero = Annotated[int, Field(ge=0, le=0)]
+"""``success`` of a carried-out operation (a JSON integer: ``false`` is not 0)."""
+
+
+FiniteNumber = int | Annotated[float, Field(allow_inf_nan=False)]
+"""A finite JSON number; integers stay exact integers (where a table holds them as doubles,
+one beyond +-2**53 is refused by name there)."""
+Seconds = Annotated[int, Field(ge=0, le=INT64_MAX)]
+"""A duration in whole seconds."""
+EpochMillis = Annotated[int, Field(ge=0, le=INT64_MAX)]
+"""A moment as milliseconds since 1970-01-01 UTC."""
+Label = str | int | Annotated[float, Field(allow_inf_nan=False)] | None
+"""A split value as the platform writes it (text, sometimes a number)."""
+
+DataType = Literal["string", "number", "boolean", "datetime", "array<string>"]
+"""The plan's data types (spec 2.5)."""
+
+COUNTING_AGGREGATORS: Final = frozenset({"TRIGGER_USER_COUNT", "TOTAL_COUNT", "REMOVE_DUMPLICATE"})
+"""Event-analysis aggregators whose numbers are counts (users, events, distinct values)."""
+
+
+class AnswerShapeError(AnalyticsProtocolError, ValueError):
+    """An answer does not fit its operation's declaration; the message names the field."""
+
+
+@dataclass(frozen=True)
+class Asked:
+    """What the request asked, for the relations an answer must keep with it.
+
+    :param from_date: first day asked (``yyyy-MM-dd``).
+    :param to_date: last day asked.
+    :param steps: funnel steps asked.
+    :param aggregators: event-analysis aggregators asked, by measure position.
+    :param split_fields: event-analysis ``byFields`` asked.
+    :param page: cohort page asked.
+    :param page_size: cohort page size asked.
+    """
+
+    from_date: str | None = None
+    to_date: str | None = None
+    steps: int | None = None
+    aggregators: tuple[str, ...] | None = None
+    split_fields: int | None = None
+    page: int | None = None
+    page_size: int | None = None
+
+
+def _fault(where: str, problem: str) -> _RelationFault:
+    """A relation that does not hold; ``where`` is the field path below the object."""
+    return _RelationFault(where, problem)
+
+
+def _asked(info: ValidationInfo) -> Asked:
+    context = info.context
+    return context if isinstance(context, Asked) else Asked()
+
+
+def _within(day: dt.date, asked: Asked, where: str) -> None:
+    if asked.from_date is None or asked.to_date is None:
+        return
+    first, last = dt.date.fromisoformat(asked.from_date), dt.date.fromisoformat(asked.to_date)
+    if not first <= day <= last:
+        raise _fault(where, f" is {day.isoformat()}, outside the asked range {first}..{last}")
+
+
+def _length(where: str, items: list[Any] | None, expected: int, what: str) -> None:
+    if items is not None and len(items) != expected:
+        raise _fault(where, f" has {len(items)} entries, expected {expected} ({what})")
+
+
+class _Shape(BaseModel):
+    """An object of an answer: strict types, undeclared fields kept."""
+
+    model_config = ConfigDict(strict=True, extra="allow", frozen=True)
+
+
+class Succeeded(_Shape):
+    """``{success: 0}``: the answer of a write (spec 1)."""
+
+    success: Zero
+
+
+# Ad tracking (spec 2.1, 4.1 to 4.4)
+
+
+class UtmCreated(Succeeded):
+    """Answer of 4.1: the new campaign's id, a number by the spec, text in some deployments."""
+
+    campaignId: Annotated[int, Field(ge=0)] | Annotated[str, Field(min_length=1)]
+
+
+class UtmRecord(_Shape):
+    """The ad tracking record (spec 2.1)."""
+
+    id: int | None = None
+    campaignId: int | Annotated[str, Field(min_length=1)]
+    utmType: str | None = None
+    callbackUrl: str | None = None
+    pageUrl: str
+    utmCampaign: str | None = None
+    utmMedium: str | None = None
+    utmSource: str | None = None
+    utmContent: str | None = None
+    utmTerm: str | None = None
+    url: str
+    shortUrl: str | None = None
+    remarks: str | None = None
+    appKey: str | None = None
+    userId: int | None = None
+    status: int | None = None
+    createTime: EpochMillis | None = None
+    updateTime: EpochMillis | None = None
+    canOperated: int | None = None
+    uniqueSign: str | None = None
+
+
+class UtmConversion(_Shape):
+    """Answer of 4.3: documented only as ``{success: 0}``; the rest is kept as returned."""
+
+    success: Zero | None = None
+
+
+# Tracking plan (spec 2.2 to 2.4, 4.5 to 4.7)
+
+
+class _PlanItem(_Shape):
+    id: Annotated[str, Field(min_length=1)]
+    name: str | None = None
+    plan: Flag | None = None
+    dataStatus: Flag | None = None
+    preset: Flag | None = None
+    enable: Flag | None = None
+
+
+class _TypedPlanItem(_PlanItem):
+    dataType: DataType
+    has_dict: Flag | None = Field(default=None, alias="dict")
+    masking: Flag | None = None
+
+
+class UserProperty(_TypedPlanItem):
+    """A user property of the plan (spec 2.2)."""
+
+    visible: Flag | None = None
+
+
+class PlanEvent(_PlanItem):
+    """An event of the plan (spec 2.3)."""
+
+    remark: str | None = None
+    platform: str | None = None
+
+
+class EventProperty(_TypedPlanItem):
+    """A property of an event (spec 2.4)."""
+
+    remark: str | None = None
+    is_global: Flag | None = Field(default=None, alias="global")
+
+
+def _unique_ids(operation: str, items: list[_PlanItem], secrets: tuple[str, ...]) -> None:
+    seen: dict[str, int] = {}
+    for position, item in enumerate(items):
+        if item.id in seen:
+            raise AnswerShapeError(
+                f"{operation}: [{position}].id {item.id[:80]!r} is listed twice (first at "
+                f"[{seen[item.id]}])",
+                operation=operation,
+                secrets=secrets,
+            )
+        seen[item.id] = position
+
+
+# Cohort users (spec 2.6, 4.12, 4.13)
+
+
+class CohortPage(_Shape):
+    """One page of a cohort's users (spec 4.12, paging from ``API_NOTES.md``)."""
+
+    count: Count
+    page: Annotated[int, Field(ge=1)] | None = None
+    size: Count | None = None
+    users: list[dict[str, Any]]
+
+    @model_validator(mode="after")
+    def _relations(self, info: ValidationInfo) -> CohortPage:
+        asked = _asked(info)
+        if self.size is not None and self.size != len(self.users):
+            raise _fault("size", f" is {self.size}, but users holds {len(self.users)}")
+        if asked.page is not None and self.page != asked.page:
+            raise _fault("page", f" is {self.page}, but page {asked.page} was asked")
+        if asked.page_size is not None and len(self.users) > asked.page_size:
+            raise _fault(
+                "users",
+                f" holds {len(self.users)} users, more than the page size {asked.page_size}",
+            )
+        if len(self.users) > self.count:
+            raise _fault("users", f" holds {len(self.users)} users, more than count {self.count}")
+        return self
+
+
+class ErrorBody(_Shape):
+    """The platform's error object (``API_NOTES.md``): ``{code, msg, data}``."""
+
+    code: int | str | None = None
+    msg: str | None = None
+    data: Any = None
+
+
+# Enterprise accounts (spec 4.14, 4.15)
+
+
+class AccountRegistered(_Shape):
+    """Answer of 4.14."""
+
+    userId: int | Annotated[str, Field(min_length=1)]
+    email: Annotated[str, Field(min_length=3)]
+
+
+# Funnel analysis (spec 4.16)
+
+
+class FunnelStep(_Shape):
+    expression: str | None = None
+    convertedUser: list[Count]
+
+
+class FunnelMedian(_Shape):
+    stepsExpress: str | None = None
+    median: list[Seconds | None] | None = None
+
+
+class FunnelRow(_Shape):
+    byValue: Label = None
+    stepsDetail: list[FunnelStep]
+    medianConvertedTime: list[FunnelMedian] | None = None
+
+
+class FunnelAnswer(_Shape):
+    """Answer of 4.16: user counts per (split value, step, date column)."""
+
+    dateList: list[str]
+    byField: Label = None
+    byValues: list[Label] | None = None
+    stepEvents: list[str] | None = None
+    rows: list[FunnelRow]
+    reportUpdateTime: str | None = None
+
+    @property
+    def steps(self) -> list[str]:
+        """The step expressions: ``stepEvents``, or the first row's ``stepsDetail``."""
+        if self.stepEvents is not None:
+            return list(self.stepEvents)
+        if not self.rows:
+            return []
+        return [str(detail.expression) for detail in self.rows[0].stepsDetail]
+
+    def split_value(self, position: int) -> Label:
+        """Row ``position``'s split value: its ``byValue``, else its ``byValues`` entry."""
+        row = self.rows[position]
+        if "byValue" in row.model_fields_set or self.byValues is None:
+            return row.byValue
+        return self.byValues[position]
+
+    @property
+    def days(self) -> list[dt.date | None]:
+        """Each ``dateList`` entry as a day; ``None`` for the ``$ALL`` column."""
+        return [
+            None if label == ALL_DATES_LABEL else parse_funnel_date(label, what="")
+            for label in self.dateList
+        ]
+
+    @model_validator(mode="after")
+    def _relations(self, info: ValidationInfo) -> FunnelAnswer:
+        return self.keeps(_asked(info))
+
+    def keeps(self, asked: Asked) -> FunnelAnswer:
+        """Check the relations between the fields, and with what was ``asked``."""
+        seen: dict[str, int] = {}
+        for position, label in enumerate(self.dateList):
+            where = f"dateList[{position}]"
+            if label in seen:
+                raise _fault(where, f" {label!r} repeats dateList[{seen[label]}]")
+            seen[label] = position
+            if label != ALL_DATES_LABEL:
+                try:
+                    day = parse_funnel_date(label, what=where)
+                except ValueError as exc:
+                    raise _fault("", str(exc)) from None
+                _within(day, asked, where)
+        days = {parse_funnel_date(label, what="") for label in seen if label != ALL_DATES_LABEL}
+        if len(days) != len(seen) - (ALL_DATES_LABEL in seen):
+            raise _fault("dateList", " names one day twice in two forms")
+        steps = self.steps
+        if asked.steps is not None:
+            _length("stepEvents", self.stepEvents, asked.steps, "one per step asked")
+        _length("byValues", self.byValues, len(self.rows), "one per row")
+        for position, row in enumerate(self.rows):
+            self._check_row(position, row, len(steps))
+        return self
+
+    def _check_row(self, position: int, row: FunnelRow, n_steps: int) -> None:
+        where = f"rows[{position}]"
+        if (
+            self.byValues is not None
+            and "byValue" in row.model_fields_set
+            and _label(self.byValues[position]) != _label(row.byValue)
+        ):
+            raise _fault(f"{where}.byValue", f" {row.byValue!r} differs from byValues[{position}]")
+        n_dates = len(self.dateList)
+        _length(f"{where}.stepsDetail", row.stepsDetail, n_steps, "one per step")
+        for index, step in enumerate(row.stepsDetail):
+            _length(
+                f"{where}.stepsDetail[{index}].convertedUser",
+                step.convertedUser,
+                n_dates,
+                "one per dateList entry",
+            )
+        if row.medianConvertedTime is None:
+            return
+        pairs = max(n_steps - 1, 0)
+        _length(f"{where}.medianConvertedTime", row.medianConvertedTime, pairs, "one per step pair")
+        for index, entry in enumerate(row.medianConvertedTime):
+            _length(
+                f"{where}.medianConvertedTime[{index}].median",
+                entry.median,
+                n_dates,
+                "one per dateList entry",
+            )
+
+
+def _label(value: Label) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    return str(value)
+
+
+# Event analysis (spec 4.17)
+
+
+class EventRow(_Shape):
+    byValue: list[Label] = Field(default_factory=list)
+    values: list[list[FiniteNumber | None]]
+    sum: list[FiniteNumber | None] | None = None
+
+
+class EventAnswer(_Shape):
+    """Answer of 4.17: one number per (split values, measure, period)."""
+
+    measures: list[Label] | None = None
+    byFields: list[str] | None = None
+    series: list[str]
+    rows: list[EventRow]
+    numRows: Count | None = None
+    reportUpdateTime: str | None = None
+
+    @property
+    def days(self) -> list[dt.datetime]:
+        """Each ``series`` entry as the start of its period."""
+        return [parse_report_datetime(label, what="") for label in self.series]
+
+    @model_validator(mode="after")
+    def _relations(self, info: ValidationInfo) -> EventAnswer:
+        return self.keeps(_asked(info))
+
+    def keeps(self, asked: Asked) -> EventAnswer:
+        """Check the relations between the fields, and with what was ``asked``."""
+        seen: dict[dt.datetime, int] = {}
+        for position, label in enumerate(self.series):
+            where = f"series[{position}]"
+            try:
+                start = parse_report_datetime(label, what=where)
+            except ValueError as exc:
+                raise _fault("", str(exc)) from None
+            if start in seen:
+                raise _fault(where, f" {label!r} repeats series[{seen[start]}]")
+            seen[start] = position
+            _within(start.date(), asked, where)
+        n_measures = len(self.measures) if self.measures is not None else None
+        if asked.aggregators is not None:
+            _length("measures", self.measures, len(asked.aggregators), "one per measure asked")
+            n_measures = len(asked.aggregators)
+        n_fields = len(self.byFields) if self.byFields is not None else asked.split_fields
+        if asked.split_fields is not None:
+            _length("byFields", self.byFields, asked.split_fields, "one per split field asked")
+        for position, row in enumerate(self.rows):
+            where = f"rows[{position}]"
+            expected = len(row.values) if n_measures is None else n_measures
+            _length(f"{where}.values", row.values, expected, "one per measure")
+            _length(f"{where}.sum", row.sum, expected, "one per measure")
+            if n_fields is not None:
+                _length(f"{where}.byValue", row.byValue, n_fields, "one per split field")
+            for measure, values in enumerate(row.values):
+                _length(
+                    f"{where}.values[{measure}]", values, len(self.series), "one per series date"
+                )
+            self._check_counts(where, row, asked)
+        return self
+
+    def check_counts(self, aggregators: tuple[str, ...]) -> None:
+        """Check the counting measures' numbers once the aggregators are known (read from
+        the answer's own measure labels, when no request says them).
+
+        :raises AnswerShapeError: naming the first number that is not a count.
+        """
+        asked = Asked(aggregators=aggregators)
+        try:
+            for position, row in enumerate(self.rows):
+                self._check_counts(f"rows[{position}]", row, asked)
+        except _RelationFault as fault:
+            raise AnswerShapeError(
+                f"analyze_events: {fault.where}{fault.problem}", operation="analyze_events"
+            ) from None
+
+    @staticmethod
+    def _check_counts(where: str, row: EventRow, asked: Asked) -> None:
+        if asked.aggregators is None:
+            return
+        for measure, aggregator in enumerate(asked.aggregators):
+            if aggregator not in COUNTING_AGGREGATORS:
+                continue
+            values = row.values[measure]
+            total = () if row.sum is None else (row.sum[measure],)
+            present = [value for value in (*values, *total) if value is not None]
+            if all(type(value) is int for value in present) and (
+                not present or (min(present) >= 0 and max(present) <= INT64_MAX)
+            ):
+                continue  # the usual case, in a few passes; the loop below names a fault
+            for position, value in enumerate((*values, *total)):
+                if value is None or (type(value) is int and 0 <= value <= INT64_MAX):
+                    continue
+                place = (
+                    f"values[{measure}][{position}]"
+                    if position < len(values)
+                    else f"sum[{measure}]"
+                )
+                raise _fault(
+                    f"{where}.{place}",
+                    f" is {value!r}, but measure {measure} ({aggregator}) counts: expected "
+                    "a JSON integer from 0 to 2**63-1",
+                )
+
+
+# The operations, by the client method's name
+
+ANSWERS: Final[dict[str, TypeAdapter[Any]]] = {
+    "create_utm": TypeAdapter(UtmCreated),
+    "get_utm": TypeAdapter(UtmRecord),
+    "get_utm_conversion": TypeAdapter(UtmConversion),
+    "delete_utm": TypeAdapter(Succeeded),
+    "list_user_properties": TypeAdapter(list[UserProperty]),
+    "list_events": TypeAdapter(list[PlanEvent]),
+    "list_event_properties": TypeAdapter(list[EventProperty]),
+    "add_user_property": TypeAdapter(Succeeded),
+    "add_event": TypeAdapter(Succeeded),
+    "update_user_property": TypeAdapter(Succeeded),
+    "update_event": TypeAdapter(Succeeded),
+    "update_event_property": TypeAdapter(Succeeded),
+    "get_cohort_users": TypeAdapter(CohortPage),
+    "export_cohort_users": TypeAdapter(ErrorBody),
+    "register_account": TypeAdapter(AccountRegistered),
+    "set_account_activation": TypeAdapter(Succeeded),
+    "analyze_funnel": TypeAdapter(FunnelAnswer),
+    "analyze_events": TypeAdapter(EventAnswer),
+}
+"""Each operation's declared answer. The streamed export's records are declared by the
+export's schema (:mod:`~airflow_provider_analytics.export.schema`); what is declared
+for it here is the one non-record body it may meet, the platform's error object."""
+
+_LIST_ANSWERS: Final = frozenset({"list_user_properties", "list_events", "list_event_properties"})
+
+_PROBLEMS: Final = {
+    "int_type": "must be a JSON integer (not text, a boolean or a fraction)",
+    "float_type": "must be a JSON number",
+    "finite_number": "must be a finite number",
+    "string_type": "must be a JSON string",
+    "list_type": "must be a JSON array",
+    "dict_type": "must be a JSON object",
+    "model_type": "must be a JSON object",
+    "model_attributes_type": "must be a JSON object",
+    "missing": "is missing",
+    "literal_error": "must be one of {expected}",
+    "less_than_equal": "must be <= {le}",
+    "greater_than_equal": "must be >= {ge}",
+    "string_too_short": "must not be empty",
+}
+
+
+_UNION_PROBLEMS: Final = {
+    frozenset({"int_type", "float_type"}): "must be a JSON number (not text or a boolean)",
+    frozenset({"int_type", "finite_number"}): "must be a finite number",
+    frozenset({"int_type", "string_type"}): "must be a JSON integer or string",
+    frozenset({"int_type", "string_too_short"}): "must be a JSON integer or non-empty text",
+    frozenset({"greater_than_equal", "string_type"}): "must be an id >= 0 or a string",
+}
+"""What the alternatives of a union say together (a count-or-id, a finite number)."""
+
+
+def _problem(error: Any) -> str:
+    template = _PROBLEMS.get(error["type"], error["msg"])
+    try:
+        return template.format(**error.get("ctx", {}))
+    except (KeyError, IndexError):
+        return str(error["msg"])
+
+
+def _describe(errors: list[Any]) -> list[str]:
+    """One line per faulty field; the alternatives of a union are joined with "or"."""
+    by_path: dict[str, list[Any]] = {}
+    for error in errors:
+        by_path.setdefault(field_path(error["loc"]), []).append(error)
+    lines = []
+    for path, faults in by_path.items():
+        first = faults[0]
+        fault = first.get("ctx", {}).get("error")
+        if isinstance(fault, _RelationFault):
+            below = f"{path}.{fault.where}" if path and fault.where else path or fault.where
+            lines.append(f"{below}{fault.problem}" if below else fault.problem.lstrip())
+            continue
+        kinds = frozenset(fault["type"] for fault in faults)
+        problems = _UNION_PROBLEMS.get(kinds) or " or ".join(
+            dict.fromkeys(_problem(fault) for fault in faults)
+        )
+        shown = "" if first["type"] == "missing" else f", got {_shown(first.get('input'))}"
+        lines.append(f"{path or 'the answer'} {problems}{shown}")
+    return lines
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, dict):
+        return "a JSON object"
+    if isinstance(value, list):
+        return "a JSON array"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def decode(
+    operation: str,
+    payload: Any,
+    *,
+    asked: Asked | None = None,
+    secrets: tuple[str, ...] = (),
+) -> Any:
+    """Decode ``payload`` (strict JSON already read) through ``operation``'s declaration.
+
+    :param operation: the client method's name (a key of :data:`ANSWERS`).
+    :param payload: the decoded JSON answer.
+    :param asked: what the request asked, for the relations that depend on it.
+    :param secrets: values to mask in the message.
+    :return: the declared object (a model, or a list of models for the plan listings).
+    :raises AnswerShapeError: naming the operation, the field and its position.
+    """
+    adapter = ANSWERS[operation]
+    try:
+        value = adapter.validate_python(payload, strict=True, context=asked)
+    except ValidationError as exc:
+        raise answer_error(operation, exc, secrets) from None
+    if operation in _LIST_ANSWERS:
+        _unique_ids(operation, value, secrets)
+    return value
+
+
+def answer_error(
+    operation: str, error: ValidationError, secrets: tuple[str, ...] = ()
+) -> AnswerShapeError:
+    """The error naming the first faults of ``error`` (at most three)."""
+    problems = _describe(error.errors(include_url=False))
+    more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
+    message = f"{operation}: {'; '.join(problems[:3])}{more}"
+    redacted = Redactor(secrets).text(message)
+    return AnswerShapeError(redacted, operation=operation, secrets=secrets)
+
+
+_Analysed = TypeVar("_Analysed", "FunnelAnswer", "EventAnswer")
+
+
+def as_model(
+    model: type[_Analysed], operation: str, payload: Any, asked: Asked | None = None
+) -> _Analysed:
+    """``payload`` as ``model``: decoded through :func:`decode`, unless it already is one (a
+    declared answer is decoded once); then only its relations with ``asked`` are checked."""
+    if not isinstance(payload, model):
+        return cast("_Analysed", decode(operation, payload, asked=asked))
+    if asked is not None:
+        try:
+            payload.keeps(asked)
+        except _RelationFault as fault:
+            raise AnswerShapeError(
+                f"{operation}: {fault.where}{fault.problem}", operation=operation
+            ) from None
+    return payload

@@ -1,0 +1,155 @@
+"""Has the platform got the data for a date range? The check behind the data-ready sensor.
+
+The check describes its request as data (:meth:`DataReadyCheck.call`) and judges the decoded
+answer (:meth:`DataReadyCheck.evaluate`); the sensor sends the call through the synchronous
+client and its trigger through the asynchronous one, so both ask and judge alike. Two ways
+to tell:
+
+- ``events`` (default): an event analysis (spec 4.17) of TOTAL_COUNT for ``event`` (default
+  ``$Anything``, any event) by DAY; every day of the range must reach ``threshold``.
+- ``plan``: the tracking plan shows ``dataStatus`` = 1 for ``event`` (spec 4.6), or for
+  ``event_property`` of that event (spec 4.7).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+from airflow_provider_analytics.client.analysis_requests import EventRequest, Measure
+from airflow_provider_analytics.client.answers import (
+    AnswerShapeError,
+    EventAnswer,
+    decode,
+)
+from airflow_provider_analytics.client.operations import (
+    ANALYZE_EVENTS,
+    LIST_EVENT_PROPERTIES,
+    LIST_EVENTS,
+    ApiCall,
+)
+from airflow_provider_analytics.core import rules
+
+
+@dataclass(frozen=True)
+class Readiness:
+    """The outcome of one check: ready or not, and what was seen (JSON-able)."""
+
+    ready: bool
+    detail: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class DataReadyCheck:
+    """What "the data has landed" means for one run.
+
+    :param from_date: first day, ``yyyy-MM-dd``.
+    :param to_date: last day (inclusive).
+    :param event: event id to look for; ``$Anything`` is any event.
+    :param threshold: events per day needed (``events`` source).
+    :param source: ``events`` (event analysis) or ``plan`` (tracking plan dataStatus).
+    :param event_property: with ``plan``: a property of ``event`` that must have data.
+    """
+
+    from_date: str
+    to_date: str
+    event: str = "$Anything"
+    threshold: float = 1
+    source: Literal["events", "plan"] = "events"
+    event_property: str | None = None
+
+    def __post_init__(self) -> None:
+        rules.date_range(self.from_date, self.to_date, from_field="from_date", to_field="to_date")
+        rules.id_ref(self.event, "event")
+        rules.one_of(self.source, "source", ("events", "plan"))
+        if self.event_property is not None:
+            rules.id_ref(self.event_property, "event_property")
+            if self.source != "plan":
+                rules.fail("event_property", "is only used with source='plan'")
+        if rules.number(self.threshold, "threshold") <= 0:
+            rules.fail("threshold", "must be greater than 0", self.threshold)
+        if self.source == "plan" and self.event == "$Anything":
+            rules.fail("event", "must name a real event when source='plan'", self.event)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def days(self) -> list[str]:
+        first, last = dt.date.fromisoformat(self.from_date), dt.date.fromisoformat(self.to_date)
+        return [(first + dt.timedelta(days=n)).isoformat() for n in range((last - first).days + 1)]
+
+    def call(self) -> ApiCall:
+        """The request that answers this check (built from the checked fields)."""
+        if self.source == "events":
+            request = EventRequest(
+                measures=[Measure(f"event.{self.event}", "TOTAL_COUNT")],
+                from_date=self.from_date,
+                to_date=self.to_date,
+                unit="DAY",
+            )
+            return ApiCall(ANALYZE_EVENTS, body=request.sent(), asked=request.asked())
+        if self.event_property is not None:
+            return ApiCall(LIST_EVENT_PROPERTIES, {"eventId": self.event})
+        return ApiCall(LIST_EVENTS)
+
+    def evaluate(self, payload: Any) -> Readiness:
+        """Judge the call's decoded JSON answer, through its declared answer.
+
+        Ready only when every day of the window has exactly one count, a JSON integer >= 0,
+        at or above ``threshold`` (``events``), or the plan shows ``dataStatus`` 1 (``plan``).
+
+        :raises AnswerShapeError: the answer does not fit its declaration (a count that is
+            text, a boolean, NaN or negative; a day listed twice; a day outside the window;
+            more than one row); the sensor logs it and keeps waiting.
+        """
+        call = self.call()
+        answer = decode(call.operation.name, payload, asked=call.asked)
+        if self.source == "events":
+            return self._evaluate_counts(answer)
+        return self._evaluate_plan(answer)
+
+    def _evaluate_counts(self, answer: EventAnswer) -> Readiness:
+        if len(answer.rows) > 1:
+            raise AnswerShapeError(
+                f"analyze_events: rows holds {len(answer.rows)} rows, but the data-ready check "
+                "asked for no split (at most one row)",
+                operation="analyze_events",
+            )
+        counts: dict[str, int | None] = dict.fromkeys(self.days())
+        values = answer.rows[0].values[0] if answer.rows else [None] * len(answer.series)
+        listed: dict[str, int] = {}
+        for position, (start, value) in enumerate(zip(answer.days, values, strict=True)):
+            day = start.date().isoformat()
+            if day in listed:
+                raise AnswerShapeError(
+                    f"analyze_events: series[{position}] is day {day} again (series"
+                    f"[{listed[day]}]); each day must be counted once",
+                    operation="analyze_events",
+                )
+            listed[day] = position
+            counts[day] = None if value is None else int(value)
+        missing = [day for day, count in counts.items() if count is None or count < self.threshold]
+        return Readiness(
+            not missing,
+            {
+                "event": self.event,
+                "counts": counts,
+                "threshold": self.threshold,
+                "missing": missing,
+            },
+        )
+
+    def _evaluate_plan(self, items: list[Any]) -> Readiness:
+        wanted = self.event_property if self.event_property is not None else self.event
+        found = next((item for item in items if item.id == wanted), None)
+        status = None if found is None else found.dataStatus
+        return Readiness(
+            status == 1,
+            {
+                "event": self.event,
+                "event_property": self.event_property,
+                "found": found is not None,
+                "dataStatus": status,
+            },
+        )

@@ -1,0 +1,290 @@
+"""The columns of a cohort export: names, Parquet types and where each type came from.
+
+The type of a column follows the plan's ``dataType`` (spec 2.5); :data:`TYPE_TABLE` is the
+table the README shows (a test keeps the two equal).
+
+``number``: no value is changed by default. A JSON integer token keeps its exact integer and a
+decimal token (with ``.``, ``e`` or ``E``) is the double it denotes, so a ``number`` column is
+``int64`` when every value of the export is an integer token that fits int64, and ``float64``
+(DOUBLE) otherwise (:mod:`~airflow_provider_analytics.export.number_rule`).
+
+Why: the platform's ``number`` holds integers and decimals alike (spec 2.5). Ids, counts and
+epoch milliseconds are integers, and many are beyond 2**53, where a double no longer holds every
+integer: ``4255875062385414000`` stored as a double and cast back to an integer in a warehouse
+is ``4255875062385414144``, and joins against the id kept as an integer elsewhere find nothing.
+An integer column keeps them; decimals (``14.898609719035171``) stay doubles, exactly the double
+their text denotes. This is what readers of JSON already do: DuckDB's ``read_json`` and
+``pyarrow.json`` infer BIGINT/int64 for integer literals, DOUBLE for decimals, and DOUBLE when a
+column holds both; warehouses load JSON integers into INT64/NUMBER columns the same way. The
+one difference: where they promote an integer column to DOUBLE and round the integers beyond
+2**53 silently, the export refuses such an integer by name (column, 1-based row) with the
+setting that accepts it, ``schema_overrides={"col": "decimal"}`` (exact) or ``"double"`` (the
+nearest double), and an integer beyond int64 likewise (``decimal``). A column that holds
+decimals on one day and integers only on another is double on the first day, int64 on the
+second (a widening every Parquet reader and warehouse takes); set it to ``"double"`` to keep it
+double every day.
+
+``schema_overrides`` keeps the exceptions: ``"double"`` (every number as its nearest double),
+``"int64"`` (integers only), ``"decimal"`` (decimal(38, 9), exact) and any Arrow type.
+
+A column is decoded by its id (the record key) and written under the name
+:mod:`~airflow_provider_analytics.core.column_names` gives it; each Parquet field keeps its
+id in the field metadata (``analytics.id``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Final, NoReturn
+
+import pyarrow as pa
+
+from airflow_provider_analytics.core import rules
+from airflow_provider_analytics.core.column_names import (
+    ID_METADATA_KEY,
+    ColumnNames,
+    column_name_map,
+    warehouse_name,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping, Sequence
+
+MASKED_MARKER: Final = "(已脱敏)"
+NUMBER_TYPE: Final = pa.int64()
+"""A ``number`` column's type while every value is an integer; :data:`DOUBLE_TYPE` after."""
+DOUBLE_TYPE: Final = pa.float64()
+EXACT_NUMBER_TYPE: Final = pa.decimal128(38, 9)
+TIMESTAMP_TYPE: Final = pa.timestamp("ms", tz="UTC")
+
+TYPE_TABLE: Final[tuple[tuple[str, pa.DataType, str], ...]] = (
+    ("string", pa.string(), ""),
+    (
+        "number",
+        NUMBER_TYPE,
+        "double (float64) instead when the export holds a decimal (`1.5`, `2e3`); integers are "
+        "kept exact: one a double cannot hold fails the export by name (see below)",
+    ),
+    ("boolean", pa.bool_(), ""),
+    (
+        "datetime",
+        TIMESTAMP_TYPE,
+        "`yyyy-MM-dd HH:mm:ss[.SSS]` or `yyyy-MM-dd`, read in the project's timezone",
+    ),
+    ("array<string>", pa.list_(pa.string()), "null items stay null"),
+)
+"""Plan data type, Parquet type, note: the README's cohort type table."""
+
+_TYPE_NAMES: Final[Mapping[str, pa.DataType]] = {
+    **{name: arrow_type for name, arrow_type, _ in TYPE_TABLE},
+    "double": DOUBLE_TYPE,
+    "int64": pa.int64(),
+    "decimal": EXACT_NUMBER_TYPE,
+}
+"""Type names ``schema_overrides`` takes; ``number`` is the plan's rule (int64, or double)."""
+
+
+@dataclass(frozen=True)
+class ExportColumn:
+    """One output column.
+
+    :param name: the column's id, which is also its record key (a property id or
+        ``tag.<code>``).
+    :param arrow_type: the column's type in the Parquet file.
+    :param origin: ``plan``, ``masked`` (string because the plan masks it), ``tag``,
+        ``unknown`` (a ``$`` preset the plan does not list) or ``override`` (set by the caller).
+    :param written_as: the name in the Parquet file when it differs from the id.
+    :param widens: a ``number`` column: ``arrow_type`` (int64) until the export holds a
+        decimal, then double (:mod:`~airflow_provider_analytics.export.number_rule`).
+    :param starts_double: a ``number`` column that is double from the first row (the
+        destination's earlier days hold it so), its integers checked as in any double column.
+    """
+
+    name: str
+    arrow_type: pa.DataType
+    origin: str
+    written_as: str | None = None
+    widens: bool = False
+    starts_double: bool = False
+
+    @property
+    def written_name(self) -> str:
+        """The column's name in the Parquet file."""
+        return self.written_as or self.name
+
+    @property
+    def field(self) -> pa.Field:
+        """The Parquet field: the written name, the type, and the id in the metadata."""
+        return self.field_of(self.arrow_type)
+
+    def field_of(self, arrow_type: pa.DataType) -> pa.Field:
+        """The Parquet field with ``arrow_type`` (a ``number`` column once it is double)."""
+        return pa.field(self.written_name, arrow_type, metadata={ID_METADATA_KEY: self.name})
+
+
+def _as_arrow_type(name: str, value: pa.DataType | str) -> pa.DataType:
+    if isinstance(value, pa.DataType):
+        return value
+    named = _TYPE_NAMES.get(value) if isinstance(value, str) else None
+    if named is None:
+        rules.fail(
+            "schema_overrides",
+            f"{name!r}: {value!r} is not an Arrow type or one of {', '.join(_TYPE_NAMES)}",
+        )
+    return named
+
+
+@dataclass(frozen=True)
+class ExportSchema:
+    """The columns of a cohort export, in a stable order, and the project's timezone."""
+
+    columns: tuple[ExportColumn, ...]
+    timezone: str = "UTC"
+
+    @property
+    def names(self) -> list[str]:
+        """The column ids (the record keys), in order."""
+        return [c.name for c in self.columns]
+
+    @property
+    def written_names(self) -> list[str]:
+        """The column names in the Parquet file, in order."""
+        return [c.written_name for c in self.columns]
+
+    @property
+    def arrow_schema(self) -> pa.Schema:
+        """The schema written (decoded tables come out in it)."""
+        return pa.schema([c.field for c in self.columns])
+
+
+def default_properties(plan: Iterable[Mapping[str, Any]]) -> list[str]:
+    """What the platform returns when a request names no properties: visible items of the plan."""
+    return [
+        str(item["id"])
+        for item in plan
+        if int(item.get("visible", 1)) == 1 and int(item.get("plan", 1)) == 1
+    ]
+
+
+def column_name(name: str, plan_ids: Iterable[str]) -> str:
+    """The column (and record key) of a requested name: a name the plan does not know and
+    that is not a ``$`` preset is a tag's bare code (spec 2.6), whose data comes back under
+    ``tag.<code>``."""
+    if name.startswith(("tag.", "$")) or name in plan_ids:
+        return name
+    return f"tag.{name}"
+
+
+def _named_twice(first: str, second: str, column: str) -> NoReturn:
+    rules.fail(
+        "schema_overrides",
+        f"{first!r} and {second!r} both name the column {column!r}; give its type once",
+    )
+
+
+def check_override_keys(
+    overrides: Mapping[str, Any] | None, column_names: ColumnNames = ColumnNames.IDS
+) -> None:
+    """Refuse, before any request, two ``schema_overrides`` keys that name one column whatever
+    the plan holds: a preset's or a tag's id and its name in the file under ``warehouse``
+    (``$city`` and ``city``). Other double namings (``tag.vip`` and a bare ``vip``, which may
+    be a property of the plan) are refused by :func:`export_schema`, once the plan is known.
+
+    :param overrides: the ``schema_overrides`` argument.
+    :param column_names: how the columns are named in the file.
+    :raises AnalyticsValidationError: naming ``schema_overrides`` and both keys.
+    """
+    if column_names is not ColumnNames.WAREHOUSE or not overrides:
+        return
+    for key in overrides:
+        if isinstance(key, str) and key.startswith(("$", "tag.")):
+            name = warehouse_name(key)
+            if name in overrides:
+                _named_twice(key, name, key)
+
+
+def _overrides_by_column(
+    overrides: Mapping[str, pa.DataType | str],
+    by_written: Mapping[str, str],
+    plan_ids: Mapping[str, Any],
+) -> dict[str, pa.DataType | str]:
+    """Each override under the column id its key names (a written name, an id, a tag's bare
+    code); two keys naming one column are refused rather than the last one winning."""
+    by_column: dict[str, pa.DataType | str] = {}
+    keys: dict[str, str] = {}
+    for key, value in overrides.items():
+        column = by_written.get(key) or column_name(key, plan_ids)
+        if column in keys:
+            _named_twice(keys[column], key, column)
+        keys[column] = key
+        by_column[column] = value
+    return by_column
+
+
+def export_schema(
+    properties: Sequence[str],
+    plan: Iterable[Mapping[str, Any]],
+    *,
+    timezone: str = "UTC",
+    overrides: Mapping[str, pa.DataType | str] | None = None,
+    column_names: ColumnNames = ColumnNames.IDS,
+    earlier: Mapping[str, pa.DataType] | None = None,
+) -> ExportSchema:
+    """Build the export's schema for ``properties`` (in that order) from the tracking plan.
+
+    :param properties: requested user property ids, ``tag.<code>`` keys or bare tag codes.
+    :param plan: user property records (spec 2.2) as listed by the platform.
+    :param timezone: the project's timezone, in which datetime texts are read.
+    :param overrides: column -> Arrow type or type name (a plan data type; ``double``, the
+        nearest double of every number; ``int64``; ``decimal``, exact ``decimal128(38, 9)``), for
+        columns the caller types itself. A column is named by its id, a tag by its bare code
+        too, or by its written name.
+    :param column_names: how the columns are named in the file (:class:`ColumnNames`).
+    :param earlier: column id -> the int64 or double type an earlier day of the destination
+        wrote a ``number`` column with; the column keeps it (origin ``earlier``), unless
+        ``overrides`` names it.
+    :raises AnalyticsValidationError: when two columns would be written under one name, or
+        two keys of ``overrides`` name one column.
+    """
+    by_id = {str(item["id"]): item for item in plan}
+    names = [column_name(name, by_id) for name in properties]
+    if len(set(names)) != len(names):
+        rules.fail("properties", f"name a column more than once: {list(properties)}")
+    written = column_name_map(names, column_names)
+    by_written = {name: column_id for column_id, name in written.items()}
+    overrides = _overrides_by_column(overrides or {}, by_written, by_id)
+    unknown_overrides = set(overrides) - set(names)
+    if unknown_overrides:
+        rules.fail(
+            "schema_overrides",
+            f"name columns that are not exported: {sorted(unknown_overrides)}",
+        )
+    columns = []
+    for name in names:
+        if name in overrides:
+            override = overrides[name]
+            column = ExportColumn(
+                name, _as_arrow_type(name, override), "override", widens=override == "number"
+            )
+        elif name.startswith("tag."):
+            column = ExportColumn(name, pa.string(), "tag")
+        elif (item := by_id.get(name)) is None:
+            column = ExportColumn(name, pa.string(), "unknown")
+        elif int(item.get("masking", 0)) == 1:
+            column = ExportColumn(name, pa.string(), "masked")
+        else:
+            data_type = str(item.get("dataType"))
+            # an earlier day's type, by the column's id (Parquet) or its name (Iceberg)
+            kept = (earlier or {}).get(name) or (earlier or {}).get(written[name])
+            kept = kept if data_type == "number" else None
+            if kept is not None and kept.equals(pa.float64()):
+                column = ExportColumn(name, NUMBER_TYPE, "earlier", widens=True, starts_double=True)
+            elif kept is not None:
+                column = ExportColumn(name, kept, "earlier")
+            else:
+                column = ExportColumn(
+                    name, _as_arrow_type(name, data_type), "plan", widens=data_type == "number"
+                )
+        alias = written[name]
+        columns.append(replace(column, written_as=alias) if alias != name else column)
+    return ExportSchema(tuple(columns), timezone)

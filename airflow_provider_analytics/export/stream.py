@@ -1,0 +1,403 @@
+"""Export a cohort's users to one Parquet object: streamed, typed, verified, atomic.
+
+The work behind ``CohortExportToParquetOperator``, usable without Airflow. Memory stays flat:
+the body is read in chunks, decoded in blocks of whole lines and written in bounded row groups;
+nothing holds the whole cohort. The cohort's size is read first, and a stream that delivers a
+different number of rows, breaks, or ends inside a line is a failed attempt: the temporary
+object is discarded and the export starts again, up to ``attempts`` times. The destination only
+ever holds a complete file.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import time
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from airflow_provider_analytics.client.validation import CohortQuery, cohort_query
+from airflow_provider_analytics.core import rules
+from airflow_provider_analytics.core.column_names import (
+    ColumnNames,
+    column_name_map,
+    column_names_setting,
+)
+from airflow_provider_analytics.core.errors import AnalyticsError
+from airflow_provider_analytics.core.ndjson import iter_counted_blocks
+from airflow_provider_analytics.core.pipeline import map_ahead, read_ahead
+from airflow_provider_analytics.core.progress import (
+    progress_interval,
+    rate_text,
+)
+from airflow_provider_analytics.core.retry import RetryPolicy
+from airflow_provider_analytics.export.arrow_pool import arrow_memory_pool
+from airflow_provider_analytics.export.decoder import BlockDecoder, ExportDataError, ParsedBlock
+from airflow_provider_analytics.export.schema import (
+    ExportSchema,
+    check_override_keys,
+    default_properties,
+    export_schema,
+)
+from airflow_provider_analytics.export.settings import ExportSettings
+from airflow_provider_analytics.output.parquet import (
+    ParquetStream,
+    StreamOpener,
+    parquet_compression,
+    parquet_stream,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, Sequence
+
+    from airflow_provider_analytics.client import AnalyticsClient
+    from airflow_provider_analytics.output.storage import StoragePath
+
+log = logging.getLogger(__name__)
+
+
+def _warn_unset_timezone(schema: ExportSchema) -> None:
+    """Say once, when datetime columns are read in UTC only because no timezone was set: a
+    platform in another zone writes its local time, and every value would be off by hours."""
+    datetimes = [c.written_name for c in schema.columns if pa.types.is_timestamp(c.arrow_type)]
+    if datetimes:
+        log.warning(
+            "no timezone is set (connection extra 'timezone', or the operator's 'timezone'): "
+            "the datetime columns %s are read as UTC. A platform in another zone writes its "
+            "local time (Asia/Shanghai: 8 hours ahead), and every value would be off by that "
+            "much; set the project's timezone to read them exactly",
+            ", ".join(datetimes),
+        )
+
+
+class ExportIncompleteError(AnalyticsError, RuntimeError):
+    """The export delivered a different number of rows than the cohort holds, or every
+    attempt failed: transient, another attempt (or run) may deliver them all."""
+
+    transient = True
+
+
+@dataclass
+class ExportResult:
+    """What an export wrote; small and JSON-able (the operator's XCom)."""
+
+    uri: str
+    cohort_code: str
+    rows: int
+    expected_rows: int
+    bytes_written: int
+    columns: list[str]
+    seconds: float
+    rows_per_second: float
+    masked_values: int
+    attempts: int
+    column_origins: dict[str, str] = field(default_factory=dict)
+    """Per column (by its name in the file): where its type came from."""
+    unexpected_keys: dict[str, int] = field(default_factory=dict)
+    """Per record key the export did not ask for: how many records held it (not written;
+    logged once per key; the first 100 keys, secrets in their names masked)."""
+    unexpected_keys_unlisted: int = 0
+    """How many times a record held a key not asked for beyond those in ``unexpected_keys``."""
+    column_ids: dict[str, str] = field(default_factory=dict)
+    """Per column (by its name in the file): the platform id it holds (also in the Parquet
+    field metadata, key ``analytics.id``)."""
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class _ExportRun:
+    """Everything one export needs once the schema and the expected count are known."""
+
+    client: AnalyticsClient
+    query: CohortQuery
+    schema: ExportSchema
+    destination: StoragePath | str
+    expected: int
+    settings: ExportSettings
+    file_metadata: Mapping[str, str] | None = None
+    open_stream: StreamOpener | None = None
+    """Opens what the rows are written to; by default the Parquet object ``destination``."""
+
+    def attempt(self) -> tuple[int, int, BlockDecoder]:
+        """Stream, decode, write, verify the count, commit. Returns rows, bytes, the decoder."""
+        settings = self.settings
+        decoder = BlockDecoder(self.schema, secrets=self.client.config.secrets())
+        progress = self.client.progress(
+            f"cohort {self.cohort_code}",
+            total=self.expected,
+            interval=settings.progress_interval,
+            size_label="received",
+        )
+        open_stream = self.open_stream
+        if open_stream is None:
+            assert not isinstance(self.destination, str)  # an object, when no opener is given
+            open_stream = functools.partial(parquet_stream, self.destination)
+        with open_stream(
+            _with_metadata(self.schema.arrow_schema, self.file_metadata),
+            compression=settings.compression,
+            row_group_rows=settings.row_group_rows,
+            row_group_bytes=settings.row_group_bytes,
+            prepare=decoder.complete,  # datetimes and counts once a row group, while it is written
+            widen=decoder.widen,  # a number column that turns out to hold decimals
+            subject=f"cohort {self.cohort_code!r}",
+        ) as parquet:
+            export = self.client.export_cohort_users(self.query, progress=False)
+            lines = iter_counted_blocks(
+                export.iter_bytes(settings.chunk_bytes),
+                settings.block_bytes,
+                max_line_bytes=settings.max_line_bytes,
+            )
+
+            def parse(counted: tuple[bytes, int]) -> ParsedBlock:
+                return decoder.parse(*counted)
+
+            with export, read_ahead(lines) as blocks:
+                try:
+                    for (block, _), parsed in map_ahead(parse, blocks, settings.parse_threads):
+                        parquet.add(decoder.finish(block, parsed))
+                        progress.update(decoder.rows, export.bytes_read)
+                except AnalyticsError as error:
+                    if error.transient:
+                        _raise_refused_value(parquet, error)
+                    raise
+                finally:
+                    progress.close()
+            parquet.flush()  # values are checked per row group: a refusal wins over the count
+            if decoder.rows != self.expected:
+                raise ExportIncompleteError(
+                    f"cohort {self.cohort_code!r}: expected {self.expected} rows but the "
+                    f"export delivered {decoder.rows}"
+                )
+        bytes_written = parquet.bytes_written
+        return decoder.rows, bytes_written, decoder
+
+    @property
+    def cohort_code(self) -> str:
+        return self.query.cohort_code
+
+    def with_retries(self, sleep: Callable[[float], None]) -> tuple[int, int, BlockDecoder, int]:
+        """Attempt until one succeeds (the retry engine, on the errors that say they are
+        transient); returns rows, bytes, the decoder and the attempt."""
+        settings = self.settings
+        policy = RetryPolicy.doubling(settings.attempts, settings.retry_delay)
+        engine = policy.retrying(f"cohort {self.cohort_code}", sleep=sleep, logger=log)
+        try:
+            rows, bytes_written, decoder = engine(self.attempt)
+        except AnalyticsError as error:
+            if not error.transient:
+                raise
+            raise ExportIncompleteError(
+                f"cohort {self.cohort_code!r}: export failed after "
+                f"{engine.statistics['attempt_number']} attempts, nothing written to "
+                f"{self.destination}; last error: {error}"
+            ) from error
+        return rows, bytes_written, decoder, engine.statistics["attempt_number"]
+
+
+def _with_metadata(schema: pa.Schema, metadata: Mapping[str, str] | None) -> pa.Schema:
+    """``schema`` with ``metadata`` added to its own (the file records it)."""
+    return schema.with_metadata({**(schema.metadata or {}), **metadata}) if metadata else schema
+
+
+def _raise_refused_value(parquet: ParquetStream, error: BaseException) -> None:
+    """Raise the refusal of a value the stream delivered before ``error`` (a cut stream, a
+    damaged line), if any: values are checked once per row group, and a refused value fails
+    the export by name, where another attempt would not help."""
+    try:
+        parquet.flush()
+    except ExportDataError as refused:
+        raise refused from error
+    except Exception:  # ``error`` is what the caller raises
+        return
+
+
+@dataclass(frozen=True)
+class PreparedExport:
+    """An export's checked request (its properties known), columns and settings."""
+
+    query: CohortQuery
+    schema: ExportSchema
+    settings: ExportSettings
+
+
+def prepare_export(
+    client: AnalyticsClient,
+    cohort_code: str | CohortQuery,
+    *,
+    properties: Sequence[str] | None = None,
+    limit: int | None = None,
+    timezone: str | None = None,
+    schema_overrides: Mapping[str, pa.DataType | str] | None = None,
+    column_names: ColumnNames | str = ColumnNames.WAREHOUSE,
+    settings: ExportSettings | None = None,
+    earlier_types: Mapping[str, pa.DataType] | None = None,
+) -> PreparedExport:
+    """Check every argument (before the first request), list the plan, and decide the columns:
+    what the stream and the paged shards (:mod:`~airflow_provider_analytics.export.shards`)
+    share. The arguments are :func:`export_cohort_to_parquet`'s."""
+    settings = settings or ExportSettings()
+    query = cohort_query(cohort_code, limit=limit, properties=properties)
+    naming = column_names_setting(column_names)
+    if query.properties is not None:
+        column_name_map(query.properties, naming)
+    check_override_keys(schema_overrides, naming)
+    rules.count(settings.attempts, "attempts")
+    rules.positive_int(settings.row_group_rows, "row_group_rows")
+    parquet_compression(settings.compression)
+    if settings.progress_interval is not None:  # checked now, used by the client's progress
+        progress_interval(settings.progress_interval)
+    zone_unset = timezone is None
+    timezone = rules.time_zone("UTC" if timezone is None else timezone)
+
+    plan = client.list_user_properties()
+    if query.properties is None:
+        query = query.with_properties(default_properties(plan))
+    schema = export_schema(
+        query.properties or (),
+        plan,
+        timezone=timezone,
+        overrides=schema_overrides,
+        column_names=naming,
+        earlier=earlier_types,
+    )
+    if zone_unset:
+        _warn_unset_timezone(schema)
+    return PreparedExport(query, schema, settings)
+
+
+def export_cohort_to_parquet(
+    client: AnalyticsClient,
+    cohort_code: str | CohortQuery,
+    destination: StoragePath,
+    *,
+    properties: Sequence[str] | None = None,
+    limit: int | None = None,
+    timezone: str | None = None,
+    schema_overrides: Mapping[str, pa.DataType | str] | None = None,
+    column_names: ColumnNames | str = ColumnNames.WAREHOUSE,
+    settings: ExportSettings | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+    earlier_types: Mapping[str, pa.DataType] | None = None,
+    file_metadata: Mapping[str, str] | None = None,
+) -> ExportResult:
+    """Export ``cohort_code``'s users to ``destination`` as Parquet and return what was written.
+
+    Every argument is checked before the first request. Column names two properties would
+    share under ``column_names="warehouse"`` are refused then too when ``properties`` are given;
+    when they are not, the columns are the plan's, known after its listing (the first request)
+    and checked before the cohort's size is asked for or the export opened.
+
+    :param client: the API client.
+    :param cohort_code: the cohort to export, or a
+        :class:`~airflow_provider_analytics.client.validation.CohortQuery` (checked already,
+        holding the limit and properties).
+    :param destination: the Parquet object to (re)place, e.g. an ``ObjectStoragePath``.
+    :param properties: user property ids and ``tag.<code>`` keys, in column order; default: the
+        visible properties of the tracking plan, in the plan's order.
+    :param limit: export at most this many users.
+    :param timezone: the project's timezone, in which datetime values are read; ``None`` (not
+        set) reads UTC and logs a warning when the export has datetime columns.
+    :param schema_overrides: column -> Arrow type or type name (a plan data type,
+        ``double``, ``int64`` or ``decimal``), for the exceptions to the default types (a
+        ``number`` column is int64, or double when the export holds a decimal); a column is
+        named by its id (a tag by ``tag.<code>`` or its bare code) or by its name in the file,
+        once (two keys naming one column are refused).
+    :param column_names: ``warehouse`` (default: ``city``, ``tag_tag_rfm``, names that load
+        unquoted into warehouses; :mod:`~airflow_provider_analytics.core.column_names`) or
+        ``ids`` (``$city``, ``tag.tag_rfm``).
+        Each Parquet field keeps its id in its metadata (``analytics.id``) either way.
+    :param settings: write and retry settings.
+    :param earlier_types: the int64 or double type each ``number`` column had on an earlier day
+        of the same destination (:func:`~airflow_provider_analytics.output.earlier_types.
+        earlier_number_types`); the column keeps it.
+    :param sleep: waits between attempts (injectable for tests).
+    :param file_metadata: key-value metadata the Parquet file records (its identity).
+    """
+    started = time.monotonic()
+    prepared = prepare_export(
+        client,
+        cohort_code,
+        properties=properties,
+        limit=limit,
+        timezone=timezone,
+        schema_overrides=schema_overrides,
+        column_names=column_names,
+        settings=settings,
+        earlier_types=earlier_types,
+    )
+    return export_prepared(
+        client, prepared, destination, sleep=sleep, file_metadata=file_metadata, started=started
+    )
+
+
+def export_prepared(
+    client: AnalyticsClient,
+    prepared: PreparedExport,
+    destination: StoragePath | str,
+    *,
+    sleep: Callable[[float], None] = time.sleep,
+    file_metadata: Mapping[str, str] | None = None,
+    started: float | None = None,
+    open_stream: StreamOpener | None = None,
+    count: int | None = None,
+) -> ExportResult:
+    """The streamed export of :func:`export_cohort_to_parquet` once its arguments are checked
+    and its columns decided (:func:`prepare_export`): the cohort's size, the stream, the file.
+
+    :param destination: the Parquet object written, or (with ``open_stream``) what names the
+        output in messages.
+    :param started: ``time.monotonic()`` when the export's work began (default: now).
+    :param open_stream: opens what the rows are written to (an Iceberg day's data files);
+        by default the Parquet object ``destination``.
+    :param count: the cohort's size when the caller has just asked for it (one count call
+        per export); ``None`` asks for it here.
+    """
+    started = time.monotonic() if started is None else started
+    query, schema, settings = prepared.query, prepared.schema, prepared.settings
+    if count is None:
+        count = int(client.get_cohort_users(query.sizing())["count"])
+    expected = count if query.limit is None else min(query.limit, count)
+    log.info(
+        "exporting cohort %s: %d users, %d columns, to %s",
+        query.cohort_code,
+        expected,
+        len(schema.columns),
+        destination,
+    )
+
+    with arrow_memory_pool(settings.memory_pool):
+        run = _ExportRun(
+            client, query, schema, destination, expected, settings, file_metadata, open_stream
+        )
+        rows, bytes_written, decoder, attempt = run.with_retries(sleep)
+    seconds = time.monotonic() - started
+    cohort_code = query.cohort_code
+    log.info(
+        "cohort %s: wrote %d rows, %.1f MB in %.1f s to %s (%s)",
+        cohort_code,
+        rows,
+        bytes_written / 1e6,
+        seconds,
+        destination,
+        rate_text(rows, bytes_written, seconds),
+    )
+    return ExportResult(
+        uri=str(destination),
+        cohort_code=cohort_code,
+        rows=rows,
+        expected_rows=expected,
+        bytes_written=bytes_written,
+        columns=schema.written_names,
+        seconds=round(seconds, 3),
+        rows_per_second=round(rows / seconds, 1) if seconds > 0 else float(rows),
+        masked_values=decoder.masked_values,
+        attempts=attempt,
+        column_origins={c.written_name: c.origin for c in schema.columns},
+        unexpected_keys=dict(decoder.unexpected_keys),
+        unexpected_keys_unlisted=decoder.keys.unlisted,
+        column_ids={c.written_name: c.name for c in schema.columns},
+    )

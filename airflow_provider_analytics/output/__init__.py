@@ -1,0 +1,1 @@
+"""Where tables land: destinations, storage, allowed roots, the one Parquet writer, Iceberg."""

@@ -1,0 +1,95 @@
+"""The interface every destination offers the jobs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    import contextlib
+    from collections.abc import Sequence
+
+    import pyarrow as pa
+
+    from airflow_provider_analytics.core.identity import Identity
+    from airflow_provider_analytics.output.lineage import LineageTarget
+    from airflow_provider_analytics.output.parquet import StreamOpener
+    from airflow_provider_analytics.output.storage import StoragePath
+
+
+class TableWriter(Protocol):
+    """Where the report tables go: each named table replaced as a whole.
+
+    :meth:`write_table` returns a small JSON-able description of what was written (at least
+    ``uri`` and ``rows``).
+    """
+
+    def write_table(self, name: str, table: pa.Table) -> dict[str, Any]: ...
+
+
+@dataclass
+class CohortFile:
+    """Where a cohort export writes its Parquet file, and what publishing it did.
+
+    :param path: the object the export writes (atomically) and verifies (for a table, what
+        names it).
+    :param uri: what the run's asset event and XCom name as written.
+    :param metadata: Parquet file metadata the file must record (its identity).
+    :param published: filled once the block ends: what the publication did (an Iceberg
+        commit's summary under ``iceberg``; nothing for a Parquet object, which is in place
+        once written).
+    :param stream: opens what the export writes its rows to, when it is not the Parquet
+        object ``path`` (an Iceberg day's data files, committed when the stream closes).
+    """
+
+    path: StoragePath | str
+    uri: str
+    metadata: dict[str, str] = field(default_factory=dict)
+    published: dict[str, Any] = field(default_factory=dict)
+    stream: StreamOpener | None = None
+
+
+class Destination(Protocol):
+    """Parquet objects or Iceberg tables, holding rows of one identity per run.
+
+    :attr identity: what the run's rows are (``cohort_code=vip``, ``report_key=...``).
+    """
+
+    identity: Identity
+
+    def check(self, days: Sequence[str], names: Sequence[str]) -> None:
+        """Check every place the run will write (``days``; ``names``: the report tables, or
+        ``("users",)`` for a cohort) before the first request, refusing by name."""
+        ...
+
+    def cohort_file(self, day: str) -> contextlib.AbstractContextManager[CohortFile]:
+        """A place to write the day's cohort file; the file is published when the block ends
+        without an error, and nothing is published otherwise."""
+        ...
+
+    def staging(self, day: str) -> StoragePath:
+        """The folder where a cohort read in shards keeps its parts and records until they
+        are published (outside every folder readers read)."""
+        ...
+
+    def publish_parts(self, day: str, parts: Sequence[StoragePath]) -> CohortFile:
+        """Publish a cohort's parts as the day's output, all at once or not at all; returns
+        what names it (``uri``) and what publishing did."""
+        ...
+
+    def earlier_number_types(self, day: str) -> dict[str, pa.DataType]:
+        """Column id or name -> the int64 or double type the destination holds a ``number``
+        column with already (from an earlier day), so that the column keeps it."""
+        ...
+
+    def report_tables(self, day: str, names: Sequence[str]) -> TableWriter:
+        """The writer of one day's report tables (``names``, main table first)."""
+        ...
+
+    def uri(self, day: str, names: Sequence[str]) -> str:
+        """What names the run's main output (the day's main object, or the main table)."""
+        ...
+
+    def lineage(self, days: Sequence[str], names: Sequence[str]) -> list[LineageTarget]:
+        """Every object or table the run writes, as lineage names it."""
+        ...

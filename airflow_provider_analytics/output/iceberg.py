@@ -1,0 +1,878 @@
+"""Apache Iceberg tables as a destination: one run's (identity, day) replaced in one atomic commit.
+
+Needs the ``[iceberg]`` extra (pyiceberg). Every table written here holds the identity of each
+row (``cohort_code`` in a cohort table, ``report_key`` in a report table:
+:mod:`~airflow_provider_analytics.core.identity`) and a ``dt`` date column, the day the run
+stands for, and is partitioned by both (identity transforms). A run replaces exactly its own
+identity's day: two cohorts, or two reports, written to one table on one day both stay, also
+when they commit at the same moment. A table created without the identity column (by an
+earlier version, partitioned by ``dt`` alone) is refused by name, with the migration to run
+(:mod:`~airflow_provider_analytics.hooks.iceberg_migration`), never overwritten.
+
+Only pyiceberg's public API is used. A run first streams its rows into Parquet data files of
+its own under the table's location (through the table's FileIO, batch by batch, a new file
+each ``write.target-file-size-bytes`` of Arrow data; the columns carry the table's field ids;
+written by the package's one Parquet writer,
+:func:`~airflow_provider_analytics.output.parquet.parquet_writer`), so memory stays at one batch
+however large the day. A streamed cohort export writes its row groups there as they come
+(:meth:`IcebergDayWriter.stream`), each encoded once. It then commits one transaction that
+deletes the identity's current files of the day (``Transaction.delete``) and adds the new ones
+(``Transaction.add_files``): two snapshots, a DELETE (only when the day had files) and an
+APPEND, that reach the catalog in one commit. A rerun or a backfill replaces its day and never
+duplicates it, readers see the old day or the new one, and the other days and identities are
+not touched.
+
+When another run commits in between (another day of a backfill, another cohort of the same
+day), pyiceberg retries the commit
+against the new table state, and this module retries the whole transaction when that is not
+enough (``commit_attempts``); the data files are written once and reused by every attempt.
+Another writer of the same day committing in between makes the attempt fail pyiceberg's
+conflict check, and the next attempt replaces that writer's files as well.
+
+Before anything is written, the table gains the columns the data has and it lacks (existing
+data files are not rewritten; old rows read the new column as null), and a column whose
+type cannot be evolved to the data's type fails naming the column. A ``number`` column that
+turns from int64 to double after a data file was written is changed in the table (only a column
+the run added) and the earlier files are rewritten (:meth:`IcebergDayWriter.widen`). A cohort
+column holding a property the table holds under another name (``$city`` against ``city``: the
+export's ``column_names`` changed) fails too, instead of becoming a second column.
+
+A run that dies between writing and committing leaves data files no snapshot references;
+:class:`~airflow_provider_analytics.operators.iceberg_maintenance.IcebergMaintenanceOperator`
+removes them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import itertools
+import logging
+import time
+import uuid
+import warnings
+from typing import TYPE_CHECKING, Any, Final, NoReturn
+from urllib.parse import quote
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pyiceberg.catalog import load_catalog
+from pyiceberg.exceptions import (
+    CommitFailedException,
+    NoSuchTableError,
+    TableAlreadyExistsError,
+    ValidationError,
+    ValidationException,
+)
+from pyiceberg.expressions import And, BooleanExpression, EqualTo, IsNull
+from pyiceberg.table import TableProperties
+from pyiceberg.transforms import IdentityTransform
+from pyiceberg.types import DoubleType, ListType, MapType, StructType
+
+from airflow_provider_analytics.core import rules
+from airflow_provider_analytics.core.column_names import ID_METADATA_KEY, warehouse_name
+from airflow_provider_analytics.core.errors import (
+    AnalyticsConfigurationError,
+    AnalyticsError,
+    AnalyticsUsageError,
+)
+from airflow_provider_analytics.core.retry import RetryPolicy
+from airflow_provider_analytics.output.parquet import parquet_writer, streaming
+from airflow_provider_analytics.output.parquet_segments import cast_to, same_types
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+
+    from pyiceberg.catalog import Catalog
+    from pyiceberg.io import OutputStream
+    from pyiceberg.table import Table
+    from pyiceberg.table.snapshots import Snapshot
+    from pyiceberg.types import IcebergType, NestedField
+    from tenacity import Retrying
+
+    from airflow_provider_analytics.core.identity import Identity
+    from airflow_provider_analytics.output.parquet import ParquetStream
+
+log = logging.getLogger(__name__)
+
+PARTITION_COLUMN: Final = "dt"
+"""The date column every table written here is partitioned by (identity), after the identity
+column."""
+
+IDENTITY_PROPERTY: Final = "analytics.identity"
+"""Snapshot summary property naming the identity a commit replaced (``cohort_code=vip``)."""
+
+DAY_PROPERTY: Final = "analytics.dt"
+"""Snapshot summary property naming the day a commit replaced."""
+
+COMMIT_PROPERTY: Final = "analytics.commit"
+"""Snapshot summary property holding the writer's commit id (the snapshots of one commit share
+it: the DELETE of the day's old files and the APPEND of the new ones)."""
+
+FIELD_ID_KEY: Final = b"PARQUET:field_id"
+"""Where a Parquet column carries its Iceberg field id (read by every Iceberg reader)."""
+
+
+def column_equals(column: str, value: str) -> BooleanExpression:
+    """The row filter ``column = value`` (built, not parsed: any value is taken as it is)."""
+    # pyiceberg's own constructor takes (term, literal); pydantic's mypy plugin sees the fields
+    return EqualTo(column, value)  # type: ignore[call-arg, arg-type]
+
+
+def column_is_null(column: str) -> BooleanExpression:
+    """The row filter ``column IS NULL``."""
+    return IsNull(column)  # type: ignore[call-arg, arg-type]
+
+
+def full_metrics(column: str) -> dict[str, str]:
+    """Table properties keeping ``column``'s bounds whole in the file metrics.
+
+    Iceberg truncates string bounds to 16 characters by default; a longer identity (a report
+    key's digest) would then not prove that a file holds that identity alone, and a rerun's
+    delete would read and rewrite the file instead of dropping it.
+    """
+    return {f"write.metadata.metrics.column.{column}": "full"}
+
+
+class IcebergSchemaError(AnalyticsError, ValueError):
+    """The data cannot be written to the table as it is (a column's type cannot evolve)."""
+
+
+class IcebergLayoutError(IcebergSchemaError):
+    """The table was not created to hold many identities (an earlier version's layout): a run
+    would replace every identity's rows of its day. The message names the migration."""
+
+
+class IcebergCommitError(AnalyticsError):
+    """A commit did not land because another writer committed first (every attempt, once
+    raised): transient, nothing landed and the next attempt plans again."""
+
+    transient = True
+
+
+def lost_race(identifier: str, what: str, attempt: int, error: Exception) -> IcebergCommitError:
+    """The error of a commit (``what``) that lost to another writer on attempt ``attempt``."""
+    lost = IcebergCommitError(
+        f"{identifier}: the {what} lost to other writers {attempt} times: {error}"
+    )
+    lost.reason = f"{what} lost a race ({error})"
+    return lost
+
+
+CATALOGS_WITHOUT_URI: Final = frozenset({"glue"})
+"""Catalog types found without a ``uri`` (AWS Glue: by region and credentials)."""
+
+
+def catalog_properties(
+    *,
+    host: str | None = None,
+    port: int | None = None,
+    schema: str | None = None,
+    login: str | None = None,
+    password: str | None = None,
+    extra: Mapping[str, Any] | None = None,
+) -> dict[str, str]:
+    """pyiceberg catalog properties from the fields of an Airflow connection.
+
+    The connection's extra holds the catalog properties as pyiceberg names them (``type``,
+    ``uri``, ``warehouse``, ``s3.endpoint``, ...). ``type`` defaults to ``sql`` for a database
+    URL (``sqlite:``, ``postgresql``) and ``rest`` otherwise.
+
+    - SQL catalog: its database URL as ``uri`` (``sqlite:///catalog.db``,
+      ``postgresql+psycopg2://user@host/db``); the password is the database user's, put into
+      ``uri``.
+    - REST catalog: ``uri``, or host, port and schema (the scheme, ``http`` by default); the
+      password is its bearer ``token``.
+    - AWS Glue (``"type": "glue"``): no ``uri``. Host and port, when given, are the Glue
+      endpoint (``glue.endpoint``: a local Glue such as moto's); login and password are the
+      AWS access key id and secret (``client.access-key-id``, ``client.secret-access-key``,
+      used for Glue and for S3); the extra's ``region_name`` is ``client.region``. Without
+      them boto3 and pyarrow find credentials and region the standard AWS way (environment,
+      shared config files, instance or task role).
+
+    :raises AnalyticsConfigurationError: naming the field when a catalog that needs a ``uri``
+        has neither ``uri`` nor ``host``.
+    """
+    properties = {key: str(value) for key, value in (extra or {}).items() if value is not None}
+    properties.pop("catalog_name", None)
+    if properties.get("type") in CATALOGS_WITHOUT_URI:
+        return _aws_properties(properties, host, port, schema, login, password)
+    if "uri" not in properties:
+        if not host:
+            raise AnalyticsConfigurationError(
+                "iceberg connection: give the catalog's uri in the extra (e.g. "
+                "sqlite:///catalog.db, postgresql+psycopg2://host/db), a REST host, or "
+                '"type": "glue"'
+            )
+        scheme = schema or "http"
+        properties["uri"] = f"{scheme}://{host}" + (f":{port}" if port else "")
+    uri = properties["uri"]
+    is_database = uri.startswith(("sqlite:", "postgresql"))
+    properties.setdefault("type", "sql" if is_database else "rest")
+    if password:
+        if properties["type"] == "sql":
+            properties["uri"] = _with_password(uri, login, password)
+        else:
+            properties.setdefault("token", password)
+    return properties
+
+
+def _aws_properties(
+    properties: dict[str, str],
+    host: str | None,
+    port: int | None,
+    schema: str | None,
+    login: str | None,
+    password: str | None,
+) -> dict[str, str]:
+    """The Glue catalog's properties: endpoint from host, keys from login and password."""
+    if host:
+        scheme = schema or "https"
+        properties.setdefault("glue.endpoint", f"{scheme}://{host}" + (f":{port}" if port else ""))
+    if login:
+        properties.setdefault("client.access-key-id", login)
+    if password:
+        if not login and "client.access-key-id" not in properties:
+            raise AnalyticsConfigurationError(
+                "iceberg connection: a Glue catalog's password is the AWS secret access key; "
+                "give the access key id as login"
+            )
+        properties.setdefault("client.secret-access-key", password)
+    region = properties.pop("region_name", None)
+    if region:
+        properties.setdefault("client.region", region)
+    return properties
+
+
+def _with_password(uri: str, login: str | None, password: str) -> str:
+    """A database URL carrying the connection's login and password (SQLAlchemy's parser)."""
+    from sqlalchemy.engine import make_url
+
+    url = make_url(uri)
+    url = url.set(username=url.username or login, password=password)
+    return url.render_as_string(hide_password=False)
+
+
+def open_catalog(name: str, properties: Mapping[str, str]) -> Catalog:
+    """The pyiceberg catalog these properties describe.
+
+    A SQL catalog creates its own tables when they are missing. Tasks that open a new catalog at
+    the same moment (the first run of a DAG whose writers run in parallel) race on that DDL,
+    and PostgreSQL fails the losers' ``CREATE TABLE`` on its own catalog's keys; the tables
+    exist by then, so opening again succeeds. A failure that is not such a race fails again
+    the same way."""
+    if properties.get("type") != "sql":
+        return load_catalog(name, **properties)
+    from sqlalchemy.exc import DBAPIError
+
+    for attempt in range(1, _SQL_CATALOG_OPENS):
+        try:
+            return load_catalog(name, **properties)
+        except DBAPIError:
+            time.sleep(0.1 * attempt)
+    return load_catalog(name, **properties)  # the last try's error is the one raised
+
+
+_SQL_CATALOG_OPENS: Final = 3
+
+
+class IcebergDayWriter:
+    """Replace one day's partition of one Iceberg table: open, write batches, commit (or abort).
+
+    :param catalog: the pyiceberg catalog.
+    :param identifier: ``namespace.table``; namespace and table are created when missing.
+    :param day: the day whose partition the commit replaces.
+    :param identity: the rows' identity (``cohort_code=vip``): the commit replaces only the
+        day's rows of this identity, and every row written carries it.
+    :param attempts: transactions tried when other writers keep committing first (pyiceberg
+        itself retries each one ``commit.retry.num-retries`` times, a table property).
+    :param retry_delay: base seconds between attempts (doubled each time, with jitter).
+    :param sleep: waits between attempts (injectable for tests).
+    :param target_file_bytes: start a new data file once this much Arrow data went into the
+        current one; by default the table's ``write.target-file-size-bytes`` (pyiceberg's
+        512 MiB of Arrow data; files are several times smaller once compressed).
+    """
+
+    def __init__(
+        self,
+        catalog: Catalog,
+        identifier: str,
+        day: dt.date,
+        *,
+        identity: Identity,
+        attempts: int = 10,
+        retry_delay: float = 0.05,
+        sleep: Callable[[float], None] = time.sleep,
+        target_file_bytes: int | None = None,
+    ) -> None:
+        namespace, _, name = identifier.rpartition(".")
+        if not namespace or not name:
+            rules.fail("iceberg_table", "must be namespace.table", identifier)
+        rules.positive_int(attempts, "attempts")
+        if target_file_bytes is not None:
+            rules.positive_int(target_file_bytes, "target_file_bytes")
+        self.catalog = catalog
+        self.identifier = identifier
+        self.day = day
+        self.identity = identity
+        self.attempts = attempts
+        self.retry_delay = retry_delay
+        self.sleep = sleep
+        self.target_file_bytes = target_file_bytes
+        self.commit_uuid = uuid.uuid4()
+        self.paths: list[str] = []
+        """Every data file written so far (the last one may still be open)."""
+        self.rows = 0
+        self._table: Table | None = None
+        self._file_schema: pa.Schema | None = None
+        self._stream: OutputStream | None = None
+        self._parquet: pq.ParquetWriter | None = None
+        self._file_bytes = 0
+        self._outcome_unknown = False
+        self._data_schema: pa.Schema | None = None
+        self._added: set[str] = set()
+        """Columns this writer added to the table (their type may still widen)."""
+        self._added_at: int | None = None
+        self._first_rows: list[int] = []
+        self._files_opened = 0
+        self._narrow = 0
+        """How many of :attr:`paths` hold an earlier, narrower schema (rewritten at commit)."""
+        self._widen: Callable[[pa.Table, pa.Schema, int], pa.Table] = cast_to
+        self.bytes_written = 0
+        """Bytes in the closed data files."""
+        self.summary: dict[str, Any] | None = None
+        """What the last commit did (:meth:`commit`'s return)."""
+
+    @property
+    def table(self) -> Table:
+        if self._table is None:
+            raise AnalyticsUsageError("IcebergDayWriter.open() must be called first")
+        return self._table
+
+    def open(self, schema: pa.Schema) -> None:
+        """Create the table if missing, or add the columns ``schema`` has and it lacks.
+
+        :param schema: the data's columns (without the identity column and ``dt``, which are
+            added).
+        :raises IcebergSchemaError: naming the column, when a column's type cannot evolve to
+            the data's; nothing is written then.
+        :raises IcebergLayoutError: when the table is not partitioned by the identity column
+            and ``dt`` (an earlier version's table), naming the migration.
+        """
+        for added in (self.identity.column, PARTITION_COLUMN):
+            if added in schema.names:
+                raise IcebergSchemaError(
+                    f"{self.identifier}: the data has a column {added!r}, which is a "
+                    "partition column the writer adds"
+                )
+        full = self._with_partition_columns(schema)
+        table, created = self._load_or_create(full)
+        self._refuse_old_layout(table)
+        existing = set() if created else {field.name for field in table.schema().fields}
+        self._refuse_renamed_columns(existing, schema)
+        self._table = self._evolve(table, full)
+        self._file_schema = self._with_field_ids(full, self._table)
+        self._data_schema = schema
+        if set(schema.names) - existing:
+            self._added |= set(schema.names) - existing
+            snapshot = self._table.current_snapshot()
+            self._added_at = snapshot.snapshot_id if snapshot else None
+
+    def widen(
+        self, schema: pa.Schema, convert: Callable[[pa.Table, pa.Schema, int], pa.Table]
+    ) -> None:
+        """Write the coming batches in ``schema``: the data's own with ``number`` columns turned
+        from int64 to double.
+
+        Iceberg cannot promote a long to a double, so only a column this writer added may turn,
+        while nothing else was committed since (no other file can hold it as a long); its type
+        is changed in the table at once. The files written so far are rewritten at
+        :meth:`commit`, each row group converted by ``convert`` (given its first row), as a
+        Parquet object's earlier segments are.
+
+        :raises IcebergSchemaError: naming a column the table held before, or one another
+            writer may have written since.
+        """
+        old = self._data_schema
+        if old is None:
+            raise AnalyticsUsageError("IcebergDayWriter.open() must be called first")
+        turned = [new for was, new in zip(old, schema, strict=True) if was.type != new.type]
+        for field in turned:
+            if field.name not in self._added or not pa.types.is_float64(field.type):
+                raise IcebergSchemaError(
+                    f"{self.identifier}: column {field.name!r} is held as "
+                    f"{old.field(field.name).type} and the data turned to {field.type}; set "
+                    f"schema_overrides={{{field.name!r}: 'double'}} to write it as double"
+                )
+        self._close_file()
+        self._narrow = len(self.paths)
+        self._widen = convert
+        tries = itertools.count(1)
+
+        def turn_to_double() -> None:
+            table = self.catalog.load_table(self.identifier)
+            snapshot = table.current_snapshot()
+            if (snapshot.snapshot_id if snapshot else None) != self._added_at:
+                raise IcebergSchemaError(
+                    f"{self.identifier}: columns {[field.name for field in turned]} turned to "
+                    "double after another writer committed to the table; export again, or set "
+                    "schema_overrides to double for them"
+                )
+            try:
+                with table.update_schema(allow_incompatible_changes=True) as update:
+                    for field in turned:
+                        update.update_column(field.name, DoubleType())
+            except CommitFailedException as error:
+                raise lost_race(self.identifier, "schema update", next(tries), error) from error
+
+        self._retrying()(turn_to_double)
+        self._table = self.catalog.load_table(self.identifier)
+        self._file_schema = self._with_field_ids(self._with_partition_columns(schema), self._table)
+        self._data_schema = schema
+
+    def _with_partition_columns(self, schema: pa.Schema) -> pa.Schema:
+        """The data's columns and the two the writer adds: the identity and ``dt``."""
+        full = schema.append(pa.field(self.identity.column, pa.string(), nullable=False))
+        return full.append(pa.field(PARTITION_COLUMN, pa.date32(), nullable=False))
+
+    def _rewrite_narrow(self) -> None:
+        """The data files written before the schema widened, again in the current one (each
+        row group converted), the old ones deleted."""
+        narrow, self._narrow = self.paths[: self._narrow], 0
+        if not narrow:
+            return
+        first_rows, rows = self._first_rows[: len(narrow)], self.rows
+        self.paths, self._first_rows = self.paths[len(narrow) :], self._first_rows[len(narrow) :]
+        data = self._data_schema
+        assert data is not None
+        for path, row in zip(narrow, first_rows, strict=True):
+            with self.table.io.new_input(path).open() as source:
+                groups = pq.ParquetFile(source)
+                for index in range(groups.num_row_groups):
+                    group = groups.read_row_group(index, columns=data.names, use_threads=False)
+                    if not same_types(group.schema, data):
+                        group = self._widen(group, data, row)
+                    self.write(group)
+                    row += group.num_rows
+            self.table.io.delete(path)
+        self.rows = rows  # the rewritten rows were counted once already
+
+    def _refuse_old_layout(self, table: Table) -> None:
+        """Refuse a table a run cannot replace its (identity, day) of: one without the identity
+        column, or not partitioned by identity transforms of it and of ``dt``."""
+        schema = table.schema()
+        partitioned = {
+            schema.find_column_name(field.source_id)
+            for field in table.spec().fields
+            if isinstance(field.transform, IdentityTransform)
+        }
+        needed = (self.identity.column, PARTITION_COLUMN)
+        if all(column in partitioned for column in needed):
+            return
+        raise IcebergLayoutError(
+            f"{self.identifier} is not partitioned by identity({self.identity.column}) and "
+            f"identity({PARTITION_COLUMN}) (a table created by an earlier version, or by "
+            f"another tool): a run would replace every row of its day, whoever wrote it. "
+            f"Nothing was written. Migrate it once, naming what its rows hold: `python -m "
+            f"airflow_provider_analytics.hooks.iceberg_migration --conn-id <iceberg connection> "
+            f"{self.identifier} {self.identity.column}=<value of its rows>`, or write to a new "
+            "table"
+        )
+
+    def _refuse_renamed_columns(self, existing: Collection[str], schema: pa.Schema) -> None:
+        """Refuse data whose column holds a platform id (field metadata ``analytics.id``) that
+        the table holds under the other naming (``$city`` against ``city``): evolving would add
+        a second column for the same property and leave the first null from this day on."""
+        for field in schema:
+            column_id = (field.metadata or {}).get(ID_METADATA_KEY.encode())
+            if column_id is None or field.name in existing:
+                continue
+            for other in {column_id.decode(), warehouse_name(column_id.decode())} - {field.name}:
+                if other in existing:
+                    raise IcebergSchemaError(
+                        f"{self.identifier}: the table holds {column_id.decode()!r} as column "
+                        f"{other!r} and this run names it {field.name!r}; write with the "
+                        "column_names the table was created with, or to a new table"
+                    )
+
+    def _load_or_create(self, schema: pa.Schema) -> tuple[Table, bool]:
+        """The table, and whether this writer created it."""
+        namespace = self.identifier.rpartition(".")[0]
+        try:
+            self.catalog.create_namespace_if_not_exists(namespace)
+        except Exception:
+            # created by a concurrent writer of another table: a SQL catalog's insert of the
+            # namespace fails on its key instead of saying it exists
+            if not self.catalog.namespace_exists(namespace):
+                raise
+        try:
+            return self.catalog.load_table(self.identifier), False
+        except NoSuchTableError:
+            pass
+        try:
+            with (
+                self.catalog.create_table_transaction(
+                    self.identifier, schema=schema, properties=full_metrics(self.identity.column)
+                ) as create,
+                create.update_spec() as spec,
+            ):
+                spec.add_identity(self.identity.column)
+                spec.add_identity(PARTITION_COLUMN)
+            log.info(
+                "created Iceberg table %s partitioned by %s, %s",
+                self.identifier,
+                self.identity.column,
+                PARTITION_COLUMN,
+            )
+        except TableAlreadyExistsError:
+            # created by a concurrent run of another day
+            return self.catalog.load_table(self.identifier), False
+        return self.catalog.load_table(self.identifier), True
+
+    def _evolve(self, table: Table, schema: pa.Schema) -> Table:
+        """Add missing columns (retrying on concurrent commits); a type that cannot evolve
+        fails naming its column."""
+        tries = itertools.count(1)
+
+        def evolve(state: list[Table]) -> None:
+            try:
+                with state[0].update_schema() as update:
+                    update.union_by_name(schema)
+            except (ValidationError, ValueError, TypeError) as error:
+                raise IcebergSchemaError(
+                    f"{self.identifier}: the data cannot be written as the table is: {error}"
+                ) from error
+            except CommitFailedException as error:
+                state[0] = self.catalog.load_table(self.identifier)
+                raise lost_race(self.identifier, "schema update", next(tries), error) from error
+
+        self._retrying()(evolve, [table])
+        return self.catalog.load_table(self.identifier)
+
+    def _with_field_ids(self, schema: pa.Schema, table: Table) -> pa.Schema:
+        """``schema`` with each column (nested ones too) carrying the table's field id for it,
+        so that readers match the files' columns by id, as Iceberg's own writers do."""
+        columns = {column.name: column for column in table.schema().fields}
+        fields = []
+        for field in schema:
+            column = columns.get(field.name)
+            if column is None:
+                self._unknown(field.name)
+            if column.required and field.nullable:
+                raise IcebergSchemaError(
+                    f"{self.identifier}: column {field.name!r} is required in the table and "
+                    "may be null in the data"
+                )
+            fields.append(self._field_with_id(field, column, field.name))
+        return pa.schema(fields, metadata=schema.metadata)
+
+    def _field_with_id(self, field: pa.Field, column: NestedField, path: str) -> pa.Field:
+        metadata = {**(field.metadata or {}), FIELD_ID_KEY: str(column.field_id).encode()}
+        arrow_type = self._type_with_ids(field.type, column.field_type, path)
+        return pa.field(field.name, arrow_type, field.nullable, metadata)
+
+    def _type_with_ids(self, arrow_type: pa.DataType, iceberg: IcebergType, path: str) -> Any:
+        if pa.types.is_struct(arrow_type) and isinstance(iceberg, StructType):
+            children = []
+            for child in arrow_type:
+                child_path = f"{path}.{child.name}"
+                column = iceberg.field_by_name(child.name)
+                if column is None:
+                    self._unknown(child_path)
+                children.append(self._field_with_id(child, column, child_path))
+            return pa.struct(children)
+        if pa.types.is_map(arrow_type) and isinstance(iceberg, MapType):
+            return pa.map_(
+                self._field_with_id(arrow_type.key_field, iceberg.key_field, f"{path}.key"),
+                self._field_with_id(arrow_type.item_field, iceberg.value_field, f"{path}.value"),
+            )
+        if pa.types.is_large_list(arrow_type) and isinstance(iceberg, ListType):
+            element = arrow_type.value_field
+            return pa.large_list(self._field_with_id(element, iceberg.element_field, path))
+        if pa.types.is_list(arrow_type) and isinstance(iceberg, ListType):
+            element = arrow_type.value_field
+            return pa.list_(self._field_with_id(element, iceberg.element_field, path))
+        if pa.types.is_nested(arrow_type) or not iceberg.is_primitive:
+            raise IcebergSchemaError(
+                f"{self.identifier}: column {path!r} is {iceberg} in the table and "
+                f"{arrow_type} in the data"
+            )
+        return arrow_type
+
+    def _unknown(self, path: str) -> NoReturn:
+        raise IcebergSchemaError(f"{self.identifier}: the table has no column {path!r}")
+
+    def write(self, batch: pa.Table | pa.RecordBatch) -> None:
+        """Write ``batch`` (the columns given to :meth:`open`) into the day's data files.
+
+        Each batch becomes one row group; a new file is started once the current one holds
+        the target's worth of Arrow data. Only the batch is held in memory.
+        """
+        if batch.num_rows == 0:
+            return
+        schema = self._file_schema
+        if schema is None:
+            raise AnalyticsUsageError("IcebergDayWriter.open() must be called first")
+        identity = pa.repeat(pa.scalar(self.identity.value, pa.string()), batch.num_rows)
+        day = pa.repeat(pa.scalar(self.day, pa.date32()), batch.num_rows)
+        columns = [*batch.columns, identity, day]
+        data = pa.Table.from_arrays(columns, schema=schema)
+        parquet = self._parquet or self._new_file()
+        parquet.write_table(data, row_group_size=max(data.num_rows, 1))
+        self.rows += batch.num_rows
+        self._file_bytes += data.nbytes
+        if self._file_bytes >= self._target_bytes():
+            self._close_file()
+
+    def _target_bytes(self) -> int:
+        if self.target_file_bytes is not None:
+            return self.target_file_bytes
+        key = TableProperties.WRITE_TARGET_FILE_SIZE_BYTES
+        value = self.table.properties.get(key)
+        if not value:
+            return TableProperties.WRITE_TARGET_FILE_SIZE_BYTES_DEFAULT
+        if not value.isdigit() or int(value) < 1:
+            raise AnalyticsConfigurationError(
+                f"{self.identifier}: table property {key} must be a positive integer, not {value!r}"
+            )
+        return int(value)
+
+    def _new_file(self) -> pq.ParquetWriter:
+        """Open the next data file under the table's data location (the day's folder)."""
+        table = self.table
+        assert self._file_schema is not None
+        value = quote(self.identity.value, safe="")
+        folder = f"{self.identity.column}={value}/{PARTITION_COLUMN}={self.day.isoformat()}"
+        name = f"{folder}/{self.commit_uuid}-{self._files_opened:05d}.parquet"
+        self._files_opened += 1
+        path = table.location_provider().new_data_location(name)
+        properties = table.properties
+        codec = properties.get(
+            TableProperties.PARQUET_COMPRESSION, TableProperties.PARQUET_COMPRESSION_DEFAULT
+        )
+        level = properties.get(TableProperties.PARQUET_COMPRESSION_LEVEL)
+        if level is not None and not level.lstrip("-").isdigit():
+            raise AnalyticsConfigurationError(
+                f"{self.identifier}: table property {TableProperties.PARQUET_COMPRESSION_LEVEL}"
+                f" must be an integer, not {level!r}"
+            )
+        self.paths.append(path)
+        self._first_rows.append(self.rows)
+        stream = table.io.new_output(path).create(overwrite=False)
+        try:
+            self._parquet = parquet_writer(
+                stream,
+                self._file_schema,
+                compression="none" if codec == "uncompressed" else codec,
+                compression_level=int(level) if level else None,
+                # the table reads a file's partition from its statistics
+                statistics_also=(self.identity.column,),
+            )
+        except BaseException:
+            stream.close()
+            raise
+        self._stream = stream
+        self._file_bytes = 0
+        return self._parquet
+
+    def close_files(self) -> None:
+        """Finish the data files (the files stay uncommitted)."""
+        self._close_file()
+        self._rewrite_narrow()
+        self._close_file()
+
+    def _close_file(self) -> None:
+        parquet, stream = self._parquet, self._stream
+        self._parquet = self._stream = None
+        try:
+            if parquet is not None:
+                parquet.close()
+                assert stream is not None
+                self.bytes_written += stream.tell()
+        finally:
+            if stream is not None:
+                stream.close()
+
+    def commit(self) -> dict[str, Any]:
+        """Delete the identity's old files of the day and add the written ones, in one catalog
+        commit.
+
+        Retried against the current table when other writers committed first.
+
+        :raises IcebergCommitError: when every attempt lost to another writer.
+        :raises IcebergSchemaError: when the catalog refuses the files' columns.
+        """
+        self.close_files()
+        day = self.day.isoformat()
+        properties = {
+            DAY_PROPERTY: day,
+            IDENTITY_PROPERTY: str(self.identity),
+            COMMIT_PROPERTY: str(self.commit_uuid),
+        }
+        replaced = And(
+            column_equals(self.identity.column, self.identity.value),
+            column_equals(PARTITION_COLUMN, day),
+        )
+        attempts = self._retrying()
+        committed = attempts(self._commit_once, replaced, properties, itertools.count(1))
+        ours = self._snapshots_of_this_commit(committed)
+        current = committed.current_snapshot()
+        self.summary = {
+            "uri": self.identifier,
+            "rows": self.rows,
+            "data_files": len(self.paths),
+            "replaced_files": sum(
+                int(snapshot.summary.get("deleted-data-files") or 0)
+                for snapshot in ours
+                if snapshot.summary is not None
+            ),
+            "snapshot_id": current.snapshot_id if current else None,
+            "commit_attempts": attempts.statistics["attempt_number"],
+        }
+        return self.summary
+
+    def _retrying(self) -> Retrying:
+        """The retry engine for commits that lose to other writers."""
+        policy = RetryPolicy.doubling(self.attempts, self.retry_delay)
+        return policy.retrying(self.identifier, sleep=self.sleep, logger=log)
+
+    def _commit_once(
+        self, replaced: BooleanExpression, properties: dict[str, str], tries: Iterator[int]
+    ) -> Table:
+        """One transaction of :meth:`commit` against the table as it is now."""
+        table = self.catalog.load_table(self.identifier)
+        transaction = table.transaction()
+        with warnings.catch_warnings():
+            # a first run of a day deletes nothing: not worth pyiceberg's warning
+            warnings.filterwarnings("ignore", "Delete operation did not match any records")
+            transaction.delete(replaced, snapshot_properties=properties)
+        if self.paths:
+            try:
+                transaction.add_files(
+                    self.paths, snapshot_properties=properties, check_duplicate_files=False
+                )
+            except ValueError as error:
+                raise IcebergSchemaError(
+                    f"{self.identifier}: the data cannot be written as the table is: {error}"
+                ) from error
+        try:
+            return transaction.commit_transaction()
+        except (CommitFailedException, ValidationException) as error:
+            # both guarantee nothing landed: the next attempt plans the day's files again
+            # against the table as it is now (another writer of the same day committed in
+            # between: its files are replaced too)
+            day = properties[DAY_PROPERTY]
+            raise lost_race(self.identifier, f"commit for {day}", next(tries), error) from error
+        except BaseException:
+            # the commit may have landed (a lost answer): the files must stay
+            self._outcome_unknown = True
+            raise
+
+    def _snapshots_of_this_commit(self, table: Table) -> list[Snapshot]:
+        """The snapshots this commit added: from the current one back along its parents while
+        they carry this writer's commit id."""
+        found = []
+        snapshot = table.current_snapshot()
+        while snapshot is not None and snapshot.summary is not None:
+            if snapshot.summary.get(COMMIT_PROPERTY) != str(self.commit_uuid):
+                break
+            found.append(snapshot)
+            parent = snapshot.parent_snapshot_id
+            snapshot = table.snapshot_by_id(parent) if parent is not None else None
+        return found
+
+    def replace(
+        self, schema: pa.Schema, batches: Iterable[pa.Table | pa.RecordBatch]
+    ) -> dict[str, Any]:
+        """Open for ``schema``, write ``batches``, commit: the day replaced in one call, its
+        data files removed when anything fails (:meth:`abort`)."""
+        self.open(schema)
+        try:
+            for batch in batches:
+                self.write(batch)
+            return self.commit()
+        except BaseException:
+            self.abort()
+            raise
+
+    def abort(self) -> None:
+        """Delete the data files written so far (nothing was committed).
+
+        Kept when a commit failed in a way that leaves its outcome unknown (the files may be
+        the day's now); the maintenance operator removes them if they were not.
+        """
+        with contextlib.suppress(Exception):
+            self._close_file()
+        if self._table is None or self._outcome_unknown:
+            return
+        for path in self.paths:
+            with contextlib.suppress(Exception):
+                self._table.io.delete(path)
+        self.paths, self._first_rows, self._narrow = [], [], 0
+        self.rows = self.bytes_written = 0
+        self.commit_uuid = uuid.uuid4()  # a next attempt's files are named anew
+
+    @contextlib.contextmanager
+    def stream(
+        self,
+        schema: pa.Schema,
+        *,
+        widen: Callable[[pa.Table, pa.Schema, int], pa.Table] = cast_to,
+        compression: str | None = None,
+        subject: str | None = None,
+        **options: Any,
+    ) -> Iterator[ParquetStream]:
+        """A :class:`~airflow_provider_analytics.output.parquet.ParquetStream` whose row groups
+        become this day's data files, encoded once; the day is committed when the block
+        succeeds, and the files are deleted when it raises (as
+        :func:`~airflow_provider_analytics.output.parquet.parquet_stream` publishes an object).
+
+        The table is opened (created or evolved) with the first row group's columns, so that a
+        ``number`` column that met a decimal in it is added as double; one that turns later is
+        handled by :meth:`widen`.
+
+        :param schema: the stream's columns (written when no row group comes).
+        :param widen: converts a row group written earlier to a wider schema.
+        :param compression: unused: the table's ``write.parquet.compression-codec`` decides.
+        :param subject: unused (errors name the table).
+        :param options: :class:`~airflow_provider_analytics.output.parquet.ParquetStream`'s.
+        """
+        with streaming(_DayFiles(self, widen), schema, widen=widen, **options) as stream:
+            yield stream
+
+
+class _DayFiles:
+    """A stream's row groups as an :class:`IcebergDayWriter`'s data files (a
+    :class:`~airflow_provider_analytics.output.parquet.RowGroupSink`)."""
+
+    def __init__(
+        self, writer: IcebergDayWriter, widen: Callable[[pa.Table, pa.Schema, int], pa.Table]
+    ) -> None:
+        self._writer = writer
+        self._widen = widen
+        self._opened = False
+
+    @property
+    def bytes_written(self) -> int:
+        return self._writer.bytes_written
+
+    def write(self, table: pa.Table) -> None:
+        writer = self._writer
+        if not self._opened:
+            writer.open(table.schema)
+            self._opened = True
+        elif not same_types(table.schema, writer._data_schema or table.schema):
+            writer.widen(table.schema, self._widen)
+        writer.write(table)
+
+    def close(self, schema: pa.Schema) -> None:
+        try:
+            if not self._opened:
+                self._writer.open(schema)
+            self._writer.commit()
+        except BaseException:
+            self._writer.abort()
+            raise
+
+    def abandon(self) -> None:
+        self._writer.abort()

@@ -1,0 +1,270 @@
+"""Maintenance of Iceberg tables: expire old snapshots, remove orphan files.
+
+Needs the ``[iceberg]`` extra. Snapshots are expired through pyiceberg's own API
+(``Table.maintenance.expire_snapshots``), which removes them from the table's metadata and
+deletes no file. pyiceberg has no orphan-file removal, so :func:`remove_orphan_files` lists
+the files under the table's location through the table's FileIO (its pyarrow or fsspec file
+system, with the catalog's credentials and endpoint), and deletes those that nothing in the
+table's current metadata reaches and that are older than a safety age:
+
+- data files a killed run wrote and never committed (and its manifests),
+- files only expired snapshots reached (a replaced day's old data files and their manifests),
+- metadata files the metadata log no longer lists.
+
+Reachable are: the current metadata file and those of its metadata log, every snapshot's
+manifest list, manifests and live data and delete files, and the statistics files. The safety
+age protects the files of runs still writing (their commit is yet to come): it must be longer
+than any run takes between writing its first file and committing.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final
+from urllib.parse import urlparse
+
+from pyiceberg.exceptions import CommitFailedException
+
+from airflow_provider_analytics.core import rules
+from airflow_provider_analytics.core.errors import AnalyticsConfigurationError, AnalyticsError
+from airflow_provider_analytics.core.retry import RetryPolicy
+from airflow_provider_analytics.output.iceberg import IcebergCommitError, lost_race
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+
+    from pyiceberg.catalog import Catalog
+    from pyiceberg.io import FileIO
+    from pyiceberg.table import Table
+
+log = logging.getLogger(__name__)
+
+_S3_ALIASES: Final = {"s3a": "s3", "s3n": "s3"}
+
+
+class IcebergMaintenanceError(AnalyticsError):
+    """A table could not be maintained (its FileIO cannot list files, or commits kept failing)."""
+
+
+@dataclass
+class MaintenanceResult:
+    """What one table's maintenance did (or, with ``dry_run``, would do)."""
+
+    table: str
+    expired_snapshots: list[int] = field(default_factory=list)
+    snapshots_kept: int = 0
+    orphan_files: list[str] = field(default_factory=list)
+    files_scanned: int = 0
+    dry_run: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "table": self.table,
+            "expired_snapshots": len(self.expired_snapshots),
+            "snapshots_kept": self.snapshots_kept,
+            "orphan_files_removed": len(self.orphan_files),
+            "orphan_files": self.orphan_files[:100],
+            "files_scanned": self.files_scanned,
+            "dry_run": self.dry_run,
+        }
+
+
+def expire_snapshots(
+    table: Table, *, older_than: dt.datetime, retain_last: int = 1, dry_run: bool = False
+) -> tuple[list[int], int]:
+    """Expire the snapshots taken before ``older_than``, keeping at least the ``retain_last``
+    newest and every branch and tag head (the current snapshot among them).
+
+    :returns: the expired snapshot ids and the number of snapshots kept.
+    """
+    rules.positive_int(retain_last, "retain_last")
+    snapshots = sorted(table.snapshots(), key=lambda snapshot: snapshot.timestamp_ms)
+    protected = {ref.snapshot_id for ref in table.metadata.refs.values()}
+    protected |= {snapshot.snapshot_id for snapshot in snapshots[-retain_last:]}
+    cutoff = int(older_than.timestamp() * 1000)
+    expired = [
+        snapshot.snapshot_id
+        for snapshot in snapshots
+        if snapshot.timestamp_ms < cutoff and snapshot.snapshot_id not in protected
+    ]
+    if expired and not dry_run:
+        table.maintenance.expire_snapshots().by_ids(expired).commit()
+    return expired, len(snapshots) - len(expired)
+
+
+def reachable_files(table: Table) -> set[str]:
+    """Every file the table's current metadata reaches (as :func:`file_key` keys)."""
+    metadata = table.metadata
+    io = table.io
+    found = {table.metadata_location}
+    found |= {entry.metadata_file for entry in metadata.metadata_log}
+    found |= {statistics.statistics_path for statistics in metadata.statistics}
+    found |= {statistics.statistics_path for statistics in metadata.partition_statistics}
+    manifests: dict[str, Any] = {}
+    for snapshot in metadata.snapshots:
+        found.add(snapshot.manifest_list)
+        for manifest in snapshot.manifests(io):
+            manifests.setdefault(manifest.manifest_path, manifest)
+    for path, manifest in manifests.items():
+        found.add(path)
+        for entry in manifest.fetch_manifest_entry(io, discard_deleted=True):
+            found.add(entry.data_file.file_path)
+    return {file_key(path) for path in found if path}
+
+
+def file_key(location: str) -> str:
+    """A location as one string whatever its spelling (``s3a://`` is ``s3://``; a local
+    path, ``file:/x`` and ``file:///x`` are one)."""
+    parsed = urlparse(location)
+    scheme = _S3_ALIASES.get(parsed.scheme, parsed.scheme)
+    if scheme in ("", "file"):
+        return "file://" + parsed.path
+    return f"{scheme}://{parsed.netloc}{parsed.path}"
+
+
+def list_files(io: FileIO, location: str) -> Iterator[tuple[str, dt.datetime]]:
+    """Every file under ``location`` with its modification time (UTC), through the file
+    system of the table's FileIO (pyiceberg's pyarrow or fsspec FileIO).
+
+    :raises IcebergMaintenanceError: naming the FileIO when it is neither.
+    """
+    from pyiceberg.io.fsspec import FsspecFileIO
+    from pyiceberg.io.pyarrow import PyArrowFileIO
+
+    root = location.rstrip("/")
+    parsed = urlparse(root)
+    scheme = parsed.scheme or "file"
+    if isinstance(io, PyArrowFileIO):
+        yield from _list_pyarrow(io, root)
+    elif isinstance(io, FsspecFileIO):
+        yield from _list_fsspec(io, root, scheme)
+    else:
+        raise IcebergMaintenanceError(
+            f"cannot list the files of {location}: the table's FileIO is "
+            f"{type(io).__name__}, not pyiceberg's PyArrowFileIO or FsspecFileIO"
+        )
+
+
+def _list_pyarrow(io: Any, root: str) -> Iterator[tuple[str, dt.datetime]]:
+    from pyarrow.fs import FileSelector, FileType
+
+    scheme, netloc, path = io.parse_location(root, io.properties)
+    filesystem = io.fs_by_scheme(scheme, netloc)
+    selector = FileSelector(path, recursive=True, allow_not_found=True)
+    for info in filesystem.get_file_info(selector):
+        if info.type != FileType.File:
+            continue
+        location = f"file://{info.path}" if scheme == "file" else f"{scheme}://{info.path}"
+        yield location, _utc(info.mtime)
+
+
+def _list_fsspec(io: Any, root: str, scheme: str) -> Iterator[tuple[str, dt.datetime]]:
+    filesystem = io.get_fs(scheme)
+    path = urlparse(root).path if scheme == "file" else root
+    for name, info in filesystem.find(path, detail=True).items():
+        if info.get("type", "file") != "file":
+            continue
+        modified = info.get("LastModified") or info.get("mtime") or info.get("created")
+        if isinstance(modified, (int, float)):
+            modified = dt.datetime.fromtimestamp(modified, dt.UTC)
+        location = f"file://{name}" if scheme == "file" else f"{scheme}://{name}"
+        yield location, _utc(modified)
+
+
+def _utc(moment: Any) -> dt.datetime:
+    if not isinstance(moment, dt.datetime):
+        # unknown age: treat as new, so that it is never removed
+        return dt.datetime.max.replace(tzinfo=dt.UTC)
+    return moment if moment.tzinfo else moment.replace(tzinfo=dt.UTC)
+
+
+def remove_orphan_files(
+    catalog: Catalog, identifier: str, *, older_than: dt.datetime, dry_run: bool = False
+) -> tuple[list[str], int]:
+    """Delete the files under the table's location that its metadata does not reach and that
+    were last modified before ``older_than``.
+
+    The files are listed first and the metadata read after, so a commit that lands in between
+    is seen; a file committed later is newer than ``older_than`` unless a run took longer than
+    the safety age.
+
+    :returns: the removed (or, with ``dry_run``, removable) files and the number scanned.
+    """
+    table = catalog.load_table(identifier)
+    listed = list(list_files(table.io, table.location()))
+    table = catalog.load_table(identifier)
+    reachable = reachable_files(table)
+    orphans = sorted(
+        location
+        for location, modified in listed
+        if modified < older_than and file_key(location) not in reachable
+    )
+    if not dry_run:
+        for location in orphans:
+            table.io.delete(location)
+    if orphans:
+        log.info(
+            "%s: %s %d orphan files",
+            identifier,
+            "would remove" if dry_run else "removed",
+            len(orphans),
+        )
+    return orphans, len(listed)
+
+
+def maintain_table(
+    catalog: Catalog,
+    identifier: str,
+    *,
+    snapshot_retention: dt.timedelta,
+    retain_last: int = 1,
+    orphan_file_age: dt.timedelta,
+    dry_run: bool = False,
+    now: dt.datetime | None = None,
+    attempts: int = 5,
+    sleep: Callable[[float], None] = time.sleep,
+) -> MaintenanceResult:
+    """Expire the table's old snapshots, then remove its orphan files.
+
+    :param snapshot_retention: snapshots older than this are expired (the ``retain_last``
+        newest and the branch and tag heads are always kept).
+    :param orphan_file_age: unreachable files younger than this are kept (files of runs still
+        writing).
+    :param now: the present (injectable for tests).
+    :param attempts: tries of the expiry commit when other writers commit in between.
+    :param sleep: waits between those tries (injectable for tests).
+    """
+    if orphan_file_age < dt.timedelta(0) or snapshot_retention < dt.timedelta(0):
+        raise AnalyticsConfigurationError(
+            "snapshot_retention and orphan_file_age must not be negative"
+        )
+    rules.positive_int(attempts, "attempts")
+    now = now or dt.datetime.now(dt.UTC)
+    result = MaintenanceResult(table=identifier, dry_run=dry_run)
+    tries = itertools.count(1)
+
+    def expire() -> tuple[list[int], int]:
+        table = catalog.load_table(identifier)
+        try:
+            return expire_snapshots(
+                table,
+                older_than=now - snapshot_retention,
+                retain_last=retain_last,
+                dry_run=dry_run,
+            )
+        except CommitFailedException as error:
+            raise lost_race(identifier, "snapshot expiry", next(tries), error) from error
+
+    engine = RetryPolicy.doubling(attempts, 0.2, jitter=0.5).retrying(identifier, sleep=sleep)
+    try:
+        result.expired_snapshots, result.snapshots_kept = engine(expire)
+    except IcebergCommitError as error:
+        raise IcebergMaintenanceError(str(error)) from error.__cause__
+    result.orphan_files, result.files_scanned = remove_orphan_files(
+        catalog, identifier, older_than=now - orphan_file_age, dry_run=dry_run
+    )
+    return result

@@ -1,0 +1,166 @@
+"""Migrate an Iceberg table of the earlier layout (partitioned by ``dt`` alone, without an
+identity column) to the layout that holds many cohorts or reports.
+
+An earlier version wrote each cohort export or report to a table partitioned by ``dt`` only,
+and a run replaced every row of its day. Such a table is refused by the writer until it is
+migrated once, here, naming what its rows hold (``cohort_code=vip``; a report table's key is
+the ``report_key`` its operator is given, or the digest the operator logs and returns):
+
+1. the table gains the identity column (optional, a string) and an identity partition field
+   for it, in one schema-and-spec commit;
+2. each day's rows are read back (batch by batch) and written to new data files that carry the
+   identity;
+3. one commit deletes the rows without an identity (the old files) and adds the new files.
+
+Readers see the old rows until step 3 and the migrated ones after it, never both. Rows another
+writer adds meanwhile carry their identity and are kept. From a shell, with the catalog of an
+Airflow connection: :mod:`~airflow_provider_analytics.hooks.iceberg_migration`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+from pyiceberg.expressions import And
+from pyiceberg.transforms import IdentityTransform
+from pyiceberg.types import StringType
+
+from airflow_provider_analytics.output.iceberg import (
+    COMMIT_PROPERTY,
+    IDENTITY_PROPERTY,
+    PARTITION_COLUMN,
+    IcebergDayWriter,
+    IcebergSchemaError,
+    column_equals,
+    column_is_null,
+    full_metrics,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from pyiceberg.catalog import Catalog
+    from pyiceberg.table import Table
+
+    from airflow_provider_analytics.core.identity import Identity
+
+log = logging.getLogger(__name__)
+
+
+def _identity_partitioned(table: Table) -> set[str | None]:
+    schema = table.schema()
+    return {
+        schema.find_column_name(field.source_id)
+        for field in table.spec().fields
+        if isinstance(field.transform, IdentityTransform)
+    }
+
+
+def _unmigrated_days(table: Table, column: str) -> list[dt.date]:
+    """The days holding rows without an identity, oldest first."""
+    rows = table.scan(
+        row_filter=column_is_null(column), selected_fields=(PARTITION_COLUMN,)
+    ).to_arrow()
+    return sorted(set(rows[PARTITION_COLUMN].to_pylist()))
+
+
+def migrate_to_identity(
+    catalog: Catalog, identifier: str, identity: Identity, *, dry_run: bool = False
+) -> dict[str, Any]:
+    """Give an earlier version's table its identity column and partition, its rows ``identity``.
+
+    :param catalog: the pyiceberg catalog.
+    :param identifier: ``namespace.table``.
+    :param identity: what every existing row holds (``cohort_code=vip``).
+    :param dry_run: only report what would be done.
+    :return: the table, the identity, the days and rows migrated, whether it was needed.
+    :raises IcebergSchemaError: the table is not one of this provider's (no ``dt`` partition),
+        or it already has a column of the identity's name that is not its partition.
+    """
+    table = catalog.load_table(identifier)
+    partitioned = _identity_partitioned(table)
+    summary: dict[str, Any] = {"table": identifier, "identity": str(identity), "dry_run": dry_run}
+    if PARTITION_COLUMN not in partitioned:
+        raise IcebergSchemaError(
+            f"{identifier} is not partitioned by identity({PARTITION_COLUMN}): it was not "
+            "written by this provider, and there is nothing to migrate"
+        )
+    has_column = identity.column in table.schema().column_names
+    if has_column and identity.column not in partitioned:
+        raise IcebergSchemaError(
+            f"{identifier} has a column {identity.column!r} that is not a partition; rename it "
+            "first (it is the identity column the provider adds)"
+        )
+    if not dry_run and not has_column:
+        with table.transaction() as transaction:
+            with transaction.update_schema() as update:
+                update.add_column(identity.column, StringType(), doc="the rows' identity")
+            with transaction.update_spec() as spec:
+                spec.add_identity(identity.column)
+            transaction.set_properties(full_metrics(identity.column))
+        table = catalog.load_table(identifier)
+    days = _unmigrated_days(table, identity.column) if has_column or not dry_run else None
+    if days is None:  # a dry run on a table without the column: every row is unmigrated
+        rows = table.scan(selected_fields=(PARTITION_COLUMN,)).to_arrow()
+        days = sorted(set(rows[PARTITION_COLUMN].to_pylist()))
+    summary["days"] = [day.isoformat() for day in days]
+    if dry_run or not days:
+        summary["rows"] = 0
+        summary["migrated"] = False
+        return summary
+    writers = [_rewrite_day(catalog, table, identifier, identity, day) for day in days]
+    try:
+        summary["rows"] = _commit(catalog, identifier, identity, writers)
+    except BaseException:
+        for writer in writers:
+            writer.abort()
+        raise
+    summary["migrated"] = True
+    log.info(
+        "migrated %s: %d rows of %d days now hold %s",
+        identifier,
+        summary["rows"],
+        len(days),
+        identity,
+    )
+    return summary
+
+
+def _rewrite_day(
+    catalog: Catalog, table: Table, identifier: str, identity: Identity, day: dt.date
+) -> IcebergDayWriter:
+    """Write the day's rows without an identity into new files that carry it (not committed)."""
+    condition = And(
+        column_is_null(identity.column), column_equals(PARTITION_COLUMN, day.isoformat())
+    )
+    reader = table.scan(row_filter=condition).to_arrow_batch_reader()
+    dropped = {identity.column, PARTITION_COLUMN}
+    kept = [field for field in reader.schema if field.name not in dropped]
+    writer = IcebergDayWriter(catalog, identifier, day, identity=identity)
+    writer.open(pa.schema(kept))
+    try:
+        for batch in reader:
+            writer.write(batch.select([field.name for field in kept]))
+        writer.close_files()
+    except BaseException:
+        writer.abort()
+        raise
+    return writer
+
+
+def _commit(
+    catalog: Catalog, identifier: str, identity: Identity, writers: Sequence[IcebergDayWriter]
+) -> int:
+    """One commit: the rows without an identity out, the rewritten files in."""
+    table = catalog.load_table(identifier)
+    properties = {IDENTITY_PROPERTY: str(identity), COMMIT_PROPERTY: "migration"}
+    transaction = table.transaction()
+    transaction.delete(column_is_null(identity.column), snapshot_properties=properties)
+    paths = [path for writer in writers for path in writer.paths]
+    if paths:
+        transaction.add_files(paths, snapshot_properties=properties, check_duplicate_files=False)
+    transaction.commit_transaction()
+    return sum(writer.rows for writer in writers)

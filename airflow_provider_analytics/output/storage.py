@@ -1,0 +1,220 @@
+"""Atomic output to object storage: readers see a complete object or none at all.
+
+Works with any pathlib-like object-storage path (Airflow's ``ObjectStoragePath``, a
+``universal_pathlib`` path): the data is written to a hidden sibling (``.name.<id>.inprogress``,
+which Hive-style readers, DuckDB globs on ``*.parquet`` and pyarrow datasets all skip), then
+renamed over the destination. On local disk the rename is atomic and replaces the old file; on
+S3 the final key appears whole when the copy completes. On any failure the temporary object is
+deleted and the destination is left as it was; an operating-system failure (a full disk, a
+missing permission) is raised as :class:`AnalyticsStorageError` naming the destination and
+what was being written. A writer killed outright cannot delete its temporary: the next write
+of the same object removes such leftovers once they are older than
+``ANALYTICS_STALE_TEMPORARY_SECONDS`` (an hour by default), see ``remove_stale_temporaries``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import logging
+import os
+import re
+import time
+import uuid
+from typing import IO, TYPE_CHECKING, Any, Protocol, TypeGuard
+
+from airflow_provider_analytics.core.errors import AnalyticsConfigurationError, AnalyticsError
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+log = logging.getLogger(__name__)
+
+
+class StoragePath(Protocol):
+    """The subset of the pathlib/UPath interface the writers use."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def parent(self) -> Any: ...
+
+    def __truediv__(self, other: str) -> Any: ...
+
+    def open(self, mode: str = ...) -> IO[Any]: ...
+
+    def exists(self) -> bool: ...
+
+    def unlink(self, missing_ok: bool = ...) -> None: ...
+
+    def rename(self, target: Any) -> Any: ...
+
+    def iterdir(self) -> Any: ...
+
+    def stat(self) -> Any: ...
+
+
+_HIVE_PARTITION = re.compile(r"[^/=]+=[^/]+")
+
+
+class AnalyticsStorageError(AnalyticsError, OSError):
+    """Writing an object failed in the storage itself (full disk, permissions, quota).
+
+    Nothing was replaced: the destination holds what it held before, and the temporary object
+    was removed.
+
+    :param destination: the object that was being written.
+    :param subject: what was being written (``cohort 'vip'``); its Hive partitions otherwise.
+    :param cause: the operating system's error.
+    """
+
+    def __init__(self, destination: object, subject: str | None, cause: OSError) -> None:
+        where = str(destination)
+        subject = subject or ", ".join(_HIVE_PARTITION.findall(where)) or None
+        reason = cause.strerror or str(cause) or type(cause).__name__
+        super().__init__(
+            f"could not write {where}"
+            + (f" ({subject})" if subject else "")
+            + f": {type(cause).__name__}: {reason}. Nothing was replaced; free space or fix "
+            "the permissions of the destination, then rerun"
+        )
+        self.destination = where
+        self.subject = subject
+        self.errno = cause.errno
+
+
+def _is_storage_failure(error: BaseException) -> TypeGuard[OSError]:
+    """An ``OSError`` of the storage, not of the network (which raises its own subclasses)."""
+    if not isinstance(error, OSError) or isinstance(error, AnalyticsError):
+        return False
+    if isinstance(error, ConnectionError | TimeoutError):
+        return False
+    return not type(error).__module__.startswith(("requests", "urllib3", "http"))
+
+
+def remove_quietly(path: StoragePath) -> None:
+    """Delete ``path`` if it exists; a failure is logged, never raised (a clean-up must not
+    hide the error that made it necessary)."""
+    try:
+        path.unlink(missing_ok=True)
+    except Exception:  # cleanup must not hide the original error
+        log.warning("could not remove temporary object %s", path, exc_info=True)
+
+
+STALE_TEMPORARY_AGE_VARIABLE = "ANALYTICS_STALE_TEMPORARY_SECONDS"
+"""Environment variable: age in seconds after which another writer's temporary counts as left
+behind by a killed writer (default one hour)."""
+DEFAULT_STALE_TEMPORARY_AGE = dt.timedelta(hours=1)
+
+
+def stale_temporary_age() -> dt.timedelta:
+    """The age after which a temporary object counts as orphaned (from the environment).
+
+    :raises AnalyticsConfigurationError: naming the variable when it is not a number >= 0.
+    """
+    raw = os.environ.get(STALE_TEMPORARY_AGE_VARIABLE)
+    if raw is None or raw.strip() == "":
+        return DEFAULT_STALE_TEMPORARY_AGE
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = -1.0
+    if not seconds >= 0:
+        raise AnalyticsConfigurationError(
+            f"{STALE_TEMPORARY_AGE_VARIABLE} must be a number of seconds >= 0 (got {raw!r})"
+        )
+    return dt.timedelta(seconds=seconds)
+
+
+def _temporary_prefix(destination: StoragePath) -> str:
+    return f".{destination.name}."
+
+
+def temporary_sibling(destination: StoragePath) -> StoragePath:
+    """A fresh hidden sibling of ``destination`` (``.<name>.<id>.inprogress``): skipped by
+    readers, and removed by :func:`remove_stale_temporaries` if a killed writer leaves it."""
+    path: StoragePath = (
+        destination.parent / f"{_temporary_prefix(destination)}{uuid.uuid4().hex}.inprogress"
+    )
+    return path
+
+
+def remove_stale_temporaries(
+    destination: StoragePath, *, older_than: dt.timedelta, now: float | None = None
+) -> list[str]:
+    """Delete ``destination``'s temporaries (``.<name>.<id>.inprogress``) older than the age.
+
+    Only a writer killed outright (SIGKILL, a lost node) leaves one behind; every other failure
+    removes its own. Temporaries younger than ``older_than`` may belong to a writer still at
+    work and are kept. Listing or deleting problems are logged, never raised: a clean-up must
+    not fail the write that runs it.
+
+    :param destination: the object whose leftovers to remove (its directory is listed).
+    :param older_than: minimum age, by the object's modification time.
+    :param now: the current time as a POSIX timestamp (default: the clock).
+    :return: the names removed.
+    """
+    cutoff = (time.time() if now is None else now) - older_than.total_seconds()
+    prefix = _temporary_prefix(destination)
+    removed: list[str] = []
+    try:
+        siblings = list(destination.parent.iterdir())
+    except FileNotFoundError:
+        return removed
+    except Exception:
+        log.warning("could not list %s for stale temporaries", destination.parent, exc_info=True)
+        return removed
+    for sibling in siblings:
+        name = sibling.name
+        if not (name.startswith(prefix) and name.endswith(".inprogress")):
+            continue
+        try:
+            modified = float(sibling.stat().st_mtime)
+        except FileNotFoundError:
+            continue  # its writer finished or removed it meanwhile
+        except Exception:
+            log.warning("could not read the age of %s", sibling, exc_info=True)
+            continue
+        if modified <= cutoff:
+            remove_quietly(sibling)
+            log.info("removed stale temporary %s (left by a writer that was killed)", sibling)
+            removed.append(name)
+    return removed
+
+
+@contextlib.contextmanager
+def atomic_destination(
+    destination: StoragePath, *, subject: str | None = None
+) -> Iterator[StoragePath]:
+    """Yield a temporary sibling of ``destination``; move it into place when the block succeeds.
+
+    Before writing, temporaries of the same object older than ``stale_temporary_age()`` are
+    removed (left by a writer that was killed).
+
+    :param destination: where the finished object must appear.
+    :param subject: what is written, for an error (``cohort 'vip'``); by default the Hive
+        partitions of ``destination`` (``cohort=vip, dt=2024-01-15``).
+    :raises AnalyticsStorageError: the storage failed (an ``OSError`` that is not the network's).
+    """
+    try:
+        with contextlib.suppress(FileExistsError):
+            destination.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise AnalyticsStorageError(destination, subject, error) from error
+    remove_stale_temporaries(destination, older_than=stale_temporary_age())
+    temporary = temporary_sibling(destination)
+    try:
+        yield temporary
+        temporary.rename(destination)
+    except BaseException as error:
+        remove_quietly(temporary)
+        if _is_storage_failure(error):
+            raise AnalyticsStorageError(destination, subject, error) from error
+        raise
+
+
+def write_bytes_atomically(path: StoragePath, data: bytes) -> None:
+    """A small object (a record) written whole or not at all."""
+    with atomic_destination(path) as temporary, temporary.open("wb") as handle:
+        handle.write(data)

@@ -1,0 +1,1 @@
+"""The tracking plan kept in sync with a file in the repository."""

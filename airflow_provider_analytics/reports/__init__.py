@@ -1,0 +1,1 @@
+"""Funnel and event analyses flattened into tidy tables, one per grain."""

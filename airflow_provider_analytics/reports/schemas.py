@@ -1,0 +1,230 @@
+"""Column specs of the flattened analyses, and the helpers that make Arrow columns fit them.
+
+The Arrow schemas below are the single source of truth for column names and types: the
+builders assemble Arrow arrays and check them against the schema, so a table has exactly
+these types, for empty results too. Everything stays in Arrow; :mod:`.grains` cuts the
+flattened table into the report tables, one grain each.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from airflow_provider_analytics.core.errors import AnalyticsUsageError
+from airflow_provider_analytics.reports.labels import column_slug, optional_report_datetime
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    import numpy as np
+
+TIMESTAMP: Final = pa.timestamp("us", tz="UTC")
+"""An instant, microseconds, UTC: the platform's wall-clock times read in the project's zone."""
+
+FUNNEL_SCHEMA: Final = pa.schema(
+    [
+        ("by_field", pa.string()),
+        ("by_value", pa.string()),
+        ("is_overall", pa.bool_()),
+        ("date", pa.date32()),
+        ("is_all_dates", pa.bool_()),
+        ("step_number", pa.int64()),
+        ("step_expression", pa.string()),
+        ("step_event", pa.string()),
+        ("converted_users", pa.int64()),
+        ("conversion_rate", pa.float64()),
+        ("completion_rate", pa.float64()),
+        ("median_seconds_to_next", pa.int64()),
+        ("report_updated_at", TIMESTAMP),
+        ("report_updated_at_text", pa.string()),
+    ]
+)
+"""Columns of :func:`~airflow_provider_analytics.reports.funnel_frame.funnel_table`."""
+
+EVENT_SCHEMA: Final = pa.schema(
+    [
+        ("measure_index", pa.int64()),
+        ("measure_label", pa.string()),
+        ("measure_expression", pa.string()),
+        ("measure_aggregator", pa.string()),
+        ("period", pa.string()),
+        ("period_start", TIMESTAMP),
+        ("date", pa.date32()),
+        ("is_total", pa.bool_()),
+        ("count", pa.int64()),
+        ("value", pa.float64()),
+        ("report_updated_at", TIMESTAMP),
+        ("report_updated_at_text", pa.string()),
+    ]
+)
+"""Columns every event frame has after its split columns; the whole schema when unsplit."""
+
+BY_COLUMN_PREFIX: Final = "by_"
+BUCKET_SUFFIXES: Final = ("_lower", "_upper")
+
+
+@dataclass(frozen=True)
+class ByColumn:
+    """The output columns of one event-analysis ``byFields`` entry.
+
+    :param expression: the split expression, e.g. ``event.purchase.$city``.
+    :param name: the column holding the split value as text.
+    :param bucketed: whether the field is split into numeric buckets, which adds the
+        ``<name>_lower`` and ``<name>_upper`` bound columns.
+    """
+
+    expression: str
+    name: str
+    bucketed: bool
+
+    @property
+    def lower_name(self) -> str:
+        return self.name + BUCKET_SUFFIXES[0]
+
+    @property
+    def upper_name(self) -> str:
+        return self.name + BUCKET_SUFFIXES[1]
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Every column this split field produces, in output order."""
+        return (self.name, self.lower_name, self.upper_name) if self.bucketed else (self.name,)
+
+    def fields(self) -> list[pa.Field]:
+        bounds = [pa.field(name, pa.float64()) for name in self.names[1:]]
+        return [pa.field(self.name, pa.string()), *bounds]
+
+
+def plan_by_columns(expressions: Sequence[str], bucketed: Sequence[bool]) -> tuple[ByColumn, ...]:
+    """Name the split columns: ``by_`` plus the expression's slug, made unique in order.
+
+    A name (or, for a bucketed field, one of its bound columns) already taken by an earlier
+    field or a fixed column gets the smallest free suffix ``_2``, ``_3``, ... so the result
+    depends only on the expressions and their order.
+
+    :param expressions: the ``byFields`` expressions in request order.
+    :param bucketed: for each expression, whether it is split into buckets.
+    """
+    taken = set(EVENT_SCHEMA.names)
+    planned = []
+    for expression, with_bounds in zip(expressions, bucketed, strict=True):
+        base = BY_COLUMN_PREFIX + (column_slug(expression) or "field")
+        candidate = ByColumn(expression, base, with_bounds)
+        suffix = 2
+        while taken.intersection(candidate.names):
+            candidate = ByColumn(expression, f"{base}_{suffix}", with_bounds)
+            suffix += 1
+        taken.update(candidate.names)
+        planned.append(candidate)
+    return tuple(planned)
+
+
+def event_schema_for(by_columns: Sequence[ByColumn]) -> pa.Schema:
+    """The event frame's schema: these split columns, then :data:`EVENT_SCHEMA`."""
+    by_fields = [field for column in by_columns for field in column.fields()]
+    return pa.schema([*by_fields, *EVENT_SCHEMA])
+
+
+def table_from_columns(
+    schema: pa.Schema, columns: Mapping[str, pa.Array | pa.ChunkedArray]
+) -> pa.Table:
+    """Assemble Arrow columns into a table with exactly ``schema``.
+
+    :param schema: the table's columns, in order.
+    :param columns: one Arrow array per schema field, all of the same length.
+    :raises AnalyticsUsageError: when a column's type differs from its field (a builder bug;
+        Arrow would otherwise cast silently).
+    """
+    arrays = [columns[field.name] for field in schema]
+    for field, array in zip(schema, arrays, strict=True):
+        if not array.type.equals(field.type):
+            raise AnalyticsUsageError(
+                f"column {field.name} is {array.type}, the schema says {field.type}"
+            )
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def gathered(
+    values: Sequence[object] | np.ndarray | pa.Array, arrow_type: pa.DataType, at: np.ndarray
+) -> pa.ChunkedArray:
+    """``values[at]`` as an Arrow array: the per-label values broadcast to the output rows.
+
+    :param values: one value per distinct label (``None`` for null), or an Arrow array of them.
+    :param arrow_type: the column's type.
+    :param at: for each output row, the position of its label in ``values``.
+    """
+    array = values if isinstance(values, pa.Array) else pa.array(values, type=arrow_type)
+    # Chunked take: for many distinct strings it runs several times faster than Array.take.
+    return pa.chunked_array([array], type=arrow_type).take(pa.array(at, type=pa.int64()))
+
+
+def local_times_as_utc(values: Sequence[object], timezone: str) -> pa.Array:
+    """Naive wall-clock datetimes, read in ``timezone``, as UTC instants (:data:`TIMESTAMP`).
+
+    A wall-clock time that occurs twice (the hour repeated when summer time ends) is read as
+    the earlier instant, and one that does not exist (the hour skipped) as the instant of the
+    transition, so a report never fails over a clock change.
+
+    :param values: ``datetime`` values without a zone, or ``None``.
+    :param timezone: the project's time zone, e.g. ``Asia/Shanghai`` or ``UTC``.
+    """
+    naive = pa.array(values, type=pa.timestamp("us"))
+    local = pc.assume_timezone(naive, timezone, ambiguous="earliest", nonexistent="earliest")
+    return local.cast(TIMESTAMP)
+
+
+def with_nulls(values: np.ndarray, null: np.ndarray, arrow_type: pa.DataType) -> pa.Array:
+    """A numeric Arrow column whose nulls are exactly where ``null`` is true.
+
+    :param values: the numbers; entries under the mask are ignored.
+    :param null: boolean mask of the null cells.
+    :param arrow_type: ``pa.int64()`` or ``pa.float64()``.
+    """
+    return pa.array(values, type=arrow_type, mask=null)
+
+
+def repeated(value: object, arrow_type: pa.DataType, length: int) -> pa.Array:
+    """A column holding the same value (or null) in every row."""
+    return pa.repeat(pa.scalar(value, type=arrow_type), length)
+
+
+def report_updated_at(
+    response: Mapping[str, Any], timezone: str, length: int, *, what: str
+) -> pa.Array:
+    """The response's ``reportUpdateTime`` as a UTC instant, repeated ``length`` times.
+
+    :param response: the analysis response.
+    :param timezone: the project's time zone, in which the platform writes the time.
+    :param length: the table's row count.
+    :param what: ``funnel`` or ``event``, for error messages.
+    """
+    updated = optional_report_datetime(
+        response.get("reportUpdateTime"), what=f"{what} reportUpdateTime"
+    )
+    return pa.repeat(local_times_as_utc([updated], timezone)[0], length)
+
+
+REPORT_TIME_COLUMNS: Final = ("report_updated_at", "report_updated_at_text")
+"""When the platform computed a report: the only columns that differ between reruns of a day."""
+
+REPORT_TIME_TEXT_LIMIT: Final = 200
+"""Characters of ``reportUpdateTime`` kept as sent; a longer value is cut."""
+
+
+def report_updated_at_text(response: Mapping[str, Any], length: int) -> pa.Array:
+    """The response's ``reportUpdateTime`` as the platform sent it, repeated ``length`` times.
+
+    Kept beside :func:`report_updated_at` so that a time in no accepted form (left empty
+    there, and logged) is not lost. The declared answer makes it a string or null.
+
+    :param response: the analysis response.
+    :param length: the table's row count.
+    """
+    value = response.get("reportUpdateTime")
+    if value is not None:
+        value = value[:REPORT_TIME_TEXT_LIMIT]
+    return pa.repeat(pa.scalar(value, type=pa.string()), length)
