@@ -47,9 +47,9 @@ from airflow.triggers.base import BaseEventTrigger, TriggerEvent
 
 from airflow_provider_analytics.core import rules
 from airflow_provider_analytics.core.redaction import Redactor
-from airflow_provider_analytics.hooks.analytics import AnalyticsHook, client_config_from_connection
 from airflow_provider_analytics.jobs.data_ready import TRANSIENT_ERRORS, DataReadyCheck
 from airflow_provider_analytics.operators.intervals import DATA_READY_SOURCE
+from airflow_provider_analytics.provider_info import DEFAULT_CONN_ID
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Hashable
@@ -113,7 +113,7 @@ class AnalyticsDataReadyEventTrigger(BaseEventTrigger):
     def __init__(
         self,
         *,
-        analytics_conn_id: str = AnalyticsHook.default_conn_name,
+        analytics_conn_id: str = DEFAULT_CONN_ID,
         event: str = "$Anything",
         threshold: float = 1,
         poke_interval: float = 300.0,
@@ -182,8 +182,13 @@ class AnalyticsDataReadyEventTrigger(BaseEventTrigger):
         answer as ``{"from_date", "to_date", "payload"}`` (the decoded JSON, judged later by
         every watcher). Runs until the triggerer stops it, or raises on a failure waiting
         cannot cure."""
-        # Loads httpx: only here, in the triggerer, never when a DAG file is parsed.
+        # Loads httpx and the client: only here, in the triggerer, never when a DAG file that
+        # declares a watcher is parsed.
         from airflow_provider_analytics.client.async_api import AsyncAnalyticsClient
+        from airflow_provider_analytics.hooks.analytics import (
+            AnalyticsHook,
+            client_config_from_connection,
+        )
 
         connection = await AnalyticsHook.aget_connection(kwargs["analytics_conn_id"])
         config = client_config_from_connection(connection)

@@ -8,6 +8,8 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import json
+import subprocess
+import sys
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
@@ -57,10 +59,13 @@ def events_on(day: str, count: int, event: str = "purchase") -> list[dict[str, A
     ]
 
 
-SINCE_2024 = float(
-    (dt.datetime.now(dt.UTC) - dt.datetime(2024, 1, 1, tzinfo=dt.UTC)).total_seconds() // 86_400
-    + 2
-) * 86_400
+SINCE_2024 = (
+    float(
+        (dt.datetime.now(dt.UTC) - dt.datetime(2024, 1, 1, tzinfo=dt.UTC)).total_seconds() // 86_400
+        + 2
+    )
+    * 86_400
+)
 """A timeout that keeps January 2024 in the watched window."""
 
 
@@ -262,3 +267,18 @@ def test_a_run_with_a_day_as_partition_key_covers_that_day() -> None:
     assert covered_days({"ds": "2026-01-01", "dag_run": Run()}).dates == ("2024-01-09",) * 2
     Run.partition_key = "us|2024-01-09"  # not a day: the logical date rules
     assert covered_days({"ds": "2026-01-01", "dag_run": Run()}).dates == ("2026-01-01",) * 2
+
+
+def test_a_dag_file_declaring_a_watcher_loads_nothing_heavy() -> None:
+    """The trigger is built when the DAG file is parsed: its module must not load the HTTP
+    stack or Arrow (the triggerer loads them when it polls)."""
+    script = (
+        "import json, sys, airflow.sdk\n"
+        "before = set(sys.modules)\n"
+        "import airflow_provider_analytics.triggers.data_ready_event\n"
+        "print(json.dumps(sorted(set(sys.modules) - before)))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    added = {name.split(".")[0] for name in json.loads(done.stdout.splitlines()[-1])}
+    assert not added & {"httpx", "requests", "pyarrow", "pandas", "numpy", "pyiceberg"}
