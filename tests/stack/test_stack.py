@@ -1,7 +1,7 @@
 """The provider under a production-like Airflow (devtools/stack.py).
 
-With the LocalExecutor (make stack): manual runs of past days, backfills and a deferral to the
-real triggerer. Then with the CeleryExecutor, Redis and two workers (make stack-celery): mapped
+With the LocalExecutor (make stack): manual runs of past days, backfills, a deferral to the
+real triggerer, and event-driven runs (data-ready watchers, a partitioned consumer). Then with the CeleryExecutor, Redis and two workers (make stack-celery): mapped
 exports spread over both workers, and a worker killed in the middle of an export.
 
 One module, so that one test worker brings up one stack at a time (the first is stopped before
