@@ -156,7 +156,13 @@ PROVIDER_INFO: dict[str, Any] = {
         {"integration-name": "Analytics", "python-modules": [f"{_PACKAGE}.sensors.data_ready"]}
     ],
     "triggers": [
-        {"integration-name": "Analytics", "python-modules": [f"{_PACKAGE}.triggers.data_ready"]}
+        {
+            "integration-name": "Analytics",
+            "python-modules": [
+                f"{_PACKAGE}.triggers.data_ready",
+                f"{_PACKAGE}.triggers.data_ready_event",
+            ],
+        }
     ],
     "connection-types": [
         {

@@ -421,6 +421,13 @@ class Stack:
         if left:
             raise RuntimeError(f"{name}: processes {left} outlived SIGKILL")
 
+    def restart(self, name: str, settings: dict[str, str] | None = None) -> int:
+        """Stop the Airflow service ``name`` (``scheduler``, ``triggerer``, ...) as a deployment
+        restarts it (SIGTERM, then SIGKILL after a grace period) and start it again, with
+        ``settings`` added to its environment; returns its new pid."""
+        sessions.stop({name: self.processes[name]}, signal.SIGTERM)
+        return self._spawn(name, [AIRFLOW, name], env={**self.env(), **(settings or {})})
+
     def _wait_until_ready(self) -> None:
         health = f"http://127.0.0.1:{self.api_port}/api/v2/monitor/health"
 

@@ -20,6 +20,11 @@ COHORT_USERS = f"{OUTPUT_ROOT}cohort_users/"
 LARGE_COHORT_USERS = f"{OUTPUT_ROOT}large_cohort_users/"
 CHECKOUT_FUNNEL = f"{OUTPUT_ROOT}checkout_funnel/"
 DAILY_EVENTS = f"{OUTPUT_ROOT}daily_events/"
+EVENT_DRIVEN_USERS = f"{OUTPUT_ROOT}event_driven/cohort_users/"
+
+READY_POLL_SECONDS = float(os.environ.get("ANALYTICS_READY_POLL_SECONDS", "300"))
+"""How often the event-driven examples ask the platform whether a day has landed (a stack
+under test asks every few seconds)."""
 
 PROJECT_TIMEZONE = "Asia/Shanghai"
 """The IANA zone the platform writes its datetimes in (the emulator's project is in Shanghai).

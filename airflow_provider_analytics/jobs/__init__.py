@@ -39,7 +39,19 @@ _HOMES = {
     "load_tracking_plan": "plan.file",
 }
 
-__all__ = sorted(_HOMES)
+__all__ = [
+    "ExportIncompleteError",
+    "ExportResult",
+    "ExportSettings",
+    "ReportResult",
+    "SyncResult",
+    "export_cohort_day",
+    "export_cohort_to_parquet",
+    "load_tracking_plan",
+    "run_report",
+    "run_report_days",
+    "sync_tracking_plan",
+]
 
 
 def __getattr__(name: str) -> Any:

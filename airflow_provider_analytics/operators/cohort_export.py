@@ -48,6 +48,10 @@ class CohortExportToParquetOperator(AnalyticsOutputOperator):
         its rows carry ``cohort_code`` and each run replaces its cohort's day (``cohort_code``,
         ``dt``) in one commit, so that many cohorts share one table (templated).
     :param iceberg_conn_id: the connection describing the Iceberg catalog.
+    :param partition_outputs: whether the asset event carries the run's day as its
+        ``partition_key``: by default when the run has a partition key of its own; ``True`` always
+        (a DAG started by data-ready events feeding a ``PartitionedAssetTimetable`` consumer);
+        ``False`` never. The event's ``extra`` names the day (``day``) in every case.
     :param properties: user property ids and ``tag.<code>`` keys in column order (templated);
         default: the visible properties of the tracking plan.
     :param limit: export at most this many users (templated).

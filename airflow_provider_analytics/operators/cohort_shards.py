@@ -46,6 +46,10 @@ _PARAMETERS = """
     ``CohortExportToParquetOperator`` (templated).
 :param iceberg_table: instead, the Iceberg table ``namespace.table`` (templated).
 :param iceberg_conn_id: the connection describing the Iceberg catalog.
+:param partition_outputs: whether the asset event carries the run's day as its
+    ``partition_key``: by default when the run has a partition key of its own; ``True`` always
+    (a DAG started by data-ready events feeding a ``PartitionedAssetTimetable`` consumer);
+    ``False`` never. The event's ``extra`` names the day (``day``) in every case.
 :param staging: for Iceberg, where the parts wait (an object-storage URI every worker
     reaches); a Parquet export keeps them beside its prefix.
 :param properties: the columns (templated; must hold ``distinct_id``); default: the plan's.

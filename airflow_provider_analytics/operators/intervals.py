@@ -8,6 +8,11 @@ and the data-ready sensor always agree:
   and spans further (a data-interval timetable: ``@weekly`` with data intervals covers the
   week). Intervals that start elsewhere are ignored: Airflow 3 gives a manual run the interval
   of the moment it was triggered, not of its logical date.
+- A run whose partition key is a day (``yyyy-MM-dd``, as the provider's own partitioned asset
+  events carry) covers that day; so does a consumer on a ``PartitionedAssetTimetable``.
+- A run started by data-ready events (an ``AssetWatcher`` with
+  ``AnalyticsDataReadyEventTrigger``) covers the days those events announced: one day each,
+  normally, as the trigger announces one day per poll.
 - A run without a logical date (``airflow dags trigger`` without ``--logical-date``, the UI's
   Trigger button) covers the last day that had ended when it was triggered.
 
@@ -17,13 +22,19 @@ The README's table spells this out per run type and timetable.
 from __future__ import annotations
 
 import datetime as dt
+import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
 UTC = dt.UTC
+
+DATA_READY_SOURCE: Final = "analytics.data_ready"
+"""The ``source`` in the payload of every event ``AnalyticsDataReadyEventTrigger`` fires."""
+
+_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
 @dataclass(frozen=True)
@@ -72,6 +83,13 @@ def covered_days(context: Mapping[str, Any]) -> CoveredDays:
         stands for the logical date).
     """
     timezone = _dag_timezone(context)
+    partition_day = _day(getattr(context.get("dag_run"), "partition_key", None))
+    if partition_day is not None:
+        return CoveredDays(partition_day, partition_day, timezone)
+    announced = announced_days(context)
+    if announced:
+        first, last = dt.date.fromisoformat(announced[0]), dt.date.fromisoformat(announced[-1])
+        return CoveredDays(first, last, timezone)
     logical_day = _logical_day(context, timezone)
     if logical_day is None:
         run_after = getattr(context.get("dag_run"), "run_after", None) or dt.datetime.now(UTC)
@@ -82,6 +100,33 @@ def covered_days(context: Mapping[str, Any]) -> CoveredDays:
         end = context["data_interval_end"] - dt.timedelta(microseconds=1)
         last = max(logical_day, _local_date(end, timezone))
     return CoveredDays(logical_day, last, timezone)
+
+
+def announced_days(context: Mapping[str, Any]) -> list[str]:
+    """The days the data-ready events that started this run announced, oldest first (none
+    for a run that no such event started).
+
+    :param context: the task's template context (``triggering_asset_events`` is read).
+    """
+    days: set[str] = set()
+    for events in (context.get("triggering_asset_events") or {}).values():
+        for event in events:
+            payload = (getattr(event, "extra", None) or {}).get("payload")
+            if isinstance(payload, dict) and payload.get("source") == DATA_READY_SOURCE:
+                day = _day(payload.get("day"))
+                if day is not None:
+                    days.add(day.isoformat())
+    return sorted(days)
+
+
+def _day(value: object) -> dt.date | None:
+    """``value`` as a date when it is a ``yyyy-MM-dd`` day, else ``None``."""
+    if not isinstance(value, str) or not _DAY.fullmatch(value):
+        return None
+    try:
+        return dt.date.fromisoformat(value)
+    except ValueError:
+        return None
 
 
 def covered_days_end(dag_run: Any, dag: Any = None) -> str:

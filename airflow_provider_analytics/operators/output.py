@@ -8,6 +8,10 @@ on it. At run time the asset event carries the rendered object's URI and row cou
 the OpenLineage provider is installed, the task reports the platform as input and the object
 as output. With ``iceberg_table`` instead of ``destination``, the asset and the lineage output
 are the table (``iceberg://<catalog>/<namespace>/<table>``).
+
+Every asset event also names the run's day (``day``) and the rows' identity (``cohort_code`` or
+``report_key``), and carries the day as its ``partition_key`` when the run is partitioned, so a
+consumer on a ``PartitionedAssetTimetable`` runs once for exactly that day.
 """
 
 from __future__ import annotations
@@ -74,6 +78,11 @@ class AnalyticsOutputOperator(AnalyticsBaseOperator):
     :param iceberg_table: instead of ``destination``: the Iceberg table ``namespace.table``
         whose ``dt`` partition for the run's day is replaced (needs the ``[iceberg]`` extra).
     :param iceberg_conn_id: the connection describing the Iceberg catalog.
+    :param partition_outputs: whether the asset event carries the run's day as its
+        ``partition_key``: ``None`` (default) when the run has a partition key of its own,
+        ``True`` always (a DAG started by data-ready events feeding a partitioned consumer),
+        ``False`` never. An event with a partition key starts only partition-aware consumers
+        (``PartitionedAssetTimetable``); DAGs scheduled on the plain asset do not run for it.
     """
 
     lineage_source = "analytics"
@@ -85,8 +94,11 @@ class AnalyticsOutputOperator(AnalyticsBaseOperator):
         destination: str | None = None,
         iceberg_table: str | None = None,
         iceberg_conn_id: str = "iceberg_default",
+        partition_outputs: bool | None = None,
         **kwargs: Any,
     ) -> None:
+        if partition_outputs is not None:
+            rules.boolean(partition_outputs, "partition_outputs")
         if (destination is None) == (iceberg_table is None):
             rules.fail("destination", "give exactly one of destination and iceberg_table")
         if "outlets" not in kwargs:
@@ -101,6 +113,7 @@ class AnalyticsOutputOperator(AnalyticsBaseOperator):
         self.destination = destination or ""
         self.iceberg_table = iceberg_table
         self.iceberg_conn_id = iceberg_conn_id
+        self.partition_outputs = partition_outputs
         self.written: list[LineageTarget] = []
 
     def output_destination(
@@ -142,12 +155,24 @@ class AnalyticsOutputOperator(AnalyticsBaseOperator):
         **details: Any,
     ) -> None:
         """Record what was written: the run's main output (the day's object a consumer can
-        open, or the table's URI) on the asset events, every object or table for lineage."""
+        open, or the table's URI) and its day on the asset events, with the day as their
+        partition key when the run is partitioned; every object or table for lineage.
+
+        :param days: the days written, the run's own last (a report's look-back days first:
+            the event is the run's day's, and lists the others in ``details``).
+        """
         self.written = destination.lineage(days, names)
-        uri = destination.uri(days[-1], names)
+        day = days[-1]
+        uri = destination.uri(day, names)
+        partitioned = self.partition_outputs
+        if partitioned is None:
+            partitioned = getattr(context.get("dag_run"), "partition_key", None) is not None
         for outlet in self.outlets:
             if isinstance(outlet, Asset):
-                context["outlet_events"][outlet].extra = {"uri": uri, **details}
+                event = context["outlet_events"][outlet]
+                event.extra = {"uri": uri, "day": day, **details}
+                if partitioned:
+                    event.add_partitions(day)
 
     def lineage_input_name(self) -> str:
         return self.lineage_source

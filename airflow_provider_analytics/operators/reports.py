@@ -174,6 +174,10 @@ _PARAMETERS = """
     ``report_key``, and each run replaces its report's day (``report_key``, ``dt``) in every
     table, so that many reports share one table.
 :param iceberg_conn_id: the connection describing the Iceberg catalog.
+:param partition_outputs: whether the asset event carries the run's day as its
+    ``partition_key``: by default when the run has a partition key of its own; ``True`` always
+    (a DAG started by data-ready events feeding a ``PartitionedAssetTimetable`` consumer);
+    ``False`` never. The event's ``extra`` names the day (``day``) in every case.
 :param report_key: the stable name of this report's rows in a shared table or prefix
     (templated; 1 to 64 letters, digits, ``_``, ``-``, ``.``). Default: ``{main}_`` and 12
     hex digits of a digest of the request without its dates, the same on every day; the XCom

@@ -36,6 +36,9 @@ EXAMPLE_DAG_IDS = {
     "analytics_cohort_exports",
     "analytics_cohort_shards",
     "analytics_iceberg",
+    "analytics_event_driven",
+    "analytics_busy_day",
+    "analytics_partitioned_consumer",
 }
 CHECKOUT_STEPS = ["$startup", "search", "add_to_cart", "purchase"]
 FUNNEL_TABLES = ("funnel", "funnel_by_value", "funnel_by_value_totals", "funnel_totals")

@@ -32,6 +32,9 @@ FINISHED = ("success", "failed")
 # slots and platform faults armed for a test, and their tasks would wait for days to end.
 NO_SCHEDULED_RUNS = {"AIRFLOW__SCHEDULER__USE_JOB_SCHEDULE": "False"}
 
+# The event-driven examples ask the platform every few seconds, not every five minutes.
+FAST_READY_POLLS = {"ANALYTICS_READY_POLL_SECONDS": "5"}
+
 
 def bring_up(executor: str) -> Iterator[Stack]:
     """A stack of ``executor`` under out/stack-tests/, stopped (by pid) when the module ends.
@@ -47,7 +50,7 @@ def bring_up(executor: str) -> Iterator[Stack]:
         executor=executor,
         api_port=free_port(),
         extra_dags=STACK_DAGS,
-        settings=NO_SCHEDULED_RUNS,
+        settings={**NO_SCHEDULED_RUNS, **FAST_READY_POLLS},
     )
     seconds = stack.up()
     print(f"\n{executor} stack up in {seconds:.0f} s")

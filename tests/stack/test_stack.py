@@ -1,8 +1,9 @@
 """The provider under a production-like Airflow (devtools/stack.py).
 
-With the LocalExecutor (make stack): manual runs of past days, backfills and a deferral to the
-real triggerer. Then with the CeleryExecutor, Redis and two workers (make stack-celery): mapped
-exports spread over both workers, and a worker killed in the middle of an export.
+With the LocalExecutor (make stack): manual runs of past days, backfills, a deferral to the
+real triggerer, and event-driven runs (data-ready watchers, a partitioned consumer). Then with
+the CeleryExecutor, Redis and two workers (make stack-celery): mapped exports spread over both
+workers, and a worker killed in the middle of an export.
 
 One module, so that one test worker brings up one stack at a time (the first is stopped before
 the second starts) while the other test worker gets on with the rest of the suite."""
@@ -13,12 +14,14 @@ import datetime as dt
 import json
 import time
 from typing import TYPE_CHECKING
+from zoneinfo import ZoneInfo
 
 import pytest
 
 from airflow_provider_analytics.client.throttle import DEFAULT_MAX_CONCURRENT_CALLS
 from airflow_provider_analytics.provider_info import PLATFORM_POOL, PLATFORM_POOL_DESCRIPTION
 from tests.stack.conftest import (
+    FINISHED,
     admin,
     parquet_rows,
     task_instances,
@@ -29,6 +32,8 @@ from tests.stack.conftest import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from devtools.stack import Stack
 
 # Generous waits: on a loaded 2-core machine an Airflow task process takes tens of seconds.
@@ -313,8 +318,161 @@ def test_every_run_in_the_test_stack_was_asked_for(local_stack: Stack, manual_ru
     """The stack tests turn the scheduler's own runs off (see conftest.NO_SCHEDULED_RUNS), so
     that the clock cannot start runs in the middle of a test; the manual and backfill runs
     above still ran under the scheduler."""
-    kinds = local_stack.query("SELECT DISTINCT run_type FROM dag_run ORDER BY run_type")
+    kinds = local_stack.query(
+        "SELECT DISTINCT run_type FROM dag_run WHERE NOT dag_id = ANY(%s) ORDER BY run_type",
+        list(EVENT_DAGS),
+    )
     assert kinds and {kind for (kind,) in kinds} <= {"manual", "backfill"}
+
+
+# -- Event-driven runs and partitioned consumers (LocalExecutor) -----------------------------
+
+EVENT_DAGS = ("analytics_event_driven", "analytics_busy_day", "analytics_partitioned_consumer")
+READY_POLL_SECONDS = 5  # conftest.FAST_READY_POLLS
+
+
+def runs_of(stack: Stack, dag_id: str) -> list[tuple[str, str, str | None]]:
+    """(run_type, state, partition_key) of every run of ``dag_id``, oldest first."""
+    rows = stack.query(
+        "SELECT run_type, state, partition_key FROM dag_run WHERE dag_id = %s ORDER BY id", dag_id
+    )
+    return [(str(kind), str(state), key) for kind, state, key in rows]
+
+
+def finished_runs(stack: Stack, dag_id: str, count: int) -> list[str] | None:
+    """The run ids of ``dag_id`` once exactly ``count`` runs exist and all have succeeded."""
+    rows = stack.query("SELECT run_id, state FROM dag_run WHERE dag_id = %s ORDER BY id", dag_id)
+    if len(rows) > count:
+        raise AssertionError(f"{dag_id}: {len(rows)} runs, expected {count}: {rows}")
+    if len(rows) < count or any(state not in FINISHED for _, state in rows):
+        return None
+    assert all(state == "success" for _, state in rows), rows
+    return [str(run_id) for run_id, _ in rows]
+
+
+def polls(stack: Stack) -> int:
+    return int(admin(stack).stats()["requests"].get("analyze_events", 0))
+
+
+def events_on(day: dt.date, count: int) -> list[dict[str, object]]:
+    """``count`` events on ``day`` (the emulator's times are the project's wall time)."""
+    return [
+        {"user": n + 1, "event": "purchase", "time": f"{day} 12:{n // 60:02d}:{n % 60:02d}"}
+        for n in range(count)
+    ]
+
+
+@pytest.fixture(scope="module")
+def event_driven(local_stack: Stack) -> Iterator[dict[str, dt.date]]:
+    """The scheduler creating asset-triggered runs (its job schedule on) for the event-driven
+    examples only: every other DAG paused meanwhile; all put back afterwards."""
+    for command in (
+        ("dags", "pause", "--treat-dag-id-as-regex", "-y", ".*"),
+        ("dags", "unpause", "--treat-dag-id-as-regex", "-y", f"^({'|'.join(EVENT_DAGS)})$"),
+    ):
+        done = local_stack.airflow(*command)
+        assert done.returncode == 0, done.stdout + done.stderr
+    local_stack.restart("scheduler", {"AIRFLOW__SCHEDULER__USE_JOB_SCHEDULE": "True"})
+    # days that ended a few days ago in the project's zone: inside the examples' window (seven
+    # days) whatever the clock does during the test
+    today = dt.datetime.now(ZoneInfo("Asia/Shanghai")).date()
+    days = {name: today - dt.timedelta(days=n) for name, n in (("d1", 3), ("d2", 2), ("low", 4))}
+    try:
+        yield days
+    finally:
+        admin(local_stack).reset()
+        local_stack.airflow("dags", "unpause", "--treat-dag-id-as-regex", "-y", ".*")
+        local_stack.restart("scheduler")
+
+
+def test_each_ready_day_runs_the_event_driven_dag_once_and_a_day_below_the_threshold_never(
+    local_stack: Stack, event_driven: dict[str, dt.date]
+) -> None:
+    """Days turn ready on the emulator while the stack runs: 250 events on d1 (both watchers'
+    thresholds, 100 and 200, are met), then 150 on d2 (only the first's), and 50 on a third
+    day throughout (neither's). Each announcement starts one run, which covers its day."""
+    d1, d2, low = event_driven["d1"], event_driven["d2"], event_driven["low"]
+    emulator = admin(local_stack)
+    emulator.add_events(events_on(d1, 250) + events_on(low, 50))
+    (export_d1,) = wait_until(
+        lambda: finished_runs(local_stack, "analytics_event_driven", 1), 420, "the d1 run"
+    )
+    (busy_d1,) = wait_until(
+        lambda: finished_runs(local_stack, "analytics_busy_day", 1), 420, "the busy d1 run"
+    )
+    emulator.add_events(events_on(d2, 150))
+    export_d2 = wait_until(
+        lambda: finished_runs(local_stack, "analytics_event_driven", 2), 420, "the d2 run"
+    )[1]
+    time.sleep(4 * READY_POLL_SECONDS)  # a few more polls: nothing else may start
+    assert [kind for kind, _, _ in runs_of(local_stack, "analytics_event_driven")] == [
+        "asset_triggered"
+    ] * 2
+    assert len(runs_of(local_stack, "analytics_busy_day")) == 1
+    first = xcom(local_stack, "analytics_event_driven", export_d1, "export_cohort_users")
+    second = xcom(local_stack, "analytics_event_driven", export_d2, "export_cohort_users")
+    assert f"/dt={d1}/" in first["uri"] and f"/dt={d2}/" in second["uri"]
+    assert parquet_rows(first["uri"]) > 0
+    busy = xcom(local_stack, "analytics_busy_day", busy_d1, "busy_day")
+    assert busy == {"day": d1.isoformat(), "count": 250, "threshold": 200}
+    stored = dict(local_stack.query("SELECT key, value FROM asset_state_store"))
+    assert json.loads(stored["analytics.data_ready.announced:$Anything:100"]) == [
+        d1.isoformat(),
+        d2.isoformat(),
+    ]
+
+
+def test_the_partitioned_consumer_ran_once_for_each_announced_day(
+    local_stack: Stack, event_driven: dict[str, dt.date]
+) -> None:
+    days = sorted(day.isoformat() for name, day in event_driven.items() if name != "low")
+    wait_until(
+        lambda: finished_runs(local_stack, "analytics_partitioned_consumer", 2), 420, "2 runs"
+    )
+    runs = runs_of(local_stack, "analytics_partitioned_consumer")
+    assert sorted(key for _, _, key in runs if key) == days, runs
+    for (run_id,) in local_stack.query(
+        "SELECT run_id FROM dag_run WHERE dag_id = 'analytics_partitioned_consumer'"
+    ):
+        read = xcom(local_stack, "analytics_partitioned_consumer", run_id, "read_partition")
+        assert f"/dt={read['partition_key']}/" in read["uri"] and read["rows"] > 0
+
+
+def test_a_restarted_triggerer_announces_no_day_again_and_two_watchers_share_one_poll(
+    local_stack: Stack, event_driven: dict[str, dt.date]
+) -> None:
+    local_stack.restart("triggerer")
+    before = polls(local_stack)
+    wait_until(lambda: polls(local_stack) >= before + 3, 300, "the new triggerer to poll")
+    # both watchers run again, on one poll: over a while, one request per poke interval
+    start, counted = time.monotonic(), polls(local_stack)
+    time.sleep(6 * READY_POLL_SECONDS)
+    seconds, made = time.monotonic() - start, polls(local_stack) - counted
+    assert 1 <= made <= seconds / READY_POLL_SECONDS + 2, (made, seconds)
+    watchers = local_stack.query(
+        "SELECT count(*) FROM trigger WHERE classpath LIKE %s AND triggerer_id IS NOT NULL",
+        "%AnalyticsDataReadyEventTrigger",
+    )
+    assert watchers == [(2,)]
+    assert len(runs_of(local_stack, "analytics_event_driven")) == 2
+    assert len(runs_of(local_stack, "analytics_busy_day")) == 1
+
+
+def test_rerunning_one_past_day_runs_the_consumer_once_for_that_day_only(
+    local_stack: Stack, event_driven: dict[str, dt.date]
+) -> None:
+    before = runs_of(local_stack, "analytics_partitioned_consumer")
+    run_id = trigger(local_stack, "analytics_event_driven", MANUAL_DAY)
+    wait_for_run(local_stack, "analytics_event_driven", run_id)
+    wait_until(
+        lambda: finished_runs(local_stack, "analytics_partitioned_consumer", len(before) + 1),
+        420,
+        "the consumer's run for the re-run day",
+    )
+    time.sleep(4 * READY_POLL_SECONDS)
+    after = runs_of(local_stack, "analytics_partitioned_consumer")
+    assert after[: len(before)] == before
+    assert [key for _, _, key in after[len(before) :]] == [MANUAL_DAY]
 
 
 # -- CeleryExecutor ------------------------------------------------------------------------

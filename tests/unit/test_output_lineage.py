@@ -80,7 +80,7 @@ def test_asset_event_names_the_object_and_lineage_its_bucket_and_key() -> None:
         rows=42,
     )
     # the event keeps the connection id: a consumer opens the object with it
-    assert events[export.outlets[0]].extra == {"uri": rendered, "rows": 42}
+    assert events[export.outlets[0]].extra == {"uri": rendered, "day": "2024-01-15", "rows": 42}
     lineage = export.get_openlineage_facets_on_complete(None)
     (source,) = lineage.inputs
     (target,) = lineage.outputs
@@ -140,3 +140,55 @@ def test_iceberg_lineage_names_the_catalog_and_each_table() -> None:
         LineageTarget("iceberg://lakehouse", "lake.funnel_totals"),
     ]
     assert destination.uri("2024-01-15", ["funnel"]) == "iceberg://lakehouse/lake/funnel"
+
+
+class _Run:
+    def __init__(self, partition_key: str | None) -> None:
+        self.partition_key = partition_key
+
+
+@pytest.mark.usefixtures("analytics_connection")
+@pytest.mark.parametrize(
+    ("partition_outputs", "run_key", "keys"),
+    [
+        (None, None, set()),  # a plain run: no partition, consumers on the plain asset run
+        (None, "2024-01-15T00:00:00", {"2024-01-15"}),  # a partitioned run: the day is the key
+        (True, None, {"2024-01-15"}),  # asked for (a run started by a data-ready event)
+        (False, "2024-01-15", set()),
+    ],
+)
+def test_every_asset_event_names_its_day_and_identity_and_partitions_by_day(
+    partition_outputs: bool | None, run_key: str | None, keys: set[str]
+) -> None:
+    from airflow.sdk.execution_time.context import OutletEventAccessors
+
+    report = FunnelReportOperator(
+        task_id="funnel",
+        request={},
+        destination="file:///x/f/",
+        report_key="checkout",
+        partition_outputs=partition_outputs,
+    )
+    events = OutletEventAccessors()
+    tables = ["funnel", "funnel_totals"]
+    report.publish_output(
+        {"outlet_events": events, "dag_run": _Run(run_key)},  # type: ignore[arg-type]
+        report.output_destination(KEY),
+        ["2024-01-14", "2024-01-15"],  # a look-back day, then the run's own
+        tables,
+        report_key="checkout",
+    )
+    event = events[report.outlets[0]]
+    assert event.extra == {
+        "uri": "file:///x/f/funnel/report_key=checkout/dt=2024-01-15/funnel.parquet",
+        "day": "2024-01-15",
+        "report_key": "checkout",
+    }
+    assert event.partition_keys == keys
+
+
+def test_partition_outputs_must_be_a_bool() -> None:
+    with pytest.raises(ValueError, match="partition_outputs"):
+        CohortExportToParquetOperator(
+            task_id="export", cohort_code="vip", destination="file:///x/", partition_outputs="yes"
+        )
