@@ -8,20 +8,12 @@ import re
 import sys
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "airflow_provider_analytics"
 PAGE = ROOT / "docs" / "architecture.md"
 sys.path.insert(0, str(ROOT / "docs" / "_ext"))
 
 import layers_diagram  # noqa: E402
-
-STALE = (
-    "docs/architecture.md predates core/ and destinations/ and is rewritten after the "
-    "re-layout: drop this marker then"
-)
-
 
 def named_modules() -> set[str]:
     """Module paths the page names in backticks: ``client/api.py``, ``output/storage.py``, or a
@@ -67,7 +59,6 @@ def test_every_module_the_architecture_page_names_exists() -> None:
     assert missing == []
 
 
-@pytest.mark.xfail(strict=True, reason=STALE)
 def test_every_room_of_the_package_is_named_on_the_architecture_page() -> None:
     text = PAGE.read_text(encoding="utf-8")
     found = rooms()
@@ -76,7 +67,6 @@ def test_every_room_of_the_package_is_named_on_the_architecture_page() -> None:
     assert [room for room in found if f"`{room}`" not in text] == []
 
 
-@pytest.mark.xfail(strict=True, reason=STALE)
 def test_the_pages_layers_are_the_ones_the_imports_are_checked_by() -> None:
     page = [(name, set(members)) for name, members in layer_table()]
 
