@@ -15,6 +15,7 @@ sys.path.insert(0, str(ROOT / "docs" / "_ext"))
 
 import layers_diagram  # noqa: E402
 
+
 def named_modules() -> set[str]:
     """Module paths the page names in backticks: ``client/api.py``, ``output/storage.py``, or a
     bare file name such as ``attempts.py`` inside its package's section."""
