@@ -38,7 +38,7 @@ from airflow_provider_analytics.core.errors import (
 )
 from airflow_provider_analytics.core.progress import Progress
 from airflow_provider_analytics.core.redaction import Redactor
-from airflow_provider_analytics.core.report_clock import sent_at
+from airflow_provider_analytics.core.report_dates import sent_at
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator, Mapping

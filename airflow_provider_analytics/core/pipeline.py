@@ -103,16 +103,6 @@ class WriteBehind(Generic[T]):
         finally:
             self._executor.shutdown(wait=True)
 
-    def __enter__(self) -> WriteBehind[T]:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        if exc_info[0] is None:
-            self.close()
-            return
-        with contextlib.suppress(BaseException):  # the original error wins
-            self.close()
-
 
 def map_ahead(
     function: Callable[[T], U], items: Iterable[T], workers: int

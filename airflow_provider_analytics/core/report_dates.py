@@ -1,5 +1,5 @@
 """Dates as analysis answers write them: ``series`` entries, funnel ``dateList`` entries and
-``reportUpdateTime``.
+``reportUpdateTime``, and the moment an answer was sent (its ``Date`` header).
 
 Shared by the declared answers (which check that dates are real, unique and inside the
 asked range) and the report tables (which place numbers on those days), so both read a
@@ -9,7 +9,8 @@ label the same way.
 from __future__ import annotations
 
 import re
-from datetime import date, datetime
+from datetime import UTC, date, datetime
+from email.utils import parsedate_to_datetime
 from typing import Final
 
 from airflow_provider_analytics.core.errors import AnalyticsProtocolError
@@ -81,3 +82,17 @@ def parse_funnel_date(text: object, *, what: str) -> date:
             f"{what} {shown_label(text)} is not a whole day: its time of day is not 00:00:00"
         )
     return moment.date()
+
+
+def sent_at(date_header: str | None) -> datetime | None:
+    """An HTTP ``Date`` header (``Wed, 01 May 2024 08:00:01 GMT``) as a UTC datetime; ``None``
+    when it is missing or unreadable (then there is no evidence, never an error)."""
+    if not date_header:
+        return None
+    try:
+        moment = parsedate_to_datetime(date_header)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC)

@@ -86,22 +86,10 @@ _SURROGATE_ESCAPE: Final = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 def _refuse_lone_surrogates(value: Any) -> None:
-    texts = [value] if isinstance(value, str) else []
-    pending = [value]
-    while pending:
-        item = pending.pop()
-        if isinstance(item, dict):
-            texts.extend(key for key in item)
-            pending.extend(item.values())
-        elif isinstance(item, list):
-            pending.extend(item)
-        elif isinstance(item, str):
-            texts.append(item)
-    for text in texts:
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError:
-            raise StrictJsonError(
-                "is not strict JSON: a \\u escape names half a surrogate pair, which is no "
-                "character"
-            ) from None
+    # json pairs the halves of a character; a half left over cannot be written as UTF-8
+    try:
+        json.dumps(value, ensure_ascii=False, default=str).encode("utf-8")
+    except UnicodeEncodeError:
+        raise StrictJsonError(
+            "is not strict JSON: a \\u escape names half a surrogate pair, which is no character"
+        ) from None

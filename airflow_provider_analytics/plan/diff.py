@@ -23,13 +23,9 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence
+    from collections.abc import Iterable
 
-    from airflow_provider_analytics.plan.file import (
-        DesiredPlan,
-        PlannedEvent,
-        PlannedProperty,
-    )
+    from airflow_provider_analytics.plan.file import DesiredPlan, PlannedEvent
 
 Record = Mapping[str, Any]
 
@@ -144,8 +140,11 @@ class LivePlan:
             {event: {r["id"]: r for r in records} for event, records in event_properties.items()},
         )
 
-    def common_properties(self) -> dict[str, Record]:
-        """The common properties (``global=1``) seen on any listed event: every event has them."""
+    def properties_of(self, event_id: str) -> Mapping[str, Record]:
+        """An event's properties; an event not on the platform has only the common ones
+        (``global=1``) seen on any listed event, which every event has."""
+        if event_id in self.event_properties:
+            return self.event_properties[event_id]
         return {
             prop_id: record
             for records in self.event_properties.values()
@@ -153,23 +152,13 @@ class LivePlan:
             if record.get("global") == 1
         }
 
-    def properties_of(self, event_id: str) -> Mapping[str, Record]:
-        """An event's properties; an event not on the platform has only the common ones."""
-        if event_id in self.event_properties:
-            return self.event_properties[event_id]
-        return self.common_properties()
-
-
-def _text(value: Any) -> Any:
-    """Names and remarks: the platform writes an absent one as null or as an empty string."""
-    return "" if value is None else value
-
 
 def _differences(declared: Mapping[str, str], record: Record) -> dict[str, FieldChange]:
+    # the platform writes an absent name or remark as null or as an empty string
     return {
         key: FieldChange(record[key], new)
         for key, new in declared.items()
-        if key in record and _text(record[key]) != new
+        if key in record and ("" if record[key] is None else record[key]) != new
     }
 
 
@@ -228,12 +217,6 @@ def _event_changes(event: PlannedEvent, live: LivePlan) -> list[Change]:
     return changes
 
 
-def _user_property_change(prop: PlannedProperty, live: LivePlan) -> Change:
-    return _compare(
-        Target.USER_PROPERTY, prop.id, prop.declared(), live.user_properties.get(prop.id)
-    )
-
-
 def plan_changes(live: LivePlan, desired: DesiredPlan) -> list[Change]:
     """One change per item of ``desired``: user properties first, then each event followed
     by its properties, in file order.
@@ -241,7 +224,10 @@ def plan_changes(live: LivePlan, desired: DesiredPlan) -> list[Change]:
     :param live: the platform's plan (see :class:`LivePlan`).
     :param desired: the checked plan of the file.
     """
-    changes = [_user_property_change(prop, live) for prop in desired.user_properties]
+    changes = [
+        _compare(Target.USER_PROPERTY, p.id, p.declared(), live.user_properties.get(p.id))
+        for p in desired.user_properties
+    ]
     for event in desired.events:
         changes.extend(_event_changes(event, live))
     return changes
@@ -269,8 +255,3 @@ def untracked(live: LivePlan, desired: DesiredPlan) -> dict[str, int]:
         "events": sum(1 for eid in live.events if eid not in event_ids),
         "event_properties": own_properties,
     }
-
-
-def by_kind(changes: Sequence[Change], kind: ChangeKind) -> list[Change]:
-    """The changes of one kind, in order."""
-    return [c for c in changes if c.kind is kind]

@@ -13,6 +13,14 @@ A product team keeps its agreed plan in a file beside its DAGs::
 Every item is checked with the client's rules (ids, names, remarks, data types) and ids
 must be unique in their list. All problems are collected and raised together, each with its
 place in the file (``events[2].properties[0].id: ...``), so one run shows everything to fix.
+
+A plan file is small, and its decoded form must be small too, whatever a hostile file asks.
+A YAML alias bomb (a few hundred bytes whose aliases refer to lists of aliases) expands to
+billions of nodes once anything walks it, so the YAML loader counts the nodes every alias
+stands for while it composes the document and stops past :data:`MAX_NODES`. Nesting deeper
+than :data:`MAX_DEPTH`, a file over :data:`MAX_CHARACTERS` and a key given twice in one
+mapping are refused as well, the last naming the line of both occurrences (YAML and JSON
+would otherwise keep the later value silently, dropping a whole block of the plan).
 """
 
 from __future__ import annotations
@@ -23,13 +31,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from airflow_provider_analytics.core import rules
-from airflow_provider_analytics.core.bounded_decode import (
-    MAX_CHARACTERS,
-    DecodeError,
-    decode_json,
-    decode_yaml,
-)
+import yaml
+from yaml.nodes import MappingNode, Node, SequenceNode
+
+from airflow_provider_analytics.core import rules, strict_json
 from airflow_provider_analytics.core.errors import (
     AnalyticsError,
     AnalyticsValidationError,
@@ -40,12 +45,17 @@ if TYPE_CHECKING:
     import os
     from collections.abc import Callable, Collection, Sequence
 
+    from yaml.error import Mark
+
 _T = TypeVar("_T")
 
 TOP_LEVEL_KEYS = ("user_properties", "events")
 PROPERTY_KEYS = ("id", "name", "remark", "data_type", "dataType")
 EVENT_KEYS = ("id", "name", "remark", "properties")
 MAX_LISTED_PROBLEMS = 50
+MAX_CHARACTERS = 5_000_000
+MAX_NODES = 200_000
+MAX_DEPTH = 64
 
 
 class TrackingPlanFileError(AnalyticsError, ValueError):
@@ -65,6 +75,90 @@ class TrackingPlanFileError(AnalyticsError, ValueError):
         )
         self.problems = list(problems)
         self.origin = origin
+
+
+class DecodeError(ValueError):
+    """The text is not a document of the accepted size and shape; the message says where."""
+
+
+def _where(mark: Mark) -> str:
+    return f"line {mark.line + 1}, column {mark.column + 1}"
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` that refuses duplicate keys and documents too large once expanded."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._expanded: dict[int, int] = {}
+        self._depth = 0
+
+    def compose_node(self, parent: Node | None, index: Any) -> Node | None:
+        if self.check_event(yaml.AliasEvent):
+            where = _where(self.peek_event().start_mark)
+            alias = super().compose_node(parent, index)
+            if alias is None or id(alias) not in self._expanded:
+                raise DecodeError(f"{where}: an alias refers to a node that contains it")
+            return alias
+        self._depth += 1
+        if self._depth > MAX_DEPTH:
+            raise DecodeError(
+                f"{_where(self.peek_event().start_mark)}: nested deeper than {MAX_DEPTH} "
+                "levels; a plan needs four"
+            )
+        try:
+            node = super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+        if node is not None:
+            self._count(node)
+        return node
+
+    def _count(self, node: Node) -> None:
+        """Record how many nodes ``node`` stands for once every alias in it is expanded."""
+        children: list[Node] = []
+        if isinstance(node, SequenceNode):
+            children = node.value
+        elif isinstance(node, MappingNode):
+            children = [child for pair in node.value for child in pair]
+        size = 1 + sum(self._expanded[id(child)] for child in children)
+        if size > MAX_NODES:
+            raise DecodeError(
+                f"{_where(node.start_mark)}: expands to more than {MAX_NODES:,} values through "
+                "aliases (*name); a plan file needs far fewer, so this looks like an alias bomb"
+            )
+        self._expanded[id(node)] = size
+
+    def construct_mapping(self, node: MappingNode, deep: bool = False) -> dict[Any, Any]:
+        first_at: dict[Any, Node] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            try:
+                earlier = first_at.get(key)
+            except TypeError:  # an unhashable key: the base class reports it
+                break
+            if earlier is not None:
+                raise DecodeError(
+                    f"{_where(key_node.start_mark)}: key {bounded_repr(key)} is given twice in "
+                    f"one mapping (first at {_where(earlier.start_mark)}); YAML would keep only "
+                    "the last"
+                )
+            first_at[key] = key_node
+        return super().construct_mapping(node, deep=deep)
+
+
+def decode_yaml(text: str) -> Any:
+    """The one YAML document in ``text``, within the bounds of the module's docstring.
+
+    :raises DecodeError: too large, too deep, a key given twice, or not YAML.
+    """
+    loader = _BoundedLoader(text)
+    try:
+        return loader.get_single_data()
+    except yaml.YAMLError as exc:
+        raise DecodeError(f"cannot be read as YAML: {bounded_repr(str(exc), 400)}") from None
+    finally:
+        loader.dispose()
 
 
 @dataclass(frozen=True)
@@ -284,12 +378,23 @@ def resolve_plan_path(
 
 def _decode(text: str, path: Path) -> Any:
     """JSON for ``.json`` files, YAML otherwise (YAML also reads JSON); bounded either way."""
-    try:
-        if path.suffix.lower() == ".json":
-            return decode_json(text)
-        return decode_yaml(text)
-    except DecodeError as exc:
-        raise TrackingPlanFileError([f"file: {exc}"], origin=str(path)) from None
+    if len(text) > MAX_CHARACTERS:
+        problem = (
+            f"is {len(text):,} characters long; a plan file may have at most {MAX_CHARACTERS:,}"
+        )
+    elif path.suffix.lower() != ".json":
+        try:
+            return decode_yaml(text)
+        except DecodeError as exc:
+            problem = str(exc)
+    else:
+        try:
+            return strict_json.loads(text)
+        except strict_json.StrictJsonError as exc:
+            problem = f"cannot be read as JSON: it {exc}"
+        except RecursionError:
+            problem = "is nested too deeply to be a plan file"
+    raise TrackingPlanFileError([f"file: {problem}"], origin=str(path))
 
 
 def load_tracking_plan(

@@ -20,7 +20,6 @@ from airflow_provider_analytics.plan.diff import (
     ChangeKind,
     LivePlan,
     Target,
-    by_kind,
     plan_changes,
     untracked,
 )
@@ -69,7 +68,8 @@ class SyncResult:
     dry_run: bool = False
 
     def of_kind(self, kind: ChangeKind) -> list[Change]:
-        return by_kind(self.changes, kind)
+        """The changes of one kind, in order."""
+        return [c for c in self.changes if c.kind is kind]
 
     def as_dict(self) -> dict[str, Any]:
         """Small JSON-able summary (the operator's XCom)."""

@@ -2,7 +2,7 @@
 
 One output row per (split values, measure, period), in that order; after each measure's
 periods comes one more row flagged ``is_total`` holding the row's ``sum`` entry for that
-measure (period null); :mod:`.grains` puts the two kinds of row in separate report tables.
+measure (period null); :mod:`.frames` puts the two kinds of row in separate report tables.
 Split fields become ``by_*`` columns, with numeric bounds for bucketed fields. A measure
 that counts (users, events, distinct values) has its numbers in the int64 ``count``
 column, any other measure in the float ``value`` column.
@@ -38,8 +38,7 @@ from airflow_provider_analytics.reports.schemas import (
     gathered,
     local_times_as_utc,
     plan_by_columns,
-    report_updated_at,
-    report_updated_at_text,
+    report_time_columns,
     table_from_columns,
 )
 
@@ -105,7 +104,6 @@ def event_table(
     measure_at = np.tile(np.repeat(np.arange(n_measures), n_block), n_rows)
     period_at = np.tile(np.arange(n_block), n_rows * n_measures)
     starts = answer.days
-    metadata = {"reportUpdateTime": answer.reportUpdateTime}
 
     columns: dict[str, pa.Array | pa.ChunkedArray] = {}
     for column, labels in zip(by_columns, by_labels, strict=True):
@@ -124,8 +122,7 @@ def event_table(
             "is_total": pa.array(period_at == len(series)),
             "count": counts,
             "value": values,
-            "report_updated_at": report_updated_at(metadata, timezone, size, what="event"),
-            "report_updated_at_text": report_updated_at_text(metadata, size),
+            **report_time_columns(answer.reportUpdateTime, timezone, size, what="event"),
         }
     )
     return table_from_columns(event_schema_for(by_columns), columns)

@@ -1,7 +1,7 @@
 """A funnel analysis response (spec 4.16) as one long Arrow table.
 
 One output row per (split value, date column, step), in that order, with flags telling the
-overall row from split values and the ``$ALL`` column from days; :mod:`.grains` cuts it
+overall row from split values and the ``$ALL`` column from days; :mod:`.frames` cuts it
 into the report tables, one grain each. The response holds only user counts; the rates
 are derived here: conversion against the previous step, completion against the first step,
 both null where the denominator is 0.
@@ -31,11 +31,8 @@ from airflow_provider_analytics.reports.labels import (
 from airflow_provider_analytics.reports.schemas import (
     FUNNEL_SCHEMA,
     gathered,
-    repeated,
-    report_updated_at,
-    report_updated_at_text,
+    report_time_columns,
     table_from_columns,
-    with_nulls,
 )
 
 if TYPE_CHECKING:
@@ -94,9 +91,8 @@ def funnel_table(response: Mapping[str, Any] | FunnelAnswer, *, timezone: str = 
     def in_output_order(cube: np.ndarray) -> np.ndarray:
         return np.transpose(cube, (0, 2, 1)).ravel()
 
-    metadata = {"reportUpdateTime": answer.reportUpdateTime}
     columns = {
-        "by_field": repeated(label_text(answer.byField) or None, pa.string(), size),
+        "by_field": pa.repeat(pa.scalar(label_text(answer.byField) or None, pa.string()), size),
         "by_value": gathered(cells.by_values, pa.string(), row_at),
         "is_overall": pa.array(is_overall[row_at]),
         "date": gathered(answer.days, pa.date32(), date_at),
@@ -105,17 +101,16 @@ def funnel_table(response: Mapping[str, Any] | FunnelAnswer, *, timezone: str = 
         "step_expression": gathered(steps, pa.string(), step_at),
         "step_event": gathered([event_id_of(step) for step in steps], pa.string(), step_at),
         "converted_users": pa.array(in_output_order(cells.converted)),
-        "conversion_rate": with_nulls(
-            in_output_order(conversion), in_output_order(conversion_null), pa.float64()
+        "conversion_rate": pa.array(
+            in_output_order(conversion), pa.float64(), mask=in_output_order(conversion_null)
         ),
-        "completion_rate": with_nulls(
-            in_output_order(completion), in_output_order(completion_null), pa.float64()
+        "completion_rate": pa.array(
+            in_output_order(completion), pa.float64(), mask=in_output_order(completion_null)
         ),
-        "median_seconds_to_next": with_nulls(
-            in_output_order(cells.median), in_output_order(cells.median_null), pa.int64()
+        "median_seconds_to_next": pa.array(
+            in_output_order(cells.median), pa.int64(), mask=in_output_order(cells.median_null)
         ),
-        "report_updated_at": report_updated_at(metadata, timezone, size, what="funnel"),
-        "report_updated_at_text": report_updated_at_text(metadata, size),
+        **report_time_columns(answer.reportUpdateTime, timezone, size, what="funnel"),
     }
     return table_from_columns(FUNNEL_SCHEMA, columns)
 

@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from airflow_provider_analytics.client import AnalyticsClient
 from airflow_provider_analytics.client.analysis_requests import EventRequest, FunnelRequest
 from airflow_provider_analytics.core import rules
 from airflow_provider_analytics.core.errors import AnalyticsUsageError
@@ -31,18 +30,18 @@ from airflow_provider_analytics.reports.frames import (
     EVENT_GRAINS,
     FUNNEL_GRAINS,
     FUNNEL_SCHEMA,
+    Grain,
+    cut_grains,
     event_schema,
     event_table,
     funnel_table,
 )
-from airflow_provider_analytics.reports.grains import Grain, cut_grains
 from airflow_provider_analytics.reports.unset_timezone import UnsetTimezone
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
 
-    from airflow_provider_analytics.client.api import AnalysisAnswer
-    from airflow_provider_analytics.core.progress import Progress
+    from airflow_provider_analytics.client import AnalyticsClient
     from airflow_provider_analytics.output.destination import Destination, TableWriter
 
 WINDOW_FIELDS = (pa.field("query_from_date", pa.date32()), pa.field("query_to_date", pa.date32()))
@@ -112,24 +111,15 @@ class ReportKind:
 
     name: str
     validate: Callable[[Mapping[str, Any]], FunnelRequest | EventRequest]
-    analyze: Callable[[AnalyticsClient, FunnelRequest | EventRequest], AnalysisAnswer]
     flatten: Callable[[Any, dict[str, Any], str], pa.Table]
     schema: Callable[[dict[str, Any]], pa.Schema]
     grains: Sequence[Grain]
     headline: Callable[[Mapping[str, pa.Table]], dict[str, Any]]
 
-    def flattened_schema(self, request: dict[str, Any]) -> pa.Schema:
-        """The flattened table's columns for this request, with the query window's."""
-        schema = self.schema(request)
-        for window_field in WINDOW_FIELDS:
-            schema = schema.append(window_field)
-        return schema
-
 
 FUNNEL = ReportKind(
     name="funnel",
     validate=FunnelRequest.of,
-    analyze=AnalyticsClient.analyze,
     flatten=lambda answer, request, timezone: funnel_table(answer, timezone=timezone),
     schema=lambda request: FUNNEL_SCHEMA,
     grains=FUNNEL_GRAINS,
@@ -138,9 +128,8 @@ FUNNEL = ReportKind(
 EVENTS = ReportKind(
     name="events",
     validate=EventRequest.of,
-    analyze=AnalyticsClient.analyze,
     flatten=lambda answer, request, timezone: event_table(answer, request, timezone=timezone),
-    schema=lambda request: event_schema(request),
+    schema=event_schema,
     grains=EVENT_GRAINS,
     headline=event_headline,
 )
@@ -168,20 +157,6 @@ class ReportResult:
         return asdict(self)
 
 
-def _progress(
-    client: AnalyticsClient, kind: ReportKind, total: int, unit: str, interval: float | None
-) -> Progress:
-    """The progress of a report's queries, made before the first query (which checks
-    ``interval``); the final line comes when there was more than one query."""
-    return client.progress(f"{kind.name} report", total=total, unit=unit, interval=interval)
-
-
-def _queried(progress: Progress, done: int) -> None:
-    """The queries succeeded: the final line for several, nothing more for one."""
-    if done > 1:
-        progress.finish(done)
-
-
 def build_report_tables(
     kind: ReportKind,
     client: AnalyticsClient,
@@ -207,24 +182,12 @@ def build_report_tables(
     """
     checked = kind.validate(request)
     body = checked.sent()
-    timezone, unset = _zone(timezone, kind)
-    schema = kind.flattened_schema(body)
+    zone = _zone(timezone, kind)
     windows = date_windows(body["fromDate"], body["toDate"], window_days)
-    progress = _progress(client, kind, len(windows), "windows", progress_interval)
-    tables = []
-    try:
-        for from_date, to_date in windows:
-            table = _window_table(
-                kind, client, checked, (from_date, to_date), (timezone, unset), schema, body
-            )
-            tables.append(table)
-            progress.update(len(tables))
-    finally:
-        progress.close()
-    _queried(progress, len(tables))
-    if unset is not None:
-        unset.warn()
-    flattened = pa.concat_tables(tables) if tables else schema.empty_table()
+    queried = _query(
+        kind, client, [(checked, w) for w in windows], zone, "windows", progress_interval
+    )
+    flattened = pa.concat_tables([table for table, _ in queried])
     return cut_grains(flattened, kind.grains), len(windows)
 
 
@@ -235,27 +198,47 @@ def _zone(timezone: str | None, kind: ReportKind) -> tuple[str, UnsetTimezone | 
     return rules.time_zone(timezone), None
 
 
-def _window_table(
+def _query(
     kind: ReportKind,
     client: AnalyticsClient,
-    checked: FunnelRequest | EventRequest,
-    window: tuple[str, str],
+    queries: Sequence[tuple[FunnelRequest | EventRequest, tuple[str, str]]],
     zone: tuple[str, UnsetTimezone | None],
-    schema: pa.Schema,
-    body: dict[str, Any],
-) -> pa.Table:
-    """One query over a ``window`` (first and last day) of ``checked``, flattened, each row
-    carrying the window; ``zone`` is the time zone and, when none is set, the watcher of
-    the answers."""
+    unit: str,
+    progress_interval: float | None,
+) -> list[tuple[pa.Table, float]]:
+    """Each query, a checked request over a window (its first and last day), flattened, each
+    row carrying the window, with the seconds it took.
+
+    The progress is made before the first query (which checks ``progress_interval``); its
+    final line comes when there was more than one query. ``zone`` is the time zone and, when
+    none is set, the watcher of the answers, which warns once all are read.
+    """
     timezone, unset = zone
-    answer = kind.analyze(client, checked.window(*window))
+    progress = client.progress(
+        f"{kind.name} report", total=len(queries), unit=unit, interval=progress_interval
+    )
+    done: list[tuple[pa.Table, float]] = []
+    try:
+        for checked, window in queries:
+            started = time.monotonic()
+            body = checked.sent()
+            answer = client.analyze(checked.window(*window))
+            if unset is not None:
+                unset.observe(answer)
+            table = kind.flatten(answer.answer, body, timezone)
+            for window_field, day in zip(WINDOW_FIELDS, window, strict=True):
+                value = pa.scalar(dt.date.fromisoformat(day), pa.date32())
+                table = table.append_column(window_field, pa.repeat(value, table.num_rows))
+            schema = pa.schema([*kind.schema(body), *WINDOW_FIELDS])
+            done.append((table.cast(schema), time.monotonic() - started))
+            progress.update(len(done))
+    finally:
+        progress.close()
+    if len(done) > 1:
+        progress.finish(len(done))
     if unset is not None:
-        unset.observe(answer)
-    table = kind.flatten(answer.answer, body, timezone)
-    for window_field, day in zip(WINDOW_FIELDS, window, strict=True):
-        value = pa.scalar(dt.date.fromisoformat(day), pa.date32())
-        table = table.append_column(window_field, pa.repeat(value, table.num_rows))
-    return table.cast(schema)
+        unset.warn()
+    return done
 
 
 def run_report(
@@ -363,29 +346,22 @@ def run_report_days(
     """
     if len(set(days)) != len(days):
         raise AnalyticsUsageError(f"run_report_days: a day is listed twice in {list(days)}")
-    timezone, unset = _zone(timezone, kind)
-    checked = [kind.validate({**request, "fromDate": day, "toDate": day}) for day in days]
-    built = []
-    progress = _progress(client, kind, len(days), "days", progress_interval)
-    try:
-        for day, day_request in zip(days, checked, strict=True):
-            started = time.monotonic()
-            body = day_request.sent()
-            schema = kind.flattened_schema(body)
-            flattened = _window_table(
-                kind, client, day_request, (day, day), (timezone, unset), schema, body
-            )
-            built.append((day, cut_grains(flattened, kind.grains), time.monotonic() - started))
-            progress.update(len(built))
-    finally:
-        progress.close()
-    _queried(progress, len(built))
-    if unset is not None:
-        unset.warn()
+    zone = _zone(timezone, kind)
+    queries = [
+        (kind.validate({**request, "fromDate": day, "toDate": day}), (day, day)) for day in days
+    ]
+    queried = _query(kind, client, queries, zone, "days", progress_interval)
     # each day's seconds: its query and its writes, not the other days' queries between them
     return [
-        _written(kind, tables, writer_for(day), 1, (day, day), time.monotonic() - seconds)
-        for day, tables, seconds in built
+        _written(
+            kind,
+            cut_grains(table, kind.grains),
+            writer_for(day),
+            1,
+            (day, day),
+            time.monotonic() - seconds,
+        )
+        for day, (table, seconds) in zip(days, queried, strict=True)
     ]
 
 

@@ -2,14 +2,14 @@
 
 The Arrow schemas below are the single source of truth for column names and types: the
 builders assemble Arrow arrays and check them against the schema, so a table has exactly
-these types, for empty results too. Everything stays in Arrow; :mod:`.grains` cuts the
+these types, for empty results too. Everything stays in Arrow; :mod:`.frames` cuts the
 flattened table into the report tables, one grain each.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -177,37 +177,6 @@ def local_times_as_utc(values: Sequence[object], timezone: str) -> pa.Array:
     return local.cast(TIMESTAMP)
 
 
-def with_nulls(values: np.ndarray, null: np.ndarray, arrow_type: pa.DataType) -> pa.Array:
-    """A numeric Arrow column whose nulls are exactly where ``null`` is true.
-
-    :param values: the numbers; entries under the mask are ignored.
-    :param null: boolean mask of the null cells.
-    :param arrow_type: ``pa.int64()`` or ``pa.float64()``.
-    """
-    return pa.array(values, type=arrow_type, mask=null)
-
-
-def repeated(value: object, arrow_type: pa.DataType, length: int) -> pa.Array:
-    """A column holding the same value (or null) in every row."""
-    return pa.repeat(pa.scalar(value, type=arrow_type), length)
-
-
-def report_updated_at(
-    response: Mapping[str, Any], timezone: str, length: int, *, what: str
-) -> pa.Array:
-    """The response's ``reportUpdateTime`` as a UTC instant, repeated ``length`` times.
-
-    :param response: the analysis response.
-    :param timezone: the project's time zone, in which the platform writes the time.
-    :param length: the table's row count.
-    :param what: ``funnel`` or ``event``, for error messages.
-    """
-    updated = optional_report_datetime(
-        response.get("reportUpdateTime"), what=f"{what} reportUpdateTime"
-    )
-    return pa.repeat(local_times_as_utc([updated], timezone)[0], length)
-
-
 REPORT_TIME_COLUMNS: Final = ("report_updated_at", "report_updated_at_text")
 """When the platform computed a report: the only columns that differ between reruns of a day."""
 
@@ -215,16 +184,22 @@ REPORT_TIME_TEXT_LIMIT: Final = 200
 """Characters of ``reportUpdateTime`` kept as sent; a longer value is cut."""
 
 
-def report_updated_at_text(response: Mapping[str, Any], length: int) -> pa.Array:
-    """The response's ``reportUpdateTime`` as the platform sent it, repeated ``length`` times.
+def report_time_columns(
+    value: str | None, timezone: str, length: int, *, what: str
+) -> dict[str, pa.Array]:
+    """An answer's ``reportUpdateTime``, repeated ``length`` times, as the two
+    :data:`REPORT_TIME_COLUMNS`: the UTC instant (read in ``timezone``), and the text as the
+    platform sent it, so that a time in no accepted form (left empty in the first, and
+    logged) is not lost.
 
-    Kept beside :func:`report_updated_at` so that a time in no accepted form (left empty
-    there, and logged) is not lost. The declared answer makes it a string or null.
-
-    :param response: the analysis response.
+    :param value: ``reportUpdateTime`` (the declared answer makes it a string or null).
+    :param timezone: the project's time zone, in which the platform writes the time.
     :param length: the table's row count.
+    :param what: ``funnel`` or ``event``, for the log.
     """
-    value = response.get("reportUpdateTime")
-    if value is not None:
-        value = value[:REPORT_TIME_TEXT_LIMIT]
-    return pa.repeat(pa.scalar(value, type=pa.string()), length)
+    updated = optional_report_datetime(value, what=f"{what} reportUpdateTime")
+    text = None if value is None else value[:REPORT_TIME_TEXT_LIMIT]
+    return {
+        "report_updated_at": pa.repeat(local_times_as_utc([updated], timezone)[0], length),
+        "report_updated_at_text": pa.repeat(pa.scalar(text, type=pa.string()), length),
+    }

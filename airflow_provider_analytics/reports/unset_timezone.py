@@ -1,19 +1,25 @@
 """No silent timezone in reports: when none is set, the report's date-times are read as UTC and
 the run says so once, with what the answers showed about the platform's clock.
 
-The evidence is the rule of :mod:`~airflow_provider_analytics.core.report_clock`: a
-``reportUpdateTime`` later than its answer's ``Date`` shows a clock ahead of UTC. It is told,
-not used: it bounds the offset from below and says nothing of summer time, so the times are
-still read as UTC until the project's timezone is set.
+``reportUpdateTime`` is written ``yyyy-MM-dd HH:mm:ss`` on the project's clock, with no offset
+(spec 4.16/4.17, ``API_NOTES.md``), so on its own it cannot tell the zone. Beside the
+answer's ``Date`` header (the moment the platform sent it, in UTC) it can tell one thing for
+certain: a report is updated before it is sent, never after, so a ``reportUpdateTime`` that,
+read as UTC, lies later than ``Date`` shows a clock that runs ahead of UTC by at least that
+lead (:func:`clock_lead`). An earlier one shows nothing: the report may come from the
+platform's cache, or the zone may be behind UTC. The lead is told, not used: it bounds the
+offset from below and says nothing of summer time, so the times are still read as UTC until
+the project's timezone is set.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import logging
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
-from airflow_provider_analytics.core.report_clock import ClockLead, clock_lead
+from airflow_provider_analytics.core.report_dates import ReportDateError, parse_report_datetime
 
 if TYPE_CHECKING:
     from airflow_provider_analytics.client.api import AnalysisAnswer
@@ -23,6 +29,49 @@ log = logging.getLogger(__name__)
 UNSET_TIMEZONE: Final = (
     "no timezone is set (connection extra 'timezone', or the operator's 'timezone')"
 )
+CLOCK_TOLERANCE: Final = dt.timedelta(minutes=15)
+"""How far ``reportUpdateTime`` may lie after ``Date`` before it counts as a lead: room for
+clocks of different machines that disagree by minutes."""
+
+
+@dataclass(frozen=True)
+class ClockLead:
+    """Evidence that the project's clock runs ahead of UTC.
+
+    :param report_time: ``reportUpdateTime`` as the platform wrote it.
+    :param sent_at: the answer's ``Date``, in UTC.
+    :param lead: ``report_time`` read as UTC, minus ``sent_at``.
+    """
+
+    report_time: str
+    sent_at: dt.datetime
+    lead: dt.timedelta
+
+    @property
+    def rounded(self) -> str:
+        """The lead to the nearest quarter hour, as ``+08:00``."""
+        quarters = round(self.lead / dt.timedelta(minutes=15))
+        hours, minutes = divmod(quarters * 15, 60)
+        return f"+{hours:02d}:{minutes:02d}"
+
+
+def clock_lead(report_update_time: object, sent: dt.datetime | None) -> ClockLead | None:
+    """The lead ``reportUpdateTime`` shows over the answer's ``Date``, if it is evidence.
+
+    :param report_update_time: the answer's ``reportUpdateTime`` (any value; one in no
+        accepted form is no evidence).
+    :param sent: the answer's ``Date``, in UTC (``AnalysisAnswer.sent_at``).
+    """
+    if sent is None or not isinstance(report_update_time, str):
+        return None
+    try:
+        written = parse_report_datetime(report_update_time, what="reportUpdateTime")
+    except ReportDateError:
+        return None
+    lead = written.replace(tzinfo=dt.UTC) - sent
+    if lead <= CLOCK_TOLERANCE:
+        return None
+    return ClockLead(report_update_time, sent, lead)
 
 
 def _hours(lead: dt.timedelta) -> str:

@@ -252,9 +252,10 @@ def test_a_cohort_export_rerun_through_the_operator(
 def test_late_data_is_re_pulled(
     lake: Lake, emulator: EmulatorServer, emulator_admin: EmulatorAdmin, monkeypatch
 ) -> None:
-    """The look-back case of tests/integration/test_report_lookback.py, on this catalog and
-    the S3 warehouse: late events for a past day, corrected by the next run, no day twice."""
-    from tests.integration import test_report_lookback as lookback
+    """The look-back case of tests/integration/reports/test_report_lookback.py, on this
+    catalog and the S3 warehouse: late events for a past day, corrected by the next run, no
+    day twice."""
+    from tests.integration.reports import test_report_lookback as lookback
 
     lookback.use_platform(emulator, monkeypatch)
     sink = lookback.iceberg_sink(lake.catalog, lake.namespace)

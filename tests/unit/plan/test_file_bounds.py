@@ -12,14 +12,12 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from airflow_provider_analytics.core import bounded_decode
-from airflow_provider_analytics.core.bounded_decode import (
-    DecodeError,
-    decode_yaml,
-)
 from airflow_provider_analytics.core.errors import bounded_repr
+from airflow_provider_analytics.plan import file
 from airflow_provider_analytics.plan.file import (
+    DecodeError,
     TrackingPlanFileError,
+    decode_yaml,
     load_tracking_plan,
     parse_tracking_plan,
 )
@@ -64,7 +62,7 @@ def test_aliases_within_the_bound_still_work(tmp_path: Path) -> None:
 
 def test_the_bound_counts_expanded_values_exactly(monkeypatch: pytest.MonkeyPatch) -> None:
     """A reference count written independently: just under the bound passes, just over fails."""
-    monkeypatch.setattr(bounded_decode, "MAX_NODES", 2000)
+    monkeypatch.setattr(file, "MAX_NODES", 2000)
 
     def document(leaves: int) -> str:
         # one list of `leaves` aliases to a scalar: 1 (list) + leaves values, plus the keys
@@ -128,8 +126,7 @@ def test_deep_nesting_is_refused(tmp_path: Path, text: str, name: str) -> None:
 def test_a_file_over_the_size_bound_is_refused_without_reading_it_all(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(bounded_decode, "MAX_CHARACTERS", 1000)
-    monkeypatch.setattr("airflow_provider_analytics.plan.file.MAX_CHARACTERS", 1000)
+    monkeypatch.setattr(file, "MAX_CHARACTERS", 1000)
     assert "at most 1,000" in refusal(tmp_path, "events: []\n" + "#" * 5000)
 
 

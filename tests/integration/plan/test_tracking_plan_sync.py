@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 pytestmark = pytest.mark.integration
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "example_dags" / "tracking_plan.yaml"
+EXAMPLE = Path(__file__).resolve().parents[3] / "example_dags" / "tracking_plan.yaml"
 
 
 @pytest.fixture

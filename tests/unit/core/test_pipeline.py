@@ -79,9 +79,10 @@ def test_map_ahead_raises_the_first_failure_in_order() -> None:
 
 def test_write_behind_writes_in_order_and_surfaces_errors() -> None:
     written: list[int] = []
-    with WriteBehind(written.append) as behind:
-        for n in range(5):
-            behind.submit(n)
+    behind = WriteBehind(written.append)
+    for n in range(5):
+        behind.submit(n)
+    behind.close()
     assert written == [0, 1, 2, 3, 4]
 
     def fail(n: int) -> None:

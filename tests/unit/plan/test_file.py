@@ -19,7 +19,7 @@ from airflow_provider_analytics.plan.file import (
     resolve_plan_path,
 )
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "example_dags" / "tracking_plan.yaml"
+EXAMPLE = Path(__file__).resolve().parents[3] / "example_dags" / "tracking_plan.yaml"
 
 PLAN: dict[str, Any] = {
     "user_properties": [

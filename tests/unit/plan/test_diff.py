@@ -12,11 +12,11 @@ from airflow_provider_analytics.plan.diff import (
     FieldChange,
     LivePlan,
     Target,
-    by_kind,
     plan_changes,
     untracked,
 )
 from airflow_provider_analytics.plan.file import parse_tracking_plan
+from airflow_provider_analytics.plan.sync import SyncResult
 
 ADD, MODIFY, SKIP, CONFLICT = (
     ChangeKind.ADD,
@@ -314,7 +314,7 @@ def test_a_file_identical_to_the_platform_plans_nothing_but_skips() -> None:
     }
     changes = changes_for(desired)
     assert {c.kind for c in changes} == {SKIP}
-    assert by_kind(changes, SKIP) == changes
+    assert SyncResult(changes).of_kind(SKIP) == changes
 
 
 def test_plan_changes_follows_file_order_user_properties_first() -> None:

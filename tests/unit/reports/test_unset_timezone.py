@@ -6,7 +6,8 @@ import datetime as dt
 
 import pytest
 
-from airflow_provider_analytics.core.report_clock import CLOCK_TOLERANCE, clock_lead, sent_at
+from airflow_provider_analytics.core.report_dates import sent_at
+from airflow_provider_analytics.reports.unset_timezone import CLOCK_TOLERANCE, clock_lead
 
 SENT = dt.datetime(2024, 5, 1, 8, 0, 0, tzinfo=dt.UTC)
 
