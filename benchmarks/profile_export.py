@@ -2,8 +2,8 @@
 
 Runs contender (a) of ``cohort_export.py`` (Airflow imported, hook from an ``AIRFLOW_CONN_*``
 connection, ``ObjectStoragePath`` ``file://``) on the benchmark's data under ``py-spy record
---threads --native --format raw``, attached after a first small export, and sums the samples
-of the export (every thread) by stage: each sample goes to the stage of the first frame, from
+--threads --native --format raw``, attached after the imports and the hook, before the
+process's first export, and sums the samples of the export (every thread) by stage: each sample goes to the stage of the first frame, from
 the innermost out, that names one. Samples of a thread waiting (a lock, a queue, the GIL, a
 condition) are counted apart, so the shares are shares of the CPU time.
 
