@@ -9,12 +9,16 @@ under the work directory and reused while their name (rows, marker spacing, vers
 
 The server answers the three calls of an export (the plan, the count, the body); the body is
 the file, sent by the kernel (``socket.sendfile``), so the server costs almost nothing and the
-figures measure the client. Only the standard library is imported here.
+figures measure the client. It also answers the paged endpoint (``page``, ``pageSize``) from
+pages built once from the same file (:func:`page_file`), each sent by the kernel from where it
+stands in one file of pages; a page of other properties (the shards' check of their first
+page's ids) or of another size is built when asked. Only the standard library is imported here.
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import random
 import threading
@@ -26,13 +30,13 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from pathlib import Path
 
-VERSION = 2
+VERSION = 3
 """Part of every data file's name: bump when the records change."""
 TOKEN, APP_KEY = "bench-token", "bench-app-key"
 TIMEZONE = "Asia/Shanghai"
 MARKER = "(已脱敏)"
 PLAN = [
-    *({"id": name, "dataType": "number"} for name in ("user_id", "score", "price")),
+    *({"id": name, "dataType": "number"} for name in ("distinct_id", "score", "price")),
     *({"id": name, "dataType": "number"} for name in ("age", "balance")),
     *({"id": name, "dataType": "string"} for name in ("city", "nickname", "email", "device")),
     {"id": "phone", "dataType": "string", "masking": 1},
@@ -66,7 +70,7 @@ def _text(value: Any) -> str:
 def _record(rng: random.Random, row: int, marker_every: int, rotate: bool, extra: bool) -> str:
     day = rng.randrange(1, 28)
     values: dict[str, Any] = {
-        "user_id": _java_double(float(rng.getrandbits(63) - (1 << 62))),
+        "distinct_id": _java_double(float(rng.getrandbits(63) - (1 << 62))),
         "score": repr(rng.random() * 100),
         "price": repr(round(rng.uniform(0, 5000), 2)),
         "age": str(rng.randrange(16, 90)),
@@ -126,6 +130,30 @@ def ndjson_file(
     return path
 
 
+def page_file(ndjson: Path, page_size: int) -> tuple[Path, list[int]]:
+    """The pages of ``page_size`` users of ``ndjson`` as the paged endpoint sends them
+    (``{"count", "page", "size", "users": [...]}``), one after another in one file, written
+    beside it unless it is there already; and where each page starts (the file's size last)."""
+    path = ndjson.with_name(f"{ndjson.stem}-pages{page_size}.json")
+    index = path.with_suffix(".offsets")
+    if path.exists() and index.exists():
+        return path, json.loads(index.read_text())
+    with ndjson.open("rb") as source:
+        rows = sum(1 for _ in source)
+    offsets = [0]
+    partial = path.with_suffix(".partial")
+    with ndjson.open("rb") as source, partial.open("wb") as sink:
+        page = 0
+        while users := [line.rstrip(b"\n") for line in itertools.islice(source, page_size)]:
+            page += 1
+            head = json.dumps({"count": rows, "page": page, "size": len(users)})[:-1]
+            sink.write(head.encode() + b',"users":[' + b",".join(users) + b"]}")
+            offsets.append(sink.tell())
+    partial.rename(path)
+    index.write_text(json.dumps(offsets))
+    return path, offsets
+
+
 class _Handler(BaseHTTPRequestHandler):
     """Answers the three calls of an export; the body is sent with ``socket.sendfile``."""
 
@@ -148,8 +176,11 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         path, repeat, rows = self.server.cohorts[request["cohortCode"]]
-        if not self.path.endswith("/export"):  # get_cohort_users: the count
-            self._json({"count": rows, "page": 1, "size": 0, "users": []})
+        if not self.path.endswith("/export"):  # get_cohort_users: the count, or a page
+            if "page" in request:
+                self._page(request, path, rows)
+            else:
+                self._json({"count": rows, "page": 1, "size": 0, "users": []})
             return
         size = path.stat().st_size
         self.send_response(200)
@@ -161,18 +192,51 @@ class _Handler(BaseHTTPRequestHandler):
             for _ in range(repeat):
                 self.connection.sendfile(body, 0, size)
 
+    def _page(self, request: dict[str, Any], path: Path, rows: int) -> None:
+        """A page: sent from the file of pages when it is one of them, else built."""
+        number, size = request["page"], request["pageSize"]
+        pages = self.server.pages.get(request["cohortCode"])
+        properties = request.get("properties")
+        if pages and pages[2] == size and (properties is None or len(properties) == len(PLAN)):
+            pages_path, offsets, _ = pages
+            start, end = offsets[number - 1], offsets[number]
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(end - start))
+            self.end_headers()
+            self.wfile.flush()
+            with pages_path.open("rb") as body:
+                self.connection.sendfile(body, start, end - start)
+            return
+        first = (number - 1) * size
+        users = []
+        with path.open("rb") as source:
+            for row, line in enumerate(source):
+                if row >= first + size:
+                    break
+                if row >= first:
+                    user = json.loads(line)
+                    users.append({k: user[k] for k in properties or user})
+        self._json({"count": rows, "page": number, "size": len(users), "users": users})
+
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     cohorts: dict[str, tuple[Path, int, int]]
+    pages: dict[str, tuple[Path, list[int], int]]
 
 
 @contextlib.contextmanager
-def serving(cohorts: dict[str, tuple[Path, int, int]]) -> Iterator[str]:
-    """Serve ``cohorts`` (code -> file, times it is sent, rows) on 127.0.0.1; yields the base
-    URL."""
+def serving(
+    cohorts: dict[str, tuple[Path, int, int]],
+    pages: dict[str, tuple[Path, list[int], int]] | None = None,
+) -> Iterator[str]:
+    """Serve ``cohorts`` (code -> file, times it is sent, rows) on 127.0.0.1, and the paged
+    endpoint of those in ``pages`` (code -> :func:`page_file`'s file and offsets, page size);
+    yields the base URL."""
     server = _Server(("127.0.0.1", 0), _Handler)
     server.cohorts = cohorts
+    server.pages = pages or {}
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

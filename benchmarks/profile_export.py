@@ -2,10 +2,11 @@
 
 Runs contender (a) of ``cohort_export.py`` (Airflow imported, hook from an ``AIRFLOW_CONN_*``
 connection, ``ObjectStoragePath`` ``file://``) on the benchmark's data under ``py-spy record
---threads --native --format raw``, attached after a first small export, and sums the samples
-of the export (every thread) by stage: each sample goes to the stage of the first frame, from
-the innermost out, that names one. Samples of a thread waiting (a lock, a queue, the GIL, a
-condition) are counted apart, so the shares are shares of the CPU time.
+--threads --native --format raw``, attached after the imports and the hook, before the
+process's first export, and sums the samples of the export (every thread) by stage: each sample
+goes to the stage of the first frame, from the innermost out, that names one. Samples of a
+thread waiting (a lock, a queue, the GIL, a condition) are counted apart, so the shares are
+shares of the CPU time.
 
 py-spy (pinned) is installed into a virtual environment of its own under the work directory by
 the project's uv; it needs ptrace (root, or ``kernel.yama.ptrace_scope`` 0).
