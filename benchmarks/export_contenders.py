@@ -107,9 +107,9 @@ def provider_pages(base_url: str, cohort: str, out: str) -> tuple[int, int]:
     ``CohortExportToParquetOperator(mode="pages")`` runs it."""
     from airflow_provider_analytics.client.validation import cohort_query
     from airflow_provider_analytics.core.identity import cohort_identity
-    from airflow_provider_analytics.destinations.parquet import ParquetDestination
+    from airflow_provider_analytics.export.cohort_day import export_cohort_day
     from airflow_provider_analytics.hooks.analytics import AnalyticsHook
-    from airflow_provider_analytics.jobs.cohort_day import export_cohort_day
+    from airflow_provider_analytics.output.parquet_destination import ParquetDestination
 
     client = AnalyticsHook().get_conn()
     destination = ParquetDestination(f"file://{out}/", cohort_identity(cohort))

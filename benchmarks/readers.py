@@ -1,7 +1,7 @@
 """Readers of the export's NDJSON, compared on the same data: CPU seconds, and the decoding rule.
 
 The export decodes blocks of whole lines with Arrow's JSON parser behind the decoding rule
-(:class:`~airflow_provider_analytics.tabular.arrow.BlockDecoder`). This script times, each in a
+(:class:`~airflow_provider_analytics.export.decoder.BlockDecoder`). This script times, each in a
 fresh child process on the benchmark's data (``export_data.py``) held in memory as the export's
 1 MiB blocks, so that no socket or file system is in the figures:
 
@@ -65,7 +65,7 @@ def _cpu() -> float:
 
 def _schema() -> Any:
     """The export's columns for the benchmark's plan (as the export decides them)."""
-    from airflow_provider_analytics.tabular.export_schema import export_schema
+    from airflow_provider_analytics.export.schema import export_schema
 
     return export_schema([item["id"] for item in PLAN], PLAN, timezone=TIMEZONE)
 
@@ -78,8 +78,8 @@ def _blocks(path: Path) -> list[bytes]:
 
 
 def _rule(blocks: list[bytes], threads: int) -> int:
-    from airflow_provider_analytics.pipeline import map_ahead
-    from airflow_provider_analytics.tabular.arrow import BlockDecoder
+    from airflow_provider_analytics.core.pipeline import map_ahead
+    from airflow_provider_analytics.export.decoder import BlockDecoder
 
     decoder = BlockDecoder(_schema())
     rows = 0
@@ -92,7 +92,7 @@ def _rule(blocks: list[bytes], threads: int) -> int:
 def _read_schema() -> Any:
     """The schema Arrow reads a block with once the number columns are known (decimals as
     double, datetimes as texts): the decoder's read schema after its first block."""
-    from airflow_provider_analytics.tabular.arrow import BlockDecoder
+    from airflow_provider_analytics.export.decoder import BlockDecoder
 
     decoder = BlockDecoder(_schema())
     with ndjson_file(Path(os.environ["READERS_DATA"]), 1_000).open("rb") as sample:

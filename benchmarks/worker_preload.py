@@ -35,7 +35,7 @@ import time
 PRELOAD = [
     "airflow.sdk",
     "airflow_provider_analytics.hooks.analytics",
-    "airflow_provider_analytics.jobs.cohort_export",
+    "airflow_provider_analytics.export.stream",
 ]
 """What ``[core] mp_forkserver_preload`` names in the preloaded case."""
 
@@ -52,8 +52,6 @@ def _task(write: int) -> None:
 
     figures["airflow import"] = _cpu() - started
     started = _cpu()
-    import airflow_provider_analytics.hooks.analytics
-    import airflow_provider_analytics.jobs.cohort_export  # noqa: F401
 
     figures["provider imports"] = _cpu() - started
     started = _cpu()
