@@ -27,8 +27,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from airflow_provider_analytics.core.errors import AnalyticsError
-from airflow_provider_analytics.export.numpy_views import value_slots
+from airflow_provider_analytics.core.errors import DecimalFound, NumberRefusal
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -42,26 +41,13 @@ _DECIMAL_INTEGER_DIGITS: Final = 29
 """Integer digits of the ``decimal`` setting, decimal(38, 9)."""
 
 
-class NumberRefusal(AnalyticsError):
-    """A number the rule refuses: ``why`` it is refused and the ``setting`` that accepts it.
-    The decoder names the column and the row (as :class:`~.arrow.ExportDataError`)."""
-
-    def __init__(self, why: str, setting: str) -> None:
-        super().__init__(f"{why}; {setting}")
-        self.why = why
-        self.setting = setting
-
-
-class DecimalFound(AnalyticsError):
-    """A decimal token in a column read as int64 so far: a signal, not an error (the decoder
-    makes the column double and reads the block again).
-
-    :param rows: where the decoder raises it, ``{column index: 1-based row of a decimal}``.
+def value_slots(array: pa.Array, dtype: Any) -> np.ndarray[Any, Any]:
+    """A fixed-width array's value slots as a view of its data buffer, without a copy (a null
+    slot holds whatever the builder left there). ``Array.to_numpy``, like giving Arrow a Python
+    constant, makes pyarrow import pandas, ~40 MiB of a worker's memory an export does not need.
     """
-
-    def __init__(self, rows: dict[int, int] | None = None) -> None:
-        super().__init__("a decimal in a column read as int64 so far")
-        self.rows = rows or {}
+    data = np.frombuffer(array.buffers()[1], dtype=dtype)
+    return data[array.offset : array.offset + len(array)]
 
 
 def is_integer_token(text: str) -> bool:
