@@ -171,15 +171,28 @@ class SharedHold:
 
     def observe(self) -> float | None:
         """The seconds the shared record asks this process to hold its calls from now, once
-        per record and at most ``retry_after_max``; ``None`` when it asks nothing new.
+        per record and at most ``retry_after_max``; ``None`` when it asks nothing new. The record
+        is read again once the last read is :data:`REFRESH_SECONDS` old; one that cannot be read
+        (the storage failing) is logged and the last one read kept.
 
         :raises ShardStagingError: the record is not of the declared shape.
         """
-        record = self.current()
-        if record is None:
-            return None
         with self._lock:
-            if record == self._honoured:
+            now = self._clock()
+            if now - self._read_at >= self._refresh:
+                self._read_at = now  # one read per process per interval, whatever the threads
+                try:
+                    # an object-storage file system (s3fs) answers "not found" from a listing
+                    # it kept of the folder, for an object another process wrote since: drop it
+                    if (fs := getattr(self.path, "fs", None)) is not None:
+                        fs.invalidate_cache(getattr(self.path, "path", str(self.path)))
+                    self._known = read_record(
+                        self.path, HoldRecord, "hold record", RECORD_BYTES_MAX
+                    )
+                except OSError as error:
+                    log.warning("could not read the shared hold-off %s: %s", self.path, error)
+            record = self._known
+            if record is None or record == self._honoured:
                 return None
             self._honoured = record
         seconds = record.until - self._wall()
@@ -202,25 +215,3 @@ class SharedHold:
             seconds,
         )
         return seconds
-
-    def current(self) -> HoldRecord | None:
-        """The record, read again when the last read is :data:`REFRESH_SECONDS` old; ``None``
-        when there is none. A record that cannot be read (the storage failing) is logged and
-        the last one read kept.
-
-        :raises ShardStagingError: the record is not of the declared shape.
-        """
-        with self._lock:
-            now = self._clock()
-            if now - self._read_at < self._refresh:
-                return self._known
-            self._read_at = now  # one read per process per interval, whatever the threads
-            try:
-                # an object-storage file system (s3fs) answers "not found" from a listing it
-                # kept of the folder, for an object another process wrote since: drop it
-                if (fs := getattr(self.path, "fs", None)) is not None:
-                    fs.invalidate_cache(getattr(self.path, "path", str(self.path)))
-                self._known = read_record(self.path, HoldRecord, "hold record", RECORD_BYTES_MAX)
-            except OSError as error:
-                log.warning("could not read the shared hold-off %s: %s", self.path, error)
-            return self._known

@@ -191,20 +191,6 @@ def shard_pages(page_size: Any, shard_rows: Any) -> int:
     return max(1, rows // size)
 
 
-def require_user_id(properties: Sequence[str]) -> None:
-    """Shards need ``distinct_id`` among the columns (it tells the users apart).
-
-    :raises AnalyticsValidationError: naming ``properties``.
-    """
-    if ID_COLUMN not in properties:
-        rules.fail(
-            "properties",
-            f"must include {ID_COLUMN!r} to read the cohort in pages (no user may appear in "
-            "two shards, and the id tells them apart)",
-            list(properties),
-        )
-
-
 def plan_shards(
     client: AnalyticsClient,
     query: CohortQuery,
@@ -214,10 +200,20 @@ def plan_shards(
     count: int | None = None,
 ) -> ShardPlan:
     """Plan the shards of ``query`` (its properties known) from the cohort's ``count``: the
-    one given (just read by the caller), else a one-row page's."""
+    one given (just read by the caller), else a one-row page's.
+
+    :raises AnalyticsValidationError: a setting out of bounds, or no ``distinct_id`` among the
+        properties (it tells the users apart).
+    """
     properties = tuple(query.properties or ())
     pages = shard_pages(page_size, shard_rows)
-    require_user_id(properties)
+    if ID_COLUMN not in properties:
+        rules.fail(
+            "properties",
+            f"must include {ID_COLUMN!r} to read the cohort in pages (no user may appear in "
+            "two shards, and the id tells them apart)",
+            list(properties),
+        )
     if count is None:
         count = client.get_cohort_users(query.sizing(), page=1, page_size=1)["count"]
     plan = ShardPlan(
@@ -457,8 +453,9 @@ def check_consistency(
 def _in_bucket(ids: pa.Array, buckets: int, bucket: int) -> np.ndarray | pa.Array:
     """The ids of ``bucket``: an integer id's bucket is its value modulo ``buckets`` (the ids
     kept as numpy integers), any other id's its CRC-32 modulo ``buckets``."""
-    values = _integers(ids)
-    if values is not None:
+    if pa.types.is_integer(ids.type) and not ids.null_count:  # a numpy view of the buffer
+        kind = "i" if pa.types.is_signed_integer(ids.type) else "u"
+        values = value_slots(ids, np.dtype(f"{kind}{ids.type.byte_width}"))
         return values if buckets == 1 else values[np.abs(values % buckets) == bucket]
     if buckets == 1:
         return ids
@@ -466,14 +463,6 @@ def _in_bucket(ids: pa.Array, buckets: int, bucket: int) -> np.ndarray | pa.Arra
         [value for value in ids.to_pylist() if zlib.crc32(str(value).encode()) % buckets == bucket],
         ids.type,
     )
-
-
-def _integers(ids: pa.Array) -> np.ndarray | None:
-    """Integer ids without nulls as a numpy view of their buffer, else ``None``."""
-    if not pa.types.is_integer(ids.type) or ids.null_count:
-        return None
-    kind = "i" if pa.types.is_signed_integer(ids.type) else "u"
-    return value_slots(ids, np.dtype(f"{kind}{ids.type.byte_width}"))
 
 
 def _refuse_duplicate_ids(plan: ShardPlan, parts: Sequence[StoragePath], column: str) -> None:
