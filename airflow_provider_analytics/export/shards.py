@@ -241,6 +241,7 @@ def part_of(staging: StoragePath, shard: Shard, suffix: str = "parquet") -> Stor
     return path
 
 
+@dataclass(eq=False)
 class ShardReader:
     """Reads shards of one plan into Parquet parts in a staging folder.
 
@@ -254,20 +255,16 @@ class ShardReader:
     on any worker (:mod:`~airflow_provider_analytics.export.shard_hold`).
     """
 
-    def __init__(
-        self,
-        client: AnalyticsClient,
-        plan: ShardPlan,
-        schema: ExportSchema,
-        staging: StoragePath,
-        settings: ExportSettings,
-    ) -> None:
-        self.client = client
-        self.plan = plan
-        self.schema = schema
-        self.staging = staging
-        self.settings = settings
-        self.hold = SharedHold(staging / HOLD_FILE, retry_after_max=client.config.retry_after_max)
+    client: AnalyticsClient
+    plan: ShardPlan
+    schema: ExportSchema
+    staging: StoragePath
+    settings: ExportSettings
+
+    def __post_init__(self) -> None:
+        self.hold = SharedHold(
+            self.staging / HOLD_FILE, retry_after_max=self.client.config.retry_after_max
+        )
         """The hold-off every reader of the plan shares."""
 
     def finished(self, shard: Shard) -> bool:
