@@ -1,4 +1,4 @@
-"""The client's single exception hierarchy.
+"""The package's single exception hierarchy.
 
 Every error carries ``status`` (HTTP status or ``None``), ``code``, ``msg`` and ``data``
 (from the platform's ``{code, msg, data}`` error body when there was one) and
@@ -281,3 +281,49 @@ class AnalyticsUsageError(AnalyticsError, TypeError, RuntimeError):
 
 class ShardStagingError(AnalyticsError, ValueError):
     """A record in the staging folder does not have the shape this package writes."""
+
+
+class ExportIncompleteError(AnalyticsError, RuntimeError):
+    """A cohort export delivered a different number of rows than the cohort holds, or every
+    attempt failed: transient, another attempt (or run) may deliver them all."""
+
+    transient = True
+
+
+class CohortChangedError(AnalyticsError, RuntimeError):
+    """The cohort changed while it was read in shards (its count, or a user seen twice);
+    nothing was published."""
+
+
+class ExportDataError(AnalyticsError, ValueError):
+    """A value in a cohort export does not fit its column (and is not the masked marker); the
+    message names the column and the 1-based row of the export."""
+
+
+class NumberRefusal(AnalyticsError):
+    """A number the export's number rule refuses: ``why`` it is refused and the ``setting``
+    that accepts it. The decoder raises it as an :class:`ExportDataError` naming the column
+    and the row."""
+
+    def __init__(self, why: str, setting: str) -> None:
+        super().__init__(f"{why}; {setting}")
+        self.why = why
+        self.setting = setting
+
+
+class DecimalFound(AnalyticsError):
+    """A decimal in an export's ``number`` column read as int64 so far: a signal inside the
+    decoder, never raised to a caller (the column becomes double and the block is read again).
+
+    :param rows: ``{column index: 1-based row of a decimal}``, where the decoder knows them.
+    """
+
+    def __init__(self, rows: dict[int, int] | None = None) -> None:
+        super().__init__("a decimal in a column read as int64 so far")
+        self.rows = rows or {}
+
+
+class Unfit(AnalyticsError, TypeError, ValueError):
+    """A value an export column's line-by-line rule cannot take; inside the decoder only, which
+    turns it into the :class:`ExportDataError` naming the column and the row (a ``TypeError``
+    and a ``ValueError``, as the converters' failures are caught with Arrow's)."""

@@ -16,6 +16,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_analytics.core import rules
+from airflow_provider_analytics.core.errors import CohortChangedError
 from airflow_provider_analytics.core.heap import trim_heap
 from airflow_provider_analytics.core.identity import COHORT_FILE
 from airflow_provider_analytics.export import shards as shards
@@ -137,7 +138,7 @@ def publish_shards(
     parts = [shards.part_of(staging, shard) for shard in plan.shards]
     missing = [shard.index for shard in plan.shards if not parts[shard.index].exists()]
     if missing:
-        raise shards.CohortChangedError(
+        raise CohortChangedError(
             f"cohort {plan.cohort_code!r}: shards {missing} are not read yet; nothing was published"
         )
     with arrow_memory_pool(ExportSettings.memory_pool):

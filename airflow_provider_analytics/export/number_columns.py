@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from airflow_provider_analytics.core.errors import ExportDataError
 from airflow_provider_analytics.export import number_rule
-from airflow_provider_analytics.export.value_rule import ExportDataError
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from airflow_provider_analytics.export.number_rule import NumberRefusal
+    from airflow_provider_analytics.core.errors import NumberRefusal
     from airflow_provider_analytics.export.schema import ExportColumn
 
 log = logging.getLogger(__name__)

@@ -1,31 +1,16 @@
 """The columns of a cohort export: names, Parquet types and where each type came from.
 
 The type of a column follows the plan's ``dataType`` (spec 2.5); :data:`TYPE_TABLE` is the
-table the README shows (a test keeps the two equal).
-
-``number``: no value is changed by default. A JSON integer token keeps its exact integer and a
-decimal token (with ``.``, ``e`` or ``E``) is the double it denotes, so a ``number`` column is
-``int64`` when every value of the export is an integer token that fits int64, and ``float64``
-(DOUBLE) otherwise (:mod:`~airflow_provider_analytics.export.number_rule`).
-
-Why: the platform's ``number`` holds integers and decimals alike (spec 2.5). Ids, counts and
-epoch milliseconds are integers, and many are beyond 2**53, where a double no longer holds every
-integer: ``4255875062385414000`` stored as a double and cast back to an integer in a warehouse
-is ``4255875062385414144``, and joins against the id kept as an integer elsewhere find nothing.
-An integer column keeps them; decimals (``14.898609719035171``) stay doubles, exactly the double
-their text denotes. This is what readers of JSON already do: DuckDB's ``read_json`` and
-``pyarrow.json`` infer BIGINT/int64 for integer literals, DOUBLE for decimals, and DOUBLE when a
-column holds both; warehouses load JSON integers into INT64/NUMBER columns the same way. The
-one difference: where they promote an integer column to DOUBLE and round the integers beyond
-2**53 silently, the export refuses such an integer by name (column, 1-based row) with the
-setting that accepts it, ``schema_overrides={"col": "decimal"}`` (exact) or ``"double"`` (the
-nearest double), and an integer beyond int64 likewise (``decimal``). A column that holds
-decimals on one day and integers only on another is double on the first day, int64 on the
-second (a widening every Parquet reader and warehouse takes); set it to ``"double"`` to keep it
-double every day.
-
-``schema_overrides`` keeps the exceptions: ``"double"`` (every number as its nearest double),
-``"int64"`` (integers only), ``"decimal"`` (decimal(38, 9), exact) and any Arrow type.
+table the README shows (a test keeps the two equal). A ``number`` column is ``int64`` while
+every value of the export is an integer token that fits, and double once one is a decimal
+(:mod:`~airflow_provider_analytics.export.number_rule`), because the platform's ``number``
+holds integers and decimals alike: ids, counts and epoch milliseconds are integers, many beyond
+2**53, where a double no longer holds every integer (``4255875062385414000`` stored as a double
+and cast back is ``4255875062385414144``, and joins against the id kept as an integer elsewhere
+find nothing). A column that holds decimals on one day and integers only on another is double
+on the first day, int64 on the second (a widening every Parquet reader and warehouse takes);
+``schema_overrides`` keeps the exceptions (``"double"`` every day, ``"int64"``, ``"decimal"``,
+any Arrow type).
 
 A column is decoded by its id (the record key) and written under the name
 :mod:`~airflow_provider_analytics.core.column_names` gives it; each Parquet field keeps its

@@ -40,7 +40,7 @@ import os
 import socket
 import threading
 import time
-from typing import TYPE_CHECKING, Final, Literal
+from typing import TYPE_CHECKING, Final, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -64,11 +64,32 @@ RECORD_BYTES_MAX: Final = 4096
 """A record longer than this is refused unread (the ones written here are about 100 bytes)."""
 
 
-def first_problem(error: ValidationError) -> str:
-    """The first thing a record got wrong, for the refusal's message."""
-    detail = error.errors()[0]
-    where = ".".join(str(part) for part in detail["loc"]) or "the record"
-    return f"{where}: {detail['msg']}"
+_Record = TypeVar("_Record", bound=BaseModel)
+
+
+def read_record(
+    path: StoragePath, model: type[_Record], what: str, max_bytes: int = -1
+) -> _Record | None:
+    """A record of the staging folder (the plan, a finished shard's, the hold-off) in its
+    declared shape ``model``; ``None`` when there is none.
+
+    :param what: what the record is, for the refusal.
+    :param max_bytes: a longer record is refused unread (``-1``: no bound).
+    :raises ShardStagingError: the record is not of the declared shape.
+    """
+    try:
+        with path.open("rb") as handle:
+            raw = handle.read(max_bytes + 1 if max_bytes >= 0 else -1)
+    except FileNotFoundError:
+        return None
+    if 0 <= max_bytes < len(raw):
+        raise ShardStagingError(f"{path}: not a {what} (longer than {max_bytes} bytes)")
+    try:
+        return model.model_validate_json(raw)
+    except ValidationError as error:
+        detail = error.errors()[0]
+        where = ".".join(str(part) for part in detail["loc"]) or "the record"
+        raise ShardStagingError(f"{path}: not a {what} ({where}: {detail['msg']})") from None
 
 
 class HoldRecord(BaseModel):
@@ -150,15 +171,28 @@ class SharedHold:
 
     def observe(self) -> float | None:
         """The seconds the shared record asks this process to hold its calls from now, once
-        per record and at most ``retry_after_max``; ``None`` when it asks nothing new.
+        per record and at most ``retry_after_max``; ``None`` when it asks nothing new. The record
+        is read again once the last read is :data:`REFRESH_SECONDS` old; one that cannot be read
+        (the storage failing) is logged and the last one read kept.
 
         :raises ShardStagingError: the record is not of the declared shape.
         """
-        record = self.current()
-        if record is None:
-            return None
         with self._lock:
-            if record == self._honoured:
+            now = self._clock()
+            if now - self._read_at >= self._refresh:
+                self._read_at = now  # one read per process per interval, whatever the threads
+                try:
+                    # an object-storage file system (s3fs) answers "not found" from a listing
+                    # it kept of the folder, for an object another process wrote since: drop it
+                    if (fs := getattr(self.path, "fs", None)) is not None:
+                        fs.invalidate_cache(getattr(self.path, "path", str(self.path)))
+                    self._known = read_record(
+                        self.path, HoldRecord, "hold record", RECORD_BYTES_MAX
+                    )
+                except OSError as error:
+                    log.warning("could not read the shared hold-off %s: %s", self.path, error)
+            record = self._known
+            if record is None or record == self._honoured:
                 return None
             self._honoured = record
         seconds = record.until - self._wall()
@@ -181,48 +215,3 @@ class SharedHold:
             seconds,
         )
         return seconds
-
-    def current(self) -> HoldRecord | None:
-        """The record, read again when the last read is :data:`REFRESH_SECONDS` old; ``None``
-        when there is none. A record that cannot be read (the storage failing) is logged and
-        the last one read kept.
-
-        :raises ShardStagingError: the record is not of the declared shape.
-        """
-        with self._lock:
-            now = self._clock()
-            if now - self._read_at < self._refresh:
-                return self._known
-            self._read_at = now  # one read per process per interval, whatever the threads
-            try:
-                self._known = self._read()
-            except OSError as error:
-                log.warning("could not read the shared hold-off %s: %s", self.path, error)
-            return self._known
-
-    def _read(self) -> HoldRecord | None:
-        _forget_listing(self.path)
-        try:
-            with self.path.open("rb") as handle:
-                raw = handle.read(RECORD_BYTES_MAX + 1)
-        except FileNotFoundError:
-            return None
-        if len(raw) > RECORD_BYTES_MAX:
-            raise ShardStagingError(
-                f"{self.path}: not a hold record (longer than {RECORD_BYTES_MAX} bytes)"
-            )
-        try:
-            return HoldRecord.model_validate_json(raw)
-        except ValidationError as error:
-            raise ShardStagingError(
-                f"{self.path}: not a hold record ({first_problem(error)})"
-            ) from None
-
-
-def _forget_listing(path: StoragePath) -> None:
-    """Drop what the path's file system remembers of its folder: an object-storage file system
-    (``s3fs``) keeps a folder's listing once it has listed it, and answers "not found" from it
-    for an object another process wrote since."""
-    fs = getattr(path, "fs", None)
-    if fs is not None:
-        fs.invalidate_cache(getattr(path, "path", str(path)))

@@ -29,34 +29,29 @@ are committed as one snapshot. The staging folder is removed after publication.
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import zlib
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from airflow_provider_analytics.core import rules
-from airflow_provider_analytics.core.errors import AnalyticsError, ShardStagingError
+from airflow_provider_analytics.core.errors import CohortChangedError, ShardStagingError
 from airflow_provider_analytics.core.heap import trim_heap
 from airflow_provider_analytics.core.identity import request_digest
 from airflow_provider_analytics.core.ndjson import iter_line_blocks
 from airflow_provider_analytics.core.retry import RetryPolicy
 from airflow_provider_analytics.export.arrow_pool import arrow_memory_pool
 from airflow_provider_analytics.export.decoder import BlockDecoder
-from airflow_provider_analytics.export.numpy_views import value_slots
-from airflow_provider_analytics.export.shard_hold import (
-    HOLD_FILE,
-    SharedHold,
-    first_problem,
-)
+from airflow_provider_analytics.export.number_rule import value_slots
+from airflow_provider_analytics.export.shard_hold import HOLD_FILE, SharedHold, read_record
 from airflow_provider_analytics.output.parquet import parquet_stream
 from airflow_provider_analytics.output.storage import remove_quietly, write_bytes_atomically
 
@@ -64,7 +59,6 @@ if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
 
     from airflow_provider_analytics.client import AnalyticsClient
-    from airflow_provider_analytics.client.throttle import PlatformThrottle
     from airflow_provider_analytics.client.validation import CohortQuery
     from airflow_provider_analytics.export.schema import ExportSchema
     from airflow_provider_analytics.export.settings import ExportSettings
@@ -92,10 +86,9 @@ MODES: Final = ("auto", "stream", "pages")
 ID_COLUMN: Final = "distinct_id"
 """The user's id: no user may appear in two shards."""
 
+PLAN_FILE: Final = "plan.json"
 
-class CohortChangedError(AnalyticsError, RuntimeError):
-    """The cohort changed while it was read in shards (its count, or a user seen twice);
-    nothing was published."""
+_RECORD = ConfigDict(strict=True, extra="forbid", frozen=True)
 
 
 @dataclass(frozen=True)
@@ -112,32 +105,19 @@ class Shard:
         return f"part-{self.index:05d}"
 
 
-class _PlanRecord(BaseModel):
-    """The declared shape of ``plan.json`` (and of the plan handed between tasks)."""
-
-    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
-
-    cohort_code: str
-    properties: list[str]
-    limit: int | None = Field(default=None, ge=0)
-    count: int = Field(ge=0)
-    page_size: int = Field(ge=1, le=PAGE_SIZE_MAX)
-    shard_pages: int = Field(ge=1)
-
-
 class _ShardRecord(BaseModel):
     """The declared shape of ``part-NNNNN.json``: a finished shard."""
 
-    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+    model_config = _RECORD
 
     plan: str
     index: int = Field(ge=0)
     rows: int = Field(ge=0)
 
 
-@dataclass(frozen=True)
-class ShardPlan:
-    """How a cohort is read: its size when planned, and the pages of each shard.
+class ShardPlan(BaseModel):
+    """How a cohort is read: its size when planned, and the pages of each shard (also the
+    declared shape of ``plan.json``).
 
     :param cohort_code: the cohort.
     :param properties: the columns asked for, in order.
@@ -147,12 +127,14 @@ class ShardPlan:
     :param shard_pages: pages per shard.
     """
 
+    model_config = _RECORD
+
     cohort_code: str
     properties: tuple[str, ...]
-    limit: int | None
-    count: int
-    page_size: int
-    shard_pages: int
+    limit: int | None = Field(default=None, ge=0)
+    count: int = Field(ge=0)
+    page_size: int = Field(ge=1, le=PAGE_SIZE_MAX)
+    shard_pages: int = Field(ge=1)
 
     @property
     def rows(self) -> int:
@@ -184,30 +166,7 @@ class ShardPlan:
     @property
     def digest(self) -> str:
         """Names this plan: the request and the count it was made for."""
-        return request_digest(self.as_dict())
-
-    def as_dict(self) -> dict[str, Any]:
-        record = asdict(self)
-        record["properties"] = list(self.properties)
-        return record
-
-    @classmethod
-    def from_dict(cls, record: Any, origin: str = "plan") -> ShardPlan:
-        """A plan from its declared shape (an XCom, ``plan.json``), refused by name otherwise."""
-        try:
-            checked = _PlanRecord.model_validate(record)
-        except ValidationError as error:
-            raise ShardStagingError(
-                f"{origin}: not a shard plan ({first_problem(error)})"
-            ) from None
-        return cls(
-            checked.cohort_code,
-            tuple(checked.properties),
-            checked.limit,
-            checked.count,
-            checked.page_size,
-            checked.shard_pages,
-        )
+        return request_digest(self.model_dump(mode="json"))
 
 
 def choose_mode(mode: Any, rows: int, threshold: int = STREAM_ROWS_MAX) -> str:
@@ -232,20 +191,6 @@ def shard_pages(page_size: Any, shard_rows: Any) -> int:
     return max(1, rows // size)
 
 
-def require_user_id(properties: Sequence[str]) -> None:
-    """Shards need ``distinct_id`` among the columns (it tells the users apart).
-
-    :raises AnalyticsValidationError: naming ``properties``.
-    """
-    if ID_COLUMN not in properties:
-        rules.fail(
-            "properties",
-            f"must include {ID_COLUMN!r} to read the cohort in pages (no user may appear in "
-            "two shards, and the id tells them apart)",
-            list(properties),
-        )
-
-
 def plan_shards(
     client: AnalyticsClient,
     query: CohortQuery,
@@ -255,13 +200,30 @@ def plan_shards(
     count: int | None = None,
 ) -> ShardPlan:
     """Plan the shards of ``query`` (its properties known) from the cohort's ``count``: the
-    one given (just read by the caller), else a one-row page's."""
+    one given (just read by the caller), else a one-row page's.
+
+    :raises AnalyticsValidationError: a setting out of bounds, or no ``distinct_id`` among the
+        properties (it tells the users apart).
+    """
     properties = tuple(query.properties or ())
     pages = shard_pages(page_size, shard_rows)
-    require_user_id(properties)
+    if ID_COLUMN not in properties:
+        rules.fail(
+            "properties",
+            f"must include {ID_COLUMN!r} to read the cohort in pages (no user may appear in "
+            "two shards, and the id tells them apart)",
+            list(properties),
+        )
     if count is None:
         count = client.get_cohort_users(query.sizing(), page=1, page_size=1)["count"]
-    plan = ShardPlan(query.cohort_code, properties, query.limit, count, page_size, pages)
+    plan = ShardPlan(
+        cohort_code=query.cohort_code,
+        properties=properties,
+        limit=query.limit,
+        count=count,
+        page_size=page_size,
+        shard_pages=pages,
+    )
     log.info(
         "cohort %s: %d users in %d shards of up to %d pages of %d",
         plan.cohort_code,
@@ -273,12 +235,13 @@ def plan_shards(
     return plan
 
 
-def part_of(staging: StoragePath, shard: Shard) -> StoragePath:
-    """The Parquet part of ``shard`` in the staging folder."""
-    path: StoragePath = staging / f"{shard.name}.parquet"
+def part_of(staging: StoragePath, shard: Shard, suffix: str = "parquet") -> StoragePath:
+    """The Parquet part of ``shard`` in the staging folder (``suffix="json"``: its record)."""
+    path: StoragePath = staging / f"{shard.name}.{suffix}"
     return path
 
 
+@dataclass(eq=False)
 class ShardReader:
     """Reads shards of one plan into Parquet parts in a staging folder.
 
@@ -292,62 +255,42 @@ class ShardReader:
     on any worker (:mod:`~airflow_provider_analytics.export.shard_hold`).
     """
 
-    def __init__(
-        self,
-        client: AnalyticsClient,
-        plan: ShardPlan,
-        schema: ExportSchema,
-        staging: StoragePath,
-        settings: ExportSettings,
-    ) -> None:
-        self.client = client
-        self.plan = plan
-        self.schema = schema
-        self.staging = staging
-        self.settings = settings
-        self.hold = SharedHold(staging / HOLD_FILE, retry_after_max=client.config.retry_after_max)
+    client: AnalyticsClient
+    plan: ShardPlan
+    schema: ExportSchema
+    staging: StoragePath
+    settings: ExportSettings
+
+    def __post_init__(self) -> None:
+        self.hold = SharedHold(
+            self.staging / HOLD_FILE, retry_after_max=self.client.config.retry_after_max
+        )
         """The hold-off every reader of the plan shares."""
-
-    @property
-    def throttle(self) -> PlatformThrottle:
-        """This process' throttle of the platform (looked up at each use: a forked child has
-        its own)."""
-        from airflow_provider_analytics.client.throttle import throttle_for
-
-        return throttle_for(self.client.config.base_url)
-
-    def part(self, shard: Shard) -> StoragePath:
-        return part_of(self.staging, shard)
-
-    def record(self, shard: Shard) -> StoragePath:
-        path: StoragePath = self.staging / f"{shard.name}.json"
-        return path
 
     def finished(self, shard: Shard) -> bool:
         """Whether the shard's part and record are there, for this plan and its rows."""
-        record = self.record(shard)
-        if not record.exists() or not self.part(shard).exists():
+        if not part_of(self.staging, shard).exists():
             return False
-        try:
-            with record.open("rb") as handle:
-                checked = _ShardRecord.model_validate_json(handle.read())
-        except ValidationError as error:
-            raise ShardStagingError(
-                f"{record}: not a shard record ({first_problem(error)})"
-            ) from None
-        return checked.plan == self.plan.digest and checked.rows == shard.rows
+        record = read_record(part_of(self.staging, shard, "json"), _ShardRecord, "shard record")
+        return record is not None and (record.plan, record.rows) == (self.plan.digest, shard.rows)
 
     def read(self, shard: Shard) -> int:
         """Read the shard's pages into its part (atomically), then record it; retried on its
-        own (transient errors) up to ``settings.attempts`` times, while the throttle shares
-        its hold-off through the staging folder. Returns the rows written."""
+        own (transient errors) up to ``settings.attempts`` times, while this process' throttle
+        shares its hold-off through the staging folder (looked up at each read: a forked child
+        has its own). Returns the rows written."""
+        from airflow_provider_analytics.client.throttle import throttle_for
+
         settings = self.settings
         policy = RetryPolicy.doubling(settings.attempts, settings.retry_delay)
         subject = f"cohort {self.plan.cohort_code} shard {shard.index}"
-        with self.throttle.sharing(self.hold, f"shard {shard.index}"):
+        throttle = throttle_for(self.client.config.base_url)
+        with throttle.sharing(self.hold, f"shard {shard.index}"):
             rows = policy.retrying(subject, logger=log)(self._attempt, shard)
         record = _ShardRecord(plan=self.plan.digest, index=shard.index, rows=rows)
-        write_bytes_atomically(self.record(shard), record.model_dump_json().encode())
+        write_bytes_atomically(
+            part_of(self.staging, shard, "json"), record.model_dump_json().encode()
+        )
         return rows
 
     def _attempt(self, shard: Shard) -> int:
@@ -361,7 +304,7 @@ class ShardReader:
             bar=False,
         )
         with parquet_stream(
-            self.part(shard),
+            part_of(self.staging, shard),
             self.schema.arrow_schema,
             compression=settings.compression,
             row_group_rows=settings.row_group_rows,
@@ -405,19 +348,16 @@ class ShardReader:
 def load_or_start_plan(staging: StoragePath, plan: ShardPlan) -> bool:
     """Keep the staging folder when it holds this very plan (a resumed try), else empty it and
     record ``plan``. Returns whether finished shards may be reused."""
-    record = staging / "plan.json"
-    if record.exists():
-        with record.open("rb") as handle:
-            raw = handle.read()
-        try:
-            earlier = ShardPlan.from_dict(json.loads(raw), str(record))
-        except (ShardStagingError, ValueError):
-            earlier = None
-        if earlier == plan:
-            return True
+    try:
+        earlier: object = read_record(staging / PLAN_FILE, ShardPlan, "shard plan")
+    except ShardStagingError as refused:
+        earlier = refused
+    if earlier == plan:
+        return True
+    if earlier is not None:
         log.info("staging %s holds another plan; starting over", staging)
     clear_staging(staging)
-    write_bytes_atomically(record, json.dumps(plan.as_dict()).encode())
+    write_bytes_atomically(staging / PLAN_FILE, plan.model_dump_json().encode())
     return False
 
 
@@ -430,17 +370,22 @@ def clear_staging(staging: StoragePath) -> None:
 
 
 def read_plan(staging: StoragePath) -> ShardPlan:
-    """The plan recorded in ``staging`` (for the tasks that read and publish)."""
-    record = staging / "plan.json"
-    with record.open("rb") as handle:
-        return ShardPlan.from_dict(json.loads(handle.read()), str(record))
+    """The plan recorded in ``staging`` (for the tasks that read and publish).
+
+    :raises ShardStagingError: there is none, or ``plan.json`` is not a shard plan.
+    """
+    plan = read_record(staging / PLAN_FILE, ShardPlan, "shard plan")
+    if plan is None:
+        raise ShardStagingError(f"{staging}: no shard plan recorded ({PLAN_FILE})")
+    return plan
 
 
 def read_shards(
     reader: ShardReader, shards: Sequence[Shard], *, parallel: int = 1
 ) -> dict[int, int]:
-    """Read the shards not finished yet, ``parallel`` at a time (each its own connection);
-    returns rows per shard index. The first failure stops the others and is raised."""
+    """Read the shards not finished yet, ``parallel`` at a time (each its own connection; one
+    at a time in this thread); returns rows per shard index. The first failure stops the
+    others and is raised."""
     parallel = rules.integer(parallel, "max_parallel_shards", minimum=1)
     todo = [shard for shard in shards if not reader.finished(shard)]
     done = {shard.index: shard.rows for shard in shards if shard not in todo}
@@ -457,18 +402,17 @@ def read_shards(
         interval=reader.settings.progress_interval,
     )
     try:
-        with arrow_memory_pool(reader.settings.memory_pool):
-            if parallel == 1 or len(todo) <= 1:
-                for shard in todo:
-                    done[shard.index] = reader.read(shard)
-                    trim_heap()  # what a shard freed, back before the next one
-                    total.update(sum(done.values()))
-            else:
-                with ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="shard") as pool:
-                    for shard, rows in zip(todo, pool.map(reader.read, todo), strict=True):
-                        done[shard.index] = rows
-                        trim_heap()
-                        total.update(sum(done.values()))
+        with (
+            arrow_memory_pool(reader.settings.memory_pool),
+            ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="shard") as pool,
+        ):
+            serial = parallel == 1 or len(todo) <= 1
+            for shard, rows in zip(
+                todo, (map if serial else pool.map)(reader.read, todo), strict=True
+            ):
+                done[shard.index] = rows
+                trim_heap()  # what a shard freed, back before the next one
+                total.update(sum(done.values()))
             total.finish(sum(done.values()))
     finally:
         total.close()
@@ -506,8 +450,9 @@ def check_consistency(
 def _in_bucket(ids: pa.Array, buckets: int, bucket: int) -> np.ndarray | pa.Array:
     """The ids of ``bucket``: an integer id's bucket is its value modulo ``buckets`` (the ids
     kept as numpy integers), any other id's its CRC-32 modulo ``buckets``."""
-    values = _integers(ids)
-    if values is not None:
+    if pa.types.is_integer(ids.type) and not ids.null_count:  # a numpy view of the buffer
+        kind = "i" if pa.types.is_signed_integer(ids.type) else "u"
+        values = value_slots(ids, np.dtype(f"{kind}{ids.type.byte_width}"))
         return values if buckets == 1 else values[np.abs(values % buckets) == bucket]
     if buckets == 1:
         return ids
@@ -515,14 +460,6 @@ def _in_bucket(ids: pa.Array, buckets: int, bucket: int) -> np.ndarray | pa.Arra
         [value for value in ids.to_pylist() if zlib.crc32(str(value).encode()) % buckets == bucket],
         ids.type,
     )
-
-
-def _integers(ids: pa.Array) -> np.ndarray | None:
-    """Integer ids without nulls as a numpy view of their buffer, else ``None``."""
-    if not pa.types.is_integer(ids.type) or ids.null_count:
-        return None
-    kind = "i" if pa.types.is_signed_integer(ids.type) else "u"
-    return value_slots(ids, np.dtype(f"{kind}{ids.type.byte_width}"))
 
 
 def _refuse_duplicate_ids(plan: ShardPlan, parts: Sequence[StoragePath], column: str) -> None:

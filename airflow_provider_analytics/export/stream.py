@@ -25,7 +25,11 @@ from airflow_provider_analytics.core.column_names import (
     column_name_map,
     column_names_setting,
 )
-from airflow_provider_analytics.core.errors import AnalyticsError
+from airflow_provider_analytics.core.errors import (
+    AnalyticsError,
+    ExportDataError,
+    ExportIncompleteError,
+)
 from airflow_provider_analytics.core.ndjson import iter_counted_blocks
 from airflow_provider_analytics.core.pipeline import map_ahead, read_ahead
 from airflow_provider_analytics.core.progress import (
@@ -34,7 +38,7 @@ from airflow_provider_analytics.core.progress import (
 )
 from airflow_provider_analytics.core.retry import RetryPolicy
 from airflow_provider_analytics.export.arrow_pool import arrow_memory_pool
-from airflow_provider_analytics.export.decoder import BlockDecoder, ExportDataError, ParsedBlock
+from airflow_provider_analytics.export.decoder import BlockDecoder, ParsedBlock
 from airflow_provider_analytics.export.schema import (
     ExportSchema,
     check_override_keys,
@@ -56,27 +60,6 @@ if TYPE_CHECKING:
     from airflow_provider_analytics.output.storage import StoragePath
 
 log = logging.getLogger(__name__)
-
-
-def _warn_unset_timezone(schema: ExportSchema) -> None:
-    """Say once, when datetime columns are read in UTC only because no timezone was set: a
-    platform in another zone writes its local time, and every value would be off by hours."""
-    datetimes = [c.written_name for c in schema.columns if pa.types.is_timestamp(c.arrow_type)]
-    if datetimes:
-        log.warning(
-            "no timezone is set (connection extra 'timezone', or the operator's 'timezone'): "
-            "the datetime columns %s are read as UTC. A platform in another zone writes its "
-            "local time (Asia/Shanghai: 8 hours ahead), and every value would be off by that "
-            "much; set the project's timezone to read them exactly",
-            ", ".join(datetimes),
-        )
-
-
-class ExportIncompleteError(AnalyticsError, RuntimeError):
-    """The export delivered a different number of rows than the cohort holds, or every
-    attempt failed: transient, another attempt (or run) may deliver them all."""
-
-    transient = True
 
 
 @dataclass
@@ -106,101 +89,6 @@ class ExportResult:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-
-@dataclass(frozen=True)
-class _ExportRun:
-    """Everything one export needs once the schema and the expected count are known."""
-
-    client: AnalyticsClient
-    query: CohortQuery
-    schema: ExportSchema
-    destination: StoragePath | str
-    expected: int
-    settings: ExportSettings
-    file_metadata: Mapping[str, str] | None = None
-    open_stream: StreamOpener | None = None
-    """Opens what the rows are written to; by default the Parquet object ``destination``."""
-
-    def attempt(self) -> tuple[int, int, BlockDecoder]:
-        """Stream, decode, write, verify the count, commit. Returns rows, bytes, the decoder."""
-        settings = self.settings
-        decoder = BlockDecoder(self.schema, secrets=self.client.config.secrets())
-        progress = self.client.progress(
-            f"cohort {self.cohort_code}",
-            total=self.expected,
-            interval=settings.progress_interval,
-            size_label="received",
-        )
-        open_stream = self.open_stream
-        if open_stream is None:
-            assert not isinstance(self.destination, str)  # an object, when no opener is given
-            open_stream = functools.partial(parquet_stream, self.destination)
-        with open_stream(
-            _with_metadata(self.schema.arrow_schema, self.file_metadata),
-            compression=settings.compression,
-            row_group_rows=settings.row_group_rows,
-            row_group_bytes=settings.row_group_bytes,
-            prepare=decoder.complete,  # datetimes and counts once a row group, while it is written
-            widen=decoder.widen,  # a number column that turns out to hold decimals
-            subject=f"cohort {self.cohort_code!r}",
-        ) as parquet:
-            export = self.client.export_cohort_users(self.query, progress=False)
-            lines = iter_counted_blocks(
-                export.iter_bytes(settings.chunk_bytes),
-                settings.block_bytes,
-                max_line_bytes=settings.max_line_bytes,
-            )
-
-            def parse(counted: tuple[bytes, int]) -> ParsedBlock:
-                return decoder.parse(*counted)
-
-            with export, read_ahead(lines) as blocks:
-                try:
-                    for (block, _), parsed in map_ahead(parse, blocks, settings.parse_threads):
-                        parquet.add(decoder.finish(block, parsed))
-                        progress.update(decoder.rows, export.bytes_read)
-                except AnalyticsError as error:
-                    if error.transient:
-                        _raise_refused_value(parquet, error)
-                    raise
-                finally:
-                    progress.close()
-            parquet.flush()  # values are checked per row group: a refusal wins over the count
-            if decoder.rows != self.expected:
-                raise ExportIncompleteError(
-                    f"cohort {self.cohort_code!r}: expected {self.expected} rows but the "
-                    f"export delivered {decoder.rows}"
-                )
-        bytes_written = parquet.bytes_written
-        return decoder.rows, bytes_written, decoder
-
-    @property
-    def cohort_code(self) -> str:
-        return self.query.cohort_code
-
-    def with_retries(self, sleep: Callable[[float], None]) -> tuple[int, int, BlockDecoder, int]:
-        """Attempt until one succeeds (the retry engine, on the errors that say they are
-        transient); returns rows, bytes, the decoder and the attempt."""
-        settings = self.settings
-        policy = RetryPolicy.doubling(settings.attempts, settings.retry_delay)
-        engine = policy.retrying(f"cohort {self.cohort_code}", sleep=sleep, logger=log)
-        try:
-            rows, bytes_written, decoder = engine(self.attempt)
-        except AnalyticsError as error:
-            if not error.transient:
-                raise
-            raise ExportIncompleteError(
-                f"cohort {self.cohort_code!r}: export failed after "
-                f"{engine.statistics['attempt_number']} attempts, nothing written to "
-                f"{self.destination}; last error: {error}"
-            ) from error
-        return rows, bytes_written, decoder, engine.statistics["attempt_number"]
-
-
-def _with_metadata(schema: pa.Schema, metadata: Mapping[str, str] | None) -> pa.Schema:
-    """``schema`` with ``metadata`` added to its own (the file records it)."""
-    return schema.with_metadata({**(schema.metadata or {}), **metadata}) if metadata else schema
 
 
 def _raise_refused_value(parquet: ParquetStream, error: BaseException) -> None:
@@ -264,8 +152,15 @@ def prepare_export(
         column_names=naming,
         earlier=earlier_types,
     )
-    if zone_unset:
-        _warn_unset_timezone(schema)
+    datetimes = [c.written_name for c in schema.columns if pa.types.is_timestamp(c.arrow_type)]
+    if zone_unset and datetimes:  # every value would be off by the platform's offset
+        log.warning(
+            "no timezone is set (connection extra 'timezone', or the operator's 'timezone'): "
+            "the datetime columns %s are read as UTC. A platform in another zone writes its "
+            "local time (Asia/Shanghai: 8 hours ahead), and every value would be off by that "
+            "much; set the project's timezone to read them exactly",
+            ", ".join(datetimes),
+        )
     return PreparedExport(query, schema, settings)
 
 
@@ -369,11 +264,76 @@ def export_prepared(
         destination,
     )
 
-    with arrow_memory_pool(settings.memory_pool):
-        run = _ExportRun(
-            client, query, schema, destination, expected, settings, file_metadata, open_stream
+    cohort = f"cohort {query.cohort_code!r}"
+    if open_stream is None:
+        assert not isinstance(destination, str)  # an object, when no opener is given
+        open_stream = functools.partial(parquet_stream, destination)
+    arrow_schema = schema.arrow_schema
+    if file_metadata:  # the file records it
+        arrow_schema = arrow_schema.with_metadata(
+            {**(arrow_schema.metadata or {}), **file_metadata}
         )
-        rows, bytes_written, decoder, attempt = run.with_retries(sleep)
+
+    def attempt() -> tuple[int, BlockDecoder]:
+        """Stream, decode, write, verify the count, commit; returns the bytes and the decoder."""
+        decoder = BlockDecoder(schema, secrets=client.config.secrets())
+        progress = client.progress(
+            f"cohort {query.cohort_code}",
+            total=expected,
+            interval=settings.progress_interval,
+            size_label="received",
+        )
+        with open_stream(
+            arrow_schema,
+            compression=settings.compression,
+            row_group_rows=settings.row_group_rows,
+            row_group_bytes=settings.row_group_bytes,
+            prepare=decoder.complete,  # datetimes and counts once a row group, while it is written
+            widen=decoder.widen,  # a number column that turns out to hold decimals
+            subject=cohort,
+        ) as parquet:
+            export = client.export_cohort_users(query, progress=False)
+            lines = iter_counted_blocks(
+                export.iter_bytes(settings.chunk_bytes),
+                settings.block_bytes,
+                max_line_bytes=settings.max_line_bytes,
+            )
+
+            def parse(counted: tuple[bytes, int]) -> ParsedBlock:
+                return decoder.parse(*counted)
+
+            with export, read_ahead(lines) as blocks:
+                try:
+                    for (block, _), parsed in map_ahead(parse, blocks, settings.parse_threads):
+                        parquet.add(decoder.finish(block, parsed))
+                        progress.update(decoder.rows, export.bytes_read)
+                except AnalyticsError as error:
+                    if error.transient:
+                        _raise_refused_value(parquet, error)
+                    raise
+                finally:
+                    progress.close()
+            parquet.flush()  # values are checked per row group: a refusal wins over the count
+            if decoder.rows != expected:
+                raise ExportIncompleteError(
+                    f"{cohort}: expected {expected} rows but the export delivered {decoder.rows}"
+                )
+        return parquet.bytes_written, decoder
+
+    # every attempt through the retry engine, on the errors that say they are transient
+    policy = RetryPolicy.doubling(settings.attempts, settings.retry_delay)
+    engine = policy.retrying(f"cohort {query.cohort_code}", sleep=sleep, logger=log)
+    try:
+        with arrow_memory_pool(settings.memory_pool):
+            bytes_written, decoder = engine(attempt)
+    except AnalyticsError as error:
+        if not error.transient:
+            raise
+        raise ExportIncompleteError(
+            f"{cohort}: export failed after {engine.statistics['attempt_number']} attempts, "
+            f"nothing written to {destination}; last error: {error}"
+        ) from error
+    rows = decoder.rows
     seconds = time.monotonic() - started
     cohort_code = query.cohort_code
     log.info(
@@ -395,7 +355,7 @@ def export_prepared(
         seconds=round(seconds, 3),
         rows_per_second=round(rows / seconds, 1) if seconds > 0 else float(rows),
         masked_values=decoder.masked_values,
-        attempts=attempt,
+        attempts=engine.statistics["attempt_number"],
         column_origins={c.written_name: c.origin for c in schema.columns},
         unexpected_keys=dict(decoder.unexpected_keys),
         unexpected_keys_unlisted=decoder.keys.unlisted,

@@ -18,18 +18,14 @@ from typing import TYPE_CHECKING, Any, Final
 import pyarrow as pa
 
 from airflow_provider_analytics.core import strict_json
-from airflow_provider_analytics.core.errors import AnalyticsError
+from airflow_provider_analytics.core.errors import ExportDataError as ExportDataError
+from airflow_provider_analytics.core.errors import Unfit
 from airflow_provider_analytics.export.number_rule import finite_double, number_converter
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from airflow_provider_analytics.export.schema import ExportColumn
-
-
-class ExportDataError(AnalyticsError, ValueError):
-    """A value in the export does not fit its column (and is not the masked marker); the
-    message names the column and the 1-based row of the export."""
 
 
 class JsonNumber(str):
@@ -42,12 +38,6 @@ DECODER: Final = strict_json.decoder(parse_int=JsonNumber, parse_float=JsonNumbe
 """The strict decoder of the Python path: numbers kept as :class:`JsonNumber`."""
 DECIMAL_TEXT: Final = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 """Exact decimal columns also take numbers written as strings, as Arrow's parser does."""
-
-
-class Unfit(AnalyticsError, TypeError, ValueError):
-    """A value the column's line-by-line rule cannot take; the decoder turns it into the
-    refusal that names the column and the row (a ``TypeError`` and a ``ValueError``, as the
-    converters' failures are caught with Arrow's)."""
 
 
 def kind(value: Any) -> str:

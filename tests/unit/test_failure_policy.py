@@ -12,11 +12,15 @@ import pytest
 
 from airflow_provider_analytics.core import errors
 from airflow_provider_analytics.core.cohort_records import ExportRecordError
-from airflow_provider_analytics.core.errors import FailurePhase, ShardStagingError, is_transient
+from airflow_provider_analytics.core.errors import (
+    CohortChangedError,
+    ExportDataError,
+    ExportIncompleteError,
+    FailurePhase,
+    ShardStagingError,
+    is_transient,
+)
 from airflow_provider_analytics.core.retry import RetryPolicy
-from airflow_provider_analytics.export.shards import CohortChangedError
-from airflow_provider_analytics.export.stream import ExportIncompleteError
-from airflow_provider_analytics.export.value_rule import ExportDataError
 from airflow_provider_analytics.output.iceberg import IcebergCommitError, IcebergSchemaError
 
 

@@ -7,11 +7,10 @@ import json
 import pyarrow as pa
 import pytest
 
-from airflow_provider_analytics.core.errors import AnalyticsError
+from airflow_provider_analytics.core.errors import AnalyticsError, DecimalFound, NumberRefusal
 from airflow_provider_analytics.core.ndjson import MalformedStreamError
 from airflow_provider_analytics.export import number_rule
 from airflow_provider_analytics.export.decoder import BlockDecoder, ExportDataError
-from airflow_provider_analytics.export.number_rule import DecimalFound, NumberRefusal
 from airflow_provider_analytics.export.schema import export_schema
 
 
