@@ -19,17 +19,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from airflow_provider_analytics.core.column_names import ID_METADATA_KEY
-from airflow_provider_analytics.core.errors import AnalyticsError
+from airflow_provider_analytics.core.errors import EarlierDayUnreadableError
 
 if TYPE_CHECKING:
     from airflow_provider_analytics.output.storage import StoragePath
 
 log = logging.getLogger(__name__)
-
-
-class EarlierDayUnreadableError(AnalyticsError, ValueError):
-    """The earlier day's file that decides the column types is not a readable Parquet file
-    of this provider; the message names it and what to do."""
 
 
 def _column_id(field: pa.Field) -> str:

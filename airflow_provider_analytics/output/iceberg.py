@@ -73,12 +73,19 @@ from airflow_provider_analytics.core import rules
 from airflow_provider_analytics.core.column_names import ID_METADATA_KEY, warehouse_name
 from airflow_provider_analytics.core.errors import (
     AnalyticsConfigurationError,
-    AnalyticsError,
     AnalyticsUsageError,
+    IcebergCommitError,
+    IcebergLayoutError,
+    IcebergSchemaError,
 )
 from airflow_provider_analytics.core.retry import RetryPolicy
-from airflow_provider_analytics.output.parquet import parquet_writer, streaming
-from airflow_provider_analytics.output.parquet_segments import cast_to, same_types
+from airflow_provider_analytics.output.parquet import (
+    cast_to,
+    parquet_writer,
+    read_row_groups,
+    same_types,
+    streaming,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
@@ -132,22 +139,6 @@ def full_metrics(column: str) -> dict[str, str]:
     delete would read and rewrite the file instead of dropping it.
     """
     return {f"write.metadata.metrics.column.{column}": "full"}
-
-
-class IcebergSchemaError(AnalyticsError, ValueError):
-    """The data cannot be written to the table as it is (a column's type cannot evolve)."""
-
-
-class IcebergLayoutError(IcebergSchemaError):
-    """The table was not created to hold many identities (an earlier version's layout): a run
-    would replace every identity's rows of its day. The message names the migration."""
-
-
-class IcebergCommitError(AnalyticsError):
-    """A commit did not land because another writer committed first (every attempt, once
-    raised): transient, nothing landed and the next attempt plans again."""
-
-    transient = True
 
 
 def lost_race(identifier: str, what: str, attempt: int, error: Exception) -> IcebergCommitError:
@@ -261,19 +252,22 @@ def open_catalog(name: str, properties: Mapping[str, str]) -> Catalog:
     and PostgreSQL fails the losers' ``CREATE TABLE`` on its own catalog's keys; the tables
     exist by then, so opening again succeeds. A failure that is not such a race fails again
     the same way."""
-    if properties.get("type") != "sql":
-        return load_catalog(name, **properties)
     from sqlalchemy.exc import DBAPIError
 
-    for attempt in range(1, _SQL_CATALOG_OPENS):
-        try:
-            return load_catalog(name, **properties)
-        except DBAPIError:
-            time.sleep(0.1 * attempt)
-    return load_catalog(name, **properties)  # the last try's error is the one raised
+    retrying = RetryPolicy.doubling(3, 0.1).retrying(
+        f"opening catalog {name}", retries=lambda error: isinstance(error, DBAPIError), logger=log
+    )
+    return retrying(load_catalog, name, **properties)
 
 
-_SQL_CATALOG_OPENS: Final = 3
+def identity_partitions(table: Table) -> set[str | None]:
+    """The columns ``table`` is partitioned by with identity transforms."""
+    schema = table.schema()
+    return {
+        schema.find_column_name(field.source_id)
+        for field in table.spec().fields
+        if isinstance(field.transform, IdentityTransform)
+    }
 
 
 class IcebergDayWriter:
@@ -333,7 +327,6 @@ class IcebergDayWriter:
         self._added: set[str] = set()
         """Columns this writer added to the table (their type may still widen)."""
         self._added_at: int | None = None
-        self._first_rows: list[int] = []
         self._files_opened = 0
         self._narrow = 0
         """How many of :attr:`paths` hold an earlier, narrower schema (rewritten at commit)."""
@@ -378,24 +371,21 @@ class IcebergDayWriter:
             snapshot = self._table.current_snapshot()
             self._added_at = snapshot.snapshot_id if snapshot else None
 
-    def widen(
-        self, schema: pa.Schema, convert: Callable[[pa.Table, pa.Schema, int], pa.Table]
-    ) -> None:
+    def _widen_to(self, schema: pa.Schema) -> None:
         """Write the coming batches in ``schema``: the data's own with ``number`` columns turned
         from int64 to double.
 
         Iceberg cannot promote a long to a double, so only a column this writer added may turn,
         while nothing else was committed since (no other file can hold it as a long); its type
         is changed in the table at once. The files written so far are rewritten at
-        :meth:`commit`, each row group converted by ``convert`` (given its first row), as a
-        Parquet object's earlier segments are.
+        :meth:`commit`, each row group converted by the stream's ``widen``, as a Parquet
+        object's earlier segments are.
 
         :raises IcebergSchemaError: naming a column the table held before, or one another
             writer may have written since.
         """
         old = self._data_schema
-        if old is None:
-            raise AnalyticsUsageError("IcebergDayWriter.open() must be called first")
+        assert old is not None
         turned = [new for was, new in zip(old, schema, strict=True) if was.type != new.type]
         for field in turned:
             if field.name not in self._added or not pa.types.is_float64(field.type):
@@ -406,7 +396,6 @@ class IcebergDayWriter:
                 )
         self._close_file()
         self._narrow = len(self.paths)
-        self._widen = convert
         tries = itertools.count(1)
 
         def turn_to_double() -> None:
@@ -436,38 +425,26 @@ class IcebergDayWriter:
         return full.append(pa.field(PARTITION_COLUMN, pa.date32(), nullable=False))
 
     def _rewrite_narrow(self) -> None:
-        """The data files written before the schema widened, again in the current one (each
-        row group converted), the old ones deleted."""
+        """The data files written before the schema widened, again in the current one, the old
+        ones deleted."""
         narrow, self._narrow = self.paths[: self._narrow], 0
         if not narrow:
             return
-        first_rows, rows = self._first_rows[: len(narrow)], self.rows
-        self.paths, self._first_rows = self.paths[len(narrow) :], self._first_rows[len(narrow) :]
-        data = self._data_schema
+        rows, self.paths = self.rows, self.paths[len(narrow) :]
+        data, io = self._data_schema, self.table.io
         assert data is not None
-        for path, row in zip(narrow, first_rows, strict=True):
-            with self.table.io.new_input(path).open() as source:
-                groups = pq.ParquetFile(source)
-                for index in range(groups.num_row_groups):
-                    group = groups.read_row_group(index, columns=data.names, use_threads=False)
-                    if not same_types(group.schema, data):
-                        group = self._widen(group, data, row)
-                    self.write(group)
-                    row += group.num_rows
-            self.table.io.delete(path)
+        opens = [lambda path=path: io.new_input(path).open() for path in narrow]
+        for group in read_row_groups(opens, data, self._widen, columns=data.names):
+            self.write(group)
+        for path in narrow:
+            io.delete(path)
         self.rows = rows  # the rewritten rows were counted once already
 
     def _refuse_old_layout(self, table: Table) -> None:
         """Refuse a table a run cannot replace its (identity, day) of: one without the identity
         column, or not partitioned by identity transforms of it and of ``dt``."""
-        schema = table.schema()
-        partitioned = {
-            schema.find_column_name(field.source_id)
-            for field in table.spec().fields
-            if isinstance(field.transform, IdentityTransform)
-        }
-        needed = (self.identity.column, PARTITION_COLUMN)
-        if all(column in partitioned for column in needed):
+        partitioned = identity_partitions(table)
+        if {self.identity.column, PARTITION_COLUMN} <= partitioned:
             return
         raise IcebergLayoutError(
             f"{self.identifier} is not partitioned by identity({self.identity.column}) and "
@@ -603,16 +580,21 @@ class IcebergDayWriter:
         raise IcebergSchemaError(f"{self.identifier}: the table has no column {path!r}")
 
     def write(self, batch: pa.Table | pa.RecordBatch) -> None:
-        """Write ``batch`` (the columns given to :meth:`open`) into the day's data files.
+        """Write ``batch`` into the day's data files: the columns given to :meth:`open`, or
+        the first batch's own, opening the table for them; a batch whose ``number`` columns
+        turned from int64 to double widens the table first (:meth:`_widen_to`).
 
         Each batch becomes one row group; a new file is started once the current one holds
         the target's worth of Arrow data. Only the batch is held in memory.
         """
+        if self._data_schema is None:
+            self.open(batch.schema)
+        elif not same_types(batch.schema, self._data_schema):
+            self._widen_to(batch.schema)
         if batch.num_rows == 0:
             return
         schema = self._file_schema
-        if schema is None:
-            raise AnalyticsUsageError("IcebergDayWriter.open() must be called first")
+        assert schema is not None
         identity = pa.repeat(pa.scalar(self.identity.value, pa.string()), batch.num_rows)
         day = pa.repeat(pa.scalar(self.day, pa.date32()), batch.num_rows)
         columns = [*batch.columns, identity, day]
@@ -657,7 +639,6 @@ class IcebergDayWriter:
                 f" must be an integer, not {level!r}"
             )
         self.paths.append(path)
-        self._first_rows.append(self.rows)
         stream = table.io.new_output(path).create(overwrite=False)
         try:
             self._parquet = parquet_writer(
@@ -808,11 +789,10 @@ class IcebergDayWriter:
         for path in self.paths:
             with contextlib.suppress(Exception):
                 self._table.io.delete(path)
-        self.paths, self._first_rows, self._narrow = [], [], 0
+        self.paths, self._narrow = [], 0
         self.rows = self.bytes_written = 0
         self.commit_uuid = uuid.uuid4()  # a next attempt's files are named anew
 
-    @contextlib.contextmanager
     def stream(
         self,
         schema: pa.Schema,
@@ -821,7 +801,7 @@ class IcebergDayWriter:
         compression: str | None = None,
         subject: str | None = None,
         **options: Any,
-    ) -> Iterator[ParquetStream]:
+    ) -> contextlib.AbstractContextManager[ParquetStream]:
         """A :class:`~airflow_provider_analytics.output.parquet.ParquetStream` whose row groups
         become this day's data files, encoded once; the day is committed when the block
         succeeds, and the files are deleted when it raises (as
@@ -829,7 +809,7 @@ class IcebergDayWriter:
 
         The table is opened (created or evolved) with the first row group's columns, so that a
         ``number`` column that met a decimal in it is added as double; one that turns later is
-        handled by :meth:`widen`.
+        handled by :meth:`_widen_to`.
 
         :param schema: the stream's columns (written when no row group comes).
         :param widen: converts a row group written earlier to a wider schema.
@@ -837,42 +817,20 @@ class IcebergDayWriter:
         :param subject: unused (errors name the table).
         :param options: :class:`~airflow_provider_analytics.output.parquet.ParquetStream`'s.
         """
-        with streaming(_DayFiles(self, widen), schema, widen=widen, **options) as stream:
-            yield stream
-
-
-class _DayFiles:
-    """A stream's row groups as an :class:`IcebergDayWriter`'s data files (a
-    :class:`~airflow_provider_analytics.output.parquet.RowGroupSink`)."""
-
-    def __init__(
-        self, writer: IcebergDayWriter, widen: Callable[[pa.Table, pa.Schema, int], pa.Table]
-    ) -> None:
-        self._writer = writer
         self._widen = widen
-        self._opened = False
-
-    @property
-    def bytes_written(self) -> int:
-        return self._writer.bytes_written
-
-    def write(self, table: pa.Table) -> None:
-        writer = self._writer
-        if not self._opened:
-            writer.open(table.schema)
-            self._opened = True
-        elif not same_types(table.schema, writer._data_schema or table.schema):
-            writer.widen(table.schema, self._widen)
-        writer.write(table)
+        return streaming(self, schema, widen=widen, **options)
 
     def close(self, schema: pa.Schema) -> None:
+        """Commit what a stream wrote (``schema``: the table's columns when no row group
+        came); the files are deleted when the commit fails."""
         try:
-            if not self._opened:
-                self._writer.open(schema)
-            self._writer.commit()
+            if self._data_schema is None:
+                self.open(schema)
+            self.commit()
         except BaseException:
-            self._writer.abort()
+            self.abort()
             raise
 
     def abandon(self) -> None:
-        self._writer.abort()
+        """Stop a stream after a failure: :meth:`abort`."""
+        self.abort()

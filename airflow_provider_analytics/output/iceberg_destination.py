@@ -114,13 +114,13 @@ class IcebergDestination:
     def publish_parts(self, day: str, parts: Sequence[Any]) -> CohortFile:
         """The parts as the identity's day in one commit (one snapshot)."""
         from airflow_provider_analytics.output.iceberg import IcebergDayWriter
-        from airflow_provider_analytics.output.parts import iter_part_batches, unified_schema
+        from airflow_provider_analytics.output.parquet import part_row_groups, unified_schema
 
         schema = unified_schema(parts)
         writer = IcebergDayWriter(
             self.catalog, self.identifier, dt.date.fromisoformat(day), identity=self.identity
         )
-        committed = writer.replace(schema, iter_part_batches(parts, schema))
+        committed = writer.replace(schema, part_row_groups(parts, schema))
         uri = iceberg_table_uri(self.catalog_name, self.identifier)
         return CohortFile(parts[0], uri, {}, {"iceberg": committed})
 

@@ -35,7 +35,11 @@ from airflow_provider_analytics.core.identity import (
 from airflow_provider_analytics.output.destination import CohortFile
 from airflow_provider_analytics.output.earlier_types import earlier_number_types
 from airflow_provider_analytics.output.lineage import LineageTarget, object_target
-from airflow_provider_analytics.output.parquet import ParquetTables, parquet_compression
+from airflow_provider_analytics.output.parquet import (
+    ParquetTables,
+    merge_parts,
+    parquet_compression,
+)
 from airflow_provider_analytics.output.roots import checked_destination, partition_value
 
 if TYPE_CHECKING:
@@ -253,8 +257,6 @@ class ParquetDestination:
     def publish_parts(self, day: str, parts: Sequence[StoragePath]) -> CohortFile:
         """The parts merged into the day's one object, which replaces the earlier one
         atomically (readers see the old day or the new one)."""
-        from airflow_provider_analytics.output.parts import merge_parts
-
         path = self._cohort_path(day)
         written = merge_parts(
             parts, path, compression=self.compression, metadata=self.file_metadata()
