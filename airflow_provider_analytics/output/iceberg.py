@@ -1,45 +1,28 @@
 """Apache Iceberg tables as a destination: one run's (identity, day) replaced in one atomic commit.
 
-Needs the ``[iceberg]`` extra (pyiceberg). Every table written here holds the identity of each
-row (``cohort_code`` in a cohort table, ``report_key`` in a report table:
-:mod:`~airflow_provider_analytics.core.identity`) and a ``dt`` date column, the day the run
-stands for, and is partitioned by both (identity transforms). A run replaces exactly its own
-identity's day: two cohorts, or two reports, written to one table on one day both stay, also
-when they commit at the same moment. A table created without the identity column (by an
-earlier version, partitioned by ``dt`` alone) is refused by name, with the migration to run
+Needs the ``[iceberg]`` extra (pyiceberg; only its public API is used). Every table written
+here holds each row's identity (``cohort_code`` or ``report_key``:
+:mod:`~airflow_provider_analytics.core.identity`) and a ``dt`` date column, and is partitioned
+by both, so a run replaces exactly its own identity's day, also when another identity's run
+commits at the same moment. A table of an earlier version (partitioned by ``dt`` alone) is
+refused by name, with the migration to run
 (:mod:`~airflow_provider_analytics.hooks.iceberg_migration`), never overwritten.
 
-Only pyiceberg's public API is used. A run first streams its rows into Parquet data files of
-its own under the table's location (through the table's FileIO, batch by batch, a new file
-each ``write.target-file-size-bytes`` of Arrow data; the columns carry the table's field ids;
-written by the package's one Parquet writer,
-:func:`~airflow_provider_analytics.output.parquet.parquet_writer`), so memory stays at one batch
-however large the day. A streamed cohort export writes its row groups there as they come
-(:meth:`IcebergDayWriter.stream`), each encoded once. It then commits one transaction that
-deletes the identity's current files of the day (``Transaction.delete``) and adds the new ones
-(``Transaction.add_files``): two snapshots, a DELETE (only when the day had files) and an
-APPEND, that reach the catalog in one commit. A rerun or a backfill replaces its day and never
-duplicates it, readers see the old day or the new one, and the other days and identities are
-not touched.
+A run streams its rows into data files of its own under the table's location, batch by batch
+(the package's one Parquet writer; the columns carry the table's field ids), so memory stays at
+one batch however large the day; a streamed cohort export's row groups go there as they come
+(:meth:`IcebergDayWriter.stream`), each encoded once. One transaction then deletes the
+identity's current files of the day and adds the new ones: a DELETE and an APPEND snapshot that
+reach the catalog in one commit, so readers see the old day or the new one. When other writers
+commit in between, pyiceberg retries the commit and this module the whole transaction
+(reusing the written files); a writer of the same day that committed meanwhile is replaced too.
 
-When another run commits in between (another day of a backfill, another cohort of the same
-day), pyiceberg retries the commit
-against the new table state, and this module retries the whole transaction when that is not
-enough (``commit_attempts``); the data files are written once and reused by every attempt.
-Another writer of the same day committing in between makes the attempt fail pyiceberg's
-conflict check, and the next attempt replaces that writer's files as well.
-
-Before anything is written, the table gains the columns the data has and it lacks (existing
-data files are not rewritten; old rows read the new column as null), and a column whose
-type cannot be evolved to the data's type fails naming the column. A ``number`` column that
-turns from int64 to double after a data file was written is changed in the table (only a column
-the run added) and the earlier files are rewritten (:meth:`IcebergDayWriter.widen`). A cohort
-column holding a property the table holds under another name (``$city`` against ``city``: the
-export's ``column_names`` changed) fails too, instead of becoming a second column.
-
-A run that dies between writing and committing leaves data files no snapshot references;
-:class:`~airflow_provider_analytics.operators.iceberg_maintenance.IcebergMaintenanceOperator`
-removes them.
+Before anything is written, the table gains the columns the data has and it lacks, and a
+column whose type cannot evolve fails by name, as does a property the table holds under the
+other column naming (``$city`` against ``city``). A ``number`` column the run added that turns
+from int64 to double after a file was written turns in the table, and the earlier files are
+rewritten. Files of a run that died before its commit are removed by
+:class:`~airflow_provider_analytics.operators.iceberg_maintenance.IcebergMaintenanceOperator`.
 """
 
 from __future__ import annotations
@@ -150,10 +133,6 @@ def lost_race(identifier: str, what: str, attempt: int, error: Exception) -> Ice
     return lost
 
 
-CATALOGS_WITHOUT_URI: Final = frozenset({"glue"})
-"""Catalog types found without a ``uri`` (AWS Glue: by region and credentials)."""
-
-
 def catalog_properties(
     *,
     host: str | None = None,
@@ -163,31 +142,40 @@ def catalog_properties(
     password: str | None = None,
     extra: Mapping[str, Any] | None = None,
 ) -> dict[str, str]:
-    """pyiceberg catalog properties from the fields of an Airflow connection.
+    """pyiceberg catalog properties from the fields of an Airflow connection (which field is
+    what: :class:`~airflow_provider_analytics.hooks.iceberg.IcebergCatalogHook`).
 
-    The connection's extra holds the catalog properties as pyiceberg names them (``type``,
-    ``uri``, ``warehouse``, ``s3.endpoint``, ...). ``type`` defaults to ``sql`` for a database
-    URL (``sqlite:``, ``postgresql``) and ``rest`` otherwise.
-
-    - SQL catalog: its database URL as ``uri`` (``sqlite:///catalog.db``,
-      ``postgresql+psycopg2://user@host/db``); the password is the database user's, put into
-      ``uri``.
-    - REST catalog: ``uri``, or host, port and schema (the scheme, ``http`` by default); the
-      password is its bearer ``token``.
-    - AWS Glue (``"type": "glue"``): no ``uri``. Host and port, when given, are the Glue
-      endpoint (``glue.endpoint``: a local Glue such as moto's); login and password are the
-      AWS access key id and secret (``client.access-key-id``, ``client.secret-access-key``,
-      used for Glue and for S3); the extra's ``region_name`` is ``client.region``. Without
-      them boto3 and pyarrow find credentials and region the standard AWS way (environment,
-      shared config files, instance or task role).
+    The extra holds the properties as pyiceberg names them; ``type`` defaults to ``sql`` for a
+    database URL (``sqlite:``, ``postgresql``) and ``rest`` otherwise. A SQL catalog's password
+    goes into its ``uri``; a REST catalog's ``uri`` may come from host, port and schema, and its
+    password is the bearer ``token``. AWS Glue (``"type": "glue"``) takes no ``uri``: host and
+    port are its endpoint (``glue.endpoint``), login and password the AWS access key id and
+    secret, the extra's ``region_name`` its region; without them boto3 and pyarrow find them the
+    standard AWS way.
 
     :raises AnalyticsConfigurationError: naming the field when a catalog that needs a ``uri``
-        has neither ``uri`` nor ``host``.
+        has neither ``uri`` nor ``host``, or a Glue password comes without an access key id.
     """
     properties = {key: str(value) for key, value in (extra or {}).items() if value is not None}
     properties.pop("catalog_name", None)
-    if properties.get("type") in CATALOGS_WITHOUT_URI:
-        return _aws_properties(properties, host, port, schema, login, password)
+    address = f"{host}" + (f":{port}" if port else "")
+    if properties.get("type") == "glue":
+        if host:
+            properties.setdefault("glue.endpoint", f"{schema or 'https'}://{address}")
+        if password and not login and "client.access-key-id" not in properties:
+            raise AnalyticsConfigurationError(
+                "iceberg connection: a Glue catalog's password is the AWS secret access key; "
+                "give the access key id as login"
+            )
+        region = properties.pop("region_name", None)
+        for key, value in (
+            ("client.access-key-id", login),
+            ("client.secret-access-key", password),
+            ("client.region", region),
+        ):
+            if value:
+                properties.setdefault(key, value)
+        return properties
     if "uri" not in properties:
         if not host:
             raise AnalyticsConfigurationError(
@@ -195,8 +183,7 @@ def catalog_properties(
                 "sqlite:///catalog.db, postgresql+psycopg2://host/db), a REST host, or "
                 '"type": "glue"'
             )
-        scheme = schema or "http"
-        properties["uri"] = f"{scheme}://{host}" + (f":{port}" if port else "")
+        properties["uri"] = f"{schema or 'http'}://{address}"
     uri = properties["uri"]
     is_database = uri.startswith(("sqlite:", "postgresql"))
     properties.setdefault("type", "sql" if is_database else "rest")
@@ -205,33 +192,6 @@ def catalog_properties(
             properties["uri"] = _with_password(uri, login, password)
         else:
             properties.setdefault("token", password)
-    return properties
-
-
-def _aws_properties(
-    properties: dict[str, str],
-    host: str | None,
-    port: int | None,
-    schema: str | None,
-    login: str | None,
-    password: str | None,
-) -> dict[str, str]:
-    """The Glue catalog's properties: endpoint from host, keys from login and password."""
-    if host:
-        scheme = schema or "https"
-        properties.setdefault("glue.endpoint", f"{scheme}://{host}" + (f":{port}" if port else ""))
-    if login:
-        properties.setdefault("client.access-key-id", login)
-    if password:
-        if not login and "client.access-key-id" not in properties:
-            raise AnalyticsConfigurationError(
-                "iceberg connection: a Glue catalog's password is the AWS secret access key; "
-                "give the access key id as login"
-            )
-        properties.setdefault("client.secret-access-key", password)
-    region = properties.pop("region_name", None)
-    if region:
-        properties.setdefault("client.region", region)
     return properties
 
 
