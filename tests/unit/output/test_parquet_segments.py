@@ -1,6 +1,6 @@
 """A streamed Parquet object whose schema widens on the way (output/parquet.py's
-SegmentedWriter through parquet_stream): buffered pieces widened in place, written row groups rewritten once at the end,
-nothing left beside the object, nothing published on failure."""
+SegmentedWriter through parquet_stream): buffered pieces widened in place, written row groups
+rewritten once at the end, nothing left beside the object, nothing published on failure."""
 
 from __future__ import annotations
 
