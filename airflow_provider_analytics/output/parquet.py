@@ -76,9 +76,17 @@ def write_table_atomically(
     """
     if metadata:
         table = table.replace_schema_metadata({**(table.schema.metadata or {}), **metadata})
+    return _write_atomically(destination, table.schema, [table], compression)
+
+
+def _write_atomically(
+    destination: StoragePath, schema: pa.Schema, tables: Iterable[pa.Table], compression: str
+) -> int:
+    """``tables`` (each as row groups of its own) as one object in ``schema``; bytes written."""
     with atomic_destination(destination) as temporary, temporary.open("wb") as sink:
-        with parquet_writer(sink, table.schema, compression=compression) as writer:
-            writer.write_table(table)
+        with parquet_writer(sink, schema, compression=compression) as writer:
+            for table in tables:
+                writer.write_table(table)
         return int(sink.tell())
 
 
@@ -284,11 +292,7 @@ def merge_parts(
     atomically. Returns bytes written."""
     schema = unified_schema(parts)
     schema = schema.with_metadata({**(schema.metadata or {}), **metadata})
-    with atomic_destination(destination) as temporary, temporary.open("wb") as sink:
-        with parquet_writer(sink, schema, compression=compression) as writer:
-            for table in part_row_groups(parts, schema):
-                writer.write_table(table)
-        return int(sink.tell())
+    return _write_atomically(destination, schema, part_row_groups(parts, schema), compression)
 
 
 class StreamOpener(Protocol):
