@@ -103,7 +103,7 @@ class _Clock:
 def _instrument(clock: _Clock) -> None:
     from airflow_provider_analytics.export import decoder as arrow
     from airflow_provider_analytics.export import stream as cohort_export
-    from airflow_provider_analytics.sinks import parquet, parquet_segments
+    from airflow_provider_analytics.output import parquet
 
     clock.wrap(arrow.pa_json, "read_json", "read_json")
     clock.wrap(arrow.BlockDecoder, "_arrow", "arrow_rest")
@@ -112,7 +112,7 @@ def _instrument(clock: _Clock) -> None:
     clock.wrap(arrow.BlockDecoder, "finish", "finish")
     clock.wrap(parquet.ParquetStream, "add", "add")
     clock.wrap(arrow.BlockDecoder, "complete", "complete")
-    clock.wrap(parquet_segments.SegmentedWriter, "write", "write")
+    clock.wrap(parquet.SegmentedWriter, "write", "write")
     clock.wrap_iterator(cohort_export, "iter_counted_blocks", "reading")
 
 

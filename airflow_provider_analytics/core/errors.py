@@ -1,4 +1,4 @@
-"""The package's single exception hierarchy.
+"""The package's single exception hierarchy (the client's, the export's and the output's).
 
 Every error carries ``status`` (HTTP status or ``None``), ``code``, ``msg`` and ``data``
 (from the platform's ``{code, msg, data}`` error body when there was one) and
@@ -14,6 +14,7 @@ shard reads and the data-ready sensor all ask the error.
 
 from __future__ import annotations
 
+import re
 import reprlib
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Final
@@ -290,6 +291,56 @@ class ExportIncompleteError(AnalyticsError, RuntimeError):
     transient = True
 
 
+_HIVE_PARTITION = re.compile(r"[^/=]+=[^/]+")
+
+
+class AnalyticsStorageError(AnalyticsError, OSError):
+    """Writing an object failed in the storage itself (full disk, permissions, quota).
+
+    Nothing was replaced: the destination holds what it held before, and the temporary object
+    was removed.
+
+    :param destination: the object that was being written.
+    :param subject: what was being written (``cohort 'vip'``); its Hive partitions otherwise.
+    :param cause: the operating system's error.
+    """
+
+    def __init__(self, destination: object, subject: str | None, cause: OSError) -> None:
+        where = str(destination)
+        subject = subject or ", ".join(_HIVE_PARTITION.findall(where)) or None
+        reason = cause.strerror or str(cause) or type(cause).__name__
+        super().__init__(
+            f"could not write {where}"
+            + (f" ({subject})" if subject else "")
+            + f": {type(cause).__name__}: {reason}. Nothing was replaced; free space or fix "
+            "the permissions of the destination, then rerun"
+        )
+        self.destination = where
+        self.subject = subject
+        self.errno = cause.errno
+
+
+class EarlierDayUnreadableError(AnalyticsError, ValueError):
+    """The earlier day's file that decides the column types is not a readable Parquet file
+    of this provider; the message names it and what to do."""
+
+
+class IcebergSchemaError(AnalyticsError, ValueError):
+    """The data cannot be written to the table as it is (a column's type cannot evolve)."""
+
+
+class IcebergLayoutError(IcebergSchemaError):
+    """The table was not created to hold many identities (an earlier version's layout): a run
+    would replace every identity's rows of its day. The message names the migration."""
+
+
+class IcebergCommitError(AnalyticsError):
+    """A commit did not land because another writer committed first (every attempt, once
+    raised): transient, nothing landed and the next attempt plans again."""
+
+    transient = True
+
+
 class CohortChangedError(AnalyticsError, RuntimeError):
     """The cohort changed while it was read in shards (its count, or a user seen twice);
     nothing was published."""
@@ -327,3 +378,7 @@ class Unfit(AnalyticsError, TypeError, ValueError):
     """A value an export column's line-by-line rule cannot take; inside the decoder only, which
     turns it into the :class:`ExportDataError` naming the column and the row (a ``TypeError``
     and a ``ValueError``, as the converters' failures are caught with Arrow's)."""
+
+
+class IcebergMaintenanceError(AnalyticsError):
+    """A table could not be maintained (its FileIO cannot list files, or commits kept failing)."""

@@ -207,7 +207,7 @@ def export_cohort_to_parquet(
         Each Parquet field keeps its id in its metadata (``analytics.id``) either way.
     :param settings: write and retry settings.
     :param earlier_types: the int64 or double type each ``number`` column had on an earlier day
-        of the same destination (:func:`~airflow_provider_analytics.output.earlier_types.
+        of the same destination (:func:`~airflow_provider_analytics.output.parquet_destination.
         earlier_number_types`); the column keeps it.
     :param sleep: waits between attempts (injectable for tests).
     :param file_metadata: key-value metadata the Parquet file records (its identity).

@@ -43,7 +43,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     identity = Identity.parse(arguments.identity)
     if identity is None:
         parser.error("identity: must be cohort_code=<code> or report_key=<key>")
-    from airflow_provider_analytics.output.iceberg import IcebergSchemaError
+    from airflow_provider_analytics.core.errors import IcebergSchemaError
     from airflow_provider_analytics.output.iceberg_migration import migrate_to_identity
 
     catalog = IcebergCatalogHook(iceberg_conn_id=arguments.conn_id).get_conn()

@@ -1,4 +1,5 @@
-"""The interface every destination offers the jobs."""
+"""The interface every destination offers the jobs, and how written data is named for lineage
+and for Airflow assets."""
 
 from __future__ import annotations
 
@@ -10,11 +11,38 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     import pyarrow as pa
+    from airflow.sdk import ObjectStoragePath
 
     from airflow_provider_analytics.core.identity import Identity
-    from airflow_provider_analytics.output.lineage import LineageTarget
     from airflow_provider_analytics.output.parquet import StreamOpener
     from airflow_provider_analytics.output.storage import StoragePath
+
+
+@dataclass(frozen=True)
+class LineageTarget:
+    """A dataset written, named as OpenLineage names it: ``namespace`` and ``name``."""
+
+    namespace: str
+    name: str
+
+
+def object_target(path: ObjectStoragePath) -> LineageTarget:
+    """An object's lineage name from the path's own attributes (``s3://bucket`` and the key,
+    ``file`` and the path), the way Airflow's ``FileTransferOperator`` names the objects it
+    copies, so the two meet in one lineage graph. The connection id is not part of it."""
+    return LineageTarget(path.namespace or "file", path.key)
+
+
+def iceberg_target(catalog_name: str, identifier: str) -> LineageTarget:
+    """An Iceberg table's lineage name: namespace ``iceberg://<catalog>``, name
+    ``<namespace>.<table>``."""
+    return LineageTarget(f"iceberg://{catalog_name}", identifier)
+
+
+def iceberg_table_uri(catalog_name: str, identifier: str) -> str:
+    """``iceberg://<catalog>/<namespace>/<table>``: how assets and lineage name a table."""
+    namespace, _, table = identifier.rpartition(".")
+    return f"iceberg://{catalog_name}/{namespace.replace('.', '/')}/{table}"
 
 
 class TableWriter(Protocol):

@@ -1,45 +1,28 @@
 """Apache Iceberg tables as a destination: one run's (identity, day) replaced in one atomic commit.
 
-Needs the ``[iceberg]`` extra (pyiceberg). Every table written here holds the identity of each
-row (``cohort_code`` in a cohort table, ``report_key`` in a report table:
-:mod:`~airflow_provider_analytics.core.identity`) and a ``dt`` date column, the day the run
-stands for, and is partitioned by both (identity transforms). A run replaces exactly its own
-identity's day: two cohorts, or two reports, written to one table on one day both stay, also
-when they commit at the same moment. A table created without the identity column (by an
-earlier version, partitioned by ``dt`` alone) is refused by name, with the migration to run
+Needs the ``[iceberg]`` extra (pyiceberg; only its public API is used). Every table written
+here holds each row's identity (``cohort_code`` or ``report_key``:
+:mod:`~airflow_provider_analytics.core.identity`) and a ``dt`` date column, and is partitioned
+by both, so a run replaces exactly its own identity's day, also when another identity's run
+commits at the same moment. A table of an earlier version (partitioned by ``dt`` alone) is
+refused by name, with the migration to run
 (:mod:`~airflow_provider_analytics.hooks.iceberg_migration`), never overwritten.
 
-Only pyiceberg's public API is used. A run first streams its rows into Parquet data files of
-its own under the table's location (through the table's FileIO, batch by batch, a new file
-each ``write.target-file-size-bytes`` of Arrow data; the columns carry the table's field ids;
-written by the package's one Parquet writer,
-:func:`~airflow_provider_analytics.output.parquet.parquet_writer`), so memory stays at one batch
-however large the day. A streamed cohort export writes its row groups there as they come
-(:meth:`IcebergDayWriter.stream`), each encoded once. It then commits one transaction that
-deletes the identity's current files of the day (``Transaction.delete``) and adds the new ones
-(``Transaction.add_files``): two snapshots, a DELETE (only when the day had files) and an
-APPEND, that reach the catalog in one commit. A rerun or a backfill replaces its day and never
-duplicates it, readers see the old day or the new one, and the other days and identities are
-not touched.
+A run streams its rows into data files of its own under the table's location, batch by batch
+(the package's one Parquet writer; the columns carry the table's field ids), so memory stays at
+one batch however large the day; a streamed cohort export's row groups go there as they come
+(:meth:`IcebergDayWriter.stream`), each encoded once. One transaction then deletes the
+identity's current files of the day and adds the new ones: a DELETE and an APPEND snapshot that
+reach the catalog in one commit, so readers see the old day or the new one. When other writers
+commit in between, pyiceberg retries the commit and this module the whole transaction
+(reusing the written files); a writer of the same day that committed meanwhile is replaced too.
 
-When another run commits in between (another day of a backfill, another cohort of the same
-day), pyiceberg retries the commit
-against the new table state, and this module retries the whole transaction when that is not
-enough (``commit_attempts``); the data files are written once and reused by every attempt.
-Another writer of the same day committing in between makes the attempt fail pyiceberg's
-conflict check, and the next attempt replaces that writer's files as well.
-
-Before anything is written, the table gains the columns the data has and it lacks (existing
-data files are not rewritten; old rows read the new column as null), and a column whose
-type cannot be evolved to the data's type fails naming the column. A ``number`` column that
-turns from int64 to double after a data file was written is changed in the table (only a column
-the run added) and the earlier files are rewritten (:meth:`IcebergDayWriter.widen`). A cohort
-column holding a property the table holds under another name (``$city`` against ``city``: the
-export's ``column_names`` changed) fails too, instead of becoming a second column.
-
-A run that dies between writing and committing leaves data files no snapshot references;
-:class:`~airflow_provider_analytics.operators.iceberg_maintenance.IcebergMaintenanceOperator`
-removes them.
+Before anything is written, the table gains the columns the data has and it lacks, and a
+column whose type cannot evolve fails by name, as does a property the table holds under the
+other column naming (``$city`` against ``city``). A ``number`` column the run added that turns
+from int64 to double after a file was written turns in the table, and the earlier files are
+rewritten. Files of a run that died before its commit are removed by
+:class:`~airflow_provider_analytics.operators.iceberg_maintenance.IcebergMaintenanceOperator`.
 """
 
 from __future__ import annotations
@@ -73,12 +56,19 @@ from airflow_provider_analytics.core import rules
 from airflow_provider_analytics.core.column_names import ID_METADATA_KEY, warehouse_name
 from airflow_provider_analytics.core.errors import (
     AnalyticsConfigurationError,
-    AnalyticsError,
     AnalyticsUsageError,
+    IcebergCommitError,
+    IcebergLayoutError,
+    IcebergSchemaError,
 )
 from airflow_provider_analytics.core.retry import RetryPolicy
-from airflow_provider_analytics.output.parquet import parquet_writer, streaming
-from airflow_provider_analytics.output.parquet_segments import cast_to, same_types
+from airflow_provider_analytics.output.parquet import (
+    cast_to,
+    parquet_writer,
+    read_row_groups,
+    same_types,
+    streaming,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
@@ -134,22 +124,6 @@ def full_metrics(column: str) -> dict[str, str]:
     return {f"write.metadata.metrics.column.{column}": "full"}
 
 
-class IcebergSchemaError(AnalyticsError, ValueError):
-    """The data cannot be written to the table as it is (a column's type cannot evolve)."""
-
-
-class IcebergLayoutError(IcebergSchemaError):
-    """The table was not created to hold many identities (an earlier version's layout): a run
-    would replace every identity's rows of its day. The message names the migration."""
-
-
-class IcebergCommitError(AnalyticsError):
-    """A commit did not land because another writer committed first (every attempt, once
-    raised): transient, nothing landed and the next attempt plans again."""
-
-    transient = True
-
-
 def lost_race(identifier: str, what: str, attempt: int, error: Exception) -> IcebergCommitError:
     """The error of a commit (``what``) that lost to another writer on attempt ``attempt``."""
     lost = IcebergCommitError(
@@ -157,10 +131,6 @@ def lost_race(identifier: str, what: str, attempt: int, error: Exception) -> Ice
     )
     lost.reason = f"{what} lost a race ({error})"
     return lost
-
-
-CATALOGS_WITHOUT_URI: Final = frozenset({"glue"})
-"""Catalog types found without a ``uri`` (AWS Glue: by region and credentials)."""
 
 
 def catalog_properties(
@@ -172,31 +142,40 @@ def catalog_properties(
     password: str | None = None,
     extra: Mapping[str, Any] | None = None,
 ) -> dict[str, str]:
-    """pyiceberg catalog properties from the fields of an Airflow connection.
+    """pyiceberg catalog properties from the fields of an Airflow connection (which field is
+    what: :class:`~airflow_provider_analytics.hooks.iceberg.IcebergCatalogHook`).
 
-    The connection's extra holds the catalog properties as pyiceberg names them (``type``,
-    ``uri``, ``warehouse``, ``s3.endpoint``, ...). ``type`` defaults to ``sql`` for a database
-    URL (``sqlite:``, ``postgresql``) and ``rest`` otherwise.
-
-    - SQL catalog: its database URL as ``uri`` (``sqlite:///catalog.db``,
-      ``postgresql+psycopg2://user@host/db``); the password is the database user's, put into
-      ``uri``.
-    - REST catalog: ``uri``, or host, port and schema (the scheme, ``http`` by default); the
-      password is its bearer ``token``.
-    - AWS Glue (``"type": "glue"``): no ``uri``. Host and port, when given, are the Glue
-      endpoint (``glue.endpoint``: a local Glue such as moto's); login and password are the
-      AWS access key id and secret (``client.access-key-id``, ``client.secret-access-key``,
-      used for Glue and for S3); the extra's ``region_name`` is ``client.region``. Without
-      them boto3 and pyarrow find credentials and region the standard AWS way (environment,
-      shared config files, instance or task role).
+    The extra holds the properties as pyiceberg names them; ``type`` defaults to ``sql`` for a
+    database URL (``sqlite:``, ``postgresql``) and ``rest`` otherwise. A SQL catalog's password
+    goes into its ``uri``; a REST catalog's ``uri`` may come from host, port and schema, and its
+    password is the bearer ``token``. AWS Glue (``"type": "glue"``) takes no ``uri``: host and
+    port are its endpoint (``glue.endpoint``), login and password the AWS access key id and
+    secret, the extra's ``region_name`` its region; without them boto3 and pyarrow find them the
+    standard AWS way.
 
     :raises AnalyticsConfigurationError: naming the field when a catalog that needs a ``uri``
-        has neither ``uri`` nor ``host``.
+        has neither ``uri`` nor ``host``, or a Glue password comes without an access key id.
     """
     properties = {key: str(value) for key, value in (extra or {}).items() if value is not None}
     properties.pop("catalog_name", None)
-    if properties.get("type") in CATALOGS_WITHOUT_URI:
-        return _aws_properties(properties, host, port, schema, login, password)
+    address = f"{host}" + (f":{port}" if port else "")
+    if properties.get("type") == "glue":
+        if host:
+            properties.setdefault("glue.endpoint", f"{schema or 'https'}://{address}")
+        if password and not login and "client.access-key-id" not in properties:
+            raise AnalyticsConfigurationError(
+                "iceberg connection: a Glue catalog's password is the AWS secret access key; "
+                "give the access key id as login"
+            )
+        region = properties.pop("region_name", None)
+        for key, value in (
+            ("client.access-key-id", login),
+            ("client.secret-access-key", password),
+            ("client.region", region),
+        ):
+            if value:
+                properties.setdefault(key, value)
+        return properties
     if "uri" not in properties:
         if not host:
             raise AnalyticsConfigurationError(
@@ -204,8 +183,7 @@ def catalog_properties(
                 "sqlite:///catalog.db, postgresql+psycopg2://host/db), a REST host, or "
                 '"type": "glue"'
             )
-        scheme = schema or "http"
-        properties["uri"] = f"{scheme}://{host}" + (f":{port}" if port else "")
+        properties["uri"] = f"{schema or 'http'}://{address}"
     uri = properties["uri"]
     is_database = uri.startswith(("sqlite:", "postgresql"))
     properties.setdefault("type", "sql" if is_database else "rest")
@@ -214,33 +192,6 @@ def catalog_properties(
             properties["uri"] = _with_password(uri, login, password)
         else:
             properties.setdefault("token", password)
-    return properties
-
-
-def _aws_properties(
-    properties: dict[str, str],
-    host: str | None,
-    port: int | None,
-    schema: str | None,
-    login: str | None,
-    password: str | None,
-) -> dict[str, str]:
-    """The Glue catalog's properties: endpoint from host, keys from login and password."""
-    if host:
-        scheme = schema or "https"
-        properties.setdefault("glue.endpoint", f"{scheme}://{host}" + (f":{port}" if port else ""))
-    if login:
-        properties.setdefault("client.access-key-id", login)
-    if password:
-        if not login and "client.access-key-id" not in properties:
-            raise AnalyticsConfigurationError(
-                "iceberg connection: a Glue catalog's password is the AWS secret access key; "
-                "give the access key id as login"
-            )
-        properties.setdefault("client.secret-access-key", password)
-    region = properties.pop("region_name", None)
-    if region:
-        properties.setdefault("client.region", region)
     return properties
 
 
@@ -261,19 +212,22 @@ def open_catalog(name: str, properties: Mapping[str, str]) -> Catalog:
     and PostgreSQL fails the losers' ``CREATE TABLE`` on its own catalog's keys; the tables
     exist by then, so opening again succeeds. A failure that is not such a race fails again
     the same way."""
-    if properties.get("type") != "sql":
-        return load_catalog(name, **properties)
     from sqlalchemy.exc import DBAPIError
 
-    for attempt in range(1, _SQL_CATALOG_OPENS):
-        try:
-            return load_catalog(name, **properties)
-        except DBAPIError:
-            time.sleep(0.1 * attempt)
-    return load_catalog(name, **properties)  # the last try's error is the one raised
+    retrying = RetryPolicy.doubling(3, 0.1).retrying(
+        f"opening catalog {name}", retries=lambda error: isinstance(error, DBAPIError), logger=log
+    )
+    return retrying(load_catalog, name, **properties)
 
 
-_SQL_CATALOG_OPENS: Final = 3
+def identity_partitions(table: Table) -> set[str | None]:
+    """The columns ``table`` is partitioned by with identity transforms."""
+    schema = table.schema()
+    return {
+        schema.find_column_name(field.source_id)
+        for field in table.spec().fields
+        if isinstance(field.transform, IdentityTransform)
+    }
 
 
 class IcebergDayWriter:
@@ -333,7 +287,6 @@ class IcebergDayWriter:
         self._added: set[str] = set()
         """Columns this writer added to the table (their type may still widen)."""
         self._added_at: int | None = None
-        self._first_rows: list[int] = []
         self._files_opened = 0
         self._narrow = 0
         """How many of :attr:`paths` hold an earlier, narrower schema (rewritten at commit)."""
@@ -378,24 +331,21 @@ class IcebergDayWriter:
             snapshot = self._table.current_snapshot()
             self._added_at = snapshot.snapshot_id if snapshot else None
 
-    def widen(
-        self, schema: pa.Schema, convert: Callable[[pa.Table, pa.Schema, int], pa.Table]
-    ) -> None:
+    def _widen_to(self, schema: pa.Schema) -> None:
         """Write the coming batches in ``schema``: the data's own with ``number`` columns turned
         from int64 to double.
 
         Iceberg cannot promote a long to a double, so only a column this writer added may turn,
         while nothing else was committed since (no other file can hold it as a long); its type
         is changed in the table at once. The files written so far are rewritten at
-        :meth:`commit`, each row group converted by ``convert`` (given its first row), as a
-        Parquet object's earlier segments are.
+        :meth:`commit`, each row group converted by the stream's ``widen``, as a Parquet
+        object's earlier segments are.
 
         :raises IcebergSchemaError: naming a column the table held before, or one another
             writer may have written since.
         """
         old = self._data_schema
-        if old is None:
-            raise AnalyticsUsageError("IcebergDayWriter.open() must be called first")
+        assert old is not None
         turned = [new for was, new in zip(old, schema, strict=True) if was.type != new.type]
         for field in turned:
             if field.name not in self._added or not pa.types.is_float64(field.type):
@@ -406,7 +356,6 @@ class IcebergDayWriter:
                 )
         self._close_file()
         self._narrow = len(self.paths)
-        self._widen = convert
         tries = itertools.count(1)
 
         def turn_to_double() -> None:
@@ -436,38 +385,26 @@ class IcebergDayWriter:
         return full.append(pa.field(PARTITION_COLUMN, pa.date32(), nullable=False))
 
     def _rewrite_narrow(self) -> None:
-        """The data files written before the schema widened, again in the current one (each
-        row group converted), the old ones deleted."""
+        """The data files written before the schema widened, again in the current one, the old
+        ones deleted."""
         narrow, self._narrow = self.paths[: self._narrow], 0
         if not narrow:
             return
-        first_rows, rows = self._first_rows[: len(narrow)], self.rows
-        self.paths, self._first_rows = self.paths[len(narrow) :], self._first_rows[len(narrow) :]
-        data = self._data_schema
+        rows, self.paths = self.rows, self.paths[len(narrow) :]
+        data, io = self._data_schema, self.table.io
         assert data is not None
-        for path, row in zip(narrow, first_rows, strict=True):
-            with self.table.io.new_input(path).open() as source:
-                groups = pq.ParquetFile(source)
-                for index in range(groups.num_row_groups):
-                    group = groups.read_row_group(index, columns=data.names, use_threads=False)
-                    if not same_types(group.schema, data):
-                        group = self._widen(group, data, row)
-                    self.write(group)
-                    row += group.num_rows
-            self.table.io.delete(path)
+        opens = [lambda path=path: io.new_input(path).open() for path in narrow]
+        for group in read_row_groups(opens, data, self._widen, columns=data.names):
+            self.write(group)
+        for path in narrow:
+            io.delete(path)
         self.rows = rows  # the rewritten rows were counted once already
 
     def _refuse_old_layout(self, table: Table) -> None:
         """Refuse a table a run cannot replace its (identity, day) of: one without the identity
         column, or not partitioned by identity transforms of it and of ``dt``."""
-        schema = table.schema()
-        partitioned = {
-            schema.find_column_name(field.source_id)
-            for field in table.spec().fields
-            if isinstance(field.transform, IdentityTransform)
-        }
-        needed = (self.identity.column, PARTITION_COLUMN)
-        if all(column in partitioned for column in needed):
+        partitioned = identity_partitions(table)
+        if {self.identity.column, PARTITION_COLUMN} <= partitioned:
             return
         raise IcebergLayoutError(
             f"{self.identifier} is not partitioned by identity({self.identity.column}) and "
@@ -603,16 +540,21 @@ class IcebergDayWriter:
         raise IcebergSchemaError(f"{self.identifier}: the table has no column {path!r}")
 
     def write(self, batch: pa.Table | pa.RecordBatch) -> None:
-        """Write ``batch`` (the columns given to :meth:`open`) into the day's data files.
+        """Write ``batch`` into the day's data files: the columns given to :meth:`open`, or
+        the first batch's own, opening the table for them; a batch whose ``number`` columns
+        turned from int64 to double widens the table first (:meth:`_widen_to`).
 
         Each batch becomes one row group; a new file is started once the current one holds
         the target's worth of Arrow data. Only the batch is held in memory.
         """
+        if self._data_schema is None:
+            self.open(batch.schema)
+        elif not same_types(batch.schema, self._data_schema):
+            self._widen_to(batch.schema)
         if batch.num_rows == 0:
             return
         schema = self._file_schema
-        if schema is None:
-            raise AnalyticsUsageError("IcebergDayWriter.open() must be called first")
+        assert schema is not None
         identity = pa.repeat(pa.scalar(self.identity.value, pa.string()), batch.num_rows)
         day = pa.repeat(pa.scalar(self.day, pa.date32()), batch.num_rows)
         columns = [*batch.columns, identity, day]
@@ -657,7 +599,6 @@ class IcebergDayWriter:
                 f" must be an integer, not {level!r}"
             )
         self.paths.append(path)
-        self._first_rows.append(self.rows)
         stream = table.io.new_output(path).create(overwrite=False)
         try:
             self._parquet = parquet_writer(
@@ -808,11 +749,10 @@ class IcebergDayWriter:
         for path in self.paths:
             with contextlib.suppress(Exception):
                 self._table.io.delete(path)
-        self.paths, self._first_rows, self._narrow = [], [], 0
+        self.paths, self._narrow = [], 0
         self.rows = self.bytes_written = 0
         self.commit_uuid = uuid.uuid4()  # a next attempt's files are named anew
 
-    @contextlib.contextmanager
     def stream(
         self,
         schema: pa.Schema,
@@ -821,7 +761,7 @@ class IcebergDayWriter:
         compression: str | None = None,
         subject: str | None = None,
         **options: Any,
-    ) -> Iterator[ParquetStream]:
+    ) -> contextlib.AbstractContextManager[ParquetStream]:
         """A :class:`~airflow_provider_analytics.output.parquet.ParquetStream` whose row groups
         become this day's data files, encoded once; the day is committed when the block
         succeeds, and the files are deleted when it raises (as
@@ -829,7 +769,7 @@ class IcebergDayWriter:
 
         The table is opened (created or evolved) with the first row group's columns, so that a
         ``number`` column that met a decimal in it is added as double; one that turns later is
-        handled by :meth:`widen`.
+        handled by :meth:`_widen_to`.
 
         :param schema: the stream's columns (written when no row group comes).
         :param widen: converts a row group written earlier to a wider schema.
@@ -837,42 +777,20 @@ class IcebergDayWriter:
         :param subject: unused (errors name the table).
         :param options: :class:`~airflow_provider_analytics.output.parquet.ParquetStream`'s.
         """
-        with streaming(_DayFiles(self, widen), schema, widen=widen, **options) as stream:
-            yield stream
-
-
-class _DayFiles:
-    """A stream's row groups as an :class:`IcebergDayWriter`'s data files (a
-    :class:`~airflow_provider_analytics.output.parquet.RowGroupSink`)."""
-
-    def __init__(
-        self, writer: IcebergDayWriter, widen: Callable[[pa.Table, pa.Schema, int], pa.Table]
-    ) -> None:
-        self._writer = writer
         self._widen = widen
-        self._opened = False
-
-    @property
-    def bytes_written(self) -> int:
-        return self._writer.bytes_written
-
-    def write(self, table: pa.Table) -> None:
-        writer = self._writer
-        if not self._opened:
-            writer.open(table.schema)
-            self._opened = True
-        elif not same_types(table.schema, writer._data_schema or table.schema):
-            writer.widen(table.schema, self._widen)
-        writer.write(table)
+        return streaming(self, schema, widen=widen, **options)
 
     def close(self, schema: pa.Schema) -> None:
+        """Commit what a stream wrote (``schema``: the table's columns when no row group
+        came); the files are deleted when the commit fails."""
         try:
-            if not self._opened:
-                self._writer.open(schema)
-            self._writer.commit()
+            if self._data_schema is None:
+                self.open(schema)
+            self.commit()
         except BaseException:
-            self._writer.abort()
+            self.abort()
             raise
 
     def abandon(self) -> None:
-        self._writer.abort()
+        """Stop a stream after a failure: :meth:`abort`."""
+        self.abort()

@@ -22,8 +22,8 @@ import pyarrow as pa
 
 from airflow_provider_analytics.core import rules
 from airflow_provider_analytics.core.identity import IDENTITY_METADATA_KEY
-from airflow_provider_analytics.output.destination import CohortFile
-from airflow_provider_analytics.output.lineage import (
+from airflow_provider_analytics.output.destination import (
+    CohortFile,
     LineageTarget,
     iceberg_table_uri,
     iceberg_target,
@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
 
     from airflow_provider_analytics.core.identity import Identity
+    from airflow_provider_analytics.output.iceberg import IcebergDayWriter
 
 NUMBER_TYPES = {"long": pa.int64(), "double": pa.float64()}
 """The Iceberg types a ``number`` column can have been created with, as Arrow types."""
@@ -77,6 +78,15 @@ class IcebergDestination:
         """The table a report table ``name`` goes to (``names[0]`` is the main one)."""
         return self.identifier + name.removeprefix(names[0])
 
+    def writer(self, day: str, identifier: str | None = None) -> IcebergDayWriter:
+        """The writer of the run's ``day`` in ``identifier`` (by default the main table)."""
+        from airflow_provider_analytics.output.iceberg import IcebergDayWriter
+
+        table = identifier or self.identifier
+        return IcebergDayWriter(
+            self.catalog, table, dt.date.fromisoformat(day), identity=self.identity
+        )
+
     def check(self, days: Sequence[str], names: Sequence[str]) -> None:
         """The days must be dates; the table's layout is checked when it is opened (before
         anything is written), the catalog being reached only then."""
@@ -88,12 +98,7 @@ class IcebergDestination:
         """The export's rows streamed into the day's data files, encoded once, and committed
         when the stream ends whole (:meth:`~airflow_provider_analytics.output.iceberg.
         IcebergDayWriter.stream`)."""
-        from airflow_provider_analytics.output.iceberg import IcebergDayWriter
-
-        writer = IcebergDayWriter(
-            self.catalog, self.identifier, dt.date.fromisoformat(day), identity=self.identity
-        )
-        uri = iceberg_table_uri(self.catalog_name, self.identifier)
+        writer, uri = self.writer(day), self.uri(day, ())
         metadata = {IDENTITY_METADATA_KEY: str(self.identity)}
         target = CohortFile(uri, uri, metadata, stream=writer.stream)
         yield target
@@ -113,16 +118,11 @@ class IcebergDestination:
 
     def publish_parts(self, day: str, parts: Sequence[Any]) -> CohortFile:
         """The parts as the identity's day in one commit (one snapshot)."""
-        from airflow_provider_analytics.output.iceberg import IcebergDayWriter
-        from airflow_provider_analytics.output.parts import iter_part_batches, unified_schema
+        from airflow_provider_analytics.output.parquet import part_row_groups, unified_schema
 
         schema = unified_schema(parts)
-        writer = IcebergDayWriter(
-            self.catalog, self.identifier, dt.date.fromisoformat(day), identity=self.identity
-        )
-        committed = writer.replace(schema, iter_part_batches(parts, schema))
-        uri = iceberg_table_uri(self.catalog_name, self.identifier)
-        return CohortFile(parts[0], uri, {}, {"iceberg": committed})
+        committed = self.writer(day).replace(schema, part_row_groups(parts, schema))
+        return CohortFile(parts[0], self.uri(day, ()), {}, {"iceberg": committed})
 
     def earlier_number_types(self, day: str) -> dict[str, pa.DataType]:
         """The table's long and double columns, by name: a ``number`` column keeps the type
@@ -155,16 +155,10 @@ class _ReportTables:
 
     def __init__(self, destination: IcebergDestination, day: str, names: Sequence[str]) -> None:
         self.destination = destination
-        self.day = dt.date.fromisoformat(day)
+        self.day = day
         self.names = names
 
     def write_table(self, name: str, table: pa.Table) -> dict[str, Any]:
-        from airflow_provider_analytics.output.iceberg import IcebergDayWriter
-
-        destination = self.destination
-        identifier = destination.identifier_for(self.names, name)
-        writer = IcebergDayWriter(
-            destination.catalog, identifier, self.day, identity=destination.identity
-        )
-        written = writer.replace(table.schema, [table])
-        return {**written, "uri": iceberg_table_uri(destination.catalog_name, identifier)}
+        identifier = self.destination.identifier_for(self.names, name)
+        written = self.destination.writer(self.day, identifier).replace(table.schema, [table])
+        return {**written, "uri": iceberg_table_uri(self.destination.catalog_name, identifier)}

@@ -30,9 +30,13 @@ from urllib.parse import urlparse
 from pyiceberg.exceptions import CommitFailedException
 
 from airflow_provider_analytics.core import rules
-from airflow_provider_analytics.core.errors import AnalyticsConfigurationError, AnalyticsError
+from airflow_provider_analytics.core.errors import (
+    AnalyticsConfigurationError,
+    IcebergCommitError,
+    IcebergMaintenanceError,
+)
 from airflow_provider_analytics.core.retry import RetryPolicy
-from airflow_provider_analytics.output.iceberg import IcebergCommitError, lost_race
+from airflow_provider_analytics.output.iceberg import lost_race
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -44,10 +48,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 _S3_ALIASES: Final = {"s3a": "s3", "s3n": "s3"}
-
-
-class IcebergMaintenanceError(AnalyticsError):
-    """A table could not be maintained (its FileIO cannot list files, or commits kept failing)."""
 
 
 @dataclass

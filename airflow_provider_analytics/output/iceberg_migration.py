@@ -25,18 +25,18 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 from pyiceberg.expressions import And
-from pyiceberg.transforms import IdentityTransform
 from pyiceberg.types import StringType
 
+from airflow_provider_analytics.core.errors import IcebergSchemaError
 from airflow_provider_analytics.output.iceberg import (
     COMMIT_PROPERTY,
     IDENTITY_PROPERTY,
     PARTITION_COLUMN,
     IcebergDayWriter,
-    IcebergSchemaError,
     column_equals,
     column_is_null,
     full_metrics,
+    identity_partitions,
 )
 
 if TYPE_CHECKING:
@@ -48,15 +48,6 @@ if TYPE_CHECKING:
     from airflow_provider_analytics.core.identity import Identity
 
 log = logging.getLogger(__name__)
-
-
-def _identity_partitioned(table: Table) -> set[str | None]:
-    schema = table.schema()
-    return {
-        schema.find_column_name(field.source_id)
-        for field in table.spec().fields
-        if isinstance(field.transform, IdentityTransform)
-    }
 
 
 def _unmigrated_days(table: Table, column: str) -> list[dt.date]:
@@ -81,7 +72,7 @@ def migrate_to_identity(
         or it already has a column of the identity's name that is not its partition.
     """
     table = catalog.load_table(identifier)
-    partitioned = _identity_partitioned(table)
+    partitioned = identity_partitions(table)
     summary: dict[str, Any] = {"table": identifier, "identity": str(identity), "dry_run": dry_run}
     if PARTITION_COLUMN not in partitioned:
         raise IcebergSchemaError(

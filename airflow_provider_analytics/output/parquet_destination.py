@@ -16,26 +16,44 @@ identity is refused by name, before any request, instead of being replaced.
 A prefix written by an earlier version (``cohort=<code>/`` folders, or a report table's
 ``dt=<day>/`` folders without ``report_key=``) is refused by name with the move that migrates
 it.
+
+A ``number`` column is int64 while the day's values are integers and double once one is a
+decimal (:mod:`~airflow_provider_analytics.export.number_rule`). Decided afresh each day, a
+column could be int64 one day and double the next, and readers of the folder of days differ on
+that: DuckDB takes the first file's type and rounds later decimals without a word, a pyarrow
+dataset refuses the folder. So the newest earlier day's file decides
+(:func:`earlier_number_types`): its ``number`` columns keep their type, and a day whose data
+does not fit is refused by name, naming the setting (``schema_overrides``) that changes the
+type on purpose.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from airflow_provider_analytics.core import rules
+from airflow_provider_analytics.core.column_names import ID_METADATA_KEY
+from airflow_provider_analytics.core.errors import EarlierDayUnreadableError
 from airflow_provider_analytics.core.identity import (
     COHORT_COLUMN,
     COHORT_FILE,
     IDENTITY_METADATA_KEY,
 )
-from airflow_provider_analytics.output.destination import CohortFile
-from airflow_provider_analytics.output.earlier_types import earlier_number_types
-from airflow_provider_analytics.output.lineage import LineageTarget, object_target
-from airflow_provider_analytics.output.parquet import ParquetTables, parquet_compression
+from airflow_provider_analytics.output.destination import (
+    CohortFile,
+    LineageTarget,
+    object_target,
+)
+from airflow_provider_analytics.output.parquet import (
+    ParquetTables,
+    merge_parts,
+    parquet_compression,
+)
 from airflow_provider_analytics.output.roots import checked_destination, partition_value
 
 if TYPE_CHECKING:
@@ -46,6 +64,8 @@ if TYPE_CHECKING:
     from airflow_provider_analytics.core.identity import Identity
     from airflow_provider_analytics.output.roots import RootList
     from airflow_provider_analytics.output.storage import StoragePath
+
+log = logging.getLogger(__name__)
 
 OLD_COHORT_FOLDER = "cohort"
 """The partition key an earlier version put a cohort's code under."""
@@ -68,6 +88,54 @@ def stored_identity(path: ObjectStoragePath) -> str | None:
         )
     value = metadata.get(IDENTITY_METADATA_KEY.encode())
     return value.decode() if value is not None else None
+
+
+def _column_id(field: pa.Field) -> str:
+    """The column's id as the export wrote it in the field metadata, else its name."""
+    return (field.metadata or {}).get(ID_METADATA_KEY.encode(), field.name.encode()).decode()
+
+
+LOCKED_TYPES = (pa.int64(), pa.float64())
+"""The types a ``number`` column can have been written with by default."""
+
+
+def earlier_number_types(days: StoragePath, day: str, file_name: str) -> dict[str, pa.DataType]:
+    """Column id -> int64 or double, from the newest file of a day before ``day``.
+
+    :param days: the folder holding one ``dt=<yyyy-MM-dd>`` folder per day.
+    :param day: the day being written (``yyyy-MM-dd``); it and later days are not read.
+    :param file_name: the file in each day's folder (``users.parquet``).
+    :return: {} when no earlier day has a file (the first day decides for itself).
+    """
+    if not days.exists():
+        return {}
+    earlier = sorted(
+        (entry.name for entry in days.iterdir() if entry.name.startswith("dt=")),
+        reverse=True,
+    )
+    for name in earlier:
+        if name[len("dt=") :] >= day:
+            continue
+        source = days / name / file_name
+        if not source.exists():
+            continue
+        try:
+            with source.open("rb") as handle:
+                schema = pq.read_schema(handle)
+            types = {
+                _column_id(field): field.type
+                for field in schema
+                if any(field.type.equals(locked) for locked in LOCKED_TYPES)
+            }
+        except (pa.ArrowException, OSError, UnicodeDecodeError) as error:
+            raise EarlierDayUnreadableError(
+                f"{source}: the newest earlier day's file, which decides the types of the "
+                f"number columns, cannot be read as this provider's Parquet ({error}); rewrite "
+                "that day (rerun it) or remove its file"
+            ) from None
+        log.info("number columns keep the types of %s: %s", name, types)
+        return types
+    return {}
 
 
 def output_path(
@@ -253,8 +321,6 @@ class ParquetDestination:
     def publish_parts(self, day: str, parts: Sequence[StoragePath]) -> CohortFile:
         """The parts merged into the day's one object, which replaces the earlier one
         atomically (readers see the old day or the new one)."""
-        from airflow_provider_analytics.output.parts import merge_parts
-
         path = self._cohort_path(day)
         written = merge_parts(
             parts, path, compression=self.compression, metadata=self.file_metadata()

@@ -27,7 +27,10 @@ from urllib.parse import unquote
 from airflow.sdk import ObjectStoragePath
 
 from airflow_provider_analytics.core import rules
-from airflow_provider_analytics.core.errors import AnalyticsConfigurationError, AnalyticsError
+from airflow_provider_analytics.core.errors import (
+    AnalyticsConfigurationError,
+    AnalyticsValidationError,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -53,11 +56,6 @@ _CLIMB_RULE = (
     "must not contain '.' or '..' path segments or backslashes, also when percent-escapes "
     "are decoded (a rendered destination may not climb out of its prefix)"
 )
-
-
-class _Unreadable(AnalyticsError, ValueError):
-    """A destination (or an allowed root) that cannot be read as the rule needs; caught here
-    and raised again as the named refusal of the field."""
 
 
 @dataclass(frozen=True)
@@ -101,11 +99,11 @@ def _split(text: str) -> tuple[str, str | None, str, str]:
     if scheme in LOCAL_SCHEMES:
         return ("file" if match else ""), None, "", rest
     if not rest.startswith("//"):
-        raise _Unreadable(f"must be {scheme}://<bucket>/<path>")
+        rules.fail("destination", f"must be {scheme}://<bucket>/<path>")
     authority, slash, path = rest[2:].partition("/")
     conn_id, at, bucket = authority.rpartition("@")
     if not bucket:
-        raise _Unreadable(f"must be {scheme}://<bucket>/<path>")
+        rules.fail("destination", f"must be {scheme}://<bucket>/<path>")
     return scheme, (conn_id if at else None), bucket, slash + path
 
 
@@ -125,9 +123,10 @@ def _local_readings(destination: str, rest: str, scheme: str | None) -> list[str
     if scheme and rest.startswith("//"):
         authority, _, tail = rest[2:].partition("/")
         if authority:
-            raise _Unreadable(
+            rules.fail(
+                "destination",
                 f"must not name a host: fsspec reads {scheme}://<name>/... as a path relative "
-                f"to the worker's working directory; write {scheme}:///<absolute path>"
+                f"to the worker's working directory; write {scheme}:///<absolute path>",
             )
         own = "/" + tail
     elif scheme and not rest.startswith("/"):
@@ -137,7 +136,7 @@ def _local_readings(destination: str, rest: str, scheme: str | None) -> list[str
     try:
         storage = ObjectStoragePath(destination).path
     except Exception as exc:  # whatever the path library refuses
-        raise _Unreadable(f"cannot be read as a local path ({type(exc).__name__})") from None
+        rules.fail("destination", f"cannot be read as a local path ({type(exc).__name__})")
     return [_absolute(own), _absolute(storage)]
 
 
@@ -156,7 +155,7 @@ def _readings(destination: str) -> list[Location]:
         for variant in (path, unquote(path)):
             segments = variant.split("/")
             if "\\" in variant or any(part in (".", "..") for part in segments):
-                raise _Unreadable(_CLIMB_RULE)
+                rules.fail("destination", _CLIMB_RULE)
             collapsed = _SLASHES.sub("/", variant)
             kept = (collapsed,) if scheme == "file" else (variant, collapsed)
             for one in kept:
@@ -190,10 +189,10 @@ def allowed_roots(value: Any, origin: str) -> tuple[Location, ...]:
             path = _SLASHES.sub("/", rest or "/")
             segments = path.split("/")
             if not path.startswith("/") or any(part in (".", "..") for part in segments):
-                raise _Unreadable("must be an absolute URI or path without '.' or '..'")
-        except ValueError as exc:
+                rules.fail("destination", "must be an absolute URI or path without '.' or '..'")
+        except AnalyticsValidationError as exc:
             raise AnalyticsConfigurationError(
-                f"{origin}: {text!r} is not a usable root: {exc}"
+                f"{origin}: {text!r} is not a usable root: {exc.rule}"
             ) from None
         roots.append(Location(scheme, bucket, path.rstrip("/") + "/", conn_id))
     return tuple(roots)
@@ -235,8 +234,8 @@ def checked_destination(destination: object, allowed: Sequence[RootList] = ()) -
         )
     try:
         readings = _readings(destination)
-    except ValueError as exc:
-        rules.fail("destination", str(exc), destination)
+    except AnalyticsValidationError as exc:
+        raise AnalyticsValidationError("destination", exc.rule, destination) from None
     for origin, roots in allowed:
         for reading in readings:
             if not any(reading.within(root) for root in roots):

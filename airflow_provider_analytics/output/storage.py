@@ -18,12 +18,15 @@ import contextlib
 import datetime as dt
 import logging
 import os
-import re
 import time
 import uuid
 from typing import IO, TYPE_CHECKING, Any, Protocol, TypeGuard
 
-from airflow_provider_analytics.core.errors import AnalyticsConfigurationError, AnalyticsError
+from airflow_provider_analytics.core.errors import (
+    AnalyticsConfigurationError,
+    AnalyticsError,
+    AnalyticsStorageError,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -53,35 +56,6 @@ class StoragePath(Protocol):
     def iterdir(self) -> Any: ...
 
     def stat(self) -> Any: ...
-
-
-_HIVE_PARTITION = re.compile(r"[^/=]+=[^/]+")
-
-
-class AnalyticsStorageError(AnalyticsError, OSError):
-    """Writing an object failed in the storage itself (full disk, permissions, quota).
-
-    Nothing was replaced: the destination holds what it held before, and the temporary object
-    was removed.
-
-    :param destination: the object that was being written.
-    :param subject: what was being written (``cohort 'vip'``); its Hive partitions otherwise.
-    :param cause: the operating system's error.
-    """
-
-    def __init__(self, destination: object, subject: str | None, cause: OSError) -> None:
-        where = str(destination)
-        subject = subject or ", ".join(_HIVE_PARTITION.findall(where)) or None
-        reason = cause.strerror or str(cause) or type(cause).__name__
-        super().__init__(
-            f"could not write {where}"
-            + (f" ({subject})" if subject else "")
-            + f": {type(cause).__name__}: {reason}. Nothing was replaced; free space or fix "
-            "the permissions of the destination, then rerun"
-        )
-        self.destination = where
-        self.subject = subject
-        self.errno = cause.errno
 
 
 def _is_storage_failure(error: BaseException) -> TypeGuard[OSError]:

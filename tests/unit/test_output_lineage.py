@@ -12,7 +12,7 @@ from airflow_provider_analytics.core.identity import Identity, cohort_identity
 from airflow_provider_analytics.operators.cohort_export import CohortExportToParquetOperator
 from airflow_provider_analytics.operators.output import destination_asset
 from airflow_provider_analytics.operators.reports import FunnelReportOperator
-from airflow_provider_analytics.output.lineage import LineageTarget, object_target
+from airflow_provider_analytics.output.destination import LineageTarget, object_target
 
 KEY = Identity("report_key", "checkout")
 

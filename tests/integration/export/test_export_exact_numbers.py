@@ -18,7 +18,7 @@ from airflow_provider_analytics.client import AnalyticsClient, ClientConfig
 from airflow_provider_analytics.export.decoder import ExportDataError
 from airflow_provider_analytics.export.settings import ExportSettings
 from airflow_provider_analytics.export.stream import export_cohort_to_parquet
-from airflow_provider_analytics.output.earlier_types import (
+from airflow_provider_analytics.output.parquet_destination import (
     EarlierDayUnreadableError,
     earlier_number_types,
 )

@@ -32,7 +32,7 @@ from airflow_provider_analytics.reports.frames import (
     FUNNEL_SCHEMA,
 )
 
-DOC = (Path(__file__).resolve().parents[2] / "docs" / "report_tables.md").read_text()
+DOC = (Path(__file__).resolve().parents[3] / "docs" / "report_tables.md").read_text()
 FUNNEL_NAMES = [grain.name for grain in FUNNEL_GRAINS]
 
 

@@ -208,7 +208,7 @@ def test_numbers_and_times_carry_statistics_texts_and_lists_of_texts_do_not(
 
 
 def test_the_merged_shards_file_is_written_with_the_stream_s_options(tmp_path: Path) -> None:
-    from airflow_provider_analytics.output.parts import merge_parts
+    from airflow_provider_analytics.output.parquet import merge_parts
 
     parts = []
     for index in range(2):

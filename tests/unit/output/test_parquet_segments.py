@@ -1,6 +1,6 @@
-"""A streamed Parquet object whose schema widens on the way (output/parquet_segments.py through
-parquet_stream): buffered pieces widened in place, written row groups rewritten once at the end,
-nothing left beside the object, nothing published on failure."""
+"""A streamed Parquet object whose schema widens on the way (output/parquet.py's
+SegmentedWriter through parquet_stream): buffered pieces widened in place, written row groups
+rewritten once at the end, nothing left beside the object, nothing published on failure."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from airflow_provider_analytics.core.errors import AnalyticsError
-from airflow_provider_analytics.output import parquet_segments
+from airflow_provider_analytics.output import parquet
 from airflow_provider_analytics.output.parquet import parquet_stream
 
 if TYPE_CHECKING:
@@ -71,13 +71,13 @@ def test_row_groups_written_before_the_schema_widened_are_rewritten_once(
 ) -> None:
     widen = Widen()
     rewrites: list[int] = []
-    original = parquet_segments.SegmentedWriter._rewrite
+    original = parquet.SegmentedWriter._rewrite
 
-    def counted(self: parquet_segments.SegmentedWriter) -> None:
-        rewrites.append(self.segments)
+    def counted(self: parquet.SegmentedWriter) -> None:
+        rewrites.append(len(self._paths))
         original(self)
 
-    monkeypatch.setattr(parquet_segments.SegmentedWriter, "_rewrite", counted)
+    monkeypatch.setattr(parquet.SegmentedWriter, "_rewrite", counted)
     target = tmp_path / "users.parquet"
     with parquet_stream(target, INTS, row_group_rows=10, widen=widen) as stream:
         for start in range(0, 35, 5):
