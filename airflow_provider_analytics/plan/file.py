@@ -77,7 +77,7 @@ class TrackingPlanFileError(AnalyticsError, ValueError):
         self.origin = origin
 
 
-class DecodeError(ValueError):
+class DecodeError(AnalyticsError, ValueError):
     """The text is not a document of the accepted size and shape; the message says where."""
 
 

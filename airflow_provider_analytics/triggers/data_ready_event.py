@@ -47,7 +47,7 @@ from airflow.triggers.base import BaseEventTrigger, TriggerEvent
 
 from airflow_provider_analytics.client.data_ready import DataReadyCheck
 from airflow_provider_analytics.core import rules
-from airflow_provider_analytics.core.errors import is_transient
+from airflow_provider_analytics.core.errors import AnalyticsError, is_transient
 from airflow_provider_analytics.core.redaction import Redactor
 from airflow_provider_analytics.operators.intervals import DATA_READY_SOURCE
 from airflow_provider_analytics.provider_info import DEFAULT_CONN_ID
@@ -209,7 +209,7 @@ class AnalyticsDataReadyEventTrigger(BaseEventTrigger):
                     except Exception as error:
                         if not is_transient(error):  # waiting cannot cure it: fail every watcher
                             message = f"data-ready poll cannot succeed: {shown(error)}"
-                            raise RuntimeError(message) from None
+                            raise AnalyticsError(message) from None
                         log.warning("data-ready poll failed transiently: %s", shown(error))
                     else:
                         yield {"from_date": window[0], "to_date": window[1], "payload": payload}

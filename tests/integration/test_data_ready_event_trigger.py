@@ -16,7 +16,7 @@ from zoneinfo import ZoneInfo
 import pytest
 from airflow.triggers.shared_stream import SharedStreamManager
 
-from airflow_provider_analytics.core.errors import AnalyticsValidationError
+from airflow_provider_analytics.core.errors import AnalyticsError, AnalyticsValidationError
 from airflow_provider_analytics.operators.intervals import announced_days, covered_days
 from airflow_provider_analytics.triggers.data_ready_event import (
     AnalyticsDataReadyEventTrigger,
@@ -238,7 +238,7 @@ def test_a_refused_request_fails_the_watcher_with_its_reason(
         async for _ in watcher().run():
             pass
 
-    with pytest.raises(RuntimeError, match="data-ready poll cannot succeed"):
+    with pytest.raises(AnalyticsError, match="data-ready poll cannot succeed"):
         asyncio.run(asyncio.wait_for(main(), 20))
 
 
