@@ -23,7 +23,7 @@ child starts with none of its parent's state.
 
 Only decisions and bookkeeping live here, no HTTP library: the transports
 (:mod:`~airflow_provider_analytics.client.session`,
-:mod:`~airflow_provider_analytics.client.async_session`) do the waiting.
+:mod:`~airflow_provider_analytics.client.async_api`) do the waiting.
 """
 
 from __future__ import annotations
