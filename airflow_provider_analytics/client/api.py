@@ -23,11 +23,9 @@ from airflow_provider_analytics.client.analysis_requests import (
 from airflow_provider_analytics.client.analysis_requests import (
     expression as _expression,
 )
-from airflow_provider_analytics.client.answers import Asked
+from airflow_provider_analytics.client.answers import Asked, PagedListing, ResponseReader
 from airflow_provider_analytics.client.config import ClientConfig
 from airflow_provider_analytics.client.export import CohortExport
-from airflow_provider_analytics.client.paging import PagedListing
-from airflow_provider_analytics.client.responses import ResponseReader
 from airflow_provider_analytics.client.session import HttpSession
 from airflow_provider_analytics.client.validation import CohortQuery, cohort_body, cohort_query
 from airflow_provider_analytics.core import rules

@@ -23,10 +23,10 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
+from airflow_provider_analytics.client.answers import ResponseReader
 from airflow_provider_analytics.client.attempts import CallAttempts
 from airflow_provider_analytics.client.config import ClientConfig
 from airflow_provider_analytics.client.proxies import proxy_route
-from airflow_provider_analytics.client.responses import ResponseReader
 from airflow_provider_analytics.core.errors import AnalyticsConfigurationError
 from airflow_provider_analytics.core.retry import RetryPolicy
 
