@@ -40,7 +40,6 @@ from airflow_provider_analytics.core.report_clock import sent_at
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Mapping
-    from types import TracebackType
 
     import requests
 
@@ -129,12 +128,7 @@ class AnalyticsClient:
     def __enter__(self) -> AnalyticsClient:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.close()
 
     def close(self) -> None:

@@ -32,7 +32,6 @@ from airflow_provider_analytics.core.retry import RetryPolicy
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
-    from types import TracebackType
 
     from airflow_provider_analytics.client.operations import ApiCall
 
@@ -99,12 +98,7 @@ class AsyncAnalyticsClient:
     async def __aenter__(self) -> AsyncAnalyticsClient:
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
 
     async def aclose(self) -> None:
