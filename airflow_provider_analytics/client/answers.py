@@ -45,7 +45,6 @@ from airflow_provider_analytics.core.errors import (
     AnalyticsOperationFailedError,
     AnalyticsProtocolError,
 )
-from airflow_provider_analytics.core.page_lines import PageParts, split_page
 from airflow_provider_analytics.core.redaction import Redactor
 from airflow_provider_analytics.core.report_dates import (
     ALL_DATES_LABEL,
@@ -58,6 +57,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
 
     from airflow_provider_analytics.client.attempts import HttpAnswer
+    from airflow_provider_analytics.core.page_lines import PageParts
 
 
 class _RelationFault(AnalyticsProtocolError, ValueError):
@@ -752,6 +752,8 @@ class ResponseReader:
 
         :raises AnswerShapeError: the page's members do not fit, naming the field.
         """
+        from airflow_provider_analytics.core.page_lines import split_page  # loads numpy
+
         try:
             parts = split_page(response.content)
         except strict_json.StrictJsonError as exc:
