@@ -112,7 +112,7 @@ class AnalyticsClient:
                 f"AnalyticsClient needs a ClientConfig, got {type(config).__name__}"
             )
         self._config = config
-        self._http = HttpSession(config, session=session, sleep=sleep)
+        self._http = HttpSession(config, session, sleep)
 
     @property
     def config(self) -> ClientConfig:

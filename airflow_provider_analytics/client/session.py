@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import socket
 import threading
-import time
 import weakref
 from typing import TYPE_CHECKING, Any
 
@@ -121,20 +120,12 @@ def deadline(seconds: float) -> Iterator[_Watch]:
 
 
 class HttpSession:
-    """Sends the spec's operations over one connection pool.
-
-    :param config: where and how to connect.
-    :param session: a ``requests.Session`` to use instead of a new pooled one; the caller
-        keeps ownership and closes it.
-    :param sleep: waits between attempts (injectable for tests).
+    """Sends the spec's operations over one connection pool: ``session`` if given (its owner
+    closes it), else a pool of its own whose connections :func:`deadline` can cut.
     """
 
     def __init__(
-        self,
-        config: ClientConfig,
-        *,
-        session: requests.Session | None = None,
-        sleep: Callable[[float], None] = time.sleep,
+        self, config: ClientConfig, session: requests.Session | None, sleep: Callable[[float], None]
     ) -> None:
         self._config = config
         self._owns_session = session is None
