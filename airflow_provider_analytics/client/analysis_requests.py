@@ -47,23 +47,6 @@ if TYPE_CHECKING:
     import datetime as dt
     from collections.abc import Collection
 
-__all__ = [
-    "ALL_USERS",
-    "Aggregator",
-    "Condition",
-    "ConversionMeasure",
-    "ConvertTimeUnit",
-    "EventRequest",
-    "Filter",
-    "FilterFunction",
-    "FunnelRequest",
-    "FunnelStep",
-    "Measure",
-    "Relation",
-    "SplitField",
-    "TimeUnit",
-]
-
 ALL_USERS = "$ALL"
 """The ``crowds`` entry meaning every user (``$ALL``)."""
 

@@ -19,14 +19,16 @@ The rules, once:
 
 :func:`decode` is the one way in. Its error, :class:`AnswerShapeError`, names the operation
 and the field with its position as the answer writes it (``analyze_funnel:
-rows[2].stepsDetail[0].convertedUser[1]``).
+rows[2].stepsDetail[0].convertedUser[1]``). :class:`ResponseReader` reads a successful answer's
+bytes as strict JSON first, and :class:`PagedListing` adds the rules a sequence of cohort pages
+must keep.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
-from typing import Annotated, Any, Final, Literal, TypeVar, cast
+from typing import TYPE_CHECKING, Annotated, Any, Final, Literal, TypeVar, cast
 
 from pydantic import (
     BaseModel,
@@ -38,7 +40,11 @@ from pydantic import (
     model_validator,
 )
 
-from airflow_provider_analytics.core.errors import AnalyticsProtocolError
+from airflow_provider_analytics.core import strict_json
+from airflow_provider_analytics.core.errors import (
+    AnalyticsOperationFailedError,
+    AnalyticsProtocolError,
+)
 from airflow_provider_analytics.core.redaction import Redactor
 from airflow_provider_analytics.core.report_dates import (
     ALL_DATES_LABEL,
@@ -46,6 +52,12 @@ from airflow_provider_analytics.core.report_dates import (
     parse_report_datetime,
 )
 from airflow_provider_analytics.core.rules import field_path
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
+
+    from airflow_provider_analytics.client.attempts import HttpAnswer
+    from airflow_provider_analytics.core.page_lines import PageParts
 
 
 class _RelationFault(AnalyticsProtocolError, ValueError):
@@ -56,6 +68,10 @@ class _RelationFault(AnalyticsProtocolError, ValueError):
         super().__init__(f"{where}{problem}")
         self.where = where
         self.problem = problem
+
+    def refused(self, operation: str) -> AnswerShapeError:
+        """The fault as the error of an answer checked outside pydantic."""
+        return AnswerShapeError(f"{operation}: {self.where}{self.problem}", operation=operation)
 
 
 INT64_MAX: Final = 2**63 - 1
@@ -113,11 +129,6 @@ class Asked:
     page_size: int | None = None
 
 
-def _fault(where: str, problem: str) -> _RelationFault:
-    """A relation that does not hold; ``where`` is the field path below the object."""
-    return _RelationFault(where, problem)
-
-
 def _asked(info: ValidationInfo) -> Asked:
     context = info.context
     return context if isinstance(context, Asked) else Asked()
@@ -128,12 +139,14 @@ def _within(day: dt.date, asked: Asked, where: str) -> None:
         return
     first, last = dt.date.fromisoformat(asked.from_date), dt.date.fromisoformat(asked.to_date)
     if not first <= day <= last:
-        raise _fault(where, f" is {day.isoformat()}, outside the asked range {first}..{last}")
+        raise _RelationFault(
+            where, f" is {day.isoformat()}, outside the asked range {first}..{last}"
+        )
 
 
 def _length(where: str, items: list[Any] | None, expected: int, what: str) -> None:
     if items is not None and len(items) != expected:
-        raise _fault(where, f" has {len(items)} entries, expected {expected} ({what})")
+        raise _RelationFault(where, f" has {len(items)} entries, expected {expected} ({what})")
 
 
 class _Shape(BaseModel):
@@ -254,16 +267,18 @@ class CohortPage(_Shape):
     def _relations(self, info: ValidationInfo) -> CohortPage:
         asked = _asked(info)
         if self.size is not None and self.size != len(self.users):
-            raise _fault("size", f" is {self.size}, but users holds {len(self.users)}")
+            raise _RelationFault("size", f" is {self.size}, but users holds {len(self.users)}")
         if asked.page is not None and self.page != asked.page:
-            raise _fault("page", f" is {self.page}, but page {asked.page} was asked")
+            raise _RelationFault("page", f" is {self.page}, but page {asked.page} was asked")
         if asked.page_size is not None and len(self.users) > asked.page_size:
-            raise _fault(
+            raise _RelationFault(
                 "users",
                 f" holds {len(self.users)} users, more than the page size {asked.page_size}",
             )
         if len(self.users) > self.count:
-            raise _fault("users", f" holds {len(self.users)} users, more than count {self.count}")
+            raise _RelationFault(
+                "users", f" holds {len(self.users)} users, more than count {self.count}"
+            )
         return self
 
 
@@ -348,17 +363,17 @@ class FunnelAnswer(_Shape):
         for position, label in enumerate(self.dateList):
             where = f"dateList[{position}]"
             if label in seen:
-                raise _fault(where, f" {label!r} repeats dateList[{seen[label]}]")
+                raise _RelationFault(where, f" {label!r} repeats dateList[{seen[label]}]")
             seen[label] = position
             if label != ALL_DATES_LABEL:
                 try:
                     day = parse_funnel_date(label, what=where)
                 except ValueError as exc:
-                    raise _fault("", str(exc)) from None
+                    raise _RelationFault("", str(exc)) from None
                 _within(day, asked, where)
         days = {parse_funnel_date(label, what="") for label in seen if label != ALL_DATES_LABEL}
         if len(days) != len(seen) - (ALL_DATES_LABEL in seen):
-            raise _fault("dateList", " names one day twice in two forms")
+            raise _RelationFault("dateList", " names one day twice in two forms")
         steps = self.steps
         if asked.steps is not None:
             _length("stepEvents", self.stepEvents, asked.steps, "one per step asked")
@@ -374,7 +389,9 @@ class FunnelAnswer(_Shape):
             and "byValue" in row.model_fields_set
             and _label(self.byValues[position]) != _label(row.byValue)
         ):
-            raise _fault(f"{where}.byValue", f" {row.byValue!r} differs from byValues[{position}]")
+            raise _RelationFault(
+                f"{where}.byValue", f" {row.byValue!r} differs from byValues[{position}]"
+            )
         n_dates = len(self.dateList)
         _length(f"{where}.stepsDetail", row.stepsDetail, n_steps, "one per step")
         for index, step in enumerate(row.stepsDetail):
@@ -439,9 +456,9 @@ class EventAnswer(_Shape):
             try:
                 start = parse_report_datetime(label, what=where)
             except ValueError as exc:
-                raise _fault("", str(exc)) from None
+                raise _RelationFault("", str(exc)) from None
             if start in seen:
-                raise _fault(where, f" {label!r} repeats series[{seen[start]}]")
+                raise _RelationFault(where, f" {label!r} repeats series[{seen[start]}]")
             seen[start] = position
             _within(start.date(), asked, where)
         n_measures = len(self.measures) if self.measures is not None else None
@@ -476,9 +493,7 @@ class EventAnswer(_Shape):
             for position, row in enumerate(self.rows):
                 self._check_counts(f"rows[{position}]", row, asked)
         except _RelationFault as fault:
-            raise AnswerShapeError(
-                f"analyze_events: {fault.where}{fault.problem}", operation="analyze_events"
-            ) from None
+            raise fault.refused("analyze_events") from None
 
     @staticmethod
     def _check_counts(where: str, row: EventRow, asked: Asked) -> None:
@@ -502,7 +517,7 @@ class EventAnswer(_Shape):
                     if position < len(values)
                     else f"sum[{measure}]"
                 )
-                raise _fault(
+                raise _RelationFault(
                     f"{where}.{place}",
                     f" is {value!r}, but measure {measure} ({aggregator}) counts: expected "
                     "a JSON integer from 0 to 2**63-1",
@@ -654,7 +669,201 @@ def as_model(
         try:
             payload.keeps(asked)
         except _RelationFault as fault:
-            raise AnswerShapeError(
-                f"{operation}: {fault.where}{fault.problem}", operation=operation
-            ) from None
+            raise fault.refused(operation) from None
     return payload
+
+
+_CHECK_ADDRESS = "check that the base URL points at the platform's open API"
+
+
+class ResponseReader:
+    """Reads the successful answers of one operation: a 200 that is not strict JSON (an HTML
+    page from a proxy, ``NaN``, a repeated key) raises :class:`AnalyticsProtocolError`, one
+    whose body reports ``success`` other than 0 :class:`AnalyticsOperationFailedError`, one
+    that does not fit the declaration :class:`AnswerShapeError`.
+
+    :param operation: the client method's name, for messages.
+    :param secrets: values to mask in messages.
+    """
+
+    def __init__(self, operation: str, secrets: Iterable[str]) -> None:
+        self._operation = operation
+        self._secrets = tuple(secrets)
+
+    def protocol_error(self, problem: str) -> AnalyticsProtocolError:
+        """The error for an answer of the wrong shape; ``problem`` says what is wrong."""
+        return AnalyticsProtocolError(
+            f"{self._operation}: {problem}; {_CHECK_ADDRESS}",
+            operation=self._operation,
+            secrets=self._secrets,
+        )
+
+    def json(self, response: HttpAnswer) -> Any:
+        """The decoded JSON body, checked for a failed ``success``."""
+        try:
+            body = strict_json.loads(response.content)
+        except strict_json.StrictJsonError as exc:
+            content_type = response.headers.get("Content-Type", "no content type")
+            raise self.protocol_error(
+                f"the answer (HTTP {response.status_code}, {content_type}) {exc}"
+            ) from None
+        if isinstance(body, dict) and "success" in body and body["success"] != 0:
+            redactor = Redactor(self._secrets)
+            msg = None if body.get("msg") is None else redactor.excerpt(body["msg"])
+            raise AnalyticsOperationFailedError(
+                f"{self._operation}: the server reported failure "
+                f"(success={redactor.excerpt(repr(body['success']), 80)}"
+                f"{', msg: ' + msg if msg else ''}); the operation was not carried out",
+                status=response.status_code,
+                code=body.get("code"),
+                msg=msg,
+                data=body.get("data"),
+                operation=self._operation,
+                secrets=self._secrets,
+            )
+        return body
+
+    def answer(self, response: HttpAnswer, asked: Asked | None = None) -> Any:
+        """The JSON body after it passed the operation's declared answer
+        (:mod:`~airflow_provider_analytics.client.answers`).
+
+        :param response: the answer.
+        :param asked: what the request asked, for the relations that depend on it.
+        :raises AnswerShapeError: the body does not fit, naming the field.
+        """
+        body = self.json(response)
+        self.declared(body, asked)
+        return body
+
+    def declared(self, body: Any, asked: Asked | None = None) -> Any:
+        """``body`` (strict JSON already read) as the operation's declared answer, or refused
+        by name."""
+        try:
+            return decode(self._operation, body, asked=asked, secrets=self._secrets)
+        except AnswerShapeError as exc:
+            raise AnswerShapeError(
+                f"{exc}; {_CHECK_ADDRESS}", operation=self._operation, secrets=self._secrets
+            ) from None
+
+    def page_lines(self, response: HttpAnswer, asked: Asked | None = None) -> PageParts:
+        """A page of cohort users, its users kept as the export's lines
+        (:mod:`~airflow_provider_analytics.core.page_lines`): the page's members pass the
+        declared answer as :meth:`answer` checks them, the users' values the export's rule.
+
+        :raises AnswerShapeError: the page's members do not fit, naming the field.
+        """
+        from airflow_provider_analytics.core.page_lines import split_page  # loads numpy
+
+        try:
+            parts = split_page(response.content)
+        except strict_json.StrictJsonError as exc:
+            content_type = response.headers.get("Content-Type", "no content type")
+            raise self.protocol_error(
+                f"the answer (HTTP {response.status_code}, {content_type}) {exc}"
+            ) from None
+        body = dict(parts.envelope)
+        if parts.rows is not None:
+            body["users"] = [{}] * parts.rows  # the relations count them; the lines hold them
+        self.declared(body, asked)
+        return parts
+
+
+_PAGES = "iter_cohort_user_pages"
+_PAGE_IDENTITY = "distinct_id"
+
+
+class PagedListing:
+    """The state of one paged listing (spec 4.12, paging from ``API_NOTES.md``): which page
+    comes next, and what was seen so far. Each page is checked on its own by its declared
+    answer; this adds what only the sequence shows, so a server that never stops, or repeats
+    itself, cannot keep a reader busy or hand it wrong rows:
+
+    - the listing stops after ``ceil(wanted / page_size)`` pages, where ``wanted`` is ``count``
+      (or ``limit`` when smaller);
+    - ``count`` is the same on every page;
+    - no user appears twice (told apart by ``distinct_id`` when the records hold it);
+    - no more users arrive than ``wanted``, and no page before the last is short.
+
+    :param page_size: users asked per page.
+    :param limit: most users asked in all; ``None`` for the whole cohort.
+    """
+
+    def __init__(self, *, page_size: int, limit: int | None) -> None:
+        self._page_size = page_size
+        self._limit = limit
+        self._count: int | None = None
+        self._read = 0
+        self._number = 0
+        self._finished = False
+        self._first_seen: dict[int | str, int] = {}
+
+    @property
+    def wanted(self) -> int | None:
+        """Users the listing will read in all; ``None`` until the first page is read."""
+        if self._count is None:
+            return None
+        return self._count if self._limit is None else min(self._limit, self._count)
+
+    def next_page(self) -> int | None:
+        """The 1-based number of the page to ask for next; ``None`` when the listing is done."""
+        if self._finished:
+            return None
+        return self._number + 1
+
+    def take(self, page: Mapping[str, Any], secrets: Iterable[str] = ()) -> None:
+        """Check one page (already decoded through its declared answer) against the pages
+        before it.
+
+        :raises AnswerShapeError: naming the page and what does not hold.
+        """
+        self._number += 1
+        number = self._number
+        count = page["count"]
+        if self._count is None:
+            self._count = count
+        elif count != self._count:
+            self._refuse(number, f"count is {count}, but page 1 said {self._count}", secrets)
+        users = page["users"]
+        page_ids: set[int | str] = set()
+        for position, user in enumerate(users):
+            identity = user.get(_PAGE_IDENTITY)
+            if not isinstance(identity, int | str):
+                continue
+            first = self._first_seen.setdefault(identity, number)
+            if first != number or identity in page_ids:
+                self._refuse(
+                    number,
+                    f"users[{position}] repeats {_PAGE_IDENTITY} {identity!r} of page {first}",
+                    secrets,
+                )
+            page_ids.add(identity)
+        self._read += len(users)
+        wanted = self.wanted
+        assert wanted is not None
+        if self._read > wanted:
+            self._refuse(
+                number, f"{self._read} users arrived, more than the {wanted} asked", secrets
+            )
+        last = -(-wanted // self._page_size) if wanted else 1
+        if self._read == wanted or number >= last:
+            if self._read < wanted:
+                self._refuse(
+                    number,
+                    f"only {self._read} users arrived by the last page, but count promises "
+                    f"{wanted}; the cohort may have changed while it was read",
+                    secrets,
+                )
+            self._finished = True
+        elif len(users) < self._page_size:
+            self._refuse(
+                number,
+                f"holds {len(users)} users, fewer than the page size {self._page_size}, "
+                f"although {wanted - self._read} more are promised by count",
+                secrets,
+            )
+
+    @staticmethod
+    def _refuse(number: int, problem: str, secrets: Iterable[str]) -> None:
+        raise AnswerShapeError(
+            f"{_PAGES}: page {number}: {problem}", operation=_PAGES, secrets=secrets
+        )

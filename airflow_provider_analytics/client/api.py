@@ -23,11 +23,9 @@ from airflow_provider_analytics.client.analysis_requests import (
 from airflow_provider_analytics.client.analysis_requests import (
     expression as _expression,
 )
-from airflow_provider_analytics.client.answers import Asked
+from airflow_provider_analytics.client.answers import Asked, PagedListing, ResponseReader
 from airflow_provider_analytics.client.config import ClientConfig
 from airflow_provider_analytics.client.export import CohortExport
-from airflow_provider_analytics.client.paging import PagedListing
-from airflow_provider_analytics.client.responses import ResponseReader
 from airflow_provider_analytics.client.session import HttpSession
 from airflow_provider_analytics.client.validation import CohortQuery, cohort_body, cohort_query
 from airflow_provider_analytics.core import rules
@@ -41,8 +39,7 @@ from airflow_provider_analytics.core.redaction import Redactor
 from airflow_provider_analytics.core.report_dates import sent_at
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Iterator, Mapping
-    from types import TracebackType
+    from collections.abc import Callable, Iterator, Mapping
 
     import requests
 
@@ -52,23 +49,11 @@ if TYPE_CHECKING:
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
+_NOT_OPERATIONS = frozenset({"close", "progress", "request_json", "test_connection"})
+"""The methods that check no argument: every other public method names itself on its errors."""
+
 TEST_CONNECTION_DEADLINE = 15.0
 """Seconds :meth:`AnalyticsClient.test_connection` waits in all before it reports failure."""
-
-
-def _reports_operation(method: Callable[_P, _R]) -> Callable[_P, _R]:
-    """Name the method as ``operation`` on errors raised before a request (validation)."""
-
-    @functools.wraps(method)
-    def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
-        try:
-            return method(*args, **kwargs)
-        except AnalyticsError as exc:
-            if exc.operation is None:
-                exc.operation = method.__name__
-            raise
-
-    return wrapper
 
 
 def _without_none(values: Mapping[str, Any]) -> dict[str, Any]:
@@ -127,7 +112,7 @@ class AnalyticsClient:
                 f"AnalyticsClient needs a ClientConfig, got {type(config).__name__}"
             )
         self._config = config
-        self._http = HttpSession(config, session=session, sleep=sleep)
+        self._http = HttpSession(config, session, sleep)
 
     @property
     def config(self) -> ClientConfig:
@@ -143,12 +128,7 @@ class AnalyticsClient:
     def __enter__(self) -> AnalyticsClient:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.close()
 
     def close(self) -> None:
@@ -156,31 +136,18 @@ class AnalyticsClient:
         self._http.close()
 
     def _send(
-        self,
-        operation: ops.Operation,
-        *,
-        params: Mapping[str, Any] | None = None,
-        json: Any = None,
-        read_timeout: float | None = None,
-        extra_secrets: Iterable[str] = (),
-        time_limit: float | None = None,
-        **path_params: str,
+        self, operation: ops.Operation, *, stream: bool = False, **options: Any
     ) -> requests.Response:
-        path = operation.build_path(self._config.utm_prefix, **path_params)
-        return self._http.request(
-            operation,
-            path,
-            params=params,
-            json=json,
-            read_timeout=read_timeout,
-            extra_secrets=extra_secrets,
-            time_limit=time_limit,
-        )
+        """Send ``operation`` (``path_params`` fill its path) and return its 2xx answer."""
+        path = operation.build_path(self._config.utm_prefix, **options.pop("path_params", {}))
+        return self._http.send(operation, path, stream=stream, **options)[0]
 
-    def _reader(
-        self, operation: ops.Operation, extra_secrets: Iterable[str] = ()
-    ) -> ResponseReader:
-        return ResponseReader(operation.name, (*self._config.secrets(), *extra_secrets))
+    def _call(self, operation: ops.Operation, *, asked: Asked | None = None, **options: Any) -> Any:
+        """Send ``operation`` and return its JSON answer, checked by its declared answer."""
+        secrets = (*self._config.secrets(), *options.get("extra_secrets", ()))
+        return ResponseReader(operation.name, secrets).answer(
+            self._send(operation, **options), asked
+        )
 
     def request_json(self, call: ops.ApiCall) -> Any:
         """Send a request described as data and return its decoded JSON answer.
@@ -193,13 +160,11 @@ class AnalyticsClient:
 
         :param call: the operation, its query, body and path parameters.
         """
-        path = call.path(self._config.utm_prefix)
-        response = self._http.request(call.operation, path, params=call.params, json=call.body)
-        return self._reader(call.operation).answer(response, call.asked)
+        options = {"params": call.params, "json": call.body, "path_params": call.path_params}
+        return self._call(call.operation, asked=call.asked, **options)
 
     # Ad tracking (spec 4.1 to 4.4)
 
-    @_reports_operation
     def create_utm(
         self,
         page_url: str,
@@ -241,19 +206,16 @@ class AnalyticsClient:
             }
         )
         params = {"loginUser": _optional_text(login_user, "login_user")}
-        response = self._send(ops.CREATE_UTM, params=params, json=body)
-        return str(self._reader(ops.CREATE_UTM).answer(response)["campaignId"])
+        return str(self._call(ops.CREATE_UTM, params=params, json=body)["campaignId"])
 
-    @_reports_operation
     def get_utm(self, campaign_id: str | int) -> dict[str, Any]:
         """The ad tracking record (spec 2.1/4.2), including its long and short links.
 
         :param campaign_id: as returned by :meth:`create_utm`.
         """
         cid = rules.campaign_id(campaign_id)
-        return self._reader(ops.GET_UTM).answer(self._send(ops.GET_UTM, campaign_id=cid))
+        return self._call(ops.GET_UTM, path_params={"campaign_id": cid})
 
-    @_reports_operation
     def get_utm_conversion(
         self,
         campaign_id: str | int,
@@ -290,18 +252,15 @@ class AnalyticsClient:
                 else validation.conversion_measures(convert_measures, "convert_measures"),
             }
         )
-        response = self._send(ops.GET_UTM_CONVERSION, json=body, campaign_id=cid)
-        return self._reader(ops.GET_UTM_CONVERSION).answer(response)
+        return self._call(ops.GET_UTM_CONVERSION, json=body, path_params={"campaign_id": cid})
 
-    @_reports_operation
     def delete_utm(self, campaign_id: str | int) -> None:
         """Delete an ad tracking link logically (spec 4.4); its data is kept."""
         cid = rules.campaign_id(campaign_id)
-        self._reader(ops.DELETE_UTM).answer(self._send(ops.DELETE_UTM, campaign_id=cid))
+        self._call(ops.DELETE_UTM, path_params={"campaign_id": cid})
 
     # Tracking plan (spec 4.5 to 4.11)
 
-    @_reports_operation
     def list_user_properties(
         self, *, plan: int | None = None, data_status: int | None = None
     ) -> list[dict[str, Any]]:
@@ -310,19 +269,14 @@ class AnalyticsClient:
         :param plan: 1 inside the plan, 0 outside; ``None`` for both.
         :param data_status: 1 data reported, 0 not reported; ``None`` for both.
         """
-        params = _plan_filters(plan, data_status)
-        response = self._send(ops.LIST_USER_PROPERTIES, params=params)
-        return self._reader(ops.LIST_USER_PROPERTIES).answer(response)
+        return self._call(ops.LIST_USER_PROPERTIES, params=_plan_filters(plan, data_status))
 
-    @_reports_operation
     def list_events(
         self, *, plan: int | None = None, data_status: int | None = None
     ) -> list[dict[str, Any]]:
         """Events of the tracking plan (spec 4.6); filters as in :meth:`list_user_properties`."""
-        params = _plan_filters(plan, data_status)
-        return self._reader(ops.LIST_EVENTS).answer(self._send(ops.LIST_EVENTS, params=params))
+        return self._call(ops.LIST_EVENTS, params=_plan_filters(plan, data_status))
 
-    @_reports_operation
     def list_event_properties(
         self, event_id: str, *, plan: int | None = None, data_status: int | None = None
     ) -> list[dict[str, Any]]:
@@ -331,10 +285,8 @@ class AnalyticsClient:
         :param event_id: the event (preset ids carry a leading ``$``).
         """
         params = {"eventId": rules.id_ref(event_id, "event_id"), **_plan_filters(plan, data_status)}
-        response = self._send(ops.LIST_EVENT_PROPERTIES, params=params)
-        return self._reader(ops.LIST_EVENT_PROPERTIES).answer(response)
+        return self._call(ops.LIST_EVENT_PROPERTIES, params=params)
 
-    @_reports_operation
     def add_user_property(
         self,
         id: str,
@@ -361,9 +313,8 @@ class AnalyticsClient:
                 "remark": None if remark is None else rules.remark(remark),
             }
         )
-        self._reader(ops.ADD_USER_PROPERTY).answer(self._send(ops.ADD_USER_PROPERTY, json=body))
+        self._call(ops.ADD_USER_PROPERTY, json=body)
 
-    @_reports_operation
     def add_event(
         self,
         id: str,
@@ -390,9 +341,8 @@ class AnalyticsClient:
                 else validation.event_property_definitions(properties),
             }
         )
-        self._reader(ops.ADD_EVENT).answer(self._send(ops.ADD_EVENT, json=body))
+        self._call(ops.ADD_EVENT, json=body)
 
-    @_reports_operation
     def update_user_property(
         self,
         id: str,
@@ -407,10 +357,8 @@ class AnalyticsClient:
         """
         params = {"id": rules.id_ref(id, "id")}
         body = validation.changes(name=name, data_type=data_type, remark=remark)
-        response = self._send(ops.UPDATE_USER_PROPERTY, params=params, json=body)
-        self._reader(ops.UPDATE_USER_PROPERTY).answer(response)
+        self._call(ops.UPDATE_USER_PROPERTY, params=params, json=body)
 
-    @_reports_operation
     def update_event(
         self,
         id: str,
@@ -421,11 +369,8 @@ class AnalyticsClient:
         """Change an event's display name or remark (spec 4.11)."""
         params = {"id": rules.id_ref(id, "id")}
         body = validation.changes(name=name, remark=remark)
-        self._reader(ops.UPDATE_EVENT).answer(
-            self._send(ops.UPDATE_EVENT, params=params, json=body)
-        )
+        self._call(ops.UPDATE_EVENT, params=params, json=body)
 
-    @_reports_operation
     def update_event_property(
         self,
         event_id: str,
@@ -441,18 +386,18 @@ class AnalyticsClient:
             "propertyId": rules.id_ref(property_id, "property_id"),
         }
         body = validation.changes(name=name, data_type=data_type, remark=remark)
-        response = self._send(ops.UPDATE_EVENT_PROPERTY, params=params, json=body)
-        self._reader(ops.UPDATE_EVENT_PROPERTY).answer(response)
+        self._call(ops.UPDATE_EVENT_PROPERTY, params=params, json=body)
 
     # Cohort users (spec 4.12, 4.13)
 
-    def _cohort_page(self, body: dict[str, Any]) -> dict[str, Any]:
+    def _cohort_page(self, body: dict[str, Any], *, lines: bool = False) -> Any:
+        """A page of cohort users as JSON data, or with ``lines`` as the export's lines."""
         asked = Asked(page=body.get("page"), page_size=body.get("pageSize"))
-        response = self._send(ops.GET_COHORT_USERS, json=body)
-        page: dict[str, Any] = self._reader(ops.GET_COHORT_USERS).answer(response, asked)
-        return page
+        if not lines:
+            return self._call(ops.GET_COHORT_USERS, json=body, asked=asked)
+        reader = ResponseReader(ops.GET_COHORT_USERS.name, self._config.secrets())
+        return reader.page_lines(self._send(ops.GET_COHORT_USERS, json=body), asked)
 
-    @_reports_operation
     def get_cohort_users(
         self,
         cohort_code: str | CohortQuery,
@@ -476,9 +421,9 @@ class AnalyticsClient:
         body = cohort_body(
             cohort_code, limit=limit, properties=properties, page=page, page_size=page_size
         )
-        return self._cohort_page(body)
+        page_body: dict[str, Any] = self._cohort_page(body)
+        return page_body
 
-    @_reports_operation
     def get_cohort_user_lines(
         self,
         cohort_code: str | CohortQuery,
@@ -500,11 +445,9 @@ class AnalyticsClient:
         body = cohort_body(
             cohort_code, limit=limit, properties=properties, page=page, page_size=page_size
         )
-        asked = Asked(page=body.get("page"), page_size=body.get("pageSize"))
-        response = self._send(ops.GET_COHORT_USERS, json=body)
-        return self._reader(ops.GET_COHORT_USERS).page_lines(response, asked)
+        parts: PageParts = self._cohort_page(body, lines=True)
+        return parts
 
-    @_reports_operation
     def iter_cohort_user_pages(
         self,
         cohort_code: str,
@@ -575,7 +518,6 @@ class AnalyticsClient:
         finally:
             progress.close()
 
-    @_reports_operation
     def export_cohort_users(
         self,
         cohort_code: str | CohortQuery,
@@ -610,9 +552,10 @@ class AnalyticsClient:
             rules.integer(expected_rows, "expected_rows", minimum=0)
         deadline = time.monotonic() + self._config.export_deadline
         operation = ops.EXPORT_COHORT_USERS
-        response, slot = self._http.open_stream(
+        response, slot = self._http.send(
             operation,
             operation.build_path(self._config.utm_prefix),
+            stream=True,
             json=body,
             read_timeout=self._config.export_read_timeout,
         )
@@ -630,7 +573,6 @@ class AnalyticsClient:
 
     # Enterprise accounts (spec 4.14, 4.15)
 
-    @_reports_operation
     def register_account(
         self,
         email: str,
@@ -671,10 +613,8 @@ class AnalyticsClient:
         )
         params = {"loginUser": _optional_text(login_user, "login_user")}
         masked = (password,) if password else ()
-        response = self._send(ops.REGISTER_ACCOUNT, params=params, json=body, extra_secrets=masked)
-        return self._reader(ops.REGISTER_ACCOUNT, masked).answer(response)
+        return self._call(ops.REGISTER_ACCOUNT, params=params, json=body, extra_secrets=masked)
 
-    @_reports_operation
     def set_account_activation(
         self, email: str, activation: bool, *, login_user: str | None = None
     ) -> None:
@@ -689,12 +629,10 @@ class AnalyticsClient:
             "loginUser": _optional_text(login_user, "login_user"),
         }
         body = {"activation": rules.boolean(activation, "activation")}
-        response = self._send(ops.SET_ACCOUNT_ACTIVATION, params=params, json=body)
-        self._reader(ops.SET_ACCOUNT_ACTIVATION).answer(response)
+        self._call(ops.SET_ACCOUNT_ACTIVATION, params=params, json=body)
 
     # Analyses (spec 4.16, 4.17)
 
-    @_reports_operation
     def analyze_funnel(self, request: Mapping[str, Any] | FunnelRequest) -> dict[str, Any]:
         """Run a funnel analysis (spec 4.16) and return the server's result as JSON data.
 
@@ -704,7 +642,6 @@ class AnalyticsClient:
         """
         return self.analyze(FunnelRequest.of(request)).body
 
-    @_reports_operation
     def analyze_events(self, request: Mapping[str, Any] | EventRequest) -> dict[str, Any]:
         """Run an event analysis (spec 4.17) and return the server's result as JSON data.
 
@@ -714,7 +651,6 @@ class AnalyticsClient:
         """
         return self.analyze(EventRequest.of(request)).body
 
-    @_reports_operation
     def analyze(self, request: FunnelRequest | EventRequest) -> AnalysisAnswer:
         """Run an analysis and return its answer, decoded once through its declaration, with
         the moment the platform sent it (what a job needs to read ``reportUpdateTime``).
@@ -729,7 +665,7 @@ class AnalyticsClient:
         funnel = isinstance(request, FunnelRequest)
         operation = ops.ANALYZE_FUNNEL if funnel else ops.ANALYZE_EVENTS
         response = self._send(operation, json=request.sent())
-        reader = self._reader(operation)
+        reader = ResponseReader(operation.name, self._config.secrets())
         body = reader.json(response)
         answer = reader.declared(body, request.asked())
         return AnalysisAnswer(answer, body, sent_at(response.headers.get("Date")))
@@ -742,10 +678,9 @@ class AnalyticsClient:
             a credential.
         """
         try:
-            response = self._send(
-                ops.LIST_EVENTS, params=_plan_filters(1, None), time_limit=TEST_CONNECTION_DEADLINE
+            events = self._call(
+                ops.LIST_EVENTS, params={"plan": 1}, time_limit=TEST_CONNECTION_DEADLINE
             )
-            events = self._reader(ops.LIST_EVENTS).answer(response)
         except AnalyticsError as exc:
             return False, str(exc)
         except Exception as exc:  # a connection test reports, it does not raise
@@ -754,3 +689,23 @@ class AnalyticsClient:
         return True, (
             f"Connected to {self._config.base_url}: {len(events)} events in the tracking plan"
         )
+
+
+def _reports_operation(method: Callable[_P, _R]) -> Callable[_P, _R]:
+    """Name the method as ``operation`` on errors raised before a request (validation)."""
+
+    @functools.wraps(method)
+    def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return method(*args, **kwargs)
+        except AnalyticsError as exc:
+            if exc.operation is None:
+                exc.operation = method.__name__
+            raise
+
+    return wrapper
+
+
+for _name, _method in list(vars(AnalyticsClient).items()):
+    if callable(_method) and _name[0] != "_" and _name not in _NOT_OPERATIONS:
+        setattr(AnalyticsClient, _name, _reports_operation(_method))

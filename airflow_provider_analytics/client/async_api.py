@@ -1,27 +1,52 @@
 """``AsyncAnalyticsClient``: the client for code that runs in an event loop (the triggerer).
 
-It sends requests described as data (an ``ApiCall``) through ``AsyncHttpSession``, with the
-retries, deadline, errors and answer checks of the synchronous ``AnalyticsClient.request_json``.
-Importing it loads ``httpx``: import it where it is used, not at DAG-parse time.
+It sends requests described as data (an ``ApiCall``) over one ``httpx.AsyncClient``, driving
+the same :class:`~airflow_provider_analytics.client.attempts.CallAttempts` as the synchronous
+``AnalyticsClient.request_json``: the same turns with the platform's throttle (waited for
+without blocking the loop), retries, deadline (an ``asyncio.timeout`` around each attempt),
+errors and answer checks. Importing it loads ``httpx``: import it where it is used, not at
+DAG-parse time.
+
+The proxy is the one :mod:`~airflow_provider_analytics.client.proxies` decides, given when the
+client is built (``trust_env=False``: ``httpx`` reads no proxy variable itself; the CA
+variables ``SSL_CERT_FILE`` and ``SSL_CERT_DIR`` are still honoured). Header values are sent
+as Latin-1 bytes, as ``requests`` sends them (``httpx`` would encode text as ASCII and fail on
+a Latin-1 token).
 """
 
 from __future__ import annotations
 
 import asyncio
+import ssl
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_analytics.client.async_session import AsyncHttpSession
+import httpx
+
+from airflow_provider_analytics.client.answers import ResponseReader
+from airflow_provider_analytics.client.attempts import CallAttempts
 from airflow_provider_analytics.client.config import ClientConfig
-from airflow_provider_analytics.client.responses import ResponseReader
+from airflow_provider_analytics.client.proxies import proxy_route
 from airflow_provider_analytics.core.errors import AnalyticsConfigurationError
+from airflow_provider_analytics.core.retry import RetryPolicy
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
-    from types import TracebackType
-
-    import httpx
 
     from airflow_provider_analytics.client.operations import ApiCall
+
+
+def _tls(verify: bool | str) -> bool | ssl.SSLContext:
+    """``ClientConfig.verify`` as httpx takes it: a CA bundle (file or directory) becomes a
+    context, as ``requests`` reads the same setting; ``True`` is httpx's default context,
+    which honours ``SSL_CERT_FILE`` and ``SSL_CERT_DIR``."""
+    if verify is True:
+        return httpx.create_ssl_context(verify=True, trust_env=True)
+    if isinstance(verify, bool):
+        return verify
+    if Path(verify).is_dir():
+        return ssl.create_default_context(capath=verify)
+    return ssl.create_default_context(cafile=verify)
 
 
 class AsyncAnalyticsClient:
@@ -29,7 +54,7 @@ class AsyncAnalyticsClient:
 
     :param config: where the platform is and which credentials to send.
     :param client: an ``httpx.AsyncClient`` to use instead of a new one (the caller keeps
-        ownership and closes it).
+        ownership and closes it, and its proxy settings are the caller's).
     :param sleep: waits between retries (injectable for tests).
     """
 
@@ -45,7 +70,19 @@ class AsyncAnalyticsClient:
                 f"AsyncAnalyticsClient needs a ClientConfig, got {type(config).__name__}"
             )
         self._config = config
-        self._http = AsyncHttpSession(config, client=client, sleep=sleep)
+        self._route = proxy_route(config)
+        self._owns_client = client is None
+        if client is None:
+            client = httpx.AsyncClient(
+                verify=_tls(config.verify),
+                follow_redirects=False,
+                limits=httpx.Limits(max_keepalive_connections=config.pool_maxsize),
+                proxy=self._route.proxy_url,
+                trust_env=False,
+            )
+        self._client = client
+        self._retry = RetryPolicy.from_config(config)
+        self._sleep = sleep
 
     @property
     def config(self) -> ClientConfig:
@@ -61,27 +98,63 @@ class AsyncAnalyticsClient:
     async def __aenter__(self) -> AsyncAnalyticsClient:
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
 
     async def aclose(self) -> None:
         """Release the connection pool (if the client created it)."""
-        await self._http.aclose()
+        if self._owns_client:
+            await self._client.aclose()
 
     async def request_json(self, call: ApiCall) -> Any:
         """Send a request described as data and return its decoded JSON answer.
 
         :param call: the operation, its query, body and path parameters.
         """
-        path = call.path(self._config.utm_prefix)
-        response = await self._http.request(
-            call.operation, path, params=call.params, json=call.body
+        attempts = CallAttempts(
+            self._config,
+            self._retry,
+            call.operation,
+            call.path(self._config.utm_prefix),
+            params=call.params,
+            json=call.body,
+            route=self._route,
         )
+        headers = {
+            name.encode("ascii"): value.encode("latin-1")
+            for name, value in attempts.headers.items()
+        }
+        timeout = httpx.Timeout(attempts.read_timeout, connect=attempts.connect_timeout)
+
+        async def attempt() -> httpx.Response:
+            while True:
+                while (wait := attempts.hold_off()) is not None:
+                    await self._sleep(wait)
+                limit, within = attempts.concurrency, attempts.place_timeout()
+                if slot := attempts.kept(await attempts.throttle.acquire_async(limit, within)):
+                    break
+            try:
+                async with asyncio.timeout(attempts.start()):
+                    response = await self._client.request(
+                        attempts.method,
+                        attempts.url,
+                        params=attempts.params,
+                        json=attempts.json,
+                        headers=headers,
+                        timeout=timeout,
+                    )
+            except TimeoutError as exc:  # the call's deadline, not an httpx timeout
+                error = attempts.failed(exc, cut_by_deadline=True)
+            except (httpx.RequestError, httpx.InvalidURL) as exc:
+                error = attempts.failed(exc)
+            else:
+                attempts.judge(response)
+                return response
+            finally:
+                slot.release()  # the body is read (no streaming here)
+            raise error from None
+
+        response: httpx.Response = await attempts.retrying_async(self._sleep)(attempt)
         return ResponseReader(call.operation.name, self._config.secrets()).answer(
             response, call.asked
         )

@@ -1,24 +1,17 @@
-"""The decisions of one call, free of any HTTP library: what to send, and after each attempt
-whether to accept the answer or fail with which client error (retried or not by the one retry
-engine, :mod:`~airflow_provider_analytics.core.retry`).
+"""The decisions of one call, free of any HTTP library: what to send, whose turn it is, and
+after each attempt whether to accept the answer or fail with which client error.
 
-The synchronous transport (``requests``) and the asynchronous one (``httpx``) both drive a
-:class:`CallAttempts` and only do the I/O themselves (send, sleep, close), so they send the
-same credentials and headers, retry the same failures after the same waits, keep to the
-same overall deadline and raise the same errors with the same masked messages.
+The synchronous transport (``requests``, :mod:`~airflow_provider_analytics.client.session`) and
+the asynchronous one (``httpx``, :mod:`~airflow_provider_analytics.client.async_api`) both drive
+a :class:`CallAttempts` and only do the I/O, so they send the same headers, take their turn
+with the platform's throttle alike, retry the same failures after the same waits (the one retry
+engine, :mod:`~airflow_provider_analytics.core.retry`), keep to the same deadline and raise the
+same errors with the same masked messages.
 
-An attempt that fails becomes the client error that names the operation and says what to check
-(an error answer by its status and the platform's ``{code, msg, data}`` body; a request that got
-no answer by how far it got, :func:`classify_transport_error`). Whether it is tried again is the
-error's answer (``transient``) narrowed by the operation: a create is repeated only when it
-provably never reached the server (the connection could not be made, or a 429 said it was not
-processed). A ``Retry-After`` on a 429 or 503 (up to ``retry_after_max``) is the wait, and also
-holds off every other call to the platform (:mod:`~airflow_provider_analytics.client.throttle`).
-
-Before each attempt a transport takes its turn with the platform's
-:class:`~airflow_provider_analytics.client.throttle.PlatformThrottle`: it waits out the hold-off
-(:meth:`CallAttempts.hold_off`), then for a place among the calls in flight
-(:meth:`CallAttempts.place_timeout`), and the call's deadline covers both waits.
+Whether a failed attempt is tried again is the error's answer (``transient``) narrowed by the
+operation: a create is repeated only when it provably never reached the server (the connection
+could not be made, or a 429 said it was not processed). A ``Retry-After`` on a 429 or 503 (up to
+``retry_after_max``) is the wait, and also holds off every other call to the platform.
 """
 
 from __future__ import annotations
@@ -27,7 +20,6 @@ import logging
 import math
 import ssl
 import time
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 import requests
@@ -54,7 +46,7 @@ if TYPE_CHECKING:
     from airflow_provider_analytics.client.config import ClientConfig
     from airflow_provider_analytics.client.operations import Operation
     from airflow_provider_analytics.client.proxies import Route
-    from airflow_provider_analytics.client.throttle import PlatformThrottle
+    from airflow_provider_analytics.client.throttle import PlatformThrottle, Slot
     from airflow_provider_analytics.core.retry import RetryPolicy
 
 logger = logging.getLogger("airflow_provider_analytics.client")
@@ -79,6 +71,20 @@ class HttpAnswer(Protocol):
     def content(self) -> bytes: ...
 
 
+_NOT_FOUND_ADVICE = (
+    "no such API: check the connection's base URL and the ad tracking path prefix "
+    "(utm_prefix: '/svc' in the spec, '/ark' on many deployments)"
+)
+_BY_STATUS: dict[int, tuple[type[errors.AnalyticsApiError], str]] = {
+    400: (errors.AnalyticsBadRequestError, "the server rejected the request's parameters"),
+    404: (errors.AnalyticsNotFoundError, _NOT_FOUND_ADVICE),
+    415: (
+        errors.AnalyticsUnsupportedMediaTypeError,
+        "the server refused the content type; a proxy between may be rewriting requests",
+    ),
+}
+_BY_STATUS[498] = _BY_STATUS[400]
+
 _NOT_COMPLETED_BY_CODE: dict[int, tuple[type[errors.AnalyticsNotCompletedError], str]] = {
     501: (
         errors.AnalyticsQuotaExceededError,
@@ -96,38 +102,24 @@ _NOT_COMPLETED_BY_CODE: dict[int, tuple[type[errors.AnalyticsNotCompletedError],
 }
 
 
-def _as_int(value: Any) -> Any:
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-        return int(value)
-    return value
-
-
 def _error_body(response: HttpAnswer, redactor: Redactor) -> tuple[Any, str | None, Any]:
-    """``(code, msg, data)`` of the platform's error body; ``None`` parts when absent.
-
-    ``msg`` is masked, then cut to an excerpt.
-    """
+    """``(code, msg, data)`` of the platform's error body (``msg`` masked, then cut); ``None``
+    parts when absent. A code written as digits is read as the number."""
     try:
         body = strict_json.loads(response.content)
     except strict_json.StrictJsonError:
         return None, None, None
     if not isinstance(body, dict):
         return None, None, None
-    msg = body.get("msg")
-    if msg is not None:
-        msg = redactor.excerpt(msg)
-    return _as_int(body.get("code")), msg, body.get("data")
-
-
-def _credentials_hint(operation: Operation) -> str:
-    if operation.auth is AuthKind.PLATFORM:
-        return "check the xtoken (platform credential) of the connection"
-    return "check the token and appKey (project credentials) of the connection"
+    msg, code = body.get("msg"), body.get("code")
+    if isinstance(code, str) and code.strip().lstrip("-").isdigit():
+        code = int(code)
+    return code, None if msg is None else redactor.excerpt(msg), body.get("data")
 
 
 def _unknown_outcome(operation: Operation) -> str:
     return (
-        " The request had been sent, so it may have been processed: its outcome is unknown "
+        ". The request had been sent, so it may have been processed: its outcome is unknown "
         f"and it was not retried. {operation.unknown_outcome_hint}"
     )
 
@@ -136,23 +128,17 @@ def _classify(
     status: int, code: Any, operation: Operation, attempts: int
 ) -> tuple[type[errors.AnalyticsApiError], str]:
     """Error class and advice for an error answer."""
-    if status in (400, 498):
-        return errors.AnalyticsBadRequestError, "the server rejected the request's parameters"
+    if status in _BY_STATUS:
+        return _BY_STATUS[status]
     if status == 401:
+        which = (
+            "the xtoken (platform credential)"
+            if operation.auth is AuthKind.PLATFORM
+            else "the token and appKey (project credentials)"
+        )
         return (
             errors.AnalyticsAuthenticationError,
-            f"authentication failed: {_credentials_hint(operation)}",
-        )
-    if status == 404:
-        return (
-            errors.AnalyticsNotFoundError,
-            "no such API: check the connection's base URL and the ad tracking path prefix "
-            "(utm_prefix: '/svc' in the spec, '/ark' on many deployments)",
-        )
-    if status == 415:
-        return (
-            errors.AnalyticsUnsupportedMediaTypeError,
-            "the server refused the content type; a proxy between may be rewriting requests",
+            f"authentication failed: check {which} of the connection",
         )
     if status == 429:
         return (
@@ -161,11 +147,10 @@ def _classify(
             "raise max_attempts",
         )
     if status in (499, 501):
-        cls, advice = _NOT_COMPLETED_BY_CODE.get(
+        return _NOT_COMPLETED_BY_CODE.get(
             code if isinstance(code, int) else -1,
             (errors.AnalyticsNotCompletedError, "the operation was not completed"),
         )
-        return cls, advice
     if 500 <= status < 600:
         return (
             errors.AnalyticsServerError,
@@ -181,17 +166,10 @@ def _classify(
 
 
 def error_from_response(
-    operation: Operation, response: HttpAnswer, *, attempts: int, secrets: Iterable[str]
+    operation: Operation, response: HttpAnswer, *, attempts: int, secrets: tuple[str, ...]
 ) -> errors.AnalyticsApiError:
-    """The error for a non-success answer.
-
-    :param operation: the operation that got the answer.
-    :param response: the answer (a ``requests`` or an ``httpx`` response).
-    :param attempts: attempts made, for the message.
-    :param secrets: values to mask.
-    """
+    """The error for a non-success answer, named by its status and the platform's body."""
     status = response.status_code
-    secrets = tuple(secrets)
     redactor = Redactor(secrets)
     code, msg, data = _error_body(response, redactor)
     cls, advice = _classify(status, code, operation, attempts)
@@ -204,7 +182,7 @@ def error_from_response(
     if cls is errors.AnalyticsBadRequestError and isinstance(data, list) and data:
         message += f"; offending parameters: {redactor.excerpt(', '.join(map(str, data)))}"
     if cls is errors.AnalyticsServerError and not operation.idempotent:
-        message += "." + _unknown_outcome(operation)
+        message += _unknown_outcome(operation)
     return cls(
         message,
         status=status,
@@ -216,20 +194,14 @@ def error_from_response(
     )
 
 
-def _transport_advice(phase: FailurePhase, attempts: int) -> str:
-    if phase is FailurePhase.TLS:
-        return "TLS failed; check the certificate, the verify setting or the CA bundle"
-    if phase is FailurePhase.CONNECT:
-        return (
-            f"could not connect after {attempts} attempt(s); check the base URL, "
-            "that the platform is up and that no firewall or proxy is in the way"
-        )
-    if phase is FailurePhase.EXCHANGE:
-        return (
-            f"no complete answer after {attempts} attempt(s); the server or a proxy "
-            "dropped the connection or was too slow (see read_timeout)"
-        )
-    return "the request could not be made"
+_TRANSPORT_ADVICE = {
+    FailurePhase.TLS: "TLS failed; check the certificate, the verify setting or the CA bundle",
+    FailurePhase.CONNECT: "could not connect after {attempts} attempt(s); check the base URL, "
+    "that the platform is up and that no firewall or proxy is in the way",
+    FailurePhase.EXCHANGE: "no complete answer after {attempts} attempt(s); the server or a "
+    "proxy dropped the connection or was too slow (see read_timeout)",
+    FailurePhase.OTHER: "the request could not be made",
+}
 
 
 def error_from_transport(
@@ -246,9 +218,10 @@ def error_from_transport(
     secrets = tuple(secrets)
     shown = Redactor(secrets).excerpt(Redactor(secrets).text(str(exc)))
     name = type(exc).__name__
-    message = f"{operation.name}: {_transport_advice(phase, attempts)} ({name}: {shown})"
+    advice = _TRANSPORT_ADVICE[phase].format(attempts=attempts)
+    message = f"{operation.name}: {advice} ({name}: {shown})"
     if phase is FailurePhase.EXCHANGE and not operation.idempotent:
-        message += "." + _unknown_outcome(operation)
+        message += _unknown_outcome(operation)
     error = AnalyticsTransportError(message, operation=operation.name, secrets=secrets)
     error.phase = phase
     error.reason = f"{name}: {phase.value}"
@@ -275,13 +248,18 @@ def _causes(exc: BaseException) -> list[BaseException]:
     return seen
 
 
-def _requests_phase(exc: requests.RequestException) -> FailurePhase:
+def classify_transport_error(exc: BaseException) -> FailurePhase:
+    """Tell how far a failed request got, which decides whether it may be retried: the one
+    place that reads what ``requests`` and ``httpx`` raise (``httpx`` is imported only for an
+    exception that is not ``requests``', so the synchronous path never loads it).
+
+    :param exc: what ``requests`` or ``httpx`` raised instead of returning a response.
+    """
     if isinstance(exc, requests.exceptions.SSLError):
         return FailurePhase.TLS
-    if isinstance(exc, requests.ConnectTimeout):
-        return FailurePhase.CONNECT
-    if isinstance(exc, requests.ConnectionError) and any(
-        isinstance(c, NewConnectionError | ConnectTimeoutError) for c in _causes(exc)
+    if isinstance(exc, requests.ConnectTimeout) or (
+        isinstance(exc, requests.ConnectionError)
+        and any(isinstance(c, NewConnectionError | ConnectTimeoutError) for c in _causes(exc))
     ):
         return FailurePhase.CONNECT
     if isinstance(
@@ -289,11 +267,9 @@ def _requests_phase(exc: requests.RequestException) -> FailurePhase:
         requests.Timeout | requests.ConnectionError | requests.exceptions.ChunkedEncodingError,
     ):
         return FailurePhase.EXCHANGE
-    return FailurePhase.OTHER
-
-
-def _httpx_phase(exc: BaseException) -> FailurePhase:
-    import httpx  # only an httpx exception gets here, so httpx is loaded already
+    if type(exc).__module__.split(".")[0] != "httpx":
+        return FailurePhase.OTHER
+    import httpx
 
     if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout | httpx.PoolTimeout):
         if any(isinstance(c, ssl.SSLError) for c in _causes(exc)):
@@ -312,25 +288,9 @@ def _httpx_phase(exc: BaseException) -> FailurePhase:
     return FailurePhase.OTHER
 
 
-def classify_transport_error(exc: BaseException) -> FailurePhase:
-    """Tell how far a failed request got, which decides whether it may be retried. The one
-    place that reads what ``requests`` and ``httpx`` raise (``httpx`` is imported only for an
-    exception that is not ``requests``', so the synchronous path never loads it).
-
-    :param exc: what ``requests`` or ``httpx`` raised instead of returning a response.
-    """
-    if isinstance(exc, requests.RequestException):
-        return _requests_phase(exc)
-    if type(exc).__module__.split(".")[0] == "httpx":
-        return _httpx_phase(exc)
-    return FailurePhase.OTHER
-
-
 def auth_headers(config: ClientConfig, operation: Operation) -> dict[str, str]:
     """The credential headers ``operation`` needs: ``token`` and ``appKey``, or ``xtoken``.
 
-    :param config: the credentials.
-    :param operation: decides which credentials.
     :raises AnalyticsConfigurationError: the connection does not set them (checked before
         anything is sent).
     """
@@ -353,30 +313,10 @@ def auth_headers(config: ClientConfig, operation: Operation) -> dict[str, str]:
     return {"token": token, "appKey": app_key}
 
 
-@dataclass(frozen=True)
-class Outgoing:
-    """The request every attempt of a call sends.
-
-    :param method: HTTP method.
-    :param url: absolute URL without the query.
-    :param params: query parameters, ``None`` values dropped (``None`` for no query).
-    :param json: JSON body, ``None`` for no body.
-    :param headers: user agent, ``Accept``, credentials and, with a body, ``Content-Type``.
-    :param connect_timeout: seconds to wait for the connection.
-    :param read_timeout: seconds to wait for each piece of the answer.
-    """
-
-    method: str
-    url: str
-    params: dict[str, Any] | None
-    json: Any
-    headers: dict[str, str]
-    connect_timeout: float
-    read_timeout: float
-
-
 class CallAttempts:
-    """One call of ``operation``: the request to send and the verdict on every attempt.
+    """One call of ``operation``: the request every attempt sends (``method``, ``url``,
+    ``params``, ``json``, ``headers``, ``connect_timeout``, ``read_timeout``), its turns with
+    the platform's throttle and the verdict on every attempt.
 
     :param config: where and how to connect, and the credentials.
     :param policy: the retry policy.
@@ -385,10 +325,11 @@ class CallAttempts:
     :param params: query parameters (``None`` values are dropped).
     :param json: JSON body, or ``None`` for no body.
     :param read_timeout: read timeout instead of the configured one.
-    :param extra_secrets: values of this request to mask in errors, besides the credentials.
+    :param extra_secrets: values of this request to mask in errors, besides the credentials
+        (a password in the body).
     :param route: the proxy route the transport takes; its refusal is raised here, before
         anything is sent, and its proxy's password is masked too.
-    :param time_limit: seconds the whole call may take, retries included, instead of
+    :param time_limit: seconds the whole call may take, retries and turns included, instead of
         ``request_deadline``.
     :param clock: monotonic seconds (injectable for tests).
     :param throttle: the platform's throttle, instead of this process' one for ``base_url``.
@@ -414,39 +355,31 @@ class CallAttempts:
         if route is not None:
             route.check(operation.name)
             extra_secrets = (*extra_secrets, *route.secrets)
-        headers = {"User-Agent": config.user_agent, "Accept": "application/json"}
-        headers.update(auth_headers(config, operation))
+        self.headers = {"User-Agent": config.user_agent, "Accept": "application/json"}
+        self.headers.update(auth_headers(config, operation))
         if json is not None:
-            headers["Content-Type"] = "application/json"
-        self.request = Outgoing(
-            method=operation.method,
-            url=config.api_root + path,
-            params=None if params is None else {k: v for k, v in params.items() if v is not None},
-            json=json,
-            headers=headers,
-            connect_timeout=config.connect_timeout,
-            read_timeout=read_timeout or config.read_timeout,
-        )
+            self.headers["Content-Type"] = "application/json"
+        self.method, self.url, self.json = operation.method, config.api_root + path, json
+        self.params = None if params is None else {k: v for k, v in params.items() if v is not None}
+        self.connect_timeout = config.connect_timeout
+        self.read_timeout = read_timeout or config.read_timeout
         self.operation = operation
         self.attempt = 0
+        self.secrets = (*config.secrets(), *extra_secrets)
         self._policy = policy
-        self._secrets = (*config.secrets(), *extra_secrets)
         self._clock = clock
         self._limit = config.request_deadline if time_limit is None else time_limit
         self._ends = clock() + self._limit
         self.throttle = throttle_for(config.base_url) if throttle is None else throttle
-        """The platform's shared bound on calls in flight and its hold-off."""
         self.concurrency = config.max_concurrent_calls
-        """Calls in flight to the platform this call tolerates before it starts."""
         self._covered = -math.inf
+        """The latest hold-off moment this call has waited for already."""
         self._ended: AnalyticsError | None = None
         """The error that ends the call at once (its deadline, or no turn within it)."""
 
     def hold_off(self) -> float | None:
-        """Seconds to wait before the next attempt because the platform asked every caller
-        to (a ``Retry-After`` another call got), or ``None`` to go on.
-
-        A moment this call has already waited for (its own ``Retry-After``) asks nothing more.
+        """Seconds to wait before the next attempt because the platform asked every caller to
+        (a ``Retry-After`` this or another call got, not yet waited for), or ``None`` to go on.
 
         :raises AnalyticsRateLimitError: the wait would outlast the call's deadline (raised at
             once rather than after sleeping into it).
@@ -456,8 +389,8 @@ class CallAttempts:
             return None
         moment, seconds = pending
         left = self._ends - self._clock()
+        name = self.operation.name
         if seconds >= left:
-            name = self.operation.name
             self._ended = AnalyticsRateLimitError(
                 f"{name}: the platform asked every caller to wait {seconds:.1f} s more "
                 f"(Retry-After of an earlier answer), beyond the {max(left, 0.0):.1f} s left "
@@ -469,16 +402,10 @@ class CallAttempts:
         self._covered = moment
         logger.info(
             "%s: the platform asked every caller to wait (Retry-After); waiting %.2f s",
-            self.operation.name,
+            name,
             seconds,
         )
         return seconds
-
-    def held_off(self) -> bool:
-        """Whether a hold-off not yet waited for has been set (checked again once a place
-        among the calls in flight is taken, in case another call got a ``Retry-After``
-        meanwhile)."""
-        return self.throttle.pending(self._covered) is not None
 
     def place_timeout(self) -> float:
         """The seconds this call may wait for a place among the calls in flight (the rest of
@@ -491,35 +418,40 @@ class CallAttempts:
             raise self._deadline_error()
         return left
 
-    def no_place_error(self) -> AnalyticsTransportError:
-        """The error of a call that found no place among the calls in flight in time."""
-        name = self.operation.name
-        self._ended = error = AnalyticsTransportError(
-            f"{name}: no turn to call the platform within {self._limit:g} s: "
-            f"{self.concurrency} call(s) to it stayed in flight from this process "
-            "(max_concurrent_calls), a streamed export holding its place until its body is "
-            "read; raise max_concurrent_calls or request_deadline, or run fewer calls at once",
-            operation=name,
-        )
-        return error
+    def kept(self, slot: Slot | None) -> Slot | None:
+        """The place the throttle gave (``None``: none within the deadline, which ends the
+        call), or ``None`` when a hold-off was set while this call waited for it: the place is
+        then given back, to wait that hold-off out first.
+
+        :raises AnalyticsTransportError: no place came in time.
+        """
+        if slot is None:
+            self._ended = AnalyticsTransportError(
+                f"{self.operation.name}: no turn to call the platform within {self._limit:g} "
+                f"s: {self.concurrency} call(s) to it stayed in flight from this process "
+                "(max_concurrent_calls), a streamed export holding its place until its body is "
+                "read; raise max_concurrent_calls or request_deadline, or run fewer calls at once",
+                operation=self.operation.name,
+            )
+            raise self._ended
+        if self.throttle.pending(self._covered) is None:
+            return slot
+        slot.release()
+        return None
 
     def start(self) -> float:
-        """Count the next attempt and return the seconds it may take (the rest of the
-        call's deadline).
+        """Count the next attempt and return the seconds it may take (the rest of the call's
+        deadline).
 
         :raises AnalyticsTransportError: the deadline has passed already.
         """
         self.attempt += 1
-        left = self._ends - self._clock()
-        if left <= 0:
-            raise self._deadline_error()
-        return left
+        return self.place_timeout()
 
     def judge(self, answer: HttpAnswer) -> None:
         """Accept a successful (2xx) answer, or raise the error of an attempt that got an error
-        answer (its body read only then). A readable ``Retry-After`` on a 429 or 503 becomes
-        the error's ``retry_after`` (up to ``retry_after_max``) and holds off every caller of
-        the platform, not only this one."""
+        answer. A readable ``Retry-After`` on a 429 or 503 becomes the error's ``retry_after``
+        (up to ``retry_after_max``) and holds off every caller of the platform."""
         status = answer.status_code
         if 200 <= status < 300:
             return
@@ -531,7 +463,7 @@ class CallAttempts:
                 moment = self.throttle.hold_off(wait, status=status)
                 self._covered = max(self._covered, moment)  # a retry waits for it anyway
         error = error_from_response(
-            self.operation, answer, attempts=self.attempt, secrets=self._secrets
+            self.operation, answer, attempts=self.attempt, secrets=self.secrets
         )
         error.retry_after, error.reason = wait, f"HTTP {status}"
         raise error
@@ -545,8 +477,9 @@ class CallAttempts:
         """
         if cut_by_deadline or self._clock() >= self._ends:
             return self._deadline_error()
-        name, secrets = self.operation, self._secrets
-        return error_from_transport(name, exc, attempts=self.attempt, secrets=secrets)
+        return error_from_transport(
+            self.operation, exc, attempts=self.attempt, secrets=self.secrets
+        )
 
     def retries(self, error: BaseException) -> bool:
         """Whether the call is tried again after ``error`` (the attempt budget and the deadline

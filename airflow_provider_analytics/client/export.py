@@ -24,11 +24,9 @@ from airflow_provider_analytics.core.redaction import Redactor
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator
-    from types import TracebackType
 
     from airflow_provider_analytics.core.progress import Progress
 
-_OPERATION = OPERATION
 _RERUN_HINT = (
     "run the export again; for large cohorts raise export_read_timeout and the timeout of "
     "any proxy in between, or export fewer users with limit"
@@ -83,12 +81,7 @@ class CohortExport:
     def __enter__(self) -> CohortExport:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.close()
 
     def __repr__(self) -> str:
@@ -110,14 +103,10 @@ class CohortExport:
         if release is not None:
             release()
 
-    def _rows(self) -> int | None:
-        """Rows so far for the progress: lines read, or ``None`` when only bytes are read."""
-        return self.lines_read if self._counting_lines else None
-
     def _broken(self, detail: str, *, hint: str = _RERUN_HINT) -> AnalyticsStreamError:
         return AnalyticsStreamError(
-            f"{_OPERATION}: {self._redactor.text(detail)}; {hint}",
-            operation=_OPERATION,
+            f"{OPERATION}: {self._redactor.text(detail)}; {hint}",
+            operation=OPERATION,
         )
 
     def _foreign_body(self) -> MalformedStreamError | None:
@@ -126,7 +115,7 @@ class CohortExport:
         if not content_type.startswith(("text/html", "application/xhtml")):
             return None
         return MalformedStreamError(
-            f"{_OPERATION}: {describe_unfinished(b'<', 0)}", operation=_OPERATION
+            f"{OPERATION}: {describe_unfinished(b'<', 0)}", operation=OPERATION
         )
 
     def _read_chunks(self, chunk_size: int) -> Iterator[bytes]:
@@ -162,7 +151,8 @@ class CohortExport:
             for chunk in self._read_chunks(chunk_size):
                 self.bytes_read += len(chunk)
                 if self._progress is not None:
-                    self._progress.update(self._rows(), self.bytes_read)
+                    rows = self.lines_read if self._counting_lines else None
+                    self._progress.update(rows, self.bytes_read)
                 yield chunk
                 if self._deadline is not None and time.monotonic() > self._deadline:
                     self.close()
@@ -197,7 +187,7 @@ class CohortExport:
         """``exc`` with the operation in front of its message, as every error of the client."""
         if exc.operation is not None:
             return exc
-        return type(exc)(f"{_OPERATION}: {exc}", operation=_OPERATION)
+        return type(exc)(f"{OPERATION}: {exc}", operation=OPERATION)
 
     def _checked(self, keys: Iterable[str] | None) -> Iterator[tuple[bytes, dict[str, Any]]]:
         """Each line with its record, by the export's one rule

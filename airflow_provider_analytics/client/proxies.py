@@ -47,48 +47,32 @@ PROXY_SCHEMES = ("http", "https")
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
-@dataclass(frozen=True)
-class Proxy:
-    """A proxy to tunnel through.
-
-    :param url: its URL (``http://[user:password@]host:port``).
-    :param source: where it was named: ``ClientConfig.proxy`` or an environment variable.
-    """
-
-    url: str
-    source: str
-
-    @property
-    def address(self) -> str:
-        """``host:port``, without credentials: how messages name the proxy."""
-        parts = urlsplit(self.url)
-        port = parts.port or _DEFAULT_PORTS.get(parts.scheme.lower(), 80)
-        host = parts.hostname or "?"
-        return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-
-    @property
-    def secrets(self) -> tuple[str, ...]:
-        """The proxy's password (as written and decoded), to mask in errors."""
-        return tuple(proxy_secrets(self.url))
+def _address(url: str) -> str:
+    """A proxy's ``host:port``, without credentials: how messages name it."""
+    parts = urlsplit(url)
+    port = parts.port or _DEFAULT_PORTS.get(parts.scheme.lower(), 80)
+    host = parts.hostname or "?"
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 @dataclass(frozen=True)
 class Route:
-    """How the calls reach the base URL: directly, tunnelled through :attr:`proxy`, or not
-    at all (:attr:`refusal` says why; :attr:`proxy` is then the proxy that was named).
+    """How the calls reach the base URL: directly, tunnelled through the proxy at ``url``, or
+    not at all (``refusal`` says why; ``url`` is then the proxy that was named).
     """
 
-    proxy: Proxy | None = None
+    url: str | None = None
     refusal: str | None = None
 
     @property
     def proxy_url(self) -> str | None:
         """The proxy's URL, ``None`` to connect directly (or when refused)."""
-        return None if self.proxy is None or self.refusal is not None else self.proxy.url
+        return None if self.refusal is not None else self.url
 
     @property
     def secrets(self) -> tuple[str, ...]:
-        return () if self.proxy is None else self.proxy.secrets
+        """The proxy's password (as written and decoded), to mask in errors."""
+        return () if self.url is None else tuple(proxy_secrets(self.url))
 
     def check(self, operation: str) -> None:
         """Raise the refusal, if any, for a call of ``operation`` (before anything is sent).
@@ -175,7 +159,7 @@ def proxy_route(config: ClientConfig, environ: Mapping[str, str] | None = None) 
     parts = urlsplit(config.base_url)
     scheme, host = parts.scheme.lower(), parts.hostname or ""
     if config.proxy:  # ClientConfig allows it with https:// only
-        return Route(Proxy(config.proxy, "ClientConfig.proxy"))
+        return Route(config.proxy)
     named = _environment_proxy(scheme, environ)
     if named is None:
         return Route()
@@ -184,30 +168,26 @@ def proxy_route(config: ClientConfig, environ: Mapping[str, str] | None = None) 
     no_proxy = environ.get("no_proxy") or environ.get("NO_PROXY") or ""
     if bypasses_proxy(host, port, no_proxy):
         return Route()
-    proxy = Proxy(value if "://" in value else f"http://{value}", variable)
+    proxy = value if "://" in value else f"http://{value}"
     direct = f"add {host} to NO_PROXY to connect directly"
     if scheme == "http":
         return Route(
-            refusal=(
-                f"plain http:// would send the credentials in clear to the proxy "
-                f"{proxy.address} named by {variable}, which reads every plain request; use "
-                f"https:// (a proxy then only relays encrypted bytes), or {direct}"
-            ),
-            proxy=proxy,
+            proxy,
+            f"plain http:// would send the credentials in clear to the proxy "
+            f"{_address(proxy)} named by {variable}, which reads every plain request; use "
+            f"https:// (a proxy then only relays encrypted bytes), or {direct}",
         )
     try:
-        proxy_parts = urlsplit(proxy.url)
+        proxy_parts = urlsplit(proxy)
         proxy_parts.port  # noqa: B018 (raises ValueError on a malformed port)
     except ValueError:
         proxy_parts = None
     if proxy_parts is None or not proxy_parts.hostname:
-        return Route(refusal=f"{variable} names no usable proxy address; {direct}", proxy=proxy)
+        return Route(proxy, f"{variable} names no usable proxy address; {direct}")
     if proxy_parts.scheme.lower() not in PROXY_SCHEMES:
         return Route(
-            refusal=(
-                f"{variable} names a {proxy_parts.scheme}:// proxy; only http:// and https:// "
-                f"proxies are supported; {direct}"
-            ),
-            proxy=proxy,
+            proxy,
+            f"{variable} names a {proxy_parts.scheme}:// proxy; only http:// and https:// "
+            f"proxies are supported; {direct}",
         )
     return Route(proxy)

@@ -1,69 +1,140 @@
-"""The synchronous transport: one pooled ``requests.Session`` driving :class:`CallAttempts`.
+"""The synchronous transport: one pooled ``requests.Session`` driving
+:class:`~airflow_provider_analytics.client.attempts.CallAttempts`, which decides what to send
+and what each attempt's outcome is; this module only sends, sleeps and closes.
 
-Every operation goes through :meth:`HttpSession.request`. What to send and what each attempt's
-outcome is are decided by :mod:`~airflow_provider_analytics.client.attempts`, shared with the
-asynchronous transport, and the retry engine repeats the attempts; this module only sends,
-sleeps and closes. The adapter's own retries
-are off (``max_retries=0``): retrying is decided per operation, because creating something
-twice is not the same as reading it twice. The proxy is decided by
-:mod:`~airflow_provider_analytics.client.proxies` and given with every request, so
+The adapter's own retries are off (``max_retries=0``): retrying is decided per operation,
+because creating something twice is not the same as reading it twice. The proxy is the one
+:mod:`~airflow_provider_analytics.client.proxies` decides, given with every request, so
 ``requests`` adds none of its own from the environment.
 
-Every attempt first takes its turn with the platform's throttle
-(:mod:`~airflow_provider_analytics.client.throttle`): it waits out a hold-off another call's
-``Retry-After`` set, then for a place among the calls in flight from this process. An ordinary
-answer gives its place back once its body has been read; a streamed one
-(:meth:`HttpSession.open_stream`) keeps it until the caller releases it.
+A read timeout bounds each wait for data, not the whole call: a server that sends one byte a
+second keeps a request alive forever. So the pool's connections tell the current thread's
+:class:`_Watch` which socket they sent on, and :func:`deadline` shuts that socket down when the
+call's time is up: the blocked read returns and the attempt fails.
 """
 
 from __future__ import annotations
 
-import time
+import contextlib
+import socket
+import threading
 import weakref
 from typing import TYPE_CHECKING, Any
 
 import requests
+from requests.adapters import HTTPAdapter
+from urllib3.connection import HTTPConnection, HTTPSConnection
+from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
 from airflow_provider_analytics.client.attempts import CallAttempts
-from airflow_provider_analytics.client.deadline import DeadlineAdapter, deadline
 from airflow_provider_analytics.client.proxies import proxy_route
 from airflow_provider_analytics.core.retry import RetryPolicy
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Mapping
+    from collections.abc import Callable, Iterator
 
     from airflow_provider_analytics.client.config import ClientConfig
     from airflow_provider_analytics.client.operations import Operation
     from airflow_provider_analytics.client.throttle import Slot
 
+_current = threading.local()
 
-def _new_session(config: ClientConfig) -> requests.Session:
-    session = requests.Session()
-    adapter = DeadlineAdapter(pool_maxsize=config.pool_maxsize, max_retries=0)
-    session.mount("https://", adapter)
-    session.mount("http://", adapter)
-    return session
+
+class _Watch:
+    """The socket of one request and whether its deadline has passed."""
+
+    def __init__(self) -> None:
+        self.sock: socket.socket | None = None
+        self.expired = False
+        self._lock = threading.Lock()
+
+    def attach(self, connection: HTTPConnection) -> None:
+        """Remember the socket the request was sent on (the connection may drop its reference
+        once the answer is being read; the answer keeps reading from it)."""
+        with self._lock:
+            self.sock = connection.sock
+            if self.expired:
+                self._cut()
+
+    def expire(self) -> None:
+        with self._lock:
+            self.expired = True
+            self._cut()
+
+    def _cut(self) -> None:
+        if self.sock is not None:
+            with contextlib.suppress(OSError):
+                self.sock.shutdown(socket.SHUT_RDWR)
+
+
+def _watched(connection: type[HTTPConnection]) -> type[HTTPConnection]:
+    """``connection`` telling the current thread's watch which socket its request went on."""
+
+    def request(self: HTTPConnection, *args: Any, **kwargs: Any) -> None:
+        connection.request(self, *args, **kwargs)
+        watch = getattr(_current, "watch", None)
+        if watch is not None:
+            watch.attach(self)
+
+    return type(f"_Watched{connection.__name__}", (connection,), {"request": request})
+
+
+_WATCHED_POOLS = {
+    scheme: type(f"_Watched{pool.__name__}", (pool,), {"ConnectionCls": _watched(connection)})
+    for scheme, pool, connection in (
+        ("http", HTTPConnectionPool, HTTPConnection),
+        ("https", HTTPSConnectionPool, HTTPSConnection),
+    )
+}
+
+
+class DeadlineAdapter(HTTPAdapter):
+    """An ``HTTPAdapter`` whose connections can be cut by :func:`deadline`, direct or
+    tunnelled through a proxy."""
+
+    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+        super().init_poolmanager(*args, **kwargs)
+        self.poolmanager.pool_classes_by_scheme = dict(_WATCHED_POOLS)
+
+    def proxy_manager_for(self, proxy: str, **proxy_kwargs: Any) -> Any:
+        manager = super().proxy_manager_for(proxy, **proxy_kwargs)
+        manager.pool_classes_by_scheme = dict(_WATCHED_POOLS)
+        return manager
+
+
+@contextlib.contextmanager
+def deadline(seconds: float) -> Iterator[_Watch]:
+    """Cut the current thread's request if it is still running after ``seconds``; the watch's
+    ``expired`` tells whether it did."""
+    watch = _Watch()
+    previous = getattr(_current, "watch", None)
+    _current.watch = watch
+    timer = threading.Timer(max(seconds, 0.0), watch.expire)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield watch
+    finally:
+        timer.cancel()
+        _current.watch = previous
 
 
 class HttpSession:
-    """Sends the spec's operations over one connection pool.
-
-    :param config: where and how to connect.
-    :param session: a ``requests.Session`` to use instead of a new pooled one; the caller
-        keeps ownership and closes it.
-    :param sleep: waits between attempts (injectable for tests).
+    """Sends the spec's operations over one connection pool: ``session`` if given (its owner
+    closes it), else a pool of its own whose connections :func:`deadline` can cut.
     """
 
     def __init__(
-        self,
-        config: ClientConfig,
-        *,
-        session: requests.Session | None = None,
-        sleep: Callable[[float], None] = time.sleep,
+        self, config: ClientConfig, session: requests.Session | None, sleep: Callable[[float], None]
     ) -> None:
         self._config = config
         self._owns_session = session is None
-        self._session = _new_session(config) if session is None else session
+        if session is None:
+            session = requests.Session()
+            adapter = DeadlineAdapter(pool_maxsize=config.pool_maxsize, max_retries=0)
+            session.mount("https://", adapter)
+            session.mount("http://", adapter)
+        self._session = session
         self._retry = RetryPolicy.from_config(config)
         self._sleep = sleep
         self._route = proxy_route(config)
@@ -73,90 +144,44 @@ class HttpSession:
         if self._owns_session:
             self._session.close()
 
-    def request(
-        self,
-        operation: Operation,
-        path: str,
-        *,
-        params: Mapping[str, Any] | None = None,
-        json: Any = None,
-        read_timeout: float | None = None,
-        extra_secrets: Iterable[str] = (),
-        time_limit: float | None = None,
-    ) -> requests.Response:
-        """Send ``operation`` and return its successful (2xx) answer, body read.
+    def send(
+        self, operation: Operation, path: str, *, stream: bool = False, **options: Any
+    ) -> tuple[requests.Response, Slot]:
+        """Send ``operation`` and return its successful (2xx) answer with the place among the
+        calls in flight it holds: given back already once the body has been read, or, with
+        ``stream``, when the caller releases it (or the answer is garbage-collected).
 
         :param operation: the operation; decides credentials and retry safety.
         :param path: request path (already percent-encoded) below the base URL.
-        :param params: query parameters (``None`` values are dropped).
-        :param json: JSON body, or ``None`` for no body.
-        :param read_timeout: read timeout instead of the configured one.
-        :param extra_secrets: values of this request to mask in errors, besides the
-            credentials (a password in the body, for example).
-        :param time_limit: seconds the whole call may take, retries and turns included,
-            instead of ``request_deadline``. Enforced on the pool this object creates.
-        :raises AnalyticsConfigurationError: the needed credentials are not configured, or
-            the environment names a proxy that plain ``http://`` may not go through.
+        :param stream: leave the body unread (``time_limit`` then runs until the headers).
+        :param options: :class:`~airflow_provider_analytics.client.attempts.CallAttempts`'
+            ``params``, ``json``, ``read_timeout``, ``extra_secrets`` and ``time_limit``.
+        :raises AnalyticsConfigurationError: the needed credentials are not configured, or the
+            environment names a proxy that plain ``http://`` may not go through.
         :raises AnalyticsApiError: the server answered with an error status.
-        :raises AnalyticsRateLimitError: also when the platform's hold-off would outlast the
-            call's deadline.
         :raises AnalyticsTransportError: no answer, after the retries allowed, or no turn
             among the calls in flight within the deadline.
         """
-        options = {"params": params, "json": json, "read_timeout": read_timeout}
-        options |= {"extra_secrets": extra_secrets, "time_limit": time_limit}
-        response, slot = self._exchange(operation, path, stream=False, options=options)
-        slot.release()
-        return response
-
-    def open_stream(
-        self, operation: Operation, path: str, **options: Any
-    ) -> tuple[requests.Response, Slot]:
-        """Send ``operation`` and return its successful answer with the body unread, and the
-        place among the calls in flight it holds.
-
-        Release the place once the body has been read or closed; if neither happens, it is
-        released when the answer is garbage-collected. Arguments and errors as in
-        :meth:`request` (``time_limit`` runs until the headers have arrived).
-        """
-        response, slot = self._exchange(operation, path, stream=True, options=options)
-        weakref.finalize(response, slot.release)
-        return response, slot
-
-    def _take_turn(self, call: CallAttempts) -> Slot:
-        """Wait until the platform's hold-off has passed and a place among the calls in flight
-        is free, and take it."""
-        while True:
-            while (wait := call.hold_off()) is not None:
-                self._sleep(wait)
-            slot = call.throttle.acquire(call.concurrency, call.place_timeout())
-            if slot is None:
-                raise call.no_place_error()
-            if not call.held_off():
-                return slot
-            slot.release()  # another call got a Retry-After meanwhile: wait that out first
-
-    def _exchange(
-        self, operation: Operation, path: str, *, stream: bool, options: dict[str, Any]
-    ) -> tuple[requests.Response, Slot]:
         call = CallAttempts(
             self._config, self._retry, operation, path, route=self._route, **options
         )
-        out = call.request
-        proxies = self._route.for_requests(out.url)
+        proxies = self._route.for_requests(call.url)
 
         def attempt() -> tuple[requests.Response, Slot]:
-            slot = self._take_turn(call)
+            while True:
+                while (wait := call.hold_off()) is not None:
+                    self._sleep(wait)
+                if slot := call.kept(call.throttle.acquire(call.concurrency, call.place_timeout())):
+                    break
             try:
-                left = call.start()
-                with deadline(left) as watch:
+                with deadline(call.start()) as watch:
                     response = self._session.request(
-                        out.method,
-                        out.url,
-                        params=out.params,
-                        json=out.json,
-                        headers=out.headers,
-                        timeout=(out.connect_timeout, out.read_timeout),
+                        call.method,
+                        call.url,
+                        params=call.params,
+                        json=call.json,
+                        headers=call.headers,
+                        timeout=(call.connect_timeout, call.read_timeout),
                         verify=self._config.verify,
                         stream=stream,
                         allow_redirects=False,
@@ -178,4 +203,9 @@ class HttpSession:
                 return response, slot
             raise error from None
 
-        return call.retrying(self._sleep)(attempt)
+        response, slot = call.retrying(self._sleep)(attempt)
+        if stream:
+            weakref.finalize(response, slot.release)
+        else:
+            slot.release()
+        return response, slot

@@ -1,29 +1,22 @@
 """The one hold-off, and the bound on calls in flight, of every caller of one platform.
 
 A process holds one :class:`PlatformThrottle` per platform (base URL), however many clients,
-threads or event loops call it, so threads reading shards of one export, or several tasks'
+threads or event loops call it, so the threads reading shards of one export, or several tasks'
 clients in one triggerer, share one budget:
 
-- **Calls in flight.** A call starts only while fewer than its ``max_concurrent_calls`` calls to
-  the platform are in flight from this process; otherwise it waits its turn (first come, first
-  served) within its own deadline. A streamed answer keeps its place until its body has been
-  read or closed; a call waiting between retries holds none.
+- **Calls in flight.** A call starts only while fewer than its ``max_concurrent_calls`` calls
+  to the platform are in flight from this process; otherwise it waits its turn (first come,
+  first served) within its own deadline. A streamed answer keeps its place until its body has
+  been read or closed; a call waiting between retries holds none.
 - **Hold-off.** A ``429`` or ``503`` whose ``Retry-After`` can be read moves the platform's
-  hold-off moment that far ahead (up to ``retry_after_max``): every call that starts afterwards,
-  from any thread, waits until then, not only the call that got the answer.
+  hold-off moment that far ahead (up to ``retry_after_max``): every call that starts
+  afterwards, from any thread, waits until then.
 
-The hold-off reaches beyond the process through a **shared record** (:class:`SharedRecord`)
-attached for a block of work (:meth:`PlatformThrottle.sharing`): while it is attached, the
-hold-offs the answers of that thread's calls ask for are published to the record, and every
-call's turn first takes in what the record holds (so the other processes of a worker, and the
-other workers, hold off too). The shards of one cohort export attach the record in their
-staging folder (:mod:`~airflow_provider_analytics.export.shard_hold`). Without one, a hold-off
-holds within the process only; an Airflow pool bounds how many processes run at once. A forked
-child starts with none of its parent's state.
-
-Only decisions and bookkeeping live here, no HTTP library: the transports
-(:mod:`~airflow_provider_analytics.client.session`,
-:mod:`~airflow_provider_analytics.client.async_session`) do the waiting.
+The hold-off reaches beyond the process through a shared record attached for a block of work
+(:meth:`PlatformThrottle.sharing`): the shards of one cohort export attach the one in their
+staging folder (:mod:`~airflow_provider_analytics.export.shard_hold`), so the other processes
+of a worker, and the other workers, hold off too. A forked child starts with none of its
+parent's state. Only decisions and bookkeeping live here: the transports do the waiting.
 """
 
 from __future__ import annotations
@@ -48,23 +41,20 @@ otherwise; also the slots of the Airflow pool the development stack creates."""
 
 
 class SharedRecord(Protocol):
-    """A hold-off record other processes read too (``hold.json`` of a staging folder)."""
+    """A hold-off record other processes read too (``hold.json`` of a staging folder):
+    ``publish`` asks every reader to hold off ``seconds`` from now because of an answer ``who``
+    got with ``status`` (never raising); ``observe`` gives the seconds from now it asks this
+    process to hold off, once per record (``None``: nothing new)."""
 
-    def publish(self, seconds: float, status: int, who: str) -> None:
-        """Ask every reader to hold off ``seconds`` from now, because of an answer ``who``
-        got with ``status``; never raises."""
+    def publish(self, seconds: float, status: int, who: str) -> None: ...
 
-    def observe(self) -> float | None:
-        """Seconds from now the record asks this process to hold off, once per record; ``None``
-        when it asks nothing new."""
+    def observe(self) -> float | None: ...
 
 
 class Slot:
-    """One call's place among the calls in flight to a platform.
-
-    :meth:`release` gives it back; releasing twice is harmless, so every path that ends a call
-    (its answer read, its stream closed, the response collected) may release it.
-    """
+    """One call's place among the calls in flight to a platform. Releasing it twice is
+    harmless, so every path that ends a call (its answer read, its stream closed, the
+    response collected) may release it."""
 
     __slots__ = ("_held", "_throttle")
 
@@ -74,19 +64,15 @@ class Slot:
 
     @property
     def held(self) -> bool:
-        """Whether the place is still taken."""
         return self._held
 
     def release(self) -> None:
-        """Give the place back (once; later calls do nothing)."""
         self._throttle._give_back(self)
 
 
 class _Waiter:
-    """A call waiting for a place: how many calls in flight it tolerates, and how to wake it.
-
-    ``wake`` returns ``False`` when the waiter can no longer be woken (its event loop closed).
-    """
+    """A call waiting for a place: how many calls in flight it tolerates, and how to wake it
+    (``wake`` returns ``False`` when its event loop has closed)."""
 
     __slots__ = ("granted", "limit", "wake")
 
@@ -97,9 +83,8 @@ class _Waiter:
 
 
 class PlatformThrottle:
-    """The calls in flight to one platform from this process, and its hold-off moment.
-
-    Get the process' instance with :func:`throttle_for`; a separate instance shares nothing.
+    """The calls in flight to one platform from this process, and its hold-off moment. Get
+    the process' instance with :func:`throttle_for`; a separate instance shares nothing.
 
     :param clock: monotonic seconds (injectable for tests).
     """
@@ -125,17 +110,14 @@ class PlatformThrottle:
         """Calls waiting for a place now."""
         return len(self._waiters)
 
-    # -- hold-off ---------------------------------------------------------------------------
-
     def hold_off(self, seconds: float, *, status: int | None = None) -> float:
         """Let no call start for ``seconds`` from now (a later moment already set stays).
 
         :param seconds: how long the platform asked every caller to wait.
         :param status: the HTTP status of the answer that asked for it; only then is the
-            hold-off published to the shared records this thread attached (not one taken in
-            from a record).
-        :returns: the moment this request asks for, in the clock's seconds; a caller that has
-            already waited until then passes it to :meth:`pending` as covered.
+            hold-off published to the shared records this thread attached.
+        :returns: the moment asked for, in the clock's seconds (what :meth:`pending` takes as
+            covered once the caller has waited until then).
         """
         moment = self._clock() + max(seconds, 0.0)
         thread = threading.get_ident()
@@ -190,13 +172,11 @@ class PlatformThrottle:
         return stop
 
     def pending(self, covered: float) -> tuple[float, float] | None:
-        """The hold-off a caller has still to wait: ``(moment, seconds from now)``, or ``None``.
+        """The hold-off a caller has still to wait, ``(moment, seconds from now)``, or ``None``;
+        what an attached shared record holds is taken in first.
 
-        What an attached shared record holds is taken in first.
-
-        :param covered: the latest moment the caller has already waited for (its own
-            ``Retry-After``, or an earlier hold-off); a moment up to it asks nothing more, so a
-            caller never waits twice for the same answer.
+        :param covered: the latest moment the caller has already waited for; a moment up to it
+            asks nothing more, so a caller never waits twice for the same answer.
         """
         with self._lock:
             records = list(dict.fromkeys(record for _, record, _ in self._shared))
@@ -213,15 +193,10 @@ class PlatformThrottle:
             return None
         return moment, moment - now
 
-    # -- places among the calls in flight ---------------------------------------------------
-
     def acquire(self, limit: int, timeout: float) -> Slot | None:
-        """Wait (blocking this thread) for a place while fewer than ``limit`` calls are in
-        flight; ``None`` if none came within ``timeout`` seconds.
-
-        :param limit: the caller's ``max_concurrent_calls``.
-        :param timeout: the longest wait, in seconds.
-        """
+        """Wait (blocking this thread) for a place while fewer than ``limit`` calls (the
+        caller's ``max_concurrent_calls``) are in flight; ``None`` if none came within
+        ``timeout`` seconds."""
         ready = threading.Event()
 
         def wake() -> bool:
@@ -236,10 +211,8 @@ class PlatformThrottle:
         return Slot(self) if self._withdraw(waiter) else None
 
     async def acquire_async(self, limit: int, timeout: float) -> Slot | None:
-        """:meth:`acquire` for a coroutine: waits without blocking the event loop.
-
-        A cancelled wait gives back a place granted in the meantime.
-        """
+        """:meth:`acquire` for a coroutine: waits without blocking the event loop; a cancelled
+        wait gives back a place granted in the meantime."""
         loop = asyncio.get_running_loop()
         granted: asyncio.Future[None] = loop.create_future()
 

@@ -122,10 +122,6 @@ class CohortQuery(Declared):
         update = {"limit": 1, "properties": first, "page": None, "page_size": None}
         return BaseModel.model_copy(self, update=update)  # a part of this one: valid as it is
 
-    def body(self) -> dict[str, Any]:
-        """The request body (:meth:`to_body`)."""
-        return self.to_body()
-
 
 def cohort_query(cohort_code: Any, *, limit: Any = None, properties: Any = None) -> CohortQuery:
     """The :class:`CohortQuery` of these arguments; one given as ``cohort_code`` is returned
@@ -154,7 +150,7 @@ def cohort_body(
     query = cohort_query(cohort_code, limit=limit, properties=properties)
     if page is not None or page_size is not None:
         query = query.paged(page, page_size)
-    return query.body()
+    return query.to_body()
 
 
 class EventPropertyDefinition(Declared):

@@ -465,7 +465,7 @@ def test_credentials_never_go_to_a_proxy_in_clear(
     """With ``HTTP_PROXY`` naming a proxy (here one on loopback, which the rule refuses as
     well), the hook's client refuses every call by name and the proxy reads nothing; listed in
     ``NO_PROXY``, the platform is reached directly. The table of proxy cases for both
-    transports is in ``tests/integration/test_transport_parity.py``."""
+    transports is in ``tests/integration/client/test_transport_parity.py``."""
     connect(monkeypatch, server, wrong=False)
     with LoopbackProxy() as proxy:
         monkeypatch.setenv("HTTP_PROXY", proxy.url)

@@ -34,7 +34,7 @@ from airflow_provider_analytics.operators.reports import EventReportOperator, Fu
 if TYPE_CHECKING:
     import requests_mock as rm_module
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 refs = st.from_regex(r"\$?[A-Za-z_][A-Za-z0-9_]{0,8}", fullmatch=True)
 event_expressions = refs.map(lambda ref: f"event.{ref}")

@@ -1,7 +1,7 @@
 """The proxy rule, decided by the client for both transports: plain http never through a
 proxy (refused by name when one is named for the base URL), https tunnelled through the
 ``proxy`` setting or the environment's, ``NO_PROXY`` honoured. The real proxies are in
-``tests/integration/test_transport_parity.py``."""
+``tests/integration/client/test_transport_parity.py``."""
 
 from __future__ import annotations
 

@@ -494,7 +494,7 @@ def test_a_wait_longer_than_the_deadline_ends_the_call_at_once() -> None:
 def test_outcomes_of_answers_and_failures() -> None:
     config = ClientConfig(BASE, token="tok", app_key="app", max_attempts=2)
     call = CallAttempts(config, RetryPolicy.from_config(config), ops.CREATE_UTM, "/x", json={})
-    assert call.request.headers["Content-Type"] == "application/json"
+    assert call.headers["Content-Type"] == "application/json"
     call.start()
     call.judge(FakeAnswer(201))  # accepted: nothing raised
     dropped = call.failed(requests.ConnectionError("Connection aborted."))
