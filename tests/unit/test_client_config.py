@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from airflow_provider_analytics import __version__
 from airflow_provider_analytics.client import AnalyticsConfigurationError, ClientConfig
@@ -193,5 +193,5 @@ def test_repr_masks_every_secret_and_secrets_lists_them() -> None:
 
 def test_config_is_frozen() -> None:
     config = ClientConfig("https://h")
-    with pytest.raises(dataclasses.FrozenInstanceError):
+    with pytest.raises(ValidationError, match="frozen"):
         config.token = "x"  # type: ignore[misc]
