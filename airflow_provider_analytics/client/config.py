@@ -88,8 +88,10 @@ def proxy_secrets(url: str) -> list[str]:
     return [password, unquote(password)] if password else []
 
 
-class _Refused(ValueError):
-    """A rule broken by a setting; ``field`` names it when the check spans several."""
+class _Refused(AnalyticsConfigurationError):
+    """A rule broken by a setting, raised inside the model's validation (a ``ValueError``, so
+    pydantic collects it) and raised again naming the setting; ``field`` names it when the
+    check spans several."""
 
     def __init__(self, rule: str, field: str | None = None, *, echo: bool = True) -> None:
         super().__init__(rule)
@@ -422,7 +424,7 @@ def _refusal(error: ValidationError, where: Callable[[str], str]) -> AnalyticsCo
     value = first.get("input")
     if len(first["loc"]) == 1 and getattr(cause, "echo", True) and field not in _SECRET_FIELDS:
         shown = shown_proxy(value) if field == "proxy" and isinstance(value, str) else value
-        text += f" (got {bounded_repr(shown, 80)})"
+        text += f" (got {bounded_repr(shown, 300)})"
     return AnalyticsConfigurationError(f"{where(field)}: {text}")
 
 
