@@ -26,10 +26,10 @@ from urllib.parse import unquote, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, PlainValidator, ValidationError, model_validator
 
-from airflow_provider_analytics import __version__
 from airflow_provider_analytics.client.throttle import DEFAULT_MAX_CONCURRENT_CALLS
 from airflow_provider_analytics.core.errors import AnalyticsConfigurationError, bounded_repr
 from airflow_provider_analytics.core.progress import DEFAULT_PROGRESS_INTERVAL
+from airflow_provider_analytics.core.version import __version__
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Mapping
@@ -475,8 +475,9 @@ class ConnectionSettings(ClientConfig):
 
 
 def _in_connection(conn_id: str, field: str) -> str:
-    where = field if field in ("base_url", "token") else f"extra {extra_name(field)!r}"
-    return f"connection {conn_id!r}: {where}"
+    extra = extra_name(field)
+    where = f"extra {extra!r}" + (f" ({field!r})" if extra != field else "")
+    return f"connection {conn_id!r}: {field if field in ('base_url', 'token') else where}"
 
 
 def _connection_url(conn: Any, extras: Mapping[str, Any]) -> str:
