@@ -6,7 +6,9 @@ import os
 import sys
 from typing import Any
 
-__version__ = "0.2.0"
+from airflow_provider_analytics.core.version import __version__
+
+__all__ = ["__version__", "get_provider_info"]
 
 ARROW_ALLOCATOR_VARIABLE = "ARROW_DEFAULT_MEMORY_POOL"
 """The variable Arrow reads to choose its C++ allocator: once, the first time it picks one, which

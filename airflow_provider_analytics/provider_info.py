@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from airflow_provider_analytics.client.config import APP_KEY_EXTRA as APP_KEY_EXTRA
+from airflow_provider_analytics.client.config import connection_form_fields
+
 _PACKAGE = "airflow_provider_analytics"
 DOCUMENTATION_URL = "https://airflow-provider-analytics.readthedocs.io/en/latest/"
 """Where the built documentation is published; also the ``Documentation`` project URL, from
@@ -35,94 +38,9 @@ creates it. Give a task that makes several calls at once (threads reading shards
 PLATFORM_POOL_DESCRIPTION = "calls to the analytics platform"
 """The description the development stack gives :data:`PLATFORM_POOL`."""
 
-#: Extra holding the appKey. Airflow's REST API and UI hide an extra when the key's name
-#: contains a sensitive word such as ``api_key``; the older name ``app_key`` contains none and
-#: would be shown in clear, so it is only read, never offered.
-APP_KEY_EXTRA = "app_api_key"
-
-
-def _secret(label: str, description: str) -> dict[str, Any]:
-    return {
-        "label": label,
-        "schema": {"type": ["string", "null"], "format": "password"},
-        "description": description,
-    }
-
-
-def _number(label: str, kind: str, default: float, description: str) -> dict[str, Any]:
-    return {
-        "label": label,
-        "schema": {"type": [kind, "null"], "default": default},
-        "description": description,
-    }
-
-
-CONNECTION_FIELDS: dict[str, Any] = {
-    APP_KEY_EXTRA: _secret("App key", "The project's appKey (header `appKey`)."),
-    "xtoken": _secret(
-        "Platform xtoken", "Platform-wide super token for account operations (header `xtoken`)."
-    ),
-    "utm_prefix": {
-        "label": "Ad tracking path prefix",
-        "schema": {"type": ["string", "null"], "default": "/svc"},
-        "description": "First path segment of the ad tracking paths: /svc (spec) or /ark.",
-    },
-    "timezone": {
-        "label": "Project timezone",
-        "schema": {"type": ["string", "null"], "default": "UTC"},
-        "description": "IANA name of the timezone the platform writes datetimes in.",
-    },
-    "connect_timeout": _number(
-        "Connect timeout (s)", "number", 10, "Seconds to open a connection."
-    ),
-    "read_timeout": _number("Read timeout (s)", "number", 60, "Seconds to wait for a response."),
-    "export_read_timeout": _number(
-        "Export read timeout (s)", "number", 600, "Seconds a cohort export stream may stall."
-    ),
-    "progress_interval": _number(
-        "Progress interval (s)",
-        "number",
-        10,
-        "Seconds between progress lines of long exports and reports.",
-    ),
-    "max_attempts": _number(
-        "Attempts", "integer", 4, "Tries per call for transient failures (1 = no retry)."
-    ),
-    "max_concurrent_calls": _number(
-        "Calls at once",
-        "integer",
-        4,
-        "Most calls in flight to the platform from one worker process (a whole number >= 1).",
-    ),
-    "retry_after_max": _number(
-        "Longest Retry-After (s)",
-        "number",
-        120,
-        "Longest wait a 429/503 Retry-After is honoured for, by every call of the process.",
-    ),
-    "verify": {
-        "label": "Verify TLS",
-        "schema": {"type": ["boolean", "null"], "default": True},
-        "description": "Verify the server's TLS certificate (or set a CA bundle path in extras).",
-    },
-    "allow_insecure_http": {
-        "label": "Allow plain http",
-        "schema": {"type": ["boolean", "null"], "default": False},
-        "description": "Permit http:// to a host that is not loopback (tokens travel unencrypted).",
-    },
-    "proxy": {
-        "label": "HTTPS proxy",
-        "schema": {"type": ["string", "null"]},
-        "description": "http://host:port of a proxy to tunnel https:// calls through (default: "
-        "HTTPS_PROXY); plain http:// never goes through a proxy.",
-    },
-    "allowed_destinations": {
-        "label": "Allowed destinations",
-        "schema": {"type": ["string", "null"]},
-        "description": "Comma-separated roots every destination must lie under, e.g. "
-        "file:///data/, s3://analytics-bucket/ (also [analytics] allowed_destinations).",
-    },
-}
+CONNECTION_FIELDS: dict[str, Any] = connection_form_fields()
+"""The connection form's fields (``conn-fields``), drawn from the settings' one declaration
+(:class:`~airflow_provider_analytics.client.config.ConnectionSettings`)."""
 
 PROVIDER_INFO: dict[str, Any] = {
     "package-name": "airflow-provider-analytics",

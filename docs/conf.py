@@ -21,6 +21,7 @@ import pydantic  # noqa: E402, F401
 from emulator_facts import substitutions  # noqa: E402
 
 from airflow_provider_analytics import __version__  # noqa: E402
+from airflow_provider_analytics.client.config import connection_table  # noqa: E402
 
 project = "airflow-provider-analytics"
 author = "airflow-provider-analytics contributors"
@@ -41,7 +42,9 @@ exclude_patterns = ["_build", "_ext"]
 
 myst_enable_extensions = ["colon_fence", "substitution"]
 # The emulator's sizes and dates, from its code: {{ emulator_cohort_range }} and the others.
-myst_substitutions = substitutions()
+# The connection page's table of settings, from their one declaration (ClientConfig and
+# ConnectionSettings), as the connection form is: {{ connection_settings }}.
+myst_substitutions = {**substitutions(), "connection_settings": connection_table()}
 myst_heading_anchors = 3
 # Pages that include README sections start below the page's own title level.
 suppress_warnings = ["myst.header"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import logging
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
@@ -34,7 +35,7 @@ from airflow_provider_analytics.core.errors import (
     AnalyticsError,
     AnalyticsUsageError,
 )
-from airflow_provider_analytics.core.progress import Progress
+from airflow_provider_analytics.core.progress import Progress, bar_wanted
 from airflow_provider_analytics.core.redaction import Redactor
 from airflow_provider_analytics.core.report_dates import sent_at
 
@@ -45,6 +46,8 @@ if TYPE_CHECKING:
 
     from airflow_provider_analytics.client.answers import EventAnswer, FunnelAnswer
     from airflow_provider_analytics.core.page_lines import PageParts
+
+log = logging.getLogger(__name__)
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
@@ -518,6 +521,18 @@ class AnalyticsClient:
         finally:
             progress.close()
 
+    def _expected_rows(self, body: dict[str, Any]) -> int | None:
+        """The rows an export of ``body`` will hold, for the bar's percentage and time left:
+        the cohort's ``count`` from a one-user page (the stream declares no length), within
+        the export's limit; ``None`` when the platform does not tell (the export goes on)."""
+        try:
+            count: int = self._cohort_page({**body, "page": 1, "pageSize": 1})["count"]
+        except AnalyticsError as error:
+            log.info("cohort %s: no total for the progress bar (%s)", body["cohortCode"], error)
+            return None
+        limit = body.get("limit")
+        return count if limit is None else min(count, limit)
+
     def export_cohort_users(
         self,
         cohort_code: str | CohortQuery,
@@ -544,12 +559,16 @@ class AnalyticsClient:
         :param limit: most users; ``None`` for all.
         :param properties: as in :meth:`get_cohort_users`.
         :param expected_rows: the rows the export will hold, if known (the ``count`` of
-            :meth:`get_cohort_users`), for the progress' percentage and time left.
+            :meth:`get_cohort_users`), for the progress' percentage and time left. Unknown,
+            and a bar shown (someone watches: :class:`ClientConfig` ``progress_bar``), the
+            client asks the count first with a one-user page.
         :param progress: ``False`` to report no progress (a caller that reports its own).
         """
         body = cohort_body(cohort_code, limit=limit, properties=properties)
         if expected_rows is not None:
             rules.integer(expected_rows, "expected_rows", minimum=0)
+        elif progress and bar_wanted(self._config.progress_bar):
+            expected_rows = self._expected_rows(body)
         deadline = time.monotonic() + self._config.export_deadline
         operation = ops.EXPORT_COHORT_USERS
         response, slot = self._http.send(

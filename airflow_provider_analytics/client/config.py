@@ -1,26 +1,66 @@
-"""Connection settings of :class:`~airflow_provider_analytics.client.api.AnalyticsClient`."""
+"""Connection settings of :class:`~airflow_provider_analytics.client.api.AnalyticsClient`,
+declared once.
+
+:class:`ClientConfig` is a pydantic model, declared as the answers are: each setting says its
+type, its rule, its default, and how the Airflow connection form and the documentation show
+it. Every reading goes through it: a script's ``ClientConfig(...)``, the hook's connection
+(:meth:`ConnectionSettings.from_connection`), the provider's form
+(:func:`connection_form_fields`) and the table of ``docs/connection.md``.
+
+Numbers follow one rule for every numeric setting: a finite number in its range, never a bool.
+Written in Python they must be numbers; read from a connection they may also be text that
+reads as a number (``"4"``, ``"2.5"``), for every extra alike, because Airflow's URI form, the
+command line and several secrets backends hand every extra over as text.
+"""
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import math
 import os
 import re
-from dataclasses import dataclass, fields
-from typing import Any, NoReturn
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Annotated, Any, Final
 from urllib.parse import unquote, urlsplit
 
-from airflow_provider_analytics import __version__
-from airflow_provider_analytics.client.throttle import DEFAULT_MAX_CONCURRENT_CALLS
-from airflow_provider_analytics.core.errors import AnalyticsConfigurationError
-from airflow_provider_analytics.core.progress import DEFAULT_PROGRESS_INTERVAL
+from pydantic import BaseModel, ConfigDict, Field, PlainValidator, ValidationError, model_validator
 
+from airflow_provider_analytics.client.throttle import DEFAULT_MAX_CONCURRENT_CALLS
+from airflow_provider_analytics.core.errors import AnalyticsConfigurationError, bounded_repr
+from airflow_provider_analytics.core.progress import DEFAULT_PROGRESS_INTERVAL
+from airflow_provider_analytics.core.version import __version__
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator, Mapping
+
+    from pydantic.fields import FieldInfo
+
+APP_KEY_EXTRA: Final = "app_api_key"
+"""Extra holding the appKey. Airflow's REST API and UI hide an extra when the key's name
+contains a sensitive word such as ``api_key``; the older name ``app_key`` contains none and
+would be shown in clear, so it is only read, never offered."""
+
+_READING: ContextVar[str | None] = ContextVar("analytics_connection_read", default=None)
+"""The id of the Airflow connection being read, while its values are validated."""
 _SECRET_FIELDS = ("token", "app_key", "xtoken")
 _PREFIX_SEGMENT = re.compile(r"[A-Za-z0-9._~-]+")
 _HEADER_UNSAFE = re.compile(r"[\x00-\x1f\x7f]")
 # A header value travels as Latin-1: printable ASCII and printable Latin-1 only, no C0/C1
 # controls (which could split a header) and nothing that Latin-1 cannot encode.
 _HEADER_SECRET = re.compile(r"[\x20-\x7e\xa0-\xff]+")
+_NUMBER_TEXT = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
+_TRUE, _FALSE = {"true", "yes", "on", "1"}, {"false", "no", "off", "0"}
+
+
+class Secret(str):
+    """A credential: the text itself where it is sent, ``***`` wherever it is shown by
+    ``repr`` (reprs of configs, header dicts, and the locals of a traceback)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "***"
 
 
 def is_loopback(host: str) -> bool:
@@ -48,243 +88,484 @@ def proxy_secrets(url: str) -> list[str]:
     return [password, unquote(password)] if password else []
 
 
-@dataclass(frozen=True, repr=False)
-class ClientConfig:
-    """Where the platform is and how to talk to it; validated on construction.
+class _Refused(AnalyticsConfigurationError):
+    """A rule broken by a setting, raised inside the model's validation (a ``ValueError``, so
+    pydantic collects it) and raised again naming the setting; ``field`` names it when the
+    check spans several."""
 
-    :param base_url: absolute ``http(s)://host[:port][/path]`` of the platform's open API.
-    :param token: project API secret, sent as header ``token`` (project operations).
-    :param app_key: project key, sent as header ``appKey`` (project operations).
-    :param xtoken: platform super token, sent as header ``xtoken`` (account operations).
-    :param utm_prefix: first path segment of the ad tracking paths: ``/svc`` in the spec,
-        ``/ark`` on many deployments, ``""`` for none.
-    :param connect_timeout: seconds to establish a connection.
-    :param read_timeout: seconds to wait for data on ordinary calls.
-    :param export_read_timeout: seconds to wait for data on a cohort export stream.
-    :param export_deadline: seconds one export attempt may take in all, however the
-        server paces its bytes (a trickle cannot hold a task forever).
-    :param request_deadline: seconds an ordinary call may take in all, retries included.
-    :param verify: TLS verification: ``True``, ``False`` or a CA bundle path.
-    :param max_attempts: attempts per operation, first try included.
-    :param backoff_base: first backoff ceiling in seconds; doubles each attempt.
-    :param backoff_max: largest backoff ceiling in seconds.
-    :param retry_after_max: longest wait a ``Retry-After`` is honoured for, in seconds: both
-        the retry of the call that got it and the hold-off of every other call to the
-        platform in this process (:mod:`~airflow_provider_analytics.client.throttle`), and the
-        hold-off a sharded export's record passes to its other shards
-        (:mod:`~airflow_provider_analytics.export.shard_hold`).
-    :param max_concurrent_calls: most calls in flight to this platform from this process at
-        once, shared by every client and thread with the same ``base_url``; a streamed export
-        counts until its body has been read or closed. Other calls wait their turn within
-        their own deadline.
-    :param allow_insecure_http: allow plain ``http://`` to a host that is not loopback.
-    :param proxy: ``http://host:port`` (or ``https://``) of the proxy to tunnel ``https://``
-        calls through, instead of the environment's ``HTTPS_PROXY``; plain ``http://`` never
-        goes through a proxy (:mod:`~airflow_provider_analytics.client.proxies`).
-    :param pool_maxsize: connections kept per host (threads sharing one client).
-    :param user_agent: ``User-Agent`` header.
-    :param progress_interval: seconds between the progress lines of long work (exports, and
-        reports over many windows or days).
-    :param progress_bar: a progress bar for long work: ``None`` (default) shows one when
-        ``tqdm`` is installed (the ``progress`` extra) and someone watches (a terminal or a
-        notebook); ``True`` or ``False`` force it. Airflow tasks never show one.
+    def __init__(self, rule: str, field: str | None = None, *, echo: bool = True) -> None:
+        super().__init__(rule)
+        self.field = field
+        self.echo = echo
+
+
+def _from_connection() -> bool:
+    return _READING.get() is not None
+
+
+def _number(whole: bool, low: float, *, above: bool) -> Callable[[Any], Any]:
+    """The one rule of a numeric setting: a finite number (a whole one if ``whole``) above
+    ``low`` (or at least ``low``); never a bool; text only when read from a connection."""
+    bound = f"> {low:g}" if above else f">= {low:g}"
+    rule = f"must be an integer {bound}" if whole else f"must be a finite number {bound}"
+
+    def check(value: Any) -> Any:
+        if _from_connection():
+            if isinstance(value, str) and _NUMBER_TEXT.fullmatch(value.strip()):
+                value = float(value)
+            if whole and isinstance(value, float) and value.is_integer():
+                value = int(value)
+        ok = (
+            isinstance(value, int if whole else int | float)
+            and not isinstance(value, bool)
+            and math.isfinite(value)
+            and (value > low if above else value >= low)
+        )
+        if not ok:
+            raise _Refused(rule)
+        return value if whole else float(value)
+
+    return check
+
+
+def _flag(value: Any) -> bool:
+    if _from_connection() and isinstance(value, str | int) and not isinstance(value, bool):
+        text = str(value).strip().lower()
+        if text in _TRUE | _FALSE:
+            return text in _TRUE
+    if not isinstance(value, bool):
+        raise _Refused("must be true or false")
+    return value
+
+
+def _maybe_flag(value: Any) -> bool | None:
+    return None if value is None else _flag(value)
+
+
+def _secret(value: Any) -> Secret | None:
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise _Refused("must be a string or None", echo=False)
+    if not _HEADER_SECRET.fullmatch(value) or value != value.strip():
+        raise _Refused(
+            "must be printable Latin-1 characters (no control characters, no characters "
+            "beyond Latin-1) without surrounding whitespace: it is sent as an HTTP header",
+            echo=False,
+        )
+    return Secret(value)
+
+
+def _verify(value: Any) -> bool | str:
+    if isinstance(value, bool):
+        return value
+    if _from_connection() and str(value).strip().lower() in _TRUE | _FALSE:
+        return _flag(value)
+    if not isinstance(value, str) or not value:
+        raise _Refused("must be True, False or the path of a CA bundle")
+    if _HEADER_UNSAFE.search(value) or not os.path.exists(value):
+        raise _Refused(
+            "names no CA bundle file or directory on this machine; give the path of a PEM "
+            "bundle readable by the worker, or True to use the default bundle"
+        )
+    return value
+
+
+def _prefix(value: Any) -> str:
+    segment = value.strip("/") if isinstance(value, str) else None
+    if segment is None or (segment and not _PREFIX_SEGMENT.fullmatch(segment)):
+        raise _Refused('must be "" or one path segment such as "/svc"')
+    return "/" + segment if segment else ""
+
+
+def _base_url(value: Any) -> str:
+    rule = "must be an absolute http:// or https:// URL with a host"
+    if isinstance(value, str) and value and "://" not in value:
+        raise _Refused(
+            f"{value!r} names no scheme, and none is assumed: write it as https://{value} "
+            f"(or http://{value} for a platform on loopback)",
+            echo=False,
+        )
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 (raises ValueError on a malformed port)
+    except (TypeError, ValueError, AttributeError):
+        raise _Refused(rule) from None
+    if not isinstance(value, str) or parts.scheme not in ("http", "https") or not parts.hostname:
+        raise _Refused(rule)
+    if parts.username is not None or parts.password is not None:
+        raise _Refused(
+            "must not carry credentials; put them in token, app_key and xtoken", echo=False
+        )
+    if parts.query or parts.fragment:
+        raise _Refused("must not have a query or a fragment")
+    return value
+
+
+def _proxy(value: Any) -> str | None:
+    if value is None or value == "":
+        return None
+    rule = "must be the URL of an http:// or https:// proxy: http://host:port"
+    if not isinstance(value, str) or _HEADER_UNSAFE.search(value):
+        raise _Refused(rule, echo=False)
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 (raises ValueError on a malformed port)
+    except ValueError:
+        raise _Refused(rule) from None
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        raise _Refused(rule)
+    if parts.path not in ("", "/") or parts.query or parts.fragment:
+        raise _Refused("must be a proxy's address without a path or a query", echo=False)
+    return value
+
+
+def _user_agent(value: Any) -> str:
+    if not isinstance(value, str) or not value or _HEADER_UNSAFE.search(value):
+        raise _Refused("must be a non-empty string without control characters")
+    return value
+
+
+def _text(value: Any) -> str | None:
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise _Refused("must be text")
+    return value
+
+
+def _roots(value: Any) -> str | list[str] | None:
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return value
+    return _text(value)
+
+
+Seconds = Annotated[float, PlainValidator(_number(False, 0, above=True))]
+Pause = Annotated[float, PlainValidator(_number(False, 0, above=False))]
+Count = Annotated[int, PlainValidator(_number(True, 1, above=False))]
+Flag = Annotated[bool, PlainValidator(_flag)]
+Credential = Annotated[str | None, PlainValidator(_secret)]
+
+
+def _setting(default: Any, label: str | None, doc: str, **shown: Any) -> Any:
+    """A declared setting: ``label`` is its field in the connection form (``None``: an extra
+    the form does not offer), ``doc`` what it means; ``shown`` overrides how the docs table
+    names it (``stored``, ``default_text``) or leaves it out of the connection (``connection``)."""
+    return Field(default, title=label, description=doc, json_schema_extra=shown)
+
+
+class ClientConfig(BaseModel):
+    """Where the platform is and how to talk to it; validated on construction (refusals are
+    :class:`~airflow_provider_analytics.core.errors.AnalyticsConfigurationError` naming the
+    setting). Frozen. ``ClientConfig(base_url, token=..., app_key=..., ...)``; each setting's
+    meaning is in the table of the connection page, drawn from these declarations.
     """
 
-    base_url: str
-    token: str | None = None
-    app_key: str | None = None
-    xtoken: str | None = None
-    utm_prefix: str = "/svc"
-    connect_timeout: float = 10.0
-    read_timeout: float = 60.0
-    export_read_timeout: float = 600.0
-    export_deadline: float = 4 * 3600.0
-    request_deadline: float = 600.0
-    verify: bool | str = True
-    max_attempts: int = 4
-    backoff_base: float = 0.5
-    backoff_max: float = 30.0
-    retry_after_max: float = 120.0
-    max_concurrent_calls: int = DEFAULT_MAX_CONCURRENT_CALLS
-    allow_insecure_http: bool = False
-    proxy: str | None = None
-    pool_maxsize: int = 16
-    user_agent: str = f"airflow-provider-analytics/{__version__}"
-    progress_interval: float = DEFAULT_PROGRESS_INTERVAL
-    progress_bar: bool | None = None
+    model_config = ConfigDict(frozen=True, extra="forbid", hide_input_in_errors=True)
 
-    def __post_init__(self) -> None:
-        self._check_base_url()
-        for name in _SECRET_FIELDS:
-            self._check_secret(name)
-        object.__setattr__(self, "utm_prefix", self._normalised_prefix())
-        for name in (
-            "connect_timeout",
-            "read_timeout",
-            "export_read_timeout",
-            "export_deadline",
-            "request_deadline",
-            "progress_interval",
-        ):
-            self._check_number(name, minimum=0.0, inclusive=False)
-        if self.progress_bar is not None and not isinstance(self.progress_bar, bool):
-            self._refuse("progress_bar", "must be None, True or False", self.progress_bar)
-        for name in ("backoff_base", "backoff_max", "retry_after_max"):
-            self._check_number(name, minimum=0.0, inclusive=True)
-        self._check_int("max_attempts", minimum=1)
-        self._check_int("max_concurrent_calls", minimum=1)
-        self._check_int("pool_maxsize", minimum=1)
-        self._check_verify()
-        if not isinstance(self.allow_insecure_http, bool):
-            self._refuse("allow_insecure_http", "must be a bool")
-        self._check_proxy()
-        if (
-            not isinstance(self.user_agent, str)
-            or not self.user_agent
-            or _HEADER_UNSAFE.search(self.user_agent)
-        ):
-            self._refuse("user_agent", "must be a non-empty string without control characters")
+    base_url: Annotated[str, PlainValidator(_base_url)] = _setting(
+        ...,
+        "Base URL",
+        "scheme, host and port of the platform's API, e.g. `https://analytics.example.com:4005`; "
+        "a host without `https://` or `http://` is refused, not guessed",
+        stored="host",
+        default_text="(required)",
+    )
+    token: Credential = _setting(
+        None,
+        "Project token",
+        "the project's API secret, sent as header `token`",
+        stored="password",
+        default_text="(required)",
+    )
+    app_key: Credential = _setting(
+        None,
+        "App key",
+        "the project's `appKey` (header `appKey`), hidden in the UI and the REST API",
+        default_text="(required)",
+    )
+    xtoken: Credential = _setting(
+        None,
+        "Platform xtoken",
+        "the platform-wide token (header `xtoken`), needed only for account operations",
+    )
+    utm_prefix: Annotated[str, PlainValidator(_prefix)] = _setting(
+        "/svc",
+        "Ad tracking path prefix",
+        "first path segment of the ad tracking paths: `/svc` as the spec writes it, `/ark` as "
+        'most deployments document it, `""` for none',
+    )
+    connect_timeout: Seconds = _setting(10.0, "Connect timeout (s)", "seconds to open a connection")
+    read_timeout: Seconds = _setting(
+        60.0, "Read timeout (s)", "seconds to wait for data on ordinary calls"
+    )
+    export_read_timeout: Seconds = _setting(
+        600.0, "Export read timeout (s)", "seconds a cohort export stream may stall"
+    )
+    export_deadline: Seconds = _setting(
+        4 * 3600.0,
+        None,
+        "seconds one export attempt may take in all, however the server paces its bytes",
+    )
+    request_deadline: Seconds = _setting(
+        600.0, None, "seconds an ordinary call may take in all, retries included"
+    )
+    verify: Annotated[bool | str, PlainValidator(_verify)] = _setting(
+        True,
+        "Verify TLS",
+        "check the server's certificate; the path of a PEM bundle names the CA to trust",
+    )
+    max_attempts: Count = _setting(
+        4, "Attempts", "tries per call for transient failures, the first included; 1 = no retry"
+    )
+    backoff_base: Pause = _setting(
+        0.5, None, "first backoff ceiling in seconds; it doubles each attempt"
+    )
+    backoff_max: Pause = _setting(30.0, None, "largest backoff ceiling in seconds")
+    retry_after_max: Pause = _setting(
+        120.0,
+        "Longest Retry-After (s)",
+        "longest wait a `429`/`503` `Retry-After` is honoured for: by the call that got it, "
+        "every other call of the process, and the other shards of a sharded export",
+    )
+    max_concurrent_calls: Count = _setting(
+        DEFAULT_MAX_CONCURRENT_CALLS,
+        "Calls at once",
+        "most calls in flight to the platform from one process, shared by every client and "
+        "thread with the same base URL; a streamed export counts until its body is read",
+    )
+    allow_insecure_http: Flag = _setting(
+        False,
+        "Allow plain http",
+        "allow `http://` to a host other than loopback (the tokens cross the network in clear)",
+    )
+    proxy: Annotated[str | None, PlainValidator(_proxy)] = _setting(
+        None,
+        "HTTPS proxy",
+        "`http://host:port` of a proxy to tunnel `https://` calls through, instead of "
+        "`HTTPS_PROXY`; plain `http://` never goes through a proxy",
+    )
+    pool_maxsize: Count = _setting(16, None, "connections kept per host (threads sharing a client)")
+    user_agent: Annotated[str, PlainValidator(_user_agent)] = _setting(
+        f"airflow-provider-analytics/{__version__}", None, "the `User-Agent` header"
+    )
+    progress_interval: Seconds = _setting(
+        DEFAULT_PROGRESS_INTERVAL,
+        "Progress interval (s)",
+        "seconds between the progress lines of long exports and reports",
+    )
+    progress_bar: Annotated[bool | None, PlainValidator(_maybe_flag)] = _setting(
+        None,
+        None,
+        "a progress bar on stderr: `None` shows one where someone watches (a terminal or a "
+        "notebook), `True`/`False` force it; Airflow tasks never show one",
+        connection=False,
+    )
 
-    def __repr__(self) -> str:
-        parts = []
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if f.name in _SECRET_FIELDS:
-                parts.append(f"{f.name}={'***' if value else None}")
-            elif f.name == "proxy" and value:
-                parts.append(f"proxy={shown_proxy(value)!r}")
-            else:
-                parts.append(f"{f.name}={value!r}")
-        return f"ClientConfig({', '.join(parts)})"
+    def __init__(self, base_url: Any = None, /, **settings: Any) -> None:
+        if base_url is not None or "base_url" not in settings:
+            settings["base_url"] = base_url
+        try:
+            super().__init__(**settings)
+        except ValidationError as error:
+            conn_id = _READING.get()
+            where: Callable[[str], str] = (
+                f"{type(self).__name__}.".__add__
+                if conn_id is None
+                else functools.partial(_in_connection, conn_id)
+            )
+            raise _refusal(error, where) from None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ClientConfig:
+        parts = urlsplit(self.base_url)
+        host = (parts.hostname or "").lower()
+        if parts.scheme == "http" and not self.allow_insecure_http and not is_loopback(host):
+            raise _Refused(
+                "plain http:// would send the credentials unencrypted to a host that is not "
+                "loopback; use https://, or set allow_insecure_http=True on a trusted network "
+                f"(got {self.base_url!r})",
+                "base_url",
+                echo=False,
+            )
+        if self.proxy and parts.scheme == "http":
+            raise _Refused(
+                "plain http:// would send the credentials in clear to the proxy, which reads "
+                "every plain request; a proxy is only used with an https:// base_url "
+                f"(got {shown_proxy(self.proxy)!r})",
+                "proxy",
+                echo=False,
+            )
+        return self
+
+    def __repr_args__(self) -> Iterator[tuple[str | None, Any]]:
+        for name, value in super().__repr_args__():
+            yield name, (shown_proxy(value) if name == "proxy" and value else value)
 
     def secrets(self) -> tuple[str, ...]:
         """The non-empty secret values (token, app_key, xtoken and the proxy's password),
         for redaction."""
-        found = [v for v in (self.token, self.app_key, self.xtoken) if v]
-        if self.proxy:
-            found += proxy_secrets(self.proxy)
-        return tuple(found)
+        found = [str(v) for v in (self.token, self.app_key, self.xtoken) if v]
+        return (*found, *proxy_secrets(self.proxy or ""))
 
     @property
     def api_root(self) -> str:
         """``base_url`` without its trailing slashes; paths are appended to it."""
         return self.base_url.rstrip("/")
 
-    def _refuse(self, name: str, rule: str, value: Any = None, *, show: bool = True) -> NoReturn:
-        shown = f" (got {value!r})" if show else ""
-        raise AnalyticsConfigurationError(f"ClientConfig.{name}: {rule}{shown}")
 
-    def _check_base_url(self) -> None:
-        url = self.base_url
-        rule = "must be an absolute http:// or https:// URL with a host"
-        if not isinstance(url, str):
-            self._refuse("base_url", rule, url)
+def _refusal(error: ValidationError, where: Callable[[str], str]) -> AnalyticsConfigurationError:
+    """The first broken rule of ``error`` as the package's refusal, naming the setting as
+    ``where`` says; secrets are never echoed, a proxy's password is masked."""
+    first = error.errors()[0]
+    cause = (first.get("ctx") or {}).get("error")
+    field = getattr(cause, "field", None) or ".".join(str(p) for p in first["loc"]) or "?"
+    text = str(cause) if cause is not None else first["msg"]
+    value = first.get("input")
+    if len(first["loc"]) == 1 and getattr(cause, "echo", True) and field not in _SECRET_FIELDS:
+        shown = shown_proxy(value) if field == "proxy" and isinstance(value, str) else value
+        text += f" (got {bounded_repr(shown, 300)})"
+    return AnalyticsConfigurationError(f"{where(field)}: {text}")
+
+
+class ConnectionSettings(ClientConfig):
+    """What an Airflow connection of type ``analytics`` holds: the client's settings, and
+    the project's timezone and the allowed destination roots, which the jobs read."""
+
+    timezone: Annotated[str | None, PlainValidator(_text)] = _setting(
+        None,
+        "Project timezone",
+        "the IANA zone (or an offset such as `+08:00`) the platform writes datetimes in",
+        default_text="UTC, with a warning on exports",
+    )
+    allowed_destinations: Annotated[str | list[str] | None, PlainValidator(_roots)] = _setting(
+        None,
+        "Allowed destinations",
+        "roots that every destination must lie under, comma-separated or a JSON list, e.g. "
+        "`file:///data/, s3://analytics-bucket/` (also `[analytics] allowed_destinations`)",
+    )
+
+    @classmethod
+    def from_connection(cls, conn: Any) -> ConnectionSettings:
+        """Read an Airflow connection: host is the base URL (its scheme stated, never
+        assumed), password the project token, the extras each setting under its
+        :func:`extra_name` (or ``extra__analytics__<name>``; ``app_key`` and ``appKey`` are
+        still read for the appKey). Extras the model does not declare are ignored.
+
+        :param conn: the connection (``conn_id``, ``host``, ``port``, ``schema``,
+            ``password``, ``extra_dejson``).
+        :raises AnalyticsConfigurationError: naming the connection and the setting.
+        """
+        extras = conn.extra_dejson or {}
+        values: dict[str, Any] = {"base_url": _connection_url(conn, extras)}
+        for name in connection_settings():
+            names = (extra_name(name), name, "appKey") if name == "app_key" else (name,)
+            for key in (k for n in names for k in (n, f"extra__analytics__{n}")):
+                if extras.get(key) not in (None, ""):
+                    values[name] = extras[key]
+                    break
+        if conn.password:
+            values["token"] = conn.password
+        values["progress_bar"] = False  # a task's progress goes to its log, in lines
+        reading = _READING.set(conn.conn_id)
         try:
-            parts = urlsplit(url)
-            parts.port  # noqa: B018 (raises ValueError on a malformed port)
-        except ValueError:
-            self._refuse("base_url", rule, url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            self._refuse("base_url", rule, url)
-        if parts.username is not None or parts.password is not None:
-            self._refuse(
-                "base_url",
-                "must not carry credentials; put them in token, app_key and xtoken",
-                show=False,
-            )
-        if parts.query or parts.fragment:
-            self._refuse("base_url", "must not have a query or a fragment", url)
-        if (
-            parts.scheme == "http"
-            and not self.allow_insecure_http
-            and not is_loopback(parts.hostname.lower())
-        ):
-            self._refuse(
-                "base_url",
-                "plain http:// would send the credentials unencrypted to a host that is not "
-                "loopback; use https://, or set allow_insecure_http=True on a trusted network",
-                url,
-            )
+            return cls(**values)
+        finally:
+            _READING.reset(reading)
 
-    def _check_proxy(self) -> None:
-        proxy = self.proxy
-        if proxy is None or proxy == "":
-            object.__setattr__(self, "proxy", None)
-            return
-        rule = "must be the URL of an http:// or https:// proxy: http://host:port"
-        if not isinstance(proxy, str) or _HEADER_UNSAFE.search(proxy):
-            self._refuse("proxy", rule, show=False)
-        try:
-            parts = urlsplit(proxy)
-            parts.port  # noqa: B018 (raises ValueError on a malformed port)
-        except ValueError:
-            self._refuse("proxy", rule, shown_proxy(proxy))
-        if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
-            self._refuse("proxy", rule, shown_proxy(proxy))
-        if parts.path not in ("", "/") or parts.query or parts.fragment:
-            self._refuse("proxy", "must be a proxy's address without a path or a query", show=False)
-        if urlsplit(self.base_url).scheme == "http":
-            self._refuse(
-                "proxy",
-                "plain http:// would send the credentials in clear to the proxy, which reads "
-                "every plain request; a proxy is only used with an https:// base_url",
-                shown_proxy(proxy),
-            )
 
-    def _check_secret(self, name: str) -> None:
-        value = getattr(self, name)
-        if value is None:
-            return
-        if not isinstance(value, str):
-            self._refuse(name, "must be a string or None", show=False)
-        if value == "":
-            object.__setattr__(self, name, None)
-        elif not _HEADER_SECRET.fullmatch(value) or value != value.strip():
-            self._refuse(
-                name,
-                "must be printable Latin-1 characters (no control characters, no characters "
-                "beyond Latin-1) without surrounding whitespace: it is sent as an HTTP header",
-                show=False,
-            )
+def _in_connection(conn_id: str, field: str) -> str:
+    extra = extra_name(field)
+    where = f"extra {extra!r}" + (f" ({field!r})" if extra != field else "")
+    return f"connection {conn_id!r}: {field if field in ('base_url', 'token') else where}"
 
-    def _check_verify(self) -> None:
-        verify = self.verify
-        if isinstance(verify, bool):
-            return
-        if not isinstance(verify, str) or not verify:
-            self._refuse("verify", "must be True, False or the path of a CA bundle", verify)
-        if _HEADER_UNSAFE.search(verify) or not os.path.exists(verify):
-            self._refuse(
-                "verify",
-                "names no CA bundle file or directory on this machine; give the path of a PEM "
-                "bundle readable by the worker, or True to use the default bundle",
-                verify,
-            )
 
-    def _normalised_prefix(self) -> str:
-        prefix = self.utm_prefix
-        if not isinstance(prefix, str):
-            self._refuse("utm_prefix", 'must be "" or one path segment such as "/svc"', prefix)
-        segment = prefix.strip("/")
-        if segment == "":
-            return ""
-        if not _PREFIX_SEGMENT.fullmatch(segment):
-            self._refuse("utm_prefix", 'must be "" or one path segment such as "/svc"', prefix)
-        return "/" + segment
-
-    def _check_number(self, name: str, *, minimum: float, inclusive: bool) -> None:
-        value = getattr(self, name)
-        ok = (
-            isinstance(value, int | float)
-            and not isinstance(value, bool)
-            and math.isfinite(value)
-            and (value >= minimum if inclusive else value > minimum)
+def _connection_url(conn: Any, extras: Mapping[str, Any]) -> str:
+    """The base URL of a connection: its host, with the scheme its schema field (or a
+    ``scheme`` extra) states and its port field; a host naming no scheme is left so."""
+    host = (conn.host or "").strip()
+    if not host:
+        raise AnalyticsConfigurationError(
+            f"connection {conn.conn_id!r} has no host: set it to the platform's base URL, "
+            "for example https://analytics.example.com:4005"
         )
-        if not ok:
-            bound = f">= {minimum:g}" if inclusive else f"> {minimum:g}"
-            self._refuse(name, f"must be a finite number {bound}", value)
+    scheme = extras.get("scheme") or conn.schema
+    if "://" not in host and scheme in ("http", "https"):
+        host = f"{scheme}://{host}"
+    if conn.port and not re.search(r":\d+$", host.split("://")[-1].split("/")[0]):
+        host = f"{host.rstrip('/')}:{conn.port}"
+    return host
 
-    def _check_int(self, name: str, *, minimum: int) -> None:
-        value = getattr(self, name)
-        if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-            self._refuse(name, f"must be an integer >= {minimum}", value)
+
+def connection_settings() -> dict[str, Any]:
+    """The declared settings a connection holds (all but the host and the Python-only ones),
+    by name, with their pydantic field info."""
+    return {
+        name: info
+        for name, info in ConnectionSettings.model_fields.items()
+        if name != "base_url" and _shown(info).get("connection", True)
+    }
+
+
+def _shown(info: FieldInfo) -> dict[str, Any]:
+    extra = info.json_schema_extra
+    return extra if isinstance(extra, dict) else {}
+
+
+def extra_name(name: str) -> str:
+    """The extra a setting is stored under (the appKey under :data:`APP_KEY_EXTRA`)."""
+    return APP_KEY_EXTRA if name == "app_key" else name
+
+
+def _form_type(default: Any) -> str:
+    if isinstance(default, bool):
+        return "boolean"
+    return (
+        "integer"
+        if isinstance(default, int)
+        else "number"
+        if isinstance(default, float)
+        else "string"
+    )
+
+
+def connection_form_fields() -> dict[str, dict[str, Any]]:
+    """Airflow's ``conn-fields``: a form field per extra that has a label, its JSON type
+    and default from the declaration; credentials are password fields."""
+    fields: dict[str, dict[str, Any]] = {}
+    for name, info in connection_settings().items():
+        if info.title is None or "stored" in _shown(info):  # the host and password fields
+            continue
+        schema: dict[str, Any] = {"type": [_form_type(info.default), "null"]}
+        if name in _SECRET_FIELDS:
+            schema["format"] = "password"
+        elif info.default is not None:
+            schema["default"] = info.default
+        fields[extra_name(name)] = {
+            "label": info.title,
+            "schema": schema,
+            "description": info.description,
+        }
+    return fields
+
+
+def connection_table() -> str:
+    """The table of ``docs/connection.md``: every setting a connection holds, its form field,
+    where it is stored, what it means and its default."""
+    rows = ["| form field | stored as | meaning | default |", "|---|---|---|---|"]
+    fields = ConnectionSettings.model_fields
+    for name, info in {"base_url": fields["base_url"], **connection_settings()}.items():
+        shown = _shown(info)
+        default = shown.get("default_text") or _shown_default(info.default)
+        stored = shown.get("stored") or f"extra `{extra_name(name)}`"
+        label = info.title or "(extra only)"
+        rows.append(f"| {label} | {stored} | {info.description} | {default} |")
+    return "\n".join(rows)
+
+
+def _shown_default(value: Any) -> str:
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    return f"`{value:g}`" if isinstance(value, float) else f"`{value}`"

@@ -9,9 +9,13 @@ rates, and the percentage and the time left when the total is known::
     cohort vip: 250000 of 1000000 rows (25.0%), 11.2 MB received; 50000 rows/s, 2.2 MB/s;
     about 15 s left
 
-The bar uses ``tqdm`` (the ``progress`` extra) and only where someone watches: when it is
-installed and stderr is a terminal or the code runs in a Jupyter kernel. Airflow tasks log
-lines only (the hook turns the bar off).
+Where someone watches (stderr is a terminal, or the code runs in a Jupyter kernel) a bar on
+stderr also shows the count, and with a total the percentage and the time left, with no
+setup: ``tqdm`` is a dependency, so a plain script gets the bar without installing anything
+or configuring logging. The lines go to the logger ``airflow_provider_analytics.core.progress``
+at INFO; the package adds no handler (a library leaves that to the application), so they
+show where the application or Airflow logs them. Airflow tasks log lines only (the hook
+turns the bar off).
 """
 
 from __future__ import annotations
@@ -72,13 +76,9 @@ def interactive() -> bool:
     return tty or in_notebook()
 
 
-def _tqdm() -> Any | None:
-    """``tqdm.auto.tqdm`` when the ``progress`` extra is installed."""
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:
-        return None
-    return tqdm
+def bar_wanted(wanted: bool | None) -> bool:
+    """Whether a bar is shown: ``True`` or ``False`` force it, ``None`` asks :func:`interactive`."""
+    return wanted if wanted is not None else interactive()
 
 
 def _megabytes(size: int) -> str:
@@ -95,7 +95,7 @@ class Progress:
     :param interval: seconds between lines (:func:`progress_interval`).
     :param size_label: what the bytes are (``received``), after their size in a line.
     :param bar: ``True`` or ``False`` to force the bar on or off; ``None`` shows it when
-        ``tqdm`` is installed and :func:`interactive` holds.
+        :func:`interactive` holds (:func:`bar_wanted`).
     :param logger: where the lines go.
     :param clock: seconds, monotonic (injectable for tests).
     """
@@ -125,11 +125,10 @@ class Progress:
         self._shown = 0
 
     def _open_bar(self, wanted: bool | None) -> Any | None:
-        if wanted is False or (wanted is None and not interactive()):
+        if not bar_wanted(wanted):
             return None
-        tqdm = _tqdm()
-        if tqdm is None:
-            return None
+        from tqdm.auto import tqdm  # imported only where a bar is shown
+
         return tqdm(
             total=self.total,
             desc=self.subject,

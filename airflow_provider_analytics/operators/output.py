@@ -141,7 +141,7 @@ class AnalyticsOutputOperator(AnalyticsBaseOperator):
             )
         from airflow_provider_analytics.output.parquet_destination import ParquetDestination
 
-        roots = deployment_roots(self.hook.connection.extra_dejson)
+        roots = deployment_roots(self.hook.client_config.allowed_destinations)
         return ParquetDestination(
             self.destination, identity, allowed_roots=roots, compression=compression
         )

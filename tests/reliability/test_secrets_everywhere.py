@@ -491,3 +491,35 @@ def test_a_redirect_is_not_followed_so_credentials_stay_with_the_host() -> None:
             client.list_events()
         assert len(redirecting.received) == 1
         assert elsewhere.received == []
+
+
+def _failed_call(base_url: str, **settings: Any) -> BaseException:
+    """A call that fails, made as a script makes it; the credentials are only in the config."""
+    config = ClientConfig(base_url, token=TOKEN, app_key=APP_KEY, xtoken=XTOKEN, **settings)
+    client = AnalyticsClient(config)
+    try:
+        client.list_events()
+    except (AnalyticsApiError, AnalyticsTransportError) as error:
+        return error
+    finally:
+        client.close()
+    raise AssertionError("the call succeeded")
+
+
+@pytest.mark.parametrize("status", [401, 500, None])
+def test_a_traceback_with_its_locals_shows_no_credential(status: int | None) -> None:
+    """What ``pytest -l``, Sentry or a debugger show: every frame's locals, through the
+    client, its requests and their headers, the chained errors included. Objects that hold
+    credentials hold them as :class:`Secret`, whose repr is ``***``."""
+    if status is None:  # nothing listens: the transport's own frames are in the chain
+        error = _failed_call("http://127.0.0.1:9", max_attempts=1)
+    else:
+        with LocalServer(status=status, body={"code": status, "msg": "denied"}) as server:
+            error = _failed_call(server.base_url, max_attempts=1)
+    shown = "".join(
+        traceback.TracebackException.from_exception(error, capture_locals=True).format()
+    )
+    assert "config = ClientConfig(" in shown or "self = " in shown  # locals were captured
+    assert "***" in shown
+    for secret in (TOKEN, APP_KEY, XTOKEN):
+        assert secret not in shown

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
+from pydantic import ValidationError
 
 from airflow_provider_analytics import __version__
 from airflow_provider_analytics.client import AnalyticsConfigurationError, ClientConfig
+from airflow_provider_analytics.client.config import ConnectionSettings, Secret
 
 SECRETS = {"token": "tok-Zq81", "app_key": "app-Kx42", "xtoken": "xt-Pw77"}
 
@@ -193,5 +195,122 @@ def test_repr_masks_every_secret_and_secrets_lists_them() -> None:
 
 def test_config_is_frozen() -> None:
     config = ClientConfig("https://h")
-    with pytest.raises(dataclasses.FrozenInstanceError):
+    with pytest.raises(ValidationError, match="frozen"):
         config.token = "x"  # type: ignore[misc]
+
+
+NUMERIC = [
+    name
+    for name, info in ClientConfig.model_fields.items()
+    if isinstance(info.default, int | float) and not isinstance(info.default, bool)
+]
+
+
+def _read(extras: dict[str, object], **fields: object) -> ConnectionSettings:
+    """A connection as Airflow hands it over (no Airflow needed for the reading)."""
+    conn = SimpleNamespace(
+        conn_id="analytics_default",
+        host="https://analytics.example.com",
+        port=None,
+        schema=None,
+        password="tok-Zq81",
+        extra_dejson=extras,
+    )
+    vars(conn).update(fields)
+    return ConnectionSettings.from_connection(conn)
+
+
+def test_every_numeric_setting_is_declared_with_one_rule() -> None:
+    assert set(NUMERIC) >= {
+        "connect_timeout",
+        "read_timeout",
+        "export_read_timeout",
+        "export_deadline",
+        "request_deadline",
+        "max_attempts",
+        "backoff_base",
+        "backoff_max",
+        "retry_after_max",
+        "max_concurrent_calls",
+        "pool_maxsize",
+        "progress_interval",
+    }
+
+
+@pytest.mark.parametrize("name", NUMERIC)
+@pytest.mark.parametrize("value", [True, False, "10", math.nan, math.inf, -1, None, [10]])
+def test_every_numeric_setting_refuses_the_same_values_in_python(name: str, value: object) -> None:
+    with pytest.raises(AnalyticsConfigurationError, match=rf"^ClientConfig\.{name}: must be an? "):
+        ClientConfig("https://h", **{name: value})
+
+
+@pytest.mark.parametrize("name", NUMERIC)
+def test_every_numeric_extra_reads_text_numbers_and_refuses_bools_alike(name: str) -> None:
+    """Text numbers are read for every numeric extra alike (Airflow's URI form and command
+    line give every extra as text); true, false and words are refused for every one."""
+    assert getattr(_read({name: "7"}), name) == 7
+    assert getattr(_read({name: 7}), name) == 7
+    for bad in (True, False, "true", "false", "ten", "-1", "nan", "1e999"):
+        with pytest.raises(
+            AnalyticsConfigurationError,
+            match=rf"^connection 'analytics_default': extra '{name}': must be an? ",
+        ):
+            _read({name: bad})
+
+
+def test_retry_after_max_follows_its_neighbours() -> None:
+    """It read ``true`` as 1 s, ``false`` as 0 s and ``"10"`` as 10 s while its neighbours
+    refused them; now one rule decides all of them."""
+    for value in (True, False):
+        with pytest.raises(AnalyticsConfigurationError, match="extra 'retry_after_max'"):
+            _read({"retry_after_max": value})
+        with pytest.raises(AnalyticsConfigurationError, match=r"ClientConfig\.retry_after_max"):
+            ClientConfig("https://h", retry_after_max=value)
+    assert _read({"retry_after_max": "10", "max_attempts": "4"}).retry_after_max == 10.0
+    with pytest.raises(AnalyticsConfigurationError, match=r"ClientConfig\.retry_after_max"):
+        ClientConfig("https://h", retry_after_max="10")  # type: ignore[arg-type]
+
+
+def test_the_connection_reads_every_declared_extra_and_its_older_names() -> None:
+    settings = _read(
+        {
+            "extra__analytics__app_api_key": "app-Kx42",
+            "xtoken": "xt-Pw77",
+            "allow_insecure_http": "yes",
+            "verify": "false",
+            "timezone": "Asia/Shanghai",
+            "allowed_destinations": ["file:///data/"],
+            "unknown_extra": "ignored",
+        },
+        host="http://10.0.0.5",
+        port=4005,
+    )
+    assert settings.base_url == "http://10.0.0.5:4005"
+    assert (settings.token, settings.app_key, settings.xtoken) == (
+        "tok-Zq81",
+        "app-Kx42",
+        "xt-Pw77",
+    )
+    assert (settings.allow_insecure_http, settings.verify) == (True, False)
+    assert (settings.timezone, settings.allowed_destinations) == (
+        "Asia/Shanghai",
+        ["file:///data/"],
+    )
+    assert settings.progress_bar is False  # Airflow tasks log lines
+    assert isinstance(settings, ClientConfig)
+    assert _read({"appKey": "app-older"}).app_key == "app-older"
+
+
+def test_a_refusal_from_the_connection_never_echoes_a_secret() -> None:
+    with pytest.raises(AnalyticsConfigurationError) as caught:
+        _read({"app_api_key": "app-Kx42\n", "max_attempts": 0})
+    assert "app-Kx42" not in str(caught.value) and "tok-Zq81" not in str(caught.value)
+
+
+def test_credentials_are_held_with_a_masked_repr() -> None:
+    config = ClientConfig("https://h", **SECRETS)
+    for name, value in SECRETS.items():
+        held = getattr(config, name)
+        assert isinstance(held, Secret) and held == value
+        assert repr(held) == "***" and value not in repr({"header": held})
+        assert f"{held}" == value  # what is sent is the value itself

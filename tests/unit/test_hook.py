@@ -64,10 +64,25 @@ def test_connection_fields_and_extras_become_the_client_config(
 def test_host_without_scheme_uses_schema_and_port(monkeypatch: pytest.MonkeyPatch) -> None:
     set_connection(monkeypatch, "plain", host="127.0.0.1", port=4005, schema="http", password=TOKEN)
     assert AnalyticsHook("plain").client_config.base_url.rstrip("/") == "http://127.0.0.1:4005"
-    set_connection(monkeypatch, "tls", host="analytics.example.com", password=TOKEN)
+    set_connection(monkeypatch, "tls", host="analytics.example.com", schema="https")
     assert (
         AnalyticsHook("tls").client_config.base_url.rstrip("/") == "https://analytics.example.com"
     )
+
+
+@pytest.mark.parametrize(("host", "port"), [("127.0.0.1:4005", None), ("127.0.0.1", 4005)])
+def test_a_host_naming_no_scheme_is_refused_saying_how_to_write_it(
+    monkeypatch: pytest.MonkeyPatch, host: str, port: int | None
+) -> None:
+    """https is not assumed (it failed later with ``SSL: WRONG_VERSION_NUMBER`` against a
+    plain-http platform): the message shows both ways to write the host."""
+    set_connection(monkeypatch, host=host, port=port, password=TOKEN)
+    with pytest.raises(AnalyticsConfigurationError) as caught:
+        _ = AnalyticsHook().client_config
+    message = str(caught.value)
+    assert message.startswith("connection 'analytics_default': base_url: ")
+    assert "https://127.0.0.1:4005" in message and "http://127.0.0.1:4005" in message
+    assert "no scheme" in message and TOKEN not in message
 
 
 def test_ui_prefixed_extras_and_ca_bundle(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

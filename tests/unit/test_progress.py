@@ -129,7 +129,7 @@ def test_a_bad_interval_is_refused_naming_the_setting(value: Any, tmp_path: Path
             ClientConfig("https://a.example", progress_interval=value)
 
 
-@pytest.mark.parametrize("value", ["10", "ten", 0, -3, True])
+@pytest.mark.parametrize("value", ["ten", 0, -3, "-3", True, "true", "nan"])
 def test_the_connection_extra_must_be_a_number_of_seconds(
     monkeypatch: pytest.MonkeyPatch, value: Any
 ) -> None:
@@ -139,7 +139,10 @@ def test_the_connection_extra_must_be_a_number_of_seconds(
         "extra": {"progress_interval": value},
     }
     monkeypatch.setenv("AIRFLOW_CONN_ANALYTICS_DEFAULT", json.dumps(connection))
-    with pytest.raises(AnalyticsConfigurationError, match=r"connection extra 'progress_interval'"):
+    with pytest.raises(
+        AnalyticsConfigurationError,
+        match=r"^connection 'analytics_default': extra 'progress_interval': must be a finite",
+    ):
         AnalyticsHook().client_config  # noqa: B018
 
 
@@ -154,6 +157,9 @@ def test_the_connection_extra_sets_the_clients_interval_and_airflow_shows_no_bar
     monkeypatch.setenv("AIRFLOW_CONN_ANALYTICS_DEFAULT", json.dumps(connection))
     config = AnalyticsHook().client_config
     assert (config.progress_interval, config.progress_bar) == (2.5, False)
+    connection["extra"] = {"progress_interval": "2.5"}  # text, as every numeric extra
+    monkeypatch.setenv("AIRFLOW_CONN_ANALYTICS_DEFAULT", json.dumps(connection))
+    assert AnalyticsHook().client_config.progress_interval == 2.5
 
 
 def test_the_operator_passes_its_interval_to_the_export() -> None:
@@ -173,8 +179,6 @@ class _Terminal(io.StringIO):
 
 
 def test_the_bar_is_shown_only_where_someone_watches(monkeypatch: pytest.MonkeyPatch) -> None:
-    import tqdm  # noqa: F401 (the dev environment has the progress extra)
-
     terminal = _Terminal()
     monkeypatch.setattr(sys, "stderr", terminal)
     progress = Progress("cohort vip", total=40, bar=None)
@@ -192,14 +196,6 @@ def test_the_bar_is_shown_only_where_someone_watches(monkeypatch: pytest.MonkeyP
     before = terminal.getvalue()
     Progress("cohort vip", total=40, bar=False).finish(40)  # forced off (Airflow tasks)
     assert terminal.getvalue() == before
-
-
-def test_without_tqdm_there_is_no_bar_and_no_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    terminal = _Terminal()
-    monkeypatch.setattr(sys, "stderr", terminal)
-    monkeypatch.setitem(sys.modules, "tqdm.auto", None)  # as if not installed
-    Progress("cohort vip", total=40, bar=True).finish(40)
-    assert terminal.getvalue() == ""
 
 
 def test_a_jupyter_kernel_counts_as_watched(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -225,3 +221,57 @@ def test_an_unknown_total_still_counts(clock: Clock) -> None:
     progress.total = 0
     assert progress.line(0, None, now=clock.now).startswith("cohort c: 0 of 0 rows (100.0%)")
     assert math.isclose(progress.interval, 10.0)
+
+
+def _served_export(requests_mock: Any, count: int) -> str:
+    base = "https://a.example"
+    requests_mock.post(
+        f"{base}/uba/api/cohort/users",
+        json={"count": count, "page": 1, "size": 1, "users": [{"user_id": 0}]},
+    )
+    body = b"".join(json.dumps({"user_id": n}).encode() + b"\n" for n in range(40))
+    requests_mock.post(f"{base}/uba/api/cohort/users/export", content=body)
+    return base
+
+
+def _export(base: str, **settings: Any) -> int:
+    config = ClientConfig(base, token="t0k", app_key="app", **settings)
+    with AnalyticsClient(config) as client, client.export_cohort_users("c1") as export:
+        return len(list(export.iter_records()))
+
+
+def test_the_clients_export_asks_the_count_for_a_watched_bar(
+    monkeypatch: pytest.MonkeyPatch, requests_mock: Any
+) -> None:
+    """The stream declares no length: where a bar is shown, one one-user page gives the
+    total, so the bar has its percentage and time left."""
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    base = _served_export(requests_mock, 40)
+    assert _export(base) == 40
+    shown = terminal.getvalue()
+    assert "100%" in shown and "40.0/40.0" in shown, shown
+    pages = [r.json() for r in requests_mock.request_history if r.path.endswith("/users")]
+    assert pages == [{"cohortCode": "c1", "page": 1, "pageSize": 1}]
+
+
+def test_no_count_is_asked_where_nobody_watches(
+    monkeypatch: pytest.MonkeyPatch, requests_mock: Any
+) -> None:
+    monkeypatch.setattr(sys, "stderr", _Terminal())
+    base = _served_export(requests_mock, 40)
+    assert _export(base, progress_bar=False) == 40  # an Airflow task: lines only
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
+    assert _export(base) == 40  # stderr to a file
+    assert [r.path for r in requests_mock.request_history] == ["/uba/api/cohort/users/export"] * 2
+
+
+def test_a_count_the_platform_refuses_leaves_the_bar_without_a_total(
+    monkeypatch: pytest.MonkeyPatch, requests_mock: Any
+) -> None:
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    base = _served_export(requests_mock, 40)
+    requests_mock.post(f"{base}/uba/api/cohort/users", status_code=404, json={"code": 404})
+    assert _export(base) == 40
+    assert "%" not in terminal.getvalue()  # counted, but no percentage without a total

@@ -7,13 +7,20 @@ percentage, the rates, the time left), never how long anything took.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
+import os
 import re
+import struct
+import subprocess
+import sys
+import termios
 import time
 from typing import TYPE_CHECKING
 
 import pytest
+from analytics_emulator.testing import start_emulator
 
 from airflow_provider_analytics.client import AnalyticsClient, ClientConfig
 from airflow_provider_analytics.export.settings import ExportSettings
@@ -129,3 +136,74 @@ def test_the_clients_export_iterator_logs_progress_and_a_final_rate(
         r"\(\d+(\.\d+)? rows/s, \d+\.\d MB/s\)",
         final,
     ), final
+
+
+SCRIPT = """
+import os
+from airflow_provider_analytics.client import AnalyticsClient, ClientConfig
+
+config = ClientConfig(
+    os.environ["PLATFORM"], token=os.environ["TOKEN"], app_key=os.environ["APP_KEY"]
+)
+with AnalyticsClient(config) as client, client.export_cohort_users("cohort_large") as export:
+    rows = sum(1 for _ in export.iter_records())
+print("exported", rows, "rows")
+"""
+"""A plain script: no logging set up, no progress argument, nothing installed beyond the
+package."""
+
+
+def _run_in_a_terminal(environ: dict[str, str]) -> str:
+    """Run :data:`SCRIPT` with a pseudo-terminal (120 columns) as its stdin, stdout and
+    stderr, as a person at a terminal runs it; returns all it wrote."""
+    primary, secondary = os.openpty()
+    fcntl.ioctl(primary, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+    process = subprocess.Popen(
+        [sys.executable, "-c", SCRIPT],
+        stdin=secondary,
+        stdout=secondary,
+        stderr=secondary,
+        env=environ,
+        close_fds=True,
+    )
+    os.close(secondary)
+    shown = bytearray()
+    try:
+        while True:
+            try:
+                chunk = os.read(primary, 65536)
+            except OSError:  # EIO: the script ended and closed the terminal
+                break
+            if not chunk:
+                break
+            shown += chunk
+    finally:
+        os.close(primary)
+        process.wait(timeout=60)
+    assert process.returncode == 0, shown.decode(errors="replace")[-3000:]
+    return shown.decode(errors="replace")
+
+
+@pytest.mark.slow
+def test_a_plain_script_in_a_terminal_shows_a_bar_with_percentage_and_time_left() -> None:
+    """The first-hour check: the client's export of ``cohort_large`` read through
+    ``iter_records()`` from a script with no logging set up shows, on its terminal, a bar
+    with the total, the percentage and the time left (the count asked with one page)."""
+    with start_emulator() as emulator:
+        environ = {
+            **os.environ,
+            "PLATFORM": emulator.base_url,
+            "TOKEN": emulator.token.reveal(),
+            "APP_KEY": emulator.app_key.reveal(),
+        }
+        shown = _run_in_a_terminal(environ)
+    assert "exported 1000000 rows" in shown
+    bars = re.findall(
+        r"cohort cohort_large:\s+(\d+)%\|[^|]*\| \S+/1\.00M \[[\d:]+<([\d:?]+)", shown
+    )
+    assert bars, shown[-2000:]
+    percents = [int(p) for p, _ in bars]
+    assert percents == sorted(percents) and percents[-1] == 100
+    assert any(0 < p < 100 for p in percents), percents  # seen on the way, not only at the end
+    assert any(left != "?" for _, left in bars)  # the time left, once a rate is known
+    assert "Traceback" not in shown

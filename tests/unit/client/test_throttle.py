@@ -367,7 +367,7 @@ def _connect(monkeypatch: pytest.MonkeyPatch, **extra: Any) -> AnalyticsHook:
     return AnalyticsHook()
 
 
-@pytest.mark.parametrize(("value", "expected"), [(6, 6), (6.0, 6), (1, 1)])
+@pytest.mark.parametrize(("value", "expected"), [(6, 6), (6.0, 6), (1, 1), ("4", 4)])
 def test_the_connection_extra_sets_max_concurrent_calls(
     monkeypatch: pytest.MonkeyPatch, value: Any, expected: int
 ) -> None:
@@ -376,12 +376,14 @@ def test_the_connection_extra_sets_max_concurrent_calls(
     assert hook.client_config.retry_after_max == 30.0
 
 
-@pytest.mark.parametrize("value", [0, -2, True, False, "4", "four", 2.5, [4]])
+@pytest.mark.parametrize("value", [0, -2, True, False, "true", "four", 2.5, "2.5", [4]])
 def test_the_connection_extra_refuses_what_is_not_a_whole_number_of_calls(
     monkeypatch: pytest.MonkeyPatch, requests_mock: rm.Mocker, value: Any
 ) -> None:
     hook = _connect(monkeypatch, max_concurrent_calls=value)
-    with pytest.raises(AnalyticsConfigurationError, match=r"'max_concurrent_calls'.*at least 1"):
+    with pytest.raises(
+        AnalyticsConfigurationError, match=r"'max_concurrent_calls': must be an integer >= 1"
+    ):
         hook.get_conn().list_events()
     assert requests_mock.call_count == 0
 

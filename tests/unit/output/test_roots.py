@@ -168,7 +168,7 @@ def test_roots_named_twice_are_each_a_bound(monkeypatch: pytest.MonkeyPatch) -> 
     """The Airflow option and the connection extra: a destination must lie under both, so
     neither widens the other."""
     monkeypatch.setenv("AIRFLOW__ANALYTICS__ALLOWED_DESTINATIONS", "file:///data/, s3://lake/")
-    lists = deployment_roots({"allowed_destinations": "file:///data/team/"})
+    lists = deployment_roots("file:///data/team/")
     assert [origin for origin, _ in lists] == [
         "[analytics] allowed_destinations",
         "the connection extra allowed_destinations",
@@ -178,8 +178,8 @@ def test_roots_named_twice_are_each_a_bound(monkeypatch: pytest.MonkeyPatch) -> 
         with pytest.raises(AnalyticsValidationError):
             checked_destination(outside, lists)
     monkeypatch.delenv("AIRFLOW__ANALYTICS__ALLOWED_DESTINATIONS")
-    assert deployment_roots({}) == []
-    assert deployment_roots({"extra__analytics__allowed_destinations": ["s3://lake/"]})
+    assert deployment_roots(None) == []
+    assert deployment_roots(["s3://lake/"])  # a JSON list in the extra
 
 
 @pytest.mark.parametrize("roots", ["data/", "file:///data/../etc/", "s3:lake/", 5])
