@@ -405,8 +405,8 @@ class ClientConfig(BaseModel):
     def secrets(self) -> tuple[str, ...]:
         """The non-empty secret values (token, app_key, xtoken and the proxy's password),
         for redaction."""
-        found = [str(v) for v in (self.token, self.app_key, self.xtoken) if v]
-        return (*found, *proxy_secrets(self.proxy or ""))
+        found = [v for v in (self.token, self.app_key, self.xtoken) if v]
+        return tuple(Secret(v) for v in (*found, *proxy_secrets(self.proxy or "")))
 
     @property
     def api_root(self) -> str:
