@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from airflow_provider_analytics.client.config import APP_KEY_EXTRA as APP_KEY_EXTRA
-from airflow_provider_analytics.client.config import connection_form_fields
+import json
+from pathlib import Path
+from typing import Any, Final
 
 _PACKAGE = "airflow_provider_analytics"
 DOCUMENTATION_URL = "https://airflow-provider-analytics.readthedocs.io/en/latest/"
@@ -38,9 +37,18 @@ creates it. Give a task that makes several calls at once (threads reading shards
 PLATFORM_POOL_DESCRIPTION = "calls to the analytics platform"
 """The description the development stack gives :data:`PLATFORM_POOL`."""
 
-CONNECTION_FIELDS: dict[str, Any] = connection_form_fields()
-"""The connection form's fields (``conn-fields``), drawn from the settings' one declaration
-(:class:`~airflow_provider_analytics.client.config.ConnectionSettings`)."""
+APP_KEY_EXTRA: Final = "app_api_key"
+"""The extra the appKey is stored under. Airflow's REST API and UI hide an extra whose name
+contains a sensitive word such as ``api_key``; the older name ``app_key`` contains none and
+would be shown in clear, so it is only read, never offered."""
+
+CONNECTION_FIELDS: dict[str, Any] = json.loads(
+    (Path(__file__).parent / "connection_form.json").read_text(encoding="utf-8")
+)
+"""The connection form's fields (``conn-fields``): what the settings' one declaration
+(:func:`~airflow_provider_analytics.client.config.connection_form_fields`) gives, kept as data
+so that Airflow reads the provider's metadata without building the settings' model in every
+process (a test compares the two; ``python -m devtools.connection_form`` writes it anew)."""
 
 PROVIDER_INFO: dict[str, Any] = {
     "package-name": "airflow-provider-analytics",

@@ -21,7 +21,7 @@ import math
 import os
 import re
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Annotated, Any, Final
+from typing import TYPE_CHECKING, Annotated, Any
 from urllib.parse import unquote, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, PlainValidator, ValidationError, model_validator
@@ -30,16 +30,12 @@ from airflow_provider_analytics.client.throttle import DEFAULT_MAX_CONCURRENT_CA
 from airflow_provider_analytics.core.errors import AnalyticsConfigurationError, bounded_repr
 from airflow_provider_analytics.core.progress import DEFAULT_PROGRESS_INTERVAL
 from airflow_provider_analytics.core.version import __version__
+from airflow_provider_analytics.provider_info import APP_KEY_EXTRA
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Mapping
 
     from pydantic.fields import FieldInfo
-
-APP_KEY_EXTRA: Final = "app_api_key"
-"""Extra holding the appKey. Airflow's REST API and UI hide an extra when the key's name
-contains a sensitive word such as ``api_key``; the older name ``app_key`` contains none and
-would be shown in clear, so it is only read, never offered."""
 
 _READING: ContextVar[str | None] = ContextVar("analytics_connection_read", default=None)
 """The id of the Airflow connection being read, while its values are validated."""

@@ -15,14 +15,8 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from airflow_provider_analytics.client.analysis_requests import EventRequest, Measure
-from airflow_provider_analytics.client.answers import (
-    AnswerShapeError,
-    EventAnswer,
-    decode,
-)
 from airflow_provider_analytics.client.operations import (
     ANALYZE_EVENTS,
     LIST_EVENT_PROPERTIES,
@@ -30,6 +24,9 @@ from airflow_provider_analytics.client.operations import (
     ApiCall,
 )
 from airflow_provider_analytics.core import rules
+
+if TYPE_CHECKING:
+    from airflow_provider_analytics.client.answers import EventAnswer
 
 
 @dataclass(frozen=True)
@@ -81,6 +78,8 @@ class DataReadyCheck:
 
     def call(self) -> ApiCall:
         """The request that answers this check (built from the checked fields)."""
+        from airflow_provider_analytics.client.analysis_requests import EventRequest, Measure
+
         if self.source == "events":
             request = EventRequest(
                 measures=[Measure(f"event.{self.event}", "TOTAL_COUNT")],
@@ -103,6 +102,8 @@ class DataReadyCheck:
             text, a boolean, NaN or negative; a day listed twice; a day outside the window;
             more than one row); the sensor logs it and keeps waiting.
         """
+        from airflow_provider_analytics.client.answers import decode
+
         call = self.call()
         answer = decode(call.operation.name, payload, asked=call.asked)
         if self.source == "events":
@@ -110,6 +111,8 @@ class DataReadyCheck:
         return self._evaluate_plan(answer)
 
     def _evaluate_counts(self, answer: EventAnswer) -> Readiness:
+        from airflow_provider_analytics.client.answers import AnswerShapeError
+
         if len(answer.rows) > 1:
             raise AnswerShapeError(
                 f"analyze_events: rows holds {len(answer.rows)} rows, but the data-ready check "

@@ -128,7 +128,10 @@ def bounded_repr(value: Any, limit: int = _MAX_SHOWN_VALUE) -> str:
     Built from a few items and levels only (:mod:`reprlib`), so a huge or deeply shared
     value (a YAML alias bomb, a 10,000-character string) costs no more than a small one.
     """
-    text = _BOUNDED_REPR.repr(value)
+    # reprlib cuts every string at its own size: a string within ``limit`` is shown whole
+    text = (
+        repr(value) if isinstance(value, str) and len(value) < limit else _BOUNDED_REPR.repr(value)
+    )
     if len(text) > limit:
         text = text[: limit - 3] + "..."
     return text

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_analytics.client.validation import CohortQuery, cohort_query
 from airflow_provider_analytics.core.identity import COHORT_FILE, cohort_identity
 from airflow_provider_analytics.export.settings import ExportSettings
 from airflow_provider_analytics.operators.intervals import covered_days
@@ -17,6 +16,8 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from airflow.sdk import Context
 
+    from airflow_provider_analytics.client.validation import CohortQuery
+
 
 def rendered_cohort_query(cohort_code: Any, limit: Any, properties: Any) -> CohortQuery:
     """An operator's rendered cohort code, limit and properties, checked once by the client's
@@ -25,6 +26,8 @@ def rendered_cohort_query(cohort_code: Any, limit: Any, properties: Any) -> Coho
     Rendered values are checked as they are, never coerced: ``limit=True`` or ``1.9`` would
     otherwise export one user and succeed.
     """
+    from airflow_provider_analytics.client.validation import cohort_query
+
     query = cohort_query(cohort_code, limit=limit, properties=properties)
     partition_value(query.cohort_code, "cohort_code")
     return query
