@@ -110,6 +110,31 @@ def test_daily_pipeline_waits_then_writes_in_parallel(dagbag: Any) -> None:
     }
 
 
+def test_daily_pipeline_declares_its_deadline_as_documented(dagbag: Any) -> None:
+    """The deadline alert fires 6 hours after the covered day ends (the run's logical date is
+    that day's start), through a notifier that can send from the triggerer: as the daily
+    pipeline's guide says."""
+    import datetime as dt
+
+    from airflow.sdk import AsyncCallback
+    from airflow.sdk.definitions.deadline import DagRunLogicalDateDeadline
+
+    dag = dagbag.dags["analytics_daily"]
+    (alert,) = dag.deadline if isinstance(dag.deadline, list) else [dag.deadline]
+    assert isinstance(alert.reference, DagRunLogicalDateDeadline)
+    assert alert.interval == dt.timedelta(days=1, hours=6)
+    assert isinstance(alert.callback, AsyncCallback)
+    assert alert.callback.path == "airflow.providers.smtp.notifications.smtp.SmtpNotifier"
+    assert alert.callback.kwargs["to"]
+    guide = (EXAMPLES.parent / "docs" / "howto" / "daily_pipeline.md").read_text(encoding="utf-8")
+    assert "**6 hours after the day it covers ends**" in guide
+    assert "DeadlineReference.DAGRUN_LOGICAL_DATE" in guide
+    # the serialized DAG keeps it, so the scheduler creates the deadline with each run
+    from airflow.serialization.serialized_objects import DagSerialization
+
+    assert DagSerialization.serialize_dag(dag).get("deadline")
+
+
 def test_digest_is_scheduled_on_the_funnel_table(dagbag: Any) -> None:
     funnel_asset = dagbag.dags["analytics_daily"].get_task("checkout_funnel").outlets[0]
     assert funnel_asset == destination_asset("s3://aws_lake@lake/analytics/checkout_funnel/")
