@@ -103,7 +103,16 @@ class DagRunner:
                 shutil.copytree(path, dags / path.name)
             else:
                 shutil.copy(path, dags / path.name)
-        command = [AIRFLOW, "dags", "test", dag_id, logical_date]
+        # `airflow dags test`, with the fix of devtools/airflow_cli.py for DAGs with a deadline
+        command = [
+            sys.executable,
+            "-m",
+            "devtools.airflow_cli",
+            "dags",
+            "test",
+            dag_id,
+            logical_date,
+        ]
         if conf is not None:
             command += ["--conf", json.dumps(conf)]
         responder = None
@@ -120,6 +129,7 @@ class DagRunner:
             done = subprocess.run(
                 command,
                 env=airflow_env(self.home, dags, env),
+                cwd=REPO,
                 capture_output=True,
                 text=True,
                 timeout=timeout,
