@@ -14,6 +14,8 @@ from typing import Any
 
 AIRFLOW = str(Path(sys.executable).with_name("airflow"))
 REPO = Path(__file__).resolve().parents[1]
+RESPONDER_ENV = {"AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "True"}
+"""The responder's API app lets every request in as an admin (it is never served)."""
 
 
 def airflow_env(
@@ -88,7 +90,11 @@ class DagRunner:
         env: dict[str, str] | None = None,
         conf: dict[str, Any] | None = None,
         timeout: float = 600,
+        respond: dict[str, str] | None = None,
     ) -> DagRunResult:
+        """Run ``dag_id`` for ``logical_date``; ``respond`` answers its human-in-the-loop tasks
+        (task id -> the option chosen, e.g. ``{"approve": "Approve"}``) through Airflow's REST
+        API, as a person does on the task's Required Actions page."""
         dags = self.home / f"dags-{dag_id}"
         shutil.rmtree(dags, ignore_errors=True)
         dags.mkdir(parents=True)
@@ -97,17 +103,43 @@ class DagRunner:
                 shutil.copytree(path, dags / path.name)
             else:
                 shutil.copy(path, dags / path.name)
-        command = [AIRFLOW, "dags", "test", dag_id, logical_date]
+        # `airflow dags test`, with the fix of devtools/airflow_cli.py for DAGs with a deadline
+        command = [
+            sys.executable,
+            "-m",
+            "devtools.airflow_cli",
+            "dags",
+            "test",
+            dag_id,
+            logical_date,
+        ]
         if conf is not None:
             command += ["--conf", json.dumps(conf)]
-        done = subprocess.run(
-            command,
-            env=airflow_env(self.home, dags, env),
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
+        responder = None
+        if respond:
+            responder = subprocess.Popen(
+                [sys.executable, "-m", "devtools.hitl_responder", dag_id, json.dumps(respond)],
+                env=airflow_env(self.home, dags, {**(env or {}), **RESPONDER_ENV}),
+                cwd=REPO,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+        try:
+            done = subprocess.run(
+                command,
+                env=airflow_env(self.home, dags, env),
+                cwd=REPO,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+            )
+        finally:
+            if responder is not None:
+                responder.kill()
         output = done.stdout + done.stderr
+        if responder is not None:
+            output += "\n--- responder ---\n" + (responder.communicate()[0] or "")
         run_id, state, xcoms, task_states = self._read_run(dag_id)
         return DagRunResult(dag_id, done.returncode, output, run_id, state, xcoms, task_states)
 

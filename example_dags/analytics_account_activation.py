@@ -1,7 +1,12 @@
-"""Enable or disable an enterprise account on demand, e.g. when someone joins or leaves::
+"""Enable or disable an enterprise account on demand, e.g. when someone joins or leaves, once a
+person has approved it::
 
     airflow dags trigger analytics_account_activation \
         --conf '{"account_email": "ana@example.com", "activation": false}'
+
+The preview checks the arguments and describes the change; Airflow then asks for approval
+(the run's Required Actions page), and only an approved change is sent, exactly as reviewed.
+On rejection nothing is sent.
 
 ``render_template_as_native_obj`` makes ``{{ params.activation }}`` render as a bool, which
 the operator requires (the text "False" would be refused, not read as true).
@@ -10,9 +15,12 @@ the operator requires (the text "False" would be refused, not read as true).
 from __future__ import annotations
 
 import pendulum
+from airflow.providers.standard.operators.hitl import ApprovalOperator
 from airflow.sdk import Param, dag
 
 from airflow_provider_analytics.operators.accounts import AccountActivationOperator
+
+ACCOUNT = {"account_email": "{{ params.account_email }}", "activation": "{{ params.activation }}"}
 
 
 @dag(
@@ -27,11 +35,16 @@ from airflow_provider_analytics.operators.accounts import AccountActivationOpera
     tags=["analytics", "example"],
 )
 def analytics_account_activation() -> None:
-    AccountActivationOperator(
-        task_id="set_activation",
-        account_email="{{ params.account_email }}",
-        activation="{{ params.activation }}",
+    preview = AccountActivationOperator(task_id="preview", dry_run=True, **ACCOUNT)
+    approve = ApprovalOperator(
+        task_id="approve",
+        subject="Change this account on the platform?",
+        body="{{ ti.xcom_pull(task_ids='preview')['review'] }}",
     )
+    apply = AccountActivationOperator(
+        task_id="set_activation", reviewed_preview="preview", **ACCOUNT
+    )
+    preview >> approve >> apply
 
 
 analytics_account_activation()

@@ -15,6 +15,10 @@ look back: each run also re-pulls the LOOKBACK_DAYS days before its own and repl
 partitions (``dt=2024-01-13`` and ``dt=2024-01-14`` for the run above), each written exactly
 as that day's own run writes it. A rerun or a backfill of a day replaces that day's files and
 its look-back days' report files, and touches no other day; no day is ever held twice.
+
+Freshness: a deadline alert fires when a run has not finished (its outputs are not all
+published) LATE_AFTER past the end of the day it covers, and sends a notifier's message
+(e-mail here; any notifier, such as Slack's, fits the same place).
 """
 
 from __future__ import annotations
@@ -22,8 +26,9 @@ from __future__ import annotations
 import datetime as dt
 
 import pendulum
+from airflow.providers.smtp.notifications.smtp import SmtpNotifier
 from airflow.providers.standard.sensors.date_time import DateTimeSensorAsync
-from airflow.sdk import dag
+from airflow.sdk import AsyncCallback, DeadlineAlert, DeadlineReference, dag
 from analytics_outputs import CHECKOUT_FUNNEL, COHORT_USERS, DAILY_EVENTS, PROJECT_TIMEZONE
 
 from airflow_provider_analytics.operators.cohort_export import CohortExportToParquetOperator
@@ -34,6 +39,25 @@ from airflow_provider_analytics.sensors.data_ready import AnalyticsDataSensor
 CHECKOUT_STEPS = ("$startup", "search", "add_to_cart", "purchase")
 LOOKBACK_DAYS = 2
 """Days before the run's own that each report re-pulls (late events)."""
+LATE_AFTER = dt.timedelta(hours=6)
+"""How long after its day ends a run's outputs must be published before the alert fires."""
+ALERT_EMAIL = "data-team@example.com"
+
+# A run's logical date is the start of the day it covers (in the DAG's timezone, UTC here), so
+# the day ends one day later; the alert fires LATE_AFTER after that unless the run has finished.
+LATE_OUTPUTS = DeadlineAlert(
+    reference=DeadlineReference.DAGRUN_LOGICAL_DATE,
+    interval=dt.timedelta(days=1) + LATE_AFTER,
+    callback=AsyncCallback(
+        SmtpNotifier,
+        kwargs={
+            "to": ALERT_EMAIL,
+            # the alert's context holds the run (as the REST API shows it) and the deadline
+            "subject": "analytics_daily: run {{ dag_run.run_id }} is late",
+            "html_content": "The day's outputs were due by {{ deadline.deadline_time }}.",
+        },
+    ),
+)
 
 
 @dag(
@@ -41,6 +65,7 @@ LOOKBACK_DAYS = 2
     start_date=pendulum.datetime(2024, 1, 1, tz="UTC"),
     catchup=False,
     max_active_runs=2,
+    deadline=LATE_OUTPUTS,
     default_args={"retries": 2, "retry_delay": dt.timedelta(minutes=5)},
     tags=["analytics", "example"],
     user_defined_macros={"covered_days_end": covered_days_end},

@@ -55,8 +55,8 @@ def export_cohort_day(
     :param export: the settings of
         :func:`~airflow_provider_analytics.export.stream.export_cohort_to_parquet`
         (``timezone``, ``schema_overrides``, ``column_names``, ``settings``).
-    :return: what was written, ``uri`` naming the published object or table, ``mode``, and
-        what the publication did (``iceberg``: the commit).
+    :return: what was written, ``uri`` naming the published object or table, ``mode``, what
+        the publication did (``iceberg``: the commit), and each column's platform id.
     """
     rules.one_of(mode, "mode", shards.MODES)
     shards.shard_pages(page_size, shard_rows)
@@ -87,7 +87,10 @@ def export_cohort_day(
         client, prepared, destination, day, page_size, shard_rows, count=count
     )
     shards.read_shards(reader, plan.shards, parallel=max_parallel_shards)
-    return publish_shards(client, plan, destination, day, started=started)
+    return {
+        **publish_shards(client, plan, destination, day, started=started),
+        **prepared.schema.described,
+    }
 
 
 def start_shards(

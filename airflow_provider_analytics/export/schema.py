@@ -141,6 +141,15 @@ class ExportSchema:
         """The schema written (decoded tables come out in it)."""
         return pa.schema([c.field for c in self.columns])
 
+    @property
+    def described(self) -> dict[str, dict[str, str]]:
+        """Per column, by its name in the file: the platform id it holds (``column_ids``) and
+        where its type came from (``column_origins``); for the XCom and lineage."""
+        return {
+            "column_ids": {c.written_name: c.name for c in self.columns},
+            "column_origins": {c.written_name: c.origin for c in self.columns},
+        }
+
 
 def default_properties(plan: Iterable[Mapping[str, Any]]) -> list[str]:
     """What the platform returns when a request names no properties: visible items of the plan."""

@@ -356,8 +356,7 @@ def export_prepared(
         rows_per_second=round(rows / seconds, 1) if seconds > 0 else float(rows),
         masked_values=decoder.masked_values,
         attempts=engine.statistics["attempt_number"],
-        column_origins={c.written_name: c.origin for c in schema.columns},
         unexpected_keys=dict(decoder.unexpected_keys),
         unexpected_keys_unlisted=decoder.keys.unlisted,
-        column_ids={c.written_name: c.name for c in schema.columns},
+        **schema.described,
     )

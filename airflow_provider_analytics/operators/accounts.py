@@ -114,9 +114,32 @@ class AccountActivationOperator(AnalyticsBaseOperator):
     ``activation`` must be a real bool. When it comes from ``params`` through a template, set
     ``render_template_as_native_obj=True`` on the DAG so it renders as a bool, not as text.
 
+    To have a person approve the change first, preview it, ask, then apply what was approved::
+
+        preview = AccountActivationOperator(
+            task_id="preview", account_email=EMAIL, activation=ACTIVATION, dry_run=True
+        )
+        approve = ApprovalOperator(
+            task_id="approve",
+            subject="Change this account?",
+            body="{{ ti.xcom_pull(task_ids='preview')['review'] }}",
+        )
+        apply = AccountActivationOperator(
+            task_id="apply", account_email=EMAIL, activation=ACTIVATION, reviewed_preview="preview"
+        )
+        preview >> approve >> apply
+
+    Returns ``{"email": ..., "activation": bool}``; a preview (``dry_run``) adds
+    ``"dry_run": True`` and the ``review`` (Markdown, for the body of an ``ApprovalOperator``).
+
     :param account_email: the account's email (templated).
     :param activation: True enables, False disables (templated).
     :param login_user: operator recorded by the platform (templated).
+    :param dry_run: only check the arguments and describe the change (``review``); send
+        nothing.
+    :param reviewed_preview: the task id of this run's preview (``dry_run=True``) whose change a
+        person approved: the task sends nothing unless its own email and activation are exactly
+        the reviewed ones.
     :param analytics_conn_id: id of the ``analytics`` connection (templated).
     """
 
@@ -133,17 +156,41 @@ class AccountActivationOperator(AnalyticsBaseOperator):
         account_email: str,
         activation: bool,
         login_user: str | None = None,
+        dry_run: bool = False,
+        reviewed_preview: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.account_email = account_email
         self.activation = activation
         self.login_user = login_user
+        if reviewed_preview is not None and dry_run:
+            rules.fail("reviewed_preview", "applies a reviewed preview; a dry run applies nothing")
+        # ``dry_run`` is taken: BaseOperator.dry_run() renders templates for the CLI.
+        self.is_dry_run = dry_run
+        self.reviewed_preview = reviewed_preview
 
     def execute(self, context: Context) -> dict[str, Any]:
         activation = rules.boolean(self.activation, "activation")
+        change = {"email": self.account_email, "activation": activation}
+        if self.is_dry_run:
+            verb = "enable" if activation else "disable"
+            review = f"**Account**: {verb} `{self.account_email}` on the platform."
+            self.log.info("would %s account %s", verb, self.account_email)
+            return {**change, "dry_run": True, "review": review}
+        if self.reviewed_preview is not None:
+            reviewed = self.reviewed_result(context, self.reviewed_preview)
+            if not isinstance(reviewed, dict) or reviewed.get("dry_run") is not True:
+                rules.fail("reviewed_preview", "names a task that is not a preview (dry_run)")
+            if {key: reviewed.get(key) for key in change} != change:
+                rules.fail(
+                    "reviewed_preview",
+                    f"the reviewed change was {reviewed.get('email')!r} -> "
+                    f"{reviewed.get('activation')!r}, this task's is {self.account_email!r} -> "
+                    f"{activation!r}; nothing was sent",
+                )
         self.hook.get_conn().set_account_activation(
             self.account_email, activation, login_user=self.login_user
         )
         self.log.info("account %s %s", self.account_email, "enabled" if activation else "disabled")
-        return {"email": self.account_email, "activation": activation}
+        return change

@@ -147,6 +147,7 @@ class CohortExportToParquetOperator(AnalyticsOutputOperator):
 
     def execute(self, context: Context) -> dict[str, Any]:
         from airflow_provider_analytics.export.cohort_day import export_cohort_day
+        from airflow_provider_analytics.operators.lineage import export_origins
 
         query = self._query()
         day = covered_days(context).partition
@@ -172,6 +173,7 @@ class CohortExportToParquetOperator(AnalyticsOutputOperator):
             destination,
             [day],
             [COHORT_FILE],
+            {COHORT_FILE: export_origins(summary)},
             rows=summary["rows"],
             cohort_code=query.cohort_code,
         )

@@ -173,6 +173,7 @@ class CohortShardReadOperator(_CohortShardsOperator):
         from airflow_provider_analytics.core import rules
         from airflow_provider_analytics.export.cohort_day import shard_reader
         from airflow_provider_analytics.export.shards import read_shards
+        from airflow_provider_analytics.operators.lineage import report_hook_lineage
 
         client, _, destination, day = self._run(context)
         reader = shard_reader(client, destination, day, **self._export_settings(destination, day))
@@ -184,6 +185,7 @@ class CohortShardReadOperator(_CohortShardsOperator):
             return {"shard": index, "rows": shard.rows, "read": False}
         # as the one-task export reads them: Arrow's system allocator, the heap trimmed after
         read = read_shards(reader, [shard])
+        report_hook_lineage(self.hook, self.lineage_source_target(), {})  # a part is staging
         return {"shard": index, "rows": read[index], "read": True}
 
 
@@ -200,15 +202,21 @@ replaced atomically, or one Iceberg commit); declares the destination's Asset.
     def execute(self, context: Context) -> dict[str, Any]:
         from airflow_provider_analytics.export.cohort_day import publish_shards
         from airflow_provider_analytics.export.shards import read_plan
+        from airflow_provider_analytics.export.stream import prepare_export
+        from airflow_provider_analytics.operators.lineage import export_origins
 
         client, _, destination, day = self._run(context)
         plan = read_plan(destination.staging(day))
-        summary = publish_shards(client, plan, destination, day)
+        # the columns the parts were read with, decided again from the plan (for lineage)
+        settings = self._export_settings(destination, day)
+        columns = prepare_export(client, plan.query(), **settings).schema.described
+        summary = {**publish_shards(client, plan, destination, day), **columns}
         self.publish_output(
             context,
             destination,
             [day],
             [COHORT_FILE],
+            {COHORT_FILE: export_origins(summary)},
             rows=summary["rows"],
             cohort_code=plan.cohort_code,
         )

@@ -4,10 +4,12 @@ Asset and its lineage.
 Each such operator declares, unless given ``outlets``, one Asset for its destination: the part
 of the URI before anything templated (``.../cohort_users/`` for
 ``.../cohort_users/cohort=vip/dt={{ ds }}/users.parquet``), so a downstream DAG can be scheduled
-on it. At run time the asset event carries the rendered object's URI and row count, and, where
-the OpenLineage provider is installed, the task reports the platform as input and the object
-as output. With ``iceberg_table`` instead of ``destination``, the asset and the lineage output
-are the table (``iceberg://<catalog>/<namespace>/<table>``).
+on it. At run time the asset event carries the rendered object's URI and row count, and the
+task reports the platform as input and every object written as output, with each column's
+origin (:mod:`~airflow_provider_analytics.operators.lineage`), to Airflow's hook lineage and,
+where the OpenLineage provider is installed, to OpenLineage. With ``iceberg_table`` instead of
+``destination``, the asset and the lineage output are the table
+(``iceberg://<catalog>/<namespace>/<table>``).
 
 Every asset event also names the run's day (``day``) and the rows' identity (``cohort_code`` or
 ``report_key``), and carries the day as its ``partition_key`` when the run is partitioned, so a
@@ -27,11 +29,12 @@ from airflow_provider_analytics.operators.paths import deployment_roots
 from airflow_provider_analytics.output.destination import LineageTarget, iceberg_table_uri
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
 
     from airflow.sdk import Context
 
     from airflow_provider_analytics.core.identity import Identity
+    from airflow_provider_analytics.operators.lineage import ColumnOrigin
     from airflow_provider_analytics.output.destination import Destination
 
 
@@ -114,7 +117,8 @@ class AnalyticsOutputOperator(AnalyticsBaseOperator):
         self.iceberg_table = iceberg_table
         self.iceberg_conn_id = iceberg_conn_id
         self.partition_outputs = partition_outputs
-        self.written: list[LineageTarget] = []
+        self.written: dict[LineageTarget, Sequence[ColumnOrigin]] = {}
+        """Every object or table the run wrote, with its columns' origins (for lineage)."""
 
     def output_destination(
         self, identity: Identity, *, compression: str = "zstd", staging: str | None = None
@@ -152,16 +156,27 @@ class AnalyticsOutputOperator(AnalyticsBaseOperator):
         destination: Destination,
         days: Sequence[str],
         names: Sequence[str],
+        columns: Mapping[str, Sequence[ColumnOrigin]] | None = None,
         **details: Any,
     ) -> None:
         """Record what was written: the run's main output (the day's object a consumer can
         open, or the table's URI) and its day on the asset events, with the day as their
-        partition key when the run is partitioned; every object or table for lineage.
+        partition key when the run is partitioned; the platform read and every object or table
+        written, with their columns' origins, for lineage.
 
         :param days: the days written, the run's own last (a report's look-back days first:
             the event is the run's day's, and lists the others in ``details``).
+        :param names: the tables written each day (one for a cohort export).
+        :param columns: by table name, where each column comes from on the platform.
         """
-        self.written = destination.lineage(days, names)
+        from airflow_provider_analytics.operators.lineage import report_hook_lineage
+
+        self.written = {
+            target: (columns or {}).get(name, ())
+            for day in days
+            for name, target in zip(names, destination.lineage([day], names), strict=True)
+        }
+        report_hook_lineage(self.hook, self.lineage_source_target(), self.written)
         day = days[-1]
         uri = destination.uri(day, names)
         partitioned = self.partition_outputs
@@ -177,12 +192,15 @@ class AnalyticsOutputOperator(AnalyticsBaseOperator):
     def lineage_input_name(self) -> str:
         return self.lineage_source
 
-    def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
-        """Input: the platform's analysis or cohort; outputs: every object or table written."""
-        from airflow.providers.common.compat.openlineage.facet import Dataset
-        from airflow.providers.openlineage.extractors import OperatorLineage
-
+    def lineage_source_target(self) -> LineageTarget:
+        """The platform's dataset the task reads: namespace the platform's URL, name the
+        cohort (``cohort/<code>``) or the analysis (``funnel_analysis``)."""
         base_url = self.hook.client_config.base_url.rstrip("/")
-        inputs = [Dataset(namespace=base_url, name=self.lineage_input_name())]
-        outputs = [Dataset(namespace=t.namespace, name=t.name) for t in self.written]
-        return OperatorLineage(inputs=inputs, outputs=outputs)
+        return LineageTarget(base_url, self.lineage_input_name())
+
+    def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
+        """Input: the platform's analysis or cohort; outputs: every object or table written,
+        each with its column lineage (masked properties marked)."""
+        from airflow_provider_analytics.operators.lineage import openlineage_datasets
+
+        return openlineage_datasets(self.lineage_source_target(), self.written)

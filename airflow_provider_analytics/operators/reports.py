@@ -82,6 +82,7 @@ class _AnalysisReportOperator(AnalyticsOutputOperator):
         return FUNNEL if self.report_name == FUNNEL.name else EVENTS
 
     def execute(self, context: Context) -> dict[str, Any]:
+        from airflow_provider_analytics.operators.lineage import report_origins
         from airflow_provider_analytics.reports.job import report_to_destination
 
         # rendered values are checked as they are, never coerced ("2" or True are refused)
@@ -132,6 +133,7 @@ class _AnalysisReportOperator(AnalyticsOutputOperator):
             destination,
             written_days,
             names,
+            report_origins(self.kind, body),
             rows=summary["rows"],
             report=self.report_name,
             report_key=identity.value,

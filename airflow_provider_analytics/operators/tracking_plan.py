@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
+from airflow_provider_analytics.core import rules
 from airflow_provider_analytics.operators.base import AnalyticsBaseOperator
 from airflow_provider_analytics.provider_info import DEFAULT_CONN_ID
 
@@ -26,14 +27,31 @@ class TrackingPlanSyncOperator(AnalyticsBaseOperator):
     listing every conflict before writing anything. Running the same file again changes nothing.
 
     Returns ``{"added": [...], "modified": [...], "skipped": n, "conflicts": [...],
-    "untracked": {...}, "dry_run": bool}``; each listed change names its target, ids and the
-    fields that change (old and new).
+    "untracked": {...}, "dry_run": bool, "live_digest": str}``; each listed change names its
+    target, ids and the fields that change (old and new). A preview (``dry_run``) also returns
+    ``review``: the difference as Markdown, for the body of an ``ApprovalOperator``.
+
+    To have a person approve the change first, preview, ask, then apply what was approved::
+
+        preview = TrackingPlanSyncOperator(task_id="preview", plan=PLAN, dry_run=True)
+        approve = ApprovalOperator(
+            task_id="approve",
+            subject="Apply these tracking plan changes?",
+            body="{{ ti.xcom_pull(task_ids='preview')['review'] }}",
+        )
+        sync = TrackingPlanSyncOperator(task_id="sync", plan=PLAN, reviewed_preview="preview")
+        preview >> approve >> sync
 
     :param plan: path of the plan file (templated; relative to the DAG file's folder), or the
         plan as a dict.
-    :param dry_run: only compare; return what would change without writing.
+    :param dry_run: only compare; return what would change (and its ``review``) without
+        writing.
     :param apply_despite_conflicts: apply everything else when there are conflicts; the task
         succeeds and reports them in its result and a warning.
+    :param reviewed_preview: the task id of this run's preview (``dry_run=True``) whose result a
+        person approved. The plan is read again and nothing is sent unless the difference is
+        exactly the reviewed one, from the same platform records: a plan edited on the platform
+        or a changed file since the preview fails the task, naming what changed.
     :param analytics_conn_id: id of the ``analytics`` connection (templated).
     """
 
@@ -46,6 +64,7 @@ class TrackingPlanSyncOperator(AnalyticsBaseOperator):
         plan: str | os.PathLike[str] | Mapping[str, Any],
         dry_run: bool = False,
         apply_despite_conflicts: bool = False,
+        reviewed_preview: str | None = None,
         analytics_conn_id: str = DEFAULT_CONN_ID,
         **kwargs: Any,
     ) -> None:
@@ -54,6 +73,9 @@ class TrackingPlanSyncOperator(AnalyticsBaseOperator):
         # ``dry_run`` is taken: BaseOperator.dry_run() renders templates for the CLI.
         self.is_dry_run = dry_run
         self.apply_despite_conflicts = apply_despite_conflicts
+        if reviewed_preview is not None and dry_run:
+            rules.fail("reviewed_preview", "applies a reviewed preview; a dry run applies nothing")
+        self.reviewed_preview = reviewed_preview
 
     def _dag_folder(self, context: Context) -> str | None:
         """Folder of the DAG file, where a relative plan path starts."""
@@ -65,14 +87,20 @@ class TrackingPlanSyncOperator(AnalyticsBaseOperator):
         from airflow_provider_analytics.plan.file import load_tracking_plan
         from airflow_provider_analytics.plan.sync import sync_tracking_plan
 
+        reviewed = None
+        if self.reviewed_preview is not None:
+            reviewed = self.reviewed_result(context, self.reviewed_preview)
         desired = load_tracking_plan(self.plan, base_dir=self._dag_folder(context))
         result = sync_tracking_plan(
             self.hook.get_conn(),
             desired,
             dry_run=self.is_dry_run,
             apply_despite_conflicts=self.apply_despite_conflicts,
+            reviewed=reviewed,
         )
         summary = result.as_dict()
+        if self.is_dry_run:
+            summary["review"] = result.review()
         if summary["conflicts"]:
             self.log.warning(
                 "%d conflict(s) left as they are; see 'conflicts' in the result",

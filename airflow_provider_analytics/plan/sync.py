@@ -6,11 +6,19 @@ The work behind ``TrackingPlanSyncOperator``, usable without Airflow. The live p
 modifications are sent with 4.8 to 4.11. Conflicts (a data type that cannot change because
 data was reported) are never attempted; by default their presence stops the sync before any
 write. Running the same file again finds nothing to do.
+
+A change a person should approve first is previewed (``dry_run``), reviewed (the preview's
+:meth:`SyncResult.review`), then applied with the reviewed result (``reviewed``): the apply
+reads the plan again and sends nothing unless it finds exactly the reviewed difference, computed
+from the same platform records (``live_digest``).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +33,7 @@ from airflow_provider_analytics.plan.diff import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping, Sequence
+    from collections.abc import Iterable, Sequence
 
     from airflow_provider_analytics.client import AnalyticsClient
     from airflow_provider_analytics.plan.diff import FieldChange
@@ -54,6 +62,11 @@ class TrackingPlanConflictError(AnalyticsError):
         self.conflicts = [c.as_dict() for c in conflicts]
 
 
+class TrackingPlanChangedError(AnalyticsError):
+    """The difference found now is not the one a person reviewed (the platform's plan or the
+    file changed since the preview); nothing was applied."""
+
+
 @dataclass(frozen=True)
 class SyncResult:
     """What a sync found and did.
@@ -61,11 +74,14 @@ class SyncResult:
     :param changes: every planned change, in order.
     :param untracked: counts of platform items the file does not declare.
     :param dry_run: whether writes were left out.
+    :param live_digest: names the platform's records of the file's items the difference was
+        computed from (:func:`live_digest`).
     """
 
     changes: Sequence[Change]
     untracked: Mapping[str, int] = field(default_factory=dict)
     dry_run: bool = False
+    live_digest: str = ""
 
     def of_kind(self, kind: ChangeKind) -> list[Change]:
         """The changes of one kind, in order."""
@@ -80,7 +96,73 @@ class SyncResult:
             "conflicts": [c.as_dict() for c in self.of_kind(ChangeKind.CONFLICT)],
             "untracked": dict(self.untracked),
             "dry_run": self.dry_run,
+            "live_digest": self.live_digest,
         }
+
+    def review(self) -> str:
+        """The difference as Markdown for the person approving it (Airflow's approval page):
+        what is added, modified or in conflict, field by field, and what is left alone."""
+        counts = {kind: len(self.of_kind(kind)) for kind in ChangeKind}
+        lines = [
+            f"**Tracking plan**: {counts[ChangeKind.ADD]} to add, "
+            f"{counts[ChangeKind.MODIFY]} to modify, {counts[ChangeKind.SKIP]} unchanged, "
+            f"{counts[ChangeKind.CONFLICT]} conflict(s).",
+            "",
+        ]
+        listed = [c for c in self.changes if c.kind is not ChangeKind.SKIP]
+        if listed:
+            lines += ["| change | item | fields |", "| --- | --- | --- |"]
+            for change in listed:
+                fields = [f"{k}: {v.old!r} → {v.new!r}" for k, v in change.fields.items()]
+                cell = "; ".join([*fields, *filter(None, [change.reason])])
+                cell = cell.replace("|", "\\|").replace("\n", " ")
+                lines.append(f"| {change.kind} | {change.label} | {cell} |")
+            lines.append("")
+        unchanged = ", ".join(c.label for c in self.of_kind(ChangeKind.SKIP)) or "none"
+        untouched = ", ".join(f"{n} {what.replace('_', ' ')}" for what, n in self.untracked.items())
+        lines.append(f"Left as they are: {unchanged}. Not in the file, untouched: {untouched}.")
+        return "\n".join(lines)
+
+
+def live_digest(live: LivePlan, desired: DesiredPlan) -> str:
+    """A digest of the platform's record of every item the file declares (none where it has
+    none): the records the difference is computed from. Items the file does not declare are
+    left out, so a change elsewhere on the platform does not void a review."""
+    records: dict[str, Any] = {}
+    for prop in desired.user_properties:
+        records[f"user_property {prop.id}"] = live.user_properties.get(prop.id)
+    for event in desired.events:
+        records[f"event {event.id}"] = live.events.get(event.id)
+        known = live.properties_of(event.id)
+        for item in event.properties:
+            records[f"event_property {event.id}.{item.id}"] = known.get(item.id)
+    text = json.dumps(records, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def check_reviewed(result: SyncResult, reviewed: Any) -> None:
+    """Refuse, before any write, a difference other than the one a person reviewed.
+
+    :param result: the difference found now.
+    :param reviewed: the preview's result (:meth:`SyncResult.as_dict`, e.g. its XCom).
+    :raises TrackingPlanChangedError: naming what changed since the preview.
+    """
+    if not isinstance(reviewed, Mapping) or reviewed.get("dry_run") is not True:
+        raise TrackingPlanChangedError(
+            "the reviewed result is not a preview's (a dry run's result); nothing was applied"
+        )
+    now = result.as_dict()
+    changed = []
+    if now["live_digest"] != reviewed.get("live_digest"):
+        changed.append("the platform's records of the file's items")
+    differing = [k for k in ("added", "modified", "conflicts") if now[k] != reviewed.get(k)]
+    if differing:
+        changed.append(f"the difference ({', '.join(differing)})")
+    if changed:
+        raise TrackingPlanChangedError(
+            f"{' and '.join(changed)} changed since the preview that was reviewed; nothing was "
+            "applied. Run the preview again and review its result."
+        )
 
 
 def read_live_plan(client: AnalyticsClient, desired: DesiredPlan) -> LivePlan:
@@ -238,6 +320,7 @@ def sync_tracking_plan(
     *,
     dry_run: bool = False,
     apply_despite_conflicts: bool = False,
+    reviewed: Mapping[str, Any] | None = None,
 ) -> SyncResult:
     """Bring the platform's plan in line with ``desired``.
 
@@ -246,12 +329,16 @@ def sync_tracking_plan(
     :param dry_run: only read and compare; the result lists what would change.
     :param apply_despite_conflicts: apply everything else when there are conflicts (they stay
         in the result); by default conflicts stop the sync before any write.
+    :param reviewed: the result of the preview (``dry_run``) a person approved: apply only if
+        the difference found now is exactly that one, from the same platform records.
     :raises TrackingPlanConflictError: conflicts, unless ``dry_run`` or
         ``apply_despite_conflicts``.
+    :raises TrackingPlanChangedError: the difference is not the ``reviewed`` one.
     """
     live = read_live_plan(client, desired)
     changes = plan_changes(live, desired)
-    result = SyncResult(changes, untracked(live, desired), dry_run=dry_run)
+    digest = live_digest(live, desired)
+    result = SyncResult(changes, untracked(live, desired), dry_run=dry_run, live_digest=digest)
     conflicts = result.of_kind(ChangeKind.CONFLICT)
     for conflict in conflicts:
         log.warning("Conflict, not applied: %s", conflict.describe())
@@ -260,6 +347,8 @@ def sync_tracking_plan(
             if change.kind in _WRITES:
                 log.info("Would %s %s", change.kind, change.describe())
         return result
+    if reviewed is not None:
+        check_reviewed(result, reviewed)
     if conflicts and not apply_despite_conflicts:
         raise TrackingPlanConflictError(conflicts)
     apply_changes(client, changes)

@@ -110,6 +110,50 @@ def test_daily_pipeline_waits_then_writes_in_parallel(dagbag: Any) -> None:
     }
 
 
+def test_platform_changes_wait_for_a_persons_approval(dagbag: Any) -> None:
+    """The tracking plan sync and the account activation apply only a reviewed preview, after
+    an ApprovalOperator that shows it (and skips the apply on rejection)."""
+    from airflow.providers.standard.operators.hitl import ApprovalOperator
+
+    for dag_id, apply_id in (
+        ("analytics_tracking_plan", "sync"),
+        ("analytics_account_activation", "set_activation"),
+    ):
+        dag = dagbag.dags[dag_id]
+        approve = dag.get_task("approve")
+        assert isinstance(approve, ApprovalOperator)
+        assert approve.downstream_task_ids == {apply_id}
+        assert "xcom_pull(task_ids='preview')['review']" in approve.body
+        assert dag.get_task(apply_id).reviewed_preview == "preview"
+        assert dag.get_task("preview").is_dry_run is True
+        assert "preview" in {t.task_id for t in approve.get_flat_relatives(upstream=True)}
+
+
+def test_daily_pipeline_declares_its_deadline_as_documented(dagbag: Any) -> None:
+    """The deadline alert fires 6 hours after the covered day ends (the run's logical date is
+    that day's start), through a notifier that can send from the triggerer: as the daily
+    pipeline's guide says."""
+    import datetime as dt
+
+    from airflow.sdk import AsyncCallback
+    from airflow.sdk.definitions.deadline import DagRunLogicalDateDeadline
+
+    dag = dagbag.dags["analytics_daily"]
+    (alert,) = dag.deadline if isinstance(dag.deadline, list) else [dag.deadline]
+    assert isinstance(alert.reference, DagRunLogicalDateDeadline)
+    assert alert.interval == dt.timedelta(days=1, hours=6)
+    assert isinstance(alert.callback, AsyncCallback)
+    assert alert.callback.path == "airflow.providers.smtp.notifications.smtp.SmtpNotifier"
+    assert alert.callback.kwargs["to"]
+    guide = (EXAMPLES.parent / "docs" / "howto" / "daily_pipeline.md").read_text(encoding="utf-8")
+    assert "**6 hours after the day it covers ends**" in guide
+    assert "DeadlineReference.DAGRUN_LOGICAL_DATE" in guide
+    # the serialized DAG keeps it, so the scheduler creates the deadline with each run
+    from airflow.serialization.serialized_objects import DagSerialization
+
+    assert DagSerialization.serialize_dag(dag).get("deadline")
+
+
 def test_digest_is_scheduled_on_the_funnel_table(dagbag: Any) -> None:
     funnel_asset = dagbag.dags["analytics_daily"].get_task("checkout_funnel").outlets[0]
     assert funnel_asset == destination_asset("s3://aws_lake@lake/analytics/checkout_funnel/")
@@ -124,6 +168,7 @@ def test_mapped_and_triggered_examples_are_declared_as_documented(dagbag: Any) -
     account = dagbag.dags["analytics_account_activation"]
     assert account.render_template_as_native_obj is True
     assert account.schedule is None
+    assert account.get_task("set_activation").reviewed_preview == "preview"
     assert dagbag.dags["analytics_campaign_links"].params["campaigns"]
 
 
@@ -412,7 +457,11 @@ def test_account_activation_renders_the_param_as_a_bool(
             dag_files=dag_files("analytics_account_activation"),
             env=run_env,
             conf={"account_email": email, "activation": False},
+            respond={"approve": "Approve"},
         )
+    )
+    assert (
+        result.task_xcom("preview")["review"] == f"**Account**: disable `{email}` on the platform."
     )
     assert result.task_xcom("set_activation") == {"email": email, "activation": False}
     with client_for(platform) as client, pytest.raises(AnalyticsDisabledError):
@@ -429,6 +478,7 @@ def test_tracking_plan_example_previews_then_syncs_the_file_beside_it(
             RUN_DATE,
             dag_files=dag_files("analytics_tracking_plan"),
             env=airflow_process_env(fresh_emulator, airflow_home),
+            respond={"approve": "Approve"},
         )
     )
     preview, sync = result.task_xcom("preview"), result.task_xcom("sync")

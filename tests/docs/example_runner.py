@@ -6,7 +6,9 @@ context; every operator or sensor it creates (there or in a DAG of its own) is t
 the data interval of :data:`DAY`: templates rendered, sensors poked once, operators executed.
 Destinations under ``file:///data/``, under the Airflow home (where the quick start writes) or
 ``s3://<conn>@<bucket>/`` are redirected into a temporary folder; a relative tracking plan
-path is read from ``example_dags/``. The examples address the emulator where ``make emulator``
+path is read from ``example_dags/``. A human-in-the-loop task (an ``ApprovalOperator``) is
+answered with its first option (``Approve``), as a person would on its Required Actions page.
+The examples address the emulator where ``make emulator``
 serves it, :data:`EMULATOR_URL`; that address is replaced by the test emulator's (which
 listens on a free port).
 """
@@ -142,6 +144,15 @@ class PageRun:
             task.destination = redirect(destination, self.output_root, airflow_home())
         if isinstance(task, BaseSensorOperator):
             self.pokes[task.task_id] = bool(task.poke(context))  # type: ignore[arg-type]
+            return
+        from airflow.providers.standard.operators.hitl import HITLOperator
+
+        if isinstance(task, HITLOperator):
+            person = {"id": "docs", "name": "docs"}
+            answer = {"chosen_options": task.options[:1], "params_input": {}}
+            event = {**answer, "responded_at": DAY, "responded_by_user": person}
+            task.execute_complete(context, event)  # type: ignore[arg-type]
+            self.results[task.task_id] = answer
             return
         result = task.execute(context)  # type: ignore[arg-type]
         json.dumps(result)  # an XCom must be plain JSON

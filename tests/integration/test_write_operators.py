@@ -171,6 +171,53 @@ def test_disabled_account_is_reported_and_reenabled(connection: EmulatorServer) 
     assert on["activation"] is True
 
 
+class _TaskInstance:
+    def __init__(self, **xcoms: Any) -> None:
+        self.xcoms = xcoms
+
+    def xcom_pull(self, task_ids: str) -> Any:
+        return self.xcoms.get(task_ids)
+
+
+def test_an_activation_is_previewed_then_only_the_reviewed_change_is_applied(
+    connection: EmulatorServer,
+) -> None:
+    RegisterAccountOperator(task_id="register", account_email="kai@example.com").execute(CONTEXT)
+    before = requests_made(connection)
+    preview = AccountActivationOperator(
+        task_id="preview", account_email="kai@example.com", activation=False, dry_run=True
+    ).execute(CONTEXT)
+    assert preview == {
+        "email": "kai@example.com",
+        "activation": False,
+        "dry_run": True,
+        "review": "**Account**: disable `kai@example.com` on the platform.",
+    }
+    assert requests_made(connection) == before  # a preview sends nothing
+    # a task whose change is not the reviewed one sends nothing either
+    other = AccountActivationOperator(
+        task_id="apply",
+        account_email="kai@example.com",
+        activation=True,
+        reviewed_preview="preview",
+    )
+    with pytest.raises(AnalyticsValidationError, match="reviewed_preview"):
+        other.execute({**CONTEXT, "ti": _TaskInstance(preview=preview)})
+    assert requests_made(connection) == before
+    apply = AccountActivationOperator(
+        task_id="apply",
+        account_email="kai@example.com",
+        activation=False,
+        reviewed_preview="preview",
+    )
+    assert apply.execute({**CONTEXT, "ti": _TaskInstance(preview=preview)}) == {
+        "email": "kai@example.com",
+        "activation": False,
+    }
+    with pytest.raises(AnalyticsDisabledError):
+        RegisterAccountOperator(task_id="again", account_email="kai@example.com").execute(CONTEXT)
+
+
 @pytest.mark.parametrize("activation", ["false", 0, 1, None])
 def test_activation_must_be_a_real_bool(connection: EmulatorServer, activation: Any) -> None:
     before = requests_made(connection)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
 from airflow.sdk import Asset, ObjectStoragePath
 
@@ -121,7 +123,7 @@ def test_report_lineage_names_every_table_written(tmp_path: Path) -> None:
         for day in ("2024-01-14", "2024-01-15")
         for table in tables
     ]
-    report.written = written
+    report.written = dict.fromkeys(written, ())
     lineage = report.get_openlineage_facets_on_complete(None)
     assert lineage.inputs[0].name == "funnel_analysis"
     assert [(o.namespace, o.name) for o in lineage.outputs] == [
@@ -192,3 +194,126 @@ def test_partition_outputs_must_be_a_bool() -> None:
         CohortExportToParquetOperator(
             task_id="export", cohort_code="vip", destination="file:///x/", partition_outputs="yes"
         )
+
+
+# --- lineage to the column, from a real export and report against the emulator ----------------
+
+EXPORTED = ["distinct_id", "$city", "phone", "income", "tag.tag_rfm"]
+"""Plain, preset, masked (the emulator's plan masks ``phone`` and ``income``) and tag columns."""
+WRITTEN = {
+    "distinct_id": "distinct_id",
+    "city": "$city",
+    "phone": "phone",
+    "income": "income",
+    "tag_tag_rfm": "tag.tag_rfm",
+}
+"""Each written column and the platform property it holds."""
+
+
+@pytest.fixture
+def collector(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """Airflow's hook lineage collector, as it is when a lineage reader (OpenLineage) is on."""
+    from airflow.sdk import lineage
+
+    collected = lineage.HookLineageCollector()
+    monkeypatch.setattr(lineage, "get_hook_lineage_collector", lambda: collected)
+    return collected
+
+
+def _input_fields(dataset: Any) -> dict[str, list[tuple[str, str, str, bool | None]]]:
+    facet = dataset.facets["columnLineage"]
+    return {
+        column: [
+            (f.namespace, f.name, f.field, f.transformations[0].masking) for f in fields.inputFields
+        ]
+        for column, fields in facet.fields.items()
+    }
+
+
+@pytest.mark.parametrize("mode", ["stream", "pages"])
+def test_column_lineage_of_an_export_names_every_columns_property(
+    analytics_emulator: Any, tmp_path: Path, collector: Any, mode: str
+) -> None:
+    from tests.run_context import run_context
+
+    export = CohortExportToParquetOperator(
+        task_id="export",
+        cohort_code="cohort_small",
+        destination=f"file://{tmp_path}/users/",
+        properties=EXPORTED,
+        mode=mode,
+    )
+    summary = export.execute(run_context("2024-01-15"))  # type: ignore[arg-type]
+    written = pq.read_table(tmp_path / "users/cohort_code=cohort_small/dt=2024-01-15/users.parquet")
+    assert written.column_names == list(WRITTEN)
+    assert summary["column_ids"] == WRITTEN  # in the XCom too, streamed or read in pages
+
+    base_url = analytics_emulator.base_url.rstrip("/")
+    lineage = export.get_openlineage_facets_on_complete(None)
+    (source,) = lineage.inputs
+    (target,) = lineage.outputs
+    assert (source.namespace, source.name) == (base_url, "cohort/cohort_small")
+    key = f"{str(tmp_path).lstrip('/')}/users/cohort_code=cohort_small/dt=2024-01-15/users.parquet"
+    assert (target.namespace, target.name) == ("file", key)
+    # every written column names the one platform property it holds; masked ones are marked
+    masked = {"phone", "income"}
+    assert _input_fields(target) == {
+        column: [(base_url, "cohort/cohort_small", property_id, column in masked)]
+        for column, property_id in WRITTEN.items()
+    }
+    kinds = {c: f.transformationType for c, f in target.facets["columnLineage"].fields.items()}
+    assert kinds == {c: "MASKED" if c in masked else "IDENTITY" for c in WRITTEN}
+    tags = {(t.key, t.value, t.field) for t in target.facets["tags"].tags}
+    assert tags == {("personal_data", "masked", column) for column in masked}
+    assert {(t.key, t.value, t.field) for t in source.facets["tags"].tags} == tags
+
+    # Airflow's hook lineage: the platform read and the object written, with the same origins
+    # (ObjectStoragePath reports the files it opens itself: staging parts, temporaries)
+    assets = collector.collected_assets
+    assert [a.asset for a in assets.inputs if a.context is export.hook] == [
+        Asset(uri=f"{base_url}/cohort/cohort_small", extra={"personal_data": ["income", "phone"]})
+    ]
+    (output,) = [a.asset for a in assets.outputs if a.context is export.hook]
+    assert (
+        output.uri
+        == f"file://{tmp_path}/users/cohort_code=cohort_small/dt=2024-01-15/users.parquet"
+    )
+    assert output.extra == {
+        "columns": {column: [property_id] for column, property_id in WRITTEN.items()},
+        "personal_data": ["phone", "income"],
+    }
+
+
+def test_column_lineage_of_a_report_names_its_steps_and_split_field(
+    analytics_emulator: Any, tmp_path: Path, collector: Any
+) -> None:
+    from tests.run_context import run_context
+
+    steps = ["event.$startup", "event.search", "event.purchase"]
+    report = FunnelReportOperator(
+        task_id="funnel",
+        request={
+            "steps": [{"expression": step} for step in steps],
+            "crowds": ["$ALL"],
+            "byField": {"expression": "user.$city"},
+        },
+        destination=f"file://{tmp_path}/f/",
+        report_key="checkout",
+    )
+    report.execute(run_context("2024-01-15"))  # type: ignore[arg-type]
+    lineage = report.get_openlineage_facets_on_complete(None)
+    assert len(lineage.outputs) == 4
+    base_url = analytics_emulator.base_url.rstrip("/")
+    figures = {"step_number", "step_expression", "step_event", "converted_users"}
+    figures |= {"conversion_rate", "completion_rate", "median_seconds_to_next"}
+    for target in lineage.outputs:
+        assert pq.read_table(f"/{target.name}").num_rows > 0
+        columns = _input_fields(target)
+        split = {"by_field", "by_value"} if "by_value" in target.name else set()
+        assert set(columns) == figures | split, target.name
+        for column in figures:
+            assert columns[column] == [(base_url, "funnel_analysis", step, False) for step in steps]
+        for column in split:
+            assert columns[column] == [(base_url, "funnel_analysis", "user.$city", False)]
+    written = [a.asset.uri for a in collector.collected_assets.outputs if a.context is report.hook]
+    assert len(written) == 4 and all(uri.startswith(f"file://{tmp_path}/f/") for uri in written)

@@ -14,7 +14,10 @@ from airflow.sdk import DAG
 
 from airflow_provider_analytics.operators.tracking_plan import TrackingPlanSyncOperator
 from airflow_provider_analytics.plan.file import TrackingPlanFileError
-from airflow_provider_analytics.plan.sync import TrackingPlanConflictError
+from airflow_provider_analytics.plan.sync import (
+    TrackingPlanChangedError,
+    TrackingPlanConflictError,
+)
 
 if TYPE_CHECKING:
     import requests_mock as rm
@@ -60,8 +63,20 @@ def dag_in(folder: Path) -> DAG:
     return dag
 
 
-def run(operator: TrackingPlanSyncOperator, folder: Path) -> dict[str, Any]:
-    context: Any = {"dag": dag_in(folder)}
+class _TaskInstance:
+    """``context["ti"]`` holding the XComs of the run's other tasks."""
+
+    def __init__(self, xcoms: dict[str, Any]) -> None:
+        self.xcoms = xcoms
+
+    def xcom_pull(self, task_ids: str) -> Any:
+        return self.xcoms.get(task_ids)
+
+
+def run(
+    operator: TrackingPlanSyncOperator, folder: Path, xcoms: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    context: Any = {"dag": dag_in(folder), "ti": _TaskInstance(xcoms or {})}
     result: dict[str, Any] = operator.execute(context)
     return result
 
@@ -99,6 +114,7 @@ def test_a_relative_path_is_read_from_the_dag_folder_and_the_result_is_json(
         TrackingPlanSyncOperator(task_id="sync", plan="plans/tracking_plan.yaml"), tmp_path
     )
     assert json.loads(json.dumps(result)) == result
+    assert len(result.pop("live_digest")) == 16
     assert result == {
         "added": [
             {
@@ -167,3 +183,32 @@ def test_a_bad_file_fails_before_any_request(tmp_path: Path, platform: rm.Mocker
         run(TrackingPlanSyncOperator(task_id="sync", plan=path), tmp_path)
     assert [p.split(":")[0] for p in caught.value.problems] == ["events[0].id", "events[1].name"]
     assert platform.request_history == []
+
+
+def test_a_reviewed_preview_is_applied_and_a_stale_one_refused(
+    tmp_path: Path, platform: rm.Mocker
+) -> None:
+    path = write_plan(tmp_path)
+    preview = run(TrackingPlanSyncOperator(task_id="preview", plan=path, dry_run=True), tmp_path)
+    assert preview["review"].startswith("**Tracking plan**: 1 to add, 1 to modify, 1 unchanged")
+    assert "| modify | user_property age | name: 'Age' → 'Age in years' |" in preview["review"]
+    apply = TrackingPlanSyncOperator(task_id="sync", plan=path, reviewed_preview="preview")
+
+    stale = {**preview, "live_digest": "0" * 16}  # the platform's records were others then
+    with pytest.raises(TrackingPlanChangedError, match="platform's records"):
+        run(apply, tmp_path, {"preview": stale})
+    with pytest.raises(ValueError, match=r"reviewed_preview.*left no result"):
+        run(apply, tmp_path, {})
+    assert {r.method for r in platform.request_history} == {"GET"}
+
+    applied = run(apply, tmp_path, {"preview": json.loads(json.dumps(preview))})
+    assert (applied["added"], applied["modified"]) == (preview["added"], preview["modified"])
+    assert "review" not in applied
+    assert {r.method for r in platform.request_history} == {"GET", "POST", "PUT"}
+
+
+def test_a_dry_run_cannot_apply_a_review() -> None:
+    with pytest.raises(ValueError, match="reviewed_preview"):
+        TrackingPlanSyncOperator(
+            task_id="sync", plan="p.yaml", dry_run=True, reviewed_preview="preview"
+        )

@@ -1,9 +1,14 @@
-"""Preview, apply, then re-check the tracking plan file that sits beside this DAG file."""
+"""Preview, approve, apply, then re-check the tracking plan file that sits beside this DAG file.
+
+The apply is the reviewed preview's: it runs only when a person approves (the test answers
+through Airflow's API), and sends only the difference that was reviewed.
+"""
 
 from __future__ import annotations
 
 import datetime
 
+from airflow.providers.standard.operators.hitl import ApprovalOperator
 from airflow.sdk import DAG
 
 from airflow_provider_analytics.operators.tracking_plan import TrackingPlanSyncOperator
@@ -16,6 +21,13 @@ with DAG(
     params={"plan_file": "tracking_plan.yaml"},
 ):
     preview = TrackingPlanSyncOperator(task_id="preview", plan="tracking_plan.yaml", dry_run=True)
-    sync = TrackingPlanSyncOperator(task_id="sync", plan="{{ params.plan_file }}")
+    approve = ApprovalOperator(
+        task_id="approve",
+        subject="Apply the tracking plan file to the platform?",
+        body="{{ ti.xcom_pull(task_ids='preview')['review'] }}",
+    )
+    sync = TrackingPlanSyncOperator(
+        task_id="sync", plan="{{ params.plan_file }}", reviewed_preview="preview"
+    )
     recheck = TrackingPlanSyncOperator(task_id="recheck", plan="tracking_plan.yaml")
-    preview >> sync >> recheck
+    preview >> approve >> sync >> recheck

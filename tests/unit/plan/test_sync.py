@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlsplit
@@ -13,9 +14,18 @@ from airflow_provider_analytics.client import (
     AnalyticsClient,
     ClientConfig,
 )
-from airflow_provider_analytics.plan.diff import Change, ChangeKind, Target
+from airflow_provider_analytics.plan.diff import (
+    Change,
+    ChangeKind,
+    LivePlan,
+    Target,
+    plan_changes,
+    untracked,
+)
 from airflow_provider_analytics.plan.file import parse_tracking_plan
 from airflow_provider_analytics.plan.sync import (
+    SyncResult,
+    TrackingPlanChangedError,
     TrackingPlanConflictError,
     apply_changes,
     sync_tracking_plan,
@@ -383,3 +393,80 @@ def test_apply_changes_ignores_skips_and_conflicts(
     ]
     assert apply_changes(client, changes) == []
     assert requests_mock.request_history == []
+
+
+# --- a reviewed preview, applied -------------------------------------------------------------
+
+
+def reviewed_preview(client: AnalyticsClient, plan: dict[str, Any]) -> dict[str, Any]:
+    """A preview's result as the apply reads it back: through JSON, like an XCom."""
+    return json.loads(
+        json.dumps(sync_tracking_plan(client, parse_tracking_plan(plan), dry_run=True).as_dict())
+    )
+
+
+def test_a_reviewed_preview_is_applied_exactly(
+    client: AnalyticsClient, requests_mock: rm.Mocker
+) -> None:
+    serve_plan(requests_mock)
+    reviewed = reviewed_preview(client, PLAN)
+    assert writes(requests_mock) == []
+    result = sync_tracking_plan(client, parse_tracking_plan(PLAN), reviewed=reviewed).as_dict()
+    assert writes(requests_mock) == EXPECTED_WRITES
+    assert result["live_digest"] == reviewed["live_digest"]
+    assert (result["added"], result["modified"]) == (reviewed["added"], reviewed["modified"])
+
+
+def test_a_review_lists_every_change_field_by_field() -> None:
+    live = LivePlan.from_records(USER_PROPERTIES, EVENTS, EVENT_PROPERTIES)
+    desired = parse_tracking_plan(PLAN)
+    review = SyncResult(plan_changes(live, desired), untracked(live, desired), True).review()
+    assert review.startswith("**Tracking plan**: 8 to add, 5 to modify, 2 unchanged, 0 conflict")
+    assert "| add | user_property vip_level | name: None → 'VIP level'; " in review
+    assert "| modify | event_property purchase.amount | name: 'Amount' → 'Order amount' |" in review
+    assert "Left as they are: user_property age, event refund." in review
+
+
+@pytest.mark.parametrize(
+    ("edit", "named"),
+    [
+        # someone renamed a declared item on the platform after the preview
+        ("platform", "the platform's records of the file's items"),
+        # the file declares another name now: the difference is not the reviewed one
+        ("file", "the difference (modified)"),
+    ],
+)
+def test_an_apply_refuses_a_difference_other_than_the_reviewed_one(
+    client: AnalyticsClient, requests_mock: rm.Mocker, edit: str, named: str
+) -> None:
+    serve_plan(requests_mock)
+    reviewed = reviewed_preview(client, PLAN)
+    plan = PLAN
+    if edit == "platform":
+        renamed = [
+            record("nickname", "Nick", "string") if r["id"] == "nickname" else r
+            for r in USER_PROPERTIES
+        ]
+        serve_plan(requests_mock, user_properties=renamed)
+    else:
+        plan = {
+            **PLAN,
+            "user_properties": [
+                *PLAN["user_properties"][:-1],
+                {"id": "nickname", "name": "Alias", "data_type": "string"},
+            ],
+        }
+    with pytest.raises(TrackingPlanChangedError) as caught:
+        sync_tracking_plan(client, parse_tracking_plan(plan), reviewed=reviewed)
+    assert named in str(caught.value)
+    assert "nothing was applied" in str(caught.value)
+    assert writes(requests_mock) == []
+
+
+def test_only_a_preview_can_be_applied_as_reviewed(
+    client: AnalyticsClient, requests_mock: rm.Mocker
+) -> None:
+    serve_plan(requests_mock)
+    with pytest.raises(TrackingPlanChangedError, match="not a preview"):
+        sync_tracking_plan(client, parse_tracking_plan(PLAN), reviewed={"added": []})
+    assert writes(requests_mock) == []
