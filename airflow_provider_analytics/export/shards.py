@@ -211,18 +211,24 @@ class ShardPlan(BaseModel):
         return request_digest(self.model_dump(mode="json"))
 
     def differences(self, other: ShardPlan) -> str:
-        """What differs between two plans, for the log (``timezone 'UTC' -> 'Asia/Shanghai'``;
-        a column by its first difference)."""
+        """What differs between two plans, for the log: ``timezone 'UTC' -> 'Asia/Shanghai'``,
+        ``column '$city' name '$city' -> 'city'``."""
         said = []
         for name in type(self).model_fields:
             mine, theirs = getattr(self, name), getattr(other, name)
-            if name == "columns" and mine != theirs:
-                pairs = zip(mine, theirs, strict=False)
-                one, two = next(((a, b) for a, b in pairs if a != b), (mine, theirs))
-                mine, theirs = repr(one)[len("PlanColumn") :], repr(two)[len("PlanColumn") :]
-                said.append(f"columns {mine} -> {theirs}")
-            elif mine != theirs:
+            if mine == theirs:
+                continue
+            if name != "columns":
                 said.append(f"{name} {mine!r} -> {theirs!r}")
+            elif [column.id for column in mine] != [column.id for column in theirs]:
+                said.append(f"columns {[c.id for c in mine]} -> {[c.id for c in theirs]}")
+            else:
+                said += [
+                    f"column {one.id!r} {key} {value!r} -> {getattr(two, key)!r}"
+                    for one, two in zip(mine, theirs, strict=True)
+                    for key, value in one
+                    if value != getattr(two, key)
+                ]
         return "; ".join(said)
 
 

@@ -112,12 +112,15 @@ def test_a_plan_is_its_own_record_and_refuses_what_it_does_not_declare(tmp_path:
     }
     assert plan.digest == request_digest(fields)
     assert plan.id_column == columns[0]
-    other = plan.model_copy(update={"timezone": "Asia/Shanghai", "columns": columns[::-1]})
+    renamed = (columns[0], columns[1].model_copy(update={"name": "$city", "type": "int64"}))
+    other = plan.model_copy(update={"timezone": "Asia/Shanghai", "columns": renamed})
     assert other.digest != plan.digest
     assert plan.differences(other) == (
-        "timezone 'UTC' -> 'Asia/Shanghai'; columns (id='distinct_id', name='distinct_id', "
-        "type='string', widens=False, starts_double=False) -> (id='$city', name='city', "
-        "type='string', widens=False, starts_double=False)"
+        "timezone 'UTC' -> 'Asia/Shanghai'; column '$city' name 'city' -> '$city'; "
+        "column '$city' type 'string' -> 'int64'"
+    )
+    assert plan.differences(plan.model_copy(update={"columns": columns[::-1]})) == (
+        "columns ['distinct_id', '$city'] -> ['$city', 'distinct_id']"
     )
     staging = tmp_path / "staging"
     staging.mkdir()
