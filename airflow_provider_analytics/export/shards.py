@@ -610,14 +610,23 @@ def _in_bucket(ids: pa.Array, buckets: int, bucket: int) -> np.ndarray | pa.Arra
 
 
 def _refuse_duplicate_ids(plan: ShardPlan, parts: Sequence[StoragePath]) -> None:
-    """No id twice, checked bucket by bucket so memory stays at a bucket's ids (about a
-    million) whatever the cohort's size; each part's ids are read a row group at a time."""
+    """No id twice and none empty, checked bucket by bucket so memory stays at a bucket's ids
+    (about a million) whatever the cohort's size; each part's ids are read a row group at a
+    time."""
     buckets = max(1, math.ceil(plan.rows / 1_000_000))
     column = plan.id_column.name
     for bucket in range(buckets):
-        chunks = [
-            _in_bucket(ids, buckets, bucket) for part in parts for ids in _iter_ids(part, column)
-        ]
+        chunks = []
+        for ids in (ids for part in parts for ids in _iter_ids(part, column)):
+            if ids.null_count:  # users without an id cannot be told apart
+                rules.fail(
+                    "id_property",
+                    f"is empty for {ids.null_count} users of cohort {plan.cohort_code!r}, so "
+                    "it cannot tell them apart; name a property every user has; nothing was "
+                    "published",
+                    plan.id_property,
+                )
+            chunks.append(_in_bucket(ids, buckets, bucket))
         twice = _repeated(chunks)
         if twice is not None:
             raise CohortChangedError(
