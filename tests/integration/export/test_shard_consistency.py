@@ -5,6 +5,8 @@ the id property as a setting, checked before any request."""
 
 from __future__ import annotations
 
+import datetime as dt
+import json
 import logging
 from typing import TYPE_CHECKING, Any
 
@@ -20,9 +22,18 @@ from airflow_provider_analytics.core.errors import (
 from airflow_provider_analytics.core.identity import cohort_identity
 from airflow_provider_analytics.export.cohort_day import export_cohort_day
 from airflow_provider_analytics.export.settings import ExportSettings
+from airflow_provider_analytics.operators.cohort_export import CohortExportToParquetOperator
+from airflow_provider_analytics.operators.cohort_shards import (
+    CohortShardPlanOperator,
+    CohortShardPublishOperator,
+    CohortShardReadOperator,
+)
 from airflow_provider_analytics.output.parquet_destination import ParquetDestination
+from tests.reliability.connections import CONNECTION_ENV
+from tests.reliability.local_servers import LocalServer
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from pathlib import Path
 
     from airflow_provider_analytics.client import AnalyticsClient
@@ -31,6 +42,7 @@ if TYPE_CHECKING:
 pytestmark = pytest.mark.integration
 
 DAY = "2024-01-15"
+START = dt.datetime(2024, 1, 15, tzinfo=dt.UTC)
 FAST = ExportSettings(attempts=2, retry_delay=0.01)
 
 
@@ -189,3 +201,47 @@ def test_an_id_property_not_asked_for_is_refused_before_any_request(
         export(client, tmp_path, "cohort_small", ["email", "$city"], mode="pages")
     assert caught.value.field == "id_property"
     assert sum(emulator_admin.stats()["requests"].values()) == before
+
+
+@pytest.fixture
+def recorder(monkeypatch: pytest.MonkeyPatch) -> Iterator[LocalServer]:
+    """A platform on loopback that answers anything and records every request."""
+    with LocalServer(body=[]) as server:
+        connection = {"conn_type": "analytics", "host": server.base_url, "password": "t"}
+        monkeypatch.setenv(
+            CONNECTION_ENV, json.dumps({**connection, "extra": {"app_api_key": "k"}})
+        )
+        yield server
+
+
+@pytest.mark.parametrize(
+    "operator",
+    [
+        CohortShardPlanOperator,
+        CohortShardReadOperator,
+        CohortShardPublishOperator,
+        CohortExportToParquetOperator,
+    ],
+)
+@pytest.mark.parametrize(
+    ("setting", "field"),
+    [({"properties": ["$city"]}, "id_property"), ({"consistency": "paranoid"}, "consistency")],
+)
+def test_every_operator_checks_the_id_property_and_consistency_before_any_request(
+    recorder: LocalServer, tmp_path: Path, operator: type, setting: dict[str, Any], field: str
+) -> None:
+    extra = {"shard_index": 0} if operator is CohortShardReadOperator else {}
+    if operator is CohortExportToParquetOperator:
+        extra = {"mode": "pages"}
+    task = operator(
+        task_id="t",
+        cohort_code="cohort_small",
+        destination=f"{tmp_path.as_uri()}/users/",
+        **setting,
+        **extra,
+    )
+    run = {"ds": DAY, "logical_date": START, "data_interval_start": START}
+    with pytest.raises(AnalyticsValidationError) as caught:
+        task.execute({**run, "data_interval_end": START + dt.timedelta(days=1)})
+    assert caught.value.field == field
+    assert recorder.received == []
