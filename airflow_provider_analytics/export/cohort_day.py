@@ -5,18 +5,26 @@ The earlier days' number types are read from the destination (a Parquet prefix's
 day, an Iceberg table's columns). ``mode="stream"`` runs the streamed export job, which writes
 and verifies its Parquet file where the destination says; ``mode="pages"`` reads the cohort in
 shards of the paged endpoint (:mod:`~airflow_provider_analytics.export.shards`);
-``mode="auto"`` streams a cohort of up to a million rows and shards a larger one. Either way the
-destination publishes the day at once (in place for object storage, one commit for Iceberg),
-and nothing is published when the export fails.
+``mode="auto"`` streams a cohort of up to a million rows and shards a larger one, and reads
+pages too when every attempt of the stream was cut (a proxy that cuts it again and again).
+Either way the destination publishes the day at once (in place for object storage, one commit
+for Iceberg), and nothing is published when the export fails.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_analytics.core import rules
-from airflow_provider_analytics.core.errors import CohortChangedError
+from airflow_provider_analytics.core.errors import (
+    AnalyticsServerError,
+    AnalyticsStreamError,
+    CohortChangedError,
+    ExportIncompleteError,
+    ShardStagingError,
+)
 from airflow_provider_analytics.core.heap import trim_heap
 from airflow_provider_analytics.core.identity import COHORT_FILE
 from airflow_provider_analytics.export import shards as shards
@@ -33,6 +41,13 @@ if TYPE_CHECKING:
     from airflow_provider_analytics.client.validation import CohortQuery
     from airflow_provider_analytics.output.destination import Destination
 
+log = logging.getLogger(__name__)
+
+STREAM_CUT = (AnalyticsStreamError, AnalyticsServerError, ExportIncompleteError)
+"""What the last attempt of a stream cut on its way failed with (a body cut mid-way, a
+buffering proxy's 504, fewer rows than the count): ``mode="auto"`` then reads pages. A
+platform that cannot be reached at all is not a cut: the pages would not reach it either."""
+
 
 def export_cohort_day(
     client: AnalyticsClient,
@@ -44,14 +59,22 @@ def export_cohort_day(
     page_size: int = shards.PAGE_SIZE,
     shard_rows: int = shards.SHARD_ROWS,
     max_parallel_shards: int = 1,
+    id_property: str = shards.ID_PROPERTY,
+    consistency: str = "first_pages",
     **export: Any,
 ) -> dict[str, Any]:
     """Export ``query``'s cohort as ``day``'s rows of ``destination``; return the XCom.
 
-    :param mode: ``auto``, ``stream`` or ``pages``.
+    :param mode: ``auto``, ``stream`` or ``pages``. ``auto`` streams up to a million rows and
+        reads pages above, or when every attempt of the stream was cut (``fallback`` in the
+        XCom says why; the id property must be among the properties).
     :param page_size: users per page in ``pages`` mode (at most 10,000).
     :param shard_rows: users per shard in ``pages`` mode.
     :param max_parallel_shards: shards read at once by this process (one connection each).
+    :param id_property: the property that tells users apart in ``pages`` mode (no user in
+        two shards); checked against ``query``'s properties before any request.
+    :param consistency: what publication reads again in ``pages`` mode: ``first_pages``
+        (the first page of every shard) or ``strict`` (every page, ids only).
     :param export: the settings of
         :func:`~airflow_provider_analytics.export.stream.export_cohort_to_parquet`
         (``timezone``, ``schema_overrides``, ``column_names``, ``settings``).
@@ -61,36 +84,53 @@ def export_cohort_day(
     rules.one_of(mode, "mode", shards.MODES)
     shards.shard_pages(page_size, shard_rows)
     rules.integer(max_parallel_shards, "max_parallel_shards", minimum=1)
+    rules.one_of(consistency, "consistency", shards.CONSISTENCY)
+    shards.check_id_property(id_property, query.properties if mode == "pages" else None)
     destination.check([day], [COHORT_FILE])
     earlier = destination.earlier_number_types(day)
     # every argument is checked here, before the first request (the plan's listing)
     prepared = prepare_export(client, query, earlier_types=earlier, **export)
-    count = None
+    count: int | None = None
+    fallback: str | None = None
+    pageable = False  # may a stream cut every time be read in pages instead
     if mode == "auto":
         sizing = prepared.query.sizing()
         count = client.get_cohort_users(sizing, page=1, page_size=1)["count"]
         rows = count if query.limit is None else min(query.limit, count)
         mode = shards.choose_mode(mode, rows)
+        pageable = id_property in (prepared.query.properties or ())
     if mode == "stream":
-        with destination.cohort_file(day) as target:
-            result = export_prepared(
-                client,
-                prepared,
-                target.path,
-                file_metadata=target.metadata,
-                open_stream=target.stream,
-                count=count,
+        try:
+            with destination.cohort_file(day) as target:
+                result = export_prepared(
+                    client,
+                    prepared,
+                    target.path,
+                    file_metadata=target.metadata,
+                    open_stream=target.stream,
+                    count=count,
+                )
+            return {**result.as_dict(), "uri": target.uri, "mode": "stream", **target.published}
+        except ExportIncompleteError as failed:
+            cut = failed.__cause__ or failed
+            if not (pageable and isinstance(cut, STREAM_CUT)):
+                raise
+            log.warning(
+                "cohort %s: the stream failed every attempt (%s); reading it in pages instead",
+                query.cohort_code,
+                cut,
             )
-        return {**result.as_dict(), "uri": target.uri, "mode": "stream", **target.published}
+            fallback = f"stream failed: {cut}"
     started = time.monotonic()
     plan, reader = start_shards(
-        client, prepared, destination, day, page_size, shard_rows, count=count
+        client, prepared, destination, day, page_size, shard_rows, count, id_property
     )
     shards.read_shards(reader, plan.shards, parallel=max_parallel_shards)
-    return {
-        **publish_shards(client, plan, destination, day, started=started),
+    summary = {
+        **publish_shards(client, plan, destination, day, started, consistency),
         **prepared.schema.described,
     }
+    return summary if fallback is None else {**summary, "fallback": fallback}
 
 
 def start_shards(
@@ -100,13 +140,19 @@ def start_shards(
     day: str,
     page_size: int,
     shard_rows: int,
-    *,
     count: int | None = None,
+    id_property: str = shards.ID_PROPERTY,
 ) -> tuple[shards.ShardPlan, shards.ShardReader]:
     """Plan the shards of a prepared export (from ``count`` when the caller just read it)
-    and keep (or start) the staging folder."""
+    and keep the staging folder when it holds the same plan (the run's fingerprint), else
+    start it again."""
     plan = shards.plan_shards(
-        client, prepared.query, page_size=page_size, shard_rows=shard_rows, count=count
+        client,
+        prepared,
+        page_size=page_size,
+        shard_rows=shard_rows,
+        count=count,
+        id_property=id_property,
     )
     staging = destination.staging(day)
     shards.load_or_start_plan(staging, plan)
@@ -115,16 +161,36 @@ def start_shards(
 
 
 def shard_reader(
-    client: AnalyticsClient, destination: Destination, day: str, **export: Any
+    client: AnalyticsClient,
+    destination: Destination,
+    day: str,
+    id_property: str = shards.ID_PROPERTY,
+    **export: Any,
 ) -> shards.ShardReader:
     """The reader of the shards planned in ``destination``'s staging folder for ``day`` (for a
-    task that reads some of them): the recorded plan, the columns decided again from it."""
+    task that reads some of them): the recorded plan, the columns decided again from it.
+
+    :raises ShardStagingError: this task's settings make another plan (another timezone,
+        naming, types or id property) than the one recorded: its parts would not match.
+    """
     staging = destination.staging(day)
     plan = shards.read_plan(staging)
     from airflow_provider_analytics.client.validation import cohort_query
 
     query = cohort_query(plan.cohort_code, limit=plan.limit, properties=list(plan.properties))
     prepared = prepare_export(client, query, **export)
+    mine = shards.plan_of(
+        prepared,
+        count=plan.count,
+        page_size=plan.page_size,
+        shard_pages=plan.shard_pages,
+        id_property=id_property,
+    )
+    if mine != plan:
+        raise ShardStagingError(
+            f"{staging}: the recorded plan is another run's ({plan.differences(mine)}); "
+            "give every step the same settings, and run the plan step again"
+        )
     return shards.ShardReader(client, plan, prepared.schema, staging, prepared.settings)
 
 
@@ -133,19 +199,21 @@ def publish_shards(
     plan: shards.ShardPlan,
     destination: Destination,
     day: str,
-    *,
     started: float | None = None,
+    consistency: str = "first_pages",
 ) -> dict[str, Any]:
-    """Check that every shard is read and the promise holds, publish, clear the staging."""
+    """Check that every shard is finished (its part the one recorded) and the promise holds
+    (``consistency``: what is read again), publish, clear the staging."""
     staging = destination.staging(day)
     parts = [shards.part_of(staging, shard) for shard in plan.shards]
-    missing = [shard.index for shard in plan.shards if not parts[shard.index].exists()]
+    missing = [shard.index for shard in plan.shards if not shards.finished(staging, plan, shard)]
     if missing:
         raise CohortChangedError(
-            f"cohort {plan.cohort_code!r}: shards {missing} are not read yet; nothing was published"
+            f"cohort {plan.cohort_code!r}: shards {missing} are not read yet (or their parts "
+            "are not the ones recorded); nothing was published"
         )
     with arrow_memory_pool(ExportSettings.memory_pool):
-        shards.check_consistency(client, plan, parts)
+        shards.check_consistency(client, plan, parts, consistency)
         trim_heap()  # the check's ids, back before the merge
         published = destination.publish_parts(day, parts)
     shards.clear_staging(staging)

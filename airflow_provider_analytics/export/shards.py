@@ -10,17 +10,24 @@ Parquet part of its own in a staging folder. A shard that fails is read again on
 
 **The promise.** The published output holds exactly ``count`` users (or ``limit``), the count
 the platform gave when the export was planned, and the platform still gives that count when
-it is published; every page of every shard reported that same count; no user (by
-``distinct_id``) appears twice; and the first page of every shard, read again when publishing,
-holds the very users its part holds (a cohort whose members were exchanged, its count
-unchanged, shows there). When the cohort changes while it is read (it is recomputed),
-the export fails by name saying what changed, and nothing is published: the earlier output
-stays. The next try plans again.
+it is published; every page of every shard reported that same count; no user (by the
+``id_property``, ``distinct_id`` by default) appears twice; and pages read again when
+publishing hold the very users the parts hold: the first page of every shard by default
+(``consistency="first_pages"``), every page with ``consistency="strict"``. The default misses
+one change: users exchanged in equal numbers (the count unchanged) inside a shard's pages after
+its first, after that shard was read, while every later shard's first page still holds what it
+held. ``strict`` finds it too, at one more ids-only call per page. When the cohort changes
+while it is read (it is recomputed), the export fails by name saying what changed, and nothing
+is published: the earlier output stays. The next try plans again.
 
 **Resume.** The plan and each finished shard are recorded in the staging folder
-(``plan.json``, ``part-00003.parquet`` with ``part-00003.json``). A try that finds the record
-of the same request and the same count reuses the finished shards and reads only the others;
-a record of another request, or another count, is discarded.
+(``plan.json``, ``part-00003.parquet`` with ``part-00003.json``). The plan is the run's
+fingerprint: everything that decides what a day holds (the request and the count, the
+timezone, each column's written name and type from ``column_names``, ``schema_overrides`` and
+the earlier days' number types, the id property). A try that finds the plan it would make
+reuses the finished shards and reads only the others; another plan is discarded with its parts,
+the log saying what differs. A shard is finished only when its record names the plan, its rows,
+and the digest of the part's bytes as they are now.
 
 **One publication.** The parts become visible together or not at all: for Parquet, they are
 merged into the day's one object, which replaces the earlier one atomically; for Iceberg, they
@@ -29,6 +36,7 @@ are committed as one snapshot. The staging folder is removed after publication.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import math
 import zlib
@@ -62,6 +70,7 @@ if TYPE_CHECKING:
     from airflow_provider_analytics.client.validation import CohortQuery
     from airflow_provider_analytics.export.schema import ExportSchema
     from airflow_provider_analytics.export.settings import ExportSettings
+    from airflow_provider_analytics.export.stream import PreparedExport
     from airflow_provider_analytics.output.storage import StoragePath
 
 log = logging.getLogger(__name__)
@@ -83,8 +92,12 @@ SHARD_ROWS: Final = 200_000
 
 MODES: Final = ("auto", "stream", "pages")
 
-ID_COLUMN: Final = "distinct_id"
-"""The user's id: no user may appear in two shards."""
+ID_PROPERTY: Final = "distinct_id"
+"""The property that tells users apart unless ``id_property`` names another: no user may
+appear in two shards."""
+
+CONSISTENCY: Final = ("first_pages", "strict")
+"""What publication reads again: the first page of every shard, or every page."""
 
 PLAN_FILE: Final = "plan.json"
 
@@ -106,18 +119,36 @@ class Shard:
 
 
 class _ShardRecord(BaseModel):
-    """The declared shape of ``part-NNNNN.json``: a finished shard."""
+    """The declared shape of ``part-NNNNN.json``: a finished shard, its part's SHA-256."""
 
     model_config = _RECORD
 
     plan: str
     index: int = Field(ge=0)
     rows: int = Field(ge=0)
+    sha256: str
+
+
+class PlanColumn(BaseModel):
+    """A column as the plan records it: its id (the record key), its written name and its
+    type (``str`` of the Arrow type), and whether a ``number`` column widens or starts
+    double."""
+
+    model_config = _RECORD
+
+    id: str
+    name: str
+    type: str
+    widens: bool = False
+    starts_double: bool = False
 
 
 class ShardPlan(BaseModel):
     """How a cohort is read: its size when planned, and the pages of each shard (also the
     declared shape of ``plan.json``).
+
+    Every field is part of the run's fingerprint (:attr:`digest`): two tries resume each other
+    only when all of them agree.
 
     :param cohort_code: the cohort.
     :param properties: the columns asked for, in order.
@@ -125,6 +156,9 @@ class ShardPlan(BaseModel):
     :param count: the cohort's size when the plan was made.
     :param page_size: users per page.
     :param shard_pages: pages per shard.
+    :param timezone: the project's timezone, in which datetime texts are read.
+    :param columns: each column's id, written name and type, in ``properties``' order.
+    :param id_property: the property that tells users apart (one of ``properties``).
     """
 
     model_config = _RECORD
@@ -135,6 +169,9 @@ class ShardPlan(BaseModel):
     count: int = Field(ge=0)
     page_size: int = Field(ge=1, le=PAGE_SIZE_MAX)
     shard_pages: int = Field(ge=1)
+    timezone: str
+    columns: tuple[PlanColumn, ...]
+    id_property: str = ID_PROPERTY
 
     @property
     def rows(self) -> int:
@@ -164,9 +201,35 @@ class ShardPlan(BaseModel):
         return cohort_query(self.cohort_code, limit=limit, properties=asked)
 
     @property
+    def id_column(self) -> PlanColumn:
+        """The column of :attr:`id_property`."""
+        return self.columns[self.properties.index(self.id_property)]
+
+    @property
     def digest(self) -> str:
-        """Names this plan: the request and the count it was made for."""
+        """Names this plan: the run's fingerprint, every field."""
         return request_digest(self.model_dump(mode="json"))
+
+    def differences(self, other: ShardPlan) -> str:
+        """What differs between two plans, for the log: ``timezone 'UTC' -> 'Asia/Shanghai'``,
+        ``column '$city' name '$city' -> 'city'``."""
+        said = []
+        for name in type(self).model_fields:
+            mine, theirs = getattr(self, name), getattr(other, name)
+            if mine == theirs:
+                continue
+            if name != "columns":
+                said.append(f"{name} {mine!r} -> {theirs!r}")
+            elif [column.id for column in mine] != [column.id for column in theirs]:
+                said.append(f"columns {[c.id for c in mine]} -> {[c.id for c in theirs]}")
+            else:
+                said += [
+                    f"column {one.id!r} {key} {value!r} -> {getattr(two, key)!r}"
+                    for one, two in zip(mine, theirs, strict=True)
+                    for key, value in one
+                    if value != getattr(two, key)
+                ]
+        return "; ".join(said)
 
 
 def choose_mode(mode: Any, rows: int, threshold: int = STREAM_ROWS_MAX) -> str:
@@ -191,38 +254,79 @@ def shard_pages(page_size: Any, shard_rows: Any) -> int:
     return max(1, rows // size)
 
 
+def check_id_property(id_property: Any, properties: Sequence[str] | None) -> str:
+    """The id property, checked: a property name, and one of ``properties`` when they are
+    known (before any request when the caller names them; else once the tracking plan gave
+    them, before the cohort is sized).
+
+    :raises AnalyticsValidationError: naming ``id_property``.
+    """
+    name = rules.non_empty_string(id_property, "id_property")
+    if properties is not None and name not in properties:
+        rules.fail(
+            "id_property",
+            f"{name!r} is not among the properties {list(properties)}: reading a cohort in "
+            "pages needs the property that tells users apart (no user may appear in two "
+            "shards); add it, or name another unique property",
+            name,
+        )
+    return name
+
+
+def plan_of(
+    prepared: PreparedExport,
+    *,
+    count: int,
+    page_size: int,
+    shard_pages: int,
+    id_property: str = ID_PROPERTY,
+) -> ShardPlan:
+    """The plan a prepared export makes for a cohort of ``count`` users (the fingerprint of
+    its request, timezone and columns)."""
+    query, schema = prepared.query, prepared.schema
+    return ShardPlan(
+        cohort_code=query.cohort_code,
+        properties=tuple(query.properties or ()),
+        limit=query.limit,
+        count=count,
+        page_size=page_size,
+        shard_pages=shard_pages,
+        timezone=schema.timezone,
+        columns=tuple(
+            PlanColumn(
+                id=column.name,
+                name=column.written_name,
+                type=str(column.arrow_type),
+                widens=column.widens,
+                starts_double=column.starts_double,
+            )
+            for column in schema.columns
+        ),
+        id_property=check_id_property(id_property, query.properties or ()),
+    )
+
+
 def plan_shards(
     client: AnalyticsClient,
-    query: CohortQuery,
+    prepared: PreparedExport,
     *,
     page_size: int = PAGE_SIZE,
     shard_rows: int = SHARD_ROWS,
     count: int | None = None,
+    id_property: str = ID_PROPERTY,
 ) -> ShardPlan:
-    """Plan the shards of ``query`` (its properties known) from the cohort's ``count``: the
-    one given (just read by the caller), else a one-row page's.
+    """Plan the shards of a prepared export (its properties known) from the cohort's
+    ``count``: the one given (just read by the caller), else a one-row page's.
 
-    :raises AnalyticsValidationError: a setting out of bounds, or no ``distinct_id`` among the
-        properties (it tells the users apart).
+    :raises AnalyticsValidationError: a setting out of bounds, or ``id_property`` not among
+        the properties (it tells the users apart), before the cohort is sized.
     """
-    properties = tuple(query.properties or ())
     pages = shard_pages(page_size, shard_rows)
-    if ID_COLUMN not in properties:
-        rules.fail(
-            "properties",
-            f"must include {ID_COLUMN!r} to read the cohort in pages (no user may appear in "
-            "two shards, and the id tells them apart)",
-            list(properties),
-        )
+    check_id_property(id_property, prepared.query.properties or ())
     if count is None:
-        count = client.get_cohort_users(query.sizing(), page=1, page_size=1)["count"]
-    plan = ShardPlan(
-        cohort_code=query.cohort_code,
-        properties=properties,
-        limit=query.limit,
-        count=count,
-        page_size=page_size,
-        shard_pages=pages,
+        count = client.get_cohort_users(prepared.query.sizing(), page=1, page_size=1)["count"]
+    plan = plan_of(
+        prepared, count=count, page_size=page_size, shard_pages=pages, id_property=id_property
     )
     log.info(
         "cohort %s: %d users in %d shards of up to %d pages of %d",
@@ -268,11 +372,8 @@ class ShardReader:
         """The hold-off every reader of the plan shares."""
 
     def finished(self, shard: Shard) -> bool:
-        """Whether the shard's part and record are there, for this plan and its rows."""
-        if not part_of(self.staging, shard).exists():
-            return False
-        record = read_record(part_of(self.staging, shard, "json"), _ShardRecord, "shard record")
-        return record is not None and (record.plan, record.rows) == (self.plan.digest, shard.rows)
+        """Whether the shard is finished (:func:`finished`)."""
+        return finished(self.staging, self.plan, shard)
 
     def read(self, shard: Shard) -> int:
         """Read the shard's pages into its part (atomically), then record it; retried on its
@@ -287,7 +388,10 @@ class ShardReader:
         throttle = throttle_for(self.client.config.base_url)
         with throttle.sharing(self.hold, f"shard {shard.index}"):
             rows = policy.retrying(subject, logger=log)(self._attempt, shard)
-        record = _ShardRecord(plan=self.plan.digest, index=shard.index, rows=rows)
+        part = part_of(self.staging, shard)
+        record = _ShardRecord(
+            plan=self.plan.digest, index=shard.index, rows=rows, sha256=_sha256(part)
+        )
         write_bytes_atomically(
             part_of(self.staging, shard, "json"), record.model_dump_json().encode()
         )
@@ -345,17 +449,55 @@ class ShardReader:
         return decoder.rows
 
 
+def _sha256(part: StoragePath) -> str:
+    """The SHA-256 of the part's bytes, read 1 MiB at a time."""
+    digest = hashlib.sha256()
+    with part.open("rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def finished(staging: StoragePath, plan: ShardPlan, shard: Shard) -> bool:
+    """Whether ``shard`` of ``plan`` is finished: its record names this plan and the shard's
+    rows, and the part's bytes have the digest recorded (a part emptied, cut or replaced
+    since is read again). The one test of a finished shard: for reading, resuming and
+    publishing."""
+    part = part_of(staging, shard)
+    try:
+        record = read_record(part_of(staging, shard, "json"), _ShardRecord, "shard record")
+    except ShardStagingError as refused:
+        log.warning("%s; the shard is read again", refused)
+        return False
+    if record is None or (record.plan, record.rows) != (plan.digest, shard.rows):
+        return False
+    try:
+        digest = _sha256(part)
+    except FileNotFoundError:
+        return False
+    if digest != record.sha256:
+        log.warning("%s is not the part its record names (digest differs); read again", part)
+        return False
+    return True
+
+
 def load_or_start_plan(staging: StoragePath, plan: ShardPlan) -> bool:
     """Keep the staging folder when it holds this very plan (a resumed try), else empty it and
-    record ``plan``. Returns whether finished shards may be reused."""
+    record ``plan``, logging what differs. Returns whether finished shards may be reused."""
     try:
-        earlier: object = read_record(staging / PLAN_FILE, ShardPlan, "shard plan")
+        earlier: ShardPlan | None = read_record(staging / PLAN_FILE, ShardPlan, "shard plan")
+        why = "" if earlier is None else earlier.differences(plan)
     except ShardStagingError as refused:
-        earlier = refused
+        earlier, why = None, str(refused)
     if earlier == plan:
         return True
-    if earlier is not None:
-        log.info("staging %s holds another plan; starting over", staging)
+    if why:
+        log.warning(
+            "staging %s holds the plan of another run (%s); starting over: its parts are "
+            "removed and every shard is read again",
+            staging,
+            why,
+        )
     clear_staging(staging)
     write_bytes_atomically(staging / PLAN_FILE, plan.model_dump_json().encode())
     return False
@@ -420,13 +562,19 @@ def read_shards(
 
 
 def check_consistency(
-    client: AnalyticsClient, plan: ShardPlan, parts: Sequence[StoragePath]
+    client: AnalyticsClient,
+    plan: ShardPlan,
+    parts: Sequence[StoragePath],
+    consistency: str = "first_pages",
 ) -> None:
     """The promise, checked before publishing: rows equal the plan's, the cohort's count is
-    the same now, and no ``distinct_id`` is in two shards.
+    the same now, no user (by the plan's id property) is in two shards, and the pages
+    ``consistency`` names, read again, hold the users the parts hold.
 
+    :raises AnalyticsValidationError: naming ``consistency``.
     :raises CohortChangedError: saying what changed.
     """
+    strict = rules.one_of(consistency, "consistency", CONSISTENCY) == "strict"
     rows = 0
     for part in parts:
         with part.open("rb") as handle:
@@ -442,9 +590,8 @@ def check_consistency(
             f"cohort {plan.cohort_code!r} changed while it was read: count {plan.count} when "
             f"planned, {now} now; nothing was published"
         )
-    column = _id_column(parts[0])  # every part has the same columns (unified_schema)
-    _refuse_duplicate_ids(plan, parts, column)
-    _refuse_exchanged_members(client, plan, parts, column)
+    _refuse_duplicate_ids(plan, parts)
+    _refuse_exchanged_members(client, plan, parts, every_page=strict)
 
 
 def _in_bucket(ids: pa.Array, buckets: int, bucket: int) -> np.ndarray | pa.Array:
@@ -462,14 +609,24 @@ def _in_bucket(ids: pa.Array, buckets: int, bucket: int) -> np.ndarray | pa.Arra
     )
 
 
-def _refuse_duplicate_ids(plan: ShardPlan, parts: Sequence[StoragePath], column: str) -> None:
-    """No id twice, checked bucket by bucket so memory stays at a bucket's ids (about a
-    million) whatever the cohort's size; each part's ids are read a row group at a time."""
+def _refuse_duplicate_ids(plan: ShardPlan, parts: Sequence[StoragePath]) -> None:
+    """No id twice and none empty, checked bucket by bucket so memory stays at a bucket's ids
+    (about a million) whatever the cohort's size; each part's ids are read a row group at a
+    time."""
     buckets = max(1, math.ceil(plan.rows / 1_000_000))
+    column = plan.id_column.name
     for bucket in range(buckets):
-        chunks = [
-            _in_bucket(ids, buckets, bucket) for part in parts for ids in _iter_ids(part, column)
-        ]
+        chunks = []
+        for ids in (ids for part in parts for ids in _iter_ids(part, column)):
+            if ids.null_count:  # users without an id cannot be told apart
+                rules.fail(
+                    "id_property",
+                    f"is empty for {ids.null_count} users of cohort {plan.cohort_code!r}, so "
+                    "it cannot tell them apart; name a property every user has; nothing was "
+                    "published",
+                    plan.id_property,
+                )
+            chunks.append(_in_bucket(ids, buckets, bucket))
         twice = _repeated(chunks)
         if twice is not None:
             raise CohortChangedError(
@@ -478,21 +635,29 @@ def _refuse_duplicate_ids(plan: ShardPlan, parts: Sequence[StoragePath], column:
             )
 
 
-def _iter_ids(part: StoragePath, column: str, rows: int | None = None) -> Iterator[pa.Array]:
-    """The part's ``column``, a row group at a time (or its first ``rows`` values only).
+def _iter_ids(part: StoragePath, column: str) -> Iterator[pa.Array]:
+    """The part's ``column``, a row group at a time.
 
     ``ParquetFile`` reads the one column's pages; ``pq.read_table`` on a file object went
     through the dataset layer and held ~2.5x more memory for the same ids."""
     with part.open("rb") as handle:
         parquet = pq.ParquetFile(handle)
-        left = parquet.metadata.num_rows if rows is None else rows
         for group in range(parquet.num_row_groups):
-            if left <= 0:
-                return
             ids = parquet.read_row_group(group, columns=[column], use_threads=False).column(0)
-            ids = ids.combine_chunks()
-            yield ids[:left]
-            left -= len(ids)
+            yield ids.combine_chunks()
+
+
+def _iter_page_ids(part: StoragePath, column: str, page_size: int) -> Iterator[list[Any]]:
+    """The part's ids page by page (``page_size`` each, the last one shorter), read a row
+    group at a time: the first page costs the first row groups only."""
+    pending: list[Any] = []
+    for ids in _iter_ids(part, column):
+        pending.extend(ids.to_pylist())
+        while len(pending) >= page_size:
+            yield pending[:page_size]
+            del pending[:page_size]
+    if pending:
+        yield pending
 
 
 def _repeated(chunks: Sequence[np.ndarray | pa.Array]) -> Any:
@@ -511,34 +676,25 @@ def _repeated(chunks: Sequence[np.ndarray | pa.Array]) -> Any:
 
 
 def _refuse_exchanged_members(
-    client: AnalyticsClient, plan: ShardPlan, parts: Sequence[StoragePath], column: str
+    client: AnalyticsClient, plan: ShardPlan, parts: Sequence[StoragePath], *, every_page: bool
 ) -> None:
-    """Read the first page of every shard again (its ids only) and compare it with the part's
-    first rows: users who left and users who joined in equal numbers keep the count, but not
-    the pages. One call per shard."""
-    ids_only = plan.query([ID_COLUMN])
+    """Read pages again (their ids only) and compare each with the part's rows at its place:
+    users who left and users who joined in equal numbers keep the count, but not the pages.
+    The first page of every shard (one call per shard), or ``every_page`` (one call per page,
+    every part's ids read once, a page at a time)."""
+    ids_only = plan.query([plan.id_property])
+    key, column = plan.id_column.id, plan.id_column.name
     for shard, part in zip(plan.shards, parts, strict=True):
-        page_rows = min(plan.page_size, shard.rows)
-        held = [one for ids in _iter_ids(part, column, page_rows) for one in ids.to_pylist()]
-        answer = client.get_cohort_users(ids_only, page=shard.first_page, page_size=plan.page_size)
-        now = [user.get(ID_COLUMN) for user in answer["users"]]
-        if now != held:
-            differ = sum(1 for one, other in zip(now, held, strict=False) if one != other)
-            raise CohortChangedError(
-                f"cohort {plan.cohort_code!r} changed while it was read: page "
-                f"{shard.first_page} (shard {shard.index}) now holds other users than when it "
-                f"was read ({differ + abs(len(now) - len(held))} of {len(held)} differ), its "
-                "count unchanged; nothing was published"
-            )
-
-
-def _id_column(part: StoragePath) -> str:
-    """The written name of ``distinct_id`` in a part (its field metadata names the id)."""
-    from airflow_provider_analytics.core.column_names import ID_METADATA_KEY
-
-    with part.open("rb") as handle:
-        schema = pq.read_schema(handle)
-    for field in schema:
-        if (field.metadata or {}).get(ID_METADATA_KEY.encode()) == ID_COLUMN.encode():
-            return field.name
-    raise ShardStagingError(f"{part}: no {ID_COLUMN} column")
+        held_pages = _iter_page_ids(part, column, plan.page_size)
+        last = shard.last_page if every_page else shard.first_page
+        for page, held in zip(range(shard.first_page, last + 1), held_pages, strict=False):
+            answer = client.get_cohort_users(ids_only, page=page, page_size=plan.page_size)
+            now = [user.get(key) for user in answer["users"]]
+            if now != held:
+                differ = sum(1 for one, other in zip(now, held, strict=False) if one != other)
+                raise CohortChangedError(
+                    f"cohort {plan.cohort_code!r} changed while it was read: page {page} "
+                    f"(shard {shard.index}) now holds other users than when it was read "
+                    f"({differ + abs(len(now) - len(held))} of {len(held)} differ), its count "
+                    "unchanged; nothing was published"
+                )

@@ -78,14 +78,24 @@ class CohortExportToParquetOperator(AnalyticsOutputOperator):
         percentage and time left); default: the connection's ``progress_interval`` extra,
         else 10.
     :param mode: ``auto`` (default) streams a cohort of up to a million rows (the stream's
-        documented range) and reads a larger one in shards of the paged endpoint;
-        ``stream`` or ``pages`` choose (templated). In ``pages`` mode the shards are checked
-        together (rows equal the cohort's count, the count unchanged, no user twice) and
-        published at once; a try that was killed resumes from the shards it finished.
+        documented range) and reads a larger one in shards of the paged endpoint, as it does
+        a smaller one whose stream was cut on every attempt (the log and the XCom's
+        ``fallback`` say so); ``stream`` or ``pages`` choose (templated). In ``pages`` mode
+        the shards are checked together (rows equal the cohort's count, the count unchanged,
+        no user twice, pages read again hold the same users) and published at once; a try
+        that was killed resumes from the shards it finished when its settings make the same
+        plan, and starts again otherwise.
     :param page_size: users per page in ``pages`` mode, at most 10,000 (default 5,000: a page is
         held whole while it is decoded, so smaller pages keep a worker's memory lower).
     :param shard_rows: users per shard in ``pages`` mode.
     :param max_parallel_shards: shards this task reads at once (one connection each).
+    :param id_property: the property that tells users apart in ``pages`` mode (no user may be
+        in two shards): ``distinct_id`` by default; when ``properties`` are given it must be
+        one of them, checked before any request.
+    :param consistency: what ``pages`` mode reads again before publishing: ``first_pages``
+        (default: the first page of every shard, one call each) or ``strict`` (every page,
+        ids only, one call each), which also finds users exchanged inside a shard that was
+        already read (see the cohort shards page).
     :param staging: where an Iceberg export in ``pages`` mode keeps its parts (an
         object-storage URI every worker reaches); default: the worker's temporary space. A
         Parquet export keeps them beside the destination.
@@ -124,10 +134,14 @@ class CohortExportToParquetOperator(AnalyticsOutputOperator):
         shard_rows: int = 200_000,
         max_parallel_shards: int = 1,
         staging: str | None = None,
+        id_property: str = "distinct_id",
+        consistency: str = "first_pages",
         **kwargs: Any,
     ) -> None:
         super().__init__(destination=destination, **kwargs)
         self.mode = mode
+        self.id_property = id_property
+        self.consistency = consistency
         self.page_size = page_size
         self.shard_rows = shard_rows
         self.max_parallel_shards = max_parallel_shards
@@ -163,6 +177,8 @@ class CohortExportToParquetOperator(AnalyticsOutputOperator):
             page_size=self.page_size,
             shard_rows=self.shard_rows,
             max_parallel_shards=self.max_parallel_shards,
+            id_property=self.id_property,
+            consistency=self.consistency,
             timezone=self.timezone or self.hook.project_timezone,
             schema_overrides=self.schema_overrides,
             column_names=self.column_names,

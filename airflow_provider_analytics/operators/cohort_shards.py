@@ -13,11 +13,13 @@
 
 The plan task asks for the cohort's size, records the plan in the staging folder (beside a
 Parquet prefix, or ``staging`` for Iceberg: an object-storage URI every worker reaches) and
-returns the shard numbers. Each read task reads one shard on any worker and is retried on its
-own; a shard already read (by an earlier try) is not read again. The publish task checks the
-promise (rows equal the count, the count unchanged, no user twice) and publishes the day at
-once. The three tasks take the same export arguments; only the publish task declares the
-destination's Asset.
+returns the shard numbers; a staging folder that holds another plan (other settings: the run's
+fingerprint) is started again. Each read task reads one shard on any worker and is retried on
+its own; a shard already read (by an earlier try, its part unchanged) is not read again. The
+publish task checks the promise (rows equal the count, the count unchanged, no user twice,
+pages read again hold the same users) and publishes the day at once. The three tasks take the
+same export arguments (a read task whose settings make another plan is refused by name); only
+the publish task declares the destination's Asset.
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ _PARAMETERS = """
     ``False`` never. The event's ``extra`` names the day (``day``) in every case.
 :param staging: for Iceberg, where the parts wait (an object-storage URI every worker
     reaches); a Parquet export keeps them beside its prefix.
-:param properties: the columns (templated; must hold ``distinct_id``); default: the plan's.
+:param properties: the columns (templated; must hold the ``id_property``); default: the plan's.
 :param limit: the most users (templated).
 :param timezone: the project's timezone (templated); default: the connection's.
 :param schema_overrides: as for ``CohortExportToParquetOperator``.
@@ -61,6 +63,10 @@ _PARAMETERS = """
     it is decoded, so smaller pages keep a worker's memory lower).
 :param shard_rows: users per shard.
 :param attempts: tries of a shard whose pages fail (past the client's own retries).
+:param id_property: the property that tells users apart (no user may be in two shards):
+    ``distinct_id`` by default; checked against ``properties`` before any request.
+:param consistency: what the publish step reads again: ``first_pages`` (default: the first
+    page of every shard) or ``strict`` (every page, ids only; see the cohort shards page).
 :param analytics_conn_id: id of the ``analytics`` connection (templated).
 """
 """The parameters the three steps share, given the same values in a DAG."""
@@ -97,6 +103,8 @@ class _CohortShardsOperator(AnalyticsOutputOperator):
         page_size: int = 5_000,
         shard_rows: int = 200_000,
         attempts: int = ExportSettings.attempts,
+        id_property: str = "distinct_id",
+        consistency: str = "first_pages",
         **kwargs: Any,
     ) -> None:
         if not self.declares_asset:
@@ -112,10 +120,17 @@ class _CohortShardsOperator(AnalyticsOutputOperator):
         self.page_size = page_size
         self.shard_rows = shard_rows
         self.settings = ExportSettings(attempts=attempts)
+        self.id_property = id_property
+        self.consistency = consistency
 
     def _run(self, context: Context) -> tuple[Any, CohortQuery, Destination, str]:
         """The client, the request, the destination and the day, everything checked."""
+        from airflow_provider_analytics.core import rules
+        from airflow_provider_analytics.export.shards import CONSISTENCY, check_id_property
+
         query = rendered_cohort_query(self.cohort_code, self.limit, self.properties)
+        check_id_property(self.id_property, query.properties)
+        rules.one_of(self.consistency, "consistency", CONSISTENCY)
         destination = self.output_destination(
             cohort_identity(query.cohort_code), staging=self.staging
         )
@@ -139,8 +154,10 @@ class _CohortShardsOperator(AnalyticsOutputOperator):
 class CohortShardPlanOperator(_CohortShardsOperator):
     __doc__ = (
         """Plan a cohort's shards (spec 4.12 pages) and record the plan; returns the shard
-numbers, for ``CohortShardReadOperator.partial(...).expand(shard_index=plan.output)``. A plan of
-the same request and count recorded by an earlier try is kept, with its finished shards.
+numbers, for ``CohortShardReadOperator.partial(...).expand(shard_index=plan.output)``. A plan
+recorded by an earlier try is kept, with its finished shards, when this try makes the same one
+(request, count, timezone, columns and their types, id property); another is started again,
+the log saying what differs.
 """
         + _PARAMETERS
     )
@@ -151,7 +168,15 @@ the same request and count recorded by an earlier try is kept, with its finished
 
         client, query, destination, day = self._run(context)
         prepared = prepare_export(client, query, **self._export_settings(destination, day))
-        plan, _ = start_shards(client, prepared, destination, day, self.page_size, self.shard_rows)
+        plan, _ = start_shards(
+            client,
+            prepared,
+            destination,
+            day,
+            self.page_size,
+            self.shard_rows,
+            id_property=self.id_property,
+        )
         return [shard.index for shard in plan.shards]
 
 
@@ -176,7 +201,8 @@ class CohortShardReadOperator(_CohortShardsOperator):
         from airflow_provider_analytics.operators.lineage import report_hook_lineage
 
         client, _, destination, day = self._run(context)
-        reader = shard_reader(client, destination, day, **self._export_settings(destination, day))
+        settings = self._export_settings(destination, day)
+        reader = shard_reader(client, destination, day, self.id_property, **settings)
         shards = reader.plan.shards
         index = rules.integer(self.shard_index, "shard_index", minimum=0, maximum=len(shards) - 1)
         shard = shards[index]
@@ -210,7 +236,8 @@ replaced atomically, or one Iceberg commit); declares the destination's Asset.
         # the columns the parts were read with, decided again from the plan (for lineage)
         settings = self._export_settings(destination, day)
         columns = prepare_export(client, plan.query(), **settings).schema.described
-        summary = {**publish_shards(client, plan, destination, day), **columns}
+        published = publish_shards(client, plan, destination, day, consistency=self.consistency)
+        summary = {**published, **columns}
         self.publish_output(
             context,
             destination,

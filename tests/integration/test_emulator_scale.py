@@ -208,6 +208,26 @@ def test_the_membership_changes_after_every_k_calls_of_either_route(
     assert "recomputed" not in admin.cohorts()
 
 
+def test_an_exchange_keeps_the_count_and_the_users_before_it(
+    server: EmulatorServer, admin: AdminClient
+) -> None:
+    """Users 7 and 8 leave and users 30 and 31 join after the first call: the count, the first
+    page and every user before position 7 stay; pages and the stream agree on the rest."""
+    change = {"after_calls": 1, "kind": "exchange", "users": 2, "at": 7}
+    admin.define_cohort("exchanged", 30, membership_change=change)
+    before = page(server, {"cohortCode": "exchanged", "properties": ["email"], "limit": 30})
+    body, error = stream(server, {"cohortCode": "exchanged", "properties": ["email"]})
+    assert error is None
+    streamed = _records(body)
+    paged = _pages(server, "exchanged", 4, 30, properties=["email"])
+    numbers = [int(user["email"][4:].partition("@")[0]) for user in streamed]
+    assert numbers == [*range(7), *range(9, 32)]
+    assert streamed == paged
+    assert before["count"] == len(streamed) == 30
+    emails = [user["email"] for user in before["users"]]
+    assert emails == [f"user{n}@example.com" for n in range(30)]
+
+
 def test_the_documented_cut_answers_504_for_a_large_cohort(server: EmulatorServer) -> None:
     response = requests.post(
         server.base_url + EXPORT,
@@ -353,6 +373,7 @@ def test_the_command_line_sets_cuts_and_changes() -> None:
         "kind": "grow",
         "users": 3,
         "times": 1,
+        "at": 0,
     }
     assert refused.status_code == 400 and refused.json()["data"] == ["pageSize"]
 

@@ -57,7 +57,8 @@ def _membership_change(text: str) -> tuple[str, MembershipChange]:
     code, sep, settings = text.partition(":")
     if not sep or not code:
         raise argparse.ArgumentTypeError(
-            f"expected CODE:after_calls=K,kind=shift|grow|shrink,users=N,times=M, got {text!r}"
+            "expected CODE:after_calls=K,kind=shift|grow|shrink|exchange,users=N,times=M,at=P, "
+            f"got {text!r}"
         )
     try:
         return code, membership_change_from(key_values(settings, "membership_change"))
@@ -151,7 +152,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default=[],
         metavar="CODE:SETTINGS",
         help="the cohort is recomputed between calls (repeatable): after_calls=K, "
-        "kind=shift|grow|shrink, users=N, times=M, e.g. cohort_medium:after_calls=2,users=100",
+        "kind=shift|grow|shrink|exchange, users=N, times=M, at=P (where exchange's users "
+        "leave), e.g. cohort_medium:after_calls=2,users=100",
     )
     parser.add_argument(
         "--max-page-size",

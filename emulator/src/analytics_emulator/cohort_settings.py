@@ -40,7 +40,10 @@ GROW: Final = "grow"
 """Users join at the end: the count grows."""
 SHRINK: Final = "shrink"
 """Users leave at the end: the count shrinks (never below zero)."""
-CHANGE_KINDS: Final = (SHIFT, GROW, SHRINK)
+EXCHANGE: Final = "exchange"
+"""Users leave at position ``at`` and as many join at the end: the count stays the same, the
+users before ``at`` stay where they are."""
+CHANGE_KINDS: Final = (SHIFT, GROW, SHRINK, EXCHANGE)
 
 
 class SettingError(ValueError):
@@ -100,18 +103,21 @@ class MembershipChange:
 
     Generation ``g = min(earlier_calls // after_calls, times)`` of a cohort of size ``N`` holds,
     in this order: for :data:`SHIFT` users ``g*users .. g*users + N - 1``; for :data:`GROW`
-    users ``0 .. N + g*users - 1``; for :data:`SHRINK` users ``0 .. N - g*users - 1``.
+    users ``0 .. N + g*users - 1``; for :data:`SHRINK` users ``0 .. N - g*users - 1``; for
+    :data:`EXCHANGE` users ``0 .. at - 1``, then ``at + g*users .. N + g*users - 1``.
 
     :param after_calls: calls served before each change.
-    :param kind: :data:`SHIFT`, :data:`GROW` or :data:`SHRINK`.
+    :param kind: :data:`SHIFT`, :data:`GROW`, :data:`SHRINK` or :data:`EXCHANGE`.
     :param users: users that change each time.
     :param times: how many changes at most.
+    :param at: for :data:`EXCHANGE`, the position of the first user who leaves.
     """
 
     after_calls: int
     kind: str = SHIFT
     users: int = 1
     times: int = 1
+    at: int = 0
 
     def __post_init__(self) -> None:
         _count(self.after_calls, "membership_change.after_calls", least=1)
@@ -121,6 +127,7 @@ class MembershipChange:
             )
         _count(self.users, "membership_change.users", least=1)
         _count(self.times, "membership_change.times", least=1)
+        _count(self.at, "membership_change.at", least=0)
 
     def generation(self, earlier_calls: int) -> int:
         """Which version of the cohort a call sees after ``earlier_calls`` calls."""
@@ -132,16 +139,20 @@ class MembershipChange:
             "kind": self.kind,
             "users": self.users,
             "times": self.times,
+            "at": self.at,
         }
 
 
 @dataclass(frozen=True)
 class Membership:
     """Who is in a cohort for one call: positions ``0..count-1`` hold users
-    ``first_user..first_user+count-1``, in that order."""
+    ``first_user..first_user+count-1``, in that order, except that users from ``skip_from``
+    on are ``skip`` further (the users in between left)."""
 
     first_user: int
     count: int
+    skip_from: int = 0
+    skip: int = 0
 
 
 def membership(size: int, change: MembershipChange | None, earlier_calls: int) -> Membership:
@@ -153,6 +164,8 @@ def membership(size: int, change: MembershipChange | None, earlier_calls: int) -
         return Membership(moved, size)
     if change.kind == GROW:
         return Membership(0, size + moved)
+    if change.kind == EXCHANGE:
+        return Membership(0, size, skip_from=change.at, skip=moved)
     return Membership(0, max(size - moved, 0))
 
 
@@ -179,10 +192,10 @@ def proxy_cut_from(values: Mapping[str, Any]) -> ProxyCut:
 
 
 def membership_change_from(values: Mapping[str, Any]) -> MembershipChange:
-    """A :class:`MembershipChange` from ``{"after_calls", "kind", "users", "times"}``."""
+    """A :class:`MembershipChange` from ``{"after_calls", "kind", "users", "times", "at"}``."""
     if not isinstance(values, dict):
         raise SettingError("membership_change", "must be an object")
-    _known_keys(values, "membership_change", ("after_calls", "kind", "users", "times"))
+    _known_keys(values, "membership_change", ("after_calls", "kind", "users", "times", "at"))
     if "after_calls" not in values:
         raise SettingError("membership_change.after_calls", "is required")
     return MembershipChange(
@@ -190,6 +203,7 @@ def membership_change_from(values: Mapping[str, Any]) -> MembershipChange:
         kind=values.get("kind", SHIFT),
         users=values.get("users", 1),
         times=values.get("times", 1),
+        at=values.get("at", 0),
     )
 
 

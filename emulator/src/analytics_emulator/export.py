@@ -95,6 +95,7 @@ class ExportSource:
 
     :param rows: how many users: ``first_user..first_user+rows-1``, in that order.
     :param first_user: the first one (a cohort whose membership shifted starts later).
+    :param skip_from: users from this one on are ``skip`` further (``skip`` users left there).
     :param cached: keep the encoded blocks in ``cache`` (off for very large cohorts).
     """
 
@@ -104,6 +105,8 @@ class ExportSource:
     masked: frozenset[str]
     rows: int
     first_user: int = 0
+    skip_from: int = 0
+    skip: int = 0
     cached: bool = True
 
     def block(self, index: int) -> EncodedBlock:
@@ -117,12 +120,16 @@ class ExportSource:
     def windows(self) -> list[tuple[int, int, int]]:
         """Each block the export reads, with the first and the stop line of its rows that
         belong to the export: ``(index, first, stop)``."""
-        if self.rows <= 0:
-            return []
-        size = self.population.block_rows
-        first, stop = self.first_user, self.first_user + self.rows
+        size, start, end = self.population.block_rows, self.first_user, self.first_user + self.rows
+        ranges = [(start, end)]
+        if self.skip and start < self.skip_from < end:
+            ranges = [(start, self.skip_from), (self.skip_from + self.skip, end + self.skip)]
+        elif self.skip and self.skip_from <= start:
+            ranges = [(start + self.skip, end + self.skip)]
         return [
             (index, max(first - index * size, 0), min(stop - index * size, size))
+            for first, stop in ranges
+            if stop > first
             for index in range(first // size, self.population.block_count(stop))
         ]
 

@@ -94,6 +94,8 @@ def _source(state: EmulatorState, cohort: CohortRequest, start: int, stop: int) 
         masked=state.masked_properties(),
         rows=stop - start,
         first_user=cohort.members.first_user + start,
+        skip_from=cohort.members.skip_from,
+        skip=cohort.members.skip,
         cached=cohort.count <= state.export_cache_rows,
     )
 

@@ -56,7 +56,7 @@ class Scenario:
         its settings ``{"rows", "seconds", "ending"}``); None removes the documented cut the
         catalog's large cohorts have by default.
     :param membership_changes: code -> how its membership changes between calls (a
-        :class:`MembershipChange` or ``{"after_calls", "kind", "users", "times"}``).
+        :class:`MembershipChange` or ``{"after_calls", "kind", "users", "times", "at"}``).
     :param faults: faults armed at the start, as the admin API takes them
         (``{"operation": ..., "kind": ..., "times": ..., ...}``).
     :param seed: seed of the synthetic data.

@@ -76,8 +76,12 @@ def test_an_integer_view_reads_the_slice_it_is_given() -> None:
 
 def test_a_plan_is_its_own_record_and_refuses_what_it_does_not_declare(tmp_path: Path) -> None:
     """``plan.json`` round-trips through the one declared shape; its digest is the request
-    digest of its fields (a resumed try of an earlier version keeps its finished shards); a
-    record of another shape, or none, is refused by name."""
+    digest of its fields, the run's whole fingerprint; a record of another shape, or none
+    (an earlier version's plan, without timezone and columns), is refused by name."""
+    columns = (
+        cohort_shards.PlanColumn(id="distinct_id", name="distinct_id", type="string"),
+        cohort_shards.PlanColumn(id="$city", name="city", type="string"),
+    )
     plan = cohort_shards.ShardPlan(
         cohort_code="vip",
         properties=("distinct_id", "$city"),
@@ -85,6 +89,8 @@ def test_a_plan_is_its_own_record_and_refuses_what_it_does_not_declare(tmp_path:
         count=12_345,
         page_size=5_000,
         shard_pages=2,
+        timezone="UTC",
+        columns=columns,
     )
     assert [(s.first_page, s.last_page, s.rows) for s in plan.shards] == [
         (1, 2, 10_000),
@@ -97,8 +103,25 @@ def test_a_plan_is_its_own_record_and_refuses_what_it_does_not_declare(tmp_path:
         "count": 12_345,
         "page_size": 5_000,
         "shard_pages": 2,
+        "timezone": "UTC",
+        "columns": [
+            {"id": c.id, "name": c.name, "type": c.type, "widens": False, "starts_double": False}
+            for c in columns
+        ],
+        "id_property": "distinct_id",
     }
     assert plan.digest == request_digest(fields)
+    assert plan.id_column == columns[0]
+    renamed = (columns[0], columns[1].model_copy(update={"name": "$city", "type": "int64"}))
+    other = plan.model_copy(update={"timezone": "Asia/Shanghai", "columns": renamed})
+    assert other.digest != plan.digest
+    assert plan.differences(other) == (
+        "timezone 'UTC' -> 'Asia/Shanghai'; column '$city' name 'city' -> '$city'; "
+        "column '$city' type 'string' -> 'int64'"
+    )
+    assert plan.differences(plan.model_copy(update={"columns": columns[::-1]})) == (
+        "columns ['distinct_id', '$city'] -> ['$city', 'distinct_id']"
+    )
     staging = tmp_path / "staging"
     staging.mkdir()
     with pytest.raises(ShardStagingError, match="no shard plan recorded"):
@@ -111,6 +134,9 @@ def test_a_plan_is_its_own_record_and_refuses_what_it_does_not_declare(tmp_path:
         cohort_shards.read_plan(staging)
     assert cohort_shards.load_or_start_plan(staging, plan) is False  # started over
     assert cohort_shards.read_plan(staging) == plan
+    earlier = {k: v for k, v in fields.items() if k not in ("timezone", "columns", "id_property")}
+    (staging / "plan.json").write_text(json.dumps(earlier))  # an earlier version's plan
+    assert cohort_shards.load_or_start_plan(staging, plan) is False
 
 
 def test_the_export_errors_have_one_home() -> None:

@@ -1,0 +1,247 @@
+"""What a sharded export's publication proves about the members, against the emulator's
+membership changes and proxy cuts: the one exchange the default check misses, which
+``consistency="strict"`` finds; a stream cut on every attempt read in pages by ``auto`` mode;
+the id property as a setting, checked before any request."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+from typing import TYPE_CHECKING, Any
+
+import pyarrow.parquet as pq
+import pytest
+
+from airflow_provider_analytics.client.validation import cohort_query
+from airflow_provider_analytics.core.errors import (
+    AnalyticsValidationError,
+    CohortChangedError,
+    ExportIncompleteError,
+)
+from airflow_provider_analytics.core.identity import cohort_identity
+from airflow_provider_analytics.export.cohort_day import export_cohort_day
+from airflow_provider_analytics.export.settings import ExportSettings
+from airflow_provider_analytics.operators.cohort_export import CohortExportToParquetOperator
+from airflow_provider_analytics.operators.cohort_shards import (
+    CohortShardPlanOperator,
+    CohortShardPublishOperator,
+    CohortShardReadOperator,
+)
+from airflow_provider_analytics.output.parquet_destination import ParquetDestination
+from tests.reliability.connections import CONNECTION_ENV
+from tests.reliability.local_servers import LocalServer
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from pathlib import Path
+
+    from airflow_provider_analytics.client import AnalyticsClient
+    from tests.emulator_helpers import EmulatorAdmin
+
+pytestmark = pytest.mark.integration
+
+DAY = "2024-01-15"
+START = dt.datetime(2024, 1, 15, tzinfo=dt.UTC)
+FAST = ExportSettings(attempts=2, retry_delay=0.01)
+
+
+def export(
+    client: AnalyticsClient, root: Path, code: str, properties: list[str], **settings: Any
+) -> dict[str, Any]:
+    return export_cohort_day(
+        client,
+        cohort_query(code, properties=properties),
+        ParquetDestination(f"{root.as_uri()}/users/", cohort_identity(code)),
+        DAY,
+        timezone="UTC",
+        settings=FAST,
+        **settings,
+    )
+
+
+def published(root: Path, code: str) -> Any:
+    return pq.read_table(root / f"users/cohort_code={code}/dt={DAY}/users.parquet")
+
+
+def user_numbers(table: Any) -> set[int]:
+    return {int(email[4:].partition("@")[0]) for email in table.column("email").to_pylist()}
+
+
+def page_calls(admin: EmulatorAdmin) -> int:
+    return int(admin.stats()["requests"].get("get_cohort_users", 0))
+
+
+EXCHANGED = {"mode": "pages", "page_size": 5, "shard_rows": 15}
+"""30 users: pages of 5, 3 pages a shard, 2 shards."""
+
+
+def exchange_after_the_first_shard(admin: EmulatorAdmin) -> None:
+    """User 6 (page 2, inside shard 0) leaves and user 30 joins once the count and shard 0's
+    three pages were read (4 calls): shard 1 then reads users 16..30."""
+    change = {"after_calls": 4, "kind": "exchange", "users": 1, "at": 6}
+    admin.define_cohort("exchanged", 30, membership_change=change)
+
+
+def test_the_default_check_misses_an_exchange_inside_a_read_shard(
+    client: AnalyticsClient, emulator_admin: EmulatorAdmin, tmp_path: Path
+) -> None:
+    """What the cohort shards page states the default does not detect: the count stays 30,
+    the first page of each shard holds what it held, and the day goes out with user 6, who
+    left, and without user 15, who never did."""
+    exchange_after_the_first_shard(emulator_admin)
+    result = export(client, tmp_path, "exchanged", ["distinct_id", "email"], **EXCHANGED)
+    assert result["rows"] == 30
+    numbers = user_numbers(published(tmp_path, "exchanged"))
+    assert 6 in numbers and 15 not in numbers and 30 in numbers
+
+
+def test_strict_consistency_finds_the_exchange_and_publishes_nothing(
+    client: AnalyticsClient, emulator_admin: EmulatorAdmin, tmp_path: Path
+) -> None:
+    exchange_after_the_first_shard(emulator_admin)
+    before = page_calls(emulator_admin)
+    with pytest.raises(CohortChangedError, match=r"page 2 \(shard 0\) now holds other users"):
+        export(
+            client,
+            tmp_path,
+            "exchanged",
+            ["distinct_id", "email"],
+            **EXCHANGED,
+            consistency="strict",
+        )
+    assert not (tmp_path / "users/cohort_code=exchanged").exists()
+    # count, 6 pages, the count again, then pages 1 and 2 read again before the refusal
+    assert page_calls(emulator_admin) - before == 1 + 6 + 1 + 2
+
+
+def test_strict_consistency_publishes_an_unchanged_cohort_reading_every_page_again(
+    client: AnalyticsClient, emulator_admin: EmulatorAdmin, tmp_path: Path
+) -> None:
+    before = page_calls(emulator_admin)
+    settings = {"mode": "pages", "page_size": 100, "shard_rows": 250, "consistency": "strict"}
+    result = export(client, tmp_path, "cohort_small", ["distinct_id", "email"], **settings)
+    assert result["rows"] == 1000
+    assert page_calls(emulator_admin) - before == 1 + 10 + 1 + 10
+
+
+def test_consistency_is_refused_by_name_before_any_request(
+    client: AnalyticsClient, emulator_admin: EmulatorAdmin, tmp_path: Path
+) -> None:
+    before = sum(emulator_admin.stats()["requests"].values())
+    with pytest.raises(AnalyticsValidationError) as caught:
+        export(client, tmp_path, "cohort_small", ["distinct_id"], consistency="paranoid")
+    assert caught.value.field == "consistency"
+    assert sum(emulator_admin.stats()["requests"].values()) == before
+
+
+@pytest.mark.parametrize("ending", ["mid_line", "504"])
+def test_auto_reads_pages_when_the_proxy_cuts_the_stream_every_time(
+    client: AnalyticsClient,
+    emulator_admin: EmulatorAdmin,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    ending: str,
+) -> None:
+    """A cohort under the threshold whose stream is cut at 1,000 rows of 3,000 on every
+    attempt is read in pages, saying so, with the one count call it made first."""
+    emulator_admin.define_cohort("cut", 3_000, proxy_cut={"rows": 1_000, "ending": ending})
+    before = page_calls(emulator_admin)
+    settings = {"page_size": 500, "shard_rows": 1_000}
+    with caplog.at_level(logging.WARNING):
+        result = export(client, tmp_path, "cut", ["distinct_id", "email"], **settings)
+    assert (result["mode"], result["rows"], result["count"]) == ("pages", 3_000, 3_000)
+    assert "stream failed" in result["fallback"]
+    assert any("reading it in pages instead" in r.getMessage() for r in caplog.records)
+    assert len(set(published(tmp_path, "cut").column("distinct_id").to_pylist())) == 3_000
+    # one count call before the stream; then 6 pages, the count again, 3 first pages
+    assert page_calls(emulator_admin) - before == 1 + 6 + 1 + 3
+
+
+def test_a_cut_stream_without_the_id_property_fails_as_before(
+    client: AnalyticsClient, emulator_admin: EmulatorAdmin, tmp_path: Path
+) -> None:
+    """Pages need the id property; without it the stream's own failure is raised."""
+    emulator_admin.define_cohort("cut", 3_000, proxy_cut={"rows": 1_000, "ending": "mid_line"})
+    with pytest.raises(ExportIncompleteError, match="after 2 attempts"):
+        export(client, tmp_path, "cut", ["email"])
+
+
+def test_the_id_property_is_a_setting(
+    client: AnalyticsClient, emulator_admin: EmulatorAdmin, tmp_path: Path
+) -> None:
+    """A cohort read in pages without ``distinct_id``, told apart by its e-mail instead: the
+    emulator's first users up to the first without an e-mail (33 of them)."""
+    first = client.get_cohort_users(
+        cohort_query("cohort_small", properties=["email"]), page=1, page_size=100
+    )
+    size = [user["email"] for user in first["users"]].index(None)
+    emulator_admin.define_cohort("keyed", size)
+    settings = {"mode": "pages", "page_size": 5, "shard_rows": 10, "id_property": "email"}
+    result = export(client, tmp_path, "keyed", ["email", "$city"], **settings)
+    assert result["rows"] == size > 10
+    assert user_numbers(published(tmp_path, "keyed")) == set(range(size))
+
+
+def test_an_id_property_some_users_lack_is_refused_by_name(
+    client: AnalyticsClient, tmp_path: Path
+) -> None:
+    settings = {"mode": "pages", "page_size": 100, "shard_rows": 250, "id_property": "email"}
+    with pytest.raises(AnalyticsValidationError, match="cannot tell them apart") as caught:
+        export(client, tmp_path, "cohort_small", ["email", "$city"], **settings)
+    assert caught.value.field == "id_property"
+    assert not (tmp_path / "users/cohort_code=cohort_small").exists()
+
+
+def test_an_id_property_not_asked_for_is_refused_before_any_request(
+    client: AnalyticsClient, emulator_admin: EmulatorAdmin, tmp_path: Path
+) -> None:
+    before = sum(emulator_admin.stats()["requests"].values())
+    with pytest.raises(AnalyticsValidationError, match="not among the properties") as caught:
+        export(client, tmp_path, "cohort_small", ["email", "$city"], mode="pages")
+    assert caught.value.field == "id_property"
+    assert sum(emulator_admin.stats()["requests"].values()) == before
+
+
+@pytest.fixture
+def recorder(monkeypatch: pytest.MonkeyPatch) -> Iterator[LocalServer]:
+    """A platform on loopback that answers anything and records every request."""
+    with LocalServer(body=[]) as server:
+        connection = {"conn_type": "analytics", "host": server.base_url, "password": "t"}
+        monkeypatch.setenv(
+            CONNECTION_ENV, json.dumps({**connection, "extra": {"app_api_key": "k"}})
+        )
+        yield server
+
+
+@pytest.mark.parametrize(
+    "operator",
+    [
+        CohortShardPlanOperator,
+        CohortShardReadOperator,
+        CohortShardPublishOperator,
+        CohortExportToParquetOperator,
+    ],
+)
+@pytest.mark.parametrize(
+    ("setting", "field"),
+    [({"properties": ["$city"]}, "id_property"), ({"consistency": "paranoid"}, "consistency")],
+)
+def test_every_operator_checks_the_id_property_and_consistency_before_any_request(
+    recorder: LocalServer, tmp_path: Path, operator: type, setting: dict[str, Any], field: str
+) -> None:
+    extra = {"shard_index": 0} if operator is CohortShardReadOperator else {}
+    if operator is CohortExportToParquetOperator:
+        extra = {"mode": "pages"}
+    task = operator(
+        task_id="t",
+        cohort_code="cohort_small",
+        destination=f"{tmp_path.as_uri()}/users/",
+        **setting,
+        **extra,
+    )
+    run = {"ds": DAY, "logical_date": START, "data_interval_start": START}
+    with pytest.raises(AnalyticsValidationError) as caught:
+        task.execute({**run, "data_interval_end": START + dt.timedelta(days=1)})
+    assert caught.value.field == field
+    assert recorder.received == []
