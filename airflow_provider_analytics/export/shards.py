@@ -53,6 +53,7 @@ from airflow_provider_analytics.export.decoder import BlockDecoder
 from airflow_provider_analytics.export.number_rule import value_slots
 from airflow_provider_analytics.export.shard_hold import HOLD_FILE, SharedHold, read_record
 from airflow_provider_analytics.output.parquet import parquet_stream
+from airflow_provider_analytics.output.roots import open_own
 from airflow_provider_analytics.output.storage import remove_quietly, write_bytes_atomically
 
 if TYPE_CHECKING:
@@ -429,7 +430,7 @@ def check_consistency(
     """
     rows = 0
     for part in parts:
-        with part.open("rb") as handle:
+        with open_own(part) as handle:
             rows += pq.ParquetFile(handle).metadata.num_rows
     if rows != plan.rows:
         raise CohortChangedError(
@@ -483,7 +484,7 @@ def _iter_ids(part: StoragePath, column: str, rows: int | None = None) -> Iterat
 
     ``ParquetFile`` reads the one column's pages; ``pq.read_table`` on a file object went
     through the dataset layer and held ~2.5x more memory for the same ids."""
-    with part.open("rb") as handle:
+    with open_own(part) as handle:
         parquet = pq.ParquetFile(handle)
         left = parquet.metadata.num_rows if rows is None else rows
         for group in range(parquet.num_row_groups):
@@ -536,7 +537,7 @@ def _id_column(part: StoragePath) -> str:
     """The written name of ``distinct_id`` in a part (its field metadata names the id)."""
     from airflow_provider_analytics.core.column_names import ID_METADATA_KEY
 
-    with part.open("rb") as handle:
+    with open_own(part) as handle:
         schema = pq.read_schema(handle)
     for field in schema:
         if (field.metadata or {}).get(ID_METADATA_KEY.encode()) == ID_COLUMN.encode():
