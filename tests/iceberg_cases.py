@@ -4,7 +4,9 @@ against SQL on SQLite and PostgreSQL, REST and Glue, on local files and on S3).
 - a rerun of a day replaces exactly that day, in one catalog commit;
 - schema evolution adds a column without rewriting old files, and a column whose type cannot
   evolve is refused by name before anything is written;
-- two days committed at once both land (pyiceberg's own retry, or the writer's).
+- two days committed at once both land (pyiceberg's own retry, or the writer's);
+- two cohorts creating one new table at once both land (the loser of the creation takes the
+  table as created).
 """
 
 from __future__ import annotations
