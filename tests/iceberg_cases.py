@@ -4,7 +4,9 @@ against SQL on SQLite and PostgreSQL, REST and Glue, on local files and on S3).
 - a rerun of a day replaces exactly that day, in one catalog commit;
 - schema evolution adds a column without rewriting old files, and a column whose type cannot
   evolve is refused by name before anything is written;
-- two days committed at once both land (pyiceberg's own retry, or the writer's).
+- two days committed at once both land (pyiceberg's own retry, or the writer's);
+- two cohorts creating one new table at once both land (the loser of the creation takes the
+  table as created).
 """
 
 from __future__ import annotations
@@ -359,3 +361,65 @@ def case_old_layout_is_refused_then_migrated(catalog: Catalog, identifier: str) 
     assert identity_rows(table, other, DAYS[0]) == [700, 701]
     assert identity_rows(table, COHORT, DAYS[1]) == [10, 11]
     assert migrate_to_identity(catalog, identifier, COHORT)["migrated"] is False
+
+
+class CreatedMeanwhile:
+    """A catalog through which a writer finds its table missing, and another writer
+    (``other``) creates it between that look and this writer's own creation."""
+
+    def __init__(self, catalog: Catalog, other: Any) -> None:
+        self._catalog = catalog
+        self._other = other
+
+    def create_table_transaction(self, *args: Any, **kwargs: Any) -> Any:
+        self._other()
+        return self._catalog.create_table_transaction(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._catalog, name)
+
+
+def case_two_writers_create_one_table(catalog: Catalog, identifier: str) -> None:
+    """Two cohorts' writers find a new table missing and both create it: the one that
+    creates second takes the table as the first created it, adds the column it brings, and
+    commits; both cohorts' rows land."""
+    other = Identity("cohort_code", "churned")
+    first = CreatedMeanwhile(
+        catalog, lambda: write_day(catalog, identifier, DAYS[0], users(0, 3), identity=other)
+    )
+    score = pa.array([0.5, None], pa.float64())
+    summary = write_day(first, identifier, DAYS[0], users(10, 2, score=score))  # type: ignore[arg-type]
+
+    table = catalog.load_table(identifier)
+    assert summary["rows"] == 2
+    assert table.schema().column_names == ["user_id", "name", "cohort_code", "dt", "score"]
+    assert identity_rows(table, other, DAYS[0]) == [0, 1, 2]
+    assert identity_rows(table, COHORT, DAYS[0]) == [10, 11]
+    assert len(table.snapshots()) == 2  # one commit each (a DELETE of nothing is no snapshot)
+
+
+def case_two_cohorts_create_one_table_at_once(catalog: Catalog, identifier: str) -> None:
+    """Cohorts exported at the same moment into one new table (``.expand(cohort_code=...)``):
+    every writer starts together, each finds the table missing; every cohort lands."""
+    cohorts = [Identity("cohort_code", f"c{n}") for n in range(4)]
+    start = threading.Barrier(len(cohorts))
+    errors: list[BaseException] = []
+
+    def export(n: int, identity: Identity) -> None:
+        try:
+            start.wait(timeout=30)
+            write_day(catalog, identifier, DAYS[0], users(n * 10, 2), identity=identity)
+        except BaseException as error:
+            errors.append(error)
+
+    threads = [
+        threading.Thread(target=export, args=(n, identity)) for n, identity in enumerate(cohorts)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert not errors, errors
+    table = catalog.load_table(identifier)
+    for n, identity in enumerate(cohorts):
+        assert identity_rows(table, identity, DAYS[0]) == [n * 10, n * 10 + 1]

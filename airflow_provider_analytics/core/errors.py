@@ -284,7 +284,9 @@ class AnalyticsUsageError(AnalyticsError, TypeError, RuntimeError):
 
 
 class ShardStagingError(AnalyticsError, ValueError):
-    """A record in the staging folder does not have the shape this package writes."""
+    """A staging folder, or a record or part in it, is not what this package writes: a record
+    of another shape, a symbolic link or a pipe where its own file belongs, a folder that
+    is not the worker's own."""
 
 
 class ExportIncompleteError(AnalyticsError, RuntimeError):

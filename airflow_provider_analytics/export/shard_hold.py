@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Final, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from airflow_provider_analytics.core.errors import ShardStagingError
+from airflow_provider_analytics.output.roots import open_own
 from airflow_provider_analytics.output.storage import write_bytes_atomically
 
 if TYPE_CHECKING:
@@ -75,10 +76,12 @@ def read_record(
 
     :param what: what the record is, for the refusal.
     :param max_bytes: a longer record is refused unread (``-1``: no bound).
-    :raises ShardStagingError: the record is not of the declared shape.
+    :raises ShardStagingError: the record is not of the declared shape, or not a plain file
+        (a link or a pipe is refused unread, :func:`~airflow_provider_analytics.output.roots.
+        open_own`).
     """
     try:
-        with path.open("rb") as handle:
+        with open_own(path) as handle:
             raw = handle.read(max_bytes + 1 if max_bytes >= 0 else -1)
     except FileNotFoundError:
         return None

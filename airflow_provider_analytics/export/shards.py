@@ -61,6 +61,7 @@ from airflow_provider_analytics.export.decoder import BlockDecoder
 from airflow_provider_analytics.export.number_rule import value_slots
 from airflow_provider_analytics.export.shard_hold import HOLD_FILE, SharedHold, read_record
 from airflow_provider_analytics.output.parquet import parquet_stream
+from airflow_provider_analytics.output.roots import open_own
 from airflow_provider_analytics.output.storage import remove_quietly, write_bytes_atomically
 
 if TYPE_CHECKING:
@@ -452,7 +453,7 @@ class ShardReader:
 def _sha256(part: StoragePath) -> str:
     """The SHA-256 of the part's bytes, read 1 MiB at a time."""
     digest = hashlib.sha256()
-    with part.open("rb") as handle:
+    with open_own(part) as handle:
         while chunk := handle.read(1 << 20):
             digest.update(chunk)
     return digest.hexdigest()
@@ -577,7 +578,7 @@ def check_consistency(
     strict = rules.one_of(consistency, "consistency", CONSISTENCY) == "strict"
     rows = 0
     for part in parts:
-        with part.open("rb") as handle:
+        with open_own(part) as handle:
             rows += pq.ParquetFile(handle).metadata.num_rows
     if rows != plan.rows:
         raise CohortChangedError(
@@ -640,7 +641,7 @@ def _iter_ids(part: StoragePath, column: str) -> Iterator[pa.Array]:
 
     ``ParquetFile`` reads the one column's pages; ``pq.read_table`` on a file object went
     through the dataset layer and held ~2.5x more memory for the same ids."""
-    with part.open("rb") as handle:
+    with open_own(part) as handle:
         parquet = pq.ParquetFile(handle)
         for group in range(parquet.num_row_groups):
             ids = parquet.read_row_group(group, columns=[column], use_threads=False).column(0)

@@ -44,11 +44,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     if identity is None:
         parser.error("identity: must be cohort_code=<code> or report_key=<key>")
     from airflow_provider_analytics.core.errors import IcebergSchemaError
+    from airflow_provider_analytics.operators.paths import deployment_roots
     from airflow_provider_analytics.output.iceberg_migration import migrate_to_identity
 
     catalog = IcebergCatalogHook(iceberg_conn_id=arguments.conn_id).get_conn()
     try:
-        summary = migrate_to_identity(catalog, arguments.table, identity, dry_run=arguments.dry_run)
+        summary = migrate_to_identity(
+            catalog,
+            arguments.table,
+            identity,
+            dry_run=arguments.dry_run,
+            allowed_roots=deployment_roots(),
+        )
     except (IcebergSchemaError, AnalyticsValidationError) as error:
         parser.exit(2, f"error: {error}\n")
     print(json.dumps(summary))  # one line: the last line of the output

@@ -94,6 +94,7 @@ class IcebergMaintenanceOperator(BaseOperator):
         from pyiceberg.exceptions import NoSuchTableError
 
         from airflow_provider_analytics.hooks.iceberg import IcebergCatalogHook
+        from airflow_provider_analytics.operators.paths import deployment_roots
         from airflow_provider_analytics.output.iceberg_maintenance import maintain_table
 
         identifiers = self._identifiers()
@@ -108,6 +109,7 @@ class IcebergMaintenanceOperator(BaseOperator):
                     retain_last=self.retain_last,
                     orphan_file_age=self.orphan_file_age,
                     dry_run=self.report_only,
+                    allowed_roots=deployment_roots(),
                 )
             except NoSuchTableError:
                 self.log.warning("%s: no such table; nothing to maintain", identifier)

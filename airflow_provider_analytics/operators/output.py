@@ -123,11 +123,13 @@ class AnalyticsOutputOperator(AnalyticsBaseOperator):
     def output_destination(
         self, identity: Identity, *, compression: str = "zstd", staging: str | None = None
     ) -> Destination:
-        """Where this run writes: the rendered ``destination`` (checked against the roots the
+        """Where this run writes: the rendered ``destination``, or ``iceberg_table`` in the
+        catalog of ``iceberg_conn_id``; ``identity`` names what the run's rows are, ``staging``
+        where an Iceberg export read in shards keeps its parts. Every location it writes (the
+        destination, the staging, an Iceberg table's data files) lies under the roots the
         deployment allows: ``[analytics] allowed_destinations`` and the connection extra
-        ``allowed_destinations``), or ``iceberg_table`` in the catalog of
-        ``iceberg_conn_id``; ``identity`` names what the run's rows are, ``staging`` where an
-        Iceberg export read in shards keeps its parts."""
+        ``allowed_destinations``."""
+        roots = deployment_roots(self.hook.client_config.allowed_destinations)
         if self.iceberg_table:
             from airflow_provider_analytics.output.iceberg_destination import IcebergDestination
 
@@ -142,10 +144,10 @@ class AnalyticsOutputOperator(AnalyticsBaseOperator):
                 str(self.iceberg_table),
                 identity,
                 staging_root=staging,
+                allowed_roots=roots,
             )
         from airflow_provider_analytics.output.parquet_destination import ParquetDestination
 
-        roots = deployment_roots(self.hook.client_config.allowed_destinations)
         return ParquetDestination(
             self.destination, identity, allowed_roots=roots, compression=compression
         )

@@ -69,9 +69,10 @@ from airflow_provider_analytics.output.parquet import (
     same_types,
     streaming,
 )
+from airflow_provider_analytics.output.roots import checked_destination
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+    from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 
     from pyiceberg.catalog import Catalog
     from pyiceberg.io import OutputStream
@@ -82,6 +83,7 @@ if TYPE_CHECKING:
 
     from airflow_provider_analytics.core.identity import Identity
     from airflow_provider_analytics.output.parquet import ParquetStream
+    from airflow_provider_analytics.output.roots import RootList
 
 log = logging.getLogger(__name__)
 
@@ -245,6 +247,9 @@ class IcebergDayWriter:
     :param target_file_bytes: start a new data file once this much Arrow data went into the
         current one; by default the table's ``write.target-file-size-bytes`` (pyiceberg's
         512 MiB of Arrow data; files are several times smaller once compressed).
+    :param allowed_roots: the roots the deployment allows the package to write under; every
+        data file's location is checked against them before it is created
+        (:func:`~airflow_provider_analytics.output.roots.checked_destination`).
     """
 
     def __init__(
@@ -258,6 +263,7 @@ class IcebergDayWriter:
         retry_delay: float = 0.05,
         sleep: Callable[[float], None] = time.sleep,
         target_file_bytes: int | None = None,
+        allowed_roots: Sequence[RootList] = (),
     ) -> None:
         namespace, _, name = identifier.rpartition(".")
         if not namespace or not name:
@@ -273,6 +279,7 @@ class IcebergDayWriter:
         self.retry_delay = retry_delay
         self.sleep = sleep
         self.target_file_bytes = target_file_bytes
+        self.allowed_roots = list(allowed_roots)
         self.commit_uuid = uuid.uuid4()
         self.paths: list[str] = []
         """Every data file written so far (the last one may still be open)."""
@@ -433,7 +440,14 @@ class IcebergDayWriter:
                     )
 
     def _load_or_create(self, schema: pa.Schema) -> tuple[Table, bool]:
-        """The table, and whether this writer created it."""
+        """The table, and whether this writer created it.
+
+        Writers of a new table (the cohorts of one ``.expand``) may all find it missing and
+        create it at once. The catalogs refuse every creation but the first, either when it is
+        staged (``TableAlreadyExistsError``) or when it is committed (``CommitFailedException``
+        on its "table must not exist" requirement); the loser's next attempt, through the one
+        retry engine, loads the table as the winner created it (:meth:`open` then evolves it).
+        """
         namespace = self.identifier.rpartition(".")[0]
         try:
             self.catalog.create_namespace_if_not_exists(namespace)
@@ -442,29 +456,36 @@ class IcebergDayWriter:
             # namespace fails on its key instead of saying it exists
             if not self.catalog.namespace_exists(namespace):
                 raise
-        try:
-            return self.catalog.load_table(self.identifier), False
-        except NoSuchTableError:
-            pass
-        try:
-            with (
-                self.catalog.create_table_transaction(
-                    self.identifier, schema=schema, properties=full_metrics(self.identity.column)
-                ) as create,
-                create.update_spec() as spec,
-            ):
-                spec.add_identity(self.identity.column)
-                spec.add_identity(PARTITION_COLUMN)
+        tries = itertools.count(1)
+
+        def load_or_create() -> tuple[Table, bool]:
+            try:
+                return self.catalog.load_table(self.identifier), False
+            except NoSuchTableError:
+                pass
+            try:
+                with (
+                    self.catalog.create_table_transaction(
+                        self.identifier,
+                        schema=schema,
+                        properties=full_metrics(self.identity.column),
+                    ) as create,
+                    create.update_spec() as spec,
+                ):
+                    spec.add_identity(self.identity.column)
+                    spec.add_identity(PARTITION_COLUMN)
+            except (TableAlreadyExistsError, CommitFailedException) as error:
+                raise lost_race(self.identifier, "creation", next(tries), error) from error
             log.info(
                 "created Iceberg table %s partitioned by %s, %s",
                 self.identifier,
                 self.identity.column,
                 PARTITION_COLUMN,
             )
-        except TableAlreadyExistsError:
-            # created by a concurrent run of another day
-            return self.catalog.load_table(self.identifier), False
-        return self.catalog.load_table(self.identifier), True
+            return self.catalog.load_table(self.identifier), True
+
+        result: tuple[Table, bool] = self._retrying()(load_or_create)
+        return result
 
     def _evolve(self, table: Table, schema: pa.Schema) -> Table:
         """Add missing columns (retrying on concurrent commits); a type that cannot evolve
@@ -588,6 +609,7 @@ class IcebergDayWriter:
         name = f"{folder}/{self.commit_uuid}-{self._files_opened:05d}.parquet"
         self._files_opened += 1
         path = table.location_provider().new_data_location(name)
+        checked_destination(path, self.allowed_roots, "iceberg data file")
         properties = table.properties
         codec = properties.get(
             TableProperties.PARQUET_COMPRESSION, TableProperties.PARQUET_COMPRESSION_DEFAULT

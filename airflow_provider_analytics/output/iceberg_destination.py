@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import tempfile
 from functools import cached_property
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -28,6 +26,12 @@ from airflow_provider_analytics.output.destination import (
     iceberg_table_uri,
     iceberg_target,
 )
+from airflow_provider_analytics.output.roots import (
+    allowed_roots,
+    checked_destination,
+    private_folder,
+    staging_folder,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
@@ -36,6 +40,7 @@ if TYPE_CHECKING:
 
     from airflow_provider_analytics.core.identity import Identity
     from airflow_provider_analytics.output.iceberg import IcebergDayWriter
+    from airflow_provider_analytics.output.roots import RootList
 
 NUMBER_TYPES = {"long": pa.int64(), "double": pa.float64()}
 """The Iceberg types a ``number`` column can have been created with, as Arrow types."""
@@ -49,7 +54,10 @@ class IcebergDestination:
     :param identifier: the main table's ``namespace.table``.
     :param identity: what the run's rows are.
     :param staging_root: where a cohort read in shards keeps its parts (an object-storage URI
-        all workers reach); default: this machine's temporary space.
+        all workers reach); default: the worker's private folder in its temporary space
+        (:func:`~airflow_provider_analytics.output.roots.private_folder`).
+    :param allowed_roots: the roots the deployment allows the package to write under: the
+        staging and the table's data files must lie under them.
     """
 
     def __init__(
@@ -60,15 +68,19 @@ class IcebergDestination:
         identity: Identity,
         *,
         staging_root: str | None = None,
+        allowed_roots: Sequence[RootList] = (),
     ) -> None:
         namespace, _, table = str(identifier).rpartition(".")
         if not namespace or not table:
             rules.fail("iceberg_table", "must be namespace.table", identifier)
+        if staging_root is not None:
+            checked_destination(staging_root, allowed_roots, "staging")
         self._open_catalog = open_catalog
         self.catalog_name = catalog_name
         self.identifier = str(identifier)
         self.identity = identity
         self.staging_root = staging_root
+        self.allowed_roots = list(allowed_roots)
 
     @cached_property
     def catalog(self) -> Catalog:
@@ -84,7 +96,11 @@ class IcebergDestination:
 
         table = identifier or self.identifier
         return IcebergDayWriter(
-            self.catalog, table, dt.date.fromisoformat(day), identity=self.identity
+            self.catalog,
+            table,
+            dt.date.fromisoformat(day),
+            identity=self.identity,
+            allowed_roots=self.allowed_roots,
         )
 
     def check(self, days: Sequence[str], names: Sequence[str]) -> None:
@@ -105,16 +121,23 @@ class IcebergDestination:
         target.published["iceberg"] = writer.summary
 
     def staging(self, day: str) -> Any:
-        """``staging`` (an object-storage URI every worker reaches) when given, else a folder
-        of this machine's temporary space; either way per table, identity and day."""
-        from airflow.sdk import ObjectStoragePath
-
+        """``staging`` (an object-storage URI every worker reaches) when given, else the
+        worker's private folder (made 0700 and checked at each use); either way per table,
+        identity and day, through the roots' gate (:func:`~airflow_provider_analytics.output.
+        roots.staging_folder`): under the allowed roots (the private folder is the worker's
+        own), and no level the package makes a link."""
         table = self.identifier.replace(".", "/")
+        allowed = self.allowed_roots
         if self.staging_root:
             root = self.staging_root.rstrip("/")
         else:
-            root = (Path(tempfile.gettempdir()) / "analytics-shards").as_uri()
-        return ObjectStoragePath(f"{root}/{self.catalog_name}/{table}/{self.identity}/dt={day}/")
+            private = private_folder().as_uri()
+            root = f"{private}/shards"
+            own = allowed_roots(private, "the worker's private folder")
+            allowed = [(origin, roots + own) for origin, roots in allowed]
+        top = f"{root}/{self.catalog_name}/"
+        folder = f"{top}{table}/{self.identity}/dt={day}/"
+        return staging_folder(folder, allowed, own_from=top)
 
     def publish_parts(self, day: str, parts: Sequence[Any]) -> CohortFile:
         """The parts as the identity's day in one commit (one snapshot)."""

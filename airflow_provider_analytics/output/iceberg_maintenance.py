@@ -37,13 +37,16 @@ from airflow_provider_analytics.core.errors import (
 )
 from airflow_provider_analytics.core.retry import RetryPolicy
 from airflow_provider_analytics.output.iceberg import lost_race
+from airflow_provider_analytics.output.roots import checked_destination
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Callable, Iterator, Sequence
 
     from pyiceberg.catalog import Catalog
     from pyiceberg.io import FileIO
     from pyiceberg.table import Table
+
+    from airflow_provider_analytics.output.roots import RootList
 
 log = logging.getLogger(__name__)
 
@@ -183,10 +186,17 @@ def _utc(moment: Any) -> dt.datetime:
 
 
 def remove_orphan_files(
-    catalog: Catalog, identifier: str, *, older_than: dt.datetime, dry_run: bool = False
+    catalog: Catalog,
+    identifier: str,
+    *,
+    older_than: dt.datetime,
+    dry_run: bool = False,
+    allowed_roots: Sequence[RootList] = (),
 ) -> tuple[list[str], int]:
     """Delete the files under the table's location that its metadata does not reach and that
-    were last modified before ``older_than``.
+    were last modified before ``older_than``. The location is checked against
+    ``allowed_roots`` first (:func:`~airflow_provider_analytics.output.roots.
+    checked_destination`): nothing is listed or deleted outside them.
 
     The files are listed first and the metadata read after, so a commit that lands in between
     is seen; a file committed later is newer than ``older_than`` unless a run took longer than
@@ -195,7 +205,9 @@ def remove_orphan_files(
     :returns: the removed (or, with ``dry_run``, removable) files and the number scanned.
     """
     table = catalog.load_table(identifier)
-    listed = list(list_files(table.io, table.location()))
+    location = f"{table.location().rstrip('/')}/"
+    checked_destination(location, allowed_roots, "iceberg table location")
+    listed = list(list_files(table.io, location))
     table = catalog.load_table(identifier)
     reachable = reachable_files(table)
     orphans = sorted(
@@ -227,6 +239,7 @@ def maintain_table(
     now: dt.datetime | None = None,
     attempts: int = 5,
     sleep: Callable[[float], None] = time.sleep,
+    allowed_roots: Sequence[RootList] = (),
 ) -> MaintenanceResult:
     """Expire the table's old snapshots, then remove its orphan files.
 
@@ -237,6 +250,7 @@ def maintain_table(
     :param now: the present (injectable for tests).
     :param attempts: tries of the expiry commit when other writers commit in between.
     :param sleep: waits between those tries (injectable for tests).
+    :param allowed_roots: the roots the deployment allows deletions under.
     """
     if orphan_file_age < dt.timedelta(0) or snapshot_retention < dt.timedelta(0):
         raise AnalyticsConfigurationError(
@@ -265,6 +279,10 @@ def maintain_table(
     except IcebergCommitError as error:
         raise IcebergMaintenanceError(str(error)) from error.__cause__
     result.orphan_files, result.files_scanned = remove_orphan_files(
-        catalog, identifier, older_than=now - orphan_file_age, dry_run=dry_run
+        catalog,
+        identifier,
+        older_than=now - orphan_file_age,
+        dry_run=dry_run,
+        allowed_roots=allowed_roots,
     )
     return result

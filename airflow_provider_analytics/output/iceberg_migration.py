@@ -38,6 +38,7 @@ from airflow_provider_analytics.output.iceberg import (
     full_metrics,
     identity_partitions,
 )
+from airflow_provider_analytics.output.roots import checked_destination
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
     from pyiceberg.table import Table
 
     from airflow_provider_analytics.core.identity import Identity
+    from airflow_provider_analytics.output.roots import RootList
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +61,12 @@ def _unmigrated_days(table: Table, column: str) -> list[dt.date]:
 
 
 def migrate_to_identity(
-    catalog: Catalog, identifier: str, identity: Identity, *, dry_run: bool = False
+    catalog: Catalog,
+    identifier: str,
+    identity: Identity,
+    *,
+    dry_run: bool = False,
+    allowed_roots: Sequence[RootList] = (),
 ) -> dict[str, Any]:
     """Give an earlier version's table its identity column and partition, its rows ``identity``.
 
@@ -67,11 +74,15 @@ def migrate_to_identity(
     :param identifier: ``namespace.table``.
     :param identity: what every existing row holds (``cohort_code=vip``).
     :param dry_run: only report what would be done.
+    :param allowed_roots: the roots the deployment allows writes under: each rewritten data
+        file is checked against them before it is created, and the table's location before
+        anything is changed.
     :return: the table, the identity, the days and rows migrated, whether it was needed.
     :raises IcebergSchemaError: the table is not one of this provider's (no ``dt`` partition),
         or it already has a column of the identity's name that is not its partition.
     """
     table = catalog.load_table(identifier)
+    checked_destination(f"{table.location().rstrip('/')}/", allowed_roots, "iceberg table location")
     partitioned = identity_partitions(table)
     summary: dict[str, Any] = {"table": identifier, "identity": str(identity), "dry_run": dry_run}
     if PARTITION_COLUMN not in partitioned:
@@ -102,7 +113,9 @@ def migrate_to_identity(
         summary["rows"] = 0
         summary["migrated"] = False
         return summary
-    writers = [_rewrite_day(catalog, table, identifier, identity, day) for day in days]
+    writers = [
+        _rewrite_day(catalog, table, identifier, identity, day, allowed_roots) for day in days
+    ]
     try:
         summary["rows"] = _commit(catalog, identifier, identity, writers)
     except BaseException:
@@ -121,7 +134,12 @@ def migrate_to_identity(
 
 
 def _rewrite_day(
-    catalog: Catalog, table: Table, identifier: str, identity: Identity, day: dt.date
+    catalog: Catalog,
+    table: Table,
+    identifier: str,
+    identity: Identity,
+    day: dt.date,
+    allowed_roots: Sequence[RootList],
 ) -> IcebergDayWriter:
     """Write the day's rows without an identity into new files that carry it (not committed)."""
     condition = And(
@@ -130,7 +148,9 @@ def _rewrite_day(
     reader = table.scan(row_filter=condition).to_arrow_batch_reader()
     dropped = {identity.column, PARTITION_COLUMN}
     kept = [field for field in reader.schema if field.name not in dropped]
-    writer = IcebergDayWriter(catalog, identifier, day, identity=identity)
+    writer = IcebergDayWriter(
+        catalog, identifier, day, identity=identity, allowed_roots=allowed_roots
+    )
     writer.open(pa.schema(kept))
     try:
         for batch in reader:

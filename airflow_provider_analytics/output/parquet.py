@@ -33,6 +33,7 @@ from airflow_provider_analytics.core.arrow_types import holds_text
 from airflow_provider_analytics.core.errors import ShardStagingError
 from airflow_provider_analytics.core.pipeline import WriteBehind
 from airflow_provider_analytics.core.rules import fail, positive_int
+from airflow_provider_analytics.output.roots import open_own
 from airflow_provider_analytics.output.storage import (
     StoragePath,
     atomic_destination,
@@ -258,7 +259,7 @@ def unified_schema(parts: Sequence[StoragePath]) -> pa.Schema:
     shards`): a number column double in one part is double in all."""
     schemas = []
     for part in parts:
-        with part.open("rb") as handle:
+        with open_own(part) as handle:
             schemas.append(pq.read_schema(handle))
     first = schemas[0]
     for part, schema in zip(parts, schemas, strict=True):
@@ -278,7 +279,7 @@ def unified_schema(parts: Sequence[StoragePath]) -> pa.Schema:
 def part_row_groups(parts: Sequence[StoragePath], schema: pa.Schema) -> Iterator[pa.Table]:
     """Every row group of the parts, in shard order, in ``schema`` (an int64 column cast to
     double only where exact: Arrow refuses an integer a double cannot hold)."""
-    return read_row_groups([functools.partial(part.open, "rb") for part in parts], schema)
+    return read_row_groups([functools.partial(open_own, part) for part in parts], schema)
 
 
 def merge_parts(

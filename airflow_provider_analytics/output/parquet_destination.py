@@ -54,7 +54,11 @@ from airflow_provider_analytics.output.parquet import (
     merge_parts,
     parquet_compression,
 )
-from airflow_provider_analytics.output.roots import checked_destination, partition_value
+from airflow_provider_analytics.output.roots import (
+    checked_destination,
+    partition_value,
+    staging_folder,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping, Sequence
@@ -308,15 +312,13 @@ class ParquetDestination:
 
     def staging(self, day: str) -> ObjectStoragePath:
         """Beside the prefix, not under it (``<prefix>.staging/cohort_code=<c>/dt=<day>/``),
-        or beside the object (``<object>.staging/``): no reader of the prefix sees a part."""
-        from airflow.sdk import ObjectStoragePath
-
-        if self.is_prefix:
-            root = f"{self.destination.rstrip('/')}.staging/"
-            folder = f"{root}{self.identity}/dt={day}/"
-        else:
-            folder = f"{self.destination}.staging/"
-        return ObjectStoragePath(checked_destination(folder, self.allowed_roots))
+        or beside the object (``<object>.staging/``): no reader of the prefix sees a part.
+        Through the roots' gate at each use (:func:`~airflow_provider_analytics.output.roots.
+        staging_folder`): under the allowed roots, and no level from ``.staging`` down a link."""
+        root = f"{self.destination.rstrip('/')}.staging/"
+        folder = f"{root}{self.identity}/dt={day}/" if self.is_prefix else root
+        staged: ObjectStoragePath = staging_folder(folder, self.allowed_roots, own_from=root)
+        return staged
 
     def publish_parts(self, day: str, parts: Sequence[StoragePath]) -> CohortFile:
         """The parts merged into the day's one object, which replaces the earlier one

@@ -1,4 +1,15 @@
-"""Where the package may write: a rendered destination checked before anything is written.
+"""Where the package may write, read its own files, or delete: the one gate for every location.
+
+Every location the package writes or deletes passes :func:`checked_destination` against the
+deployment's roots: a rendered destination, a staging folder (beside a Parquet prefix, the
+``staging`` of an Iceberg export, or the worker's private folder), the records kept there (the
+plan, the shards', ``hold.json``) and the data files of an Iceberg table (a run's, the
+migration's). On the worker's disk two more rules hold where the package deletes or reads its
+own files: a staging folder is a real folder at every level the package made (no symbolic link
+leads a clean-up elsewhere, :func:`staging_folder`), and its records and parts are opened
+without following a link and only when they are plain files (a named pipe would block the
+export, :func:`open_own`). The default staging lies in the worker's private folder
+(:func:`private_folder`): made with 0700 permissions, and checked before each use.
 
 A destination is rendered from a template and a partition value can come from ``params``, so
 both are checked before anything is written: no partition value may add a path level or
@@ -17,23 +28,28 @@ system.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import posixpath
 import re
+import stat
+import tempfile
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
 from urllib.parse import unquote
-
-from airflow.sdk import ObjectStoragePath
 
 from airflow_provider_analytics.core import rules
 from airflow_provider_analytics.core.errors import (
     AnalyticsConfigurationError,
     AnalyticsValidationError,
+    ShardStagingError,
 )
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
+
+    from airflow_provider_analytics.output.storage import StoragePath
 
 SYSTEM_DIRECTORIES = frozenset(
     {"bin", "boot", "dev", "etc", "lib", "lib32", "lib64", "proc", "root", "sbin", "sys", "usr"}
@@ -133,6 +149,8 @@ def _local_readings(destination: str, rest: str, scheme: str | None) -> list[str
         own = "/" + rest  # file:x is /x to ObjectStoragePath
     else:
         own = rest
+    from airflow.sdk import ObjectStoragePath
+
     try:
         storage = ObjectStoragePath(destination).path
     except Exception as exc:  # whatever the path library refuses
@@ -214,14 +232,26 @@ def partition_value(value: object, field: str) -> str:
     return value
 
 
-def checked_destination(destination: object, allowed: Sequence[RootList] = ()) -> str:
+def checked_destination(
+    destination: object, allowed: Sequence[RootList] = (), field: str = "destination"
+) -> str:
     """A rendered destination that leads, however it is read, under an allowed root (or,
     when none is named, not into a system directory); returned unchanged.
 
     :param destination: the rendered URI or local path.
     :param allowed: roots named by the deployment (``operators.paths.deployment_roots``).
-    :raises AnalyticsValidationError: naming ``destination``, before any request.
+    :param field: what the location is, for the refusal (``staging``, ``iceberg data file``).
+    :raises AnalyticsValidationError: naming ``field``, before any request.
     """
+    try:
+        return _checked(destination, allowed)
+    except AnalyticsValidationError as refused:
+        if field == "destination":
+            raise
+        raise AnalyticsValidationError(field, refused.rule, destination) from None
+
+
+def _checked(destination: object, allowed: Sequence[RootList]) -> str:
     if not isinstance(destination, str) or not destination:
         rules.fail("destination", "must be an object URI or a prefix ending in '/'", destination)
     rules.sendable(destination, "destination")
@@ -257,3 +287,124 @@ def checked_destination(destination: object, allowed: Sequence[RootList] = ()) -
                     destination,
                 )
     return destination
+
+
+def local_path(path: StoragePath | str) -> str | None:
+    """The path on the worker's disk of a location (a ``file://`` or bare path), ``None`` for
+    object storage (which has no links or pipes to follow)."""
+    if isinstance(path, str):
+        scheme, _, _, rest = _split(path)
+        if scheme not in LOCAL_SCHEMES:
+            return None
+        return _absolute(rest[2:] if rest.startswith("//") else rest)
+    if getattr(path, "protocol", "") in ("", "file", "local"):
+        return _absolute(str(getattr(path, "path", path)))
+    return None
+
+
+def open_own(path: StoragePath) -> IO[bytes]:
+    """A file the package wrote itself (a record, a part) opened for reading: on the worker's
+    disk never through a symbolic link and only when it is a plain file, so that a link to a
+    named pipe cannot block the export and a link to another file cannot be read as a part.
+
+    :raises FileNotFoundError: there is no such file.
+    :raises ShardStagingError: naming the file, when it is a link or not a plain file.
+    """
+    local = local_path(path)
+    if local is None:
+        handle: IO[bytes] = path.open("rb")
+        return handle
+    try:
+        descriptor = os.open(local, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as error:
+        if isinstance(error, FileNotFoundError):
+            raise
+        if os.path.islink(local):
+            raise ShardStagingError(
+                f"{local}: is a symbolic link where the package keeps its own file; the "
+                "package does not follow links there: remove it, then run again"
+            ) from None
+        raise
+    try:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise ShardStagingError(
+                f"{local}: is not a plain file (a pipe, a device or a folder) where the "
+                "package keeps its own file: remove it, then run again"
+            )
+        os.set_blocking(descriptor, True)
+        return os.fdopen(descriptor, "rb")
+    except BaseException:
+        os.close(descriptor)
+        raise
+
+
+PRIVATE_FOLDER = "analytics-{uid}"
+"""The worker's private folder in the temporary space (one per user id): the default staging."""
+
+
+def private_folder() -> Path:
+    """The worker's private folder in the temporary space, made with 0700 permissions when
+    missing and checked at each use: a folder (not a link), owned by this user, which no other
+    user may enter. Its place is fixed, so that a retry of a task on the same worker finds
+    what the try before it staged.
+
+    :raises ShardStagingError: naming the folder and what is wrong with it.
+    """
+    uid = os.geteuid()
+    folder = Path(tempfile.gettempdir()) / PRIVATE_FOLDER.format(uid=uid)
+    with contextlib.suppress(FileExistsError):
+        folder.mkdir(mode=0o700)
+    info = os.lstat(folder)
+    problem = None
+    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
+        problem = "is not a folder (a symbolic link, or a file)"
+    elif info.st_uid != uid:
+        problem = f"belongs to user id {info.st_uid}, not to this worker's ({uid})"
+    elif info.st_mode & 0o077:
+        problem = f"may be entered by other users (mode {stat.filemode(info.st_mode)})"
+    if problem:
+        raise ShardStagingError(
+            f"{folder}: the worker's private staging folder {problem}; the package keeps its "
+            "staging only in a folder of its own: remove it (it is made again), or give "
+            "`staging`"
+        )
+    return folder
+
+
+def staging_folder(
+    location: str, allowed: Sequence[RootList], *, own_from: str, field: str = "staging"
+) -> Any:
+    """A staging folder (parts, records, ``hold.json``), through the one gate before each use:
+    ``location`` checked against the roots (:func:`checked_destination`), and on the worker's
+    disk made a real folder at every level from ``own_from`` (the first level the package
+    makes) down, none of them a symbolic link, so that clearing it deletes nothing elsewhere.
+
+    :param location: the folder's URI or path, ending in ``/``.
+    :param allowed: the roots the deployment allows.
+    :param own_from: the first level of ``location`` the package makes (it and every level
+        below it are checked).
+    :param field: what the location is, for a refusal.
+    :raises AnalyticsValidationError: the folder lies outside the roots.
+    :raises ShardStagingError: a level of it is a link or not a folder.
+    """
+    from airflow.sdk import ObjectStoragePath
+
+    checked = checked_destination(location, allowed, field)
+    local, top = local_path(checked), local_path(own_from)
+    if local is not None and top is not None:
+        levels = [top.rstrip("/")]
+        os.makedirs(os.path.dirname(levels[0]), exist_ok=True)
+        for name in local.removeprefix(levels[0]).split("/"):
+            if name:
+                levels.append(f"{levels[-1]}/{name}")
+        for level in levels:
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(level)
+            info = os.lstat(level)
+            if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
+                raise ShardStagingError(
+                    f"{level}: is a symbolic link or not a folder where the package keeps its "
+                    "staging; the package does not follow links where it deletes: remove it, "
+                    "then run again"
+                )
+    return ObjectStoragePath(checked)

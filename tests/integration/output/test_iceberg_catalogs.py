@@ -194,6 +194,13 @@ def test_two_cohorts_commit_one_day_at_once(lake: Lake) -> None:
     iceberg_cases.case_two_identities_commit_at_once(lake.catalog, lake.identifier("shared"))
 
 
+def test_cohorts_create_one_new_table_at_once(lake: Lake) -> None:
+    iceberg_cases.case_two_writers_create_one_table(lake.catalog, lake.identifier("created"))
+    iceberg_cases.case_two_cohorts_create_one_table_at_once(
+        lake.catalog, lake.identifier("at_once")
+    )
+
+
 def test_an_old_layout_is_refused_then_migrated(lake: Lake) -> None:
     iceberg_cases.case_old_layout_is_refused_then_migrated(lake.catalog, lake.identifier("old"))
 

@@ -289,6 +289,18 @@ def test_the_catalog_cases(lake: Catalog, caplog: pytest.LogCaptureFixture) -> N
     iceberg_cases.case_old_layout_is_refused_then_migrated(catalog, "analytics.old")
 
 
+@pytest.mark.parametrize("round_", range(3))
+def test_cohorts_create_one_new_table_at_once(lake: Catalog, round_: int) -> None:
+    """Two cohorts creating one new table: the writer whose creation loses takes the table as
+    created (and adds its column) instead of failing on "Table already exists"; then cohorts
+    started together, as the mapped tasks of one ``.expand`` are."""
+    from airflow_provider_analytics.hooks.iceberg import IcebergCatalogHook
+
+    catalog = IcebergCatalogHook().get_conn()
+    iceberg_cases.case_two_writers_create_one_table(catalog, f"analytics.created_{round_}")
+    iceberg_cases.case_two_cohorts_create_one_table_at_once(catalog, f"analytics.at_once_{round_}")
+
+
 def test_maintenance_after_a_killed_commit(lake: Catalog) -> None:
     from airflow_provider_analytics.hooks.iceberg import IcebergCatalogHook
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import posixpath
+import stat
+import tempfile
 from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit
 
@@ -14,11 +16,21 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from airflow_provider_analytics.client import AnalyticsConfigurationError, AnalyticsValidationError
+from airflow_provider_analytics.core.errors import ShardStagingError
 from airflow_provider_analytics.operators.paths import deployment_roots
 from airflow_provider_analytics.output.parquet_destination import output_path
-from airflow_provider_analytics.output.roots import allowed_roots, checked_destination
+from airflow_provider_analytics.output.roots import (
+    PRIVATE_FOLDER,
+    allowed_roots,
+    checked_destination,
+    open_own,
+    private_folder,
+    staging_folder,
+)
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from airflow_provider_analytics.output.roots import RootList
 
 PREFIX = "file:///data/analytics/users/"
@@ -280,3 +292,76 @@ def test_no_hostile_destination_leads_outside_an_allowed_root(start: str, tail: 
         assert error.field == "destination"
         return
     assert _where_it_lands(destination), destination
+
+
+def test_the_private_folder_is_the_workers_own_and_stays_in_place(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Made 0700 and owned by the worker; the same place at each call (a retry finds it)."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    folder = private_folder()
+    assert folder == private_folder() and folder.parent == tmp_path
+    info = folder.lstat()
+    assert stat.S_IMODE(info.st_mode) == 0o700 and info.st_uid == os.geteuid()
+
+
+@pytest.mark.parametrize("planted", ["link", "open", "file"])
+def test_a_private_folder_someone_else_could_enter_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, planted: str
+) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    place = tmp_path / PRIVATE_FOLDER.format(uid=os.geteuid())
+    if planted == "link":
+        (tmp_path / "elsewhere").mkdir()
+        place.symlink_to(tmp_path / "elsewhere")
+    elif planted == "open":
+        place.mkdir(mode=0o755)
+        place.chmod(0o755)
+    else:
+        place.write_text("")
+    with pytest.raises(ShardStagingError, match=PRIVATE_FOLDER.format(uid=os.geteuid())):
+        private_folder()
+
+
+def test_a_staging_folder_is_a_real_folder_at_every_level_the_package_makes(
+    tmp_path: Path,
+) -> None:
+    top = tmp_path / "out.staging"
+    folder = f"{top.as_uri()}/cohort_code=vip/dt=2024-01-15/"
+    made = staging_folder(folder, (), own_from=f"{top.as_uri()}/")
+    assert made.path.rstrip("/") == str(top / "cohort_code=vip/dt=2024-01-15")
+    assert (top / "cohort_code=vip/dt=2024-01-15").is_dir()
+    (tmp_path / "elsewhere").mkdir()
+    (top / "cohort_code=vip/dt=2024-01-15").rmdir()
+    (top / "cohort_code=vip/dt=2024-01-15").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(ShardStagingError, match="dt=2024-01-15: is a symbolic link"):
+        staging_folder(folder, (), own_from=f"{top.as_uri()}/")
+
+
+def test_a_staging_folder_outside_the_roots_is_refused_naming_the_staging() -> None:
+    with pytest.raises(AnalyticsValidationError) as refused:
+        staging_folder("file:///srv/x/", ROOTS, own_from="file:///srv/x/")
+    assert refused.value.field == "staging"
+
+
+@pytest.mark.parametrize("kind", ["pipe", "link", "folder"])
+def test_the_packages_own_files_are_read_only_as_plain_files(tmp_path: Path, kind: str) -> None:
+    """A pipe (or a link to one) is refused at once, never waited on; a link to a plain file
+    is refused too: the package does not read through links in its own folders."""
+    target = tmp_path / "target"
+    own = tmp_path / "hold.json"
+    if kind == "pipe":
+        os.mkfifo(own)
+    elif kind == "link":
+        target.write_text("{}")
+        own.symlink_to(target)
+    else:
+        own.mkdir()
+    with pytest.raises(ShardStagingError, match=r"hold\.json"):
+        open_own(ObjectStoragePath(own.as_uri()))
+    with pytest.raises(FileNotFoundError):
+        open_own(ObjectStoragePath((tmp_path / "missing").as_uri()))
+    plain = tmp_path / "plain"
+    plain.write_bytes(b"x")
+    with open_own(ObjectStoragePath(plain.as_uri())) as handle:
+        assert handle.read() == b"x"
