@@ -1,4 +1,5 @@
-"""Real sockets on 127.0.0.1: how far a request got decides the retry, and cut streams fail.
+"""Real sockets on 127.0.0.1: how far a request got decides the retry, cut streams fail, and the
+synchronous transport's deadline cuts a call however slowly the server sends.
 
 A scripted raw HTTP server plays one behaviour per accepted connection, so the failures are
 the ones ``requests`` and ``urllib3`` really raise, not imitations.
@@ -6,12 +7,15 @@ the ones ``requests`` and ``urllib3`` really raise, not imitations.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import threading
+import time
 from typing import TYPE_CHECKING, Any
 
 import pytest
+import requests
 
 from airflow_provider_analytics.client import (
     AnalyticsClient,
@@ -19,6 +23,8 @@ from airflow_provider_analytics.client import (
     AnalyticsTransportError,
     ClientConfig,
 )
+from airflow_provider_analytics.client.operations import LIST_EVENTS
+from airflow_provider_analytics.client.session import DeadlineAdapter, HttpSession, deadline
 from devtools.ports import free_port
 
 if TYPE_CHECKING:
@@ -218,3 +224,73 @@ def test_stream_cut_in_the_middle_of_a_chunk(serve: Callable[..., ScriptedServer
             for _ in lines:
                 pass
     assert export.lines_read <= 1
+
+
+# The synchronous transport itself (client/session.py): the deadline that cuts a socket, and
+# who closes the pool.
+
+
+def drip(conn: socket.socket) -> None:
+    """Answer a body of 1000 bytes one byte every 0.1 s: each read gets data in time, so only
+    a deadline on the whole call ends it."""
+    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\nConnection: close\r\n\r\n")
+    with contextlib.suppress(OSError):
+        for _ in range(1000):
+            conn.sendall(b"x")
+            time.sleep(0.1)
+
+
+def test_the_deadline_cuts_a_read_that_never_times_out(
+    serve: Callable[..., ScriptedServer],
+) -> None:
+    server = serve(drip)
+    pool = requests.Session()
+    pool.mount("http://", DeadlineAdapter(max_retries=0))
+    started = time.monotonic()
+    with (
+        pytest.raises(requests.RequestException),
+        deadline(0.5) as watch,
+    ):
+        pool.get(f"http://127.0.0.1:{server.port}/slow", timeout=(5, 5))
+    assert watch.expired
+    assert time.monotonic() - started < 4  # the body alone would take 100 s
+    pool.close()
+
+
+def test_a_deadline_not_reached_cuts_nothing_and_nests() -> None:
+    with deadline(30) as outer:
+        with deadline(30) as inner:
+            assert inner is not outer
+        assert not inner.expired
+    assert not outer.expired
+    with deadline(0) as spent:
+        time.sleep(0.2)  # the timer fires; with no socket attached, it only marks the watch
+    assert spent.expired
+
+
+class _CountedSession(requests.Session):
+    closed = 0
+
+    def close(self) -> None:
+        type(self).closed += 1
+        super().close()
+
+
+def test_the_session_sends_an_operation_and_closes_only_its_own_pool(
+    serve: Callable[..., ScriptedServer],
+) -> None:
+    server = serve(answer_json([{"id": "$startup"}]), answer_json([]))
+    config = ClientConfig(f"http://127.0.0.1:{server.port}", token="tok-19fe", app_key="app-77d0")
+    own = HttpSession(config, None, sleep=lambda _: None)
+    response, _ = own.send(LIST_EVENTS, LIST_EVENTS.build_path())
+    assert response.status_code == 200 and response.json() == [{"id": "$startup"}]
+    request_headers = response.request.headers
+    assert request_headers["token"] == "tok-19fe" and request_headers["appKey"] == "app-77d0"
+    own.close()
+
+    given = _CountedSession()
+    borrowed = HttpSession(config, given, sleep=lambda _: None)
+    assert borrowed.send(LIST_EVENTS, LIST_EVENTS.build_path())[0].json() == []
+    borrowed.close()
+    assert _CountedSession.closed == 0  # its owner closes it
+    given.close()

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-REPO: Final = Path(__file__).resolve().parents[2]
+REPO: Final = Path(__file__).resolve().parents[3]
 UV: Final = REPO / ".tools" / "bin" / "uv"
 PACKAGE: Final = "airflow-provider-analytics"
 

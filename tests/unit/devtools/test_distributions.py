@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 DISTRIBUTIONS = {
     "airflow-provider-analytics": (ROOT / "pyproject.toml", ROOT / "airflow_provider_analytics"),
     "analytics-emulator": (

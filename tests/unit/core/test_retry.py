@@ -1,6 +1,6 @@
-"""The one failure policy: each error class's answer to "is it transient?", and the one retry
-engine (core/retry) every loop uses: attempts, backoff and jitter, Retry-After and its bound,
-the deadline, the log, sync and async alike, without sleeping."""
+"""The one retry engine (core/retry) every loop uses: attempts, backoff and jitter,
+Retry-After and its bound, the deadline, the log, sync and async alike, without sleeping. (Which
+errors are transient is each error class's answer: tests/unit/core/test_errors.py.)"""
 
 from __future__ import annotations
 
@@ -11,83 +11,7 @@ from typing import Any
 import pytest
 
 from airflow_provider_analytics.core import errors
-from airflow_provider_analytics.core.cohort_records import ExportRecordError
-from airflow_provider_analytics.core.errors import (
-    CohortChangedError,
-    ExportDataError,
-    ExportIncompleteError,
-    FailurePhase,
-    ShardStagingError,
-    is_transient,
-)
 from airflow_provider_analytics.core.retry import RetryPolicy
-from airflow_provider_analytics.output.iceberg import IcebergCommitError, IcebergSchemaError
-
-
-def transport(phase: FailurePhase | None) -> errors.AnalyticsTransportError:
-    error = errors.AnalyticsTransportError("x")
-    error.phase = phase
-    return error
-
-
-TRANSIENT: list[tuple[str, BaseException, bool]] = [
-    *(
-        (f"HTTP {status}", errors.AnalyticsApiError("x", status=status), status in transient)
-        for status, transient in ((s, {429, 500, 502, 503, 504}) for s in (301, 400, 404, 429))
-    ),
-    ("server 500", errors.AnalyticsServerError("x", status=500), True),
-    ("server 502", errors.AnalyticsServerError("x", status=502), True),
-    ("server 503", errors.AnalyticsServerError("x", status=503), True),
-    ("server 504", errors.AnalyticsServerError("x", status=504), True),
-    ("server 505", errors.AnalyticsServerError("x", status=505), False),
-    ("rate limit 429", errors.AnalyticsRateLimitError("x", status=429), True),
-    ("rate limit, hold-off past the deadline", errors.AnalyticsRateLimitError("x"), True),
-    ("bad request", errors.AnalyticsBadRequestError("x", status=400), False),
-    ("authentication", errors.AnalyticsAuthenticationError("x", status=401), False),
-    ("not found", errors.AnalyticsNotFoundError("x", status=404), False),
-    ("media type", errors.AnalyticsUnsupportedMediaTypeError("x", status=415), False),
-    ("not completed", errors.AnalyticsNotCompletedError("x", status=501), False),
-    ("quota", errors.AnalyticsQuotaExceededError("x", status=501), False),
-    ("already exists", errors.AnalyticsAlreadyExistsError("x", status=501), False),
-    ("disabled", errors.AnalyticsDisabledError("x", status=501), False),
-    ("operation failed", errors.AnalyticsOperationFailedError("x", status=200), False),
-    ("could not connect", transport(FailurePhase.CONNECT), True),
-    ("dropped after sending", transport(FailurePhase.EXCHANGE), True),
-    ("deadline or no turn", transport(None), True),
-    ("TLS", transport(FailurePhase.TLS), False),
-    ("request not made", transport(FailurePhase.OTHER), False),
-    ("stream", errors.AnalyticsStreamError("x"), True),
-    ("protocol", errors.AnalyticsProtocolError("x"), True),
-    ("export record", ExportRecordError("x"), False),
-    ("validation", errors.AnalyticsValidationError("f", "rule"), False),
-    ("configuration", errors.AnalyticsConfigurationError("x"), False),
-    ("usage", errors.AnalyticsUsageError("x"), False),
-    ("base", errors.AnalyticsError("x"), False),
-    ("export incomplete", ExportIncompleteError("x"), True),
-    ("cohort changed", CohortChangedError("x"), False),
-    ("staging record", ShardStagingError("x"), False),
-    ("refused value", ExportDataError("x"), False),
-    ("iceberg lost race", IcebergCommitError("x"), True),
-    ("iceberg schema", IcebergSchemaError("x"), False),
-    ("not ours", ValueError("x"), False),
-    ("not ours, claims it", type("Claims", (Exception,), {"transient": True})("x"), False),
-]
-
-
-@pytest.mark.parametrize(
-    ("error", "transient"), [(e, t) for _, e, t in TRANSIENT], ids=[n for n, _, _ in TRANSIENT]
-)
-def test_each_error_says_whether_it_is_transient(error: BaseException, transient: bool) -> None:
-    assert is_transient(error) is transient
-    if isinstance(error, errors.AnalyticsError):
-        assert error.transient is transient
-
-
-def test_the_answer_survives_pickling() -> None:
-    import pickle
-
-    error = pickle.loads(pickle.dumps(transport(FailurePhase.TLS)))
-    assert error.phase is FailurePhase.TLS and not error.transient
 
 
 class Clock:

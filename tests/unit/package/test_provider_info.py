@@ -19,7 +19,7 @@ from airflow_provider_analytics.client.config import (
 )
 from airflow_provider_analytics.provider_info import CONNECTION_FIELDS, DOCUMENTATION_URL
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_entry_point_resolves_to_get_provider_info() -> None:

@@ -17,7 +17,7 @@ from airflow_provider_analytics.provider_info import DOCUMENTATION_URL
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 UV = ROOT / ".tools" / "bin" / "uv"
 
 

@@ -136,8 +136,13 @@ def test_verify_accepts_a_ca_bundle_path_and_false(tmp_path: Path) -> None:
     assert ClientConfig("https://h", verify=False).verify is False
 
 
-def test_a_verify_path_that_names_nothing_is_refused_naming_the_path(tmp_path: Path) -> None:
-    missing = tmp_path / "no-such-ca.pem"
+def test_a_verify_path_that_names_nothing_is_refused_naming_the_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a relative path: the message shows a value shortened past a bound, which a deep
+    # temporary folder (under xdist, say) could reach
+    monkeypatch.chdir(tmp_path)
+    missing = Path("no-such-ca.pem")
     with pytest.raises(
         AnalyticsConfigurationError, match=r"ClientConfig\.verify: names no CA"
     ) as e:

@@ -392,7 +392,7 @@ def test_any_chunking_of_the_body_gives_the_same_table(cuts: list[int], block: i
 
 
 def test_the_documented_type_table_is_the_one_the_code_uses() -> None:
-    page = (Path(__file__).parents[2] / "docs" / "output_tables.md").read_text(encoding="utf-8")
+    page = (Path(__file__).parents[3] / "docs" / "output_tables.md").read_text(encoding="utf-8")
     section = page.split("## Column types", 1)[1].split("\n## ", 1)[0]
     table = [line for line in section.splitlines() if line.startswith("| `")]
     assert table == [
