@@ -109,7 +109,8 @@ class IcebergDestination:
             root = self.staging_root.rstrip("/")
         else:
             root = (Path(tempfile.gettempdir()) / "analytics-shards").as_uri()
-        return ObjectStoragePath(f"{root}/{self.catalog_name}/{table}/{self.identity}/dt={day}/")
+        folder = f"{root}/{self.catalog_name}/{table}/{self.identity.folder}/dt={day}/"
+        return ObjectStoragePath(folder)
 
     def publish_parts(self, day: str, parts: Sequence[Any]) -> CohortFile:
         """The parts as the identity's day in one commit (one snapshot)."""

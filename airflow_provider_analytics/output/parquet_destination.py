@@ -31,6 +31,7 @@ from airflow_provider_analytics.core.identity import (
     COHORT_COLUMN,
     COHORT_FILE,
     IDENTITY_METADATA_KEY,
+    folder_name,
 )
 from airflow_provider_analytics.output.destination import CohortFile
 from airflow_provider_analytics.output.earlier_types import earlier_number_types
@@ -79,7 +80,8 @@ def output_path(
     """The object to write.
 
     A ``destination`` ending in ``/`` is a prefix: the partitions are appended Hive-style
-    (``key=value/``) followed by ``file_name``, e.g. ``s3://aws@bucket/analytics/`` becomes
+    (``key=value/``, the value escaped as Hive escapes it: ``core.identity.hive_escape``)
+    followed by ``file_name``, e.g. ``s3://aws@bucket/analytics/`` becomes
     ``s3://aws@bucket/analytics/cohort=vip/dt=2024-01-05/users.parquet``. Anything else is the
     object itself, used as given (templated by the operator).
 
@@ -95,7 +97,7 @@ def output_path(
     destination = checked_destination(destination, allowed)
     if destination.endswith("/"):
         layout = "".join(
-            f"{key}={partition_value(value, key)}/" for key, value in partitions.items()
+            f"{folder_name(key, partition_value(value, key))}/" for key, value in partitions.items()
         )
         destination = f"{destination}{layout}{file_name}"
     return ObjectStoragePath(destination)
@@ -207,7 +209,7 @@ class ParquetDestination:
 
         if self.identity.column == COHORT_COLUMN:
             old = ObjectStoragePath(f"{root}{OLD_COHORT_FOLDER}={self.identity.value}/")
-            new = f"{root}{self.identity}/"
+            new = f"{root}{self.identity.folder}/"
             if old.exists():
                 rules.fail(
                     "destination",
@@ -229,7 +231,7 @@ class ParquetDestination:
                     "destination",
                     f"holds {folder}{old_days[0]}/ (and {len(old_days) - 1} more days), written "
                     f"by an earlier version without the report's key; move each dt=<day> folder "
-                    f"of {folder} into {folder}{self.identity}/ once, then rerun",
+                    f"of {folder} into {folder}{self.identity.folder}/ once, then rerun",
                     self.destination,
                 )
 
@@ -245,7 +247,7 @@ class ParquetDestination:
 
         if self.is_prefix:
             root = f"{self.destination.rstrip('/')}.staging/"
-            folder = f"{root}{self.identity}/dt={day}/"
+            folder = f"{root}{self.identity.folder}/dt={day}/"
         else:
             folder = f"{self.destination}.staging/"
         return ObjectStoragePath(checked_destination(folder, self.allowed_roots))
