@@ -119,9 +119,9 @@ def test_the_folder_is_escaped_as_hive_escapes() -> None:
     assert cohort_identity("日本 vip+").folder == "cohort_code=日本 vip+"
 
 
-_CODES = st.text(
-    st.characters(exclude_categories=("Cs", "Cc")), min_size=1, max_size=30
-).filter(lambda code: _accepted(code))
+_CODES = st.text(st.characters(exclude_categories=("Cs", "Cc")), min_size=1, max_size=30).filter(
+    lambda code: _accepted(code)
+)
 
 
 def _accepted(code: str) -> bool:
