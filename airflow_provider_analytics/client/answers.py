@@ -25,6 +25,7 @@ rows[2].stepsDetail[0].convertedUser[1]``).
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from dataclasses import dataclass
 from typing import Annotated, Any, Final, Literal, TypeVar, cast
 
@@ -38,6 +39,7 @@ from pydantic import (
     model_validator,
 )
 
+from airflow_provider_analytics.core import strict_json
 from airflow_provider_analytics.core.errors import AnalyticsProtocolError
 from airflow_provider_analytics.core.redaction import Redactor
 from airflow_provider_analytics.core.report_dates import (
@@ -619,14 +621,20 @@ def decode(
     :return: the declared object (a model, or a list of models for the plan listings).
     :raises AnswerShapeError: naming the operation, the field and its position.
     """
-    adapter = ANSWERS[operation]
     try:
-        value = adapter.validate_python(payload, strict=True, context=asked)
+        value = _validator(operation).validate_python(payload, strict=True, context=asked)
     except ValidationError as exc:
         raise answer_error(operation, exc, secrets) from None
     if operation in _LIST_ANSWERS:
         _unique_ids(operation, value, secrets)
     return value
+
+
+@functools.cache
+def _validator(operation: str) -> Any:
+    """The declared answer's validator, stopping at an array's first fault (the bound on
+    errors: :func:`~airflow_provider_analytics.core.strict_json.first_fault`)."""
+    return strict_json.first_fault(ANSWERS[operation])
 
 
 def answer_error(
