@@ -12,8 +12,10 @@ from urllib.parse import unquote, urlsplit
 
 from airflow_provider_analytics import __version__
 from airflow_provider_analytics.client.throttle import DEFAULT_MAX_CONCURRENT_CALLS
+from airflow_provider_analytics.core import redaction
 from airflow_provider_analytics.core.errors import AnalyticsConfigurationError
 from airflow_provider_analytics.core.progress import DEFAULT_PROGRESS_INTERVAL
+from airflow_provider_analytics.core.redaction import Secret
 
 _SECRET_FIELDS = ("token", "app_key", "xtoken")
 _PREFIX_SEGMENT = re.compile(r"[A-Za-z0-9._~-]+")
@@ -117,6 +119,8 @@ class ClientConfig:
         self._check_base_url()
         for name in _SECRET_FIELDS:
             self._check_secret(name)
+            if getattr(self, name):  # shown as *** by repr, masked everywhere in the process
+                object.__setattr__(self, name, Secret(getattr(self, name)))
         object.__setattr__(self, "utm_prefix", self._normalised_prefix())
         for name in (
             "connect_timeout",
@@ -138,6 +142,7 @@ class ClientConfig:
         if not isinstance(self.allow_insecure_http, bool):
             self._refuse("allow_insecure_http", "must be a bool")
         self._check_proxy()
+        redaction.remember(self.secrets())
         if (
             not isinstance(self.user_agent, str)
             or not self.user_agent
