@@ -28,7 +28,6 @@ from airflow_provider_analytics.core.errors import AnalyticsError
 
 if TYPE_CHECKING:
     from pydantic import TypeAdapter
-    from pydantic_core import SchemaValidator
 
 MAX_DEPTH: Final = 64
 """Deepest nesting of arrays and objects read; the platform's answers are a few levels deep."""
@@ -141,14 +140,20 @@ def _deeper_than(data: bytes, limit: int) -> bool:
     return True
 
 
-def first_fault(adapter: TypeAdapter[Any]) -> SchemaValidator:
+def first_fault(adapter: TypeAdapter[Any]) -> Any:
     """A validator of ``adapter``'s type that stops at the first fault of every array, so the
     errors of one answer are bounded by its declaration, not by its length.
 
-    :param adapter: a declared answer.
-    """
-    from pydantic_core import SchemaValidator
+    Built from the adapter's own core schema, with ``fail_fast`` set on every sequence, by the
+    adapter's own validator class (pydantic-core's ``SchemaValidator``). Where that class is
+    another (a pydantic plugin wraps it) the adapter is returned as it is.
 
+    :param adapter: a declared answer.
+    :return: an object with ``validate_python``.
+    """
+    validator_type = type(adapter.validator)
+    if validator_type.__name__ != "SchemaValidator":
+        return adapter
     schema = copy.deepcopy(adapter.core_schema)
     nodes: list[Any] = [schema]
     while nodes:
@@ -159,7 +164,7 @@ def first_fault(adapter: TypeAdapter[Any]) -> SchemaValidator:
             nodes.extend(node.values())
         elif isinstance(node, list | tuple):
             nodes.extend(node)
-    return SchemaValidator(schema)
+    return validator_type(schema)  # type: ignore[call-arg]
 
 
 def _refuse_lone_surrogates(value: Any) -> None:
