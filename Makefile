@@ -119,7 +119,7 @@ reliability: venv
 constraints: venv
 	$(PY) -m devtools.constraints
 
-## make constraints-check: the file matches uv.lock, and pip resolves .[s3,iceberg,pandas,progress]
+## make constraints-check: the file matches uv.lock, and pip resolves .[s3,iceberg,pandas,progress,openlineage]
 ## with it, every package it would install pinned (`pip install --dry-run --report` in a throwaway
 ## venv; needs the package index).
 constraints-check: venv

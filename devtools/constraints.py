@@ -2,8 +2,8 @@
 
 Airflow publishes ``constraints-<python>.txt`` files of pinned versions so that pip does not
 have to search the huge space of Airflow's dependencies; this is the same for the provider:
-``pip install ".[s3,iceberg,pandas,progress]" -c constraints-3.11.txt`` from a clone resolves at
-once, with every package pinned, whichever extras are asked for.
+``pip install ".[s3,iceberg,pandas,progress,openlineage]" -c constraints-3.11.txt`` from a clone
+resolves at once, with every package pinned, whichever extras are asked for.
 
     python -m devtools.constraints            # write constraints-3.11.txt from uv.lock
     python -m devtools.constraints --check    # fail when the file is out of date with uv.lock
@@ -24,7 +24,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 UV = REPO / ".tools" / "bin" / "uv"
 PYTHON_VERSION = "3.11"
-EXTRAS = ("s3", "iceberg", "pandas", "progress")
+EXTRAS = ("s3", "iceberg", "pandas", "progress", "openlineage")
 """Every extra of the provider: the file pins what any combination of them installs."""
 CONSTRAINTS = REPO / f"constraints-{PYTHON_VERSION}.txt"
 HEADER = f"""\

@@ -11,6 +11,7 @@ from analytics_emulator.server import EmulatorConfig, EmulatorServer
 from hypothesis import Phase, settings
 
 from airflow_provider_analytics.client.throttle import forget_platforms
+from airflow_provider_analytics.core import redaction
 from tests.emulator_helpers import EmulatorAdmin
 
 if TYPE_CHECKING:
@@ -41,8 +42,10 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "deterministic"))
 @pytest.fixture(autouse=True)
 def _platforms_start_unthrottled() -> None:
     """Each test starts with no call in flight and no hold-off left by an earlier test's
-    ``Retry-After`` (the client shares both per platform within the process)."""
+    ``Retry-After`` (the client shares both per platform within the process), and with no
+    secret remembered by an earlier test's clients (masked in every message of the process)."""
     forget_platforms()
+    redaction.forget()
 
 
 @pytest.fixture(scope="session")

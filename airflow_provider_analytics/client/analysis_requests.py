@@ -40,7 +40,7 @@ from pydantic import (
 )
 
 from airflow_provider_analytics.client.answers import Asked
-from airflow_provider_analytics.core import rules
+from airflow_provider_analytics.core import identity, rules
 from airflow_provider_analytics.core.rules import Declared, check, fail, listed
 
 if TYPE_CHECKING:
@@ -318,7 +318,7 @@ def _crowds(value: Any, field: str) -> tuple[str]:
         rules.distinct(items, field, position=lambda i: f"crowds[{i}]")
     if len(items) > 1:
         fail(field, "comparing cohorts is not supported: give exactly one cohort code", value)
-    return (rules.cohort_code(items[0], f"{field}[0]"),)
+    return (identity.cohort_code(items[0], f"{field}[0]"),)
 
 
 class _Analysis(Declared):

@@ -27,6 +27,7 @@ must keep.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Final, Literal, TypeVar, cast
 
@@ -634,14 +635,20 @@ def decode(
     :return: the declared object (a model, or a list of models for the plan listings).
     :raises AnswerShapeError: naming the operation, the field and its position.
     """
-    adapter = ANSWERS[operation]
     try:
-        value = adapter.validate_python(payload, strict=True, context=asked)
+        value = _validator(operation).validate_python(payload, strict=True, context=asked)
     except ValidationError as exc:
         raise answer_error(operation, exc, secrets) from None
     if operation in _LIST_ANSWERS:
         _unique_ids(operation, value, secrets)
     return value
+
+
+@functools.cache
+def _validator(operation: str) -> Any:
+    """The declared answer's validator, stopping at an array's first fault (the bound on
+    errors: :func:`~airflow_provider_analytics.core.strict_json.first_fault`)."""
+    return strict_json.first_fault(ANSWERS[operation])
 
 
 def answer_error(

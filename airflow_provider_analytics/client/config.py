@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, PlainValidator, ValidationErr
 from airflow_provider_analytics.client.throttle import DEFAULT_MAX_CONCURRENT_CALLS
 from airflow_provider_analytics.core.errors import AnalyticsConfigurationError, bounded_repr
 from airflow_provider_analytics.core.progress import DEFAULT_PROGRESS_INTERVAL
+from airflow_provider_analytics.core.redaction import Secret
 from airflow_provider_analytics.core.version import __version__
 from airflow_provider_analytics.provider_info import APP_KEY_EXTRA
 
@@ -47,16 +48,6 @@ _HEADER_UNSAFE = re.compile(r"[\x00-\x1f\x7f]")
 _HEADER_SECRET = re.compile(r"[\x20-\x7e\xa0-\xff]+")
 _NUMBER_TEXT = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
 _TRUE, _FALSE = {"true", "yes", "on", "1"}, {"false", "no", "off", "0"}
-
-
-class Secret(str):
-    """A credential: the text itself where it is sent, ``***`` wherever it is shown by
-    ``repr`` (reprs of configs, header dicts, and the locals of a traceback)."""
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "***"
 
 
 def is_loopback(host: str) -> bool:

@@ -91,7 +91,9 @@ class PlatformThrottle:
 
     def __init__(self, *, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
-        self._lock = threading.Lock()
+        # re-entrant: a slot is also released by a finalizer (a response collected), which the
+        # garbage collector may run on a thread that holds the lock; a plain lock deadlocks
+        self._lock = threading.RLock()
         self._in_flight = 0
         self._waiters: deque[_Waiter] = deque()
         self._resume_at = -math.inf

@@ -21,7 +21,7 @@ from airflow_provider_analytics.client.analysis_requests import (
     EventRequest,
     FunnelRequest,
 )
-from airflow_provider_analytics.core import rules
+from airflow_provider_analytics.core import identity, rules
 from airflow_provider_analytics.core.rules import Declared, check, fail
 
 _TAG_CODE = re.compile(r"[A-Za-z0-9_-]{1,100}")
@@ -69,7 +69,7 @@ class CohortQuery(Declared):
     model_config = ConfigDict(alias_generator=AliasGenerator(serialization_alias=to_camel))
     _part = False
 
-    cohort_code: Annotated[str, check(rules.cohort_code)]
+    cohort_code: Annotated[str, check(identity.cohort_code)]
     limit: Annotated[int | None, check(rules.count, optional=True)] = None
     properties: Annotated[tuple[str, ...] | None, check(_properties, optional=True)] = None
     page: Annotated[int | None, check(rules.count, optional=True)] = None

@@ -32,7 +32,11 @@ whatever else is exported, and the Parquet field keeps the id in its metadata
 ``tag.a_b``, ``registerTime`` and ``register_time``) are refused before any request, naming
 both ids and the name. An id that leaves nothing (``$``) is refused too.
 
-``ids`` writes the platform's ids as they are (the naming of earlier versions).
+``ids`` writes the platform's ids as they are (the naming of earlier versions), and so refuses a
+property named like a column the provider adds (``dt``, ``cohort_code``, ``report_key``, in any
+case): renaming it would break the promise of ids as they are, and keeping it would let
+folder-based readers replace its values with the partition's. The Iceberg writer refuses such a
+column by the same rule (``core.identity.refuse_partition_columns``).
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Final
 
 from airflow_provider_analytics.core import rules
+from airflow_provider_analytics.core.identity import PARTITION_COLUMNS, refuse_partition_columns
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -55,9 +60,6 @@ MAX_NAME_LENGTH: Final = 63
 
 _OUTSIDE_NAME = re.compile(r"[^a-z0-9_]")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
-
-PROVIDER_COLUMNS: Final = frozenset({"dt", "cohort_code", "report_key"})
-"""Columns the destinations add (the day, the identity): a property never takes their name."""
 
 BIGQUERY_RESERVED_PREFIXES: Final = (
     "_table_",
@@ -271,7 +273,7 @@ def warehouse_name(column_id: str) -> str:
         return ""
     if name[0].isdigit() or name.startswith(BIGQUERY_RESERVED_PREFIXES):
         name = f"c_{name}"
-    if name in RESERVED_WORDS or name in PROVIDER_COLUMNS:
+    if name in RESERVED_WORDS or name in PARTITION_COLUMNS:
         name = f"{name}_"
     if len(name) > MAX_NAME_LENGTH:
         digest = hashlib.sha256(column_id.encode()).hexdigest()[:8]
@@ -289,9 +291,11 @@ def column_name_map(
     :param field: the argument the ids came from, for the message.
     :raises AnalyticsValidationError: naming both ids of a collision and the name they share,
         or an id that maps to no name. With ``ids`` the names are the ids (the caller keeps
-        them unique).
+        them unique), a partition column's name refused.
     """
     if setting is ColumnNames.IDS:
+        column_ids = list(column_ids)
+        refuse_partition_columns(column_ids, field, "with column_names='ids' the columns")
         return {column_id: column_id for column_id in column_ids}
     names: dict[str, str] = {}
     holders: dict[str, str] = {}

@@ -3,8 +3,10 @@
 Every error carries ``status`` (HTTP status or ``None``), ``code``, ``msg`` and ``data``
 (from the platform's ``{code, msg, data}`` error body when there was one) and
 ``operation`` (the client method that failed). Messages say what happened and what to
-check. Whatever an error shows is passed through a :class:`Redactor` built from the
-connection's secrets, so a server echoing a header cannot leak a token.
+check. Whatever an error shows is passed through the one redaction
+(:mod:`~airflow_provider_analytics.core.redaction`): the secrets it is given and every secret
+the process knows are masked when it is made and again whenever it is shown, so a server
+echoing a header, a record or a value cannot leak a token, however the error was built.
 
 Each class also says whether it is **transient** (:attr:`AnalyticsError.transient`): whether
 the same call may succeed if it is made again later. This is the one place that decides it;
@@ -19,7 +21,7 @@ import reprlib
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Final
 
-from airflow_provider_analytics.core.redaction import Redactor
+from airflow_provider_analytics.core.redaction import Redactor, known
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -86,10 +88,10 @@ class AnalyticsError(Exception):
         super().__init__(self.message)
 
     def __str__(self) -> str:
-        return self.message
+        return known().text(self.message)  # and the secrets remembered since it was made
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.message!r})"
+        return f"{type(self).__name__}({str(self)!r})"
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (_restore, (type(self), dict(self.__dict__)))
@@ -101,8 +103,15 @@ def is_transient(error: BaseException) -> bool:
     return isinstance(error, AnalyticsError) and error.transient
 
 
+class _MaskedRepr(reprlib.Repr):
+    """``reprlib`` that masks a string's secrets before cutting it (mask, then cut)."""
+
+    def repr_str(self, x: str, level: int) -> str:
+        return super().repr_str(known().text(x), level)
+
+
 def _bounded_repr_settings() -> reprlib.Repr:
-    settings = reprlib.Repr()
+    settings = _MaskedRepr()
     settings.maxlevel = 3
     for name in (
         "maxtuple",
@@ -127,11 +136,14 @@ def bounded_repr(value: Any, limit: int = _MAX_SHOWN_VALUE) -> str:
 
     Built from a few items and levels only (:mod:`reprlib`), so a huge or deeply shared
     value (a YAML alias bomb, a 10,000-character string) costs no more than a small one.
+    Every string is masked (the secrets the process knows) before it is cut.
     """
-    # reprlib cuts every string at its own size: a string within ``limit`` is shown whole
+    # reprlib cuts every string at its own size: a string within ``limit`` is shown whole;
+    # known secrets are masked before the text is cut
     text = (
         repr(value) if isinstance(value, str) and len(value) < limit else _BOUNDED_REPR.repr(value)
     )
+    text = known().text(text)
     if len(text) > limit:
         text = text[: limit - 3] + "..."
     return text

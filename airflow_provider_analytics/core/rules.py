@@ -49,9 +49,6 @@ COUNT_MAX = 2**31 - 1
 integers (a Java ``int``)."""
 INT64_MAX = 2**63 - 1
 """Largest magnitude of any integer sent: the platform reads numbers as 64-bit values at most."""
-COHORT_CODE_RULE = (
-    "must not contain '/', '\\', '..' or surrounding whitespace (it names a storage partition)"
-)
 DATA_TYPES = ("string", "number", "boolean", "datetime", "array<string>")
 
 ID_RULE = "must contain only letters, digits and underscore and not start with a digit"
@@ -246,16 +243,6 @@ def count(value: Any, field: str) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= COUNT_MAX:
         fail(field, f"must be a positive integer up to {COUNT_MAX}", value)
     return value
-
-
-def cohort_code(value: Any, field: str = "cohort_code") -> str:
-    """A cohort code: 1 to 100 characters, sendable, and safe as a storage partition value."""
-    if not isinstance(value, str) or not value.strip():
-        fail(field, "must be a non-empty string", value)
-    code = sendable(value, field, max_length=ID_MAX_LENGTH)
-    if "/" in code or "\\" in code or ".." in code or code != code.strip():
-        fail(field, COHORT_CODE_RULE, value)
-    return code
 
 
 def flag(value: Any, field: str) -> int:

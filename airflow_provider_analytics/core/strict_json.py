@@ -8,15 +8,32 @@ Refused, where ``json.loads`` would accept them silently:
 - bytes that are not UTF-8 (JSON text is UTF-8; a replacement would change a value);
 - a ``\\uD800``-style escape of half a surrogate pair, which decodes to a string no UTF-8
   writer (Parquet, a warehouse) can hold.
+
+It is also where the bounds on what is read are kept, before any of it is decoded or validated:
+a document is at most :data:`MAX_BYTES` long and nested at most :data:`MAX_DEPTH` deep (a
+document nested 100,000 deep would otherwise end in a bare ``RecursionError``), and a declared
+answer is validated by :func:`first_fault`'s validator, which stops at the first fault of a
+sequence instead of collecting one error per element (a 50 MB array of zeros would otherwise
+take gigabytes of errors).
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import re
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from airflow_provider_analytics.core.errors import AnalyticsError
+
+if TYPE_CHECKING:
+    from pydantic import TypeAdapter
+
+MAX_DEPTH: Final = 64
+"""Deepest nesting of arrays and objects read; the platform's answers are a few levels deep."""
+MAX_BYTES: Final = 128 * 2**20
+"""Longest document read (128 MiB): far beyond any answer, short of what exhausts a worker
+once decoded (a JSON document takes several times its size as Python objects)."""
 
 
 class StrictJsonError(AnalyticsError, ValueError):
@@ -64,25 +81,90 @@ def loads(data: bytes | str, *, using: json.JSONDecoder = _DECODER) -> Any:
     :raises StrictJsonError: it is not strict JSON; the message says why (and the line and
         column of a syntax error).
     """
+    if len(data) > MAX_BYTES:
+        raise StrictJsonError(
+            f"is {len(data)} bytes long, more than the {MAX_BYTES} bytes a document may be"
+        )
     if isinstance(data, bytes | bytearray | memoryview):
+        data = bytes(data)
+        if _deeper_than(data, MAX_DEPTH):
+            raise _too_deep()
         try:
-            text = bytes(data).decode("utf-8")
+            text = data.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise StrictJsonError(f"is not valid UTF-8 (byte {exc.start})") from None
     else:
         text = data
+        if _deeper_than(text.encode("utf-8", "surrogatepass"), MAX_DEPTH):
+            raise _too_deep()
     try:
         value = using.decode(text)
     except json.JSONDecodeError as exc:
         raise StrictJsonError(
             f"is not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})"
         ) from None
+    except RecursionError:  # not reached after the depth check; kept as the last guard
+        raise _too_deep() from None
     if _SURROGATE_ESCAPE.search(text):  # rare: only then are the decoded strings walked
         _refuse_lone_surrogates(value)
     return value
 
 
 _SURROGATE_ESCAPE: Final = re.compile(r"\\u[dD][89a-fA-F]")
+_STRUCTURE: Final = bytes(set(range(256)) - set(b'[]{}"'))
+"""Every byte but the brackets and the quote: deleted before the nesting is measured."""
+_STRING: Final = re.compile(rb'"[^"]*"')
+_INNERMOST: Final = re.compile(rb"\[\]|\{\}")
+
+
+def _too_deep() -> StrictJsonError:
+    return StrictJsonError(
+        f"is nested deeper than {MAX_DEPTH} levels of arrays and objects, the most a document "
+        "may be"
+    )
+
+
+def _deeper_than(data: bytes, limit: int) -> bool:
+    """Whether ``data`` nests arrays and objects deeper than ``limit``, without decoding it:
+    escaped backslashes and quotes, then every byte but brackets and quotes, then the strings
+    are taken out (all in C), and each pass strips the innermost pairs of brackets (a level)."""
+    if data.count(b"[") + data.count(b"{") <= limit:
+        return False
+    bare = data.replace(b"\\\\", b"").replace(b'\\"', b"").translate(None, _STRUCTURE)
+    brackets = _STRING.sub(b"", bare)
+    for _ in range(limit):
+        peeled = _INNERMOST.sub(b"", brackets)
+        if not peeled or len(peeled) == len(brackets):  # done, or not JSON (the decoder says)
+            return False
+        brackets = peeled
+    return True
+
+
+def first_fault(adapter: TypeAdapter[Any]) -> Any:
+    """A validator of ``adapter``'s type that stops at the first fault of every array, so the
+    errors of one answer are bounded by its declaration, not by its length.
+
+    Built from the adapter's own core schema, with ``fail_fast`` set on every sequence, by the
+    adapter's own validator class (pydantic-core's ``SchemaValidator``). Where that class is
+    another (a pydantic plugin wraps it) the adapter is returned as it is.
+
+    :param adapter: a declared answer.
+    :return: an object with ``validate_python``.
+    """
+    validator_type = type(adapter.validator)
+    if validator_type.__name__ != "SchemaValidator":
+        return adapter
+    schema = copy.deepcopy(adapter.core_schema)
+    nodes: list[Any] = [schema]
+    while nodes:
+        node = nodes.pop()
+        if isinstance(node, dict):
+            if node.get("type") in ("list", "tuple", "set", "frozenset", "generator"):
+                node["fail_fast"] = True
+            nodes.extend(node.values())
+        elif isinstance(node, list | tuple):
+            nodes.extend(node)
+    return validator_type(schema)  # type: ignore[call-arg]
 
 
 def _refuse_lone_surrogates(value: Any) -> None:

@@ -40,15 +40,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--conn-id", default="iceberg_default", help="the catalog's connection")
     parser.add_argument("--dry-run", action="store_true", help="change nothing; say what")
     arguments = parser.parse_args(argv)
-    identity = Identity.parse(arguments.identity)
-    if identity is None:
-        parser.error("identity: must be cohort_code=<code> or report_key=<key>")
     from airflow_provider_analytics.core.errors import IcebergSchemaError
     from airflow_provider_analytics.operators.paths import deployment_roots
     from airflow_provider_analytics.output.iceberg_migration import migrate_to_identity
 
-    catalog = IcebergCatalogHook(iceberg_conn_id=arguments.conn_id).get_conn()
-    try:
+    try:  # the identity rule every operator applies, before the catalog is touched
+        identity = Identity.parse(arguments.identity)
+        if identity is None:
+            parser.error("identity: must be cohort_code=<code> or report_key=<key>")
+        catalog = IcebergCatalogHook(iceberg_conn_id=arguments.conn_id).get_conn()
         summary = migrate_to_identity(
             catalog,
             arguments.table,

@@ -8,7 +8,6 @@ from airflow_provider_analytics.core.identity import COHORT_FILE, cohort_identit
 from airflow_provider_analytics.export.settings import ExportSettings
 from airflow_provider_analytics.operators.intervals import covered_days
 from airflow_provider_analytics.operators.output import AnalyticsOutputOperator
-from airflow_provider_analytics.output.roots import partition_value
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -21,16 +20,14 @@ if TYPE_CHECKING:
 
 def rendered_cohort_query(cohort_code: Any, limit: Any, properties: Any) -> CohortQuery:
     """An operator's rendered cohort code, limit and properties, checked once by the client's
-    rules (the code also as a partition value).
+    rules (the code by the identity rule, :mod:`~airflow_provider_analytics.core.identity`).
 
     Rendered values are checked as they are, never coerced: ``limit=True`` or ``1.9`` would
     otherwise export one user and succeed.
     """
     from airflow_provider_analytics.client.validation import cohort_query
 
-    query = cohort_query(cohort_code, limit=limit, properties=properties)
-    partition_value(query.cohort_code, "cohort_code")
-    return query
+    return cohort_query(cohort_code, limit=limit, properties=properties)
 
 
 class CohortExportToParquetOperator(AnalyticsOutputOperator):

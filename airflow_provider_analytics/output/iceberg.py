@@ -35,7 +35,6 @@ import time
 import uuid
 import warnings
 from typing import TYPE_CHECKING, Any, Final, NoReturn
-from urllib.parse import quote
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -61,6 +60,7 @@ from airflow_provider_analytics.core.errors import (
     IcebergLayoutError,
     IcebergSchemaError,
 )
+from airflow_provider_analytics.core.identity import DAY_COLUMN, refuse_partition_columns
 from airflow_provider_analytics.core.retry import RetryPolicy
 from airflow_provider_analytics.output.parquet import (
     cast_to,
@@ -87,7 +87,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-PARTITION_COLUMN: Final = "dt"
+PARTITION_COLUMN: Final = DAY_COLUMN
 """The date column every table written here is partitioned by (identity), after the identity
 column."""
 
@@ -314,17 +314,14 @@ class IcebergDayWriter:
 
         :param schema: the data's columns (without the identity column and ``dt``, which are
             added).
+        :raises AnalyticsValidationError: a data column named like a partition column (the one
+            rule of :func:`~airflow_provider_analytics.core.identity.refuse_partition_columns`).
         :raises IcebergSchemaError: naming the column, when a column's type cannot evolve to
             the data's; nothing is written then.
         :raises IcebergLayoutError: when the table is not partitioned by the identity column
             and ``dt`` (an earlier version's table), naming the migration.
         """
-        for added in (self.identity.column, PARTITION_COLUMN):
-            if added in schema.names:
-                raise IcebergSchemaError(
-                    f"{self.identifier}: the data has a column {added!r}, which is a "
-                    "partition column the writer adds"
-                )
+        refuse_partition_columns(schema.names, "columns", f"{self.identifier}: the data's columns")
         full = self._with_partition_columns(schema)
         table, created = self._load_or_create(full)
         self._refuse_old_layout(table)
@@ -604,8 +601,7 @@ class IcebergDayWriter:
         """Open the next data file under the table's data location (the day's folder)."""
         table = self.table
         assert self._file_schema is not None
-        value = quote(self.identity.value, safe="")
-        folder = f"{self.identity.column}={value}/{PARTITION_COLUMN}={self.day.isoformat()}"
+        folder = f"{self.identity.folder}/{PARTITION_COLUMN}={self.day.isoformat()}"
         name = f"{folder}/{self.commit_uuid}-{self._files_opened:05d}.parquet"
         self._files_opened += 1
         path = table.location_provider().new_data_location(name)

@@ -136,7 +136,7 @@ class IcebergDestination:
             own = allowed_roots(private, "the worker's private folder")
             allowed = [(origin, roots + own) for origin, roots in allowed]
         top = f"{root}/{self.catalog_name}/"
-        folder = f"{top}{table}/{self.identity}/dt={day}/"
+        folder = f"{top}{table}/{self.identity.folder}/dt={day}/"
         return staging_folder(folder, allowed, own_from=top)
 
     def publish_parts(self, day: str, parts: Sequence[Any]) -> CohortFile:

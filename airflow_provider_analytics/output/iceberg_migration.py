@@ -27,7 +27,9 @@ import pyarrow as pa
 from pyiceberg.expressions import And
 from pyiceberg.types import StringType
 
+from airflow_provider_analytics.core import rules
 from airflow_provider_analytics.core.errors import IcebergSchemaError
+from airflow_provider_analytics.core.identity import REPORT_COLUMN, table_holds
 from airflow_provider_analytics.output.iceberg import (
     COMMIT_PROPERTY,
     IDENTITY_PROPERTY,
@@ -60,6 +62,21 @@ def _unmigrated_days(table: Table, column: str) -> list[dt.date]:
     return sorted(set(rows[PARTITION_COLUMN].to_pylist()))
 
 
+def _load(catalog: Catalog, identifier: str) -> Table:
+    """The table, or a refusal naming it (not a namespace.table, or not in the catalog)."""
+    from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
+
+    namespace, _, name = identifier.rpartition(".")
+    if not namespace or not name:
+        rules.fail("table", "must be namespace.table", identifier)
+    try:
+        return catalog.load_table(identifier)
+    except (NoSuchTableError, NoSuchNamespaceError):
+        raise IcebergSchemaError(
+            f"{identifier}: no such table in the catalog; check the name and the connection"
+        ) from None
+
+
 def migrate_to_identity(
     catalog: Catalog,
     identifier: str,
@@ -72,17 +89,28 @@ def migrate_to_identity(
 
     :param catalog: the pyiceberg catalog.
     :param identifier: ``namespace.table``.
-    :param identity: what every existing row holds (``cohort_code=vip``).
+    :param identity: what every existing row holds (``cohort_code=vip``), checked by the
+        identity rule when it was made; a cohort table takes a cohort, a report table a report
+        (:func:`~airflow_provider_analytics.core.identity.table_holds`).
     :param dry_run: only report what would be done.
     :param allowed_roots: the roots the deployment allows writes under: each rewritten data
         file is checked against them before it is created, and the table's location before
         anything is changed.
     :return: the table, the identity, the days and rows migrated, whether it was needed.
-    :raises IcebergSchemaError: the table is not one of this provider's (no ``dt`` partition),
-        or it already has a column of the identity's name that is not its partition.
+    :raises IcebergSchemaError: the table is missing, is not one of this provider's (no ``dt``
+        partition), holds the other kind of rows, or already has a column of the identity's
+        name that is not its partition.
+    :raises AnalyticsValidationError: ``identifier`` is not ``namespace.table``.
     """
-    table = catalog.load_table(identifier)
+    table = _load(catalog, identifier)
     checked_destination(f"{table.location().rstrip('/')}/", allowed_roots, "iceberg table location")
+    holds = table_holds(table.schema().column_names)
+    if holds != identity.column:
+        raise IcebergSchemaError(
+            f"{identifier} holds {'reports' if holds == REPORT_COLUMN else 'cohorts'}, and "
+            f"{identity} names {'a report' if identity.column == REPORT_COLUMN else 'a cohort'}; "
+            f"give it {holds}=<{'key' if holds == REPORT_COLUMN else 'code'}>"
+        )
     partitioned = identity_partitions(table)
     summary: dict[str, Any] = {"table": identifier, "identity": str(identity), "dry_run": dry_run}
     if PARTITION_COLUMN not in partitioned:

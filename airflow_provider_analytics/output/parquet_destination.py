@@ -43,6 +43,7 @@ from airflow_provider_analytics.core.identity import (
     COHORT_COLUMN,
     COHORT_FILE,
     IDENTITY_METADATA_KEY,
+    folder_name,
 )
 from airflow_provider_analytics.output.destination import (
     CohortFile,
@@ -151,7 +152,8 @@ def output_path(
     """The object to write.
 
     A ``destination`` ending in ``/`` is a prefix: the partitions are appended Hive-style
-    (``key=value/``) followed by ``file_name``, e.g. ``s3://aws@bucket/analytics/`` becomes
+    (``key=value/``, the value escaped as Hive escapes it: ``core.identity.hive_escape``)
+    followed by ``file_name``, e.g. ``s3://aws@bucket/analytics/`` becomes
     ``s3://aws@bucket/analytics/cohort=vip/dt=2024-01-05/users.parquet``. Anything else is the
     object itself, used as given (templated by the operator).
 
@@ -167,7 +169,7 @@ def output_path(
     destination = checked_destination(destination, allowed)
     if destination.endswith("/"):
         layout = "".join(
-            f"{key}={partition_value(value, key)}/" for key, value in partitions.items()
+            f"{folder_name(key, partition_value(value, key))}/" for key, value in partitions.items()
         )
         destination = f"{destination}{layout}{file_name}"
     return ObjectStoragePath(destination)
@@ -279,7 +281,7 @@ class ParquetDestination:
 
         if self.identity.column == COHORT_COLUMN:
             old = ObjectStoragePath(f"{root}{OLD_COHORT_FOLDER}={self.identity.value}/")
-            new = f"{root}{self.identity}/"
+            new = f"{root}{self.identity.folder}/"
             if old.exists():
                 rules.fail(
                     "destination",
@@ -301,7 +303,7 @@ class ParquetDestination:
                     "destination",
                     f"holds {folder}{old_days[0]}/ (and {len(old_days) - 1} more days), written "
                     f"by an earlier version without the report's key; move each dt=<day> folder "
-                    f"of {folder} into {folder}{self.identity}/ once, then rerun",
+                    f"of {folder} into {folder}{self.identity.folder}/ once, then rerun",
                     self.destination,
                 )
 
@@ -316,7 +318,7 @@ class ParquetDestination:
         Through the roots' gate at each use (:func:`~airflow_provider_analytics.output.roots.
         staging_folder`): under the allowed roots, and no level from ``.staging`` down a link."""
         root = f"{self.destination.rstrip('/')}.staging/"
-        folder = f"{root}{self.identity}/dt={day}/" if self.is_prefix else root
+        folder = f"{root}{self.identity.folder}/dt={day}/" if self.is_prefix else root
         staged: ObjectStoragePath = staging_folder(folder, self.allowed_roots, own_from=root)
         return staged
 

@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from airflow_provider_analytics.core.errors import AnalyticsUsageError
+from airflow_provider_analytics.core.identity import REPORT_MARK_COLUMNS
 from airflow_provider_analytics.reports.labels import column_slug, optional_report_datetime
 
 if TYPE_CHECKING:
@@ -177,8 +178,9 @@ def local_times_as_utc(values: Sequence[object], timezone: str) -> pa.Array:
     return local.cast(TIMESTAMP)
 
 
-REPORT_TIME_COLUMNS: Final = ("report_updated_at", "report_updated_at_text")
-"""When the platform computed a report: the only columns that differ between reruns of a day."""
+REPORT_TIME_COLUMNS: Final = REPORT_MARK_COLUMNS
+"""When the platform computed a report: the only columns that differ between reruns of a day
+(and the columns that tell a report table from a cohort table, ``core.identity.table_holds``)."""
 
 REPORT_TIME_TEXT_LIMIT: Final = 200
 """Characters of ``reportUpdateTime`` kept as sent; a longer value is cut."""

@@ -193,7 +193,7 @@ def test_repr_masks_every_secret_and_secrets_lists_them() -> None:
     text = repr(config)
     for value in SECRETS.values():
         assert value not in text
-    assert "token=***" in text and "app_key=***" in text and "xtoken=***" in text
+    assert "token='***'" in text and "app_key='***'" in text and "xtoken='***'" in text
     assert sorted(config.secrets()) == sorted(SECRETS.values())
     assert "xtoken=None" in repr(ClientConfig("https://h", token="t"))
 
@@ -317,5 +317,5 @@ def test_credentials_are_held_with_a_masked_repr() -> None:
     for name, value in SECRETS.items():
         held = getattr(config, name)
         assert isinstance(held, Secret) and held == value
-        assert repr(held) == "***" and value not in repr({"header": held})
+        assert repr(held) == "'***'" and value not in repr({"header": held})
         assert f"{held}" == value  # what is sent is the value itself

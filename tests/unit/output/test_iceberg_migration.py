@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
 
 DAYS = [dt.date(2024, 1, 10), dt.date(2024, 1, 11)]
-REPORT = Identity("report_key", "to_cart")
+COHORT = Identity("cohort_code", "to_cart")
 ARROW = pa.schema([("user_id", pa.int64()), pa.field("dt", pa.date32(), False)])
 
 
@@ -68,35 +68,35 @@ def old_table(catalog: Catalog, identifier: str, *fields: NestedField, spec: str
 
 
 def test_a_dry_run_names_the_days_and_changes_nothing(catalog: Catalog) -> None:
-    old_table(catalog, "lake.funnel")
-    before = catalog.load_table("lake.funnel")
-    summary = migrate_to_identity(catalog, "lake.funnel", REPORT, dry_run=True)
+    old_table(catalog, "lake.users_daily")
+    before = catalog.load_table("lake.users_daily")
+    summary = migrate_to_identity(catalog, "lake.users_daily", COHORT, dry_run=True)
     assert summary == {
-        "table": "lake.funnel",
-        "identity": "report_key=to_cart",
+        "table": "lake.users_daily",
+        "identity": "cohort_code=to_cart",
         "dry_run": True,
         "days": ["2024-01-10", "2024-01-11"],
         "rows": 0,
         "migrated": False,
     }
-    after = catalog.load_table("lake.funnel")
+    after = catalog.load_table("lake.users_daily")
     assert after.schema().column_names == before.schema().column_names == ["user_id", "dt"]
     assert len(after.snapshots()) == len(before.snapshots())
 
 
 def test_every_old_row_gets_the_identity_once(catalog: Catalog) -> None:
-    old_table(catalog, "lake.funnel")
-    before = catalog.load_table("lake.funnel")
+    old_table(catalog, "lake.users_daily")
+    before = catalog.load_table("lake.users_daily")
     snapshots, commits = len(before.snapshots()), len(before.metadata.metadata_log)
-    summary = migrate_to_identity(catalog, "lake.funnel", REPORT)
+    summary = migrate_to_identity(catalog, "lake.users_daily", COHORT)
     assert (summary["migrated"], summary["rows"]) == (True, 4)
     assert summary["days"] == ["2024-01-10", "2024-01-11"]
 
-    table = catalog.load_table("lake.funnel")
-    assert table.schema().find_field("report_key").field_type == StringType()
-    assert [field.name for field in table.spec().fields] == ["dt", "report_key"]
+    table = catalog.load_table("lake.users_daily")
+    assert table.schema().find_field("cohort_code").field_type == StringType()
+    assert [field.name for field in table.spec().fields] == ["dt", "cohort_code"]
     rows = table.scan().to_arrow().sort_by("user_id").to_pylist()
-    assert [(row["user_id"], row["report_key"]) for row in rows] == [
+    assert [(row["user_id"], row["cohort_code"]) for row in rows] == [
         (0, "to_cart"),
         (1, "to_cart"),
         (10, "to_cart"),
@@ -107,18 +107,18 @@ def test_every_old_row_gets_the_identity_once(catalog: Catalog) -> None:
     swapped = [snapshot.summary for snapshot in table.snapshots()[snapshots:]]
     assert [summary.operation for summary in swapped] == [Operation.OVERWRITE, Operation.APPEND]
     for properties in (summary.additional_properties for summary in swapped):
-        assert properties[IDENTITY_PROPERTY] == "report_key=to_cart"
+        assert properties[IDENTITY_PROPERTY] == "cohort_code=to_cart"
         assert properties[COMMIT_PROPERTY] == "migration"
 
-    again = migrate_to_identity(catalog, "lake.funnel", REPORT)
+    again = migrate_to_identity(catalog, "lake.users_daily", COHORT)
     assert (again["migrated"], again["days"], again["rows"]) == (False, [], 0)
-    assert len(catalog.load_table("lake.funnel").metadata.metadata_log) == commits + 2
+    assert len(catalog.load_table("lake.users_daily").metadata.metadata_log) == commits + 2
 
 
 def test_a_table_not_partitioned_by_day_is_not_the_providers(catalog: Catalog) -> None:
     old_table(catalog, "lake.other", spec="user_id")
     with pytest.raises(IcebergSchemaError, match=r"not partitioned by identity\(dt\)"):
-        migrate_to_identity(catalog, "lake.other", REPORT)
+        migrate_to_identity(catalog, "lake.other", COHORT)
 
 
 def test_a_column_of_the_identitys_name_that_is_no_partition_is_refused(
