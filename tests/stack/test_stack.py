@@ -380,9 +380,11 @@ def event_driven(local_stack: Stack) -> Iterator[dict[str, dt.date]]:
     try:
         yield days
     finally:
-        admin(local_stack).reset()
-        local_stack.airflow("dags", "unpause", "--treat-dag-id-as-regex", "-y", ".*")
-        local_stack.restart("scheduler")
+        # the Celery tests may have brought the local stack down already (one stack at a time)
+        if local_stack.processes:
+            admin(local_stack).reset()
+            local_stack.airflow("dags", "unpause", "--treat-dag-id-as-regex", "-y", ".*")
+            local_stack.restart("scheduler")
 
 
 def test_each_ready_day_runs_the_event_driven_dag_once_and_a_day_below_the_threshold_never(
