@@ -289,10 +289,23 @@ def merge_parts(
     metadata: dict[str, str],
 ) -> int:
     """One Parquet object from the parts, row group by row group, replacing ``destination``
-    atomically. Returns bytes written."""
+    atomically. Returns bytes written.
+
+    The row groups are copied as the parts encoded them when every part has the object's
+    column types and codec (:func:`~airflow_provider_analytics.output.parquet_footer.
+    join_parts`); otherwise (a column one part holds as int64 and another as double) each is
+    decoded and encoded again."""
+    from airflow_provider_analytics.output.parquet_footer import join_parts
+
     schema = unified_schema(parts)
     schema = schema.with_metadata({**(schema.metadata or {}), **metadata})
-    return _write_atomically(destination, schema, part_row_groups(parts, schema), compression)
+    open_writer = functools.partial(parquet_writer, compression=compression)
+    with atomic_destination(destination) as temporary, temporary.open("wb") as sink:
+        if not join_parts(parts, sink, schema, open_writer):
+            with open_writer(sink, schema) as writer:
+                for table in part_row_groups(parts, schema):
+                    writer.write_table(table)
+        return int(sink.tell())
 
 
 class StreamOpener(Protocol):
