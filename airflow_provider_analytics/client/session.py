@@ -19,7 +19,7 @@ import contextlib
 import socket
 import threading
 import weakref
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 import requests
 from requests.adapters import HTTPAdapter
@@ -119,16 +119,12 @@ def deadline(seconds: float) -> Iterator[_Watch]:
         _current.watch = previous
 
 
-BODY_CHUNK: Final = 1 << 20
-"""Bytes read from an answer's body at once. ``requests`` reads a body it does not stream
-10 KiB at a time, each read a trip through urllib3's Python layers: a page of 5,000 cohort
-users (2.2 MB) took ~220 of them."""
-
-
 def _read_body(response: requests.Response) -> None:
     """Read the whole body now, within the attempt and its deadline, as ``requests`` does for
-    an answer that is not streamed (its errors are the same), in reads of :data:`BODY_CHUNK`."""
-    response._content = b"".join(response.iter_content(BODY_CHUNK))
+    an answer it does not stream (its errors are the same), but in one read of its length:
+    ``requests`` reads 10 KiB at a time, each read a trip through urllib3's Python layers (a
+    page of 5,000 cohort users, 2.2 MB, took ~220), and joins them in a copy of the body."""
+    response._content = b"".join(response.iter_content(None))
 
 
 class HttpSession:

@@ -353,8 +353,15 @@ class ShardReader:
                         f"(shard {shard.index}) holds {answer.rows} users, {expected} expected "
                         f"of a cohort of {plan.count}; nothing was published"
                     )
-                # the users as they were sent, in the stream's blocks, by the stream's rule
-                yield from iter_counted_blocks([answer.lines], self.settings.block_bytes)
+                # the users as they were sent, a block of lines by the stream's rule
+                if len(answer.lines) <= self.settings.max_line_bytes:
+                    yield answer.lines, answer.rows
+                else:  # cut, and a line too long refused naming its row as the stream's
+                    yield from iter_counted_blocks(
+                        [answer.lines],
+                        self.settings.block_bytes,
+                        max_line_bytes=self.settings.max_line_bytes,
+                    )
 
 
 def load_or_start_plan(staging: StoragePath, plan: ShardPlan) -> bool:
