@@ -46,8 +46,7 @@ from airflow_provider_analytics.core import rules
 from airflow_provider_analytics.core.errors import CohortChangedError, ShardStagingError
 from airflow_provider_analytics.core.heap import trim_heap
 from airflow_provider_analytics.core.identity import request_digest
-from airflow_provider_analytics.core.ndjson import iter_counted_blocks
-from airflow_provider_analytics.core.pipeline import map_ahead, read_ahead
+from airflow_provider_analytics.core.ndjson import iter_line_blocks
 from airflow_provider_analytics.core.retry import RetryPolicy
 from airflow_provider_analytics.export.arrow_pool import arrow_memory_pool
 from airflow_provider_analytics.export.decoder import BlockDecoder
@@ -280,10 +279,14 @@ class ShardReader:
         own (transient errors) up to ``settings.attempts`` times, while this process' throttle
         shares its hold-off through the staging folder (looked up at each read: a forked child
         has its own). Returns the rows written."""
+        from airflow_provider_analytics.client.throttle import throttle_for
+
         settings = self.settings
         policy = RetryPolicy.doubling(settings.attempts, settings.retry_delay)
         subject = f"cohort {self.plan.cohort_code} shard {shard.index}"
-        rows = policy.retrying(subject, logger=log)(self._attempt, shard)
+        throttle = throttle_for(self.client.config.base_url)
+        with throttle.sharing(self.hold, f"shard {shard.index}"):
+            rows = policy.retrying(subject, logger=log)(self._attempt, shard)
         record = _ShardRecord(plan=self.plan.digest, index=shard.index, rows=rows)
         write_bytes_atomically(
             part_of(self.staging, shard, "json"), record.model_dump_json().encode()
@@ -293,6 +296,7 @@ class ShardReader:
     def _attempt(self, shard: Shard) -> int:
         plan, settings = self.plan, self.settings
         decoder = BlockDecoder(self.schema)
+        query = plan.query()
         progress = self.client.progress(
             f"cohort {plan.cohort_code} shard {shard.index}",
             total=shard.rows,
@@ -309,32 +313,6 @@ class ShardReader:
             widen=decoder.widen,
             subject=f"cohort {plan.cohort_code!r} shard {shard.index}",
         ) as parquet:
-            # pages are fetched and split on a thread of their own while blocks are parsed on
-            # ``parse_threads`` and finished here in order, as the stream's blocks are
-            with read_ahead(self._blocks(shard)) as blocks:
-                for (block, _), parsed in map_ahead(
-                    lambda counted: decoder.parse(*counted), blocks, settings.parse_threads
-                ):
-                    parquet.add(decoder.finish(block, parsed))
-                    progress.update(decoder.rows)
-            parquet.flush()
-        progress.finish(decoder.rows)
-        if decoder.rows != shard.rows:
-            raise CohortChangedError(
-                f"cohort {plan.cohort_code!r} shard {shard.index}: {decoder.rows} rows read, "
-                f"{shard.rows} planned"
-            )
-        return decoder.rows
-
-    def _blocks(self, shard: Shard) -> Iterator[tuple[bytes, int]]:
-        """The shard's users, page by page, checked against the plan, as blocks of whole lines
-        with their count; this thread's calls share their hold-off through the staging folder
-        (the throttle looked up at each read: a forked child has its own)."""
-        from airflow_provider_analytics.client.throttle import throttle_for
-
-        plan, query = self.plan, self.plan.query()
-        throttle = throttle_for(self.client.config.base_url)
-        with throttle.sharing(self.hold, f"shard {shard.index}"):
             for page in range(shard.first_page, shard.last_page + 1):
                 answer = self.client.get_cohort_user_lines(
                     query, page=page, page_size=plan.page_size
@@ -353,15 +331,25 @@ class ShardReader:
                         f"(shard {shard.index}) holds {answer.rows} users, {expected} expected "
                         f"of a cohort of {plan.count}; nothing was published"
                     )
-                # the users as they were sent, a block of lines by the stream's rule
-                if len(answer.lines) <= self.settings.max_line_bytes:
-                    yield answer.lines, answer.rows
-                else:  # cut, and a line too long refused naming its row as the stream's
-                    yield from iter_counted_blocks(
-                        [answer.lines],
-                        self.settings.block_bytes,
-                        max_line_bytes=self.settings.max_line_bytes,
-                    )
+                # the users as they were sent, one block of lines (the page is held whole
+                # anyway), by the stream's rule; a line too long is refused as the stream's
+                if len(answer.lines) <= settings.max_line_bytes:
+                    lines = answer.lines
+                    parquet.add(decoder.finish(lines, decoder.parse(lines, answer.rows)))
+                else:
+                    for block in iter_line_blocks(
+                        [answer.lines], settings.block_bytes, max_line_bytes=settings.max_line_bytes
+                    ):
+                        parquet.add(decoder.finish(block, decoder.parse(block)))
+                progress.update(decoder.rows)
+            parquet.flush()
+        progress.finish(decoder.rows)
+        if decoder.rows != shard.rows:
+            raise CohortChangedError(
+                f"cohort {plan.cohort_code!r} shard {shard.index}: {decoder.rows} rows read, "
+                f"{shard.rows} planned"
+            )
+        return decoder.rows
 
 
 def load_or_start_plan(staging: StoragePath, plan: ShardPlan) -> bool:

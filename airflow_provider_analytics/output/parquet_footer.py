@@ -210,11 +210,11 @@ def join_parts(
         for part in parts:
             with part.open("rb") as handle:
                 footers.append(_footer(handle))
-    except (ValueError, IndexError, OSError):  # the decoding merge names what is wrong
-        return False
-    if sum(len(footer[4][1][1]) for _, footer in footers) > _MOST_GROUPS or any(
-        footer[2] != template[2] or not _codecs(footer) <= codecs for _, footer in footers
-    ):
+        if sum(len(footer[4][1][1]) for _, footer in footers) > _MOST_GROUPS or any(
+            footer[2] != template[2] or not _codecs(footer) <= codecs for _, footer in footers
+        ):
+            return False
+    except (ValueError, LookupError, OSError):  # the decoding merge names what is wrong
         return False
     groups: list[Fields] = []
     rows, written = 0, len(_MAGIC)
