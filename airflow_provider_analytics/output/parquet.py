@@ -1,9 +1,11 @@
 """Parquet as the package writes it: one writer factory, objects written atomically, and files
 read back row group by row group.
 
-Every Parquet file the package writes (report tables, a streamed cohort, the merged parts of a
-sharded cohort, Iceberg data files) is written by :func:`parquet_writer`, with the same encoding
-and statistics rules (:func:`writer_options`). Two ways into object storage, both on top of
+Every Parquet file the package writes (report tables, a streamed cohort, the parts of a sharded
+cohort, Iceberg data files) is written by :func:`parquet_writer`, with the same encoding and
+statistics rules (:func:`writer_options`); the parts are merged by copying their encoded row
+groups under one footer (:mod:`~airflow_provider_analytics.output.parquet_footer`). Two ways
+into object storage, both on top of
 :func:`~airflow_provider_analytics.output.storage.atomic_destination` (a reader sees the whole
 object or the previous one, never a partial file):
 

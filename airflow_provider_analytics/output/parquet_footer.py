@@ -106,9 +106,15 @@ def _put_varint(out: bytearray, value: int) -> None:
     out.append(value)
 
 
+class _Encoded(bytes):
+    """A value encoded already, written as it is."""
+
+
 def _write(out: bytearray, kind: int, value: Any) -> None:
     """Append ``value`` of Thrift type ``kind`` (as :func:`_read` gives it) to ``out``."""
-    if kind == _BYTE:
+    if isinstance(value, _Encoded):
+        out += value
+    elif kind == _BYTE:
         out.append(value)
     elif kind in (_I16, _I32, _I64):
         _put_varint(out, (value << 1) ^ (value >> 63))
@@ -205,25 +211,27 @@ def join_parts(
         writer.write_table(pa.Table.from_batches([], schema=schema))
     template = _footer(empty)[1]
     codecs = _codecs(template)
-    footers = []
-    try:
+    count = 0
+    try:  # every part checked before a byte is written; their footers are not kept
         for part in parts:
             with part.open("rb") as handle:
-                footers.append(_footer(handle))
-        if sum(len(footer[4][1][1]) for _, footer in footers) > _MOST_GROUPS or any(
-            footer[2] != template[2] or not _codecs(footer) <= codecs for _, footer in footers
-        ):
-            return False
+                footer = _footer(handle)[1]
+            count += len(footer[4][1][1])
+            if count > _MOST_GROUPS or footer[2] != template[2] or not _codecs(footer) <= codecs:
+                return False
     except (ValueError, LookupError, OSError):  # the decoding merge names what is wrong
         return False
-    groups: list[Fields] = []
+    groups: list[_Encoded] = []  # each row group's footer entry, encoded as its part is copied
     rows, written = 0, len(_MAGIC)
     sink.write(_MAGIC)
-    for part, (start, footer) in zip(parts, footers, strict=True):
-        by = written - len(_MAGIC)
-        groups += [_moved(group, by, len(groups) + n) for n, group in enumerate(footer[4][1][1])]
-        rows += footer[3][1]
+    for part in parts:
         with part.open("rb") as handle:
+            start, footer = _footer(handle)
+            for group in footer[4][1][1]:
+                entry = bytearray()
+                _write(entry, _STRUCT, _moved(group, written - len(_MAGIC), len(groups)))
+                groups.append(_Encoded(entry))
+            rows += footer[3][1]
             handle.seek(len(_MAGIC))
             left = start - len(_MAGIC)
             while left > 0:
@@ -233,8 +241,7 @@ def join_parts(
                 sink.write(chunk)
                 left -= len(chunk)
         written += start - len(_MAGIC)
-    footer = {**template, 3: (_I64, rows), 4: (_LIST, (_STRUCT, groups))}
     encoded = bytearray()
-    _write(encoded, _STRUCT, footer)
+    _write(encoded, _STRUCT, {**template, 3: (_I64, rows), 4: (_LIST, (_STRUCT, groups))})
     sink.write(bytes(encoded) + struct.pack("<i", len(encoded)) + _MAGIC)
     return True
