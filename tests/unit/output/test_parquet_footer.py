@@ -23,7 +23,8 @@ SCHEMA = pa.schema(
 )
 
 
-def rows(first: int, count: int, score: pa.DataType = pa.int64()) -> pa.Table:
+def rows(first: int, count: int, score: pa.DataType | None = None) -> pa.Table:
+    score = score or pa.int64()
     ids = list(range(first, first + count))
     return pa.table(
         [
@@ -83,8 +84,9 @@ def test_joined_parts_are_the_decoding_merge_row_group_for_row_group(
         assert one.read_row_group(group).equals(other.read_row_group(group))
     # the encoded pages were copied, not made again: part 0's bytes open the object
     data, first = joined.read_bytes(), parts[0].read_bytes()
-    assert data[: pq.ParquetFile(parts[0]).metadata.row_group(0).total_byte_size // 2] == (
-        first[: pq.ParquetFile(parts[0]).metadata.row_group(0).total_byte_size // 2]
+    assert (
+        data[: pq.ParquetFile(parts[0]).metadata.row_group(0).total_byte_size // 2]
+        == (first[: pq.ParquetFile(parts[0]).metadata.row_group(0).total_byte_size // 2])
     )
 
 
