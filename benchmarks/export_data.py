@@ -12,7 +12,9 @@ the file, sent by the kernel (``socket.sendfile``), so the server costs almost n
 figures measure the client. It also answers the paged endpoint (``page``, ``pageSize``) from
 pages built once from the same file (:func:`page_file`), each sent by the kernel from where it
 stands in one file of pages; a page of other properties (the shards' check of their first
-page's ids) or of another size is built when asked. Only the standard library is imported here.
+page's ids) is built from it, one of another size from the NDJSON file, when asked. Connections
+are kept alive (HTTP/1.1), as a platform behind a proxy keeps them. Only the standard library is
+imported here.
 """
 
 from __future__ import annotations
@@ -158,6 +160,7 @@ class _Handler(BaseHTTPRequestHandler):
     """Answers the three calls of an export; the body is sent with ``socket.sendfile``."""
 
     server: _Server
+    protocol_version = "HTTP/1.1"  # connections kept alive, as a platform behind a proxy does
 
     def log_message(self, *args: Any) -> None:
         pass
@@ -193,13 +196,21 @@ class _Handler(BaseHTTPRequestHandler):
                 self.connection.sendfile(body, 0, size)
 
     def _page(self, request: dict[str, Any], path: Path, rows: int) -> None:
-        """A page: sent from the file of pages when it is one of them, else built."""
+        """A page: sent from the file of pages when it is one of them, built from it when it
+        holds fewer properties (the shards' check of their first page's ids), else built."""
         number, size = request["page"], request["pageSize"]
         pages = self.server.pages.get(request["cohortCode"])
         properties = request.get("properties")
-        if pages and pages[2] == size and (properties is None or len(properties) == len(PLAN)):
+        if pages and pages[2] == size:
             pages_path, offsets, _ = pages
             start, end = offsets[number - 1], offsets[number]
+            if properties is not None and len(properties) != len(PLAN):
+                with pages_path.open("rb") as source:
+                    source.seek(start)
+                    page = json.loads(source.read(end - start))
+                page["users"] = [{k: user[k] for k in properties} for user in page["users"]]
+                self._json(page)
+                return
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(end - start))

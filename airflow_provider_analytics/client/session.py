@@ -119,6 +119,14 @@ def deadline(seconds: float) -> Iterator[_Watch]:
         _current.watch = previous
 
 
+def _read_body(response: requests.Response) -> None:
+    """Read the whole body now, within the attempt and its deadline, as ``requests`` does for
+    an answer it does not stream (its errors are the same), but in one read of its length:
+    ``requests`` reads 10 KiB at a time, each read a trip through urllib3's Python layers (a
+    page of 5,000 cohort users, 2.2 MB, took ~220), and joins them in a copy of the body."""
+    response._content = b"".join(response.iter_content(None))
+
+
 class HttpSession:
     """Sends the spec's operations over one connection pool: ``session`` if given (its owner
     closes it), else a pool of its own whose connections :func:`deadline` can cut.
@@ -183,10 +191,12 @@ class HttpSession:
                         headers=call.headers,
                         timeout=(call.connect_timeout, call.read_timeout),
                         verify=self._config.verify,
-                        stream=stream,
+                        stream=True,
                         allow_redirects=False,
                         proxies=proxies,  # type: ignore[arg-type]
                     )
+                    if not stream:
+                        _read_body(response)
             except requests.RequestException as exc:
                 slot.release()
                 error = call.failed(exc, cut_by_deadline=watch.expired)

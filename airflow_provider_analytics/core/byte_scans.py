@@ -55,14 +55,18 @@ def byte_count(block: bytes, byte: int) -> int:
     return count
 
 
-def positions(data: np.ndarray[Any, Any], byte: int) -> np.ndarray[Any, Any]:
-    """Where ``byte`` occurs in ``data`` (a block's bytes as uint8), in order."""
-    found, _ = masks()
+def positions(data: np.ndarray[Any, Any], byte: int, *more: int) -> np.ndarray[Any, Any]:
+    """Where ``byte`` (or any of ``more``) occurs in ``data`` (a block's bytes as uint8), in
+    order."""
+    found, other = masks()
     pieces = [np.empty(0, dtype=np.intp)]
     for start in range(0, len(data), PIECE):
         piece = data[start : start + PIECE]
-        into = found[: len(piece)]
+        into, also = found[: len(piece)], other[: len(piece)]
         np.equal(piece, byte, out=into)
+        for each in more:
+            np.equal(piece, each, out=also)
+            np.logical_or(into, also, out=into)
         pieces.append(np.flatnonzero(into) + start)
     return np.concatenate(pieces)
 

@@ -13,8 +13,8 @@ cohort in pages by the stream's one decoding rule, the page is split here, on it
 
 Between two users only a comma and white space may stand; anything else (a number, a string, a
 stray bracket) is refused naming the user's position. The scan is vectorised over the page's
-bytes, so a page of 10,000 users costs a few milliseconds and its text, not its users as
-objects.
+bytes and the lines are made in one copy of them: a page of 5,000 users (2.2 MB) costs about
+as much as Arrow's parse of a tenth of it, and its text, not its users as objects.
 """
 
 from __future__ import annotations
@@ -25,13 +25,12 @@ from typing import Any, Final
 
 import numpy as np
 
-from airflow_provider_analytics.core import strict_json
+from airflow_provider_analytics.core import byte_scans, strict_json
 from airflow_provider_analytics.core.strict_json import StrictJsonError
 
 USERS: Final = "users"
 
 _BETWEEN = re.compile(rb"[ \t\n\r]*,[ \t\n\r]*")
-_SPACE = re.compile(rb"[ \t\n\r]*")
 
 
 @dataclass(frozen=True)
@@ -49,14 +48,23 @@ class PageParts:
     lines: bytes
 
 
-_MARKS = np.zeros(256, dtype=bool)
-_MARKS[[0x7B, 0x7D, 0x5B, 0x5D, 0x3A]] = True  # { } [ ] :
+_OPENING: Final = (ord("{"), ord("["))
+_CLOSING: Final = (ord("}"), ord("]"))
+_BRACKET: Final = ord("[")
+_BRACE: Final = ord("{")
+_END: Final = ord("}")
+_COMMA: Final = ord(",")
+_QUOTE: Final = ord('"')
+_NEWLINE: Final = ord("\n")
+_BACKSLASH: Final = ord("\\")
+_WHITE: Final = b" \t\n\r"
+_NO_NEWLINES: Final = bytes.maketrans(b"\r\n", b"  ")
 
 
 @dataclass(frozen=True)
 class _Structure:
-    """The page's braces, brackets and colons outside strings: where they stand, which they
-    are, and the nesting depth after each."""
+    """The page's braces and brackets outside strings: where they stand, which they are, and
+    the nesting depth after each."""
 
     at: np.ndarray[Any, Any]
     char: np.ndarray[Any, Any]
@@ -64,28 +72,38 @@ class _Structure:
 
 
 def _structure(data: bytes) -> _Structure:
-    """Find the structure from the quotes and marks alone: a mark is outside strings when an
-    even number of real quotes (not escaped by an odd run of backslashes) precede it."""
+    """Find the structure from the quotes and brackets alone: a bracket is outside strings when
+    an even number of real quotes (not escaped by an odd run of backslashes) precede it."""
     raw = np.frombuffer(data, dtype=np.uint8)
-    quotes = np.flatnonzero(raw == 0x22)
-    if b'\\"' in data:
-        later = quotes[quotes > 0]
-        escaped = []
-        for position in later[raw[later - 1] == 0x5C].tolist():
+    quotes = raw == _QUOTE
+    if b"\\" in data:  # (memchr) rare: most pages skip the escapes
+        for position in (np.flatnonzero(quotes[1:] & (raw[:-1] == _BACKSLASH)) + 1).tolist():
             run = position - 1
-            while run >= 0 and data[run] == 0x5C:
+            while run >= 0 and data[run] == _BACKSLASH:
                 run -= 1
             if (position - 1 - run) % 2:
-                escaped.append(position)
-        if escaped:  # both sorted: drop the escaped ones by their index
-            quotes = np.delete(quotes, np.searchsorted(quotes, escaped))
-    marks = np.flatnonzero(_MARKS[raw])
-    marks = marks[(np.searchsorted(quotes, marks) % 2) == 0]
+                quotes[position] = False
+    marks = byte_scans.positions(raw, *_OPENING, *_CLOSING)
+    marks = marks[~_quoted(quotes, marks)]
     chars = raw[marks]
-    opening = (chars == 0x7B) | (chars == 0x5B)
-    closing = (chars == 0x7D) | (chars == 0x5D)
-    depth = np.cumsum(opening.astype(np.int64) - closing.astype(np.int64))
+    opening = (chars == _OPENING[0]) | (chars == _OPENING[1])
+    depth = np.cumsum(opening.astype(np.int64) * 2 - 1)
     return _Structure(marks, chars, depth)
+
+
+def _quoted(quotes: np.ndarray[Any, Any], at: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """Whether an odd number of the ``quotes`` (a mask of the page) stand before each position
+    of ``at`` (none of them a quote): the mask packed 64 bits a word, each word turned into its
+    running parity by six shifts, and each word's carry (the parity of the words before it)
+    applied. About a third of the cost of finding every quote and searching among them."""
+    bits = np.packbits(quotes, bitorder="little")
+    words = np.zeros((len(bits) + 7) // 8, dtype="<u8")
+    words.view(np.uint8)[: len(bits)] = bits
+    for shift in (1, 2, 4, 8, 16, 32):
+        words ^= words << np.uint64(shift)
+    odd_before = np.bitwise_xor.accumulate((words >> np.uint64(63)).astype(np.uint8))
+    words[1:][odd_before[:-1].astype(bool)] ^= np.uint64(2**64 - 1)
+    return ((words[at >> 6] >> (at & 63).astype(np.uint64)) & np.uint64(1)).astype(bool)
 
 
 def split_page(data: bytes) -> PageParts:
@@ -110,26 +128,21 @@ def split_page(data: bytes) -> PageParts:
     return PageParts(envelope, rows, lines)
 
 
-def _after_space(data: bytes, at: int) -> int:
-    """The first position from ``at`` on that is not white space."""
-    found = _SPACE.match(data, at)
-    return found.end() if found else at
-
-
 def _users_array(data: bytes, structure: _Structure) -> tuple[int, int] | None:
-    """The positions of the ``[`` and ``]`` of the top-level ``users`` array, if any."""
-    colons = structure.at[(structure.char == 0x3A) & (structure.depth == 1)]
-    for colon in colons.tolist():
+    """The positions of the ``[`` and ``]`` of the top-level ``users`` array, if any: an array
+    that is a member of the page's object (opened at depth 1) and named ``users``."""
+    arrays = structure.at[(structure.char == _BRACKET) & (structure.depth == 2)]
+    for start in arrays.tolist():
+        colon = start - 1
+        while colon >= 0 and data[colon] in _WHITE:
+            colon -= 1
         # the member's name ends just before the colon: find '"users"' there
-        head = data.rfind(b'"users"', 0, colon + 1)
-        if head < 0 or data[head + 7 : colon].strip(b" \t\n\r"):
+        head = data.rfind(b'"users"', 0, colon)
+        if head < 0 or data[colon : colon + 1] != b":" or data[head + 7 : colon].strip(_WHITE):
             continue
         if head > 0 and data[head - 1 : head] == b"\\":
             continue
-        start = _after_space(data, colon + 1)
-        if data[start : start + 1] != b"[":
-            return None
-        after = (structure.at > start) & (structure.char == 0x5D) & (structure.depth == 1)
+        after = (structure.at > start) & (structure.char == _BRACKET + 2) & (structure.depth == 1)
         closing = structure.at[after]
         if not closing.size:
             raise StrictJsonError("is not valid JSON (the users array does not end)")
@@ -137,27 +150,45 @@ def _users_array(data: bytes, structure: _Structure) -> tuple[int, int] | None:
     return None
 
 
+def _not_an_object(index: int) -> StrictJsonError:
+    return StrictJsonError(f"users[{index}] is not a JSON object")
+
+
 def _users(data: bytes, opened: int, closed: int, structure: _Structure) -> tuple[int, bytes]:
-    """The user objects between ``opened`` and ``closed`` as lines, and their count."""
+    """The user objects between ``opened`` and ``closed`` as lines, and their count.
+
+    Between two users only a comma and white space may stand: a page written compactly (one
+    comma) has its commas turned into line ends in one copy of its users' bytes, any other has
+    its gaps checked one by one and its users joined."""
     within = (structure.at > opened) & (structure.at < closed)
-    starts = structure.at[within & (structure.char == 0x7B) & (structure.depth == 3)]
-    ends = structure.at[within & (structure.char == 0x7D) & (structure.depth == 2)]
+    starts = structure.at[within & (structure.char == _BRACE) & (structure.depth == 3)]
+    ends = structure.at[within & (structure.char == _END) & (structure.depth == 2)]
     if starts.size != ends.size:
         raise StrictJsonError("is not valid JSON (a user object does not end)")
-    lines: list[bytes] = []
-    previous = opened + 1
-    for index, (start, end) in enumerate(zip(starts.tolist(), ends.tolist(), strict=True)):
-        gap = data[previous:start]
-        if index == 0 and gap.strip(b" \t\n\r"):
-            raise StrictJsonError(f"users[{index}] is not a JSON object")
-        if index > 0 and not _BETWEEN.fullmatch(gap):
-            raise StrictJsonError(f"users[{index}] is not a JSON object")
-        line = data[start : end + 1]
-        if b"\n" in line or b"\r" in line:  # white space between tokens (a string holds none)
-            line = line.replace(b"\r", b" ").replace(b"\n", b" ")
-        lines.append(line)
-        previous = end + 1
-    if data[previous:closed].strip(b" \t\n\r"):
-        raise StrictJsonError(f"users[{len(lines)}] is not a JSON object")
-    body = b"\n".join(lines)
-    return len(lines), body + b"\n" if lines else b""
+    rows = int(starts.size)
+    first = int(starts[0]) if rows else closed
+    if data[opened + 1 : first].strip(_WHITE):
+        raise _not_an_object(0)
+    if not rows:
+        return 0, b""
+    last = int(ends[-1])
+    gaps = starts[1:] - ends[:-1] - 1
+    raw = np.frombuffer(data, dtype=np.uint8)
+    odd = np.flatnonzero((gaps != 1) | (raw[ends[:-1] + 1] != _COMMA))
+    for index in odd.tolist():  # a gap of one byte that is not a comma, or a longer one
+        if gaps[index] == 1 or not _BETWEEN.fullmatch(data, ends[index] + 1, starts[index + 1]):
+            raise _not_an_object(index + 1)
+    if data[last + 1 : closed].strip(_WHITE):
+        raise _not_an_object(rows)
+    # the users and the byte after them in one copy (its own bytes: a page's are fresh memory)
+    users = bytearray(memoryview(data)[first : last + 2])
+    if b"\n" in users or b"\r" in users:  # white space between tokens (a string holds none)
+        users = users.translate(_NO_NEWLINES)
+    if odd.size:
+        starts, ends = (starts - first).tolist(), (ends - first).tolist()
+        lines = [
+            memoryview(users)[start : end + 1] for start, end in zip(starts, ends, strict=True)
+        ]
+        return rows, b"\n".join(lines) + b"\n"
+    np.frombuffer(users, dtype=np.uint8)[ends + 1 - first] = _NEWLINE  # each comma a line end
+    return rows, bytes(users)

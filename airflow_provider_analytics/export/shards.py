@@ -436,9 +436,16 @@ class ShardReader:
                         f"(shard {shard.index}) holds {answer.rows} users, {expected} expected "
                         f"of a cohort of {plan.count}; nothing was published"
                     )
-                # the users as they were sent, in the stream's blocks, by the stream's rule
-                for block in iter_line_blocks([answer.lines], settings.block_bytes):
-                    parquet.add(decoder.finish(block, decoder.parse(block)))
+                # the users as they were sent, one block of lines (the page is held whole
+                # anyway), by the stream's rule; a line too long is refused as the stream's
+                if len(answer.lines) <= settings.max_line_bytes:
+                    lines = answer.lines
+                    parquet.add(decoder.finish(lines, decoder.parse(lines, answer.rows)))
+                else:
+                    for block in iter_line_blocks(
+                        [answer.lines], settings.block_bytes, max_line_bytes=settings.max_line_bytes
+                    ):
+                        parquet.add(decoder.finish(block, decoder.parse(block)))
                 progress.update(decoder.rows)
             parquet.flush()
         progress.finish(decoder.rows)

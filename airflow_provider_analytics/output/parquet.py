@@ -1,9 +1,11 @@
 """Parquet as the package writes it: one writer factory, objects written atomically, and files
 read back row group by row group.
 
-Every Parquet file the package writes (report tables, a streamed cohort, the merged parts of a
-sharded cohort, Iceberg data files) is written by :func:`parquet_writer`, with the same encoding
-and statistics rules (:func:`writer_options`). Two ways into object storage, both on top of
+Every Parquet file the package writes (report tables, a streamed cohort, the parts of a sharded
+cohort, Iceberg data files) is written by :func:`parquet_writer`, with the same encoding and
+statistics rules (:func:`writer_options`); the parts are merged by copying their encoded row
+groups under one footer (:mod:`~airflow_provider_analytics.output.parquet_footer`). Two ways
+into object storage, both on top of
 :func:`~airflow_provider_analytics.output.storage.atomic_destination` (a reader sees the whole
 object or the previous one, never a partial file):
 
@@ -290,10 +292,23 @@ def merge_parts(
     metadata: dict[str, str],
 ) -> int:
     """One Parquet object from the parts, row group by row group, replacing ``destination``
-    atomically. Returns bytes written."""
+    atomically. Returns bytes written.
+
+    The row groups are copied as the parts encoded them when every part has the object's
+    column types and codec (:func:`~airflow_provider_analytics.output.parquet_footer.
+    join_parts`); otherwise (a column one part holds as int64 and another as double) each is
+    decoded and encoded again."""
+    from airflow_provider_analytics.output.parquet_footer import join_parts
+
     schema = unified_schema(parts)
     schema = schema.with_metadata({**(schema.metadata or {}), **metadata})
-    return _write_atomically(destination, schema, part_row_groups(parts, schema), compression)
+    open_writer = functools.partial(parquet_writer, compression=compression)
+    with atomic_destination(destination) as temporary, temporary.open("wb") as sink:
+        if not join_parts(parts, sink, schema, open_writer):
+            with open_writer(sink, schema) as writer:
+                for table in part_row_groups(parts, schema):
+                    writer.write_table(table)
+        return int(sink.tell())
 
 
 class StreamOpener(Protocol):
