@@ -47,6 +47,6 @@ def test_the_documented_dag_tests_pass_against_the_plugin(
     assert sorted(tests) == [
         "tests/test_vip_cohort_export.py::test_a_larger_cohort",
         "tests/test_vip_cohort_export.py::test_a_passing_503_is_retried",
-        "tests/test_vip_cohort_export.py::test_a_stream_the_proxy_cuts_fails_and_leaves_no_file",
+        "tests/test_vip_cohort_export.py::test_a_stream_the_proxy_cuts_every_time_is_read_in_pages",
         "tests/test_vip_cohort_export.py::test_every_user_of_the_cohort_lands",
     ]

@@ -53,8 +53,10 @@ def test_a_passing_503_is_retried(analytics_emulator: RunningEmulator, tmp_path:
 
 
 @pytest.mark.analytics_emulator(proxy_cuts={"cohort_small": {"rows": 600, "ending": "mid_line"}})
-def test_a_stream_the_proxy_cuts_fails_and_leaves_no_file(
+def test_a_stream_the_proxy_cuts_every_time_is_read_in_pages(
     analytics_emulator: RunningEmulator, tmp_path: Path
 ) -> None:
-    assert run_for(tmp_path).state == "failed"
-    assert exported_rows(tmp_path) == []
+    assert run_for(tmp_path).state == "success"
+    assert exported_rows(tmp_path) == [1_000]  # every user, from the paged endpoint
+    requests = analytics_emulator.admin.stats()["requests"]
+    assert requests["export_cohort_users"] >= 2 and requests["get_cohort_users"] >= 1
