@@ -29,7 +29,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, Final, Literal, TypeVar, cast
+from typing import TYPE_CHECKING, Annotated, Any, Final, Literal, Protocol, TypeVar, cast
 
 from pydantic import (
     BaseModel,
@@ -57,7 +57,6 @@ from airflow_provider_analytics.core.rules import field_path
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
 
-    from airflow_provider_analytics.client.attempts import HttpAnswer
     from airflow_provider_analytics.core.page_lines import PageParts
 
 
@@ -106,6 +105,19 @@ COUNTING_AGGREGATORS: Final = frozenset({"TRIGGER_USER_COUNT", "TOTAL_COUNT", "R
 
 class AnswerShapeError(AnalyticsProtocolError, ValueError):
     """An answer does not fit its operation's declaration; the message names the field."""
+
+
+class HttpAnswer(Protocol):
+    """What is read from an answer: ``requests`` and ``httpx`` responses both fit."""
+
+    @property
+    def status_code(self) -> int: ...
+
+    @property
+    def headers(self) -> Mapping[str, str]: ...
+
+    @property
+    def content(self) -> bytes: ...
 
 
 @dataclass(frozen=True)

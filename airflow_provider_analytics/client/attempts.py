@@ -20,7 +20,7 @@ import logging
 import math
 import ssl
 import time
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import requests
 from urllib3.exceptions import ConnectTimeoutError, NewConnectionError
@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 
     from tenacity import AsyncRetrying, Retrying
 
+    from airflow_provider_analytics.client.answers import HttpAnswer
     from airflow_provider_analytics.client.config import ClientConfig
     from airflow_provider_analytics.client.operations import Operation
     from airflow_provider_analytics.client.proxies import Route
@@ -56,19 +57,6 @@ RETRY_AFTER_STATUSES = frozenset({429, 503})
 
 NOT_PROCESSED_STATUSES = frozenset({429})
 """Statuses that say the request was not processed, so even a create may be repeated."""
-
-
-class HttpAnswer(Protocol):
-    """What is read from an answer: ``requests`` and ``httpx`` responses both fit."""
-
-    @property
-    def status_code(self) -> int: ...
-
-    @property
-    def headers(self) -> Mapping[str, str]: ...
-
-    @property
-    def content(self) -> bytes: ...
 
 
 _NOT_FOUND_ADVICE = (

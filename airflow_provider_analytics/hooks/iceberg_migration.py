@@ -41,8 +41,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--dry-run", action="store_true", help="change nothing; say what")
     arguments = parser.parse_args(argv)
     from airflow_provider_analytics.core.errors import IcebergSchemaError
-    from airflow_provider_analytics.operators.paths import deployment_roots
     from airflow_provider_analytics.output.iceberg_migration import migrate_to_identity
+    from airflow_provider_analytics.output.roots import deployment_roots
 
     try:  # the identity rule every operator applies, before the catalog is touched
         identity = Identity.parse(arguments.identity)

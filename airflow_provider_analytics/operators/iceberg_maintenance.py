@@ -94,8 +94,8 @@ class IcebergMaintenanceOperator(BaseOperator):
         from pyiceberg.exceptions import NoSuchTableError
 
         from airflow_provider_analytics.hooks.iceberg import IcebergCatalogHook
-        from airflow_provider_analytics.operators.paths import deployment_roots
         from airflow_provider_analytics.output.iceberg_maintenance import maintain_table
+        from airflow_provider_analytics.output.roots import deployment_roots
 
         identifiers = self._identifiers()
         catalog = IcebergCatalogHook(iceberg_conn_id=self.iceberg_conn_id).get_conn()

@@ -25,8 +25,8 @@ from airflow.sdk import Asset
 
 from airflow_provider_analytics.core import rules
 from airflow_provider_analytics.operators.base import AnalyticsBaseOperator
-from airflow_provider_analytics.operators.paths import deployment_roots
 from airflow_provider_analytics.output.destination import LineageTarget, iceberg_table_uri
+from airflow_provider_analytics.output.roots import deployment_roots
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence

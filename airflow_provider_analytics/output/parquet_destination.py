@@ -161,7 +161,7 @@ def output_path(
     :param partitions: Hive partition keys and values, in order.
     :param file_name: the object's name under a prefix.
     :param allowed: roots named by the deployment
-        (:func:`~airflow_provider_analytics.operators.paths.deployment_roots`).
+        (:func:`~airflow_provider_analytics.output.roots.deployment_roots`).
     :raises AnalyticsValidationError: naming ``destination`` or the partition at fault.
     """
     from airflow.sdk import ObjectStoragePath
@@ -194,7 +194,7 @@ def table_paths(
     :param names: the tables' names, main table first.
     :param partitions: Hive partition keys and values, in order.
     :param allowed: roots named by the deployment
-        (:func:`~airflow_provider_analytics.operators.paths.deployment_roots`).
+        (:func:`~airflow_provider_analytics.output.roots.deployment_roots`).
     """
     main_name = names[0]
     if destination.endswith("/"):

@@ -20,7 +20,7 @@ reading must pass: ``//etc/x`` is ``/etc/x``, ``file:/etc/x`` and ``file:etc/x``
 ``/etc/x``, a relative path is under the worker's working directory, ``~`` is the worker's
 home, and percent-escapes are read both as they are (fsspec's local files) and decoded (other
 readers). No reading may hold a ``.`` or ``..`` segment. A deployment names the roots
-destinations may lie under (``operators.paths.deployment_roots``); without any, no local
+destinations may lie under (``output.roots.deployment_roots``); without any, no local
 destination may lie under a system directory: writes there are never analytics output, and a
 worker running as root (as in many container images) would not be stopped by the operating
 system.
@@ -36,7 +36,7 @@ import stat
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, Final
 from urllib.parse import unquote
 
 from airflow_provider_analytics.core import rules
@@ -239,7 +239,7 @@ def checked_destination(
     when none is named, not into a system directory); returned unchanged.
 
     :param destination: the rendered URI or local path.
-    :param allowed: roots named by the deployment (``operators.paths.deployment_roots``).
+    :param allowed: roots named by the deployment (``output.roots.deployment_roots``).
     :param field: what the location is, for the refusal (``staging``, ``iceberg data file``).
     :raises AnalyticsValidationError: naming ``field``, before any request.
     """
@@ -408,3 +408,31 @@ def staging_folder(
                     "then run again"
                 )
     return ObjectStoragePath(checked)
+
+
+ROOTS_EXTRA: Final = "allowed_destinations"
+"""The connection extra naming allowed roots, like the Airflow option
+``[analytics] allowed_destinations``."""
+
+
+def deployment_roots(connection_roots: str | list[str] | None = None) -> list[RootList]:
+    """The roots a deployment allows destinations under: the Airflow option
+    ``[analytics] allowed_destinations`` and the connection extra ``allowed_destinations``.
+
+    Each one set is a bound of its own: a destination must lie under a root of each (the
+    connection cannot widen what the deployment allows, nor the other way round).
+
+    :param connection_roots: the ``analytics`` connection's ``allowed_destinations`` (text
+        or a list), as its settings read it.
+    """
+    from airflow.sdk import conf
+
+    lists: list[RootList] = []
+    option = conf.get(CONFIG_SECTION, CONFIG_OPTION, fallback=None)
+    if option and option.strip():
+        origin = f"[{CONFIG_SECTION}] {CONFIG_OPTION}"
+        lists.append((origin, allowed_roots(option, origin)))
+    if connection_roots:
+        origin = f"the connection extra {ROOTS_EXTRA}"
+        lists.append((origin, allowed_roots(connection_roots, origin)))
+    return lists

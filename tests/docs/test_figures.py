@@ -47,10 +47,21 @@ def test_every_module_of_the_provider_is_in_a_layer() -> None:
     ]
 
 
-def test_the_provider_has_no_import_circle() -> None:
-    graph = layers_diagram.read_modules(PROVIDER)
+@pytest.mark.parametrize("typing", [False, True], ids=["at run time", "for a type checker"])
+def test_the_provider_has_no_import_circle_between_modules_or_folders(typing: bool) -> None:
+    """No circle between modules, counting imports only a type checker follows too, and none
+    between the package's folders (``hooks`` importing ``operators`` and back)."""
+    graph = layers_diagram.read_modules(PROVIDER, typing=typing)
+    folders: dict[str, set[str]] = {}
+    for module, imported in graph.imports.items():
+        folder = module.split(".")[1] if module.count(".") else module
+        for other in imported:
+            target = other.split(".")[1] if other.count(".") else other
+            if target != folder:
+                folders.setdefault(folder, set()).add(target)
 
     assert layers_diagram.cycles(graph.imports) == []
+    assert layers_diagram.cycles(folders) == []
 
 
 def test_the_emulator_has_no_import_circle_and_no_import_of_its_own_facade() -> None:

@@ -18,12 +18,12 @@ from hypothesis import strategies as st
 from airflow_provider_analytics.client import AnalyticsConfigurationError, AnalyticsValidationError
 from airflow_provider_analytics.core.errors import ShardStagingError
 from airflow_provider_analytics.core.identity import hive_escape
-from airflow_provider_analytics.operators.paths import deployment_roots
 from airflow_provider_analytics.output.parquet_destination import output_path
 from airflow_provider_analytics.output.roots import (
     PRIVATE_FOLDER,
     allowed_roots,
     checked_destination,
+    deployment_roots,
     open_own,
     private_folder,
     staging_folder,
