@@ -53,7 +53,9 @@ class Lake:
         self.days = tmp_path / "lake" / "cohort_code=cohort_tiny"
 
     def export(self, day: str, **kwargs: Any) -> dict[str, Any]:
-        where = {"iceberg_table": TABLE} if self.kind == "iceberg" else {"destination": self.prefix}
+        where: dict[str, Any] = {"destination": self.prefix}
+        if self.kind == "iceberg":
+            where = {"iceberg_table": TABLE}
         operator = CohortExportToParquetOperator(
             task_id="users", cohort_code="cohort_tiny", **where, **kwargs
         )
