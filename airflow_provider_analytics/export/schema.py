@@ -12,11 +12,6 @@ on the first day, int64 on the second (a widening every Parquet reader and wareh
 ``schema_overrides`` keeps the exceptions (``"double"`` every day, ``"int64"``, ``"decimal"``,
 any Arrow type).
 
-What a day may change in the destination's columns is its ``schema_contract``
-(:func:`contracted`): ``evolve`` takes added and removed columns, ``freeze`` refuses any
-change, ``discard_new`` leaves added columns out; a type that differs from the destination's is
-refused under each, unless ``schema_overrides`` sets it (under ``evolve``).
-
 A column is decoded by its id (the record key) and written under the name
 :mod:`~airflow_provider_analytics.core.column_names` gives it; each Parquet field keeps its
 id in the field metadata (``analytics.id``).
@@ -315,16 +310,14 @@ def _plain(arrow_type: pa.DataType) -> pa.DataType:
 
 
 def contracted(schema: ExportSchema, held: pa.Schema | None, contract: str) -> ExportSchema:
-    """``schema`` as ``contract`` lets it meet the columns the destination holds (``held``,
-    by name; ``None``: nothing written yet, nothing to meet), before the cohort is read.
+    """``schema`` as ``contract`` (:data:`CONTRACTS`) lets it meet the columns the destination
+    holds (``held``, by name; ``None``: nothing to meet), before the cohort is asked for.
 
     ``evolve`` takes added and removed columns; ``freeze`` refuses both; ``discard_new``
-    leaves the added ones out (:attr:`ExportSchema.discarded`) and refuses a removed one, which
-    would leave the day without a column its readers expect. A type other than the held one is
-    refused under each, unless ``schema_overrides`` set it and the contract is ``evolve``.
+    leaves the added ones out (:attr:`ExportSchema.discarded`) and refuses a removed one (its
+    readers expect it). A type other than the held one is refused under each, unless
+    ``schema_overrides`` set it under ``evolve``.
 
-    :param contract: one of :data:`CONTRACTS` (checked by the export's gate,
-        :func:`~airflow_provider_analytics.export.stream.prepare_export`).
     :raises AnalyticsValidationError: naming ``schema_contract`` and every column at fault.
     """
     if held is None:

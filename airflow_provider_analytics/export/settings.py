@@ -41,12 +41,9 @@ class ExportSettings:
         code allocates for itself (the Parquet writer) comes from the allocator chosen when
         pyarrow loaded, which the provider makes the system one too
         (``ARROW_DEFAULT_MEMORY_POOL``, see the README).
-    :param schema_contract: what a day may change in the columns the destination holds:
-        ``evolve`` (default) takes added and removed columns, ``freeze`` refuses any change,
-        ``discard_new`` writes only the destination's columns and names the others in the
-        result (``discarded_columns``); a changed type is refused under each unless
-        ``schema_overrides`` sets it under ``evolve``. Checked when the plan is listed, before
-        the cohort is asked for (:func:`~airflow_provider_analytics.export.schema.contracted`).
+    :param schema_contract: ``evolve`` (default), ``freeze`` or ``discard_new``: what a day may
+        change in the destination's columns (:func:`~airflow_provider_analytics.export.schema.
+        contracted`).
 
     Memory is dominated by ``row_group_bytes`` (two row groups are in flight: one filling, one
     being encoded). Larger row groups compress and scan a little better and cost that much

@@ -68,14 +68,12 @@ class CohortExportToParquetOperator(AnalyticsOutputOperator):
         before any request; ``ids`` writes the platform's ids (``$city``, ``tag.tag_rfm``).
         Each field keeps its id in the Parquet field metadata (``analytics.id``); an Iceberg
         table gets the same names (templated).
-    :param schema_contract: what a day may change in the destination's columns (those of the
-        newest earlier day under a prefix, or the Iceberg table's): ``evolve`` (default) takes
-        added columns (Iceberg adds them to the table) and removed ones; ``freeze`` refuses any
-        added, removed or retyped column by name, after the plan is listed and before the
-        cohort is asked for; ``discard_new`` writes only the destination's columns and names
-        the others in the XCom's ``discarded_columns`` (a removed column is refused). A
-        changed type is refused under each, unless ``schema_overrides`` sets it under
-        ``evolve``. A first day, with nothing to meet, is written as it is.
+    :param schema_contract: what a day may change in the destination's columns (the newest
+        earlier day's, or the Iceberg table's): ``evolve`` (default) writes added and removed
+        columns; ``freeze`` refuses any change by name before the cohort is asked for;
+        ``discard_new`` writes the destination's columns only, naming the others in the XCom's
+        ``discarded_columns``. A changed type is refused under each unless
+        ``schema_overrides`` sets it under ``evolve``; a first day is written as it is.
     :param compression: Parquet codec, zstd by default.
     :param row_group_rows: rows per Parquet row group.
     :param attempts: whole-export attempts on cut streams, transport faults and short counts.
