@@ -20,6 +20,7 @@ from analytics_emulator import catalog as emulator_catalog
 from airflow_provider_analytics.client import AnalyticsClient, ClientConfig
 from airflow_provider_analytics.core.errors import AnalyticsValidationError
 from airflow_provider_analytics.operators.cohort_export import CohortExportToParquetOperator
+from airflow_provider_analytics.operators.cohort_shards import CohortShardPlanOperator
 from airflow_provider_analytics.output.iceberg import catalog_properties, open_catalog
 from tests.emulator_helpers import EmulatorAdmin
 from tests.reliability.connections import use_connection
@@ -52,14 +53,14 @@ class Lake:
             self.catalog = open_catalog("iceberg_default", catalog_properties(extra=extra))
         self.days = tmp_path / "lake" / "cohort_code=cohort_tiny"
 
-    def export(self, day: str, **kwargs: Any) -> dict[str, Any]:
+    def export(
+        self, day: str, operator: type[Any] = CohortExportToParquetOperator, **kwargs: Any
+    ) -> Any:
         where: dict[str, Any] = {"destination": self.prefix}
         if self.kind == "iceberg":
             where = {"iceberg_table": TABLE}
-        operator = CohortExportToParquetOperator(
-            task_id="users", cohort_code="cohort_tiny", **where, **kwargs
-        )
-        return operator.execute(run_context(day))  # type: ignore[arg-type]
+        task = operator(task_id="users", cohort_code="cohort_tiny", **where, **kwargs)
+        return task.execute(run_context(day))
 
     def columns(self, day: str) -> list[str]:
         """The columns the day reads with (Iceberg: the table's but the identity and dt)."""
@@ -118,6 +119,9 @@ def test_freeze_refuses_a_changed_plan_before_any_export_request(
     assert "'loyalty_tier' added" in str(refused.value)
     assert asked(admin) == before  # neither the size nor the stream was asked for
     assert not lake.written(SECOND)
+    with pytest.raises(AnalyticsValidationError, match="'loyalty_tier' added"):
+        lake.export(SECOND, CohortShardPlanOperator, schema_contract="freeze")
+    assert asked(admin) == before  # the shards' plan step is refused the same way
     if lake.kind == "iceberg":
         assert "loyalty_tier" not in lake.catalog.load_table(TABLE).schema().column_names
 
