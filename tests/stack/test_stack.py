@@ -18,7 +18,6 @@ import time
 from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
-import httpx
 import pytest
 
 from airflow_provider_analytics.client.throttle import DEFAULT_MAX_CONCURRENT_CALLS
@@ -30,6 +29,7 @@ from tests.stack.conftest import (
     FINISHED,
     admin,
     parquet_rows,
+    rest_api,
     task_instances,
     trigger,
     wait_for_run,
@@ -372,12 +372,12 @@ def events_on(day: dt.date, count: int) -> list[dict[str, object]]:
 def watching_for_ready_days(stack: Stack) -> Watched:
     """The scheduler creating asset-triggered runs (its job schedule on) for the event-driven
     examples only, every other DAG paused: so these tests come last on each stack."""
-    for command in (
-        ("dags", "pause", "--treat-dag-id-as-regex", "-y", ".*"),
-        ("dags", "unpause", "--treat-dag-id-as-regex", "-y", f"^({'|'.join(EVENT_DAGS)})$"),
-    ):
-        done = stack.airflow(*command)
-        assert done.returncode == 0, done.stdout + done.stderr
+    with rest_api(stack) as api:
+        paused = {"dag_id_pattern": "~", "update_mask": "is_paused"}
+        api.patch("/api/v2/dags", params=paused, json={"is_paused": True}).raise_for_status()
+        for dag_id in EVENT_DAGS:
+            api.patch(f"/api/v2/dags/{dag_id}", json={"is_paused": False}).raise_for_status()
+    assert set(stack.dag_ids()) == set(EVENT_DAGS)
     stack.restart("scheduler", {"AIRFLOW__SCHEDULER__USE_JOB_SCHEDULE": "True"})
     # days that ended a few days ago in the project's zone: inside the examples' window (seven
     # days) whatever the clock does during the test
@@ -667,8 +667,7 @@ def test_a_person_rejects_one_plan_change_and_approves_another_under_celery(
     rejected, approved = (
         trigger(celery_stack, dag_id, day) for day in ("2024-02-05", "2024-02-06")
     )
-    api = f"http://127.0.0.1:{celery_stack.api_port}"
-    with httpx.Client(base_url=api, timeout=60) as client:
+    with rest_api(celery_stack) as client:
         hitl_responder.answer(client, dag_id, {"approve": "Reject"}, run_id=rejected, timeout=300)
         wait_for_run(celery_stack, dag_id, rejected)
         assert plan() == before
