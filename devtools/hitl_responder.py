@@ -4,7 +4,8 @@ Run beside ``airflow dags test`` on the same metadata database (``DagRunner.run(
 it waits until each named task asks for input, then sends the chosen option with the API's
 ``PATCH .../taskInstances/{task_id}/-1/hitlDetails``, which records the response and hands the
 task back to the run. The API app is built in this process (Airflow's own routes, auth and
-database code) and reached through a test client, so no server is started.
+database code) and reached through a test client, so no server is started. A running
+api-server (the stack's) is answered over HTTP with :func:`answer` and an ``httpx.Client``.
 
     python -m devtools.hitl_responder <dag_id> '{"approve": "Approve"}'
 """
@@ -14,14 +15,18 @@ from __future__ import annotations
 import json
 import sys
 import time
+from typing import Any
 
 
-def main(dag_id: str, answers: dict[str, str], timeout: float = 600) -> None:
-    from airflow.api_fastapi.app import create_app
-    from fastapi.testclient import TestClient
+def answer(
+    client: Any, dag_id: str, answers: dict[str, str], *, run_id: str = "~", timeout: float = 600
+) -> None:
+    """Choose ``answers[task_id]`` for each named task of ``dag_id`` once it asks for input.
 
-    client = TestClient(create_app("core"))
-    base = f"/api/v2/dags/{dag_id}/dagRuns/~/hitlDetails"
+    :param client: an HTTP client on Airflow's API (``get``/``patch`` with paths).
+    :param run_id: the run whose tasks to answer; ``~`` answers the first run that asks.
+    """
+    base = f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/hitlDetails"
     waiting = dict(answers)
     deadline = time.monotonic() + timeout
     while waiting and time.monotonic() < deadline:
@@ -43,6 +48,13 @@ def main(dag_id: str, answers: dict[str, str], timeout: float = 600) -> None:
         time.sleep(0.5)
     if waiting:
         raise SystemExit(f"no input was asked for by {sorted(waiting)}")
+
+
+def main(dag_id: str, answers: dict[str, str]) -> None:
+    from airflow.api_fastapi.app import create_app
+    from fastapi.testclient import TestClient
+
+    answer(TestClient(create_app("core")), dag_id, answers)
 
 
 if __name__ == "__main__":

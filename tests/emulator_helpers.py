@@ -8,15 +8,32 @@ import requests
 from analytics_emulator.admin_client import ADMIN_HEADER, PREFIX, AdminClient, AdminError
 from analytics_emulator.testing import Secret
 
+from airflow_provider_analytics.client import AnalyticsClient, ClientConfig
+
 if TYPE_CHECKING:
     from analytics_emulator.server import EmulatorServer
 
-__all__ = ["ADMIN_HEADER", "EmulatorAdmin", "account_headers", "project_headers"]
+__all__ = [
+    "ADMIN_HEADER",
+    "EmulatorAdmin",
+    "account_headers",
+    "live_plan",
+    "project_headers",
+]
 
 
 def project_headers(server: EmulatorServer) -> dict[str, str]:
     """The ``token``/``appKey`` headers project operations need."""
     return {"token": server.config.token, "appKey": server.config.app_key}
+
+
+def live_plan(base_url: str, token: str, app_key: str) -> dict[str, Any]:
+    """The emulator's tracking plan as the platform lists it: user properties and events by id."""
+    with AnalyticsClient(ClientConfig(base_url, token=token, app_key=app_key)) as client:
+        return {
+            "users": {r["id"]: r for r in client.list_user_properties()},
+            "events": {r["id"]: r for r in client.list_events()},
+        }
 
 
 def account_headers(server: EmulatorServer) -> dict[str, str]:

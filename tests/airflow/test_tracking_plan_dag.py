@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from airflow_provider_analytics.client import AnalyticsClient, ClientConfig
+from tests.emulator_helpers import live_plan as emulator_plan
 
 if TYPE_CHECKING:
     from analytics_emulator.testing import RunningEmulator
@@ -33,15 +33,7 @@ def ids(changes: list[dict]) -> list[tuple[str, str]]:
 
 
 def live_plan(emulator: RunningEmulator) -> dict[str, Any]:
-    """The emulator's plan as the platform lists it: user properties and events by id."""
-    settings = ClientConfig(
-        emulator.base_url, token=emulator.token.reveal(), app_key=emulator.app_key.reveal()
-    )
-    with AnalyticsClient(settings) as client:
-        return {
-            "users": {r["id"]: r for r in client.list_user_properties()},
-            "events": {r["id"]: r for r in client.list_events()},
-        }
+    return emulator_plan(emulator.base_url, emulator.token.reveal(), emulator.app_key.reveal())
 
 
 def run(dag_runner: DagRunner, emulator: RunningEmulator, answer: str) -> Any:

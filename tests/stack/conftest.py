@@ -11,6 +11,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
+import httpx
 import pyarrow.parquet as pq
 import pytest
 
@@ -81,6 +82,12 @@ def admin(stack: Stack) -> EmulatorAdmin:
         base_url=stack.emulator_url, config=SimpleNamespace(admin_token=stack.admin_token)
     )
     return EmulatorAdmin(server)  # type: ignore[arg-type]
+
+
+def rest_api(stack: Stack) -> httpx.Client:
+    """A client of the stack's api-server (its REST API at ``/api/v2``), where every request
+    is an admin's, as in the UI."""
+    return httpx.Client(base_url=f"http://127.0.0.1:{stack.api_port}", timeout=60)
 
 
 def trigger(stack: Stack, dag_id: str, day: str) -> str:

@@ -3,7 +3,8 @@
 With the LocalExecutor (make stack): manual runs of past days, backfills, a deferral to the
 real triggerer, and event-driven runs (data-ready watchers, a partitioned consumer). Then with
 the CeleryExecutor, Redis and two workers (make stack-celery): mapped exports spread over both
-workers, and a worker killed in the middle of an export.
+workers, a worker killed in the middle of an export, approvals answered through the REST API,
+and the same event-driven runs as under the LocalExecutor.
 
 One module, so that one test worker brings up one stack at a time (the first is stopped before
 the second starts) while the other test worker gets on with the rest of the suite."""
@@ -11,6 +12,7 @@ the second starts) while the other test worker gets on with the rest of the suit
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import time
 from typing import TYPE_CHECKING
@@ -20,10 +22,14 @@ import pytest
 
 from airflow_provider_analytics.client.throttle import DEFAULT_MAX_CONCURRENT_CALLS
 from airflow_provider_analytics.provider_info import PLATFORM_POOL, PLATFORM_POOL_DESCRIPTION
+from devtools import hitl_responder
+from devtools.stack import CREDENTIALS, WORKERS
+from tests.emulator_helpers import live_plan
 from tests.stack.conftest import (
     FINISHED,
     admin,
     parquet_rows,
+    rest_api,
     task_instances,
     trigger,
     wait_for_run,
@@ -32,9 +38,10 @@ from tests.stack.conftest import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
-
     from devtools.stack import Stack
+
+    Watched = tuple[Stack, dict[str, dt.date]]
+    """A stack whose scheduler runs the event-driven examples, and the days the tests use."""
 
 # Generous waits: on a loaded 2-core machine an Airflow task process takes tens of seconds.
 pytestmark = [pytest.mark.slow, pytest.mark.integration, pytest.mark.timeout(1200)]
@@ -325,7 +332,7 @@ def test_every_run_in_the_test_stack_was_asked_for(local_stack: Stack, manual_ru
     assert kinds and {kind for (kind,) in kinds} <= {"manual", "backfill"}
 
 
-# -- Event-driven runs and partitioned consumers (LocalExecutor) -----------------------------
+# -- Event-driven runs and partitioned consumers (LocalExecutor; Celery at the end) -------
 
 EVENT_DAGS = ("analytics_event_driven", "analytics_busy_day", "analytics_partitioned_consumer")
 READY_POLL_SECONDS = 5  # conftest.FAST_READY_POLLS
@@ -362,119 +369,125 @@ def events_on(day: dt.date, count: int) -> list[dict[str, object]]:
     ]
 
 
-@pytest.fixture(scope="module")
-def event_driven(local_stack: Stack) -> Iterator[dict[str, dt.date]]:
+def watching_for_ready_days(stack: Stack) -> Watched:
     """The scheduler creating asset-triggered runs (its job schedule on) for the event-driven
-    examples only: every other DAG paused meanwhile; all put back afterwards."""
-    for command in (
-        ("dags", "pause", "--treat-dag-id-as-regex", "-y", ".*"),
-        ("dags", "unpause", "--treat-dag-id-as-regex", "-y", f"^({'|'.join(EVENT_DAGS)})$"),
-    ):
-        done = local_stack.airflow(*command)
-        assert done.returncode == 0, done.stdout + done.stderr
-    local_stack.restart("scheduler", {"AIRFLOW__SCHEDULER__USE_JOB_SCHEDULE": "True"})
+    examples only, every other DAG paused: so these tests come last on each stack."""
+    with rest_api(stack) as api:
+        paused = {"dag_id_pattern": "~", "update_mask": "is_paused"}
+        api.patch("/api/v2/dags", params=paused, json={"is_paused": True}).raise_for_status()
+        for dag_id in EVENT_DAGS:
+            api.patch(f"/api/v2/dags/{dag_id}", json={"is_paused": False}).raise_for_status()
+    assert set(stack.dag_ids()) == set(EVENT_DAGS)
+    stack.restart("scheduler", {"AIRFLOW__SCHEDULER__USE_JOB_SCHEDULE": "True"})
     # days that ended a few days ago in the project's zone: inside the examples' window (seven
     # days) whatever the clock does during the test
     today = dt.datetime.now(ZoneInfo("Asia/Shanghai")).date()
     days = {name: today - dt.timedelta(days=n) for name, n in (("d1", 3), ("d2", 2), ("low", 4))}
-    try:
-        yield days
-    finally:
-        # the Celery tests may have brought the local stack down already (one stack at a time)
-        if local_stack.processes:
-            admin(local_stack).reset()
-            local_stack.airflow("dags", "unpause", "--treat-dag-id-as-regex", "-y", ".*")
-            local_stack.restart("scheduler")
+    return stack, days
 
 
-def test_each_ready_day_runs_the_event_driven_dag_once_and_a_day_below_the_threshold_never(
-    local_stack: Stack, event_driven: dict[str, dt.date]
-) -> None:
-    """Days turn ready on the emulator while the stack runs: 250 events on d1 (both watchers'
-    thresholds, 100 and 200, are met), then 150 on d2 (only the first's), and 50 on a third
-    day throughout (neither's). Each announcement starts one run, which covers its day."""
-    d1, d2, low = event_driven["d1"], event_driven["d2"], event_driven["low"]
-    emulator = admin(local_stack)
-    emulator.add_events(events_on(d1, 250) + events_on(low, 50))
-    (export_d1,) = wait_until(
-        lambda: finished_runs(local_stack, "analytics_event_driven", 1), 420, "the d1 run"
-    )
-    (busy_d1,) = wait_until(
-        lambda: finished_runs(local_stack, "analytics_busy_day", 1), 420, "the busy d1 run"
-    )
-    emulator.add_events(events_on(d2, 150))
-    export_d2 = wait_until(
-        lambda: finished_runs(local_stack, "analytics_event_driven", 2), 420, "the d2 run"
-    )[1]
-    time.sleep(4 * READY_POLL_SECONDS)  # a few more polls: nothing else may start
-    assert [kind for kind, _, _ in runs_of(local_stack, "analytics_event_driven")] == [
-        "asset_triggered"
-    ] * 2
-    assert len(runs_of(local_stack, "analytics_busy_day")) == 1
-    first = xcom(local_stack, "analytics_event_driven", export_d1, "export_cohort_users")
-    second = xcom(local_stack, "analytics_event_driven", export_d2, "export_cohort_users")
-    assert f"/dt={d1}/" in first["uri"] and f"/dt={d2}/" in second["uri"]
-    assert parquet_rows(first["uri"]) > 0
-    busy = xcom(local_stack, "analytics_busy_day", busy_d1, "busy_day")
-    assert busy == {"day": d1.isoformat(), "count": 250, "threshold": 200}
-    stored = dict(local_stack.query("SELECT key, value FROM asset_state_store"))
-    assert json.loads(stored["analytics.data_ready.announced:$Anything:100"]) == [
-        d1.isoformat(),
-        d2.isoformat(),
-    ]
+@pytest.fixture(scope="module")
+def event_driven(local_stack: Stack) -> Watched:
+    return watching_for_ready_days(local_stack)
 
 
-def test_the_partitioned_consumer_ran_once_for_each_announced_day(
-    local_stack: Stack, event_driven: dict[str, dt.date]
-) -> None:
-    days = sorted(day.isoformat() for name, day in event_driven.items() if name != "low")
-    wait_until(
-        lambda: finished_runs(local_stack, "analytics_partitioned_consumer", 2), 420, "2 runs"
-    )
-    runs = runs_of(local_stack, "analytics_partitioned_consumer")
-    assert sorted(key for _, _, key in runs if key) == days, runs
-    for (run_id,) in local_stack.query(
-        "SELECT run_id FROM dag_run WHERE dag_id = 'analytics_partitioned_consumer'"
-    ):
-        read = xcom(local_stack, "analytics_partitioned_consumer", run_id, "read_partition")
-        assert f"/dt={read['partition_key']}/" in read["uri"] and read["rows"] > 0
+class EventDrivenRuns:
+    """Days turning ready on the emulator under one executor; each executor's subclass gives
+    ``watched``, its stack as :func:`watching_for_ready_days` left it."""
+
+    def test_each_ready_day_runs_the_event_driven_dag_once_and_a_day_below_the_threshold_never(
+        self, watched: Watched
+    ) -> None:
+        """250 events on d1 (both watchers' thresholds, 100 and 200, are met), then 150 on d2
+        (only the first's), and 50 on a third day throughout (neither's). Each announcement
+        starts one run, which covers its day."""
+        stack, days = watched
+        d1, d2, low = days["d1"], days["d2"], days["low"]
+        emulator = admin(stack)
+        emulator.add_events(events_on(d1, 250) + events_on(low, 50))
+        (export_d1,) = wait_until(
+            lambda: finished_runs(stack, "analytics_event_driven", 1), 420, "the d1 run"
+        )
+        (busy_d1,) = wait_until(
+            lambda: finished_runs(stack, "analytics_busy_day", 1), 420, "the busy d1 run"
+        )
+        emulator.add_events(events_on(d2, 150))
+        export_d2 = wait_until(
+            lambda: finished_runs(stack, "analytics_event_driven", 2), 420, "the d2 run"
+        )[1]
+        time.sleep(4 * READY_POLL_SECONDS)  # a few more polls: nothing else may start
+        assert [kind for kind, _, _ in runs_of(stack, "analytics_event_driven")] == [
+            "asset_triggered"
+        ] * 2
+        assert len(runs_of(stack, "analytics_busy_day")) == 1
+        first = xcom(stack, "analytics_event_driven", export_d1, "export_cohort_users")
+        second = xcom(stack, "analytics_event_driven", export_d2, "export_cohort_users")
+        assert f"/dt={d1}/" in first["uri"] and f"/dt={d2}/" in second["uri"]
+        assert parquet_rows(first["uri"]) > 0
+        busy = xcom(stack, "analytics_busy_day", busy_d1, "busy_day")
+        assert busy == {"day": d1.isoformat(), "count": 250, "threshold": 200}
+        stored = dict(stack.query("SELECT key, value FROM asset_state_store"))
+        assert json.loads(stored["analytics.data_ready.announced:$Anything:100"]) == [
+            d1.isoformat(),
+            d2.isoformat(),
+        ]
+
+    def test_the_partitioned_consumer_ran_once_for_each_announced_day(
+        self, watched: Watched
+    ) -> None:
+        stack, days = watched
+        announced = sorted(day.isoformat() for name, day in days.items() if name != "low")
+        wait_until(lambda: finished_runs(stack, "analytics_partitioned_consumer", 2), 420, "2 runs")
+        runs = runs_of(stack, "analytics_partitioned_consumer")
+        assert sorted(key for _, _, key in runs if key) == announced, runs
+        for (run_id,) in stack.query(
+            "SELECT run_id FROM dag_run WHERE dag_id = 'analytics_partitioned_consumer'"
+        ):
+            read = xcom(stack, "analytics_partitioned_consumer", run_id, "read_partition")
+            assert f"/dt={read['partition_key']}/" in read["uri"] and read["rows"] > 0
 
 
-def test_a_restarted_triggerer_announces_no_day_again_and_two_watchers_share_one_poll(
-    local_stack: Stack, event_driven: dict[str, dt.date]
-) -> None:
-    local_stack.restart("triggerer")
-    before = polls(local_stack)
-    wait_until(lambda: polls(local_stack) >= before + 3, 300, "the new triggerer to poll")
-    # both watchers run again, on one poll: over a while, one request per poke interval
-    start, counted = time.monotonic(), polls(local_stack)
-    time.sleep(6 * READY_POLL_SECONDS)
-    seconds, made = time.monotonic() - start, polls(local_stack) - counted
-    assert 1 <= made <= seconds / READY_POLL_SECONDS + 2, (made, seconds)
-    watchers = local_stack.query(
-        "SELECT count(*) FROM trigger WHERE classpath LIKE %s AND triggerer_id IS NOT NULL",
-        "%AnalyticsDataReadyEventTrigger",
-    )
-    assert watchers == [(2,)]
-    assert len(runs_of(local_stack, "analytics_event_driven")) == 2
-    assert len(runs_of(local_stack, "analytics_busy_day")) == 1
+class TestEventDrivenUnderLocal(EventDrivenRuns):
+    """The shared tests, then a triggerer restart and a rerun of a past day."""
 
+    @pytest.fixture
+    def watched(self, event_driven: Watched) -> Watched:
+        return event_driven
 
-def test_rerunning_one_past_day_runs_the_consumer_once_for_that_day_only(
-    local_stack: Stack, event_driven: dict[str, dt.date]
-) -> None:
-    before = runs_of(local_stack, "analytics_partitioned_consumer")
-    run_id = trigger(local_stack, "analytics_event_driven", MANUAL_DAY)
-    wait_for_run(local_stack, "analytics_event_driven", run_id)
-    wait_until(
-        lambda: finished_runs(local_stack, "analytics_partitioned_consumer", len(before) + 1),
-        420,
-        "the consumer's run for the re-run day",
-    )
-    time.sleep(4 * READY_POLL_SECONDS)
-    after = runs_of(local_stack, "analytics_partitioned_consumer")
-    assert after[: len(before)] == before
-    assert [key for _, _, key in after[len(before) :]] == [MANUAL_DAY]
+    def test_a_restarted_triggerer_announces_no_day_again_and_two_watchers_share_one_poll(
+        self, local_stack: Stack, event_driven: Watched
+    ) -> None:
+        local_stack.restart("triggerer")
+        before = polls(local_stack)
+        wait_until(lambda: polls(local_stack) >= before + 3, 300, "the new triggerer to poll")
+        # both watchers run again, on one poll: over a while, one request per poke interval
+        start, counted = time.monotonic(), polls(local_stack)
+        time.sleep(6 * READY_POLL_SECONDS)
+        seconds, made = time.monotonic() - start, polls(local_stack) - counted
+        assert 1 <= made <= seconds / READY_POLL_SECONDS + 2, (made, seconds)
+        watchers = local_stack.query(
+            "SELECT count(*) FROM trigger WHERE classpath LIKE %s AND triggerer_id IS NOT NULL",
+            "%AnalyticsDataReadyEventTrigger",
+        )
+        assert watchers == [(2,)]
+        assert len(runs_of(local_stack, "analytics_event_driven")) == 2
+        assert len(runs_of(local_stack, "analytics_busy_day")) == 1
+
+    def test_rerunning_one_past_day_runs_the_consumer_once_for_that_day_only(
+        self, local_stack: Stack, event_driven: Watched
+    ) -> None:
+        before = runs_of(local_stack, "analytics_partitioned_consumer")
+        run_id = trigger(local_stack, "analytics_event_driven", MANUAL_DAY)
+        wait_for_run(local_stack, "analytics_event_driven", run_id)
+        wait_until(
+            lambda: finished_runs(local_stack, "analytics_partitioned_consumer", len(before) + 1),
+            420,
+            "the consumer's run for the re-run day",
+        )
+        time.sleep(4 * READY_POLL_SECONDS)
+        after = runs_of(local_stack, "analytics_partitioned_consumer")
+        assert after[: len(before)] == before
+        assert [key for _, _, key in after[len(before) :]] == [MANUAL_DAY]
 
 
 # -- CeleryExecutor ------------------------------------------------------------------------
@@ -637,3 +650,58 @@ def test_the_iceberg_example_commits_to_the_stack_s_catalog(celery_stack: Stack)
     rows = table.scan(row_filter=EqualTo("dt", day)).to_arrow()
     assert rows.num_rows == COHORT_SIZES["cohort_small"]
     assert set(rows.column("cohort_code").to_pylist()) == {"cohort_small"}
+
+
+def test_a_person_rejects_one_plan_change_and_approves_another_under_celery(
+    celery_stack: Stack,
+) -> None:
+    """Two runs of analytics_tracking_plan at once, answered through the api-server's REST API
+    as a person answers in the UI: the rejected one applies nothing (the emulator's plan is as
+    it was), then the approved one applies the reviewed difference. Every task ran on a Celery
+    worker, the approvals resumed there from the triggerer."""
+    dag_id = "analytics_tracking_plan"
+    plan = functools.partial(
+        live_plan, celery_stack.emulator_url, CREDENTIALS["token"], CREDENTIALS["app_key"]
+    )
+    before = plan()
+    rejected, approved = (
+        trigger(celery_stack, dag_id, day) for day in ("2024-02-05", "2024-02-06")
+    )
+    with rest_api(celery_stack) as client:
+        hitl_responder.answer(client, dag_id, {"approve": "Reject"}, run_id=rejected, timeout=300)
+        wait_for_run(celery_stack, dag_id, rejected)
+        assert plan() == before
+        hitl_responder.answer(client, dag_id, {"approve": "Approve"}, run_id=approved, timeout=300)
+        wait_for_run(celery_stack, dag_id, approved)
+    tasks = {run: task_instances(celery_stack, dag_id, run) for run in (rejected, approved)}
+    states = {run: {ti["task_id"]: ti["state"] for ti in tis} for run, tis in tasks.items()}
+    assert states[rejected]["sync"] == "skipped" and states[approved]["sync"] == "success"
+    assert {
+        ti["hostname"] for tis in tasks.values() for ti in tis if ti["state"] == "success"
+    } <= set(WORKERS)
+    after = plan()
+    assert "vip_level" not in before["users"]
+    assert after["users"]["vip_level"]["name"] == "VIP level"
+    assert after["events"]["checkout_started"]["plan"] == 1
+
+
+# -- Event-driven runs under the CeleryExecutor (last: they pause every other DAG) -----------
+
+
+@pytest.fixture(scope="module")
+def celery_event_driven(celery_stack: Stack) -> Watched:
+    return watching_for_ready_days(celery_stack)
+
+
+class TestEventDrivenUnderCelery(EventDrivenRuns):
+    """The shared tests, their tasks run by the Celery workers."""
+
+    @pytest.fixture
+    def watched(self, celery_event_driven: Watched) -> Watched:
+        return celery_event_driven
+
+    def test_every_event_driven_task_ran_on_a_celery_worker(self, watched: Watched) -> None:
+        ran_on = watched[0].query(
+            "SELECT DISTINCT hostname FROM task_instance WHERE dag_id = ANY(%s)", list(EVENT_DAGS)
+        )
+        assert ran_on and {host for (host,) in ran_on} <= set(WORKERS), ran_on
