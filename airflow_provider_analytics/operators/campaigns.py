@@ -21,9 +21,6 @@ class UtmReadBackError(AnalyticsError):
 
     The message names the new campaign id, so nobody creates the link again to get its
     addresses: a second create makes a duplicate.
-
-    :param campaign_id: the id the platform returned for the new link.
-    :param cause: the error of the read-back.
     """
 
     def __init__(self, campaign_id: str, cause: AnalyticsError) -> None:
@@ -63,7 +60,6 @@ class CreateUtmOperator(AnalyticsBaseOperator):
     :param remarks: remarks (templated).
     :param utm_type: tracking type, when the platform wants one (templated).
     :param login_user: operator recorded by the platform (templated).
-    :param analytics_conn_id: id of the ``analytics`` connection (templated).
     """
 
     template_fields: Sequence[str] = (
@@ -136,7 +132,6 @@ class DeleteUtmOperator(AnalyticsBaseOperator):
     """Delete an ad tracking link logically (spec 4.4); its data is kept by the platform.
 
     :param campaign_id: the campaign (templated).
-    :param analytics_conn_id: id of the ``analytics`` connection (templated).
     """
 
     template_fields: Sequence[str] = ("analytics_conn_id", "campaign_id")
@@ -160,7 +155,6 @@ class UtmConversionOperator(AnalyticsBaseOperator):
     :param convert_measures: alternatively, ``[{"expression", "aggregator"}]``.
     :param from_date: first day, default the first day the run covers (templated).
     :param to_date: last day, default the last day the run covers (templated).
-    :param analytics_conn_id: id of the ``analytics`` connection (templated).
     """
 
     template_fields: Sequence[str] = (
