@@ -1,10 +1,7 @@
-"""A funnel analysis response (spec 4.16) as one long Arrow table.
-
-One output row per (split value, date column, step), in that order, with flags telling the
-overall row from split values and the ``$ALL`` column from days; :mod:`.frames` cuts it
-into the report tables, one grain each. The response holds only user counts; the rates
-are derived here: conversion against the previous step, completion against the first step,
-both null where the denominator is 0.
+"""A funnel analysis response (spec 4.16) as one long Arrow table: one row per (split value,
+date column, step), flagged overall or split value, ``$ALL`` or day. The response holds only
+user counts; the rates are derived here (conversion vs the previous step, completion vs the
+first step, null where the denominator is 0).
 """
 
 from __future__ import annotations
@@ -41,8 +38,6 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class _FunnelCells:
-    """The response's numbers as (split row, step, date column) cubes."""
-
     by_values: list[str | None]
     converted: np.ndarray
     median: np.ndarray
@@ -50,22 +45,18 @@ class _FunnelCells:
 
 
 def funnel_table(response: Mapping[str, Any] | FunnelAnswer, *, timezone: str = "UTC") -> pa.Table:
-    """Flatten a funnel analysis response into one row per (split value, date, step).
+    """Flatten a funnel analysis response into one row per (split value, date, step), with
+    the columns of :data:`~airflow_provider_analytics.reports.schemas.FUNNEL_SCHEMA` (for an
+    empty response too).
 
-    Columns and types are :data:`~airflow_provider_analytics.reports.schemas.FUNNEL_SCHEMA`
-    (documented in ``docs/report_tables.md``); a response without rows gives an empty table
-    with the same columns. The response is decoded through its declared answer
-    (:class:`~airflow_provider_analytics.client.answers.FunnelAnswer`) first, so counts are
-    JSON integers >= 0, dates are unique, and every length agrees. Medians are paired with
-    steps by position (entry ``k`` of ``medianConvertedTime`` is step ``k+1`` to ``k+2``);
-    a ``stepsExpress`` that names a different pair is an error, since the pairing would
-    then be wrong.
+    The response is decoded through
+    :class:`~airflow_provider_analytics.client.answers.FunnelAnswer` first. Medians are paired
+    with steps by position (entry ``k`` of ``medianConvertedTime`` is step ``k+1`` to ``k+2``),
+    so a ``stepsExpress`` or step named differently in a row raises ``AnswerShapeError``.
 
     :param response: the decoded JSON body of ``POST /uba/api/funnels/analyze``, or its
         declared answer.
     :param timezone: the project's time zone, in which ``reportUpdateTime`` is written.
-    :raises AnswerShapeError: when the response does not fit its declaration, or a step
-        or step pair is named differently in a row; the message names the field.
     """
     answer = as_model(FunnelAnswer, "analyze_funnel", response)
     date_labels = answer.dateList
@@ -116,8 +107,7 @@ def funnel_table(response: Mapping[str, Any] | FunnelAnswer, *, timezone: str = 
 
 
 def _gather_cells(answer: FunnelAnswer, steps: Sequence[str]) -> _FunnelCells:
-    """Every row's counts and medians as (split row, step, date column) cubes; Arrow turns
-    the gathered lists into arrays in one pass each (medians: null where not sent)."""
+    """Every row's counts and medians (null where not sent) as (row, step, date) cubes."""
     n_rows, n_steps, n_dates = len(answer.rows), len(steps), len(answer.dateList)
     pairs = max(n_steps - 1, 0)
     no_medians = [None] * n_dates
@@ -146,7 +136,6 @@ def _gather_cells(answer: FunnelAnswer, steps: Sequence[str]) -> _FunnelCells:
 
 
 def _check_pairing(row: FunnelRow, where: str, steps: Sequence[str]) -> None:
-    """A row's steps and step pairs must name the answer's steps, in order."""
     for index, (detail, step) in enumerate(zip(row.stepsDetail, steps, strict=True)):
         if detail.expression is not None and event_id_of(detail.expression) != event_id_of(step):
             raise _pairing_error(
@@ -169,10 +158,7 @@ def _pairing_error(problem: str) -> AnswerShapeError:
 
 
 def _rates(converted: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Conversion (vs previous step) and completion (vs first step) rates with their null masks.
-
-    :param converted: user counts shaped (split row, step, date column).
-    """
+    """Conversion and completion rates, with their null masks, of (row, step, date) counts."""
     counts = converted.astype(np.float64)
     previous = np.concatenate([np.zeros_like(counts[:, :1, :]), counts[:, :-1, :]], axis=1)
     first = np.broadcast_to(counts[:, :1, :], counts.shape)

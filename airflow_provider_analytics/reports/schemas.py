@@ -1,13 +1,10 @@
-"""Column specs of the flattened analyses, and the helpers that make Arrow columns fit them.
-
-The Arrow schemas below are the single source of truth for column names and types: the
-builders assemble Arrow arrays and check them against the schema, so a table has exactly
-these types, for empty results too. Everything stays in Arrow; :mod:`.frames` cuts the
-flattened table into the report tables, one grain each.
+"""Column specs of the flattened analyses, the single source of truth for column names and
+types (for empty results too), and the helpers that make Arrow columns fit them.
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
@@ -16,12 +13,19 @@ import pyarrow.compute as pc
 
 from airflow_provider_analytics.core.errors import AnalyticsUsageError
 from airflow_provider_analytics.core.identity import REPORT_MARK_COLUMNS
-from airflow_provider_analytics.reports.labels import column_slug, optional_report_datetime
+from airflow_provider_analytics.core.report_dates import (
+    ACCEPTED_DATETIME_FORMATS,
+    parse_report_datetime,
+    shown_label,
+)
+from airflow_provider_analytics.reports.labels import column_slug
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
     import numpy as np
+
+log = logging.getLogger(__name__)
 
 TIMESTAMP: Final = pa.timestamp("us", tz="UTC")
 """An instant, microseconds, UTC: the platform's wall-clock times read in the project's zone."""
@@ -70,13 +74,8 @@ BUCKET_SUFFIXES: Final = ("_lower", "_upper")
 
 @dataclass(frozen=True)
 class ByColumn:
-    """The output columns of one event-analysis ``byFields`` entry.
-
-    :param expression: the split expression, e.g. ``event.purchase.$city``.
-    :param name: the column holding the split value as text.
-    :param bucketed: whether the field is split into numeric buckets, which adds the
-        ``<name>_lower`` and ``<name>_upper`` bound columns.
-    """
+    """The output columns of one event-analysis ``byFields`` entry: ``name`` holds the split
+    value as text; a ``bucketed`` field adds the ``<name>_lower`` and ``<name>_upper`` bounds."""
 
     expression: str
     name: str
@@ -92,7 +91,6 @@ class ByColumn:
 
     @property
     def names(self) -> tuple[str, ...]:
-        """Every column this split field produces, in output order."""
         return (self.name, self.lower_name, self.upper_name) if self.bucketed else (self.name,)
 
     def fields(self) -> list[pa.Field]:
@@ -101,15 +99,9 @@ class ByColumn:
 
 
 def plan_by_columns(expressions: Sequence[str], bucketed: Sequence[bool]) -> tuple[ByColumn, ...]:
-    """Name the split columns: ``by_`` plus the expression's slug, made unique in order.
-
-    A name (or, for a bucketed field, one of its bound columns) already taken by an earlier
-    field or a fixed column gets the smallest free suffix ``_2``, ``_3``, ... so the result
-    depends only on the expressions and their order.
-
-    :param expressions: the ``byFields`` expressions in request order.
-    :param bucketed: for each expression, whether it is split into buckets.
-    """
+    """Name the split columns ``by_`` plus the expression's slug; a name (or bound column)
+    already taken by an earlier field or a fixed column gets the smallest free suffix ``_2``,
+    ``_3``, ..., so the names depend only on the expressions and their order."""
     taken = set(EVENT_SCHEMA.names)
     planned = []
     for expression, with_bounds in zip(expressions, bucketed, strict=True):
@@ -133,13 +125,8 @@ def event_schema_for(by_columns: Sequence[ByColumn]) -> pa.Schema:
 def table_from_columns(
     schema: pa.Schema, columns: Mapping[str, pa.Array | pa.ChunkedArray]
 ) -> pa.Table:
-    """Assemble Arrow columns into a table with exactly ``schema``.
-
-    :param schema: the table's columns, in order.
-    :param columns: one Arrow array per schema field, all of the same length.
-    :raises AnalyticsUsageError: when a column's type differs from its field (a builder bug;
-        Arrow would otherwise cast silently).
-    """
+    """Assemble Arrow columns into a table with exactly ``schema``; a column of another type
+    is a builder bug, refused (Arrow would otherwise cast silently)."""
     arrays = [columns[field.name] for field in schema]
     for field, array in zip(schema, arrays, strict=True):
         if not array.type.equals(field.type):
@@ -152,27 +139,16 @@ def table_from_columns(
 def gathered(
     values: Sequence[object] | np.ndarray | pa.Array, arrow_type: pa.DataType, at: np.ndarray
 ) -> pa.ChunkedArray:
-    """``values[at]`` as an Arrow array: the per-label values broadcast to the output rows.
-
-    :param values: one value per distinct label (``None`` for null), or an Arrow array of them.
-    :param arrow_type: the column's type.
-    :param at: for each output row, the position of its label in ``values``.
-    """
+    """``values[at]``: the per-label values broadcast to the output rows."""
     array = values if isinstance(values, pa.Array) else pa.array(values, type=arrow_type)
     # Chunked take: for many distinct strings it runs several times faster than Array.take.
     return pa.chunked_array([array], type=arrow_type).take(pa.array(at, type=pa.int64()))
 
 
 def local_times_as_utc(values: Sequence[object], timezone: str) -> pa.Array:
-    """Naive wall-clock datetimes, read in ``timezone``, as UTC instants (:data:`TIMESTAMP`).
-
-    A wall-clock time that occurs twice (the hour repeated when summer time ends) is read as
-    the earlier instant, and one that does not exist (the hour skipped) as the instant of the
-    transition, so a report never fails over a clock change.
-
-    :param values: ``datetime`` values without a zone, or ``None``.
-    :param timezone: the project's time zone, e.g. ``Asia/Shanghai`` or ``UTC``.
-    """
+    """Naive wall-clock datetimes, read in ``timezone``, as UTC instants; a time that occurs
+    twice or not at all (summer time) is read as the earlier instant, so a report never fails
+    over a clock change."""
     naive = pa.array(values, type=pa.timestamp("us"))
     local = pc.assume_timezone(naive, timezone, ambiguous="earliest", nonexistent="earliest")
     return local.cast(TIMESTAMP)
@@ -190,16 +166,20 @@ def report_time_columns(
     value: str | None, timezone: str, length: int, *, what: str
 ) -> dict[str, pa.Array]:
     """An answer's ``reportUpdateTime``, repeated ``length`` times, as the two
-    :data:`REPORT_TIME_COLUMNS`: the UTC instant (read in ``timezone``), and the text as the
-    platform sent it, so that a time in no accepted form (left empty in the first, and
-    logged) is not lost.
-
-    :param value: ``reportUpdateTime`` (the declared answer makes it a string or null).
-    :param timezone: the project's time zone, in which the platform writes the time.
-    :param length: the table's row count.
-    :param what: ``funnel`` or ``event``, for the log.
-    """
-    updated = optional_report_datetime(value, what=f"{what} reportUpdateTime")
+    :data:`REPORT_TIME_COLUMNS`: the UTC instant (read in ``timezone``), and the text as sent,
+    so that a time in no accepted form (left empty in the first, and logged: no number depends
+    on it, so it never fails a report) is not lost."""
+    what = f"{what} reportUpdateTime"
+    try:
+        updated = None if value is None else parse_report_datetime(value, what=what)
+    except ValueError:
+        log.warning(
+            "%s %s is not a date-time in an accepted form (%s); left empty",
+            what,
+            shown_label(value),
+            ACCEPTED_DATETIME_FORMATS,
+        )
+        updated = None
     text = None if value is None else value[:REPORT_TIME_TEXT_LIMIT]
     return {
         "report_updated_at": pa.repeat(local_times_as_utc([updated], timezone)[0], length),
