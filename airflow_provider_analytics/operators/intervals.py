@@ -75,7 +75,7 @@ def covered_days(context: Mapping[str, Any]) -> CoveredDays:
     if announced := announced_days(context):
         first, last = dt.date.fromisoformat(announced[0]), dt.date.fromisoformat(announced[-1])
         return CoveredDays(first, last, timezone)
-    logical, ds = context.get("logical_date"), context.get("ds")
+    logical, ds = context.get("logical_date"), context.get("ds") or ""
     if logical is None and not ds:
         run_after = getattr(dag_run, "run_after", None) or dt.datetime.now(UTC)
         last_complete = _local_date(run_after, timezone) - dt.timedelta(days=1)

@@ -247,16 +247,12 @@ def _gather_values(
             for i, value in enumerate(value_cells)
             if isinstance(value, int) and abs(value) > EXACT_IN_A_DOUBLE
         )
-        block = n_series + 1
-        row, measure, period = (
-            at // (len(counting) * block),
-            at // block % len(counting),
-            at % block,
-        )
+        position, offset = divmod(at, len(counting) * (n_series + 1))
+        measure, period = divmod(offset, n_series + 1)
         place = f"values[{measure}][{period}]" if period < n_series else f"sum[{measure}]"
         raise AnswerShapeError(
-            f"analyze_events: rows[{row}].{place} is {value_cells[at]}, beyond +-2**53, where the "
-            "value column (a double) no longer holds it exactly",
+            f"analyze_events: rows[{position}].{place} is {value_cells[at]}, beyond +-2**53, "
+            "where the value column (a double) no longer holds it exactly",
             operation="analyze_events",
         ) from None
     return pa.array(count_cells, type=pa.int64()), values
