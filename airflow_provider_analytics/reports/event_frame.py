@@ -21,20 +21,18 @@ from airflow_provider_analytics.client.answers import (
     as_model,
 )
 from airflow_provider_analytics.core import rules
-from airflow_provider_analytics.reports.labels import (
-    is_bucket_label,
-    label_text,
-    parse_bucket_label,
-    split_measure_label,
-)
 from airflow_provider_analytics.reports.schemas import (
     TIMESTAMP,
     ByColumn,
     event_schema_for,
     gathered,
+    is_bucket_label,
+    label_text,
     local_times_as_utc,
+    parse_bucket_label,
     plan_by_columns,
     report_time_columns,
+    split_measure_label,
     table_from_columns,
 )
 

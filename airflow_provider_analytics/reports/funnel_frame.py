@@ -19,16 +19,14 @@ from airflow_provider_analytics.client.answers import (
     as_model,
 )
 from airflow_provider_analytics.core.report_dates import ALL_DATES_LABEL
-from airflow_provider_analytics.reports.labels import (
-    OVERALL_BY_VALUE,
-    event_id_of,
-    label_text,
-    steps_express_matches,
-)
 from airflow_provider_analytics.reports.schemas import (
     FUNNEL_SCHEMA,
+    OVERALL_BY_VALUE,
+    event_id_of,
     gathered,
+    label_text,
     report_time_columns,
+    steps_express_matches,
     table_from_columns,
 )
 

@@ -49,29 +49,22 @@ def date_windows(from_date: str, to_date: str, window_days: int | None) -> list[
         rules.integer(window_days, "window_days", minimum=0)
     if not window_days:
         return [(from_date, to_date)]
-    windows = []
-    while start <= end:
-        stop = min(start + dt.timedelta(days=window_days - 1), end)
-        windows.append((start.isoformat(), stop.isoformat()))
-        start = stop + dt.timedelta(days=1)
-    return windows
-
-
-def _sum_where(table: pa.Table, mask: pa.ChunkedArray | pa.Array, column: str) -> float:
-    total = pc.sum(table.filter(mask).column(column)).as_py()
-    return float(total or 0)
+    starts = [start + dt.timedelta(n) for n in range(0, (end - start).days + 1, window_days)]
+    last = dt.timedelta(days=window_days - 1)
+    return [(first.isoformat(), min(first + last, end).isoformat()) for first in starts]
 
 
 def funnel_headline(tables: Mapping[str, pa.Table]) -> dict[str, Any]:
     """Overall conversion (last step over first step) of the whole range, all users."""
-    totals = tables["funnel_totals"]
-    steps = pc.max(totals.column("step_number")).as_py() or 0
-    first = _sum_where(totals, pc.equal(totals.column("step_number"), 1), "converted_users")
-    last = _sum_where(totals, pc.equal(totals.column("step_number"), steps), "converted_users")
+    by = tables["funnel_totals"].group_by("step_number").aggregate([("converted_users", "sum")])
+    users = by.to_pydict()
+    by_step = dict(zip(users["step_number"], users["converted_users_sum"], strict=True))
+    steps = max(by_step, default=0)
+    first, last = (by_step.get(n) or 0 for n in (1, steps))
     return {
         "steps": steps,
-        "first_step_users": int(first),
-        "last_step_users": int(last),
+        "first_step_users": first,
+        "last_step_users": last,
         "overall_conversion": round(last / first, 6) if first else None,
     }
 

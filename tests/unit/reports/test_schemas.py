@@ -1,4 +1,4 @@
-"""Label strings of analysis responses (reports/labels.py), split-column names (schemas.py)."""
+"""Label strings of analysis responses and split-column names (reports/schemas.py)."""
 
 from __future__ import annotations
 
@@ -11,17 +11,15 @@ from airflow_provider_analytics.core.report_dates import (
     parse_funnel_date,
     parse_report_datetime,
 )
-from airflow_provider_analytics.reports.labels import (
+from airflow_provider_analytics.reports.schemas import (
     BucketBounds,
     column_slug,
     label_text,
     parse_bucket_label,
-    split_measure_label,
-    steps_express_matches,
-)
-from airflow_provider_analytics.reports.schemas import (
     plan_by_columns,
     report_time_columns,
+    split_measure_label,
+    steps_express_matches,
     table_from_columns,
 )
 
