@@ -23,10 +23,10 @@ from airflow_provider_analytics.client.answers import (
 from airflow_provider_analytics.core import rules
 from airflow_provider_analytics.reports.schemas import (
     TIMESTAMP,
+    UNKNOWN_BUCKET_LABEL,
     ByColumn,
     event_schema_for,
     gathered,
-    is_bucket_label,
     label_text,
     local_times_as_utc,
     parse_bucket_label,
@@ -65,18 +65,26 @@ def event_table(
     """
     if request is None:
         answer = as_model(EventAnswer, "analyze_events", response)
-        measure_labels, measure_expressions, measure_aggregators = _measures(answer, None)
+        measure_labels = [label_text(label) for label in answer.measures or []]
+        parsed = [
+            split_measure_label(text) if text is not None else (None, None)
+            for text in measure_labels
+        ]
+        measure_expressions = [expression for expression, _ in parsed]
+        measure_aggregators = [aggregator for _, aggregator in parsed]
         answer.check_counts(tuple(aggregator or "" for aggregator in measure_aggregators))
     else:
         requested = _request_objects(request, "measures")
+        measure_expressions = [label_text(measure.get("expression")) for measure in requested]
+        measure_aggregators = [label_text(measure.get("aggregator")) for measure in requested]
         asked = Asked(
             from_date=request.get("fromDate"),
             to_date=request.get("toDate"),
-            aggregators=tuple(label_text(m.get("aggregator")) or "" for m in requested),
+            aggregators=tuple(aggregator or "" for aggregator in measure_aggregators),
             split_fields=len(_request_objects(request, "byFields")),
         )
         answer = as_model(EventAnswer, "analyze_events", response, asked)
-        measure_labels, measure_expressions, measure_aggregators = _measures(answer, request)
+        measure_labels = [label_text(label) for label in answer.measures or [None] * len(requested)]
     by_columns, by_labels = _split_columns(answer, request)
     rows = answer.rows
     series = answer.series
@@ -130,30 +138,6 @@ def event_schema(
     return event_schema_for(by_columns)
 
 
-def _measures(
-    answer: EventAnswer, request: Mapping[str, Any] | None
-) -> tuple[_Labels, _Labels, _Labels]:
-    response_measures = answer.measures
-    if request is None:
-        labels = [label_text(label) for label in response_measures or []]
-        parsed = [(None, None) if label is None else split_measure_label(label) for label in labels]
-        return (
-            labels,
-            [expression for expression, _ in parsed],
-            [aggregator for _, aggregator in parsed],
-        )
-    requested = _request_objects(request, "measures")
-    if response_measures is None:
-        labels = [None] * len(requested)
-    else:
-        labels = [label_text(label) for label in response_measures]
-    return (
-        labels,
-        [label_text(measure.get("expression")) for measure in requested],
-        [label_text(measure.get("aggregator")) for measure in requested],
-    )
-
-
 def _request_objects(request: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
     """The request's ``measures`` or ``byFields`` objects (the caller's input, not an answer)."""
     items = request.get(key) or []
@@ -184,10 +168,8 @@ def _split_columns(
 
 def _looks_bucketed(labels: _Labels) -> bool:
     """Whether a split field's values are all bucket labels (or unknown), at least one a bucket."""
-    distinct = set(labels)
-    return any(is_bucket_label(label) for label in distinct) and all(
-        parse_bucket_label(label) is not None for label in distinct
-    )
+    known = set(labels) - {None, UNKNOWN_BUCKET_LABEL}
+    return bool(known) and all(parse_bucket_label(label) is not None for label in known)
 
 
 def _by_column_arrays(
@@ -213,12 +195,8 @@ def _by_column_arrays(
         bounds.append(parsed)
     # A missing label has code -1, which picks the trailing null.
     label_at = codes[row_at]
-    arrays[column.lower_name] = gathered(
-        [*(lower for lower, _ in bounds), None], pa.float64(), label_at
-    )
-    arrays[column.upper_name] = gathered(
-        [*(upper for _, upper in bounds), None], pa.float64(), label_at
-    )
+    for side, name in enumerate(column.names[1:]):
+        arrays[name] = gathered([*(bound[side] for bound in bounds), None], pa.float64(), label_at)
     return arrays
 
 

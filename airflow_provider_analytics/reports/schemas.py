@@ -40,11 +40,12 @@ EVENT_PREFIX: Final = "event."
 _NUMBER: Final = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
 _BUCKET_LABEL: Final = re.compile(rf"\s*(?P<lower>-∞|{_NUMBER})\s*~\s*(?P<upper>\+?∞|{_NUMBER})\s*")
 
-_EVENT_AGGREGATORS: Final = frozenset({"TRIGGER_USER_COUNT", "TOTAL_COUNT", "AVG_COUNT"})
-_PROPERTY_AGGREGATORS: Final = frozenset(
-    {"REMOVE_DUMPLICATE", "SUM", "AVG", "MAX", "MIN", "AVG_PER"}
-)
-_DISTINCT_SUFFIX: Final = "UNIQUE"
+_SUFFIXES: Final = {
+    2: ("TRIGGER_USER_COUNT", {"TRIGGER_USER_COUNT", "TOTAL_COUNT", "AVG_COUNT"}),
+    3: ("REMOVE_DUMPLICATE", {"REMOVE_DUMPLICATE", "SUM", "AVG", "MAX", "MIN", "AVG_PER"}),
+}
+"""By segments of the expression (``event.<id>``, ``event.<id>.<property>``): the aggregator a
+``.unique`` suffix stands for, and the aggregators a suffix may name."""
 
 
 class BucketBounds(NamedTuple):
@@ -68,11 +69,6 @@ def parse_bucket_label(label: str | None) -> BucketBounds | None:
         None if lower.endswith("∞") else float(lower),
         None if upper.endswith("∞") else float(upper),
     )
-
-
-def is_bucket_label(label: str | None) -> bool:
-    """Whether a split value is an interval label (not the unknown label, not a plain value)."""
-    return label is not None and _BUCKET_LABEL.fullmatch(label) is not None
 
 
 def label_text(value: object) -> str | None:
@@ -110,18 +106,10 @@ def split_measure_label(label: str) -> tuple[str, str | None]:
     if not dot or not head.startswith(EVENT_PREFIX):
         return label, None
     key = suffix.upper()
-    segments = head.count(".") + 1
-    if segments == 2:
-        if key == _DISTINCT_SUFFIX:
-            return head, "TRIGGER_USER_COUNT"
-        if key in _EVENT_AGGREGATORS:
-            return head, key
-    if segments == 3:
-        if key == _DISTINCT_SUFFIX:
-            return head, "REMOVE_DUMPLICATE"
-        if key in _PROPERTY_AGGREGATORS:
-            return head, key
-    return label, None
+    distinct, named = _SUFFIXES.get(head.count(".") + 1, ("", set()))
+    if key == "UNIQUE" and distinct:
+        return head, distinct
+    return (head, key) if key in named else (label, None)
 
 
 def column_slug(expression: str) -> str:
@@ -171,9 +159,6 @@ EVENT_SCHEMA: Final = pa.schema(
 )
 """Columns every event frame has after its split columns; the whole schema when unsplit."""
 
-BY_COLUMN_PREFIX: Final = "by_"
-BUCKET_SUFFIXES: Final = ("_lower", "_upper")
-
 
 @dataclass(frozen=True)
 class ByColumn:
@@ -185,20 +170,10 @@ class ByColumn:
     bucketed: bool
 
     @property
-    def lower_name(self) -> str:
-        return self.name + BUCKET_SUFFIXES[0]
-
-    @property
-    def upper_name(self) -> str:
-        return self.name + BUCKET_SUFFIXES[1]
-
-    @property
     def names(self) -> tuple[str, ...]:
-        return (self.name, self.lower_name, self.upper_name) if self.bucketed else (self.name,)
-
-    def fields(self) -> list[pa.Field]:
-        bounds = [pa.field(name, pa.float64()) for name in self.names[1:]]
-        return [pa.field(self.name, pa.string()), *bounds]
+        """The split value's column, then the bounds' (lower, upper) of a bucketed field."""
+        bounds = (f"{self.name}_lower", f"{self.name}_upper") if self.bucketed else ()
+        return (self.name, *bounds)
 
 
 def plan_by_columns(expressions: Sequence[str], bucketed: Sequence[bool]) -> tuple[ByColumn, ...]:
@@ -208,7 +183,7 @@ def plan_by_columns(expressions: Sequence[str], bucketed: Sequence[bool]) -> tup
     taken = set(EVENT_SCHEMA.names)
     planned = []
     for expression, with_bounds in zip(expressions, bucketed, strict=True):
-        base = BY_COLUMN_PREFIX + (column_slug(expression) or "field")
+        base = "by_" + (column_slug(expression) or "field")
         candidate = ByColumn(expression, base, with_bounds)
         suffix = 2
         while taken.intersection(candidate.names):
@@ -221,7 +196,11 @@ def plan_by_columns(expressions: Sequence[str], bucketed: Sequence[bool]) -> tup
 
 def event_schema_for(by_columns: Sequence[ByColumn]) -> pa.Schema:
     """The event frame's schema: these split columns, then :data:`EVENT_SCHEMA`."""
-    by_fields = [field for column in by_columns for field in column.fields()]
+    by_fields = [
+        pa.field(name, pa.float64() if bound else pa.string())
+        for column in by_columns
+        for bound, name in enumerate(column.names)
+    ]
     return pa.schema([*by_fields, *EVENT_SCHEMA])
 
 
