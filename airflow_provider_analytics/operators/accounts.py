@@ -77,14 +77,10 @@ class RegisterAccountOperator(AnalyticsBaseOperator):
         if self._password:
             mask_secret(self._password)
         try:
+            # the templated fields after the email are the client's arguments, by name
+            details = {name: getattr(self, name) for name in self.template_fields[2:]}
             account = self.hook.get_conn().register_account(
-                self.account_email,
-                user_name=self.user_name,
-                name=self.name,
-                password=self._password,
-                phone=self.phone,
-                department=self.department,
-                login_user=self.login_user,
+                self.account_email, password=self._password, **details
             )
         except (AnalyticsAlreadyExistsError, AnalyticsDisabledError) as error:
             if not self.ensure_exists:

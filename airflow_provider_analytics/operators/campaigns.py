@@ -104,17 +104,10 @@ class CreateUtmOperator(AnalyticsBaseOperator):
 
     def execute(self, context: Context) -> dict[str, Any]:
         client = self.hook.get_conn()
-        campaign_id = client.create_utm(
-            rules.http_url(self.page_url, "page_url"),
-            self.utm_campaign,
-            self.utm_medium,
-            self.utm_source,
-            utm_content=self.utm_content,
-            utm_term=self.utm_term,
-            remarks=self.remarks,
-            utm_type=self.utm_type,
-            login_user=self.login_user,
-        )
+        # the templated fields after the connection are the client's arguments, by name
+        link = {name: getattr(self, name) for name in self.template_fields[1:]}
+        link["page_url"] = rules.http_url(self.page_url, "page_url")
+        campaign_id = client.create_utm(**link)
         try:
             record = client.get_utm(campaign_id)
         except AnalyticsError as error:
