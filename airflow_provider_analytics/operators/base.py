@@ -42,12 +42,16 @@ class AnalyticsBaseOperator(BaseOperator):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        own = _params(cls)
+        documented = _params(cls)
+        inherited: dict[str, str] = {}
         for base in cls.__mro__[1:]:
             if base.__module__.startswith("airflow_provider_analytics."):
-                own |= {name: text for name, text in _params(base).items() if name not in own}
-        doc = inspect.cleandoc(cls.__doc__ or "")
-        cls.__doc__ = "\n".join([doc, *(text for text in own.values() if text not in doc)])
+                for name, text in _params(base).items():
+                    inherited.setdefault(name, text)
+        extra = [text for name, text in inherited.items() if name not in documented]
+        if extra:  # a field list starts after a blank line, unless it continues the class's own
+            doc = inspect.cleandoc(cls.__doc__ or "")
+            cls.__doc__ = ("\n" if documented else "\n\n").join([doc, "\n".join(extra)])
 
     def __init__(self, *, analytics_conn_id: str = DEFAULT_CONN_ID, **kwargs: Any) -> None:
         super().__init__(**kwargs)
