@@ -38,7 +38,11 @@ RSS is the child's whole life. The machine may be shared: compare ratios of one 
 
 Usage: python benchmarks/cohort_export.py [--rows 1000000] [--rounds 5] [--quick] [--warm]
            [--no-dlt] [--dlt-dicts-rows N] [--no-markers] [--no-extra] [--no-4x]
-           [--only NAME ...] [--workdir out/bench] [--json FILE]
+           [--only NAME ...] [--baseline REV ...] [--workdir out/bench] [--json FILE]
+
+``--baseline REV`` adds "(a) at REV": the same (a) run against the package as it was at a git
+revision of this repository (extracted under the work directory, run with today's
+dependencies), for before/after figures measured in one run.
 """
 
 from __future__ import annotations
@@ -96,8 +100,11 @@ PAGE_SIZE = 5_000
 """Users per page of the pages contender (the job's default)."""
 
 
-def run_child(command: list[str], workdir: Path, warm: bool = False) -> dict[str, float]:
-    """Run one contender; its figures (the last line it prints)."""
+def run_child(
+    command: list[str], workdir: Path, warm: bool = False, package: Path | None = None
+) -> dict[str, float]:
+    """Run one contender (with ``package``: against the package found there); its figures
+    (the last line it prints)."""
     # bytecode is written (once) so that imports do not recompile sources in every child
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     # a worker of its own, configured as in production: the machine's ~/airflow (and its
@@ -105,6 +112,8 @@ def run_child(command: list[str], workdir: Path, warm: bool = False) -> dict[str
     env |= {"AIRFLOW_HOME": str(workdir / "airflow"), "AIRFLOW__CORE__LOAD_EXAMPLES": "False"}
     if warm:
         env["BENCH_WARM"] = "1"
+    if package is not None:
+        env["PYTHONPATH"] = str(package)
     done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=ROOT)
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(command[1:])} failed:\n{done.stdout}\n{done.stderr}")
@@ -148,6 +157,13 @@ def print_summary(median: dict[str, dict[str, float]]) -> None:
             f"{_ratio(a, other, 'cpu'):>5}  (target <= 1.0)"
         )
     print(f"(a) peak RSS      {a['peak_rss_mib']:.0f} MiB  (target <= 256, Airflow imported)")
+    for name, before in median.items():
+        if name.startswith("(a) at "):
+            print(
+                f"(a)/{name[4:]:<13} wall {_ratio(a, before, 'seconds'):>5}  CPU "
+                f"{_ratio(a, before, 'cpu'):>5}  peak RSS {_ratio(a, before, 'peak_rss_mib')}"
+                "  (this package against the same path at that revision)"
+            )
     if marked := median.get("(a) markers 1/1000"):
         print(
             f"markers/(a)       wall {marked['seconds'] / a['seconds']:.2f}  CPU "
@@ -176,6 +192,29 @@ def print_summary(median: dict[str, dict[str, float]]) -> None:
         )
 
 
+def baseline_package(revision: str, workdir: Path) -> Path:
+    """The package as it was at ``revision`` (a git revision of this repository), extracted
+    once under the work directory; run with the project's current dependencies."""
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", f"{revision}^{{commit}}"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=True,
+    ).stdout.strip()
+    folder = workdir / f"baseline-{commit}"
+    if not (folder / "airflow_provider_analytics").is_dir():
+        folder.mkdir(parents=True, exist_ok=True)
+        archive = subprocess.run(
+            ["git", "archive", commit, "airflow_provider_analytics"],
+            capture_output=True,
+            cwd=ROOT,
+            check=True,
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
+    return folder
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--rows", type=int, default=None, help="default 1,000,000")
@@ -191,6 +230,13 @@ def main() -> None:
     parser.add_argument("--no-extra", action="store_true", help="leave the extra-key case out")
     parser.add_argument("--no-4x", action="store_true", help="leave the 4x-rows case out")
     parser.add_argument("--only", nargs="*", help="contenders to run (names as printed)")
+    parser.add_argument(
+        "--baseline",
+        action="append",
+        default=[],
+        metavar="REV",
+        help="also run (a) against the package at git revision REV (before/after figures)",
+    )
     parser.add_argument("--workdir", type=Path, default=ROOT / "out" / "bench")
     parser.add_argument("--json", type=Path, help="write the medians here")
     args = parser.parse_args()
@@ -250,8 +296,14 @@ def main() -> None:
             contenders["(a) 4x rows"] = [*me, "provider", base_url, "clean4x", out("4x.parquet")]
         if args.no_pages:
             del contenders["(a) pages"]
+        packages: dict[str, Path] = {}
+        for revision in args.baseline:
+            folder = baseline_package(revision, workdir)
+            name = f"(a) at {folder.name.removeprefix('baseline-')}"
+            contenders[name] = [*me, "provider", base_url, "clean", out("base.parquet")]
+            packages[name] = folder
         if args.only:
-            kept = {*args.only, "(a) provider"}
+            kept = {*args.only, *packages, "(a) provider"}
             contenders = {k: v for k, v in contenders.items() if k in kept}
         names = list(contenders)
         # the slow dlt dicts run ends every round: what ran right after its 90 seconds took up
@@ -264,7 +316,7 @@ def main() -> None:
             for name in rotated[shift:] + rotated[:shift] + last:
                 shutil.rmtree(runs_dir, ignore_errors=True)
                 runs_dir.mkdir()
-                figures = run_child(contenders[name], workdir, args.warm)
+                figures = run_child(contenders[name], workdir, args.warm, packages.get(name))
                 results.setdefault(name, []).append(figures)
                 print(
                     f"round {round_number + 1} {name:<20} {figures['seconds']:7.2f} s "

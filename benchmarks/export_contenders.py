@@ -89,7 +89,10 @@ def provider(base_url: str, cohort: str, out: str) -> tuple[int, int]:
     ``ObjectStoragePath`` ``file://`` destination, the streamed export job."""
     from airflow.sdk import ObjectStoragePath
 
-    from airflow_provider_analytics.export.stream import export_cohort_to_parquet
+    try:
+        from airflow_provider_analytics.export.stream import export_cohort_to_parquet
+    except ModuleNotFoundError:  # a baseline from before 0.2.0's rooms (--baseline)
+        from airflow_provider_analytics.jobs.cohort_export import export_cohort_to_parquet
     from airflow_provider_analytics.hooks.analytics import AnalyticsHook
 
     client = AnalyticsHook().get_conn()

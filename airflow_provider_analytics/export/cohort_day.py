@@ -1,8 +1,9 @@
 """A cohort's day into a destination: streamed, or read in shards, and published as the
 destination does it.
 
-The earlier days' number types are read from the destination (a Parquet prefix's newest earlier
-day, an Iceberg table's columns). ``mode="stream"`` runs the streamed export job, which writes
+The columns the destination holds are read from it (a Parquet prefix's newest earlier day, an
+Iceberg table's columns): they keep the number columns' types and meet the day's
+``schema_contract``. ``mode="stream"`` runs the streamed export job, which writes
 and verifies its Parquet file where the destination says; ``mode="pages"`` reads the cohort in
 shards of the paged endpoint (:mod:`~airflow_provider_analytics.export.shards`);
 ``mode="auto"`` streams a cohort of up to a million rows and shards a larger one, and reads
@@ -87,9 +88,9 @@ def export_cohort_day(
     rules.one_of(consistency, "consistency", shards.CONSISTENCY)
     shards.check_id_property(id_property, query.properties if mode == "pages" else None)
     destination.check([day], [COHORT_FILE])
-    earlier = destination.earlier_number_types(day)
+    held = destination.held_schema(day)
     # every argument is checked here, before the first request (the plan's listing)
-    prepared = prepare_export(client, query, earlier_types=earlier, **export)
+    prepared = prepare_export(client, query, destination_schema=held, **export)
     count: int | None = None
     fallback: str | None = None
     pageable = False  # may a stream cut every time be read in pages instead

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Final, NoReturn
 import pyarrow as pa
 
 from airflow_provider_analytics.core import rules
+from airflow_provider_analytics.core.arrow_types import is_text
 from airflow_provider_analytics.core.column_names import (
     ID_METADATA_KEY,
     ColumnNames,
@@ -67,6 +68,9 @@ _TYPE_NAMES: Final[Mapping[str, pa.DataType]] = {
     "decimal": EXACT_NUMBER_TYPE,
 }
 """Type names ``schema_overrides`` takes; ``number`` is the plan's rule (int64, or double)."""
+
+CONTRACTS: Final = ("evolve", "freeze", "discard_new")
+"""The values of ``schema_contract``, the default first."""
 
 
 @dataclass(frozen=True)
@@ -125,6 +129,8 @@ class ExportSchema:
 
     columns: tuple[ExportColumn, ...]
     timezone: str = "UTC"
+    discarded: tuple[str, ...] = ()
+    """Columns the plan has and ``schema_contract="discard_new"`` left out (written names)."""
 
     @property
     def names(self) -> list[str]:
@@ -142,12 +148,14 @@ class ExportSchema:
         return pa.schema([c.field for c in self.columns])
 
     @property
-    def described(self) -> dict[str, dict[str, str]]:
+    def described(self) -> dict[str, Any]:
         """Per column, by its name in the file: the platform id it holds (``column_ids``) and
-        where its type came from (``column_origins``); for the XCom and lineage."""
+        where its type came from (``column_origins``); the ``discarded_columns``; for the XCom
+        and lineage."""
         return {
             "column_ids": {c.written_name: c.name for c in self.columns},
             "column_origins": {c.written_name: c.origin for c in self.columns},
+            "discarded_columns": list(self.discarded),
         }
 
 
@@ -222,7 +230,7 @@ def export_schema(
     timezone: str = "UTC",
     overrides: Mapping[str, pa.DataType | str] | None = None,
     column_names: ColumnNames = ColumnNames.IDS,
-    earlier: Mapping[str, pa.DataType] | None = None,
+    earlier: pa.Schema | None = None,
 ) -> ExportSchema:
     """Build the export's schema for ``properties`` (in that order) from the tracking plan.
 
@@ -234,9 +242,9 @@ def export_schema(
         columns the caller types itself. A column is named by its id, a tag by its bare code
         too, or by its written name.
     :param column_names: how the columns are named in the file (:class:`ColumnNames`).
-    :param earlier: column id -> the int64 or double type an earlier day of the destination
-        wrote a ``number`` column with; the column keeps it (origin ``earlier``), unless
-        ``overrides`` names it.
+    :param earlier: the columns the destination holds (an earlier day's file, the table): a
+        ``number`` column it holds as int64 or double, found by its id or its name, keeps that
+        type (origin ``earlier``), unless ``overrides`` names it.
     :raises AnalyticsValidationError: when two columns would be written under one name, or
         two keys of ``overrides`` name one column.
     """
@@ -253,6 +261,11 @@ def export_schema(
             "schema_overrides",
             f"name columns that are not exported: {sorted(unknown_overrides)}",
         )
+    kept_types: dict[str, pa.DataType] = {}
+    for field in earlier or ():
+        if field.type in (NUMBER_TYPE, DOUBLE_TYPE):
+            column_id = (field.metadata or {}).get(ID_METADATA_KEY.encode(), b"")
+            kept_types[field.name] = kept_types[column_id.decode("utf-8", "replace")] = field.type
     columns = []
     for name in names:
         if name in overrides:
@@ -269,7 +282,7 @@ def export_schema(
         else:
             data_type = str(item.get("dataType"))
             # an earlier day's type, by the column's id (Parquet) or its name (Iceberg)
-            kept = (earlier or {}).get(name) or (earlier or {}).get(written[name])
+            kept = kept_types.get(name) or kept_types.get(written[name])
             kept = kept if data_type == "number" else None
             if kept is not None and kept.equals(pa.float64()):
                 column = ExportColumn(name, NUMBER_TYPE, "earlier", widens=True, starts_double=True)
@@ -282,3 +295,52 @@ def export_schema(
         alias = written[name]
         columns.append(replace(column, written_as=alias) if alias != name else column)
     return ExportSchema(tuple(columns), timezone)
+
+
+def _plain(arrow_type: pa.DataType) -> pa.DataType:
+    """A type as two destinations may hold the same one: Iceberg reads its strings and lists
+    as large ones, and its timestamps in microseconds."""
+    if is_text(arrow_type):
+        return pa.string()
+    if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type):
+        return pa.list_(_plain(arrow_type.value_type))
+    if pa.types.is_timestamp(arrow_type):
+        return pa.timestamp("ms", "UTC" if arrow_type.tz else None)
+    return arrow_type
+
+
+def contracted(schema: ExportSchema, held: pa.Schema | None, contract: str) -> ExportSchema:
+    """``schema`` as ``contract`` (:data:`CONTRACTS`) lets it meet the columns the destination
+    holds (``held``, by name; ``None``: nothing to meet), before the cohort is asked for.
+
+    ``evolve`` takes added and removed columns; ``freeze`` refuses both; ``discard_new``
+    leaves the added ones out (:attr:`ExportSchema.discarded`) and refuses a removed one (its
+    readers expect it). A type other than the held one is refused under each, unless
+    ``schema_overrides`` set it under ``evolve``.
+
+    :raises AnalyticsValidationError: naming ``schema_contract`` and every column at fault.
+    """
+    if held is None:
+        return schema
+    types = {field.name: _plain(field.type) for field in held}
+    ours = {c.written_name: c for c in schema.columns}
+    new = [name for name in ours if name not in types]
+    faults = [f"{name!r} removed" for name in types if name not in ours and contract != "evolve"]
+    faults += [f"{name!r} added" for name in new if contract == "freeze"]
+    for name, column in ours.items():
+        mine = _plain(DOUBLE_TYPE if column.starts_double else column.arrow_type)
+        retyped = name in types and mine != types[name]
+        if retyped and (column.origin != "override" or contract != "evolve"):
+            faults.append(f"{name!r} type {types[name]} -> {mine}")
+    if faults:
+        rules.fail(
+            "schema_contract",
+            f"{contract!r} refuses this day's columns against the destination's: "
+            f"{'; '.join(faults)}. Nothing was exported: 'evolve' takes added and removed "
+            "columns, and a type changes only as schema_overrides sets it under 'evolve' (or in "
+            "a new destination)",
+        )
+    if contract != "discard_new" or not new:
+        return schema
+    kept = tuple(c for c in schema.columns if c.written_name not in new)
+    return replace(schema, columns=kept, discarded=tuple(new))

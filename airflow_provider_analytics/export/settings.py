@@ -41,6 +41,9 @@ class ExportSettings:
         code allocates for itself (the Parquet writer) comes from the allocator chosen when
         pyarrow loaded, which the provider makes the system one too
         (``ARROW_DEFAULT_MEMORY_POOL``, see the README).
+    :param schema_contract: ``evolve`` (default), ``freeze`` or ``discard_new``: what a day may
+        change in the destination's columns (:func:`~airflow_provider_analytics.export.schema.
+        contracted`).
 
     Memory is dominated by ``row_group_bytes`` (two row groups are in flight: one filling, one
     being encoded). Larger row groups compress and scan a little better and cost that much
@@ -58,3 +61,4 @@ class ExportSettings:
     progress_interval: float | None = None
     memory_pool: str = "system"
     parse_threads: int = 2
+    schema_contract: str = "evolve"

@@ -40,8 +40,10 @@ from airflow_provider_analytics.core.retry import RetryPolicy
 from airflow_provider_analytics.export.arrow_pool import arrow_memory_pool
 from airflow_provider_analytics.export.decoder import BlockDecoder, ParsedBlock
 from airflow_provider_analytics.export.schema import (
+    CONTRACTS,
     ExportSchema,
     check_override_keys,
+    contracted,
     default_properties,
     export_schema,
 )
@@ -86,6 +88,8 @@ class ExportResult:
     column_ids: dict[str, str] = field(default_factory=dict)
     """Per column (by its name in the file): the platform id it holds (also in the Parquet
     field metadata, key ``analytics.id``)."""
+    discarded_columns: list[str] = field(default_factory=list)
+    """The plan's columns the destination lacks, left out by ``schema_contract="discard_new"``."""
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -122,7 +126,7 @@ def prepare_export(
     schema_overrides: Mapping[str, pa.DataType | str] | None = None,
     column_names: ColumnNames | str = ColumnNames.WAREHOUSE,
     settings: ExportSettings | None = None,
-    earlier_types: Mapping[str, pa.DataType] | None = None,
+    destination_schema: pa.Schema | None = None,
 ) -> PreparedExport:
     """Check every argument (before the first request), list the plan, and decide the columns:
     what the stream and the paged shards (:mod:`~airflow_provider_analytics.export.shards`)
@@ -133,6 +137,7 @@ def prepare_export(
     if query.properties is not None:
         column_name_map(query.properties, naming)
     check_override_keys(schema_overrides, naming)
+    rules.one_of(settings.schema_contract, "schema_contract", CONTRACTS)
     rules.count(settings.attempts, "attempts")
     rules.positive_int(settings.row_group_rows, "row_group_rows")
     parquet_compression(settings.compression)
@@ -144,14 +149,21 @@ def prepare_export(
     plan = client.list_user_properties()
     if query.properties is None:
         query = query.with_properties(default_properties(plan))
-    schema = export_schema(
+    planned = export_schema(
         query.properties or (),
         plan,
         timezone=timezone,
         overrides=schema_overrides,
         column_names=naming,
-        earlier=earlier_types,
+        earlier=destination_schema,
     )
+    schema = contracted(planned, destination_schema, settings.schema_contract)
+    if schema.discarded:  # not asked for: neither the stream nor the pages send them
+        log.warning("columns the destination lacks, not written: %s", list(schema.discarded))
+        named = zip(query.properties or (), planned.columns, strict=True)
+        query = query.with_properties(
+            [p for p, c in named if c.written_name not in schema.discarded]
+        )
     datetimes = [c.written_name for c in schema.columns if pa.types.is_timestamp(c.arrow_type)]
     if zone_unset and datetimes:  # every value would be off by the platform's offset
         log.warning(
@@ -176,7 +188,7 @@ def export_cohort_to_parquet(
     column_names: ColumnNames | str = ColumnNames.WAREHOUSE,
     settings: ExportSettings | None = None,
     sleep: Callable[[float], None] = time.sleep,
-    earlier_types: Mapping[str, pa.DataType] | None = None,
+    destination_schema: pa.Schema | None = None,
     file_metadata: Mapping[str, str] | None = None,
 ) -> ExportResult:
     """Export ``cohort_code``'s users to ``destination`` as Parquet and return what was written.
@@ -206,9 +218,10 @@ def export_cohort_to_parquet(
         ``ids`` (``$city``, ``tag.tag_rfm``).
         Each Parquet field keeps its id in its metadata (``analytics.id``) either way.
     :param settings: write and retry settings.
-    :param earlier_types: the int64 or double type each ``number`` column had on an earlier day
-        of the same destination (:func:`~airflow_provider_analytics.output.parquet_destination.
-        earlier_number_types`); the column keeps it.
+    :param destination_schema: the columns the destination holds already (an earlier day's
+        file: :func:`~airflow_provider_analytics.output.parquet_destination.earlier_schema`):
+        a ``number`` column keeps its int64 or double type there, and ``settings.
+        schema_contract`` decides what else may differ; ``None``: nothing to meet.
     :param sleep: waits between attempts (injectable for tests).
     :param file_metadata: key-value metadata the Parquet file records (its identity).
     """
@@ -222,7 +235,7 @@ def export_cohort_to_parquet(
         schema_overrides=schema_overrides,
         column_names=column_names,
         settings=settings,
-        earlier_types=earlier_types,
+        destination_schema=destination_schema,
     )
     return export_prepared(
         client, prepared, destination, sleep=sleep, file_metadata=file_metadata, started=started

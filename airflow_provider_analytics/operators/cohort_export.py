@@ -68,6 +68,12 @@ class CohortExportToParquetOperator(AnalyticsOutputOperator):
         before any request; ``ids`` writes the platform's ids (``$city``, ``tag.tag_rfm``).
         Each field keeps its id in the Parquet field metadata (``analytics.id``); an Iceberg
         table gets the same names (templated).
+    :param schema_contract: what a day may change in the destination's columns (the newest
+        earlier day's, or the Iceberg table's): ``evolve`` (default) writes added and removed
+        columns; ``freeze`` refuses any change by name before the cohort is asked for;
+        ``discard_new`` writes the destination's columns only, naming the others in the XCom's
+        ``discarded_columns``. A changed type is refused under each unless
+        ``schema_overrides`` sets it under ``evolve``; a first day is written as it is.
     :param compression: Parquet codec, zstd by default.
     :param row_group_rows: rows per Parquet row group.
     :param attempts: whole-export attempts on cut streams, transport faults and short counts.
@@ -122,6 +128,7 @@ class CohortExportToParquetOperator(AnalyticsOutputOperator):
         timezone: str | None = None,
         schema_overrides: Mapping[str, pa.DataType | str] | None = None,
         column_names: str = "warehouse",
+        schema_contract: str = ExportSettings.schema_contract,
         compression: str = "zstd",
         row_group_rows: int = ExportSettings.row_group_rows,
         attempts: int = ExportSettings.attempts,
@@ -154,6 +161,7 @@ class CohortExportToParquetOperator(AnalyticsOutputOperator):
             row_group_rows=row_group_rows,
             attempts=attempts,
             progress_interval=progress_interval,
+            schema_contract=schema_contract,
         )
 
     def execute(self, context: Context) -> dict[str, Any]:

@@ -39,6 +39,9 @@ class _CohortShardsOperator(AnalyticsOutputOperator):
     :param timezone: the project's timezone (templated); default: the connection's.
     :param schema_overrides: as for ``CohortExportToParquetOperator``.
     :param column_names: ``warehouse`` (default) or ``ids`` (templated).
+    :param schema_contract: ``evolve`` (default), ``freeze`` or ``discard_new``, as for
+        ``CohortExportToParquetOperator``; the plan step refuses or leaves out the columns
+        (only its log names the ones left out).
     :param page_size: users per page, at most 10,000 (default 5,000: a page is held whole while
         it is decoded, so smaller pages keep a worker's memory lower).
     :param shard_rows: users per shard.
@@ -72,6 +75,7 @@ class _CohortShardsOperator(AnalyticsOutputOperator):
         timezone: str | None = None,
         schema_overrides: Mapping[str, pa.DataType | str] | None = None,
         column_names: str = "warehouse",
+        schema_contract: str = ExportSettings.schema_contract,
         page_size: int = 5_000,
         shard_rows: int = 200_000,
         attempts: int = ExportSettings.attempts,
@@ -91,7 +95,7 @@ class _CohortShardsOperator(AnalyticsOutputOperator):
         self.column_names = column_names
         self.page_size = page_size
         self.shard_rows = shard_rows
-        self.settings = ExportSettings(attempts=attempts)
+        self.settings = ExportSettings(attempts=attempts, schema_contract=schema_contract)
         self.id_property = id_property
         self.consistency = consistency
 
@@ -114,7 +118,7 @@ class _CohortShardsOperator(AnalyticsOutputOperator):
             "schema_overrides": self.schema_overrides,
             "column_names": self.column_names,
             "settings": self.settings,
-            "earlier_types": destination.earlier_number_types(day),
+            "destination_schema": destination.held_schema(day),
         }
         return self.hook.get_conn(), query, destination, day, settings
 

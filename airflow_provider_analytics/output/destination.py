@@ -105,9 +105,9 @@ class Destination(Protocol):
         what names it (``uri``) and what publishing did."""
         ...
 
-    def earlier_number_types(self, day: str) -> dict[str, pa.DataType]:
-        """Column id or name -> the int64 or double type the destination holds a ``number``
-        column with already (from an earlier day), so that the column keeps it."""
+    def held_schema(self, day: str) -> pa.Schema | None:
+        """The columns the destination holds already for the identity (before ``day``), which
+        a ``number`` column's type and the ``schema_contract`` meet; ``None`` when empty."""
         ...
 
     def report_tables(self, day: str, names: Sequence[str]) -> TableWriter:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from airflow_provider_analytics.core import rules
-from airflow_provider_analytics.core.identity import IDENTITY_METADATA_KEY
+from airflow_provider_analytics.core.identity import IDENTITY_METADATA_KEY, PARTITION_COLUMNS
 from airflow_provider_analytics.output.destination import (
     CohortFile,
     LineageTarget,
@@ -41,9 +41,6 @@ if TYPE_CHECKING:
     from airflow_provider_analytics.core.identity import Identity
     from airflow_provider_analytics.output.iceberg import IcebergDayWriter
     from airflow_provider_analytics.output.roots import RootList
-
-NUMBER_TYPES = {"long": pa.int64(), "double": pa.float64()}
-"""The Iceberg types a ``number`` column can have been created with, as Arrow types."""
 
 
 class IcebergDestination:
@@ -147,20 +144,16 @@ class IcebergDestination:
         committed = self.writer(day).replace(schema, part_row_groups(parts, schema))
         return CohortFile(parts[0], self.uri(day, ()), {}, {"iceberg": committed})
 
-    def earlier_number_types(self, day: str) -> dict[str, pa.DataType]:
-        """The table's long and double columns, by name: a ``number`` column keeps the type
-        the table has (Iceberg cannot turn a long into a double)."""
+    def held_schema(self, day: str) -> pa.Schema | None:
+        """The table's columns but the identity and ``dt`` (a ``number`` column keeps the
+        type the table has: Iceberg cannot turn a long into a double)."""
         from pyiceberg.exceptions import NoSuchTableError
 
         try:
-            table = self.catalog.load_table(self.identifier)
+            schema = self.catalog.load_table(self.identifier).schema().as_arrow()
         except NoSuchTableError:
-            return {}
-        return {
-            field.name: NUMBER_TYPES[str(field.field_type)]
-            for field in table.schema().fields
-            if str(field.field_type) in NUMBER_TYPES
-        }
+            return None
+        return pa.schema([field for field in schema if field.name not in PARTITION_COLUMNS])
 
     def report_tables(self, day: str, names: Sequence[str]) -> _ReportTables:
         return _ReportTables(self, day, names)

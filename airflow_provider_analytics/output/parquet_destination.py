@@ -22,9 +22,9 @@ decimal (:mod:`~airflow_provider_analytics.export.number_rule`). Decided afresh 
 column could be int64 one day and double the next, and readers of the folder of days differ on
 that: DuckDB takes the first file's type and rounds later decimals without a word, a pyarrow
 dataset refuses the folder. So the newest earlier day's file decides
-(:func:`earlier_number_types`): its ``number`` columns keep their type, and a day whose data
+(:func:`earlier_schema`): its ``number`` columns keep their type, and a day whose data
 does not fit is refused by name, naming the setting (``schema_overrides``) that changes the
-type on purpose.
+type on purpose. Its columns are also what the day's ``schema_contract`` meets.
 """
 
 from __future__ import annotations
@@ -37,7 +37,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from airflow_provider_analytics.core import rules
-from airflow_provider_analytics.core.column_names import ID_METADATA_KEY
 from airflow_provider_analytics.core.errors import EarlierDayUnreadableError
 from airflow_provider_analytics.core.identity import (
     COHORT_COLUMN,
@@ -95,25 +94,16 @@ def stored_identity(path: ObjectStoragePath) -> str | None:
     return value.decode() if value is not None else None
 
 
-def _column_id(field: pa.Field) -> str:
-    """The column's id as the export wrote it in the field metadata, else its name."""
-    return (field.metadata or {}).get(ID_METADATA_KEY.encode(), field.name.encode()).decode()
-
-
-LOCKED_TYPES = (pa.int64(), pa.float64())
-"""The types a ``number`` column can have been written with by default."""
-
-
-def earlier_number_types(days: StoragePath, day: str, file_name: str) -> dict[str, pa.DataType]:
-    """Column id -> int64 or double, from the newest file of a day before ``day``.
+def earlier_schema(days: StoragePath, day: str, file_name: str) -> pa.Schema | None:
+    """The columns of the newest file of a day before ``day``.
 
     :param days: the folder holding one ``dt=<yyyy-MM-dd>`` folder per day.
     :param day: the day being written (``yyyy-MM-dd``); it and later days are not read.
     :param file_name: the file in each day's folder (``users.parquet``).
-    :return: {} when no earlier day has a file (the first day decides for itself).
+    :return: ``None`` when no earlier day has a file (the first day decides for itself).
     """
     if not days.exists():
-        return {}
+        return None
     earlier = sorted(
         (entry.name for entry in days.iterdir() if entry.name.startswith("dt=")),
         reverse=True,
@@ -127,20 +117,15 @@ def earlier_number_types(days: StoragePath, day: str, file_name: str) -> dict[st
         try:
             with source.open("rb") as handle:
                 schema = pq.read_schema(handle)
-            types = {
-                _column_id(field): field.type
-                for field in schema
-                if any(field.type.equals(locked) for locked in LOCKED_TYPES)
-            }
-        except (pa.ArrowException, OSError, UnicodeDecodeError) as error:
+        except (pa.ArrowException, OSError) as error:
             raise EarlierDayUnreadableError(
-                f"{source}: the newest earlier day's file, which decides the types of the "
-                f"number columns, cannot be read as this provider's Parquet ({error}); rewrite "
-                "that day (rerun it) or remove its file"
+                f"{source}: the newest earlier day's file, which decides the columns and the "
+                f"types of the number columns, cannot be read as this provider's Parquet "
+                f"({error}); rewrite that day (rerun it) or remove its file"
             ) from None
-        log.info("number columns keep the types of %s: %s", name, types)
-        return types
-    return {}
+        log.info("the day meets the columns of %s: %s", name, schema.names)
+        return schema
+    return None
 
 
 def output_path(
@@ -331,9 +316,9 @@ class ParquetDestination:
         )
         return CohortFile(path, str(path), self.file_metadata(), {"bytes_written": written})
 
-    def earlier_number_types(self, day: str) -> dict[str, pa.DataType]:
+    def held_schema(self, day: str) -> pa.Schema | None:
         path = self._cohort_path(day)
-        return earlier_number_types(path.parent.parent, day, path.name)
+        return earlier_schema(path.parent.parent, day, path.name)
 
     def report_tables(self, day: str, names: Sequence[str]) -> ParquetTables:
         return ParquetTables(

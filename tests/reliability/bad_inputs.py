@@ -603,6 +603,12 @@ def _operator_cases() -> list[BadInput]:
         ),
         BadInput(
             "CohortExportToParquetOperator",
+            "unknown schema contract",
+            "schema_contract",
+            executed(export, **good_export, schema_contract="merge"),
+        ),
+        BadInput(
+            "CohortExportToParquetOperator",
             "two properties sharing a warehouse column name",
             "properties",
             executed(export, **good_export, properties=["$city", "city"], column_names="warehouse"),

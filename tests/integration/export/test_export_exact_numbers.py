@@ -20,7 +20,7 @@ from airflow_provider_analytics.export.settings import ExportSettings
 from airflow_provider_analytics.export.stream import export_cohort_to_parquet
 from airflow_provider_analytics.output.parquet_destination import (
     EarlierDayUnreadableError,
-    earlier_number_types,
+    earlier_schema,
 )
 from tests.integration.export_servers import ExportServer
 
@@ -252,12 +252,12 @@ def test_a_number_column_keeps_the_type_of_the_destinations_earlier_days(tmp_pat
     def export_day(day: str, *records: dict[str, Any], **kwargs: Any) -> pa.Table:
         target = days / f"dt={day}" / "users.parquet"
         target.parent.mkdir(parents=True, exist_ok=True)
-        earlier = earlier_number_types(days, day, "users.parquet")
+        earlier = earlier_schema(days, day, "users.parquet")
         with ExportServer(plan=PLAN, count=len(records), body=body_of(*records)) as server:
             config = ClientConfig(server.base_url, token="t0k", app_key="app")
             with AnalyticsClient(config) as client:
                 export_cohort_to_parquet(
-                    client, "c1", target, settings=ONCE, earlier_types=earlier, **kwargs
+                    client, "c1", target, settings=ONCE, destination_schema=earlier, **kwargs
                 )
         return pq.read_table(target)
 
@@ -283,7 +283,7 @@ def test_a_number_column_keeps_the_type_of_the_destinations_earlier_days(tmp_pat
     with pytest.raises(ExportDataError, match=r"9007199254740993 is an integer that a double"):
         export_day("2024-01-04", {"user_id": 5, "amount": 2**53 + 1})
     # a rerun of the first day reads only the days before it
-    assert earlier_number_types(days, "2024-01-01", "users.parquet") == {}
+    assert earlier_schema(days, "2024-01-01", "users.parquet") is None
 
 
 def test_an_unreadable_earlier_day_is_refused_naming_its_file(tmp_path: Path) -> None:
@@ -292,4 +292,4 @@ def test_an_unreadable_earlier_day_is_refused_naming_its_file(tmp_path: Path) ->
     broken.parent.mkdir(parents=True)
     broken.write_bytes(b"not parquet at all")
     with pytest.raises(EarlierDayUnreadableError, match=r"dt=2024-01-01/users.parquet: the newest"):
-        earlier_number_types(days, "2024-01-02", "users.parquet")
+        earlier_schema(days, "2024-01-02", "users.parquet")
