@@ -38,7 +38,6 @@ class RegisterAccountOperator(AnalyticsBaseOperator):
     :param department: department (templated).
     :param login_user: operator recorded by the platform (templated).
     :param ensure_exists: treat "already exists" as success.
-    :param analytics_conn_id: id of the ``analytics`` connection (templated).
     """
 
     template_fields: Sequence[str] = (
@@ -78,14 +77,10 @@ class RegisterAccountOperator(AnalyticsBaseOperator):
         if self._password:
             mask_secret(self._password)
         try:
+            # the templated fields after the email are the client's arguments, by name
+            details = {name: getattr(self, name) for name in self.template_fields[2:]}
             account = self.hook.get_conn().register_account(
-                self.account_email,
-                user_name=self.user_name,
-                name=self.name,
-                password=self._password,
-                phone=self.phone,
-                department=self.department,
-                login_user=self.login_user,
+                self.account_email, password=self._password, **details
             )
         except (AnalyticsAlreadyExistsError, AnalyticsDisabledError) as error:
             if not self.ensure_exists:
@@ -114,20 +109,9 @@ class AccountActivationOperator(AnalyticsBaseOperator):
     ``activation`` must be a real bool. When it comes from ``params`` through a template, set
     ``render_template_as_native_obj=True`` on the DAG so it renders as a bool, not as text.
 
-    To have a person approve the change first, preview it, ask, then apply what was approved::
-
-        preview = AccountActivationOperator(
-            task_id="preview", account_email=EMAIL, activation=ACTIVATION, dry_run=True
-        )
-        approve = ApprovalOperator(
-            task_id="approve",
-            subject="Change this account?",
-            body="{{ ti.xcom_pull(task_ids='preview')['review'] }}",
-        )
-        apply = AccountActivationOperator(
-            task_id="apply", account_email=EMAIL, activation=ACTIVATION, reviewed_preview="preview"
-        )
-        preview >> approve >> apply
+    To have a person approve the change first, preview it (``dry_run``), ask (Airflow's
+    ``ApprovalOperator``), then apply what was approved (``reviewed_preview``); the operator's
+    page shows the DAG.
 
     Returns ``{"email": ..., "activation": bool}``; a preview (``dry_run``) adds
     ``"dry_run": True`` and the ``review`` (Markdown, for the body of an ``ApprovalOperator``).
@@ -140,7 +124,6 @@ class AccountActivationOperator(AnalyticsBaseOperator):
     :param reviewed_preview: the task id of this run's preview (``dry_run=True``) whose change a
         person approved: the task sends nothing unless its own email and activation are exactly
         the reviewed ones.
-    :param analytics_conn_id: id of the ``analytics`` connection (templated).
     """
 
     template_fields: Sequence[str] = (

@@ -1,11 +1,11 @@
-"""What every operator of this provider shares: the connection id and a lazily built hook.
-
-The hook (and with it the HTTP client) is imported when a task first uses it, not when a DAG
-file is parsed.
-"""
+"""What every operator of this provider shares: the connection id, a hook built on first use
+(imported when a task first uses it, not when a DAG file is parsed), and the documentation of
+the keyword arguments a base class takes."""
 
 from __future__ import annotations
 
+import inspect
+import re
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -21,14 +21,37 @@ if TYPE_CHECKING:
 
     from airflow_provider_analytics.hooks.analytics import AnalyticsHook
 
+_PARAM = re.compile(r"^:param (\w+):.*(?:\n[ \t]+\S.*)*", re.MULTILINE)
+
+
+def _params(cls: type) -> dict[str, str]:
+    return {m[1]: m[0] for m in _PARAM.finditer(inspect.cleandoc(vars(cls).get("__doc__") or ""))}
+
 
 class AnalyticsBaseOperator(BaseOperator):
     """Base class: holds ``analytics_conn_id`` and builds the hook on first use (no I/O at parse).
 
-    :param analytics_conn_id: id of the ``analytics`` connection.
+    A subclass documents its own parameters; the ``:param:`` lines of those its provider bases
+    take (the connection, the destination, ...) are appended to its docstring from the base
+    that documents them, so each text has one home and every operator's page lists them all.
+
+    :param analytics_conn_id: id of the ``analytics`` connection (templated).
     """
 
     template_fields: Sequence[str] = ("analytics_conn_id",)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        documented = _params(cls)
+        inherited: dict[str, str] = {}
+        for base in cls.__mro__[1:]:
+            if base.__module__.startswith("airflow_provider_analytics."):
+                for name, text in _params(base).items():
+                    inherited.setdefault(name, text)
+        extra = [text for name, text in inherited.items() if name not in documented]
+        if extra:  # a field list starts after a blank line, unless it continues the class's own
+            doc = inspect.cleandoc(cls.__doc__ or "")
+            cls.__doc__ = ("\n" if documented else "\n\n").join([doc, "\n".join(extra)])
 
     def __init__(self, *, analytics_conn_id: str = DEFAULT_CONN_ID, **kwargs: Any) -> None:
         super().__init__(**kwargs)

@@ -21,9 +21,6 @@ class UtmReadBackError(AnalyticsError):
 
     The message names the new campaign id, so nobody creates the link again to get its
     addresses: a second create makes a duplicate.
-
-    :param campaign_id: the id the platform returned for the new link.
-    :param cause: the error of the read-back.
     """
 
     def __init__(self, campaign_id: str, cause: AnalyticsError) -> None:
@@ -63,7 +60,6 @@ class CreateUtmOperator(AnalyticsBaseOperator):
     :param remarks: remarks (templated).
     :param utm_type: tracking type, when the platform wants one (templated).
     :param login_user: operator recorded by the platform (templated).
-    :param analytics_conn_id: id of the ``analytics`` connection (templated).
     """
 
     template_fields: Sequence[str] = (
@@ -108,17 +104,10 @@ class CreateUtmOperator(AnalyticsBaseOperator):
 
     def execute(self, context: Context) -> dict[str, Any]:
         client = self.hook.get_conn()
-        campaign_id = client.create_utm(
-            rules.http_url(self.page_url, "page_url"),
-            self.utm_campaign,
-            self.utm_medium,
-            self.utm_source,
-            utm_content=self.utm_content,
-            utm_term=self.utm_term,
-            remarks=self.remarks,
-            utm_type=self.utm_type,
-            login_user=self.login_user,
-        )
+        # the templated fields after the connection are the client's arguments, by name
+        link = {name: getattr(self, name) for name in self.template_fields[1:]}
+        link["page_url"] = rules.http_url(self.page_url, "page_url")
+        campaign_id = client.create_utm(**link)
         try:
             record = client.get_utm(campaign_id)
         except AnalyticsError as error:
@@ -136,7 +125,6 @@ class DeleteUtmOperator(AnalyticsBaseOperator):
     """Delete an ad tracking link logically (spec 4.4); its data is kept by the platform.
 
     :param campaign_id: the campaign (templated).
-    :param analytics_conn_id: id of the ``analytics`` connection (templated).
     """
 
     template_fields: Sequence[str] = ("analytics_conn_id", "campaign_id")
@@ -160,7 +148,6 @@ class UtmConversionOperator(AnalyticsBaseOperator):
     :param convert_measures: alternatively, ``[{"expression", "aggregator"}]``.
     :param from_date: first day, default the first day the run covers (templated).
     :param to_date: last day, default the last day the run covers (templated).
-    :param analytics_conn_id: id of the ``analytics`` connection (templated).
     """
 
     template_fields: Sequence[str] = (

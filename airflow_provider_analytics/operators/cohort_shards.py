@@ -1,25 +1,7 @@
-"""A cohort export spread over workers: plan the shards, read them as mapped tasks, publish once.
-
-::
-
-    plan = CohortShardPlanOperator(task_id="plan", cohort_code="all_users", destination=PREFIX)
-    read = CohortShardReadOperator.partial(
-        task_id="read", cohort_code="all_users", destination=PREFIX,
-        pool=PLATFORM_POOL, retries=3,
-    ).expand(shard_index=plan.output)
-    publish = CohortShardPublishOperator(task_id="publish", cohort_code="all_users",
-                                         destination=PREFIX)
-    plan >> read >> publish
-
-The plan task asks for the cohort's size, records the plan in the staging folder (beside a
-Parquet prefix, or ``staging`` for Iceberg: an object-storage URI every worker reaches) and
-returns the shard numbers; a staging folder that holds another plan (other settings: the run's
-fingerprint) is started again. Each read task reads one shard on any worker and is retried on
-its own; a shard already read (by an earlier try, its part unchanged) is not read again. The
-publish task checks the promise (rows equal the count, the count unchanged, no user twice,
-pages read again hold the same users) and publishes the day at once. The three tasks take the
-same export arguments (a read task whose settings make another plan is refused by name); only
-the publish task declares the destination's Asset.
+"""A cohort export spread over workers: plan the shards, read them as mapped tasks (each retried
+on its own, a shard already read not read again), then check the promise and publish the day
+once. The three tasks take the same export arguments; only the publish task declares the
+destination's Asset. ``docs/operators/cohort_shards.md`` shows the DAG and the guarantees.
 """
 
 from __future__ import annotations
@@ -42,42 +24,33 @@ if TYPE_CHECKING:
     from airflow_provider_analytics.output.destination import Destination
 
 
-_PARAMETERS = """
-:param cohort_code: the cohort (templated).
-:param destination: a prefix ending in ``/`` or an object URI, as for
-    ``CohortExportToParquetOperator`` (templated).
-:param iceberg_table: instead, the Iceberg table ``namespace.table`` (templated).
-:param iceberg_conn_id: the connection describing the Iceberg catalog.
-:param partition_outputs: whether the asset event carries the run's day as its
-    ``partition_key``: by default when the run has a partition key of its own; ``True`` always
-    (a DAG started by data-ready events feeding a ``PartitionedAssetTimetable`` consumer);
-    ``False`` never. The event's ``extra`` names the day (``day``) in every case.
-:param staging: for Iceberg, where the parts wait (an object-storage URI every worker
-    reaches); a Parquet export keeps them beside its prefix.
-:param properties: the columns (templated; must hold the ``id_property``); default: the plan's.
-:param limit: the most users (templated).
-:param timezone: the project's timezone (templated); default: the connection's.
-:param schema_overrides: as for ``CohortExportToParquetOperator``.
-:param column_names: ``warehouse`` (default) or ``ids`` (templated).
-:param schema_contract: ``evolve`` (default), ``freeze`` or ``discard_new``, as for
-    ``CohortExportToParquetOperator``; the plan step refuses or leaves out the columns (only
-    its log names the ones left out).
-:param page_size: users per page, at most 10,000 (default 5,000: a page is held whole while
-    it is decoded, so smaller pages keep a worker's memory lower).
-:param shard_rows: users per shard.
-:param attempts: tries of a shard whose pages fail (past the client's own retries).
-:param id_property: the property that tells users apart (no user may be in two shards):
-    ``distinct_id`` by default; checked against ``properties`` before any request.
-:param consistency: what the publish step reads again: ``first_pages`` (default: the first
-    page of every shard) or ``strict`` (every page, ids only; see the cohort shards page).
-:param analytics_conn_id: id of the ``analytics`` connection (templated).
-"""
-"""The parameters the three steps share, given the same values in a DAG."""
-
-
 class _CohortShardsOperator(AnalyticsOutputOperator):
-    """What the three steps share: the cohort, the destination and the export's settings
-    (:data:`_PARAMETERS`)."""
+    """What the three steps share: the cohort, the destination and the export's settings,
+    given the same values in a DAG.
+
+    :param cohort_code: the cohort (templated).
+    :param destination: a prefix ending in ``/`` or an object URI, as for
+        ``CohortExportToParquetOperator`` (templated).
+    :param staging: for Iceberg, where the parts wait (an object-storage URI every worker
+        reaches); a Parquet export keeps them beside its prefix.
+    :param properties: the columns (templated; must hold the ``id_property``); default: the
+        plan's.
+    :param limit: the most users (templated).
+    :param timezone: the project's timezone (templated); default: the connection's.
+    :param schema_overrides: as for ``CohortExportToParquetOperator``.
+    :param column_names: ``warehouse`` (default) or ``ids`` (templated).
+    :param schema_contract: ``evolve`` (default), ``freeze`` or ``discard_new``, as for
+        ``CohortExportToParquetOperator``; the plan step refuses or leaves out the columns
+        (only its log names the ones left out).
+    :param page_size: users per page, at most 10,000 (default 5,000: a page is held whole while
+        it is decoded, so smaller pages keep a worker's memory lower).
+    :param shard_rows: users per shard.
+    :param attempts: tries of a shard whose pages fail (past the client's own retries).
+    :param id_property: the property that tells users apart (no user may be in two shards):
+        ``distinct_id`` by default; checked against ``properties`` before any request.
+    :param consistency: what the publish step reads again: ``first_pages`` (default: the first
+        page of every shard) or ``strict`` (every page, ids only; see the cohort shards page).
+    """
 
     template_fields: Sequence[str] = (
         "analytics_conn_id",
@@ -96,7 +69,6 @@ class _CohortShardsOperator(AnalyticsOutputOperator):
         self,
         *,
         cohort_code: str,
-        destination: str | None = None,
         staging: str | None = None,
         properties: Sequence[str] | None = None,
         limit: int | None = None,
@@ -113,7 +85,7 @@ class _CohortShardsOperator(AnalyticsOutputOperator):
     ) -> None:
         if not self.declares_asset:
             kwargs.setdefault("outlets", [])
-        super().__init__(destination=destination, **kwargs)
+        super().__init__(**kwargs)
         self.cohort_code = cohort_code
         self.staging = staging
         self.properties = properties
@@ -127,8 +99,9 @@ class _CohortShardsOperator(AnalyticsOutputOperator):
         self.id_property = id_property
         self.consistency = consistency
 
-    def _run(self, context: Context) -> tuple[Any, CohortQuery, Destination, str]:
-        """The client, the request, the destination and the day, everything checked."""
+    def _run(self, context: Context) -> tuple[Any, CohortQuery, Destination, str, dict[str, Any]]:
+        """The client, the request, the destination, the day and the export's settings, all
+        checked."""
         from airflow_provider_analytics.core import rules
         from airflow_provider_analytics.export.shards import CONSISTENCY, check_id_property
 
@@ -140,38 +113,33 @@ class _CohortShardsOperator(AnalyticsOutputOperator):
         )
         day = covered_days(context).partition
         destination.check([day], [COHORT_FILE])
-        return self.hook.get_conn(), query, destination, day
-
-    def _export_settings(self, destination: Destination, day: str) -> dict[str, Any]:
-        return {
+        settings = {
             "timezone": self.timezone or self.hook.project_timezone,
             "schema_overrides": self.schema_overrides,
             "column_names": self.column_names,
             "settings": self.settings,
             "destination_schema": destination.held_schema(day),
         }
+        return self.hook.get_conn(), query, destination, day, settings
 
     def lineage_input_name(self) -> str:
         return f"cohort/{self.cohort_code}"
 
 
 class CohortShardPlanOperator(_CohortShardsOperator):
-    __doc__ = (
-        """Plan a cohort's shards (spec 4.12 pages) and record the plan; returns the shard
-numbers, for ``CohortShardReadOperator.partial(...).expand(shard_index=plan.output)``. A plan
-recorded by an earlier try is kept, with its finished shards, when this try makes the same one
-(request, count, timezone, columns and their types, id property); another is started again,
-the log saying what differs.
-"""
-        + _PARAMETERS
-    )
+    """Plan a cohort's shards (spec 4.12 pages) and record the plan; returns the shard numbers,
+    for ``CohortShardReadOperator.partial(...).expand(shard_index=plan.output)``. A plan
+    recorded by an earlier try is kept, with its finished shards, when this try makes the same
+    one (request, count, timezone, columns and their types, id property); another is started
+    again, the log saying what differs.
+    """
 
     def execute(self, context: Context) -> list[int]:
         from airflow_provider_analytics.export.cohort_day import start_shards
         from airflow_provider_analytics.export.stream import prepare_export
 
-        client, query, destination, day = self._run(context)
-        prepared = prepare_export(client, query, **self._export_settings(destination, day))
+        client, query, destination, day, settings = self._run(context)
+        prepared = prepare_export(client, query, **settings)
         plan, _ = start_shards(
             client,
             prepared,
@@ -185,12 +153,10 @@ the log saying what differs.
 
 
 class CohortShardReadOperator(_CohortShardsOperator):
-    __doc__ = (
-        """Read one shard of the recorded plan into its part (skipped when an earlier try did).
+    """Read one shard of the recorded plan into its part (skipped when an earlier try did).
 
-:param shard_index: the shard (from the plan task's output, templated)."""
-        + _PARAMETERS
-    )
+    :param shard_index: the shard (from the plan task's output, templated).
+    """
 
     template_fields: Sequence[str] = (*_CohortShardsOperator.template_fields, "shard_index")
 
@@ -204,8 +170,7 @@ class CohortShardReadOperator(_CohortShardsOperator):
         from airflow_provider_analytics.export.shards import read_shards
         from airflow_provider_analytics.operators.lineage import report_hook_lineage
 
-        client, _, destination, day = self._run(context)
-        settings = self._export_settings(destination, day)
+        client, _, destination, day, settings = self._run(context)
         reader = shard_reader(client, destination, day, self.id_property, **settings)
         shards = reader.plan.shards
         index = rules.integer(self.shard_index, "shard_index", minimum=0, maximum=len(shards) - 1)
@@ -220,12 +185,9 @@ class CohortShardReadOperator(_CohortShardsOperator):
 
 
 class CohortShardPublishOperator(_CohortShardsOperator):
-    __doc__ = (
-        """Check every shard of the recorded plan and publish the day at once (one Parquet object
-replaced atomically, or one Iceberg commit); declares the destination's Asset.
-"""
-        + _PARAMETERS
-    )
+    """Check every shard of the recorded plan and publish the day at once (one Parquet object
+    replaced atomically, or one Iceberg commit); declares the destination's Asset.
+    """
 
     declares_asset = True
 
@@ -235,10 +197,9 @@ replaced atomically, or one Iceberg commit); declares the destination's Asset.
         from airflow_provider_analytics.export.stream import prepare_export
         from airflow_provider_analytics.operators.lineage import export_origins
 
-        client, _, destination, day = self._run(context)
+        client, _, destination, day, settings = self._run(context)
         plan = read_plan(destination.staging(day))
         # the columns the parts were read with, decided again from the plan (for lineage)
-        settings = self._export_settings(destination, day)
         columns = prepare_export(client, plan.query(), **settings).schema.described
         published = publish_shards(client, plan, destination, day, consistency=self.consistency)
         summary = {**published, **columns}

@@ -79,17 +79,6 @@ class IcebergMaintenanceOperator(BaseOperator):
         self.orphan_file_age = orphan_file_age
         self.report_only = report_only
 
-    def _identifiers(self) -> list[str]:
-        tables = (
-            [self.iceberg_tables] if isinstance(self.iceberg_tables, str) else self.iceberg_tables
-        )
-        if not isinstance(tables, list) or not tables:
-            rules.fail("iceberg_tables", "must name at least one table", self.iceberg_tables)
-        for table in tables:
-            if not isinstance(table, str) or not all(table.rpartition(".")[::2]):
-                rules.fail("iceberg_tables", "each must be namespace.table", table)
-        return tables
-
     def execute(self, context: Context) -> dict[str, Any]:
         from pyiceberg.exceptions import NoSuchTableError
 
@@ -97,7 +86,13 @@ class IcebergMaintenanceOperator(BaseOperator):
         from airflow_provider_analytics.output.iceberg_maintenance import maintain_table
         from airflow_provider_analytics.output.roots import deployment_roots
 
-        identifiers = self._identifiers()
+        tables = self.iceberg_tables
+        identifiers = [tables] if isinstance(tables, str) else tables
+        if not isinstance(identifiers, list) or not identifiers:
+            rules.fail("iceberg_tables", "must name at least one table", tables)
+        for table in identifiers:
+            if not isinstance(table, str) or not all(table.rpartition(".")[::2]):
+                rules.fail("iceberg_tables", "each must be namespace.table", table)
         catalog = IcebergCatalogHook(iceberg_conn_id=self.iceberg_conn_id).get_conn()
         results: dict[str, dict[str, Any]] = {}
         for identifier in identifiers:

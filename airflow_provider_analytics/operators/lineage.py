@@ -1,15 +1,8 @@
 """Lineage to the column: which platform property, or which part of an analysis request, each
-written column holds, reported to OpenLineage and to Airflow's hook lineage.
-
-A cohort export's column holds one user property (``city`` holds ``$city``, ``tag_vip``
-holds ``tag.vip``); a report table's columns are computed from the request's steps (funnel) or
-measures (event analysis), and its split columns hold the split property. A property the
-tracking plan masks is personal data: its column is marked masked in the column lineage (the
-transformation's ``masking``, type ``MASKED``) and tagged ``personal_data=masked`` on both the
-platform's dataset and the written one, so an audit finds every place it went.
-
-OpenLineage is imported only when its events are built (the provider's extractor calls
-``get_openlineage_facets_on_complete``); the hook lineage collector is Airflow's own.
+written column holds, reported to OpenLineage and to Airflow's hook lineage. A property the
+tracking plan masks is personal data: its column is marked masked (transformation ``masking``,
+type ``MASKED``) and tagged ``personal_data=masked`` on both datasets, so an audit finds every
+place it went. OpenLineage is imported only when its events are built.
 """
 
 from __future__ import annotations
@@ -26,7 +19,6 @@ if TYPE_CHECKING:
     from airflow_provider_analytics.reports.job import ReportKind
 
 PERSONAL_DATA: Final = ("personal_data", "masked")
-"""The tag (key, value) on every field and column that holds a masked property."""
 TAG_SOURCE: Final = "analytics tracking plan"
 
 _STEP_COLUMNS: Final = (
@@ -50,16 +42,9 @@ _MEASURE_COLUMNS: Final = (
 
 @dataclass(frozen=True)
 class ColumnOrigin:
-    """One written column and the platform's fields it holds.
-
-    :param column: its name in the object or table.
-    :param fields: the fields of the platform's dataset it is made from: a property id
-        (``$city``, ``tag.vip``), or a report request's steps (``event.search``), measures
-        (``TOTAL_COUNT(event.purchase)``) or split fields (``event.$Anything.$platform``).
-    :param masked: the tracking plan masks the property: personal data, arriving masked.
-    :param how: OpenLineage's subtype of the transformation: ``IDENTITY`` (the property's
-        values as they are) or ``AGGREGATION`` (a report's figures).
-    """
+    """One written column and the platform's fields it is made from: a property id (``$city``),
+    or a report request's steps, measures (``TOTAL_COUNT(event.purchase)``) or split fields;
+    ``how`` is OpenLineage's subtype, ``IDENTITY`` or ``AGGREGATION`` (a report's figures)."""
 
     column: str
     fields: tuple[str, ...]
@@ -68,8 +53,7 @@ class ColumnOrigin:
 
 
 def export_origins(summary: Mapping[str, Any]) -> tuple[ColumnOrigin, ...]:
-    """Each column of a cohort export from its summary (``column_ids``: the property id each
-    written column holds; ``column_origins``: ``masked`` for a property the plan masks)."""
+    """Each column of a cohort export, from its summary's ``column_ids`` and ``column_origins``."""
     origins = summary.get("column_origins") or {}
     return tuple(
         ColumnOrigin(column, (property_id,), origins.get(column) == "masked")
@@ -109,8 +93,7 @@ def report_origins(kind: ReportKind, request: Mapping[str, Any]) -> dict[str, li
 
 
 def target_uri(target: LineageTarget) -> str:
-    """The Asset URI of a written object or table (``file:///...``, ``s3://bucket/key``,
-    ``iceberg://catalog/namespace/table``)."""
+    """The Asset URI of a written object or table."""
     if target.namespace.startswith("iceberg://"):
         return iceberg_table_uri(target.namespace.removeprefix("iceberg://"), target.name)
     if "://" not in target.namespace:

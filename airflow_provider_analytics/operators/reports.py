@@ -1,7 +1,5 @@
-"""FunnelReportOperator and EventReportOperator: analyses as report tables, one grain each.
-
-The jobs (and with them pyarrow) are imported when a task runs, not when a DAG file is parsed.
-"""
+"""FunnelReportOperator and EventReportOperator: analyses as report tables, one grain each;
+the jobs (and pyarrow) are imported when a task runs, not when a DAG file is parsed."""
 
 from __future__ import annotations
 
@@ -11,7 +9,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final
 from airflow_provider_analytics.core import rules
 from airflow_provider_analytics.core.errors import bounded_repr
 from airflow_provider_analytics.core.identity import report_identity
-from airflow_provider_analytics.operators.intervals import CoveredDays, covered_days
+from airflow_provider_analytics.operators.intervals import covered_days
 from airflow_provider_analytics.operators.output import AnalyticsOutputOperator
 
 if TYPE_CHECKING:
@@ -27,13 +25,36 @@ LOOKBACK_DAYS_MAX: Final = 366
 
 
 class _AnalysisReportOperator(AnalyticsOutputOperator):
-    """Run one analysis over the data interval and write its report tables.
+    """Run one analysis over the data interval and write its report tables, one grain each
+    (``docs/report_tables.md``): the main table (``funnel``, ``events``) and the others
+    (``funnel_totals``, ``events_totals``, ...).
 
-    Each grain is a table of its own (``docs/report_tables.md``): the main table
-    (``funnel``, ``events``) and the others (``funnel_totals``, ``events_totals``, ...).
-
-    The public subclasses' docstrings share one parameter text (:func:`_report_doc`), each
-    naming its own analysis.
+    :param destination: a prefix ending in ``/`` under which each table gets
+        ``<table>/report_key=<key>/dt=<first day of the data interval>/<table>.parquet``, so
+        that many reports share one prefix, or the main table's object URI, the other tables
+        being its siblings (templated). Each object is written atomically and records its
+        report key; a rerun replaces them, and an object holding another report is refused.
+    :param iceberg_table: instead of ``destination``, the main Iceberg table
+        ``namespace.table`` (the other tables get the same suffixes); its rows carry
+        ``report_key``, and each run replaces its report's day (``report_key``, ``dt``) in every
+        table, so that many reports share one table.
+    :param report_key: the stable name of this report's rows in a shared table or prefix
+        (templated; 1 to 64 letters, digits, ``_``, ``-``, ``.``). Default: the main table's
+        name, ``_`` and 12 hex digits of a digest of the request without its dates, the same on
+        every day. Give one to keep the key when the request changes.
+    :param window_days: split long ranges into windows of this many days (backfills); each
+        row carries its window as ``query_from_date``/``query_to_date``.
+    :param lookback_days: late data: also re-pull the N days before the run's day (templated;
+        default 0, at most 366), each queried on its own exactly as its own daily run queries
+        it, replacing that day's ``dt`` partition, so no day is ever held twice. Needs a run
+        whose report is one day and, for Parquet, a destination prefix. Every day is queried
+        before the first is written. The XCom lists ``days_written`` (oldest first) and each
+        re-pulled day's tables under ``repulled``. ``"2"``, ``True`` or ``1.5`` are refused.
+    :param compression: Parquet codec, zstd by default.
+    :param progress_interval: seconds between progress lines while the windows or days are
+        queried; default: the connection's ``progress_interval`` extra, else 10.
+    :param timezone: the project's time zone, in which the platform writes date-times;
+        default: the connection's ``timezone`` extra, else UTC with a warning.
     """
 
     report_name: ClassVar[str]
@@ -52,7 +73,6 @@ class _AnalysisReportOperator(AnalyticsOutputOperator):
         self,
         *,
         request: Mapping[str, Any] | FunnelRequest | EventRequest,
-        destination: str | None = None,
         window_days: int | None = None,
         lookback_days: int = 0,
         report_key: str | None = None,
@@ -61,7 +81,7 @@ class _AnalysisReportOperator(AnalyticsOutputOperator):
         progress_interval: float | None = None,
         **kwargs: Any,
     ) -> None:
-        super().__init__(destination=destination, **kwargs)
+        super().__init__(**kwargs)
         # a typed request becomes its body here: the dict Airflow renders and shows
         self.request = request
         if not isinstance(request, Mapping | str):
@@ -96,7 +116,16 @@ class _AnalysisReportOperator(AnalyticsOutputOperator):
         body.setdefault("fromDate", days.dates[0])
         body.setdefault("toDate", days.dates[1])
         if lookback_days:
-            _check_one_day(body, days, lookback_days)
+            if body["fromDate"] != days.partition or body["toDate"] != days.partition:
+                rules.fail(
+                    "lookback_days",
+                    f"needs a run that reports the one day of its partition ({days.partition}), "
+                    "so that each re-pulled day is written as its own run writes it; this run "
+                    f"reports {bounded_repr(body['fromDate'], 40)}.."
+                    f"{bounded_repr(body['toDate'], 40)} (a run covering several days, or a "
+                    "request with dates of its own, cannot look back)",
+                    lookback_days,
+                )
             if not self.iceberg_table and not self.destination.endswith("/"):
                 rules.fail(
                     "lookback_days",
@@ -147,103 +176,31 @@ class _AnalysisReportOperator(AnalyticsOutputOperator):
         return f"{self.report_name}_analysis"
 
 
-def _check_one_day(body: Mapping[str, Any], days: CoveredDays, lookback_days: int) -> None:
-    """A look-back run must report exactly the one day of its partition: each re-pulled day is
-    then written as that day's own run writes it (one day, one query, one partition)."""
-    day = days.partition
-    if body["fromDate"] != day or body["toDate"] != day:
-        rules.fail(
-            "lookback_days",
-            f"needs a run that reports the one day of its partition ({day}), so that each "
-            "re-pulled day is written as its own run writes it; this run reports "
-            f"{bounded_repr(body['fromDate'], 40)}..{bounded_repr(body['toDate'], 40)} (a run "
-            "covering several days, or a request with dates of its own, cannot look back)",
-            lookback_days,
-        )
-
-
-_PARAMETERS = """
-:param request: the {analysis} request: a :class:`{typed}` or its body as a dict
-    ({keys}; templated). ``fromDate``/``toDate`` default to the run's data interval.
-    Checked before anything is sent.
-:param destination: a prefix ending in ``/`` under which each table gets
-    ``<table>/report_key=<key>/dt=<first day of the data interval>/<table>.parquet``, so
-    that many reports share one prefix, or the ``{main}`` table's object URI, the other
-    tables being its siblings (templated). Each object is written atomically and records
-    its report key; a rerun replaces them, and an object holding another report is refused.
-    The untemplated prefix is declared as the task's Asset unless ``outlets`` are given.
-:param iceberg_table: instead of ``destination``, the ``{main}`` Iceberg table
-    ``namespace.table`` (the other tables get the same suffixes); its rows carry
-    ``report_key``, and each run replaces its report's day (``report_key``, ``dt``) in every
-    table, so that many reports share one table.
-:param iceberg_conn_id: the connection describing the Iceberg catalog.
-:param partition_outputs: whether the asset event carries the run's day as its
-    ``partition_key``: by default when the run has a partition key of its own; ``True`` always
-    (a DAG started by data-ready events feeding a ``PartitionedAssetTimetable`` consumer);
-    ``False`` never. The event's ``extra`` names the day (``day``) in every case.
-:param report_key: the stable name of this report's rows in a shared table or prefix
-    (templated; 1 to 64 letters, digits, ``_``, ``-``, ``.``). Default: ``{main}_`` and 12
-    hex digits of a digest of the request without its dates, the same on every day; the XCom
-    and the log name it. Give one to keep the key when the request changes.
-:param window_days: split long ranges into windows of this many days (backfills); each
-    row carries its window as ``query_from_date``/``query_to_date``.
-:param lookback_days: late data: also re-pull the N days before the run's day (templated;
-    default 0, at most 366). Each of those days is queried on its own, exactly as its own
-    daily run queries it, and replaces that day's ``dt`` partition (Parquet objects, or one
-    Iceberg commit per table and day), so a day's partition holds the same rows whether its
-    own run or a later look-back wrote it, and no day is ever held twice. Needs a run whose
-    report is one day (a daily schedule; the request without other dates) and, for Parquet,
-    a destination prefix. Every day is queried before the first is written. The XCom lists
-    ``days_written`` (oldest first, the run's own day last) and each re-pulled day's tables
-    under ``repulled``. Checked as given: ``"2"``, ``True`` or ``1.5`` are refused.
-:param compression: Parquet codec, zstd by default.
-:param progress_interval: seconds between progress lines while the windows or days are
-    queried (done, rate, time left); default: the connection's ``progress_interval``
-    extra, else 10.
-:param timezone: the project's time zone, in which the platform writes date-times;
-    default: the connection's ``timezone`` extra, else UTC with a warning (which says what
-    the answers' ``reportUpdateTime`` showed of the platform's clock).
-:param analytics_conn_id: id of the ``analytics`` connection (templated).
-"""
-
-
-def _report_doc(summary: str, *, analysis: str, typed: str, keys: str, main: str) -> str:
-    """A report operator's docstring: its own summary, then the parameters they share."""
-    typed = f"~airflow_provider_analytics.client.analysis_requests.{typed}"
-    return summary + _PARAMETERS.format(analysis=analysis, typed=typed, keys=keys, main=main)
-
-
 class FunnelReportOperator(_AnalysisReportOperator):
-    __doc__ = _report_doc(
-        """Funnel analysis (spec 4.16) as four tables: all users and split values, per day and
-over the whole range, one row per step in each.
+    """Funnel analysis (spec 4.16) as four tables: all users and split values, per day and over
+    the whole range, one row per step in each (converted users, conversion and completion
+    rates, median seconds to the next step; see the report tables page). The XCom carries the
+    overall conversion of the whole range.
 
-Columns include converted users, conversion rate (vs the previous step), completion rate
-(vs the first step) and median seconds to the next step; the documentation's report tables
-page lists them all. The XCom carries the overall conversion of the whole range.
-""",
-        analysis="funnel",
-        typed="FunnelRequest",
-        keys="``steps``, ``crowds``, ``convertTime``, ...",
-        main="funnel",
-    )
+    :param request: a :class:`~airflow_provider_analytics.client.analysis_requests.FunnelRequest`
+        or its body as a dict (``steps``, ``crowds``, ``convertTime``, ...; templated);
+        ``fromDate``/``toDate`` default to the run's covered days. Checked before anything is
+        sent.
+    """
 
     report_name = "funnel"
     ui_color = "#e8f1d4"
 
 
 class EventReportOperator(_AnalysisReportOperator):
-    __doc__ = _report_doc(
-        """Event analysis (spec 4.17) as two tables: one row per split values, measure and period,
-and the platform's totals over the whole range.
+    """Event analysis (spec 4.17) as two tables: one row per split values, measure and period,
+    and the platform's totals over the whole range. The XCom carries the total of each measure.
 
-The XCom carries the total of each measure.
-""",
-        analysis="event analysis",
-        typed="EventRequest",
-        keys="``measures``, ``crowds``, ``unit``, ``byFields``, ...",
-        main="events",
-    )
+    :param request: an :class:`~airflow_provider_analytics.client.analysis_requests.EventRequest`
+        or its body as a dict (``measures``, ``crowds``, ``unit``, ``byFields``, ...;
+        templated); ``fromDate``/``toDate`` default to the run's covered days. Checked before
+        anything is sent.
+    """
 
     report_name = "events"
     ui_color = "#f4e6d0"

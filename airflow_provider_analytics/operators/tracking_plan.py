@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING, Any
 
 from airflow_provider_analytics.core import rules
 from airflow_provider_analytics.operators.base import AnalyticsBaseOperator
-from airflow_provider_analytics.provider_info import DEFAULT_CONN_ID
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -31,16 +30,9 @@ class TrackingPlanSyncOperator(AnalyticsBaseOperator):
     target, ids and the fields that change (old and new). A preview (``dry_run``) also returns
     ``review``: the difference as Markdown, for the body of an ``ApprovalOperator``.
 
-    To have a person approve the change first, preview, ask, then apply what was approved::
-
-        preview = TrackingPlanSyncOperator(task_id="preview", plan=PLAN, dry_run=True)
-        approve = ApprovalOperator(
-            task_id="approve",
-            subject="Apply these tracking plan changes?",
-            body="{{ ti.xcom_pull(task_ids='preview')['review'] }}",
-        )
-        sync = TrackingPlanSyncOperator(task_id="sync", plan=PLAN, reviewed_preview="preview")
-        preview >> approve >> sync
+    To have a person approve the change first, preview (``dry_run``), ask (Airflow's
+    ``ApprovalOperator``), then apply what was approved (``reviewed_preview``); the operator's
+    page shows the DAG.
 
     :param plan: path of the plan file (templated; relative to the DAG file's folder), or the
         plan as a dict.
@@ -52,7 +44,6 @@ class TrackingPlanSyncOperator(AnalyticsBaseOperator):
         person approved. The plan is read again and nothing is sent unless the difference is
         exactly the reviewed one, from the same platform records: a plan edited on the platform
         or a changed file since the preview fails the task, naming what changed.
-    :param analytics_conn_id: id of the ``analytics`` connection (templated).
     """
 
     template_fields: Sequence[str] = ("analytics_conn_id", "plan")
@@ -65,10 +56,9 @@ class TrackingPlanSyncOperator(AnalyticsBaseOperator):
         dry_run: bool = False,
         apply_despite_conflicts: bool = False,
         reviewed_preview: str | None = None,
-        analytics_conn_id: str = DEFAULT_CONN_ID,
         **kwargs: Any,
     ) -> None:
-        super().__init__(analytics_conn_id=analytics_conn_id, **kwargs)
+        super().__init__(**kwargs)
         self.plan = os.fspath(plan) if isinstance(plan, os.PathLike) else plan
         # ``dry_run`` is taken: BaseOperator.dry_run() renders templates for the CLI.
         self.is_dry_run = dry_run
@@ -77,12 +67,6 @@ class TrackingPlanSyncOperator(AnalyticsBaseOperator):
             rules.fail("reviewed_preview", "applies a reviewed preview; a dry run applies nothing")
         self.reviewed_preview = reviewed_preview
 
-    def _dag_folder(self, context: Context) -> str | None:
-        """Folder of the DAG file, where a relative plan path starts."""
-        dag = context.get("dag") or (self.dag if self.has_dag() else None)
-        fileloc = getattr(dag, "fileloc", None)
-        return os.path.dirname(fileloc) if fileloc else None
-
     def execute(self, context: Context) -> dict[str, Any]:
         from airflow_provider_analytics.plan.file import load_tracking_plan
         from airflow_provider_analytics.plan.sync import sync_tracking_plan
@@ -90,7 +74,11 @@ class TrackingPlanSyncOperator(AnalyticsBaseOperator):
         reviewed = None
         if self.reviewed_preview is not None:
             reviewed = self.reviewed_result(context, self.reviewed_preview)
-        desired = load_tracking_plan(self.plan, base_dir=self._dag_folder(context))
+        # a relative plan path starts at the DAG file's folder
+        dag = context.get("dag") or (self.dag if self.has_dag() else None)
+        fileloc = getattr(dag, "fileloc", None)
+        base_dir = os.path.dirname(fileloc) if fileloc else None
+        desired = load_tracking_plan(self.plan, base_dir=base_dir)
         result = sync_tracking_plan(
             self.hook.get_conn(),
             desired,

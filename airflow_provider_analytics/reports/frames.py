@@ -1,14 +1,7 @@
-"""Funnel and event analysis responses as report tables for Parquet, Iceberg and warehouses.
-
-The entry points the report jobs use. Everything here is pure (no Airflow, no HTTP) and
-stays in Arrow: a decoded response goes in, one :class:`pyarrow.Table` per grain comes out,
-with the columns and types documented in ``docs/report_tables.md``. Where DataFrames are
-wanted (a notebook), :func:`as_dataframes` gives each table as one, without casts.
-
-A funnel response mixes four grains (the overall row and the split values, each per day and
-over the whole range) and an event response two (per period and over the whole range). A
-naive ``SUM`` over such a mix counts things twice, so each grain becomes a table of its own
-(a :class:`Grain`), named with the sentence ``docs/report_tables.md`` uses for it.
+"""Funnel and event analysis responses as report tables, one :class:`pyarrow.Table` per grain
+(a :class:`Grain`), with the columns and types of ``docs/report_tables.md``; pure (no Airflow,
+no HTTP). A response mixes grains (overall and split values, per day and over the whole range),
+where a naive ``SUM`` counts things twice, so each grain becomes a table of its own.
 """
 
 from __future__ import annotations
@@ -46,14 +39,9 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Grain:
-    """One report table cut from a flattened analysis.
-
-    :param name: the table's name (Parquet object stem, Iceberg table name suffix).
-    :param grain: what one row stands for, "one row per ...".
-    :param rows: selects the table's rows from the flattened table.
-    :param dropped: flattened columns the table does not have (flags and dimensions that
-        are constant within it).
-    """
+    """One report table cut from a flattened analysis: its ``name`` (Parquet object stem,
+    Iceberg table suffix), what one row stands for, its ``rows`` of the flattened table, and
+    the flattened columns it drops (flags and dimensions constant within it)."""
 
     name: str
     grain: str
@@ -61,11 +49,9 @@ class Grain:
     dropped: tuple[str, ...]
 
     def schema(self, flattened: pa.Schema) -> pa.Schema:
-        """This table's columns, given the flattened table's."""
         return pa.schema([field for field in flattened if field.name not in self.dropped])
 
     def cut(self, flattened: pa.Table) -> pa.Table:
-        """This table's rows and columns of ``flattened``."""
         kept = flattened.filter(self.rows(flattened))
         return kept.drop_columns([name for name in self.dropped if name in kept.column_names])
 
@@ -128,7 +114,6 @@ EVENT_GRAINS: Final = (
 
 
 def cut_grains(flattened: pa.Table, grains: Sequence[Grain]) -> dict[str, pa.Table]:
-    """Each grain's table of ``flattened``, by grain name, in the order of ``grains``."""
     return {grain.name: grain.cut(flattened) for grain in grains}
 
 
@@ -157,19 +142,13 @@ def event_tables(
 
 
 def as_dataframes(tables: Mapping[str, pa.Table]) -> dict[str, pd.DataFrame]:
-    """Report tables as pandas DataFrames, by name, for notebooks.
+    """Report tables as pandas DataFrames, by name, for notebooks
+    (``as_dataframes(funnel_tables(response))["funnel"].head()``).
 
-    Every column keeps its Arrow type (``pandas.ArrowDtype``: ``int64[pyarrow]``,
-    ``date32[day][pyarrow]``, ``timestamp[us, tz=UTC][pyarrow]``...), so nulls stay nulls,
-    counts stay integers and no column is ``object``. Needs pandas (``pip install ".[pandas]"``
-    from a clone of the provider, or ``pip install pandas``)::
-
-        tables = funnel_tables(client.analyze_funnel(request))
-        frames = as_dataframes(tables)
-        frames["funnel"].head()
+    Every column keeps its Arrow type (``pandas.ArrowDtype``), so nulls stay nulls, counts stay
+    integers and no column is ``object``. Needs pandas.
 
     :param tables: what :func:`funnel_tables` or :func:`event_tables` returned.
-    :raises AnalyticsConfigurationError: when pandas is not installed.
     """
     try:
         import pandas as pd

@@ -1,15 +1,11 @@
-"""A funnel analysis response (spec 4.16) as one long Arrow table.
-
-One output row per (split value, date column, step), in that order, with flags telling the
-overall row from split values and the ``$ALL`` column from days; :mod:`.frames` cuts it
-into the report tables, one grain each. The response holds only user counts; the rates
-are derived here: conversion against the previous step, completion against the first step,
-both null where the denominator is 0.
+"""A funnel analysis response (spec 4.16) as one long Arrow table: one row per (split value,
+date column, step), flagged overall or split value, ``$ALL`` or day. The response holds only
+user counts; the rates are derived here (conversion vs the previous step, completion vs the
+first step, null where the denominator is 0).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -22,16 +18,14 @@ from airflow_provider_analytics.client.answers import (
     as_model,
 )
 from airflow_provider_analytics.core.report_dates import ALL_DATES_LABEL
-from airflow_provider_analytics.reports.labels import (
-    OVERALL_BY_VALUE,
-    event_id_of,
-    label_text,
-    steps_express_matches,
-)
 from airflow_provider_analytics.reports.schemas import (
     FUNNEL_SCHEMA,
+    OVERALL_BY_VALUE,
+    event_id_of,
     gathered,
+    label_text,
     report_time_columns,
+    steps_express_matches,
     table_from_columns,
 )
 
@@ -39,40 +33,26 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
 
-@dataclass(frozen=True)
-class _FunnelCells:
-    """The response's numbers as (split row, step, date column) cubes."""
-
-    by_values: list[str | None]
-    converted: np.ndarray
-    median: np.ndarray
-    median_null: np.ndarray
-
-
 def funnel_table(response: Mapping[str, Any] | FunnelAnswer, *, timezone: str = "UTC") -> pa.Table:
-    """Flatten a funnel analysis response into one row per (split value, date, step).
+    """Flatten a funnel analysis response into one row per (split value, date, step), with
+    the columns of :data:`~airflow_provider_analytics.reports.schemas.FUNNEL_SCHEMA` (for an
+    empty response too).
 
-    Columns and types are :data:`~airflow_provider_analytics.reports.schemas.FUNNEL_SCHEMA`
-    (documented in ``docs/report_tables.md``); a response without rows gives an empty table
-    with the same columns. The response is decoded through its declared answer
-    (:class:`~airflow_provider_analytics.client.answers.FunnelAnswer`) first, so counts are
-    JSON integers >= 0, dates are unique, and every length agrees. Medians are paired with
-    steps by position (entry ``k`` of ``medianConvertedTime`` is step ``k+1`` to ``k+2``);
-    a ``stepsExpress`` that names a different pair is an error, since the pairing would
-    then be wrong.
+    The response is decoded through
+    :class:`~airflow_provider_analytics.client.answers.FunnelAnswer` first. Medians are paired
+    with steps by position (entry ``k`` of ``medianConvertedTime`` is step ``k+1`` to ``k+2``),
+    so a ``stepsExpress`` or step named differently in a row raises ``AnswerShapeError``.
 
     :param response: the decoded JSON body of ``POST /uba/api/funnels/analyze``, or its
         declared answer.
     :param timezone: the project's time zone, in which ``reportUpdateTime`` is written.
-    :raises AnswerShapeError: when the response does not fit its declaration, or a step
-        or step pair is named differently in a row; the message names the field.
     """
     answer = as_model(FunnelAnswer, "analyze_funnel", response)
     date_labels = answer.dateList
     steps = answer.steps
-    cells = _gather_cells(answer, steps)
+    by_values, converted, median, median_null = _gather_cells(answer, steps)
 
-    n_rows, n_steps, n_dates = cells.converted.shape
+    n_rows, n_steps, n_dates = converted.shape
     size = n_rows * n_dates * n_steps
     row_at = np.repeat(np.arange(n_rows), n_dates * n_steps)
     date_at = np.tile(np.repeat(np.arange(n_dates), n_steps), n_rows)
@@ -80,27 +60,24 @@ def funnel_table(response: Mapping[str, Any] | FunnelAnswer, *, timezone: str = 
 
     is_all = np.array([label == ALL_DATES_LABEL for label in date_labels], dtype=bool)
     is_overall = np.array(
-        [
-            position == 0 and value == OVERALL_BY_VALUE
-            for position, value in enumerate(cells.by_values)
-        ],
+        [position == 0 and value == OVERALL_BY_VALUE for position, value in enumerate(by_values)],
         dtype=bool,
     )
-    conversion, conversion_null, completion, completion_null = _rates(cells.converted)
+    conversion, conversion_null, completion, completion_null = _rates(converted)
 
     def in_output_order(cube: np.ndarray) -> np.ndarray:
         return np.transpose(cube, (0, 2, 1)).ravel()
 
     columns = {
         "by_field": pa.repeat(pa.scalar(label_text(answer.byField) or None, pa.string()), size),
-        "by_value": gathered(cells.by_values, pa.string(), row_at),
+        "by_value": gathered(by_values, pa.string(), row_at),
         "is_overall": pa.array(is_overall[row_at]),
         "date": gathered(answer.days, pa.date32(), date_at),
         "is_all_dates": pa.array(is_all[date_at]),
         "step_number": pa.array(step_at + 1),
         "step_expression": gathered(steps, pa.string(), step_at),
         "step_event": gathered([event_id_of(step) for step in steps], pa.string(), step_at),
-        "converted_users": pa.array(in_output_order(cells.converted)),
+        "converted_users": pa.array(in_output_order(converted)),
         "conversion_rate": pa.array(
             in_output_order(conversion), pa.float64(), mask=in_output_order(conversion_null)
         ),
@@ -108,16 +85,18 @@ def funnel_table(response: Mapping[str, Any] | FunnelAnswer, *, timezone: str = 
             in_output_order(completion), pa.float64(), mask=in_output_order(completion_null)
         ),
         "median_seconds_to_next": pa.array(
-            in_output_order(cells.median), pa.int64(), mask=in_output_order(cells.median_null)
+            in_output_order(median), pa.int64(), mask=in_output_order(median_null)
         ),
         **report_time_columns(answer.reportUpdateTime, timezone, size, what="funnel"),
     }
     return table_from_columns(FUNNEL_SCHEMA, columns)
 
 
-def _gather_cells(answer: FunnelAnswer, steps: Sequence[str]) -> _FunnelCells:
-    """Every row's counts and medians as (split row, step, date column) cubes; Arrow turns
-    the gathered lists into arrays in one pass each (medians: null where not sent)."""
+def _gather_cells(
+    answer: FunnelAnswer, steps: Sequence[str]
+) -> tuple[list[str | None], np.ndarray, np.ndarray, np.ndarray]:
+    """Every row's split value, then its counts, medians and medians not sent as (row, step,
+    date) cubes."""
     n_rows, n_steps, n_dates = len(answer.rows), len(steps), len(answer.dateList)
     pairs = max(n_steps - 1, 0)
     no_medians = [None] * n_dates
@@ -137,7 +116,7 @@ def _gather_cells(answer: FunnelAnswer, steps: Sequence[str]) -> _FunnelCells:
     converted = pa.array(counts, type=pa.int64()).to_numpy()
     median = pa.array(medians, type=pa.int64())
     shape = (n_rows, n_steps, n_dates)
-    return _FunnelCells(
+    return (
         labels,
         converted.reshape(shape),
         median.fill_null(0).to_numpy().reshape(shape),
@@ -146,33 +125,28 @@ def _gather_cells(answer: FunnelAnswer, steps: Sequence[str]) -> _FunnelCells:
 
 
 def _check_pairing(row: FunnelRow, where: str, steps: Sequence[str]) -> None:
-    """A row's steps and step pairs must name the answer's steps, in order."""
     for index, (detail, step) in enumerate(zip(row.stepsDetail, steps, strict=True)):
         if detail.expression is not None and event_id_of(detail.expression) != event_id_of(step):
-            raise _pairing_error(
-                f"{where}: stepsDetail[{index}] is {detail.expression!r}, but step {index + 1} "
-                f"is {step!r}"
+            raise AnswerShapeError(
+                f"analyze_funnel: {where}: stepsDetail[{index}] is {detail.expression!r}, but "
+                f"step {index + 1} is {step!r}",
+                operation="analyze_funnel",
             )
     for index, entry in enumerate(row.medianConvertedTime or ()):
         express = entry.stepsExpress
         if express is not None and not steps_express_matches(
             express, steps[index], steps[index + 1]
         ):
-            raise _pairing_error(
-                f"{where}: medianConvertedTime[{index}].stepsExpress is {express!r}, but steps "
-                f"{index + 1} and {index + 2} are {steps[index]!r} and {steps[index + 1]!r}"
+            raise AnswerShapeError(
+                f"analyze_funnel: {where}: medianConvertedTime[{index}].stepsExpress is "
+                f"{express!r}, but steps {index + 1} and {index + 2} are {steps[index]!r} and "
+                f"{steps[index + 1]!r}",
+                operation="analyze_funnel",
             )
 
 
-def _pairing_error(problem: str) -> AnswerShapeError:
-    return AnswerShapeError(f"analyze_funnel: {problem}", operation="analyze_funnel")
-
-
 def _rates(converted: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Conversion (vs previous step) and completion (vs first step) rates with their null masks.
-
-    :param converted: user counts shaped (split row, step, date column).
-    """
+    """Conversion and completion rates, with their null masks, of (row, step, date) counts."""
     counts = converted.astype(np.float64)
     previous = np.concatenate([np.zeros_like(counts[:, :1, :]), counts[:, :-1, :]], axis=1)
     first = np.broadcast_to(counts[:, :1, :], counts.shape)

@@ -1,16 +1,10 @@
-"""Funnel and event reports: query, flatten, cut into one table per grain, write each.
+"""Funnel and event reports: query, flatten, cut into one table per grain, write each; the work
+behind ``FunnelReportOperator`` and ``EventReportOperator``, usable without Airflow.
 
-The work behind ``FunnelReportOperator`` and ``EventReportOperator``, usable without Airflow.
-A long date range can be split into windows of ``window_days`` so a year of history becomes a
-series of modest queries; the windows' tables are concatenated, each row carrying the window it
-came from (``query_from_date``, ``query_to_date``), because a funnel's ``$ALL`` column and an
-event analysis' totals are per query. Everything stays in Arrow; the tables go to a
-:class:`~airflow_provider_analytics.output.destination.TableWriter` (Parquet objects, or
-Iceberg tables).
-
-:func:`run_report_days` makes one report per day instead, each day's tables going to a writer
-of their own: the look-back window (``lookback_days``) re-pulls past days with it, each one the
-very report its own daily run wrote.
+A long range can be split into windows of ``window_days``; each row carries the window it came
+from (``query_from_date``, ``query_to_date``), because a funnel's ``$ALL`` column and an event
+analysis' totals are per query. :func:`run_report_days` makes one report per day instead (the
+look-back window re-pulls past days with it, each the very report its own daily run wrote).
 """
 
 from __future__ import annotations
@@ -48,41 +42,29 @@ WINDOW_FIELDS = (pa.field("query_from_date", pa.date32()), pa.field("query_to_da
 
 
 def date_windows(from_date: str, to_date: str, window_days: int | None) -> list[tuple[str, str]]:
-    """Split an inclusive ``yyyy-MM-dd`` range into consecutive windows of ``window_days``.
-
-    :param from_date: first day.
-    :param to_date: last day (inclusive).
-    :param window_days: days per window; None or 0 for one window.
-    :raises AnalyticsValidationError: for a window that is not a whole number of days >= 0.
-    """
+    """Split an inclusive ``yyyy-MM-dd`` range into consecutive windows of ``window_days``
+    (None or 0: one window); a window that is not a whole number of days >= 0 is refused."""
     start, end = dt.date.fromisoformat(from_date), dt.date.fromisoformat(to_date)
     if window_days is not None:
         rules.integer(window_days, "window_days", minimum=0)
     if not window_days:
         return [(from_date, to_date)]
-    windows = []
-    while start <= end:
-        stop = min(start + dt.timedelta(days=window_days - 1), end)
-        windows.append((start.isoformat(), stop.isoformat()))
-        start = stop + dt.timedelta(days=1)
-    return windows
-
-
-def _sum_where(table: pa.Table, mask: pa.ChunkedArray | pa.Array, column: str) -> float:
-    total = pc.sum(table.filter(mask).column(column)).as_py()
-    return float(total or 0)
+    starts = [start + dt.timedelta(n) for n in range(0, (end - start).days + 1, window_days)]
+    last = dt.timedelta(days=window_days - 1)
+    return [(first.isoformat(), min(first + last, end).isoformat()) for first in starts]
 
 
 def funnel_headline(tables: Mapping[str, pa.Table]) -> dict[str, Any]:
-    """Overall conversion (last step over first step) of the whole range, all users together."""
-    totals = tables["funnel_totals"]
-    steps = pc.max(totals.column("step_number")).as_py() or 0
-    first = _sum_where(totals, pc.equal(totals.column("step_number"), 1), "converted_users")
-    last = _sum_where(totals, pc.equal(totals.column("step_number"), steps), "converted_users")
+    """Overall conversion (last step over first step) of the whole range, all users."""
+    by = tables["funnel_totals"].group_by("step_number").aggregate([("converted_users", "sum")])
+    users = by.to_pydict()
+    by_step = dict(zip(users["step_number"], users["converted_users_sum"], strict=True))
+    steps = max(by_step, default=0)
+    first, last = (by_step.get(n) or 0 for n in (1, steps))
     return {
         "steps": steps,
-        "first_step_users": int(first),
-        "last_step_users": int(last),
+        "first_step_users": first,
+        "last_step_users": last,
         "overall_conversion": round(last / first, 6) if first else None,
     }
 
@@ -137,11 +119,8 @@ EVENTS = ReportKind(
 
 @dataclass
 class ReportResult:
-    """What a report wrote; small and JSON-able (the operator's XCom).
-
-    ``uri`` and ``rows`` are the main table's (the first grain); ``tables`` describes every
-    table written, by name.
-    """
+    """What a report wrote, JSON-able (the operator's XCom): ``uri`` and ``rows`` are the main
+    table's (the first grain), ``tables`` describes every table written, by name."""
 
     uri: str
     report: str
@@ -166,54 +145,40 @@ def build_report_tables(
     timezone: str | None = None,
     progress_interval: float | None = None,
 ) -> tuple[dict[str, pa.Table], int]:
-    """Check the request (once, by the client's rules, before the first query), query window by
-    window, flatten, cut into grains.
-
-    Returns the report tables by name and the window count.
+    """Check the request (before the first query), query window by window, flatten, cut into
+    grains; returns the report tables by name and the window count.
 
     :param kind: :data:`FUNNEL` or :data:`EVENTS`.
     :param client: the API client.
     :param request: the analysis request body (spec 4.16 / 4.17) with fromDate and toDate.
     :param window_days: split the date range into windows of this many days.
     :param timezone: the project's time zone, in which the platform writes date-times;
-        ``None`` (not set) reads UTC and logs a warning once (:mod:`.unset_timezone`).
-    :param progress_interval: seconds between progress lines (windows done, the rate, the
-        time left); default: the client's.
+        ``None`` reads UTC and logs a warning once (:mod:`.unset_timezone`).
+    :param progress_interval: seconds between progress lines; default: the client's.
     """
     checked = kind.validate(request)
     body = checked.sent()
-    zone = _zone(timezone, kind)
     windows = date_windows(body["fromDate"], body["toDate"], window_days)
     queried = _query(
-        kind, client, [(checked, w) for w in windows], zone, "windows", progress_interval
+        kind, client, [(checked, w) for w in windows], timezone, "windows", progress_interval
     )
     flattened = pa.concat_tables([table for table, _ in queried])
     return cut_grains(flattened, kind.grains), len(windows)
-
-
-def _zone(timezone: str | None, kind: ReportKind) -> tuple[str, UnsetTimezone | None]:
-    """The zone to read date-times in, and the watcher of the answers when none is set."""
-    if timezone is None:
-        return "UTC", UnsetTimezone(kind.name)
-    return rules.time_zone(timezone), None
 
 
 def _query(
     kind: ReportKind,
     client: AnalyticsClient,
     queries: Sequence[tuple[FunnelRequest | EventRequest, tuple[str, str]]],
-    zone: tuple[str, UnsetTimezone | None],
+    timezone: str | None,
     unit: str,
     progress_interval: float | None,
 ) -> list[tuple[pa.Table, float]]:
-    """Each query, a checked request over a window (its first and last day), flattened, each
-    row carrying the window, with the seconds it took.
-
-    The progress is made before the first query (which checks ``progress_interval``); its
-    final line comes when there was more than one query. ``zone`` is the time zone and, when
-    none is set, the watcher of the answers, which warns once all are read.
-    """
-    timezone, unset = zone
+    """Each query (a checked request over a window) flattened, each row carrying its window,
+    with the seconds it took. Without a timezone the answers are read as UTC and watched, to
+    warn once all are read."""
+    unset = UnsetTimezone(kind.name) if timezone is None else None
+    timezone = "UTC" if timezone is None else rules.time_zone(timezone)
     progress = client.progress(
         f"{kind.name} report", total=len(queries), unit=unit, interval=progress_interval
     )
@@ -251,18 +216,10 @@ def run_report(
     timezone: str | None = None,
     progress_interval: float | None = None,
 ) -> ReportResult:
-    """Build the report tables and hand each to ``writer`` (which replaces it).
+    """Build the report tables (:func:`build_report_tables`, whose parameters these are) and
+    hand each to ``writer`` (which replaces it).
 
-    :param kind: :data:`FUNNEL` or :data:`EVENTS`.
-    :param client: the API client.
-    :param request: the analysis request body with fromDate and toDate.
-    :param writer: where the tables go
-        (:class:`~airflow_provider_analytics.output.parquet.ParquetTables` or
-        an Iceberg destination's tables).
-    :param window_days: split the date range into windows of this many days.
-    :param timezone: the project's time zone, in which the platform writes date-times;
-        ``None`` (not set) reads UTC and logs a warning once.
-    :param progress_interval: seconds between progress lines; default: the client's.
+    :param writer: where the tables go (Parquet objects, or an Iceberg destination's tables).
     """
     started = time.monotonic()
     tables, windows = build_report_tables(
@@ -286,11 +243,8 @@ def _written(
     days: tuple[str, str],
     started: float,
 ) -> ReportResult:
-    """Hand each table to ``writer`` and summarise what was written.
-
-    :param days: the first and last day the report covers.
-    :param started: ``time.monotonic()`` when the report's work began.
-    """
+    """Hand each table to ``writer`` and summarise what was written (``days``: the first and
+    last day covered; ``started``: ``time.monotonic()`` when the report's work began)."""
     written = {name: writer.write_table(name, table) for name, table in tables.items()}
     main = written[kind.grains[0].name]
     return ReportResult(
@@ -316,41 +270,26 @@ def run_report_days(
     timezone: str | None = None,
     progress_interval: float | None = None,
 ) -> list[ReportResult]:
-    """One report per day: ``request`` over that day alone (``fromDate`` = ``toDate`` = the
-    day), its tables handed to ``writer_for(day)``.
+    """One report per day, in the order given: ``request`` over that day alone, its tables
+    handed to ``writer_for(day)``; returns one result per day.
 
-    Each day's tables are exactly those :func:`run_report` gives for a request over that one
-    day: one query, so a funnel's ``$ALL`` column and an event analysis' totals are the day's,
-    and ``query_from_date`` = ``query_to_date`` = the day. This is how a look-back run
-    re-pulls past days: a day re-pulled later holds the rows its own daily run would write
-    now, never a share of a wider query.
+    Each day's tables are exactly those :func:`run_report` gives for that one day (one query),
+    so a day re-pulled later holds the rows its own daily run would write, never a share of a
+    wider query. Every request is checked and every day queried before the first write, so a
+    refused request or a failed query writes nothing; a day listed twice is refused.
 
-    Every day's request is checked before the first query, and every day is queried before
-    the first write, so a refused request or a failed query writes nothing. The days are
-    then written in the order given, each day's tables replacing that day's (atomically per
-    table, as the writer does).
-
-    :param kind: :data:`FUNNEL` or :data:`EVENTS`.
-    :param client: the API client.
-    :param request: the analysis request body; its ``fromDate``/``toDate``, if any, are
-        replaced by each day.
-    :param days: ``yyyy-MM-dd`` days, each written once, in this order.
+    :param request: the analysis request body; its ``fromDate``/``toDate`` become each day.
+    :param days: ``yyyy-MM-dd`` days, each written once.
     :param writer_for: the writer of a day's tables (e.g. Parquet objects under ``dt=<day>``).
-    :param timezone: the project's time zone, in which the platform writes date-times;
-        ``None`` (not set) reads UTC and logs a warning once.
-    :param progress_interval: seconds between progress lines (days queried, the rate, the
-        time left); default: the client's.
-    :return: one result per day, in the order of ``days``.
-    :raises AnalyticsUsageError: for a day listed twice (a day is written once), before any
-        query.
+
+    ``kind``, ``client``, ``timezone`` and ``progress_interval`` are :func:`build_report_tables`'s.
     """
     if len(set(days)) != len(days):
         raise AnalyticsUsageError(f"run_report_days: a day is listed twice in {list(days)}")
-    zone = _zone(timezone, kind)
     queries = [
         (kind.validate({**request, "fromDate": day, "toDate": day}), (day, day)) for day in days
     ]
-    queried = _query(kind, client, queries, zone, "days", progress_interval)
+    queried = _query(kind, client, queries, timezone, "days", progress_interval)
     # each day's seconds: its query and its writes, not the other days' queries between them
     return [
         _written(
@@ -376,15 +315,11 @@ def report_to_destination(
     timezone: str | None = None,
     progress_interval: float | None = None,
 ) -> dict[str, Any]:
-    """Write a report's tables to ``destination`` for each of ``days`` (the run's own day last).
-
-    With one day, the request's own range is reported (split into ``window_days`` windows) and
-    written to that day; with more (a look-back), each day is reported alone
-    (:func:`run_report_days`). Every place written is checked before the first request.
-    ``timezone`` and ``progress_interval`` are :func:`run_report`'s.
-
-    :return: the XCom: the run's own day as :class:`ReportResult` describes it, ``seconds``
-        over all days, ``days_written`` and each re-pulled day's tables under ``repulled``.
+    """Write a report's tables to ``destination`` for each of ``days`` (the run's own day
+    last): with one day, the request's own range (in ``window_days`` windows); with more (a
+    look-back), each day alone (:func:`run_report_days`). Every place written is checked before
+    the first request. Returns the XCom: the run's own day's :class:`ReportResult`,
+    ``seconds`` over all days, ``days_written`` and each re-pulled day's tables (``repulled``).
     """
     names = [grain.name for grain in kind.grains]
     destination.check(days, names)

@@ -1,27 +1,122 @@
-"""Column specs of the flattened analyses, and the helpers that make Arrow columns fit them.
-
-The Arrow schemas below are the single source of truth for column names and types: the
-builders assemble Arrow arrays and check them against the schema, so a table has exactly
-these types, for empty results too. Everything stays in Arrow; :mod:`.frames` cuts the
-flattened table into the report tables, one grain each.
+"""Column specs of the flattened analyses, the single source of truth for column names and
+types (for empty results too), the helpers that make Arrow columns fit them, and the label
+strings analysis responses carry (split values such as ``-1`` or ``600~800``, measures such as
+``event.$Anything.unique``, step pairs) read as typed values, once per distinct label.
 """
 
 from __future__ import annotations
 
+import logging
+import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, NamedTuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from airflow_provider_analytics.core.errors import AnalyticsUsageError
 from airflow_provider_analytics.core.identity import REPORT_MARK_COLUMNS
-from airflow_provider_analytics.reports.labels import column_slug, optional_report_datetime
+from airflow_provider_analytics.core.report_dates import (
+    ACCEPTED_DATETIME_FORMATS,
+    parse_report_datetime,
+    shown_label,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
     import numpy as np
+
+log = logging.getLogger(__name__)
+
+OVERALL_BY_VALUE: Final = "-1"
+"""The funnel's first ``byValues`` entry, holding the result over all split values."""
+
+UNKNOWN_BUCKET_LABEL: Final = "未知"
+"""The split label the platform uses for a bucketed property without a value ("unknown")."""
+
+EVENT_PREFIX: Final = "event."
+
+_NUMBER: Final = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
+_BUCKET_LABEL: Final = re.compile(rf"\s*(?P<lower>-∞|{_NUMBER})\s*~\s*(?P<upper>\+?∞|{_NUMBER})\s*")
+
+_SUFFIXES: Final = {
+    2: ("TRIGGER_USER_COUNT", {"TRIGGER_USER_COUNT", "TOTAL_COUNT", "AVG_COUNT"}),
+    3: ("REMOVE_DUMPLICATE", {"REMOVE_DUMPLICATE", "SUM", "AVG", "MAX", "MIN", "AVG_PER"}),
+}
+"""By segments of the expression (``event.<id>``, ``event.<id>.<property>``): the aggregator a
+``.unique`` suffix stands for, and the aggregators a suffix may name."""
+
+
+class BucketBounds(NamedTuple):
+    """Bounds of a bucket label; ``None`` marks an open side (or an unknown value)."""
+
+    lower: float | None
+    upper: float | None
+
+
+def parse_bucket_label(label: str | None) -> BucketBounds | None:
+    """Bounds of a bucketed split value such as ``-∞~600``, ``600~800`` or ``800~+∞`` (``None``
+    for an open side, both for the unknown-value label or a missing value); ``None`` when the
+    label is not a bucket."""
+    if label is None or label == UNKNOWN_BUCKET_LABEL:
+        return BucketBounds(None, None)
+    match = _BUCKET_LABEL.fullmatch(label)
+    if match is None:
+        return None
+    lower, upper = match.group("lower"), match.group("upper")
+    return BucketBounds(
+        None if lower.endswith("∞") else float(lower),
+        None if upper.endswith("∞") else float(upper),
+    )
+
+
+def label_text(value: object) -> str | None:
+    """A split value as text: JSON strings unchanged, numbers and booleans as JSON writes them."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def event_id_of(expression: str) -> str:
+    """The event id of a step expression: ``event.$startup`` and ``$startup`` give ``$startup``."""
+    return expression.removeprefix(EVENT_PREFIX)
+
+
+def steps_express_matches(steps_express: str, from_step: str, to_step: str) -> bool:
+    """Whether a ``stepsExpress`` such as ``$startup~$pageview`` names the given step pair
+    (``event.``-prefixed or bare on either side)."""
+    left, separator, right = steps_express.partition("~")
+    return (
+        bool(separator)
+        and event_id_of(left.strip()) == event_id_of(from_step)
+        and event_id_of(right.strip()) == event_id_of(to_step)
+    )
+
+
+def split_measure_label(label: str) -> tuple[str, str | None]:
+    """Best-effort expression and aggregator of a measure label (``event.$Anything`` with
+    TRIGGER_USER_COUNT comes back as ``event.$Anything.unique``): a trailing segment is an
+    aggregator only where it fits the expression before it (event aggregators after
+    ``event.<id>``, property ones after ``event.<id>.<property>``, ``unique`` the distinct
+    count of either); otherwise the whole label is the expression, the aggregator ``None``."""
+    head, dot, suffix = label.rpartition(".")
+    if not dot or not head.startswith(EVENT_PREFIX):
+        return label, None
+    key = suffix.upper()
+    distinct, named = _SUFFIXES.get(head.count(".") + 1, ("", set()))
+    if key == "UNIQUE" and distinct:
+        return head, distinct
+    return (head, key) if key in named else (label, None)
+
+
+def column_slug(expression: str) -> str:
+    """Column-safe slug of an expression (``event.purchase.$city`` -> ``event_purchase_city``),
+    safe in every warehouse; it may be empty."""
+    return re.sub(r"[^0-9a-z]+", "_", expression.lower()).strip("_")
+
 
 TIMESTAMP: Final = pa.timestamp("us", tz="UTC")
 """An instant, microseconds, UTC: the platform's wall-clock times read in the project's zone."""
@@ -64,56 +159,31 @@ EVENT_SCHEMA: Final = pa.schema(
 )
 """Columns every event frame has after its split columns; the whole schema when unsplit."""
 
-BY_COLUMN_PREFIX: Final = "by_"
-BUCKET_SUFFIXES: Final = ("_lower", "_upper")
-
 
 @dataclass(frozen=True)
 class ByColumn:
-    """The output columns of one event-analysis ``byFields`` entry.
-
-    :param expression: the split expression, e.g. ``event.purchase.$city``.
-    :param name: the column holding the split value as text.
-    :param bucketed: whether the field is split into numeric buckets, which adds the
-        ``<name>_lower`` and ``<name>_upper`` bound columns.
-    """
+    """The output columns of one event-analysis ``byFields`` entry: ``name`` holds the split
+    value as text; a ``bucketed`` field adds the ``<name>_lower`` and ``<name>_upper`` bounds."""
 
     expression: str
     name: str
     bucketed: bool
 
     @property
-    def lower_name(self) -> str:
-        return self.name + BUCKET_SUFFIXES[0]
-
-    @property
-    def upper_name(self) -> str:
-        return self.name + BUCKET_SUFFIXES[1]
-
-    @property
     def names(self) -> tuple[str, ...]:
-        """Every column this split field produces, in output order."""
-        return (self.name, self.lower_name, self.upper_name) if self.bucketed else (self.name,)
-
-    def fields(self) -> list[pa.Field]:
-        bounds = [pa.field(name, pa.float64()) for name in self.names[1:]]
-        return [pa.field(self.name, pa.string()), *bounds]
+        """The split value's column, then the bounds' (lower, upper) of a bucketed field."""
+        bounds = (f"{self.name}_lower", f"{self.name}_upper") if self.bucketed else ()
+        return (self.name, *bounds)
 
 
 def plan_by_columns(expressions: Sequence[str], bucketed: Sequence[bool]) -> tuple[ByColumn, ...]:
-    """Name the split columns: ``by_`` plus the expression's slug, made unique in order.
-
-    A name (or, for a bucketed field, one of its bound columns) already taken by an earlier
-    field or a fixed column gets the smallest free suffix ``_2``, ``_3``, ... so the result
-    depends only on the expressions and their order.
-
-    :param expressions: the ``byFields`` expressions in request order.
-    :param bucketed: for each expression, whether it is split into buckets.
-    """
+    """Name the split columns ``by_`` plus the expression's slug; a name (or bound column)
+    already taken by an earlier field or a fixed column gets the smallest free suffix ``_2``,
+    ``_3``, ..., so the names depend only on the expressions and their order."""
     taken = set(EVENT_SCHEMA.names)
     planned = []
     for expression, with_bounds in zip(expressions, bucketed, strict=True):
-        base = BY_COLUMN_PREFIX + (column_slug(expression) or "field")
+        base = "by_" + (column_slug(expression) or "field")
         candidate = ByColumn(expression, base, with_bounds)
         suffix = 2
         while taken.intersection(candidate.names):
@@ -126,20 +196,19 @@ def plan_by_columns(expressions: Sequence[str], bucketed: Sequence[bool]) -> tup
 
 def event_schema_for(by_columns: Sequence[ByColumn]) -> pa.Schema:
     """The event frame's schema: these split columns, then :data:`EVENT_SCHEMA`."""
-    by_fields = [field for column in by_columns for field in column.fields()]
+    by_fields = [
+        pa.field(name, pa.float64() if bound else pa.string())
+        for column in by_columns
+        for bound, name in enumerate(column.names)
+    ]
     return pa.schema([*by_fields, *EVENT_SCHEMA])
 
 
 def table_from_columns(
     schema: pa.Schema, columns: Mapping[str, pa.Array | pa.ChunkedArray]
 ) -> pa.Table:
-    """Assemble Arrow columns into a table with exactly ``schema``.
-
-    :param schema: the table's columns, in order.
-    :param columns: one Arrow array per schema field, all of the same length.
-    :raises AnalyticsUsageError: when a column's type differs from its field (a builder bug;
-        Arrow would otherwise cast silently).
-    """
+    """Assemble Arrow columns into a table with exactly ``schema``; a column of another type
+    is a builder bug, refused (Arrow would otherwise cast silently)."""
     arrays = [columns[field.name] for field in schema]
     for field, array in zip(schema, arrays, strict=True):
         if not array.type.equals(field.type):
@@ -152,27 +221,16 @@ def table_from_columns(
 def gathered(
     values: Sequence[object] | np.ndarray | pa.Array, arrow_type: pa.DataType, at: np.ndarray
 ) -> pa.ChunkedArray:
-    """``values[at]`` as an Arrow array: the per-label values broadcast to the output rows.
-
-    :param values: one value per distinct label (``None`` for null), or an Arrow array of them.
-    :param arrow_type: the column's type.
-    :param at: for each output row, the position of its label in ``values``.
-    """
+    """``values[at]``: the per-label values broadcast to the output rows."""
     array = values if isinstance(values, pa.Array) else pa.array(values, type=arrow_type)
     # Chunked take: for many distinct strings it runs several times faster than Array.take.
     return pa.chunked_array([array], type=arrow_type).take(pa.array(at, type=pa.int64()))
 
 
 def local_times_as_utc(values: Sequence[object], timezone: str) -> pa.Array:
-    """Naive wall-clock datetimes, read in ``timezone``, as UTC instants (:data:`TIMESTAMP`).
-
-    A wall-clock time that occurs twice (the hour repeated when summer time ends) is read as
-    the earlier instant, and one that does not exist (the hour skipped) as the instant of the
-    transition, so a report never fails over a clock change.
-
-    :param values: ``datetime`` values without a zone, or ``None``.
-    :param timezone: the project's time zone, e.g. ``Asia/Shanghai`` or ``UTC``.
-    """
+    """Naive wall-clock datetimes, read in ``timezone``, as UTC instants; a time that occurs
+    twice or not at all (summer time) is read as the earlier instant, so a report never fails
+    over a clock change."""
     naive = pa.array(values, type=pa.timestamp("us"))
     local = pc.assume_timezone(naive, timezone, ambiguous="earliest", nonexistent="earliest")
     return local.cast(TIMESTAMP)
@@ -190,16 +248,20 @@ def report_time_columns(
     value: str | None, timezone: str, length: int, *, what: str
 ) -> dict[str, pa.Array]:
     """An answer's ``reportUpdateTime``, repeated ``length`` times, as the two
-    :data:`REPORT_TIME_COLUMNS`: the UTC instant (read in ``timezone``), and the text as the
-    platform sent it, so that a time in no accepted form (left empty in the first, and
-    logged) is not lost.
-
-    :param value: ``reportUpdateTime`` (the declared answer makes it a string or null).
-    :param timezone: the project's time zone, in which the platform writes the time.
-    :param length: the table's row count.
-    :param what: ``funnel`` or ``event``, for the log.
-    """
-    updated = optional_report_datetime(value, what=f"{what} reportUpdateTime")
+    :data:`REPORT_TIME_COLUMNS`: the UTC instant (read in ``timezone``), and the text as sent,
+    so that a time in no accepted form (left empty in the first, and logged: no number depends
+    on it, so it never fails a report) is not lost."""
+    what = f"{what} reportUpdateTime"
+    try:
+        updated = None if value is None else parse_report_datetime(value, what=what)
+    except ValueError:
+        log.warning(
+            "%s %s is not a date-time in an accepted form (%s); left empty",
+            what,
+            shown_label(value),
+            ACCEPTED_DATETIME_FORMATS,
+        )
+        updated = None
     text = None if value is None else value[:REPORT_TIME_TEXT_LIMIT]
     return {
         "report_updated_at": pa.repeat(local_times_as_utc([updated], timezone)[0], length),

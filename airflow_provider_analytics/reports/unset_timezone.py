@@ -1,15 +1,10 @@
-"""No silent timezone in reports: when none is set, the report's date-times are read as UTC and
-the run says so once, with what the answers showed about the platform's clock.
+"""No silent timezone in reports: without one, the report's date-times are read as UTC and the
+run says so once, with what the answers showed about the platform's clock.
 
-``reportUpdateTime`` is written ``yyyy-MM-dd HH:mm:ss`` on the project's clock, with no offset
-(spec 4.16/4.17, ``API_NOTES.md``), so on its own it cannot tell the zone. Beside the
-answer's ``Date`` header (the moment the platform sent it, in UTC) it can tell one thing for
-certain: a report is updated before it is sent, never after, so a ``reportUpdateTime`` that,
-read as UTC, lies later than ``Date`` shows a clock that runs ahead of UTC by at least that
-lead (:func:`clock_lead`). An earlier one shows nothing: the report may come from the
-platform's cache, or the zone may be behind UTC. The lead is told, not used: it bounds the
-offset from below and says nothing of summer time, so the times are still read as UTC until
-the project's timezone is set.
+``reportUpdateTime`` is the project's wall-clock time with no offset. A report is updated
+before it is sent, so one that, read as UTC, lies after the answer's ``Date`` header shows a
+clock ahead of UTC by at least that lead (:func:`clock_lead`); an earlier one shows nothing
+(a cached report, or a zone behind UTC). The lead is told, never used.
 """
 
 from __future__ import annotations
@@ -36,12 +31,8 @@ clocks of different machines that disagree by minutes."""
 
 @dataclass(frozen=True)
 class ClockLead:
-    """Evidence that the project's clock runs ahead of UTC.
-
-    :param report_time: ``reportUpdateTime`` as the platform wrote it.
-    :param sent_at: the answer's ``Date``, in UTC.
-    :param lead: ``report_time`` read as UTC, minus ``sent_at``.
-    """
+    """Evidence that the project's clock runs ahead of UTC: ``reportUpdateTime`` as written,
+    the answer's ``Date`` (UTC), and the first read as UTC minus the second."""
 
     report_time: str
     sent_at: dt.datetime
@@ -56,12 +47,8 @@ class ClockLead:
 
 
 def clock_lead(report_update_time: object, sent: dt.datetime | None) -> ClockLead | None:
-    """The lead ``reportUpdateTime`` shows over the answer's ``Date``, if it is evidence.
-
-    :param report_update_time: the answer's ``reportUpdateTime`` (any value; one in no
-        accepted form is no evidence).
-    :param sent: the answer's ``Date``, in UTC (``AnalysisAnswer.sent_at``).
-    """
+    """The lead ``reportUpdateTime`` (any value) shows over the answer's ``Date``, if it is
+    evidence."""
     if sent is None or not isinstance(report_update_time, str):
         return None
     try:
@@ -74,29 +61,18 @@ def clock_lead(report_update_time: object, sent: dt.datetime | None) -> ClockLea
     return ClockLead(report_update_time, sent, lead)
 
 
-def _hours(lead: dt.timedelta) -> str:
-    minutes = int(lead.total_seconds() // 60)
-    return f"{minutes // 60} h {minutes % 60} min"
-
-
 class UnsetTimezone:
-    """Watches the answers of one report run without a timezone, and warns once.
-
-    :param report: the report's name (``funnel``, ``events``), for the message.
-    """
+    """Watches the answers of one report run without a timezone, and warns once."""
 
     def __init__(self, report: str) -> None:
         self.report = report
         self.evidence: ClockLead | None = None
 
     def observe(self, answer: AnalysisAnswer) -> None:
-        """Read one answer's ``reportUpdateTime`` against its ``Date`` (the first lead found
-        is kept)."""
         if self.evidence is None:
             self.evidence = clock_lead(answer.answer.reportUpdateTime, answer.sent_at)
 
     def warn(self) -> None:
-        """Log the warning: with the evidence when an answer showed a clock ahead of UTC."""
         read_as_utc = (
             f"{UNSET_TIMEZONE}: the {self.report} report's date-times (report_updated_at) are "
             "read as UTC"
@@ -111,14 +87,14 @@ class UnsetTimezone:
             )
             return
         log.warning(
-            "%s, but the platform's clock runs ahead of UTC: reportUpdateTime %s is %s after "
-            "the answer's Date header (%s UTC), and a report is not updated after it is sent. "
-            "The project's zone is about UTC%s or further ahead (Asia/Shanghai is UTC+08:00), "
-            "and every date-time read as UTC is off by that much. Set the project's timezone "
-            "(an IANA name such as Asia/Shanghai) to read them exactly",
+            "%s, but the platform's clock runs ahead of UTC: reportUpdateTime %s is %d h %d min "
+            "after the answer's Date header (%s UTC), and a report is not updated after it is "
+            "sent. The project's zone is about UTC%s or further ahead (Asia/Shanghai is "
+            "UTC+08:00), and every date-time read as UTC is off by that much. Set the project's "
+            "timezone (an IANA name such as Asia/Shanghai) to read them exactly",
             read_as_utc,
             found.report_time,
-            _hours(found.lead),
+            *divmod(found.lead // dt.timedelta(minutes=1), 60),
             found.sent_at.strftime("%Y-%m-%d %H:%M:%S"),
             found.rounded,
         )

@@ -3,6 +3,7 @@ and a hook built on first use, never while a DAG file is parsed."""
 
 from __future__ import annotations
 
+import inspect
 import json
 import subprocess
 import sys
@@ -84,3 +85,27 @@ def test_every_operator_talking_to_the_platform_shares_the_base(name: str) -> No
     ]
     assert operators
     assert all(issubclass(operator, AnalyticsBaseOperator) for operator in operators)
+
+
+def test_a_subclass_lists_the_parameters_its_bases_document_once_its_own_text_first() -> None:
+    class Shared(AnalyticsBaseOperator):
+        """Shared.
+
+        :param window: days per query,
+            as the base says.
+        """
+
+    class Own(Shared):
+        """Own.
+
+        :param window: days per query, as this operator says.
+        :param extra: something of its own.
+        """
+
+    doc = inspect.getdoc(Own) or ""
+    assert doc.startswith("Own.")
+    assert doc.count(":param window:") == 1 and "as this operator says" in doc
+    assert ":param extra:" in doc and doc.count(":param analytics_conn_id:") == 1
+    shared = inspect.getdoc(Shared) or ""
+    assert ":param window: days per query,\n    as the base says." in shared  # continuation kept
+    assert ":param task_id:" not in doc  # Airflow's own parameters stay on Airflow's page

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
+import re
 
 import pandas as pd
 import pyarrow as pa
@@ -314,3 +315,22 @@ def test_parquet_gets_clean_types(tmp_path) -> None:
     assert read_back.column("value").null_count == 4 * 3 + 4
     assert read_back.column("period").null_count == 8
     assert read_back.column("by_event_purchase_price_lower").null_count == 2 * 6
+
+
+@pytest.mark.parametrize(
+    ("row", "place"), [(1, "rows[1].values[1][1]"), (2, "rows[2].sum[1]")], ids=["cell", "sum"]
+)
+def test_an_integer_a_double_cannot_hold_is_refused_by_its_place(row: int, place: str) -> None:
+    from airflow_provider_analytics.client.answers import AnswerShapeError
+    from airflow_provider_analytics.reports.event_frame import event_table
+
+    response = documented_response()
+    if place.endswith("sum[1]"):
+        response["rows"][row]["sum"][1] = 2**53 + 1
+    else:
+        response["rows"][row]["values"][1][1] = 2**53 + 1
+    with pytest.raises(AnswerShapeError, match=rf"{re.escape(place)} is {2**53 + 1}, beyond"):
+        event_table(response, documented_request())
+    response = documented_response()
+    response["rows"][row]["values"][0][1] = 2**53 + 1  # a count holds it exactly
+    assert event_table(response, documented_request()).num_rows == 24

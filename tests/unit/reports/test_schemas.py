@@ -1,4 +1,4 @@
-"""Label strings of analysis responses (reports/labels.py), split-column names (schemas.py)."""
+"""Label strings of analysis responses and split-column names (reports/schemas.py)."""
 
 from __future__ import annotations
 
@@ -11,17 +11,15 @@ from airflow_provider_analytics.core.report_dates import (
     parse_funnel_date,
     parse_report_datetime,
 )
-from airflow_provider_analytics.reports.labels import (
+from airflow_provider_analytics.reports.schemas import (
     BucketBounds,
     column_slug,
     label_text,
-    optional_report_datetime,
     parse_bucket_label,
+    plan_by_columns,
+    report_time_columns,
     split_measure_label,
     steps_express_matches,
-)
-from airflow_provider_analytics.reports.schemas import (
-    plan_by_columns,
     table_from_columns,
 )
 
@@ -174,8 +172,11 @@ def test_an_unreadable_metadata_time_is_left_empty_and_logged(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     with caplog.at_level("WARNING"):
-        assert optional_report_datetime("x" * 10_000, what="event reportUpdateTime") is None
-        assert optional_report_datetime(None, what="event reportUpdateTime") is None
+        odd = report_time_columns("x" * 10_000, "UTC", 2, what="event")
+        missing = report_time_columns(None, "UTC", 2, what="event")
+    assert odd["report_updated_at"].to_pylist() == [None, None]
+    assert odd["report_updated_at_text"].to_pylist() == ["x" * 200] * 2
+    assert missing["report_updated_at_text"].to_pylist() == [None, None]
     (record,) = caplog.records
     assert "event reportUpdateTime" in record.getMessage()
     assert len(record.getMessage()) < 400
