@@ -46,7 +46,7 @@ from airflow_provider_analytics.core.errors import (
     AnalyticsOperationFailedError,
     AnalyticsProtocolError,
 )
-from airflow_provider_analytics.core.redaction import Redactor
+from airflow_provider_analytics.core.redaction import known
 from airflow_provider_analytics.core.report_dates import (
     ALL_DATES_LABEL,
     parse_funnel_date,
@@ -55,7 +55,7 @@ from airflow_provider_analytics.core.report_dates import (
 from airflow_provider_analytics.core.rules import field_path
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping
+    from collections.abc import Mapping
 
     from airflow_provider_analytics.core.page_lines import PageParts
 
@@ -252,7 +252,7 @@ class EventProperty(_TypedPlanItem):
     is_global: Flag | None = Field(default=None, alias="global")
 
 
-def _unique_ids(operation: str, items: list[_PlanItem], secrets: tuple[str, ...]) -> None:
+def _unique_ids(operation: str, items: list[_PlanItem]) -> None:
     seen: dict[str, int] = {}
     for position, item in enumerate(items):
         if item.id in seen:
@@ -260,7 +260,6 @@ def _unique_ids(operation: str, items: list[_PlanItem], secrets: tuple[str, ...]
                 f"{operation}: [{position}].id {item.id[:80]!r} is listed twice (first at "
                 f"[{seen[item.id]}])",
                 operation=operation,
-                secrets=secrets,
             )
         seen[item.id] = position
 
@@ -636,23 +635,21 @@ def decode(
     payload: Any,
     *,
     asked: Asked | None = None,
-    secrets: tuple[str, ...] = (),
 ) -> Any:
     """Decode ``payload`` (strict JSON already read) through ``operation``'s declaration.
 
     :param operation: the client method's name (a key of :data:`ANSWERS`).
     :param payload: the decoded JSON answer.
     :param asked: what the request asked, for the relations that depend on it.
-    :param secrets: values to mask in the message.
     :return: the declared object (a model, or a list of models for the plan listings).
     :raises AnswerShapeError: naming the operation, the field and its position.
     """
     try:
         value = _validator(operation).validate_python(payload, strict=True, context=asked)
     except ValidationError as exc:
-        raise answer_error(operation, exc, secrets) from None
+        raise answer_error(operation, exc) from None
     if operation in _LIST_ANSWERS:
-        _unique_ids(operation, value, secrets)
+        _unique_ids(operation, value)
     return value
 
 
@@ -663,15 +660,12 @@ def _validator(operation: str) -> Any:
     return strict_json.first_fault(ANSWERS[operation])
 
 
-def answer_error(
-    operation: str, error: ValidationError, secrets: tuple[str, ...] = ()
-) -> AnswerShapeError:
+def answer_error(operation: str, error: ValidationError) -> AnswerShapeError:
     """The error naming the first faults of ``error`` (at most three)."""
     problems = _describe(error.errors(include_url=False))
     more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
     message = f"{operation}: {'; '.join(problems[:3])}{more}"
-    redacted = Redactor(secrets).text(message)
-    return AnswerShapeError(redacted, operation=operation, secrets=secrets)
+    return AnswerShapeError(message, operation=operation)
 
 
 _Analysed = TypeVar("_Analysed", "FunnelAnswer", "EventAnswer")
@@ -702,19 +696,16 @@ class ResponseReader:
     that does not fit the declaration :class:`AnswerShapeError`.
 
     :param operation: the client method's name, for messages.
-    :param secrets: values to mask in messages.
     """
 
-    def __init__(self, operation: str, secrets: Iterable[str]) -> None:
+    def __init__(self, operation: str) -> None:
         self._operation = operation
-        self._secrets = tuple(secrets)
 
     def protocol_error(self, problem: str) -> AnalyticsProtocolError:
         """The error for an answer of the wrong shape; ``problem`` says what is wrong."""
         return AnalyticsProtocolError(
             f"{self._operation}: {problem}; {_CHECK_ADDRESS}",
             operation=self._operation,
-            secrets=self._secrets,
         )
 
     def json(self, response: HttpAnswer) -> Any:
@@ -727,7 +718,7 @@ class ResponseReader:
                 f"the answer (HTTP {response.status_code}, {content_type}) {exc}"
             ) from None
         if isinstance(body, dict) and "success" in body and body["success"] != 0:
-            redactor = Redactor(self._secrets)
+            redactor = known()
             msg = None if body.get("msg") is None else redactor.excerpt(body["msg"])
             raise AnalyticsOperationFailedError(
                 f"{self._operation}: the server reported failure "
@@ -738,7 +729,6 @@ class ResponseReader:
                 msg=msg,
                 data=body.get("data"),
                 operation=self._operation,
-                secrets=self._secrets,
             )
         return body
 
@@ -758,11 +748,9 @@ class ResponseReader:
         """``body`` (strict JSON already read) as the operation's declared answer, or refused
         by name."""
         try:
-            return decode(self._operation, body, asked=asked, secrets=self._secrets)
+            return decode(self._operation, body, asked=asked)
         except AnswerShapeError as exc:
-            raise AnswerShapeError(
-                f"{exc}; {_CHECK_ADDRESS}", operation=self._operation, secrets=self._secrets
-            ) from None
+            raise AnswerShapeError(f"{exc}; {_CHECK_ADDRESS}", operation=self._operation) from None
 
     def page_lines(self, response: HttpAnswer, asked: Asked | None = None) -> PageParts:
         """A page of cohort users, its users kept as the export's lines
@@ -829,7 +817,7 @@ class PagedListing:
             return None
         return self._number + 1
 
-    def take(self, page: Mapping[str, Any], secrets: Iterable[str] = ()) -> None:
+    def take(self, page: Mapping[str, Any]) -> None:
         """Check one page (already decoded through its declared answer) against the pages
         before it.
 
@@ -841,7 +829,7 @@ class PagedListing:
         if self._count is None:
             self._count = count
         elif count != self._count:
-            self._refuse(number, f"count is {count}, but page 1 said {self._count}", secrets)
+            self._refuse(number, f"count is {count}, but page 1 said {self._count}")
         users = page["users"]
         page_ids: set[int | str] = set()
         for position, user in enumerate(users):
@@ -853,16 +841,13 @@ class PagedListing:
                 self._refuse(
                     number,
                     f"users[{position}] repeats {_PAGE_IDENTITY} {identity!r} of page {first}",
-                    secrets,
                 )
             page_ids.add(identity)
         self._read += len(users)
         wanted = self.wanted
         assert wanted is not None
         if self._read > wanted:
-            self._refuse(
-                number, f"{self._read} users arrived, more than the {wanted} asked", secrets
-            )
+            self._refuse(number, f"{self._read} users arrived, more than the {wanted} asked")
         last = -(-wanted // self._page_size) if wanted else 1
         if self._read == wanted or number >= last:
             if self._read < wanted:
@@ -870,7 +855,6 @@ class PagedListing:
                     number,
                     f"only {self._read} users arrived by the last page, but count promises "
                     f"{wanted}; the cohort may have changed while it was read",
-                    secrets,
                 )
             self._finished = True
         elif len(users) < self._page_size:
@@ -878,11 +862,8 @@ class PagedListing:
                 number,
                 f"holds {len(users)} users, fewer than the page size {self._page_size}, "
                 f"although {wanted - self._read} more are promised by count",
-                secrets,
             )
 
     @staticmethod
-    def _refuse(number: int, problem: str, secrets: Iterable[str]) -> None:
-        raise AnswerShapeError(
-            f"{_PAGES}: page {number}: {problem}", operation=_PAGES, secrets=secrets
-        )
+    def _refuse(number: int, problem: str) -> None:
+        raise AnswerShapeError(f"{_PAGES}: page {number}: {problem}", operation=_PAGES)

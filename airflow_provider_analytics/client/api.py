@@ -36,7 +36,7 @@ from airflow_provider_analytics.core.errors import (
     AnalyticsUsageError,
 )
 from airflow_provider_analytics.core.progress import Progress, bar_wanted
-from airflow_provider_analytics.core.redaction import Redactor
+from airflow_provider_analytics.core.redaction import known, remember
 from airflow_provider_analytics.core.report_dates import sent_at
 
 if TYPE_CHECKING:
@@ -147,10 +147,7 @@ class AnalyticsClient:
 
     def _call(self, operation: ops.Operation, *, asked: Asked | None = None, **options: Any) -> Any:
         """Send ``operation`` and return its JSON answer, checked by its declared answer."""
-        secrets = (*self._config.secrets(), *options.get("extra_secrets", ()))
-        return ResponseReader(operation.name, secrets).answer(
-            self._send(operation, **options), asked
-        )
+        return ResponseReader(operation.name).answer(self._send(operation, **options), asked)
 
     def request_json(self, call: ops.ApiCall) -> Any:
         """Send a request described as data and return its decoded JSON answer.
@@ -398,7 +395,7 @@ class AnalyticsClient:
         asked = Asked(page=body.get("page"), page_size=body.get("pageSize"))
         if not lines:
             return self._call(ops.GET_COHORT_USERS, json=body, asked=asked)
-        reader = ResponseReader(ops.GET_COHORT_USERS.name, self._config.secrets())
+        reader = ResponseReader(ops.GET_COHORT_USERS.name)
         return reader.page_lines(self._send(ops.GET_COHORT_USERS, json=body), asked)
 
     def get_cohort_users(
@@ -512,7 +509,7 @@ class AnalyticsClient:
         try:
             while (number := listing.next_page()) is not None:
                 page = self._cohort_page({**body, "page": number})
-                listing.take(page, self._config.secrets())
+                listing.take(page)
                 read += len(page["users"])
                 progress.total = listing.wanted
                 progress.update(read)
@@ -581,7 +578,6 @@ class AnalyticsClient:
         return CohortExport(
             response,
             release=slot.release,
-            secrets=self._config.secrets(),
             deadline=deadline,
             progress=self.progress(
                 f"cohort {body['cohortCode']}", total=expected_rows, size_label="received"
@@ -631,8 +627,8 @@ class AnalyticsClient:
             }
         )
         params = {"loginUser": _optional_text(login_user, "login_user")}
-        masked = (password,) if password else ()
-        return self._call(ops.REGISTER_ACCOUNT, params=params, json=body, extra_secrets=masked)
+        remember((password,))  # masked in any error, like the credentials
+        return self._call(ops.REGISTER_ACCOUNT, params=params, json=body)
 
     def set_account_activation(
         self, email: str, activation: bool, *, login_user: str | None = None
@@ -684,7 +680,7 @@ class AnalyticsClient:
         funnel = isinstance(request, FunnelRequest)
         operation = ops.ANALYZE_FUNNEL if funnel else ops.ANALYZE_EVENTS
         response = self._send(operation, json=request.sent())
-        reader = ResponseReader(operation.name, self._config.secrets())
+        reader = ResponseReader(operation.name)
         body = reader.json(response)
         answer = reader.declared(body, request.asked())
         return AnalysisAnswer(answer, body, sent_at(response.headers.get("Date")))
@@ -703,8 +699,7 @@ class AnalyticsClient:
         except AnalyticsError as exc:
             return False, str(exc)
         except Exception as exc:  # a connection test reports, it does not raise
-            reason = Redactor(self._config.secrets()).text(f"{type(exc).__name__}: {exc}")
-            return False, reason
+            return False, known().text(f"{type(exc).__name__}: {exc}")
         return True, (
             f"Connected to {self._config.base_url}: {len(events)} events in the tracking plan"
         )

@@ -155,6 +155,4 @@ class AsyncAnalyticsClient:
             raise error from None
 
         response: httpx.Response = await attempts.retrying_async(self._sleep)(attempt)
-        return ResponseReader(call.operation.name, self._config.secrets()).answer(
-            response, call.asked
-        )
+        return ResponseReader(call.operation.name).answer(response, call.asked)

@@ -35,11 +35,11 @@ from airflow_provider_analytics.core.errors import (
     AnalyticsTransportError,
     FailurePhase,
 )
-from airflow_provider_analytics.core.redaction import Redactor
+from airflow_provider_analytics.core.redaction import Redactor, known, remember
 from airflow_provider_analytics.core.retry import parse_retry_after
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable, Iterable, Mapping
+    from collections.abc import Awaitable, Callable, Mapping
 
     from tenacity import AsyncRetrying, Retrying
 
@@ -154,11 +154,11 @@ def _classify(
 
 
 def error_from_response(
-    operation: Operation, response: HttpAnswer, *, attempts: int, secrets: tuple[str, ...]
+    operation: Operation, response: HttpAnswer, *, attempts: int
 ) -> errors.AnalyticsApiError:
     """The error for a non-success answer, named by its status and the platform's body."""
     status = response.status_code
-    redactor = Redactor(secrets)
+    redactor = known()
     code, msg, data = _error_body(response, redactor)
     cls, advice = _classify(status, code, operation, attempts)
     detail = f"HTTP {status}"
@@ -171,15 +171,7 @@ def error_from_response(
         message += f"; offending parameters: {redactor.excerpt(', '.join(map(str, data)))}"
     if cls is errors.AnalyticsServerError and not operation.idempotent:
         message += _unknown_outcome(operation)
-    return cls(
-        message,
-        status=status,
-        code=code,
-        msg=msg,
-        data=data,
-        operation=operation.name,
-        secrets=secrets,
-    )
+    return cls(message, status=status, code=code, msg=msg, data=data, operation=operation.name)
 
 
 _TRANSPORT_ADVICE = {
@@ -193,24 +185,17 @@ _TRANSPORT_ADVICE = {
 
 
 def error_from_transport(
-    operation: Operation, exc: BaseException, *, attempts: int, secrets: Iterable[str]
+    operation: Operation, exc: BaseException, *, attempts: int
 ) -> AnalyticsTransportError:
-    """The error for a request that got no answer, by how far it got.
-
-    :param operation: the operation that failed.
-    :param exc: what the HTTP library raised (its text masked here).
-    :param attempts: attempts made.
-    :param secrets: values to mask.
-    """
+    """The error for a request that got no answer, by how far it got (``exc`` masked)."""
     phase = classify_transport_error(exc)
-    secrets = tuple(secrets)
-    shown = Redactor(secrets).excerpt(Redactor(secrets).text(str(exc)))
+    shown = known().excerpt(exc)
     name = type(exc).__name__
     advice = _TRANSPORT_ADVICE[phase].format(attempts=attempts)
     message = f"{operation.name}: {advice} ({name}: {shown})"
     if phase is FailurePhase.EXCHANGE and not operation.idempotent:
         message += _unknown_outcome(operation)
-    error = AnalyticsTransportError(message, operation=operation.name, secrets=secrets)
+    error = AnalyticsTransportError(message, operation=operation.name)
     error.phase = phase
     error.reason = f"{name}: {phase.value}"
     return error
@@ -313,10 +298,8 @@ class CallAttempts:
     :param params: query parameters (``None`` values are dropped).
     :param json: JSON body, or ``None`` for no body.
     :param read_timeout: read timeout instead of the configured one.
-    :param extra_secrets: values of this request to mask in errors, besides the credentials
-        (a password in the body).
     :param route: the proxy route the transport takes; its refusal is raised here, before
-        anything is sent, and its proxy's password is masked too.
+        anything is sent.
     :param time_limit: seconds the whole call may take, retries and turns included, instead of
         ``request_deadline``.
     :param clock: monotonic seconds (injectable for tests).
@@ -334,7 +317,6 @@ class CallAttempts:
         params: Mapping[str, Any] | None = None,
         json: Any = None,
         read_timeout: float | None = None,
-        extra_secrets: Iterable[str] = (),
         route: Route | None = None,
         time_limit: float | None = None,
         clock: Callable[[], float] = time.monotonic,
@@ -342,7 +324,6 @@ class CallAttempts:
     ) -> None:
         if route is not None:
             route.check(operation.name)
-            extra_secrets = (*extra_secrets, *route.secrets)
         self.headers = {"User-Agent": config.user_agent, "Accept": "application/json"}
         self.headers.update(auth_headers(config, operation))
         if json is not None:
@@ -353,7 +334,7 @@ class CallAttempts:
         self.read_timeout = read_timeout or config.read_timeout
         self.operation = operation
         self.attempt = 0
-        self.secrets = (*config.secrets(), *extra_secrets)
+        remember(config.secrets())  # every message masks the credentials of the call
         self._policy = policy
         self._clock = clock
         self._limit = config.request_deadline if time_limit is None else time_limit
@@ -450,9 +431,7 @@ class CallAttempts:
                 wait = min(wait, policy.retry_after_max)
                 moment = self.throttle.hold_off(wait, status=status)
                 self._covered = max(self._covered, moment)  # a retry waits for it anyway
-        error = error_from_response(
-            self.operation, answer, attempts=self.attempt, secrets=self.secrets
-        )
+        error = error_from_response(self.operation, answer, attempts=self.attempt)
         error.retry_after, error.reason = wait, f"HTTP {status}"
         raise error
 
@@ -465,9 +444,7 @@ class CallAttempts:
         """
         if cut_by_deadline or self._clock() >= self._ends:
             return self._deadline_error()
-        return error_from_transport(
-            self.operation, exc, attempts=self.attempt, secrets=self.secrets
-        )
+        return error_from_transport(self.operation, exc, attempts=self.attempt)
 
     def retries(self, error: BaseException) -> bool:
         """Whether the call is tried again after ``error`` (the attempt budget and the deadline

@@ -20,7 +20,6 @@ from airflow_provider_analytics.core.ndjson import (
     describe_unfinished,
     iter_lines,
 )
-from airflow_provider_analytics.core.redaction import Redactor
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator
@@ -43,7 +42,6 @@ class CohortExport:
     :param response: the export's answer, opened with ``stream=True``.
     :param release: gives back the export's place among the calls in flight to the platform;
         called once the body has ended or the export is closed (``None``: nothing to give back).
-    :param secrets: values to mask in error messages.
     :param deadline: ``time.monotonic()`` value by which the whole body must have arrived
         (``None``: no bound beyond the per-read timeout).
     :param max_line_bytes: the longest line :meth:`iter_lines` accepts.
@@ -56,7 +54,6 @@ class CohortExport:
         response: requests.Response,
         *,
         release: Callable[[], None] | None = None,
-        secrets: Iterable[str] = (),
         deadline: float | None = None,
         max_line_bytes: int = MAX_LINE_BYTES,
         progress: Progress | None = None,
@@ -67,7 +64,6 @@ class CohortExport:
         self._counting_lines = False
         self._deadline = deadline
         self.max_line_bytes = max_line_bytes
-        self._redactor = Redactor(secrets)
         self._started = False
         self._closed = False
         self.bytes_read = 0
@@ -105,7 +101,7 @@ class CohortExport:
 
     def _broken(self, detail: str, *, hint: str = _RERUN_HINT) -> AnalyticsStreamError:
         return AnalyticsStreamError(
-            f"{OPERATION}: {self._redactor.text(detail)}; {hint}",
+            f"{OPERATION}: {detail}; {hint}",
             operation=OPERATION,
         )
 
@@ -192,7 +188,7 @@ class CohortExport:
     def _checked(self, keys: Iterable[str] | None) -> Iterator[tuple[bytes, dict[str, Any]]]:
         """Each line with its record, by the export's one rule
         (:mod:`~airflow_provider_analytics.core.cohort_records`)."""
-        rule = RecordKeys(keys, self._redactor)
+        rule = RecordKeys(keys)
         self.unexpected_keys = rule.unexpected
         for line in self._lines():
             try:

@@ -37,6 +37,7 @@ from urllib.parse import urlsplit
 
 from airflow_provider_analytics.client.config import proxy_secrets
 from airflow_provider_analytics.core.errors import AnalyticsConfigurationError
+from airflow_provider_analytics.core.redaction import remember
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -69,10 +70,8 @@ class Route:
         """The proxy's URL, ``None`` to connect directly (or when refused)."""
         return None if self.refusal is not None else self.url
 
-    @property
-    def secrets(self) -> tuple[str, ...]:
-        """The proxy's password (as written and decoded), to mask in errors."""
-        return () if self.url is None else tuple(proxy_secrets(self.url))
+    def __post_init__(self) -> None:
+        remember(proxy_secrets(self.url or ""))  # the password is masked in every message
 
     def check(self, operation: str) -> None:
         """Raise the refusal, if any, for a call of ``operation`` (before anything is sent).
@@ -80,9 +79,7 @@ class Route:
         :raises AnalyticsConfigurationError: naming the variable that names the proxy.
         """
         if self.refusal is not None:
-            raise AnalyticsConfigurationError(
-                f"{operation}: {self.refusal}", operation=operation, secrets=self.secrets
-            )
+            raise AnalyticsConfigurationError(f"{operation}: {self.refusal}", operation=operation)
 
     def for_requests(self, url: str) -> dict[str, str | None]:
         """``requests``' ``proxies`` argument for ``url``: every key it looks up set to this

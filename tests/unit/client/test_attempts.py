@@ -420,7 +420,7 @@ def test_transport_failures_are_classified_by_how_far_they_got(
         (ops.LIST_EVENTS, phase in (FailurePhase.CONNECT, FailurePhase.EXCHANGE)),
         (ops.CREATE_UTM, phase is FailurePhase.CONNECT),
     ):
-        error = error_from_transport(operation, exc, attempts=1, secrets=())
+        error = error_from_transport(operation, exc, attempts=1)
         assert error.phase is phase and error.reason == f"{type(exc).__name__}: {phase.value}"
         assert CallAttempts(config, RetryPolicy(), operation, "/x").retries(error) is retried
 
