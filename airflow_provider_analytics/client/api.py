@@ -138,16 +138,11 @@ class AnalyticsClient:
         """Release the connection pool (if the client created it)."""
         self._http.close()
 
-    def _send(
-        self, operation: ops.Operation, *, stream: bool = False, **options: Any
-    ) -> requests.Response:
-        """Send ``operation`` (``path_params`` fill its path) and return its 2xx answer."""
-        path = operation.build_path(self._config.utm_prefix, **options.pop("path_params", {}))
-        return self._http.send(operation, path, stream=stream, **options)[0]
-
     def _call(self, operation: ops.Operation, *, asked: Asked | None = None, **options: Any) -> Any:
         """Send ``operation`` and return its JSON answer, checked by its declared answer."""
-        return ResponseReader(operation.name).answer(self._send(operation, **options), asked)
+        return ResponseReader(operation.name).answer(
+            self._http.send(operation, **options)[0], asked
+        )
 
     def request_json(self, call: ops.ApiCall) -> Any:
         """Send a request described as data and return its decoded JSON answer.
@@ -396,7 +391,7 @@ class AnalyticsClient:
         if not lines:
             return self._call(ops.GET_COHORT_USERS, json=body, asked=asked)
         reader = ResponseReader(ops.GET_COHORT_USERS.name)
-        return reader.page_lines(self._send(ops.GET_COHORT_USERS, json=body), asked)
+        return reader.page_lines(self._http.send(ops.GET_COHORT_USERS, json=body)[0], asked)
 
     def get_cohort_users(
         self,
@@ -421,8 +416,7 @@ class AnalyticsClient:
         body = cohort_body(
             cohort_code, limit=limit, properties=properties, page=page, page_size=page_size
         )
-        page_body: dict[str, Any] = self._cohort_page(body)
-        return page_body
+        return self._cohort_page(body)
 
     def get_cohort_user_lines(
         self,
@@ -445,8 +439,7 @@ class AnalyticsClient:
         body = cohort_body(
             cohort_code, limit=limit, properties=properties, page=page, page_size=page_size
         )
-        parts: PageParts = self._cohort_page(body, lines=True)
-        return parts
+        return self._cohort_page(body, lines=True)
 
     def iter_cohort_user_pages(
         self,
@@ -567,10 +560,8 @@ class AnalyticsClient:
         elif progress and bar_wanted(self._config.progress_bar):
             expected_rows = self._expected_rows(body)
         deadline = time.monotonic() + self._config.export_deadline
-        operation = ops.EXPORT_COHORT_USERS
         response, slot = self._http.send(
-            operation,
-            operation.build_path(self._config.utm_prefix),
+            ops.EXPORT_COHORT_USERS,
             stream=True,
             json=body,
             read_timeout=self._config.export_read_timeout,
@@ -679,7 +670,7 @@ class AnalyticsClient:
             )
         funnel = isinstance(request, FunnelRequest)
         operation = ops.ANALYZE_FUNNEL if funnel else ops.ANALYZE_EVENTS
-        response = self._send(operation, json=request.sent())
+        response = self._http.send(operation, json=request.sent())[0]
         reader = ResponseReader(operation.name)
         body = reader.json(response)
         answer = reader.declared(body, request.asked())

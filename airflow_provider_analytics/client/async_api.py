@@ -115,7 +115,7 @@ class AsyncAnalyticsClient:
             self._config,
             self._retry,
             call.operation,
-            call.path(self._config.utm_prefix),
+            path_params=call.path_params,
             params=call.params,
             json=call.body,
             route=self._route,

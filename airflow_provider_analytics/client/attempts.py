@@ -294,7 +294,7 @@ class CallAttempts:
     :param config: where and how to connect, and the credentials.
     :param policy: the retry policy.
     :param operation: the operation; decides credentials and retry safety.
-    :param path: request path (already percent-encoded) below the base URL.
+    :param path_params: values of the operation's path template.
     :param params: query parameters (``None`` values are dropped).
     :param json: JSON body, or ``None`` for no body.
     :param read_timeout: read timeout instead of the configured one.
@@ -312,8 +312,8 @@ class CallAttempts:
         config: ClientConfig,
         policy: RetryPolicy,
         operation: Operation,
-        path: str,
         *,
+        path_params: Mapping[str, str] | None = None,
         params: Mapping[str, Any] | None = None,
         json: Any = None,
         read_timeout: float | None = None,
@@ -328,6 +328,7 @@ class CallAttempts:
         self.headers.update(auth_headers(config, operation))
         if json is not None:
             self.headers["Content-Type"] = "application/json"
+        path = operation.build_path(config.utm_prefix, **(path_params or {}))
         self.method, self.url, self.json = operation.method, config.api_root + path, json
         self.params = None if params is None else {k: v for k, v in params.items() if v is not None}
         self.connect_timeout = config.connect_timeout

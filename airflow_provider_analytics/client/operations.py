@@ -74,10 +74,6 @@ class ApiCall:
     path_params: dict[str, str] = field(default_factory=dict)
     asked: Asked | None = None
 
-    def path(self, prefix: str) -> str:
-        """The request path, with the ad tracking ``prefix`` and the path parameters."""
-        return self.operation.build_path(prefix, **self.path_params)
-
 
 _UTM = "{prefix}/uba/api/operations/utm"
 

@@ -153,26 +153,23 @@ class HttpSession:
             self._session.close()
 
     def send(
-        self, operation: Operation, path: str, *, stream: bool = False, **options: Any
+        self, operation: Operation, *, stream: bool = False, **options: Any
     ) -> tuple[requests.Response, Slot]:
         """Send ``operation`` and return its successful (2xx) answer with the place among the
         calls in flight it holds: given back already once the body has been read, or, with
         ``stream``, when the caller releases it (or the answer is garbage-collected).
 
         :param operation: the operation; decides credentials and retry safety.
-        :param path: request path (already percent-encoded) below the base URL.
         :param stream: leave the body unread (``time_limit`` then runs until the headers).
         :param options: :class:`~airflow_provider_analytics.client.attempts.CallAttempts`'
-            ``params``, ``json``, ``read_timeout``, ``extra_secrets`` and ``time_limit``.
+            ``path_params``, ``params``, ``json``, ``read_timeout`` and ``time_limit``.
         :raises AnalyticsConfigurationError: the needed credentials are not configured, or the
             environment names a proxy that plain ``http://`` may not go through.
         :raises AnalyticsApiError: the server answered with an error status.
         :raises AnalyticsTransportError: no answer, after the retries allowed, or no turn
             among the calls in flight within the deadline.
         """
-        call = CallAttempts(
-            self._config, self._retry, operation, path, route=self._route, **options
-        )
+        call = CallAttempts(self._config, self._retry, operation, route=self._route, **options)
         proxies = self._route.for_requests(call.url)
 
         def attempt() -> tuple[requests.Response, Slot]:
