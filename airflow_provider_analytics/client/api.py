@@ -52,8 +52,8 @@ log = logging.getLogger(__name__)
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
+# every other public method names itself on the errors of its argument checks
 _NOT_OPERATIONS = frozenset({"close", "progress", "request_json", "test_connection"})
-"""The methods that check no argument: every other public method names itself on its errors."""
 
 TEST_CONNECTION_DEADLINE = 15.0
 """Seconds :meth:`AnalyticsClient.test_connection` waits in all before it reports failure."""
@@ -78,16 +78,8 @@ def _plan_filters(plan: Any, data_status: Any) -> dict[str, int]:
 
 @dataclass(frozen=True)
 class AnalysisAnswer:
-    """An analysis answer, decoded once, and when the platform sent it.
-
-    :param answer: the declared answer
-        (:class:`~airflow_provider_analytics.client.answers.FunnelAnswer` or
-        :class:`~airflow_provider_analytics.client.answers.EventAnswer`), what the report
-        tables are built from.
-    :param body: the JSON the answer was decoded from (what ``analyze_funnel`` and
-        ``analyze_events`` return).
-    :param sent_at: the answer's ``Date`` header, in UTC; ``None`` when missing or unreadable.
-    """
+    """An analysis answer decoded once (what the report tables are built from), its JSON
+    body, and its ``Date`` header in UTC (``None`` when missing or unreadable)."""
 
     answer: FunnelAnswer | EventAnswer
     body: dict[str, Any]
@@ -145,13 +137,9 @@ class AnalyticsClient:
         )
 
     def request_json(self, call: ops.ApiCall) -> Any:
-        """Send a request described as data and return its decoded JSON answer.
-
-        The generic way in for a caller that describes its request once and sends it
-        through this client or through
-        :class:`~airflow_provider_analytics.client.async_api.AsyncAnalyticsClient` (the
-        data-ready check). Nothing is checked here beyond the credentials: build the call
-        from checked values.
+        """Send a request described as data (as the asynchronous client does) and return its
+        decoded JSON answer. Nothing is checked beyond the credentials: build the call from
+        checked values.
 
         :param call: the operation, its query, body and path parameters.
         """
@@ -386,7 +374,6 @@ class AnalyticsClient:
     # Cohort users (spec 4.12, 4.13)
 
     def _cohort_page(self, body: dict[str, Any], *, lines: bool = False) -> Any:
-        """A page of cohort users as JSON data, or with ``lines`` as the export's lines."""
         asked = Asked(page=body.get("page"), page_size=body.get("pageSize"))
         if not lines:
             return self._call(ops.GET_COHORT_USERS, json=body, asked=asked)
@@ -404,12 +391,10 @@ class AnalyticsClient:
     ) -> dict[str, Any]:
         """One call's worth of a cohort's users (spec 4.12): ``{count, page, size, users}``.
 
-        :param cohort_code: the cohort, or a
-            :class:`~airflow_provider_analytics.client.validation.CohortQuery` (checked already,
-            with its limit and properties).
+        :param cohort_code: the cohort, or a checked
+            :class:`~airflow_provider_analytics.client.validation.CohortQuery`.
         :param limit: most users to return (server default 1000; with paging, the cohort).
-        :param properties: user property ids, or ``tag.<code>``, to return per user;
-            ``None`` for the plan's visible properties.
+        :param properties: user property ids or ``tag.<code>``; ``None``: the visible ones.
         :param page: 1-based page (platform 4.6+), together with ``page_size``.
         :param page_size: users per page, at most ``limit``.
         """
@@ -427,12 +412,10 @@ class AnalyticsClient:
         limit: int | None = None,
         properties: list[str] | None = None,
     ) -> PageParts:
-        """One page of a cohort's users (spec 4.12), the users kept as the export's NDJSON
-        lines for the export's decoder: ``envelope`` (``count``, ``page``, ``size``), ``rows``
-        and ``lines``. The page's members are checked as :meth:`get_cohort_users` checks them.
+        """One page of a cohort's users (spec 4.12) as ``envelope``, ``rows`` and ``lines`` (the
+        users as the export's NDJSON lines), checked as :meth:`get_cohort_users` checks it.
 
-        :param cohort_code: the cohort, or a checked
-            :class:`~airflow_provider_analytics.client.validation.CohortQuery`.
+        :param cohort_code: as in :meth:`get_cohort_users`.
         :param page: the 1-based page.
         :param page_size: users per page.
         """
@@ -449,14 +432,9 @@ class AnalyticsClient:
         page_size: int = 1000,
         limit: int | None = None,
     ) -> Iterator[dict[str, Any]]:
-        """Pages 1, 2, ... of a cohort's users until ``limit`` or all ``count`` users are read.
-
-        Arguments are checked now; pages are fetched as the iterator is consumed. When
-        ``limit`` is smaller than ``page_size``, pages of ``limit`` users are asked for.
-        Each page is one response of :meth:`get_cohort_users` as the platform sends it:
-        ``{"count": <users in the cohort>, "page": <1-based number>, "size": <users on this
-        page>, "users": [{<property id or tag.<code>>: <value>, ...}, ...]}``; the last page
-        may be shorter than ``page_size``.
+        """Pages 1, 2, ... of a cohort's users (each as :meth:`get_cohort_users` returns it)
+        until ``limit`` or all ``count`` users are read. Arguments are checked now; pages are
+        fetched as the iterator is consumed.
 
         :param cohort_code: the cohort.
         :param properties: as in :meth:`get_cohort_users`.
@@ -480,8 +458,8 @@ class AnalyticsClient:
         interval: float | None = None,
         bar: bool | None = None,
     ) -> Progress:
-        """The progress of long work (:class:`~airflow_provider_analytics.core.progress.Progress`,
-        which checks ``interval``): the one place its defaults come from.
+        """A :class:`~airflow_provider_analytics.core.progress.Progress` with the configured
+        defaults (the one place they come from).
 
         :param interval: seconds between lines; ``None``: the configured ``progress_interval``.
         :param bar: ``False`` for no bar; otherwise the configured ``progress_bar``.
@@ -511,18 +489,6 @@ class AnalyticsClient:
         finally:
             progress.close()
 
-    def _expected_rows(self, body: dict[str, Any]) -> int | None:
-        """The rows an export of ``body`` will hold, for the bar's percentage and time left:
-        the cohort's ``count`` from a one-user page (the stream declares no length), within
-        the export's limit; ``None`` when the platform does not tell (the export goes on)."""
-        try:
-            count: int = self._cohort_page({**body, "page": 1, "pageSize": 1})["count"]
-        except AnalyticsError as error:
-            log.info("cohort %s: no total for the progress bar (%s)", body["cohortCode"], error)
-            return None
-        limit = body.get("limit")
-        return count if limit is None else min(count, limit)
-
     def export_cohort_users(
         self,
         cohort_code: str | CohortQuery,
@@ -532,33 +498,30 @@ class AnalyticsClient:
         expected_rows: int | None = None,
         progress: bool = True,
     ) -> CohortExport:
-        """Open a streamed export of a cohort's users (spec 4.13).
+        """Open a streamed export of a cohort's users (spec 4.13), read through the returned
+        :class:`CohortExport` (best used as a context manager).
 
-        The request is sent now (and retried if it fails before streaming starts); the
-        body is read through the returned :class:`CohortExport`, best used as a context
-        manager. Reads wait up to ``export_read_timeout`` seconds for data, and the whole
-        body must arrive within ``export_deadline`` seconds of the request. While the body is
-        read, its rows and bytes are logged every ``progress_interval`` seconds, with a bar
-        where someone watches (:class:`ClientConfig`). The export counts as one of the
-        platform's ``max_concurrent_calls`` calls in flight until its body has been read to
-        the end or it is closed.
+        The request is sent now (and retried if it fails before streaming starts). Reads wait
+        up to ``export_read_timeout`` seconds, the whole body must arrive within
+        ``export_deadline``; progress is logged every ``progress_interval``. The export holds
+        one of the ``max_concurrent_calls`` places until its body is read or it is closed.
 
-        :param cohort_code: the cohort, or a
-            :class:`~airflow_provider_analytics.client.validation.CohortQuery`, as in
-            :meth:`get_cohort_users`.
+        :param cohort_code: as in :meth:`get_cohort_users`.
         :param limit: most users; ``None`` for all.
         :param properties: as in :meth:`get_cohort_users`.
-        :param expected_rows: the rows the export will hold, if known (the ``count`` of
-            :meth:`get_cohort_users`), for the progress' percentage and time left. Unknown,
-            and a bar shown (someone watches: :class:`ClientConfig` ``progress_bar``), the
-            client asks the count first with a one-user page.
+        :param expected_rows: the rows the export will hold, if known, for the progress'
+            percentage; unknown and a bar shown, the count is asked with a one-user page.
         :param progress: ``False`` to report no progress (a caller that reports its own).
         """
         body = cohort_body(cohort_code, limit=limit, properties=properties)
         if expected_rows is not None:
             rules.integer(expected_rows, "expected_rows", minimum=0)
         elif progress and bar_wanted(self._config.progress_bar):
-            expected_rows = self._expected_rows(body)
+            try:  # the stream declares no length; the platform may not tell (the export goes on)
+                count = self._cohort_page({**body, "page": 1, "pageSize": 1})["count"]
+                expected_rows = min(count, body.get("limit", count))  # None values are not sent
+            except AnalyticsError as error:
+                log.info("cohort %s: no total for the progress bar (%s)", body["cohortCode"], error)
         deadline = time.monotonic() + self._config.export_deadline
         response, slot = self._http.send(
             ops.EXPORT_COHORT_USERS,

@@ -1,17 +1,9 @@
 """The decisions of one call, free of any HTTP library: what to send, whose turn it is, and
-after each attempt whether to accept the answer or fail with which client error.
+whether to accept each answer or fail with which error. Both transports (``requests`` and
+``httpx``) drive a :class:`CallAttempts` and only do the I/O, so they behave alike.
 
-The synchronous transport (``requests``, :mod:`~airflow_provider_analytics.client.session`) and
-the asynchronous one (``httpx``, :mod:`~airflow_provider_analytics.client.async_api`) both drive
-a :class:`CallAttempts` and only do the I/O, so they send the same headers, take their turn
-with the platform's throttle alike, retry the same failures after the same waits (the one retry
-engine, :mod:`~airflow_provider_analytics.core.retry`), keep to the same deadline and raise the
-same errors with the same masked messages.
-
-Whether a failed attempt is tried again is the error's answer (``transient``) narrowed by the
-operation: a create is repeated only when it provably never reached the server (the connection
-could not be made, or a 429 said it was not processed). A ``Retry-After`` on a 429 or 503 (up to
-``retry_after_max``) is the wait, and also holds off every other call to the platform.
+A failed attempt is retried when the error is transient, narrowed by the operation: a create
+is repeated only when it provably never reached the server (no connection, or a 429).
 """
 
 from __future__ import annotations
@@ -91,8 +83,8 @@ _NOT_COMPLETED_BY_CODE: dict[int, tuple[type[errors.AnalyticsNotCompletedError],
 
 
 def _error_body(response: HttpAnswer, redactor: Redactor) -> tuple[Any, str | None, Any]:
-    """``(code, msg, data)`` of the platform's error body (``msg`` masked, then cut); ``None``
-    parts when absent. A code written as digits is read as the number."""
+    """``(code, msg, data)`` of the platform's error body (``msg`` masked, then cut); a code
+    written as digits is read as the number."""
     try:
         body = strict_json.loads(response.content)
     except strict_json.StrictJsonError:
@@ -115,7 +107,6 @@ def _unknown_outcome(operation: Operation) -> str:
 def _classify(
     status: int, code: Any, operation: Operation, attempts: int
 ) -> tuple[type[errors.AnalyticsApiError], str]:
-    """Error class and advice for an error answer."""
     if status in _BY_STATUS:
         return _BY_STATUS[status]
     if status == 401:
@@ -222,12 +213,9 @@ def _causes(exc: BaseException) -> list[BaseException]:
 
 
 def classify_transport_error(exc: BaseException) -> FailurePhase:
-    """Tell how far a failed request got, which decides whether it may be retried: the one
-    place that reads what ``requests`` and ``httpx`` raise (``httpx`` is imported only for an
-    exception that is not ``requests``', so the synchronous path never loads it).
-
-    :param exc: what ``requests`` or ``httpx`` raised instead of returning a response.
-    """
+    """How far a failed request got (which decides whether it may be retried): the one
+    place that reads what ``requests`` and ``httpx`` raise (``httpx`` is imported only for
+    its own exceptions, so the synchronous path never loads it)."""
     if isinstance(exc, requests.exceptions.SSLError):
         return FailurePhase.TLS
     if isinstance(exc, requests.ConnectTimeout) or (
@@ -262,11 +250,8 @@ def classify_transport_error(exc: BaseException) -> FailurePhase:
 
 
 def auth_headers(config: ClientConfig, operation: Operation) -> dict[str, str]:
-    """The credential headers ``operation`` needs: ``token`` and ``appKey``, or ``xtoken``.
-
-    :raises AnalyticsConfigurationError: the connection does not set them (checked before
-        anything is sent).
-    """
+    """The credential headers ``operation`` needs (``token`` and ``appKey``, or ``xtoken``);
+    refused before anything is sent when the connection does not set them."""
     if operation.auth is AuthKind.PLATFORM:
         if not config.xtoken:
             raise AnalyticsConfigurationError(
@@ -288,24 +273,9 @@ def auth_headers(config: ClientConfig, operation: Operation) -> dict[str, str]:
 
 class CallAttempts:
     """One call of ``operation``: the request every attempt sends (``method``, ``url``,
-    ``params``, ``json``, ``headers``, ``connect_timeout``, ``read_timeout``), its turns with
-    the platform's throttle and the verdict on every attempt.
-
-    :param config: where and how to connect, and the credentials.
-    :param policy: the retry policy.
-    :param operation: the operation; decides credentials and retry safety.
-    :param path_params: values of the operation's path template.
-    :param params: query parameters (``None`` values are dropped).
-    :param json: JSON body, or ``None`` for no body.
-    :param read_timeout: read timeout instead of the configured one.
-    :param route: the proxy route the transport takes; its refusal is raised here, before
-        anything is sent.
-    :param time_limit: seconds the whole call may take, retries and turns included, instead of
-        ``request_deadline``.
-    :param clock: monotonic seconds (injectable for tests).
-    :param throttle: the platform's throttle, instead of this process' one for ``base_url``.
-    :raises AnalyticsConfigurationError: the needed credentials are not configured.
-    """
+    ``params`` without ``None`` values, ``json``, ``headers``, timeouts), its turns with the
+    platform's throttle and the verdict on every attempt. ``route``'s refusal is raised before
+    anything is sent; ``time_limit`` replaces ``request_deadline`` for the whole call."""
 
     def __init__(
         self,
@@ -342,18 +312,12 @@ class CallAttempts:
         self._ends = clock() + self._limit
         self.throttle = throttle_for(config.base_url) if throttle is None else throttle
         self.concurrency = config.max_concurrent_calls
-        self._covered = -math.inf
-        """The latest hold-off moment this call has waited for already."""
-        self._ended: AnalyticsError | None = None
-        """The error that ends the call at once (its deadline, or no turn within it)."""
+        self._covered = -math.inf  # the latest hold-off moment this call has waited for
+        self._ended: AnalyticsError | None = None  # ends the call at once (deadline, no turn)
 
     def hold_off(self) -> float | None:
-        """Seconds to wait before the next attempt because the platform asked every caller to
-        (a ``Retry-After`` this or another call got, not yet waited for), or ``None`` to go on.
-
-        :raises AnalyticsRateLimitError: the wait would outlast the call's deadline (raised at
-            once rather than after sleeping into it).
-        """
+        """Seconds to wait before the next attempt for a ``Retry-After`` this or another call
+        got (``None``: go on); refused at once when the wait would outlast the deadline."""
         pending = self.throttle.pending(self._covered)
         if pending is None:
             return None
@@ -378,23 +342,15 @@ class CallAttempts:
         return seconds
 
     def place_timeout(self) -> float:
-        """The seconds this call may wait for a place among the calls in flight (the rest of
-        its deadline).
-
-        :raises AnalyticsTransportError: the deadline has passed already.
-        """
+        """The rest of the call's deadline (refused once it has passed)."""
         left = self._ends - self._clock()
         if left <= 0:
             raise self._deadline_error()
         return left
 
     def kept(self, slot: Slot | None) -> Slot | None:
-        """The place the throttle gave (``None``: none within the deadline, which ends the
-        call), or ``None`` when a hold-off was set while this call waited for it: the place is
-        then given back, to wait that hold-off out first.
-
-        :raises AnalyticsTransportError: no place came in time.
-        """
+        """The place the throttle gave (none within the deadline ends the call), or ``None``
+        when a hold-off was set meanwhile: the place is given back to wait it out first."""
         if slot is None:
             self._ended = AnalyticsTransportError(
                 f"{self.operation.name}: no turn to call the platform within {self._limit:g} "
@@ -410,11 +366,7 @@ class CallAttempts:
         return None
 
     def start(self) -> float:
-        """Count the next attempt and return the seconds it may take (the rest of the call's
-        deadline).
-
-        :raises AnalyticsTransportError: the deadline has passed already.
-        """
+        """Count the next attempt and return the seconds it may take."""
         self.attempt += 1
         return self.place_timeout()
 
@@ -437,12 +389,8 @@ class CallAttempts:
         raise error
 
     def failed(self, exc: BaseException, *, cut_by_deadline: bool = False) -> AnalyticsError:
-        """The error of an attempt that got no HTTP answer.
-
-        :param exc: what the HTTP library raised.
-        :param cut_by_deadline: the transport stopped the attempt because the call's
-            deadline passed.
-        """
+        """The error of an attempt that got no HTTP answer (``cut_by_deadline``: the transport
+        stopped it because the call's deadline passed)."""
         if cut_by_deadline or self._clock() >= self._ends:
             return self._deadline_error()
         return error_from_transport(self.operation, exc, attempts=self.attempt)
@@ -464,7 +412,6 @@ class CallAttempts:
         return self._policy.retrying(self.operation.name, sleep=sleep, **self._engine)
 
     def retrying_async(self, sleep: Callable[[float], Awaitable[None]]) -> AsyncRetrying:
-        """:meth:`retrying` for a coroutine."""
         return self._policy.retrying_async(self.operation.name, sleep=sleep, **self._engine)
 
     @property
