@@ -59,21 +59,15 @@ TEST_CONNECTION_DEADLINE = 15.0
 """Seconds :meth:`AnalyticsClient.test_connection` waits in all before it reports failure."""
 
 
-def _without_none(values: Mapping[str, Any]) -> dict[str, Any]:
-    return {key: value for key, value in values.items() if value is not None}
-
-
 def _optional_text(value: Any, field: str) -> str | None:
     return None if value is None else rules.non_empty_string(value, field)
 
 
-def _plan_filters(plan: Any, data_status: Any) -> dict[str, int]:
-    return _without_none(
-        {
-            "plan": None if plan is None else rules.flag(plan, "plan"),
-            "dataStatus": None if data_status is None else rules.flag(data_status, "data_status"),
-        }
-    )
+def _plan_filters(plan: Any, data_status: Any) -> dict[str, int | None]:
+    return {
+        "plan": None if plan is None else rules.flag(plan, "plan"),
+        "dataStatus": None if data_status is None else rules.flag(data_status, "data_status"),
+    }
 
 
 @dataclass(frozen=True)
@@ -176,18 +170,16 @@ class AnalyticsClient:
         :param utm_type: ad type, as some deployments expect.
         :param login_user: operator recorded as creator (query ``loginUser``).
         """
-        body = _without_none(
-            {
-                "pageUrl": rules.http_url(page_url, "page_url"),
-                "utmCampaign": rules.non_empty_string(utm_campaign, "utm_campaign"),
-                "utmMedium": rules.non_empty_string(utm_medium, "utm_medium"),
-                "utmSource": rules.non_empty_string(utm_source, "utm_source"),
-                "utmContent": rules.optional_string(utm_content, "utm_content"),
-                "utmTerm": rules.optional_string(utm_term, "utm_term"),
-                "remarks": rules.optional_string(remarks, "remarks"),
-                "utmType": rules.optional_string(utm_type, "utm_type"),
-            }
-        )
+        body = {
+            "pageUrl": rules.http_url(page_url, "page_url"),
+            "utmCampaign": rules.non_empty_string(utm_campaign, "utm_campaign"),
+            "utmMedium": rules.non_empty_string(utm_medium, "utm_medium"),
+            "utmSource": rules.non_empty_string(utm_source, "utm_source"),
+            "utmContent": rules.optional_string(utm_content, "utm_content"),
+            "utmTerm": rules.optional_string(utm_term, "utm_term"),
+            "remarks": rules.optional_string(remarks, "remarks"),
+            "utmType": rules.optional_string(utm_type, "utm_type"),
+        }
         params = {"loginUser": _optional_text(login_user, "login_user")}
         return str(self._call(ops.CREATE_UTM, params=params, json=body)["campaignId"])
 
@@ -224,17 +216,15 @@ class AnalyticsClient:
         )
         if expression is not None:
             _expression(expression, "expression", EVENT)
-        body = _without_none(
-            {
-                "fromDate": start,
-                "toDate": end,
-                "useCache": None if use_cache is None else rules.boolean(use_cache, "use_cache"),
-                "expression": expression,
-                "convertMeasures": None
-                if convert_measures is None
-                else validation.conversion_measures(convert_measures, "convert_measures"),
-            }
-        )
+        body = {
+            "fromDate": start,
+            "toDate": end,
+            "useCache": None if use_cache is None else rules.boolean(use_cache, "use_cache"),
+            "expression": expression,
+            "convertMeasures": None
+            if convert_measures is None
+            else validation.conversion_measures(convert_measures, "convert_measures"),
+        }
         return self._call(ops.GET_UTM_CONVERSION, json=body, path_params={"campaign_id": cid})
 
     def delete_utm(self, campaign_id: str | int) -> None:
@@ -288,14 +278,12 @@ class AnalyticsClient:
         :param name: display name.
         :param remark: remark.
         """
-        body = _without_none(
-            {
-                "id": rules.new_id(id, "id"),
-                "name": None if name is None else rules.name(name),
-                "dataType": rules.data_type(data_type, "data_type"),
-                "remark": None if remark is None else rules.remark(remark),
-            }
-        )
+        body = {
+            "id": rules.new_id(id, "id"),
+            "name": None if name is None else rules.name(name),
+            "dataType": rules.data_type(data_type, "data_type"),
+            "remark": None if remark is None else rules.remark(remark),
+        }
         self._call(ops.ADD_USER_PROPERTY, json=body)
 
     def add_event(
@@ -314,16 +302,14 @@ class AnalyticsClient:
         :param remark: remark.
         :param properties: ``[{id, dataType (or data_type), name?, remark?}]``.
         """
-        body = _without_none(
-            {
-                "id": rules.new_id(id, "id"),
-                "name": None if name is None else rules.name(name),
-                "remark": None if remark is None else rules.remark(remark),
-                "properties": None
-                if properties is None
-                else validation.event_property_definitions(properties),
-            }
-        )
+        body = {
+            "id": rules.new_id(id, "id"),
+            "name": None if name is None else rules.name(name),
+            "remark": None if remark is None else rules.remark(remark),
+            "properties": None
+            if properties is None
+            else validation.event_property_definitions(properties),
+        }
         self._call(ops.ADD_EVENT, json=body)
 
     def update_user_property(
@@ -570,16 +556,14 @@ class AnalyticsClient:
             rules.fail("password", "must be a non-empty string")
         if password is not None:
             rules.sendable(password, "password")
-        body = _without_none(
-            {
-                "email": rules.email(email),
-                "userName": _optional_text(user_name, "user_name"),
-                "name": _optional_text(name, "name"),
-                "password": password,
-                "phone": _optional_text(phone, "phone"),
-                "department": _optional_text(department, "department"),
-            }
-        )
+        body = {
+            "email": rules.email(email),
+            "userName": _optional_text(user_name, "user_name"),
+            "name": _optional_text(name, "name"),
+            "password": password,
+            "phone": _optional_text(phone, "phone"),
+            "department": _optional_text(department, "department"),
+        }
         params = {"loginUser": _optional_text(login_user, "login_user")}
         remember((password,))  # masked in any error, like the credentials
         return self._call(ops.REGISTER_ACCOUNT, params=params, json=body)

@@ -273,9 +273,9 @@ def auth_headers(config: ClientConfig, operation: Operation) -> dict[str, str]:
 
 class CallAttempts:
     """One call of ``operation``: the request every attempt sends (``method``, ``url``,
-    ``params`` without ``None`` values, ``json``, ``headers``, timeouts), its turns with the
-    platform's throttle and the verdict on every attempt. ``route``'s refusal is raised before
-    anything is sent; ``time_limit`` replaces ``request_deadline`` for the whole call."""
+    ``params`` and a ``json`` object without ``None`` values, ``headers``, timeouts), its
+    turns with the platform's throttle and the verdict on every attempt. ``route``'s refusal
+    is raised before anything is sent; ``time_limit`` replaces ``request_deadline``."""
 
     def __init__(
         self,
@@ -299,7 +299,8 @@ class CallAttempts:
         if json is not None:
             self.headers["Content-Type"] = "application/json"
         path = operation.build_path(config.utm_prefix, **(path_params or {}))
-        self.method, self.url, self.json = operation.method, config.api_root + path, json
+        self.method, self.url = operation.method, config.api_root + path
+        self.json = {k: v for k, v in json.items() if v is not None} if type(json) is dict else json
         self.params = None if params is None else {k: v for k, v in params.items() if v is not None}
         self.connect_timeout = config.connect_timeout
         self.read_timeout = read_timeout or config.read_timeout
