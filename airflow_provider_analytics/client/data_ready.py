@@ -1,9 +1,6 @@
-"""Has the platform got the data for a date range? The check behind the data-ready sensor.
-
-The check describes its request as data (:meth:`DataReadyCheck.call`) and judges the decoded
-answer (:meth:`DataReadyCheck.evaluate`); the sensor sends the call through the synchronous
-client and its trigger through the asynchronous one, so both ask and judge alike. Two ways
-to tell:
+"""Has the platform got the data for a date range? The check behind the data-ready sensor,
+whose request is data (:meth:`DataReadyCheck.call`) so the sensor (synchronous client) and
+its trigger (asynchronous) ask and judge alike. Two ways to tell:
 
 - ``events`` (default): an event analysis (spec 4.17) of TOTAL_COUNT for ``event`` (default
   ``$Anything``, any event) by DAY; every day of the range must reach ``threshold``.
@@ -39,15 +36,9 @@ class Readiness:
 
 @dataclass(frozen=True)
 class DataReadyCheck:
-    """What "the data has landed" means for one run.
-
-    :param from_date: first day, ``yyyy-MM-dd``.
-    :param to_date: last day (inclusive).
-    :param event: event id to look for; ``$Anything`` is any event.
-    :param threshold: events per day needed (``events`` source).
-    :param source: ``events`` (event analysis) or ``plan`` (tracking plan dataStatus).
-    :param event_property: with ``plan``: a property of ``event`` that must have data.
-    """
+    """What "the data has landed" means for one run (``threshold``: events per day needed
+    with ``events``; ``event_property``: with ``plan``, a property of ``event`` that must have
+    data)."""
 
     from_date: str
     to_date: str
@@ -77,7 +68,6 @@ class DataReadyCheck:
         return [(first + dt.timedelta(days=n)).isoformat() for n in range((last - first).days + 1)]
 
     def call(self) -> ApiCall:
-        """The request that answers this check (built from the checked fields)."""
         from airflow_provider_analytics.client.analysis_requests import EventRequest, Measure
 
         if self.source == "events":
@@ -93,15 +83,9 @@ class DataReadyCheck:
         return ApiCall(LIST_EVENTS)
 
     def evaluate(self, payload: Any) -> Readiness:
-        """Judge the call's decoded JSON answer, through its declared answer.
-
-        Ready only when every day of the window has exactly one count, a JSON integer >= 0,
-        at or above ``threshold`` (``events``), or the plan shows ``dataStatus`` 1 (``plan``).
-
-        :raises AnswerShapeError: the answer does not fit its declaration (a count that is
-            text, a boolean, NaN or negative; a day listed twice; a day outside the window;
-            more than one row); the sensor logs it and keeps waiting.
-        """
+        """Judge the call's JSON answer through its declared answer: ready when every day has
+        one count at or above ``threshold`` (``events``), or the plan shows ``dataStatus`` 1.
+        An answer that does not fit raises :class:`AnswerShapeError` (the sensor waits on)."""
         from airflow_provider_analytics.client.answers import decode
 
         call = self.call()

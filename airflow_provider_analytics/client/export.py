@@ -93,30 +93,17 @@ class CohortExport:
         if self._progress is not None:
             self._progress.close()
 
-    def _give_back(self) -> None:
-        """Give the export's place among the calls in flight back, once."""
+    def _give_back(self) -> None:  # the export's place among the calls in flight, once
         release, self._release = self._release, None
         if release is not None:
             release()
 
     def _broken(self, detail: str, *, hint: str = _RERUN_HINT) -> AnalyticsStreamError:
-        return AnalyticsStreamError(
-            f"{OPERATION}: {detail}; {hint}",
-            operation=OPERATION,
-        )
-
-    def _foreign_body(self) -> MalformedStreamError | None:
-        """An answer that is plainly not NDJSON (an HTML page), named before reading it."""
-        content_type = self._response.headers.get("Content-Type", "").lower()
-        if not content_type.startswith(("text/html", "application/xhtml")):
-            return None
-        return MalformedStreamError(
-            f"{OPERATION}: {describe_unfinished(b'<', 0)}", operation=OPERATION
-        )
+        return AnalyticsStreamError(f"{OPERATION}: {detail}; {hint}", operation=OPERATION)
 
     def _read_chunks(self, chunk_size: int) -> Iterator[bytes]:
-        """The decoded body as it arrives: each read returns what one receive brought (so
-        a byte count is exact when the stream breaks, and a trickle meets the deadline)."""
+        """The decoded body, one receive a chunk (an exact byte count when the stream breaks;
+        a trickle still meets the deadline)."""
         raw = self._response.raw
         read1 = getattr(raw, "read1", None)
         if read1 is None:  # a stand-in body without read1 (tests)
@@ -139,10 +126,12 @@ class CohortExport:
                 "the export body was already read or closed; start a new export"
             )
         self._started = True
-        foreign = self._foreign_body()
-        if foreign is not None:
+        content_type = self._response.headers.get("Content-Type", "").lower()
+        if content_type.startswith(("text/html", "application/xhtml")):  # named before it is read
             self.close()
-            raise foreign
+            raise MalformedStreamError(
+                f"{OPERATION}: {describe_unfinished(b'<', 0)}", operation=OPERATION
+            )
         try:
             for chunk in self._read_chunks(chunk_size):
                 self.bytes_read += len(chunk)
@@ -168,7 +157,6 @@ class CohortExport:
             self._progress.finish(None, self.bytes_read)
 
     def _lines(self) -> Iterator[bytes]:
-        """The body's complete lines, counted in :attr:`lines_read`."""
         self._counting_lines = True
         try:
             for line in iter_lines(self.iter_bytes(), max_line_bytes=self.max_line_bytes):
@@ -180,7 +168,6 @@ class CohortExport:
             self._progress.finish(self.lines_read, self.bytes_read)
 
     def _named(self, exc: AnalyticsError) -> AnalyticsError:
-        """``exc`` with the operation in front of its message, as every error of the client."""
         if exc.operation is not None:
             return exc
         return type(exc)(f"{OPERATION}: {exc}", operation=OPERATION)
