@@ -15,7 +15,7 @@ import os
 import re
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Annotated, Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import SplitResult, unquote, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, PlainValidator, ValidationError, model_validator
 
@@ -151,6 +151,19 @@ def _prefix(value: Any) -> str:
     return "/" + segment if segment else ""
 
 
+def http_url(value: Any, *, any_scheme: bool = False) -> SplitResult | None:
+    """``value`` split, if it is an ``http://`` or ``https://`` (or ``any_scheme``) URL with a
+    host and a readable port: the one reading of the base URL and of every proxy address."""
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 (raises ValueError on a malformed port)
+    except (TypeError, ValueError, AttributeError):
+        return None
+    scheme_ok = any_scheme or parts.scheme in ("http", "https")
+    ok = isinstance(value, str) and scheme_ok and parts.hostname
+    return parts if ok else None
+
+
 def _base_url(value: Any) -> str:
     rule = "must be an absolute http:// or https:// URL with a host"
     if isinstance(value, str) and value and "://" not in value:
@@ -159,12 +172,8 @@ def _base_url(value: Any) -> str:
             f"(or http://{value} for a platform on loopback)",
             echo=False,
         )
-    try:
-        parts = urlsplit(value)
-        parts.port  # noqa: B018 (raises ValueError on a malformed port)
-    except (TypeError, ValueError, AttributeError):
-        raise _Refused(rule) from None
-    if not isinstance(value, str) or parts.scheme not in ("http", "https") or not parts.hostname:
+    parts = http_url(value)
+    if parts is None:
         raise _Refused(rule)
     if parts.username is not None or parts.password is not None:
         raise _Refused(
@@ -181,12 +190,8 @@ def _proxy(value: Any) -> str | None:
     rule = "must be the URL of an http:// or https:// proxy: http://host:port"
     if not isinstance(value, str) or _HEADER_UNSAFE.search(value):
         raise _Refused(rule, echo=False)
-    try:
-        parts = urlsplit(value)
-        parts.port  # noqa: B018 (raises ValueError on a malformed port)
-    except ValueError:
-        raise _Refused(rule) from None
-    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+    parts = http_url(value)
+    if parts is None:
         raise _Refused(rule)
     if parts.path not in ("", "/") or parts.query or parts.fragment:
         raise _Refused("must be a proxy's address without a path or a query", echo=False)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from airflow_provider_analytics.client.config import proxy_secrets
+from airflow_provider_analytics.client.config import http_url, proxy_secrets
 from airflow_provider_analytics.core.errors import AnalyticsConfigurationError
 from airflow_provider_analytics.core.redaction import remember
 
@@ -137,17 +137,13 @@ def proxy_route(config: ClientConfig, environ: Mapping[str, str] | None = None) 
             f"{_address(proxy)} named by {variable}, which reads every plain request; use "
             f"https:// (a proxy then only relays encrypted bytes), or {direct}",
         )
-    try:
-        proxy_parts = urlsplit(proxy)
-        proxy_parts.port  # noqa: B018 (raises ValueError on a malformed port)
-    except ValueError:
-        proxy_parts = None
-    if proxy_parts is None or not proxy_parts.hostname:
+    proxy_parts = http_url(proxy, any_scheme=True)
+    if proxy_parts is None:
         return Route(proxy, f"{variable} names no usable proxy address; {direct}")
-    if proxy_parts.scheme.lower() not in PROXY_SCHEMES:
+    if proxy_parts.scheme not in PROXY_SCHEMES:
         return Route(
             proxy,
-            f"{variable} names a {proxy_parts.scheme}:// proxy; only http:// and https:// "
-            f"proxies are supported; {direct}",
+            f"{variable} names a {proxy_parts.scheme}:// proxy; only http:// and https:// proxies "
+            f"are supported; {direct}",
         )
     return Route(proxy)
