@@ -33,20 +33,16 @@ _RERUN_HINT = (
 
 
 class CohortExport:
-    """The open body of a cohort export: one JSON object per line, read as it arrives.
-
-    Use it as a context manager so the connection is released however reading ends.
-    The body can be read once, through exactly one of :meth:`iter_bytes`,
-    :meth:`iter_lines` or :meth:`iter_records`.
+    """The open body of a cohort export: one JSON object per line, read as it arrives, once,
+    through one of :meth:`iter_bytes`, :meth:`iter_lines` or :meth:`iter_records`. Use it as a
+    context manager so the connection is released however reading ends.
 
     :param response: the export's answer, opened with ``stream=True``.
-    :param release: gives back the export's place among the calls in flight to the platform;
-        called once the body has ended or the export is closed (``None``: nothing to give back).
-    :param deadline: ``time.monotonic()`` value by which the whole body must have arrived
-        (``None``: no bound beyond the per-read timeout).
+    :param release: gives back the export's place among the calls in flight, once the body has
+        ended or the export is closed.
+    :param deadline: ``time.monotonic()`` value by which the whole body must have arrived.
     :param max_line_bytes: the longest line :meth:`iter_lines` accepts.
-    :param progress: told of the rows (once lines are read) and bytes as they arrive, and
-        when the body ends; ``None`` for none.
+    :param progress: told of the rows and bytes as they arrive, and when the body ends.
     """
 
     def __init__(
@@ -188,12 +184,9 @@ class CohortExport:
 
     def iter_lines(self, *, keys: Iterable[str] | None = None) -> Iterator[bytes]:
         """Yield the body's complete lines (without line ends; empty lines skipped), each checked
-        as :meth:`iter_records` checks it.
+        (and refused) as :meth:`iter_records` checks it.
 
         :param keys: as in :meth:`iter_records`.
-        :raises AnalyticsStreamError: the stream broke, or ended inside a line.
-        :raises MalformedStreamError: a line is not strict JSON or not a JSON object.
-        :raises ExportRecordError: a line lacks one of ``keys``, or is the platform's error object.
         """
         for line, _ in self._checked(keys):
             yield line

@@ -17,6 +17,7 @@ import threading
 import time
 import warnings
 from collections import deque
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 from urllib.parse import urlsplit
 
@@ -56,15 +57,13 @@ class Slot:
         self._throttle._give_back(self)
 
 
+@dataclass(slots=True, eq=False)
 class _Waiter:
     """A call waiting for a place (``wake`` returns ``False`` when its event loop has closed)."""
 
-    __slots__ = ("granted", "limit", "wake")
-
-    def __init__(self, limit: int, wake: Callable[[], bool]) -> None:
-        self.limit = limit
-        self.wake = wake
-        self.granted = False
+    limit: int
+    wake: Callable[[], bool]
+    granted: bool = False
 
 
 class PlatformThrottle:
