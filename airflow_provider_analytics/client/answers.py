@@ -61,20 +61,16 @@ EXACT_IN_A_DOUBLE: Final = 2**53
 """Integers up to this magnitude are exact in a float64 column."""
 
 Count = Annotated[int, Field(ge=0, le=INT64_MAX)]
-"""A number of users, events or values: a JSON integer, never negative, within int64."""
+"""A number of users, events or values (or seconds, or epoch milliseconds): a JSON integer,
+never negative, within int64."""
 Flag = Annotated[int, Field(ge=0, le=1)]
 """A 0/1 field of the tracking plan (a JSON integer: ``true`` is not 1)."""
 Zero = Annotated[int, Field(ge=0, le=0)]
 """``success`` of a carried-out operation (a JSON integer: ``false`` is not 0)."""
 
-
 FiniteNumber = int | Annotated[float, Field(allow_inf_nan=False)]
 """A finite JSON number; integers stay exact integers (where a table holds them as doubles,
 one beyond +-2**53 is refused by name there)."""
-Seconds = Annotated[int, Field(ge=0, le=INT64_MAX)]
-"""A duration in whole seconds."""
-EpochMillis = Annotated[int, Field(ge=0, le=INT64_MAX)]
-"""A moment as milliseconds since 1970-01-01 UTC."""
 Label = str | int | Annotated[float, Field(allow_inf_nan=False)] | None
 """A split value as the platform writes it (text, sometimes a number)."""
 
@@ -182,8 +178,8 @@ class UtmRecord(_Shape):
     appKey: str | None = None
     userId: int | None = None
     status: int | None = None
-    createTime: EpochMillis | None = None
-    updateTime: EpochMillis | None = None
+    createTime: Count | None = None
+    updateTime: Count | None = None
     canOperated: int | None = None
     uniqueSign: str | None = None
 
@@ -302,7 +298,7 @@ class FunnelStep(_Shape):
 
 class FunnelMedian(_Shape):
     stepsExpress: str | None = None
-    median: list[Seconds | None] | None = None
+    median: list[Count | None] | None = None
 
 
 class FunnelRow(_Shape):
