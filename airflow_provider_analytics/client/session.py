@@ -110,12 +110,6 @@ def deadline(seconds: float) -> Iterator[_Watch]:
         _current.watch = previous
 
 
-def _read_body(response: requests.Response) -> None:
-    """Read the whole body within the attempt, in one read (``requests`` reads 10 KiB at a
-    time: ~220 trips through urllib3 for a 2.2 MB page, then a copy)."""
-    response._content = b"".join(response.iter_content(None))
-
-
 class HttpSession:
     """Sends the operations over ``session`` (its owner closes it), else a pool of its own."""
 
@@ -167,8 +161,9 @@ class HttpSession:
                         allow_redirects=False,
                         proxies=proxies,  # type: ignore[arg-type]
                     )
-                    if not stream:
-                        _read_body(response)
+                    if not stream:  # read within the deadline, in one read (requests reads
+                        # 10 KiB at a time: ~220 trips through urllib3 for a 2.2 MB page)
+                        response._content = b"".join(response.iter_content(None))
             except requests.RequestException as exc:
                 slot.release()
                 error = call.failed(exc, cut_by_deadline=watch.expired)
