@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Final, Literal, Protocol, TypeVar, cast
 
@@ -29,7 +30,7 @@ from airflow_provider_analytics.core.errors import (
     AnalyticsOperationFailedError,
     AnalyticsProtocolError,
 )
-from airflow_provider_analytics.core.redaction import known
+from airflow_provider_analytics.core.redaction import known, remember
 from airflow_provider_analytics.core.report_dates import (
     ALL_DATES_LABEL,
     parse_funnel_date,
@@ -603,16 +604,27 @@ def decode(
     payload: Any,
     *,
     asked: Asked | None = None,
+    secrets: tuple[str, ...] = (),
 ) -> Any:
     """Decode ``payload`` (strict JSON already read) through ``operation``'s declaration.
 
     :param operation: the client method's name (a key of :data:`ANSWERS`).
     :param payload: the decoded JSON answer.
     :param asked: what the request asked, for the relations that depend on it.
+    :param secrets: deprecated; each is remembered
+        (:func:`~airflow_provider_analytics.core.redaction.remember`), so masked everywhere.
     :return: the declared object (a model, or a list of models for the plan listings).
     :raises AnswerShapeError: naming the operation and the field with its position
         (``analyze_funnel: rows[2].stepsDetail[0].convertedUser[1]``).
     """
+    if secrets:
+        warnings.warn(
+            "decode(secrets=...) is deprecated; mask a value in every message with "
+            "airflow_provider_analytics.core.redaction.remember",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        remember(secrets)
     try:
         value = _validator(operation).validate_python(payload, strict=True, context=asked)
     except ValidationError as exc:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import warnings
 from typing import TYPE_CHECKING, Any
 
 import requests
@@ -20,6 +21,7 @@ from airflow_provider_analytics.core.ndjson import (
     describe_unfinished,
     iter_lines,
 )
+from airflow_provider_analytics.core.redaction import remember
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator
@@ -43,6 +45,8 @@ class CohortExport:
     :param deadline: ``time.monotonic()`` value by which the whole body must have arrived.
     :param max_line_bytes: the longest line :meth:`iter_lines` accepts.
     :param progress: told of the rows and bytes as they arrive, and when the body ends.
+    :param secrets: deprecated; each is remembered
+        (:func:`~airflow_provider_analytics.core.redaction.remember`), so masked everywhere.
     """
 
     def __init__(
@@ -53,7 +57,16 @@ class CohortExport:
         deadline: float | None = None,
         max_line_bytes: int = MAX_LINE_BYTES,
         progress: Progress | None = None,
+        secrets: Iterable[str] = (),
     ) -> None:
+        if secrets:
+            warnings.warn(
+                "CohortExport(secrets=...) is deprecated; mask a value in every message with "
+                "airflow_provider_analytics.core.redaction.remember",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            remember(secrets)
         self._response = response
         self._release = release
         self._progress = progress

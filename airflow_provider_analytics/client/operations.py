@@ -3,6 +3,7 @@ layer treats every operation alike and the client's methods are about arguments 
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
@@ -58,6 +59,16 @@ class ApiCall:
     body: Any = None
     path_params: dict[str, str] = field(default_factory=dict)
     asked: Asked | None = None
+
+    def path(self, prefix: str) -> str:
+        """Deprecated: the client builds the path from ``path_params``."""
+        warnings.warn(
+            "ApiCall.path is deprecated; CallAttempts (airflow_provider_analytics.client."
+            "attempts) builds the path from the operation and path_params",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.operation.build_path(prefix, **self.path_params)
 
 
 _UTM = "{prefix}/uba/api/operations/utm"
