@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from airflow_provider_analytics.client.operations import (
     ANALYZE_EVENTS,
@@ -21,9 +21,6 @@ from airflow_provider_analytics.client.operations import (
     ApiCall,
 )
 from airflow_provider_analytics.core import rules
-
-if TYPE_CHECKING:
-    from airflow_provider_analytics.client.answers import EventAnswer
 
 
 @dataclass(frozen=True)
@@ -86,17 +83,23 @@ class DataReadyCheck:
         """Judge the call's JSON answer through its declared answer: ready when every day has
         one count at or above ``threshold`` (``events``), or the plan shows ``dataStatus`` 1.
         An answer that does not fit raises :class:`AnswerShapeError` (the sensor waits on)."""
-        from airflow_provider_analytics.client.answers import decode
+        from airflow_provider_analytics.client.answers import AnswerShapeError, decode
 
         call = self.call()
         answer = decode(call.operation.name, payload, asked=call.asked)
-        if self.source == "events":
-            return self._evaluate_counts(answer)
-        return self._evaluate_plan(answer)
-
-    def _evaluate_counts(self, answer: EventAnswer) -> Readiness:
-        from airflow_provider_analytics.client.answers import AnswerShapeError
-
+        if self.source == "plan":
+            wanted = self.event_property if self.event_property is not None else self.event
+            found = next((item for item in answer if item.id == wanted), None)
+            status = None if found is None else found.dataStatus
+            return Readiness(
+                status == 1,
+                {
+                    "event": self.event,
+                    "event_property": self.event_property,
+                    "found": found is not None,
+                    "dataStatus": status,
+                },
+            )
         if len(answer.rows) > 1:
             raise AnswerShapeError(
                 f"analyze_events: rows holds {len(answer.rows)} rows, but the data-ready check "
@@ -124,19 +127,5 @@ class DataReadyCheck:
                 "counts": counts,
                 "threshold": self.threshold,
                 "missing": missing,
-            },
-        )
-
-    def _evaluate_plan(self, items: list[Any]) -> Readiness:
-        wanted = self.event_property if self.event_property is not None else self.event
-        found = next((item for item in items if item.id == wanted), None)
-        status = None if found is None else found.dataStatus
-        return Readiness(
-            status == 1,
-            {
-                "event": self.event,
-                "event_property": self.event_property,
-                "found": found is not None,
-                "dataStatus": status,
             },
         )
