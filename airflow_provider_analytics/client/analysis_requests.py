@@ -1,11 +1,7 @@
-"""Funnel and event analysis requests (spec 4.16, 4.17), each declared once.
-
-Each class is a frozen model (:class:`~airflow_provider_analytics.core.rules.Declared`)
-whose attributes are the request's fields in snake_case (``from_date`` for ``fromDate``),
-so an editor completes them and a type checker reads them. A plain dict with the spec's
-keys is read by the same class (``FunnelRequest.model_validate(body)``), through the same
-rules, and :meth:`~airflow_provider_analytics.core.rules.Declared.to_body` gives exactly
-the dict the client sends.
+"""Funnel and event analysis requests (spec 4.16, 4.17), each declared once: a frozen model
+(:class:`~airflow_provider_analytics.core.rules.Declared`) with snake_case attributes, which
+also reads a dict with the spec's keys (``FunnelRequest.model_validate(body)``) by the same
+rules; :meth:`~airflow_provider_analytics.core.rules.Declared.to_body` gives the dict sent.
 
 >>> from airflow_provider_analytics.client.analysis_requests import (
 ...     Condition, Filter, FunnelRequest, FunnelStep, SplitField)
@@ -18,8 +14,8 @@ the dict the client sends.
 >>> request.to_body()["byField"]
 {'expression': 'user.$city'}
 
-``from_date`` and ``to_date`` may be left out when an operator runs the request: it fills
-in the days of its run. The client refuses a request without them.
+``from_date`` and ``to_date`` may be left out when an operator runs the request (it fills in
+its run's days); the client refuses a request without them.
 """
 
 from __future__ import annotations
@@ -109,12 +105,8 @@ def _kind(text: str) -> ExpressionKind | None:
 
 
 def expression(value: Any, field: str, allowed: Collection[ExpressionKind]) -> str:
-    """Check an expression of an allowed kind.
-
-    :param value: e.g. ``event.$startup``, ``event.purchase.amount``, ``user.age``.
-    :param field: the request field, for the message.
-    :param allowed: kinds accepted at this place of the request.
-    """
+    """Check an expression (``event.$startup``, ``event.purchase.amount``, ``user.age``) of
+    an ``allowed`` kind."""
     text = rules.string(value, field)
     kind = _kind(text)
     if kind is not None and kind in allowed:
@@ -140,7 +132,6 @@ def _relation(value: Any, field: str) -> str:
 
 
 def _buckets(value: Any) -> tuple[int | float, ...] | None:
-    """``None`` or strictly increasing numbers (split bounds)."""
     if value is None:
         return None
     if isinstance(value, str | bytes | Mapping) or not isinstance(value, Sequence):
@@ -310,7 +301,6 @@ class Measure(ConversionMeasure):
 
 
 def _crowds(value: Any, field: str) -> tuple[str]:
-    """Exactly one user group: ``$ALL`` or a cohort code."""
     items = rules.items(value, f"one cohort code or {ALL_USERS}")
     if not items:
         fail(field, f"must be a list with one cohort code or {ALL_USERS}", value)
@@ -350,11 +340,8 @@ class _Analysis(Declared):
 
     @classmethod
     def of(cls, request: Any) -> Self:
-        """``request`` as this kind: a dict read through the declaration, this kind as it is.
-
-        :raises AnalyticsValidationError: for a request of the other kind, or one that breaks
-            a rule.
-        """
+        """``request`` as this kind: a dict read through the declaration (a request of the
+        other kind refused), this kind as it is."""
         if isinstance(request, cls):
             return request
         if isinstance(request, _Analysis):
@@ -366,24 +353,20 @@ class _Analysis(Declared):
         return cls.model_validate(request)
 
     def sent(self) -> dict[str, Any]:
-        """The body the client sends: :meth:`to_body`, which must have its dates."""
+        """:meth:`to_body`, which must have its dates."""
         if self.from_date is None:
             fail("fromDate", "is required")
         return self.to_body()
 
     def window(self, from_date: str, to_date: str) -> Self:
-        """The same request over ``from_date`` to ``to_date``, a part of its own range (so
-        every other rule still holds, and is not checked again).
-
-        :raises AnalyticsValidationError: for a window outside the request's range.
-        """
+        """The same request over a part of its own range (every other rule still holds, so it
+        is not checked again)."""
         rules.date_range(from_date, to_date)
         if not str(self.from_date) <= from_date <= to_date <= str(self.to_date):
             fail("window", f"{from_date}..{to_date} is not inside {self.from_date}..{self.to_date}")
         return BaseModel.model_copy(self, update={"from_date": from_date, "to_date": to_date})
 
     def asked(self) -> Asked:
-        """What the request asks, for the relations its answer must keep with it."""
         return Asked(from_date=self.from_date, to_date=self.to_date)
 
 
@@ -546,11 +529,8 @@ class EventRequest(_Analysis):
 
 
 def body_of(request: Any, kind: str) -> Any:
-    """The body of a typed request of ``kind`` (``funnel`` or ``events``); anything else as
-    it is, for the request's own check when it runs (an operator's rendered dict).
-
-    :raises AnalyticsValidationError: for a typed request of the other kind.
-    """
+    """The body of a typed request of ``kind`` (``funnel`` or ``events``; the other kind is
+    refused); anything else as it is, checked when it runs (an operator's rendered dict)."""
     if not isinstance(request, _Analysis):
         return request
     typed = FunnelRequest if kind == FunnelRequest.analysis_kind else EventRequest

@@ -1,33 +1,17 @@
-"""The declared answer of every operation (spec sections 2 and 4, ``API_NOTES.md``).
+"""The declared answer of every operation (spec sections 2 and 4, ``API_NOTES.md``): every
+path that receives an answer decodes it here (:func:`decode`), so an answer of the wrong shape
+is refused by name and never becomes a number, a row or a "ready" signal.
 
-Every path that receives an answer decodes it here and nowhere else: the synchronous and
-asynchronous clients, the data-ready check, the paged listing and the report tables. A
-value is read only after it has passed its declaration, so an answer of the wrong shape
-(a count sent as ``"7"``, ``true`` or ``-3``, a repeated date, lengths that disagree, a page
-other than the one asked) is refused by name and never becomes a number, a row or a
-"ready" signal.
-
-The rules, once:
-
-- Types are strict: no string is read as a number, no boolean as an integer, no number as
-  text. Counts are JSON integers, never negative; other numbers are finite.
-- Objects may carry fields that are not declared (kept as sent); declared fields are
-  required unless the spec or the documentation shows them missing or null.
-- Relations between fields (lengths that must match, dates that must be unique and inside
-  the asked range, a page that must echo the request) are part of the declaration.
-  Relations that need the request read it from :class:`Asked`.
-
-:func:`decode` is the one way in. Its error, :class:`AnswerShapeError`, names the operation
-and the field with its position as the answer writes it (``analyze_funnel:
-rows[2].stepsDetail[0].convertedUser[1]``). :class:`ResponseReader` reads a successful answer's
-bytes as strict JSON first, and :class:`PagedListing` adds the rules a sequence of cohort pages
-must keep.
+Types are strict (no text read as a number, no bool as an integer; counts are JSON integers
+>= 0, other numbers finite); undeclared fields are kept; relations between fields, and with
+the request (:class:`Asked`), are part of the declaration.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import functools
+import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Final, Literal, Protocol, TypeVar, cast
 
@@ -46,7 +30,7 @@ from airflow_provider_analytics.core.errors import (
     AnalyticsOperationFailedError,
     AnalyticsProtocolError,
 )
-from airflow_provider_analytics.core.redaction import Redactor
+from airflow_provider_analytics.core.redaction import known, remember
 from airflow_provider_analytics.core.report_dates import (
     ALL_DATES_LABEL,
     parse_funnel_date,
@@ -55,14 +39,14 @@ from airflow_provider_analytics.core.report_dates import (
 from airflow_provider_analytics.core.rules import field_path
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping
+    from collections.abc import Mapping
 
     from airflow_provider_analytics.core.page_lines import PageParts
 
 
 class _RelationFault(AnalyticsProtocolError, ValueError):
-    """A relation between fields that does not hold; pydantic reports it (a ``ValueError``)
-    with the object's location, and :func:`_describe` prints ``where`` below it."""
+    """A relation between fields that does not hold (a ``ValueError``, so pydantic reports it
+    with the object's location)."""
 
     def __init__(self, where: str, problem: str) -> None:
         super().__init__(f"{where}{problem}")
@@ -70,7 +54,6 @@ class _RelationFault(AnalyticsProtocolError, ValueError):
         self.problem = problem
 
     def refused(self, operation: str) -> AnswerShapeError:
-        """The fault as the error of an answer checked outside pydantic."""
         return AnswerShapeError(f"{operation}: {self.where}{self.problem}", operation=operation)
 
 
@@ -79,20 +62,16 @@ EXACT_IN_A_DOUBLE: Final = 2**53
 """Integers up to this magnitude are exact in a float64 column."""
 
 Count = Annotated[int, Field(ge=0, le=INT64_MAX)]
-"""A number of users, events or values: a JSON integer, never negative, within int64."""
+"""A number of users, events or values (or seconds, or epoch milliseconds): a JSON integer,
+never negative, within int64."""
 Flag = Annotated[int, Field(ge=0, le=1)]
 """A 0/1 field of the tracking plan (a JSON integer: ``true`` is not 1)."""
 Zero = Annotated[int, Field(ge=0, le=0)]
 """``success`` of a carried-out operation (a JSON integer: ``false`` is not 0)."""
 
-
 FiniteNumber = int | Annotated[float, Field(allow_inf_nan=False)]
 """A finite JSON number; integers stay exact integers (where a table holds them as doubles,
 one beyond +-2**53 is refused by name there)."""
-Seconds = Annotated[int, Field(ge=0, le=INT64_MAX)]
-"""A duration in whole seconds."""
-EpochMillis = Annotated[int, Field(ge=0, le=INT64_MAX)]
-"""A moment as milliseconds since 1970-01-01 UTC."""
 Label = str | int | Annotated[float, Field(allow_inf_nan=False)] | None
 """A split value as the platform writes it (text, sometimes a number)."""
 
@@ -163,8 +142,6 @@ def _length(where: str, items: list[Any] | None, expected: int, what: str) -> No
 
 
 class _Shape(BaseModel):
-    """An object of an answer: strict types, undeclared fields kept."""
-
     model_config = ConfigDict(strict=True, extra="allow", frozen=True)
 
 
@@ -202,8 +179,8 @@ class UtmRecord(_Shape):
     appKey: str | None = None
     userId: int | None = None
     status: int | None = None
-    createTime: EpochMillis | None = None
-    updateTime: EpochMillis | None = None
+    createTime: Count | None = None
+    updateTime: Count | None = None
     canOperated: int | None = None
     uniqueSign: str | None = None
 
@@ -252,7 +229,7 @@ class EventProperty(_TypedPlanItem):
     is_global: Flag | None = Field(default=None, alias="global")
 
 
-def _unique_ids(operation: str, items: list[_PlanItem], secrets: tuple[str, ...]) -> None:
+def _unique_ids(operation: str, items: list[_PlanItem]) -> None:
     seen: dict[str, int] = {}
     for position, item in enumerate(items):
         if item.id in seen:
@@ -260,7 +237,6 @@ def _unique_ids(operation: str, items: list[_PlanItem], secrets: tuple[str, ...]
                 f"{operation}: [{position}].id {item.id[:80]!r} is listed twice (first at "
                 f"[{seen[item.id]}])",
                 operation=operation,
-                secrets=secrets,
             )
         seen[item.id] = position
 
@@ -323,7 +299,7 @@ class FunnelStep(_Shape):
 
 class FunnelMedian(_Shape):
     stepsExpress: str | None = None
-    median: list[Seconds | None] | None = None
+    median: list[Count | None] | None = None
 
 
 class FunnelRow(_Shape):
@@ -344,7 +320,7 @@ class FunnelAnswer(_Shape):
 
     @property
     def steps(self) -> list[str]:
-        """The step expressions: ``stepEvents``, or the first row's ``stepsDetail``."""
+        """``stepEvents``, or the first row's ``stepsDetail`` expressions."""
         if self.stepEvents is not None:
             return list(self.stepEvents)
         if not self.rows:
@@ -371,7 +347,6 @@ class FunnelAnswer(_Shape):
         return self.keeps(_asked(info))
 
     def keeps(self, asked: Asked) -> FunnelAnswer:
-        """Check the relations between the fields, and with what was ``asked``."""
         seen: dict[str, int] = {}
         for position, label in enumerate(self.dateList):
             where = f"dateList[{position}]"
@@ -428,9 +403,7 @@ class FunnelAnswer(_Shape):
 
 
 def _label(value: Label) -> str | None:
-    if value is None or isinstance(value, str):
-        return value
-    return str(value)
+    return None if value is None else str(value)
 
 
 # Event analysis (spec 4.17)
@@ -462,7 +435,6 @@ class EventAnswer(_Shape):
         return self.keeps(_asked(info))
 
     def keeps(self, asked: Asked) -> EventAnswer:
-        """Check the relations between the fields, and with what was ``asked``."""
         seen: dict[dt.datetime, int] = {}
         for position, label in enumerate(self.series):
             where = f"series[{position}]"
@@ -496,11 +468,8 @@ class EventAnswer(_Shape):
         return self
 
     def check_counts(self, aggregators: tuple[str, ...]) -> None:
-        """Check the counting measures' numbers once the aggregators are known (read from
-        the answer's own measure labels, when no request says them).
-
-        :raises AnswerShapeError: naming the first number that is not a count.
-        """
+        """Check the counting measures' numbers once the aggregators are known (from the
+        answer's own labels when no request says them)."""
         asked = Asked(aggregators=aggregators)
         try:
             for position, row in enumerate(self.rows):
@@ -559,9 +528,8 @@ ANSWERS: Final[dict[str, TypeAdapter[Any]]] = {
     "analyze_funnel": TypeAdapter(FunnelAnswer),
     "analyze_events": TypeAdapter(EventAnswer),
 }
-"""Each operation's declared answer. The streamed export's records are declared by the
-export's schema (:mod:`~airflow_provider_analytics.export.schema`); what is declared
-for it here is the one non-record body it may meet, the platform's error object."""
+"""Each operation's declared answer; for the streamed export, the platform's error object
+(its records are declared by :mod:`~airflow_provider_analytics.export.schema`)."""
 
 _LIST_ANSWERS: Final = frozenset({"list_user_properties", "list_events", "list_event_properties"})
 
@@ -601,7 +569,7 @@ def _problem(error: Any) -> str:
 
 
 def _describe(errors: list[Any]) -> list[str]:
-    """One line per faulty field; the alternatives of a union are joined with "or"."""
+    """One line per faulty field; a union's alternatives joined with "or"."""
     by_path: dict[str, list[Any]] = {}
     for error in errors:
         by_path.setdefault(field_path(error["loc"]), []).append(error)
@@ -643,35 +611,41 @@ def decode(
     :param operation: the client method's name (a key of :data:`ANSWERS`).
     :param payload: the decoded JSON answer.
     :param asked: what the request asked, for the relations that depend on it.
-    :param secrets: values to mask in the message.
+    :param secrets: deprecated; each is remembered
+        (:func:`~airflow_provider_analytics.core.redaction.remember`), so masked everywhere.
     :return: the declared object (a model, or a list of models for the plan listings).
-    :raises AnswerShapeError: naming the operation, the field and its position.
+    :raises AnswerShapeError: naming the operation and the field with its position
+        (``analyze_funnel: rows[2].stepsDetail[0].convertedUser[1]``).
     """
+    if secrets:
+        warnings.warn(
+            "decode(secrets=...) is deprecated; mask a value in every message with "
+            "airflow_provider_analytics.core.redaction.remember",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        remember(secrets)
     try:
         value = _validator(operation).validate_python(payload, strict=True, context=asked)
     except ValidationError as exc:
-        raise answer_error(operation, exc, secrets) from None
+        raise answer_error(operation, exc) from None
     if operation in _LIST_ANSWERS:
-        _unique_ids(operation, value, secrets)
+        _unique_ids(operation, value)
     return value
 
 
 @functools.cache
 def _validator(operation: str) -> Any:
-    """The declared answer's validator, stopping at an array's first fault (the bound on
-    errors: :func:`~airflow_provider_analytics.core.strict_json.first_fault`)."""
+    """Stops at an array's first fault (:func:`~.strict_json.first_fault`)."""
     return strict_json.first_fault(ANSWERS[operation])
 
 
-def answer_error(
-    operation: str, error: ValidationError, secrets: tuple[str, ...] = ()
-) -> AnswerShapeError:
+def answer_error(operation: str, error: ValidationError) -> AnswerShapeError:
     """The error naming the first faults of ``error`` (at most three)."""
     problems = _describe(error.errors(include_url=False))
     more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
     message = f"{operation}: {'; '.join(problems[:3])}{more}"
-    redacted = Redactor(secrets).text(message)
-    return AnswerShapeError(redacted, operation=operation, secrets=secrets)
+    return AnswerShapeError(message, operation=operation)
 
 
 _Analysed = TypeVar("_Analysed", "FunnelAnswer", "EventAnswer")
@@ -680,8 +654,8 @@ _Analysed = TypeVar("_Analysed", "FunnelAnswer", "EventAnswer")
 def as_model(
     model: type[_Analysed], operation: str, payload: Any, asked: Asked | None = None
 ) -> _Analysed:
-    """``payload`` as ``model``: decoded through :func:`decode`, unless it already is one (a
-    declared answer is decoded once); then only its relations with ``asked`` are checked."""
+    """``payload`` as ``model``: decoded, unless it already is one (then only its relations
+    with ``asked`` are checked)."""
     if not isinstance(payload, model):
         return cast("_Analysed", decode(operation, payload, asked=asked))
     if asked is not None:
@@ -696,25 +670,23 @@ _CHECK_ADDRESS = "check that the base URL points at the platform's open API"
 
 
 class ResponseReader:
-    """Reads the successful answers of one operation: a 200 that is not strict JSON (an HTML
-    page from a proxy, ``NaN``, a repeated key) raises :class:`AnalyticsProtocolError`, one
-    whose body reports ``success`` other than 0 :class:`AnalyticsOperationFailedError`, one
-    that does not fit the declaration :class:`AnswerShapeError`.
+    """Reads the successful answers of one operation: a 2xx that is not strict JSON raises
+    :class:`AnalyticsProtocolError`, one reporting ``success`` other than 0
+    :class:`AnalyticsOperationFailedError`, one that does not fit :class:`AnswerShapeError`."""
 
-    :param operation: the client method's name, for messages.
-    :param secrets: values to mask in messages.
-    """
-
-    def __init__(self, operation: str, secrets: Iterable[str]) -> None:
+    def __init__(self, operation: str) -> None:
         self._operation = operation
-        self._secrets = tuple(secrets)
 
     def protocol_error(self, problem: str) -> AnalyticsProtocolError:
-        """The error for an answer of the wrong shape; ``problem`` says what is wrong."""
         return AnalyticsProtocolError(
             f"{self._operation}: {problem}; {_CHECK_ADDRESS}",
             operation=self._operation,
-            secrets=self._secrets,
+        )
+
+    def _unreadable(self, response: HttpAnswer, exc: Exception) -> AnalyticsProtocolError:
+        content_type = response.headers.get("Content-Type", "no content type")
+        return self.protocol_error(
+            f"the answer (HTTP {response.status_code}, {content_type}) {exc}"
         )
 
     def json(self, response: HttpAnswer) -> Any:
@@ -722,12 +694,9 @@ class ResponseReader:
         try:
             body = strict_json.loads(response.content)
         except strict_json.StrictJsonError as exc:
-            content_type = response.headers.get("Content-Type", "no content type")
-            raise self.protocol_error(
-                f"the answer (HTTP {response.status_code}, {content_type}) {exc}"
-            ) from None
+            raise self._unreadable(response, exc) from None
         if isinstance(body, dict) and "success" in body and body["success"] != 0:
-            redactor = Redactor(self._secrets)
+            redactor = known()
             msg = None if body.get("msg") is None else redactor.excerpt(body["msg"])
             raise AnalyticsOperationFailedError(
                 f"{self._operation}: the server reported failure "
@@ -738,48 +707,32 @@ class ResponseReader:
                 msg=msg,
                 data=body.get("data"),
                 operation=self._operation,
-                secrets=self._secrets,
             )
         return body
 
     def answer(self, response: HttpAnswer, asked: Asked | None = None) -> Any:
-        """The JSON body after it passed the operation's declared answer
-        (:mod:`~airflow_provider_analytics.client.answers`).
-
-        :param response: the answer.
-        :param asked: what the request asked, for the relations that depend on it.
-        :raises AnswerShapeError: the body does not fit, naming the field.
-        """
+        """The JSON body, once it has passed the operation's declared answer."""
         body = self.json(response)
         self.declared(body, asked)
         return body
 
     def declared(self, body: Any, asked: Asked | None = None) -> Any:
-        """``body`` (strict JSON already read) as the operation's declared answer, or refused
-        by name."""
+        """``body`` (strict JSON already read) as the operation's declared answer."""
         try:
-            return decode(self._operation, body, asked=asked, secrets=self._secrets)
+            return decode(self._operation, body, asked=asked)
         except AnswerShapeError as exc:
-            raise AnswerShapeError(
-                f"{exc}; {_CHECK_ADDRESS}", operation=self._operation, secrets=self._secrets
-            ) from None
+            raise AnswerShapeError(f"{exc}; {_CHECK_ADDRESS}", operation=self._operation) from None
 
     def page_lines(self, response: HttpAnswer, asked: Asked | None = None) -> PageParts:
         """A page of cohort users, its users kept as the export's lines
-        (:mod:`~airflow_provider_analytics.core.page_lines`): the page's members pass the
-        declared answer as :meth:`answer` checks them, the users' values the export's rule.
-
-        :raises AnswerShapeError: the page's members do not fit, naming the field.
-        """
+        (:mod:`~airflow_provider_analytics.core.page_lines`), its members checked as
+        :meth:`answer` checks them."""
         from airflow_provider_analytics.core.page_lines import split_page  # loads numpy
 
         try:
             parts = split_page(response.content)
         except strict_json.StrictJsonError as exc:
-            content_type = response.headers.get("Content-Type", "no content type")
-            raise self.protocol_error(
-                f"the answer (HTTP {response.status_code}, {content_type}) {exc}"
-            ) from None
+            raise self._unreadable(response, exc) from None
         body = dict(parts.envelope)
         if parts.rows is not None:
             body["users"] = [{}] * parts.rows  # the relations count them; the lines hold them
@@ -802,9 +755,6 @@ class PagedListing:
     - ``count`` is the same on every page;
     - no user appears twice (told apart by ``distinct_id`` when the records hold it);
     - no more users arrive than ``wanted``, and no page before the last is short.
-
-    :param page_size: users asked per page.
-    :param limit: most users asked in all; ``None`` for the whole cohort.
     """
 
     def __init__(self, *, page_size: int, limit: int | None) -> None:
@@ -818,30 +768,24 @@ class PagedListing:
 
     @property
     def wanted(self) -> int | None:
-        """Users the listing will read in all; ``None`` until the first page is read."""
+        """Users to read in all; ``None`` until the first page is read."""
         if self._count is None:
             return None
         return self._count if self._limit is None else min(self._limit, self._count)
 
     def next_page(self) -> int | None:
-        """The 1-based number of the page to ask for next; ``None`` when the listing is done."""
-        if self._finished:
-            return None
-        return self._number + 1
+        """The 1-based page to ask for next; ``None`` when the listing is done."""
+        return None if self._finished else self._number + 1
 
-    def take(self, page: Mapping[str, Any], secrets: Iterable[str] = ()) -> None:
-        """Check one page (already decoded through its declared answer) against the pages
-        before it.
-
-        :raises AnswerShapeError: naming the page and what does not hold.
-        """
+    def take(self, page: Mapping[str, Any]) -> None:
+        """Check one (already decoded) page against the pages before it."""
         self._number += 1
         number = self._number
         count = page["count"]
         if self._count is None:
             self._count = count
         elif count != self._count:
-            self._refuse(number, f"count is {count}, but page 1 said {self._count}", secrets)
+            self._refuse(number, f"count is {count}, but page 1 said {self._count}")
         users = page["users"]
         page_ids: set[int | str] = set()
         for position, user in enumerate(users):
@@ -853,16 +797,13 @@ class PagedListing:
                 self._refuse(
                     number,
                     f"users[{position}] repeats {_PAGE_IDENTITY} {identity!r} of page {first}",
-                    secrets,
                 )
             page_ids.add(identity)
         self._read += len(users)
         wanted = self.wanted
         assert wanted is not None
         if self._read > wanted:
-            self._refuse(
-                number, f"{self._read} users arrived, more than the {wanted} asked", secrets
-            )
+            self._refuse(number, f"{self._read} users arrived, more than the {wanted} asked")
         last = -(-wanted // self._page_size) if wanted else 1
         if self._read == wanted or number >= last:
             if self._read < wanted:
@@ -870,7 +811,6 @@ class PagedListing:
                     number,
                     f"only {self._read} users arrived by the last page, but count promises "
                     f"{wanted}; the cohort may have changed while it was read",
-                    secrets,
                 )
             self._finished = True
         elif len(users) < self._page_size:
@@ -878,11 +818,8 @@ class PagedListing:
                 number,
                 f"holds {len(users)} users, fewer than the page size {self._page_size}, "
                 f"although {wanted - self._read} more are promised by count",
-                secrets,
             )
 
     @staticmethod
-    def _refuse(number: int, problem: str, secrets: Iterable[str]) -> None:
-        raise AnswerShapeError(
-            f"{_PAGES}: page {number}: {problem}", operation=_PAGES, secrets=secrets
-        )
+    def _refuse(number: int, problem: str) -> None:
+        raise AnswerShapeError(f"{_PAGES}: page {number}: {problem}", operation=_PAGES)

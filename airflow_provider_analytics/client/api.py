@@ -36,7 +36,7 @@ from airflow_provider_analytics.core.errors import (
     AnalyticsUsageError,
 )
 from airflow_provider_analytics.core.progress import Progress, bar_wanted
-from airflow_provider_analytics.core.redaction import Redactor
+from airflow_provider_analytics.core.redaction import known, remember
 from airflow_provider_analytics.core.report_dates import sent_at
 
 if TYPE_CHECKING:
@@ -52,42 +52,28 @@ log = logging.getLogger(__name__)
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
+# every other public method names itself on the errors of its argument checks
 _NOT_OPERATIONS = frozenset({"close", "progress", "request_json", "test_connection"})
-"""The methods that check no argument: every other public method names itself on its errors."""
 
 TEST_CONNECTION_DEADLINE = 15.0
 """Seconds :meth:`AnalyticsClient.test_connection` waits in all before it reports failure."""
-
-
-def _without_none(values: Mapping[str, Any]) -> dict[str, Any]:
-    return {key: value for key, value in values.items() if value is not None}
 
 
 def _optional_text(value: Any, field: str) -> str | None:
     return None if value is None else rules.non_empty_string(value, field)
 
 
-def _plan_filters(plan: Any, data_status: Any) -> dict[str, int]:
-    return _without_none(
-        {
-            "plan": None if plan is None else rules.flag(plan, "plan"),
-            "dataStatus": None if data_status is None else rules.flag(data_status, "data_status"),
-        }
-    )
+def _plan_filters(plan: Any, data_status: Any) -> dict[str, int | None]:
+    return {
+        "plan": None if plan is None else rules.flag(plan, "plan"),
+        "dataStatus": None if data_status is None else rules.flag(data_status, "data_status"),
+    }
 
 
 @dataclass(frozen=True)
 class AnalysisAnswer:
-    """An analysis answer, decoded once, and when the platform sent it.
-
-    :param answer: the declared answer
-        (:class:`~airflow_provider_analytics.client.answers.FunnelAnswer` or
-        :class:`~airflow_provider_analytics.client.answers.EventAnswer`), what the report
-        tables are built from.
-    :param body: the JSON the answer was decoded from (what ``analyze_funnel`` and
-        ``analyze_events`` return).
-    :param sent_at: the answer's ``Date`` header, in UTC; ``None`` when missing or unreadable.
-    """
+    """An analysis answer decoded once (what the report tables are built from), its JSON
+    body, and its ``Date`` header in UTC (``None`` when missing or unreadable)."""
 
     answer: FunnelAnswer | EventAnswer
     body: dict[str, Any]
@@ -138,28 +124,16 @@ class AnalyticsClient:
         """Release the connection pool (if the client created it)."""
         self._http.close()
 
-    def _send(
-        self, operation: ops.Operation, *, stream: bool = False, **options: Any
-    ) -> requests.Response:
-        """Send ``operation`` (``path_params`` fill its path) and return its 2xx answer."""
-        path = operation.build_path(self._config.utm_prefix, **options.pop("path_params", {}))
-        return self._http.send(operation, path, stream=stream, **options)[0]
-
     def _call(self, operation: ops.Operation, *, asked: Asked | None = None, **options: Any) -> Any:
         """Send ``operation`` and return its JSON answer, checked by its declared answer."""
-        secrets = (*self._config.secrets(), *options.get("extra_secrets", ()))
-        return ResponseReader(operation.name, secrets).answer(
-            self._send(operation, **options), asked
+        return ResponseReader(operation.name).answer(
+            self._http.send(operation, **options)[0], asked
         )
 
     def request_json(self, call: ops.ApiCall) -> Any:
-        """Send a request described as data and return its decoded JSON answer.
-
-        The generic way in for a caller that describes its request once and sends it
-        through this client or through
-        :class:`~airflow_provider_analytics.client.async_api.AsyncAnalyticsClient` (the
-        data-ready check). Nothing is checked here beyond the credentials: build the call
-        from checked values.
+        """Send a request described as data (as the asynchronous client does) and return its
+        decoded JSON answer. Nothing is checked beyond the credentials: build the call from
+        checked values.
 
         :param call: the operation, its query, body and path parameters.
         """
@@ -196,18 +170,16 @@ class AnalyticsClient:
         :param utm_type: ad type, as some deployments expect.
         :param login_user: operator recorded as creator (query ``loginUser``).
         """
-        body = _without_none(
-            {
-                "pageUrl": rules.http_url(page_url, "page_url"),
-                "utmCampaign": rules.non_empty_string(utm_campaign, "utm_campaign"),
-                "utmMedium": rules.non_empty_string(utm_medium, "utm_medium"),
-                "utmSource": rules.non_empty_string(utm_source, "utm_source"),
-                "utmContent": rules.optional_string(utm_content, "utm_content"),
-                "utmTerm": rules.optional_string(utm_term, "utm_term"),
-                "remarks": rules.optional_string(remarks, "remarks"),
-                "utmType": rules.optional_string(utm_type, "utm_type"),
-            }
-        )
+        body = {
+            "pageUrl": rules.http_url(page_url, "page_url"),
+            "utmCampaign": rules.non_empty_string(utm_campaign, "utm_campaign"),
+            "utmMedium": rules.non_empty_string(utm_medium, "utm_medium"),
+            "utmSource": rules.non_empty_string(utm_source, "utm_source"),
+            "utmContent": rules.optional_string(utm_content, "utm_content"),
+            "utmTerm": rules.optional_string(utm_term, "utm_term"),
+            "remarks": rules.optional_string(remarks, "remarks"),
+            "utmType": rules.optional_string(utm_type, "utm_type"),
+        }
         params = {"loginUser": _optional_text(login_user, "login_user")}
         return str(self._call(ops.CREATE_UTM, params=params, json=body)["campaignId"])
 
@@ -244,17 +216,15 @@ class AnalyticsClient:
         )
         if expression is not None:
             _expression(expression, "expression", EVENT)
-        body = _without_none(
-            {
-                "fromDate": start,
-                "toDate": end,
-                "useCache": None if use_cache is None else rules.boolean(use_cache, "use_cache"),
-                "expression": expression,
-                "convertMeasures": None
-                if convert_measures is None
-                else validation.conversion_measures(convert_measures, "convert_measures"),
-            }
-        )
+        body = {
+            "fromDate": start,
+            "toDate": end,
+            "useCache": None if use_cache is None else rules.boolean(use_cache, "use_cache"),
+            "expression": expression,
+            "convertMeasures": None
+            if convert_measures is None
+            else validation.conversion_measures(convert_measures, "convert_measures"),
+        }
         return self._call(ops.GET_UTM_CONVERSION, json=body, path_params={"campaign_id": cid})
 
     def delete_utm(self, campaign_id: str | int) -> None:
@@ -308,14 +278,12 @@ class AnalyticsClient:
         :param name: display name.
         :param remark: remark.
         """
-        body = _without_none(
-            {
-                "id": rules.new_id(id, "id"),
-                "name": None if name is None else rules.name(name),
-                "dataType": rules.data_type(data_type, "data_type"),
-                "remark": None if remark is None else rules.remark(remark),
-            }
-        )
+        body = {
+            "id": rules.new_id(id, "id"),
+            "name": None if name is None else rules.name(name),
+            "dataType": rules.data_type(data_type, "data_type"),
+            "remark": None if remark is None else rules.remark(remark),
+        }
         self._call(ops.ADD_USER_PROPERTY, json=body)
 
     def add_event(
@@ -334,16 +302,14 @@ class AnalyticsClient:
         :param remark: remark.
         :param properties: ``[{id, dataType (or data_type), name?, remark?}]``.
         """
-        body = _without_none(
-            {
-                "id": rules.new_id(id, "id"),
-                "name": None if name is None else rules.name(name),
-                "remark": None if remark is None else rules.remark(remark),
-                "properties": None
-                if properties is None
-                else validation.event_property_definitions(properties),
-            }
-        )
+        body = {
+            "id": rules.new_id(id, "id"),
+            "name": None if name is None else rules.name(name),
+            "remark": None if remark is None else rules.remark(remark),
+            "properties": None
+            if properties is None
+            else validation.event_property_definitions(properties),
+        }
         self._call(ops.ADD_EVENT, json=body)
 
     def update_user_property(
@@ -394,12 +360,11 @@ class AnalyticsClient:
     # Cohort users (spec 4.12, 4.13)
 
     def _cohort_page(self, body: dict[str, Any], *, lines: bool = False) -> Any:
-        """A page of cohort users as JSON data, or with ``lines`` as the export's lines."""
         asked = Asked(page=body.get("page"), page_size=body.get("pageSize"))
         if not lines:
             return self._call(ops.GET_COHORT_USERS, json=body, asked=asked)
-        reader = ResponseReader(ops.GET_COHORT_USERS.name, self._config.secrets())
-        return reader.page_lines(self._send(ops.GET_COHORT_USERS, json=body), asked)
+        reader = ResponseReader(ops.GET_COHORT_USERS.name)
+        return reader.page_lines(self._http.send(ops.GET_COHORT_USERS, json=body)[0], asked)
 
     def get_cohort_users(
         self,
@@ -412,20 +377,17 @@ class AnalyticsClient:
     ) -> dict[str, Any]:
         """One call's worth of a cohort's users (spec 4.12): ``{count, page, size, users}``.
 
-        :param cohort_code: the cohort, or a
-            :class:`~airflow_provider_analytics.client.validation.CohortQuery` (checked already,
-            with its limit and properties).
+        :param cohort_code: the cohort, or a checked
+            :class:`~airflow_provider_analytics.client.validation.CohortQuery`.
         :param limit: most users to return (server default 1000; with paging, the cohort).
-        :param properties: user property ids, or ``tag.<code>``, to return per user;
-            ``None`` for the plan's visible properties.
+        :param properties: user property ids or ``tag.<code>``; ``None``: the visible ones.
         :param page: 1-based page (platform 4.6+), together with ``page_size``.
         :param page_size: users per page, at most ``limit``.
         """
         body = cohort_body(
             cohort_code, limit=limit, properties=properties, page=page, page_size=page_size
         )
-        page_body: dict[str, Any] = self._cohort_page(body)
-        return page_body
+        return self._cohort_page(body)
 
     def get_cohort_user_lines(
         self,
@@ -436,20 +398,17 @@ class AnalyticsClient:
         limit: int | None = None,
         properties: list[str] | None = None,
     ) -> PageParts:
-        """One page of a cohort's users (spec 4.12), the users kept as the export's NDJSON
-        lines for the export's decoder: ``envelope`` (``count``, ``page``, ``size``), ``rows``
-        and ``lines``. The page's members are checked as :meth:`get_cohort_users` checks them.
+        """One page of a cohort's users (spec 4.12) as ``envelope``, ``rows`` and ``lines`` (the
+        users as the export's NDJSON lines), checked as :meth:`get_cohort_users` checks it.
 
-        :param cohort_code: the cohort, or a checked
-            :class:`~airflow_provider_analytics.client.validation.CohortQuery`.
+        :param cohort_code: as in :meth:`get_cohort_users`.
         :param page: the 1-based page.
         :param page_size: users per page.
         """
         body = cohort_body(
             cohort_code, limit=limit, properties=properties, page=page, page_size=page_size
         )
-        parts: PageParts = self._cohort_page(body, lines=True)
-        return parts
+        return self._cohort_page(body, lines=True)
 
     def iter_cohort_user_pages(
         self,
@@ -459,14 +418,9 @@ class AnalyticsClient:
         page_size: int = 1000,
         limit: int | None = None,
     ) -> Iterator[dict[str, Any]]:
-        """Pages 1, 2, ... of a cohort's users until ``limit`` or all ``count`` users are read.
-
-        Arguments are checked now; pages are fetched as the iterator is consumed. When
-        ``limit`` is smaller than ``page_size``, pages of ``limit`` users are asked for.
-        Each page is one response of :meth:`get_cohort_users` as the platform sends it:
-        ``{"count": <users in the cohort>, "page": <1-based number>, "size": <users on this
-        page>, "users": [{<property id or tag.<code>>: <value>, ...}, ...]}``; the last page
-        may be shorter than ``page_size``.
+        """Pages 1, 2, ... of a cohort's users (each as :meth:`get_cohort_users` returns it)
+        until ``limit`` or all ``count`` users are read. Arguments are checked now; pages are
+        fetched as the iterator is consumed.
 
         :param cohort_code: the cohort.
         :param properties: as in :meth:`get_cohort_users`.
@@ -490,8 +444,8 @@ class AnalyticsClient:
         interval: float | None = None,
         bar: bool | None = None,
     ) -> Progress:
-        """The progress of long work (:class:`~airflow_provider_analytics.core.progress.Progress`,
-        which checks ``interval``): the one place its defaults come from.
+        """A :class:`~airflow_provider_analytics.core.progress.Progress` with the configured
+        defaults (the one place they come from).
 
         :param interval: seconds between lines; ``None``: the configured ``progress_interval``.
         :param bar: ``False`` for no bar; otherwise the configured ``progress_bar``.
@@ -512,7 +466,7 @@ class AnalyticsClient:
         try:
             while (number := listing.next_page()) is not None:
                 page = self._cohort_page({**body, "page": number})
-                listing.take(page, self._config.secrets())
+                listing.take(page)
                 read += len(page["users"])
                 progress.total = listing.wanted
                 progress.update(read)
@@ -520,18 +474,6 @@ class AnalyticsClient:
             progress.finish(read)
         finally:
             progress.close()
-
-    def _expected_rows(self, body: dict[str, Any]) -> int | None:
-        """The rows an export of ``body`` will hold, for the bar's percentage and time left:
-        the cohort's ``count`` from a one-user page (the stream declares no length), within
-        the export's limit; ``None`` when the platform does not tell (the export goes on)."""
-        try:
-            count: int = self._cohort_page({**body, "page": 1, "pageSize": 1})["count"]
-        except AnalyticsError as error:
-            log.info("cohort %s: no total for the progress bar (%s)", body["cohortCode"], error)
-            return None
-        limit = body.get("limit")
-        return count if limit is None else min(count, limit)
 
     def export_cohort_users(
         self,
@@ -542,38 +484,33 @@ class AnalyticsClient:
         expected_rows: int | None = None,
         progress: bool = True,
     ) -> CohortExport:
-        """Open a streamed export of a cohort's users (spec 4.13).
+        """Open a streamed export of a cohort's users (spec 4.13), read through the returned
+        :class:`CohortExport` (best used as a context manager).
 
-        The request is sent now (and retried if it fails before streaming starts); the
-        body is read through the returned :class:`CohortExport`, best used as a context
-        manager. Reads wait up to ``export_read_timeout`` seconds for data, and the whole
-        body must arrive within ``export_deadline`` seconds of the request. While the body is
-        read, its rows and bytes are logged every ``progress_interval`` seconds, with a bar
-        where someone watches (:class:`ClientConfig`). The export counts as one of the
-        platform's ``max_concurrent_calls`` calls in flight until its body has been read to
-        the end or it is closed.
+        The request is sent now (and retried if it fails before streaming starts). Reads wait
+        up to ``export_read_timeout`` seconds, the whole body must arrive within
+        ``export_deadline``; progress is logged every ``progress_interval``. The export holds
+        one of the ``max_concurrent_calls`` places until its body is read or it is closed.
 
-        :param cohort_code: the cohort, or a
-            :class:`~airflow_provider_analytics.client.validation.CohortQuery`, as in
-            :meth:`get_cohort_users`.
+        :param cohort_code: as in :meth:`get_cohort_users`.
         :param limit: most users; ``None`` for all.
         :param properties: as in :meth:`get_cohort_users`.
-        :param expected_rows: the rows the export will hold, if known (the ``count`` of
-            :meth:`get_cohort_users`), for the progress' percentage and time left. Unknown,
-            and a bar shown (someone watches: :class:`ClientConfig` ``progress_bar``), the
-            client asks the count first with a one-user page.
+        :param expected_rows: the rows the export will hold, if known, for the progress'
+            percentage; unknown and a bar shown, the count is asked with a one-user page.
         :param progress: ``False`` to report no progress (a caller that reports its own).
         """
         body = cohort_body(cohort_code, limit=limit, properties=properties)
         if expected_rows is not None:
             rules.integer(expected_rows, "expected_rows", minimum=0)
         elif progress and bar_wanted(self._config.progress_bar):
-            expected_rows = self._expected_rows(body)
+            try:  # the stream declares no length; the platform may not tell (the export goes on)
+                count = self._cohort_page({**body, "page": 1, "pageSize": 1})["count"]
+                expected_rows = min(count, body.get("limit", count))  # None values are not sent
+            except AnalyticsError as error:
+                log.info("cohort %s: no total for the progress bar (%s)", body["cohortCode"], error)
         deadline = time.monotonic() + self._config.export_deadline
-        operation = ops.EXPORT_COHORT_USERS
         response, slot = self._http.send(
-            operation,
-            operation.build_path(self._config.utm_prefix),
+            ops.EXPORT_COHORT_USERS,
             stream=True,
             json=body,
             read_timeout=self._config.export_read_timeout,
@@ -581,7 +518,6 @@ class AnalyticsClient:
         return CohortExport(
             response,
             release=slot.release,
-            secrets=self._config.secrets(),
             deadline=deadline,
             progress=self.progress(
                 f"cohort {body['cohortCode']}", total=expected_rows, size_label="received"
@@ -620,19 +556,17 @@ class AnalyticsClient:
             rules.fail("password", "must be a non-empty string")
         if password is not None:
             rules.sendable(password, "password")
-        body = _without_none(
-            {
-                "email": rules.email(email),
-                "userName": _optional_text(user_name, "user_name"),
-                "name": _optional_text(name, "name"),
-                "password": password,
-                "phone": _optional_text(phone, "phone"),
-                "department": _optional_text(department, "department"),
-            }
-        )
+        body = {
+            "email": rules.email(email),
+            "userName": _optional_text(user_name, "user_name"),
+            "name": _optional_text(name, "name"),
+            "password": password,
+            "phone": _optional_text(phone, "phone"),
+            "department": _optional_text(department, "department"),
+        }
         params = {"loginUser": _optional_text(login_user, "login_user")}
-        masked = (password,) if password else ()
-        return self._call(ops.REGISTER_ACCOUNT, params=params, json=body, extra_secrets=masked)
+        remember((password,))  # masked in any error, like the credentials
+        return self._call(ops.REGISTER_ACCOUNT, params=params, json=body)
 
     def set_account_activation(
         self, email: str, activation: bool, *, login_user: str | None = None
@@ -683,8 +617,8 @@ class AnalyticsClient:
             )
         funnel = isinstance(request, FunnelRequest)
         operation = ops.ANALYZE_FUNNEL if funnel else ops.ANALYZE_EVENTS
-        response = self._send(operation, json=request.sent())
-        reader = ResponseReader(operation.name, self._config.secrets())
+        response = self._http.send(operation, json=request.sent())[0]
+        reader = ResponseReader(operation.name)
         body = reader.json(response)
         answer = reader.declared(body, request.asked())
         return AnalysisAnswer(answer, body, sent_at(response.headers.get("Date")))
@@ -703,8 +637,7 @@ class AnalyticsClient:
         except AnalyticsError as exc:
             return False, str(exc)
         except Exception as exc:  # a connection test reports, it does not raise
-            reason = Redactor(self._config.secrets()).text(f"{type(exc).__name__}: {exc}")
-            return False, reason
+            return False, known().text(f"{type(exc).__name__}: {exc}")
         return True, (
             f"Connected to {self._config.base_url}: {len(events)} events in the tracking plan"
         )

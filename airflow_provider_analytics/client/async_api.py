@@ -1,17 +1,9 @@
 """``AsyncAnalyticsClient``: the client for code that runs in an event loop (the triggerer).
 
-It sends requests described as data (an ``ApiCall``) over one ``httpx.AsyncClient``, driving
-the same :class:`~airflow_provider_analytics.client.attempts.CallAttempts` as the synchronous
-``AnalyticsClient.request_json``: the same turns with the platform's throttle (waited for
-without blocking the loop), retries, deadline (an ``asyncio.timeout`` around each attempt),
-errors and answer checks. Importing it loads ``httpx``: import it where it is used, not at
-DAG-parse time.
-
-The proxy is the one :mod:`~airflow_provider_analytics.client.proxies` decides, given when the
-client is built (``trust_env=False``: ``httpx`` reads no proxy variable itself; the CA
-variables ``SSL_CERT_FILE`` and ``SSL_CERT_DIR`` are still honoured). Header values are sent
-as Latin-1 bytes, as ``requests`` sends them (``httpx`` would encode text as ASCII and fail on
-a Latin-1 token).
+It sends requests described as data (an ``ApiCall``) over one ``httpx.AsyncClient``, driving the
+same :class:`~airflow_provider_analytics.client.attempts.CallAttempts` as the synchronous
+client, so turns, retries, deadline, errors and answer checks are the same. It loads ``httpx``:
+import it where it is used, not at DAG-parse time.
 """
 
 from __future__ import annotations
@@ -37,9 +29,8 @@ if TYPE_CHECKING:
 
 
 def _tls(verify: bool | str) -> bool | ssl.SSLContext:
-    """``ClientConfig.verify`` as httpx takes it: a CA bundle (file or directory) becomes a
-    context, as ``requests`` reads the same setting; ``True`` is httpx's default context,
-    which honours ``SSL_CERT_FILE`` and ``SSL_CERT_DIR``."""
+    """``ClientConfig.verify`` as httpx takes it, read as ``requests`` reads it (``True``
+    honours ``SSL_CERT_FILE`` and ``SSL_CERT_DIR``)."""
     if verify is True:
         return httpx.create_ssl_context(verify=True, trust_env=True)
     if isinstance(verify, bool):
@@ -73,7 +64,7 @@ class AsyncAnalyticsClient:
         self._route = proxy_route(config)
         self._owns_client = client is None
         if client is None:
-            client = httpx.AsyncClient(
+            client = httpx.AsyncClient(  # the proxy decided once; httpx reads none itself
                 verify=_tls(config.verify),
                 follow_redirects=False,
                 limits=httpx.Limits(max_keepalive_connections=config.pool_maxsize),
@@ -115,12 +106,12 @@ class AsyncAnalyticsClient:
             self._config,
             self._retry,
             call.operation,
-            call.path(self._config.utm_prefix),
+            path_params=call.path_params,
             params=call.params,
             json=call.body,
             route=self._route,
         )
-        headers = {
+        headers = {  # Latin-1, as requests sends them (httpx would fail on a Latin-1 token)
             name.encode("ascii"): value.encode("latin-1")
             for name, value in attempts.headers.items()
         }
@@ -155,6 +146,4 @@ class AsyncAnalyticsClient:
             raise error from None
 
         response: httpx.Response = await attempts.retrying_async(self._sleep)(attempt)
-        return ResponseReader(call.operation.name, self._config.secrets()).answer(
-            response, call.asked
-        )
+        return ResponseReader(call.operation.name).answer(response, call.asked)

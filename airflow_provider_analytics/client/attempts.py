@@ -1,17 +1,9 @@
 """The decisions of one call, free of any HTTP library: what to send, whose turn it is, and
-after each attempt whether to accept the answer or fail with which client error.
+whether to accept each answer or fail with which error. Both transports (``requests`` and
+``httpx``) drive a :class:`CallAttempts` and only do the I/O, so they behave alike.
 
-The synchronous transport (``requests``, :mod:`~airflow_provider_analytics.client.session`) and
-the asynchronous one (``httpx``, :mod:`~airflow_provider_analytics.client.async_api`) both drive
-a :class:`CallAttempts` and only do the I/O, so they send the same headers, take their turn
-with the platform's throttle alike, retry the same failures after the same waits (the one retry
-engine, :mod:`~airflow_provider_analytics.core.retry`), keep to the same deadline and raise the
-same errors with the same masked messages.
-
-Whether a failed attempt is tried again is the error's answer (``transient``) narrowed by the
-operation: a create is repeated only when it provably never reached the server (the connection
-could not be made, or a 429 said it was not processed). A ``Retry-After`` on a 429 or 503 (up to
-``retry_after_max``) is the wait, and also holds off every other call to the platform.
+A failed attempt is retried when the error is transient, narrowed by the operation: a create
+is repeated only when it provably never reached the server (no connection, or a 429).
 """
 
 from __future__ import annotations
@@ -35,11 +27,11 @@ from airflow_provider_analytics.core.errors import (
     AnalyticsTransportError,
     FailurePhase,
 )
-from airflow_provider_analytics.core.redaction import Redactor
+from airflow_provider_analytics.core.redaction import Redactor, known, remember
 from airflow_provider_analytics.core.retry import parse_retry_after
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable, Iterable, Mapping
+    from collections.abc import Awaitable, Callable, Mapping
 
     from tenacity import AsyncRetrying, Retrying
 
@@ -91,8 +83,8 @@ _NOT_COMPLETED_BY_CODE: dict[int, tuple[type[errors.AnalyticsNotCompletedError],
 
 
 def _error_body(response: HttpAnswer, redactor: Redactor) -> tuple[Any, str | None, Any]:
-    """``(code, msg, data)`` of the platform's error body (``msg`` masked, then cut); ``None``
-    parts when absent. A code written as digits is read as the number."""
+    """``(code, msg, data)`` of the platform's error body (``msg`` masked, then cut); a code
+    written as digits is read as the number."""
     try:
         body = strict_json.loads(response.content)
     except strict_json.StrictJsonError:
@@ -115,7 +107,6 @@ def _unknown_outcome(operation: Operation) -> str:
 def _classify(
     status: int, code: Any, operation: Operation, attempts: int
 ) -> tuple[type[errors.AnalyticsApiError], str]:
-    """Error class and advice for an error answer."""
     if status in _BY_STATUS:
         return _BY_STATUS[status]
     if status == 401:
@@ -154,11 +145,11 @@ def _classify(
 
 
 def error_from_response(
-    operation: Operation, response: HttpAnswer, *, attempts: int, secrets: tuple[str, ...]
+    operation: Operation, response: HttpAnswer, *, attempts: int
 ) -> errors.AnalyticsApiError:
     """The error for a non-success answer, named by its status and the platform's body."""
     status = response.status_code
-    redactor = Redactor(secrets)
+    redactor = known()
     code, msg, data = _error_body(response, redactor)
     cls, advice = _classify(status, code, operation, attempts)
     detail = f"HTTP {status}"
@@ -171,15 +162,7 @@ def error_from_response(
         message += f"; offending parameters: {redactor.excerpt(', '.join(map(str, data)))}"
     if cls is errors.AnalyticsServerError and not operation.idempotent:
         message += _unknown_outcome(operation)
-    return cls(
-        message,
-        status=status,
-        code=code,
-        msg=msg,
-        data=data,
-        operation=operation.name,
-        secrets=secrets,
-    )
+    return cls(message, status=status, code=code, msg=msg, data=data, operation=operation.name)
 
 
 _TRANSPORT_ADVICE = {
@@ -193,24 +176,17 @@ _TRANSPORT_ADVICE = {
 
 
 def error_from_transport(
-    operation: Operation, exc: BaseException, *, attempts: int, secrets: Iterable[str]
+    operation: Operation, exc: BaseException, *, attempts: int
 ) -> AnalyticsTransportError:
-    """The error for a request that got no answer, by how far it got.
-
-    :param operation: the operation that failed.
-    :param exc: what the HTTP library raised (its text masked here).
-    :param attempts: attempts made.
-    :param secrets: values to mask.
-    """
+    """The error for a request that got no answer, by how far it got (``exc`` masked)."""
     phase = classify_transport_error(exc)
-    secrets = tuple(secrets)
-    shown = Redactor(secrets).excerpt(Redactor(secrets).text(str(exc)))
+    shown = known().excerpt(exc)
     name = type(exc).__name__
     advice = _TRANSPORT_ADVICE[phase].format(attempts=attempts)
     message = f"{operation.name}: {advice} ({name}: {shown})"
     if phase is FailurePhase.EXCHANGE and not operation.idempotent:
         message += _unknown_outcome(operation)
-    error = AnalyticsTransportError(message, operation=operation.name, secrets=secrets)
+    error = AnalyticsTransportError(message, operation=operation.name)
     error.phase = phase
     error.reason = f"{name}: {phase.value}"
     return error
@@ -237,12 +213,9 @@ def _causes(exc: BaseException) -> list[BaseException]:
 
 
 def classify_transport_error(exc: BaseException) -> FailurePhase:
-    """Tell how far a failed request got, which decides whether it may be retried: the one
-    place that reads what ``requests`` and ``httpx`` raise (``httpx`` is imported only for an
-    exception that is not ``requests``', so the synchronous path never loads it).
-
-    :param exc: what ``requests`` or ``httpx`` raised instead of returning a response.
-    """
+    """How far a failed request got (which decides whether it may be retried): the one
+    place that reads what ``requests`` and ``httpx`` raise (``httpx`` is imported only for
+    its own exceptions, so the synchronous path never loads it)."""
     if isinstance(exc, requests.exceptions.SSLError):
         return FailurePhase.TLS
     if isinstance(exc, requests.ConnectTimeout) or (
@@ -277,11 +250,8 @@ def classify_transport_error(exc: BaseException) -> FailurePhase:
 
 
 def auth_headers(config: ClientConfig, operation: Operation) -> dict[str, str]:
-    """The credential headers ``operation`` needs: ``token`` and ``appKey``, or ``xtoken``.
-
-    :raises AnalyticsConfigurationError: the connection does not set them (checked before
-        anything is sent).
-    """
+    """The credential headers ``operation`` needs (``token`` and ``appKey``, or ``xtoken``);
+    refused before anything is sent when the connection does not set them."""
     if operation.auth is AuthKind.PLATFORM:
         if not config.xtoken:
             raise AnalyticsConfigurationError(
@@ -303,38 +273,20 @@ def auth_headers(config: ClientConfig, operation: Operation) -> dict[str, str]:
 
 class CallAttempts:
     """One call of ``operation``: the request every attempt sends (``method``, ``url``,
-    ``params``, ``json``, ``headers``, ``connect_timeout``, ``read_timeout``), its turns with
-    the platform's throttle and the verdict on every attempt.
-
-    :param config: where and how to connect, and the credentials.
-    :param policy: the retry policy.
-    :param operation: the operation; decides credentials and retry safety.
-    :param path: request path (already percent-encoded) below the base URL.
-    :param params: query parameters (``None`` values are dropped).
-    :param json: JSON body, or ``None`` for no body.
-    :param read_timeout: read timeout instead of the configured one.
-    :param extra_secrets: values of this request to mask in errors, besides the credentials
-        (a password in the body).
-    :param route: the proxy route the transport takes; its refusal is raised here, before
-        anything is sent, and its proxy's password is masked too.
-    :param time_limit: seconds the whole call may take, retries and turns included, instead of
-        ``request_deadline``.
-    :param clock: monotonic seconds (injectable for tests).
-    :param throttle: the platform's throttle, instead of this process' one for ``base_url``.
-    :raises AnalyticsConfigurationError: the needed credentials are not configured.
-    """
+    ``params`` and a ``json`` object without ``None`` values, ``headers``, timeouts), its
+    turns with the platform's throttle and the verdict on every attempt. ``route``'s refusal
+    is raised before anything is sent; ``time_limit`` replaces ``request_deadline``."""
 
     def __init__(
         self,
         config: ClientConfig,
         policy: RetryPolicy,
         operation: Operation,
-        path: str,
         *,
+        path_params: Mapping[str, str] | None = None,
         params: Mapping[str, Any] | None = None,
         json: Any = None,
         read_timeout: float | None = None,
-        extra_secrets: Iterable[str] = (),
         route: Route | None = None,
         time_limit: float | None = None,
         clock: Callable[[], float] = time.monotonic,
@@ -342,36 +294,31 @@ class CallAttempts:
     ) -> None:
         if route is not None:
             route.check(operation.name)
-            extra_secrets = (*extra_secrets, *route.secrets)
         self.headers = {"User-Agent": config.user_agent, "Accept": "application/json"}
         self.headers.update(auth_headers(config, operation))
         if json is not None:
             self.headers["Content-Type"] = "application/json"
-        self.method, self.url, self.json = operation.method, config.api_root + path, json
+        path = operation.build_path(config.utm_prefix, **(path_params or {}))
+        self.method, self.url = operation.method, config.api_root + path
+        self.json = {k: v for k, v in json.items() if v is not None} if type(json) is dict else json
         self.params = None if params is None else {k: v for k, v in params.items() if v is not None}
         self.connect_timeout = config.connect_timeout
         self.read_timeout = read_timeout or config.read_timeout
         self.operation = operation
         self.attempt = 0
-        self.secrets = (*config.secrets(), *extra_secrets)
+        remember(config.secrets())  # every message masks the credentials of the call
         self._policy = policy
         self._clock = clock
         self._limit = config.request_deadline if time_limit is None else time_limit
         self._ends = clock() + self._limit
         self.throttle = throttle_for(config.base_url) if throttle is None else throttle
         self.concurrency = config.max_concurrent_calls
-        self._covered = -math.inf
-        """The latest hold-off moment this call has waited for already."""
-        self._ended: AnalyticsError | None = None
-        """The error that ends the call at once (its deadline, or no turn within it)."""
+        self._covered = -math.inf  # the latest hold-off moment this call has waited for
+        self._ended: AnalyticsError | None = None  # ends the call at once (deadline, no turn)
 
     def hold_off(self) -> float | None:
-        """Seconds to wait before the next attempt because the platform asked every caller to
-        (a ``Retry-After`` this or another call got, not yet waited for), or ``None`` to go on.
-
-        :raises AnalyticsRateLimitError: the wait would outlast the call's deadline (raised at
-            once rather than after sleeping into it).
-        """
+        """Seconds to wait before the next attempt for a ``Retry-After`` this or another call
+        got (``None``: go on); refused at once when the wait would outlast the deadline."""
         pending = self.throttle.pending(self._covered)
         if pending is None:
             return None
@@ -396,23 +343,15 @@ class CallAttempts:
         return seconds
 
     def place_timeout(self) -> float:
-        """The seconds this call may wait for a place among the calls in flight (the rest of
-        its deadline).
-
-        :raises AnalyticsTransportError: the deadline has passed already.
-        """
+        """The rest of the call's deadline (refused once it has passed)."""
         left = self._ends - self._clock()
         if left <= 0:
             raise self._deadline_error()
         return left
 
     def kept(self, slot: Slot | None) -> Slot | None:
-        """The place the throttle gave (``None``: none within the deadline, which ends the
-        call), or ``None`` when a hold-off was set while this call waited for it: the place is
-        then given back, to wait that hold-off out first.
-
-        :raises AnalyticsTransportError: no place came in time.
-        """
+        """The place the throttle gave (none within the deadline ends the call), or ``None``
+        when a hold-off was set meanwhile: the place is given back to wait it out first."""
         if slot is None:
             self._ended = AnalyticsTransportError(
                 f"{self.operation.name}: no turn to call the platform within {self._limit:g} "
@@ -428,11 +367,7 @@ class CallAttempts:
         return None
 
     def start(self) -> float:
-        """Count the next attempt and return the seconds it may take (the rest of the call's
-        deadline).
-
-        :raises AnalyticsTransportError: the deadline has passed already.
-        """
+        """Count the next attempt and return the seconds it may take."""
         self.attempt += 1
         return self.place_timeout()
 
@@ -450,24 +385,16 @@ class CallAttempts:
                 wait = min(wait, policy.retry_after_max)
                 moment = self.throttle.hold_off(wait, status=status)
                 self._covered = max(self._covered, moment)  # a retry waits for it anyway
-        error = error_from_response(
-            self.operation, answer, attempts=self.attempt, secrets=self.secrets
-        )
+        error = error_from_response(self.operation, answer, attempts=self.attempt)
         error.retry_after, error.reason = wait, f"HTTP {status}"
         raise error
 
     def failed(self, exc: BaseException, *, cut_by_deadline: bool = False) -> AnalyticsError:
-        """The error of an attempt that got no HTTP answer.
-
-        :param exc: what the HTTP library raised.
-        :param cut_by_deadline: the transport stopped the attempt because the call's
-            deadline passed.
-        """
+        """The error of an attempt that got no HTTP answer (``cut_by_deadline``: the transport
+        stopped it because the call's deadline passed)."""
         if cut_by_deadline or self._clock() >= self._ends:
             return self._deadline_error()
-        return error_from_transport(
-            self.operation, exc, attempts=self.attempt, secrets=self.secrets
-        )
+        return error_from_transport(self.operation, exc, attempts=self.attempt)
 
     def retries(self, error: BaseException) -> bool:
         """Whether the call is tried again after ``error`` (the attempt budget and the deadline
@@ -486,7 +413,6 @@ class CallAttempts:
         return self._policy.retrying(self.operation.name, sleep=sleep, **self._engine)
 
     def retrying_async(self, sleep: Callable[[float], Awaitable[None]]) -> AsyncRetrying:
-        """:meth:`retrying` for a coroutine."""
         return self._policy.retrying_async(self.operation.name, sleep=sleep, **self._engine)
 
     @property

@@ -1,16 +1,9 @@
-"""Connection settings of :class:`~airflow_provider_analytics.client.api.AnalyticsClient`,
-declared once.
+"""Connection settings of the client, declared once (:class:`ClientConfig`): each setting's
+type, rule, default, connection form field and documentation row.
 
-:class:`ClientConfig` is a pydantic model, declared as the answers are: each setting says its
-type, its rule, its default, and how the Airflow connection form and the documentation show
-it. Every reading goes through it: a script's ``ClientConfig(...)``, the hook's connection
-(:meth:`ConnectionSettings.from_connection`), the provider's form
-(:func:`connection_form_fields`) and the table of ``docs/connection.md``.
-
-Numbers follow one rule for every numeric setting: a finite number in its range, never a bool.
-Written in Python they must be numbers; read from a connection they may also be text that
-reads as a number (``"4"``, ``"2.5"``), for every extra alike, because Airflow's URI form, the
-command line and several secrets backends hand every extra over as text.
+Every numeric setting is a finite number in its range, never a bool; read from a connection it
+may also be text (``"4"``, ``"2.5"``): Airflow's URI form, the command line and several secrets
+backends hand every extra over as text.
 """
 
 from __future__ import annotations
@@ -22,7 +15,7 @@ import os
 import re
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Annotated, Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import SplitResult, unquote, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, PlainValidator, ValidationError, model_validator
 
@@ -76,9 +69,8 @@ def proxy_secrets(url: str) -> list[str]:
 
 
 class _Refused(AnalyticsConfigurationError):
-    """A rule broken by a setting, raised inside the model's validation (a ``ValueError``, so
-    pydantic collects it) and raised again naming the setting; ``field`` names it when the
-    check spans several."""
+    """A rule broken by a setting (a ``ValueError``, so pydantic collects it); ``field`` names
+    the setting when the check spans several, ``echo`` whether the value may be shown."""
 
     def __init__(self, rule: str, field: str | None = None, *, echo: bool = True) -> None:
         super().__init__(rule)
@@ -91,8 +83,6 @@ def _from_connection() -> bool:
 
 
 def _number(whole: bool, low: float, *, above: bool) -> Callable[[Any], Any]:
-    """The one rule of a numeric setting: a finite number (a whole one if ``whole``) above
-    ``low`` (or at least ``low``); never a bool; text only when read from a connection."""
     bound = f"> {low:g}" if above else f">= {low:g}"
     rule = f"must be an integer {bound}" if whole else f"must be a finite number {bound}"
 
@@ -123,10 +113,6 @@ def _flag(value: Any) -> bool:
     if not isinstance(value, bool):
         raise _Refused("must be true or false")
     return value
-
-
-def _maybe_flag(value: Any) -> bool | None:
-    return None if value is None else _flag(value)
 
 
 def _secret(value: Any) -> Secret | None:
@@ -165,6 +151,19 @@ def _prefix(value: Any) -> str:
     return "/" + segment if segment else ""
 
 
+def http_url(value: Any, *, any_scheme: bool = False) -> SplitResult | None:
+    """``value`` split, if it is an ``http://`` or ``https://`` (or ``any_scheme``) URL with a
+    host and a readable port: the one reading of the base URL and of every proxy address."""
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 (raises ValueError on a malformed port)
+    except (TypeError, ValueError, AttributeError):
+        return None
+    scheme_ok = any_scheme or parts.scheme in ("http", "https")
+    ok = isinstance(value, str) and scheme_ok and parts.hostname
+    return parts if ok else None
+
+
 def _base_url(value: Any) -> str:
     rule = "must be an absolute http:// or https:// URL with a host"
     if isinstance(value, str) and value and "://" not in value:
@@ -173,12 +172,8 @@ def _base_url(value: Any) -> str:
             f"(or http://{value} for a platform on loopback)",
             echo=False,
         )
-    try:
-        parts = urlsplit(value)
-        parts.port  # noqa: B018 (raises ValueError on a malformed port)
-    except (TypeError, ValueError, AttributeError):
-        raise _Refused(rule) from None
-    if not isinstance(value, str) or parts.scheme not in ("http", "https") or not parts.hostname:
+    parts = http_url(value)
+    if parts is None:
         raise _Refused(rule)
     if parts.username is not None or parts.password is not None:
         raise _Refused(
@@ -195,12 +190,8 @@ def _proxy(value: Any) -> str | None:
     rule = "must be the URL of an http:// or https:// proxy: http://host:port"
     if not isinstance(value, str) or _HEADER_UNSAFE.search(value):
         raise _Refused(rule, echo=False)
-    try:
-        parts = urlsplit(value)
-        parts.port  # noqa: B018 (raises ValueError on a malformed port)
-    except ValueError:
-        raise _Refused(rule) from None
-    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+    parts = http_url(value)
+    if parts is None:
         raise _Refused(rule)
     if parts.path not in ("", "/") or parts.query or parts.fragment:
         raise _Refused("must be a proxy's address without a path or a query", echo=False)
@@ -231,13 +222,13 @@ Seconds = Annotated[float, PlainValidator(_number(False, 0, above=True))]
 Pause = Annotated[float, PlainValidator(_number(False, 0, above=False))]
 Count = Annotated[int, PlainValidator(_number(True, 1, above=False))]
 Flag = Annotated[bool, PlainValidator(_flag)]
+MaybeFlag = Annotated[bool | None, PlainValidator(lambda v: v if v is None else _flag(v))]
 Credential = Annotated[str | None, PlainValidator(_secret)]
 
 
 def _setting(default: Any, label: str | None, doc: str, **shown: Any) -> Any:
-    """A declared setting: ``label`` is its field in the connection form (``None``: an extra
-    the form does not offer), ``doc`` what it means; ``shown`` overrides how the docs table
-    names it (``stored``, ``default_text``) or leaves it out of the connection (``connection``)."""
+    """``label``: its connection form field (``None``: none); ``shown``: ``stored`` and
+    ``default_text`` for the docs table, ``connection=False`` to leave it out of the connection."""
     return Field(default, title=label, description=doc, json_schema_extra=shown)
 
 
@@ -341,7 +332,7 @@ class ClientConfig(BaseModel):
         "Progress interval (s)",
         "seconds between the progress lines of long exports and reports",
     )
-    progress_bar: Annotated[bool | None, PlainValidator(_maybe_flag)] = _setting(
+    progress_bar: MaybeFlag = _setting(
         None,
         None,
         "a progress bar on stderr: `None` shows one where someone watches (a terminal or a "
@@ -390,20 +381,18 @@ class ClientConfig(BaseModel):
             yield name, (shown_proxy(value) if name == "proxy" and value else value)
 
     def secrets(self) -> tuple[str, ...]:
-        """The non-empty secret values (token, app_key, xtoken and the proxy's password),
-        for redaction."""
+        """The non-empty secrets (token, app_key, xtoken, the proxy's password)."""
         found = [v for v in (self.token, self.app_key, self.xtoken) if v]
         return tuple(Secret(v) for v in (*found, *proxy_secrets(self.proxy or "")))
 
     @property
     def api_root(self) -> str:
-        """``base_url`` without its trailing slashes; paths are appended to it."""
         return self.base_url.rstrip("/")
 
 
 def _refusal(error: ValidationError, where: Callable[[str], str]) -> AnalyticsConfigurationError:
-    """The first broken rule of ``error`` as the package's refusal, naming the setting as
-    ``where`` says; secrets are never echoed, a proxy's password is masked."""
+    """The first broken rule, naming the setting; secrets never echoed, a proxy's password
+    masked."""
     first = error.errors()[0]
     cause = (first.get("ctx") or {}).get("error")
     field = getattr(cause, "field", None) or ".".join(str(p) for p in first["loc"]) or "?"
@@ -468,8 +457,8 @@ def _in_connection(conn_id: str, field: str) -> str:
 
 
 def _connection_url(conn: Any, extras: Mapping[str, Any]) -> str:
-    """The base URL of a connection: its host, with the scheme its schema field (or a
-    ``scheme`` extra) states and its port field; a host naming no scheme is left so."""
+    """The host, with the scheme of the schema field (or a ``scheme`` extra) and the port; a
+    host naming no scheme is left so (and refused)."""
     host = (conn.host or "").strip()
     if not host:
         raise AnalyticsConfigurationError(
@@ -504,18 +493,6 @@ def extra_name(name: str) -> str:
     return APP_KEY_EXTRA if name == "app_key" else name
 
 
-def _form_type(default: Any) -> str:
-    if isinstance(default, bool):
-        return "boolean"
-    return (
-        "integer"
-        if isinstance(default, int)
-        else "number"
-        if isinstance(default, float)
-        else "string"
-    )
-
-
 def connection_form_fields() -> dict[str, dict[str, Any]]:
     """Airflow's ``conn-fields``: a form field per extra that has a label, its JSON type
     and default from the declaration; credentials are password fields."""
@@ -523,7 +500,8 @@ def connection_form_fields() -> dict[str, dict[str, Any]]:
     for name, info in connection_settings().items():
         if info.title is None or "stored" in _shown(info):  # the host and password fields
             continue
-        schema: dict[str, Any] = {"type": [_form_type(info.default), "null"]}
+        kind = {bool: "boolean", int: "integer", float: "number"}.get(type(info.default), "string")
+        schema: dict[str, Any] = {"type": [kind, "null"]}
         if name in _SECRET_FIELDS:
             schema["format"] = "password"
         elif info.default is not None:

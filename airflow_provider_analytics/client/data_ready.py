@@ -1,9 +1,6 @@
-"""Has the platform got the data for a date range? The check behind the data-ready sensor.
-
-The check describes its request as data (:meth:`DataReadyCheck.call`) and judges the decoded
-answer (:meth:`DataReadyCheck.evaluate`); the sensor sends the call through the synchronous
-client and its trigger through the asynchronous one, so both ask and judge alike. Two ways
-to tell:
+"""Has the platform got the data for a date range? The check behind the data-ready sensor,
+whose request is data (:meth:`DataReadyCheck.call`) so the sensor (synchronous client) and
+its trigger (asynchronous) ask and judge alike. Two ways to tell:
 
 - ``events`` (default): an event analysis (spec 4.17) of TOTAL_COUNT for ``event`` (default
   ``$Anything``, any event) by DAY; every day of the range must reach ``threshold``.
@@ -15,7 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from airflow_provider_analytics.client.operations import (
     ANALYZE_EVENTS,
@@ -24,9 +21,6 @@ from airflow_provider_analytics.client.operations import (
     ApiCall,
 )
 from airflow_provider_analytics.core import rules
-
-if TYPE_CHECKING:
-    from airflow_provider_analytics.client.answers import EventAnswer
 
 
 @dataclass(frozen=True)
@@ -39,15 +33,9 @@ class Readiness:
 
 @dataclass(frozen=True)
 class DataReadyCheck:
-    """What "the data has landed" means for one run.
-
-    :param from_date: first day, ``yyyy-MM-dd``.
-    :param to_date: last day (inclusive).
-    :param event: event id to look for; ``$Anything`` is any event.
-    :param threshold: events per day needed (``events`` source).
-    :param source: ``events`` (event analysis) or ``plan`` (tracking plan dataStatus).
-    :param event_property: with ``plan``: a property of ``event`` that must have data.
-    """
+    """What "the data has landed" means for one run (``threshold``: events per day needed
+    with ``events``; ``event_property``: with ``plan``, a property of ``event`` that must have
+    data)."""
 
     from_date: str
     to_date: str
@@ -77,7 +65,6 @@ class DataReadyCheck:
         return [(first + dt.timedelta(days=n)).isoformat() for n in range((last - first).days + 1)]
 
     def call(self) -> ApiCall:
-        """The request that answers this check (built from the checked fields)."""
         from airflow_provider_analytics.client.analysis_requests import EventRequest, Measure
 
         if self.source == "events":
@@ -93,26 +80,26 @@ class DataReadyCheck:
         return ApiCall(LIST_EVENTS)
 
     def evaluate(self, payload: Any) -> Readiness:
-        """Judge the call's decoded JSON answer, through its declared answer.
-
-        Ready only when every day of the window has exactly one count, a JSON integer >= 0,
-        at or above ``threshold`` (``events``), or the plan shows ``dataStatus`` 1 (``plan``).
-
-        :raises AnswerShapeError: the answer does not fit its declaration (a count that is
-            text, a boolean, NaN or negative; a day listed twice; a day outside the window;
-            more than one row); the sensor logs it and keeps waiting.
-        """
-        from airflow_provider_analytics.client.answers import decode
+        """Judge the call's JSON answer through its declared answer: ready when every day has
+        one count at or above ``threshold`` (``events``), or the plan shows ``dataStatus`` 1.
+        An answer that does not fit raises :class:`AnswerShapeError` (the sensor waits on)."""
+        from airflow_provider_analytics.client.answers import AnswerShapeError, decode
 
         call = self.call()
         answer = decode(call.operation.name, payload, asked=call.asked)
-        if self.source == "events":
-            return self._evaluate_counts(answer)
-        return self._evaluate_plan(answer)
-
-    def _evaluate_counts(self, answer: EventAnswer) -> Readiness:
-        from airflow_provider_analytics.client.answers import AnswerShapeError
-
+        if self.source == "plan":
+            wanted = self.event_property if self.event_property is not None else self.event
+            found = next((item for item in answer if item.id == wanted), None)
+            status = None if found is None else found.dataStatus
+            return Readiness(
+                status == 1,
+                {
+                    "event": self.event,
+                    "event_property": self.event_property,
+                    "found": found is not None,
+                    "dataStatus": status,
+                },
+            )
         if len(answer.rows) > 1:
             raise AnswerShapeError(
                 f"analyze_events: rows holds {len(answer.rows)} rows, but the data-ready check "
@@ -140,19 +127,5 @@ class DataReadyCheck:
                 "counts": counts,
                 "threshold": self.threshold,
                 "missing": missing,
-            },
-        )
-
-    def _evaluate_plan(self, items: list[Any]) -> Readiness:
-        wanted = self.event_property if self.event_property is not None else self.event
-        found = next((item for item in items if item.id == wanted), None)
-        status = None if found is None else found.dataStatus
-        return Readiness(
-            status == 1,
-            {
-                "event": self.event,
-                "event_property": self.event_property,
-                "found": found is not None,
-                "dataStatus": status,
             },
         )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import warnings
 from typing import TYPE_CHECKING, Any
 
 import requests
@@ -20,7 +21,7 @@ from airflow_provider_analytics.core.ndjson import (
     describe_unfinished,
     iter_lines,
 )
-from airflow_provider_analytics.core.redaction import Redactor
+from airflow_provider_analytics.core.redaction import remember
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator
@@ -34,21 +35,18 @@ _RERUN_HINT = (
 
 
 class CohortExport:
-    """The open body of a cohort export: one JSON object per line, read as it arrives.
-
-    Use it as a context manager so the connection is released however reading ends.
-    The body can be read once, through exactly one of :meth:`iter_bytes`,
-    :meth:`iter_lines` or :meth:`iter_records`.
+    """The open body of a cohort export: one JSON object per line, read as it arrives, once,
+    through one of :meth:`iter_bytes`, :meth:`iter_lines` or :meth:`iter_records`. Use it as a
+    context manager so the connection is released however reading ends.
 
     :param response: the export's answer, opened with ``stream=True``.
-    :param release: gives back the export's place among the calls in flight to the platform;
-        called once the body has ended or the export is closed (``None``: nothing to give back).
-    :param secrets: values to mask in error messages.
-    :param deadline: ``time.monotonic()`` value by which the whole body must have arrived
-        (``None``: no bound beyond the per-read timeout).
+    :param release: gives back the export's place among the calls in flight, once the body has
+        ended or the export is closed.
+    :param deadline: ``time.monotonic()`` value by which the whole body must have arrived.
     :param max_line_bytes: the longest line :meth:`iter_lines` accepts.
-    :param progress: told of the rows (once lines are read) and bytes as they arrive, and
-        when the body ends; ``None`` for none.
+    :param progress: told of the rows and bytes as they arrive, and when the body ends.
+    :param secrets: deprecated; each is remembered
+        (:func:`~airflow_provider_analytics.core.redaction.remember`), so masked everywhere.
     """
 
     def __init__(
@@ -56,18 +54,25 @@ class CohortExport:
         response: requests.Response,
         *,
         release: Callable[[], None] | None = None,
-        secrets: Iterable[str] = (),
         deadline: float | None = None,
         max_line_bytes: int = MAX_LINE_BYTES,
         progress: Progress | None = None,
+        secrets: Iterable[str] = (),
     ) -> None:
+        if secrets:
+            warnings.warn(
+                "CohortExport(secrets=...) is deprecated; mask a value in every message with "
+                "airflow_provider_analytics.core.redaction.remember",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            remember(secrets)
         self._response = response
         self._release = release
         self._progress = progress
         self._counting_lines = False
         self._deadline = deadline
         self.max_line_bytes = max_line_bytes
-        self._redactor = Redactor(secrets)
         self._started = False
         self._closed = False
         self.bytes_read = 0
@@ -97,30 +102,17 @@ class CohortExport:
         if self._progress is not None:
             self._progress.close()
 
-    def _give_back(self) -> None:
-        """Give the export's place among the calls in flight back, once."""
+    def _give_back(self) -> None:  # the export's place among the calls in flight, once
         release, self._release = self._release, None
         if release is not None:
             release()
 
     def _broken(self, detail: str, *, hint: str = _RERUN_HINT) -> AnalyticsStreamError:
-        return AnalyticsStreamError(
-            f"{OPERATION}: {self._redactor.text(detail)}; {hint}",
-            operation=OPERATION,
-        )
-
-    def _foreign_body(self) -> MalformedStreamError | None:
-        """An answer that is plainly not NDJSON (an HTML page), named before reading it."""
-        content_type = self._response.headers.get("Content-Type", "").lower()
-        if not content_type.startswith(("text/html", "application/xhtml")):
-            return None
-        return MalformedStreamError(
-            f"{OPERATION}: {describe_unfinished(b'<', 0)}", operation=OPERATION
-        )
+        return AnalyticsStreamError(f"{OPERATION}: {detail}; {hint}", operation=OPERATION)
 
     def _read_chunks(self, chunk_size: int) -> Iterator[bytes]:
-        """The decoded body as it arrives: each read returns what one receive brought (so
-        a byte count is exact when the stream breaks, and a trickle meets the deadline)."""
+        """The decoded body, one receive a chunk (an exact byte count when the stream breaks;
+        a trickle still meets the deadline)."""
         raw = self._response.raw
         read1 = getattr(raw, "read1", None)
         if read1 is None:  # a stand-in body without read1 (tests)
@@ -143,10 +135,12 @@ class CohortExport:
                 "the export body was already read or closed; start a new export"
             )
         self._started = True
-        foreign = self._foreign_body()
-        if foreign is not None:
+        content_type = self._response.headers.get("Content-Type", "").lower()
+        if content_type.startswith(("text/html", "application/xhtml")):  # named before it is read
             self.close()
-            raise foreign
+            raise MalformedStreamError(
+                f"{OPERATION}: {describe_unfinished(b'<', 0)}", operation=OPERATION
+            )
         try:
             for chunk in self._read_chunks(chunk_size):
                 self.bytes_read += len(chunk)
@@ -172,7 +166,6 @@ class CohortExport:
             self._progress.finish(None, self.bytes_read)
 
     def _lines(self) -> Iterator[bytes]:
-        """The body's complete lines, counted in :attr:`lines_read`."""
         self._counting_lines = True
         try:
             for line in iter_lines(self.iter_bytes(), max_line_bytes=self.max_line_bytes):
@@ -184,7 +177,6 @@ class CohortExport:
             self._progress.finish(self.lines_read, self.bytes_read)
 
     def _named(self, exc: AnalyticsError) -> AnalyticsError:
-        """``exc`` with the operation in front of its message, as every error of the client."""
         if exc.operation is not None:
             return exc
         return type(exc)(f"{OPERATION}: {exc}", operation=OPERATION)
@@ -192,7 +184,7 @@ class CohortExport:
     def _checked(self, keys: Iterable[str] | None) -> Iterator[tuple[bytes, dict[str, Any]]]:
         """Each line with its record, by the export's one rule
         (:mod:`~airflow_provider_analytics.core.cohort_records`)."""
-        rule = RecordKeys(keys, self._redactor)
+        rule = RecordKeys(keys)
         self.unexpected_keys = rule.unexpected
         for line in self._lines():
             try:
@@ -205,12 +197,9 @@ class CohortExport:
 
     def iter_lines(self, *, keys: Iterable[str] | None = None) -> Iterator[bytes]:
         """Yield the body's complete lines (without line ends; empty lines skipped), each checked
-        as :meth:`iter_records` checks it.
+        (and refused) as :meth:`iter_records` checks it.
 
         :param keys: as in :meth:`iter_records`.
-        :raises AnalyticsStreamError: the stream broke, or ended inside a line.
-        :raises MalformedStreamError: a line is not strict JSON or not a JSON object.
-        :raises ExportRecordError: a line lacks one of ``keys``, or is the platform's error object.
         """
         for line, _ in self._checked(keys):
             yield line

@@ -1,11 +1,9 @@
-"""The spec's operations as data: HTTP method, path, credentials and retry safety.
-
-Keeping these facts in one table lets the HTTP layer treat every operation alike and
-keeps the client's methods about arguments and results only.
-"""
+"""The spec's operations as data (HTTP method, path, credentials, retry safety), so the HTTP
+layer treats every operation alike and the client's methods are about arguments and results."""
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
@@ -26,18 +24,9 @@ class AuthKind(StrEnum):
 
 @dataclass(frozen=True)
 class Operation:
-    """One operation of the spec.
-
-    :param name: the client method's name; used in errors and logs.
-    :param method: HTTP method.
-    :param path: path template; ``{prefix}`` is the ad tracking prefix, other fields
-        are path parameters.
-    :param auth: credentials it needs.
-    :param idempotent: ``False`` for operations that create something each time they
-        are processed; those are retried only when the request provably never arrived.
-    :param unknown_outcome_hint: what to check when such an operation may or may not
-        have been processed.
-    """
+    """One operation: ``name`` is the client method's; ``path`` a template (``{prefix}`` the
+    ad tracking prefix); not ``idempotent``: it creates something each time, so it is retried
+    only when the request provably never arrived (``unknown_outcome_hint``: what to check)."""
 
     name: str
     method: str
@@ -47,11 +36,8 @@ class Operation:
     unknown_outcome_hint: str = ""
 
     def build_path(self, prefix: str = "", **params: str) -> str:
-        """The request path with ``prefix`` and percent-encoded path parameters.
-
-        Path parameters are encoded with no safe characters, so ``/``, ``?`` or ``..``
-        inside a value can never change which resource is addressed.
-        """
+        """The request path; path parameters are encoded with no safe characters, so ``/``,
+        ``?`` or ``..`` in a value cannot change which resource is addressed."""
         encoded = {key: quote(value, safe="") for key, value in params.items()}
         return self.path.format(prefix=prefix, **encoded)
 
@@ -75,7 +61,13 @@ class ApiCall:
     asked: Asked | None = None
 
     def path(self, prefix: str) -> str:
-        """The request path, with the ad tracking ``prefix`` and the path parameters."""
+        """Deprecated: the client builds the path from ``path_params``."""
+        warnings.warn(
+            "ApiCall.path is deprecated; CallAttempts (airflow_provider_analytics.client."
+            "attempts) builds the path from the operation and path_params",
+            DeprecationWarning,
+            stacklevel=2,
+        )
         return self.operation.build_path(prefix, **self.path_params)
 
 

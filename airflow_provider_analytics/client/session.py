@@ -1,16 +1,10 @@
 """The synchronous transport: one pooled ``requests.Session`` driving
-:class:`~airflow_provider_analytics.client.attempts.CallAttempts`, which decides what to send
-and what each attempt's outcome is; this module only sends, sleeps and closes.
+:class:`~airflow_provider_analytics.client.attempts.CallAttempts` (the adapter's own retries
+off: retrying is decided per operation).
 
-The adapter's own retries are off (``max_retries=0``): retrying is decided per operation,
-because creating something twice is not the same as reading it twice. The proxy is the one
-:mod:`~airflow_provider_analytics.client.proxies` decides, given with every request, so
-``requests`` adds none of its own from the environment.
-
-A read timeout bounds each wait for data, not the whole call: a server that sends one byte a
-second keeps a request alive forever. So the pool's connections tell the current thread's
-:class:`_Watch` which socket they sent on, and :func:`deadline` shuts that socket down when the
-call's time is up: the blocked read returns and the attempt fails.
+A read timeout bounds each wait, not the whole call (a server sending a byte a second never
+times out), so the pool's connections tell the thread's :class:`_Watch` which socket they
+sent on, and :func:`deadline` shuts it down when the call's time is up.
 """
 
 from __future__ import annotations
@@ -49,8 +43,7 @@ class _Watch:
         self._lock = threading.Lock()
 
     def attach(self, connection: HTTPConnection) -> None:
-        """Remember the socket the request was sent on (the connection may drop its reference
-        once the answer is being read; the answer keeps reading from it)."""
+        """Keep the socket (the connection may drop it while the answer is still read)."""
         with self._lock:
             self.sock = connection.sock
             if self.expired:
@@ -68,7 +61,6 @@ class _Watch:
 
 
 def _watched(connection: type[HTTPConnection]) -> type[HTTPConnection]:
-    """``connection`` telling the current thread's watch which socket its request went on."""
 
     def request(self: HTTPConnection, *args: Any, **kwargs: Any) -> None:
         connection.request(self, *args, **kwargs)
@@ -89,8 +81,7 @@ _WATCHED_POOLS = {
 
 
 class DeadlineAdapter(HTTPAdapter):
-    """An ``HTTPAdapter`` whose connections can be cut by :func:`deadline`, direct or
-    tunnelled through a proxy."""
+    """An ``HTTPAdapter`` whose connections (direct or tunnelled) :func:`deadline` can cut."""
 
     def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
         super().init_poolmanager(*args, **kwargs)
@@ -119,18 +110,8 @@ def deadline(seconds: float) -> Iterator[_Watch]:
         _current.watch = previous
 
 
-def _read_body(response: requests.Response) -> None:
-    """Read the whole body now, within the attempt and its deadline, as ``requests`` does for
-    an answer it does not stream (its errors are the same), but in one read of its length:
-    ``requests`` reads 10 KiB at a time, each read a trip through urllib3's Python layers (a
-    page of 5,000 cohort users, 2.2 MB, took ~220), and joins them in a copy of the body."""
-    response._content = b"".join(response.iter_content(None))
-
-
 class HttpSession:
-    """Sends the spec's operations over one connection pool: ``session`` if given (its owner
-    closes it), else a pool of its own whose connections :func:`deadline` can cut.
-    """
+    """Sends the operations over ``session`` (its owner closes it), else a pool of its own."""
 
     def __init__(
         self, config: ClientConfig, session: requests.Session | None, sleep: Callable[[float], None]
@@ -148,31 +129,16 @@ class HttpSession:
         self._route = proxy_route(config)
 
     def close(self) -> None:
-        """Close the pool if this object created it."""
         if self._owns_session:
             self._session.close()
 
     def send(
-        self, operation: Operation, path: str, *, stream: bool = False, **options: Any
+        self, operation: Operation, *, stream: bool = False, **options: Any
     ) -> tuple[requests.Response, Slot]:
-        """Send ``operation`` and return its successful (2xx) answer with the place among the
-        calls in flight it holds: given back already once the body has been read, or, with
-        ``stream``, when the caller releases it (or the answer is garbage-collected).
-
-        :param operation: the operation; decides credentials and retry safety.
-        :param path: request path (already percent-encoded) below the base URL.
-        :param stream: leave the body unread (``time_limit`` then runs until the headers).
-        :param options: :class:`~airflow_provider_analytics.client.attempts.CallAttempts`'
-            ``params``, ``json``, ``read_timeout``, ``extra_secrets`` and ``time_limit``.
-        :raises AnalyticsConfigurationError: the needed credentials are not configured, or the
-            environment names a proxy that plain ``http://`` may not go through.
-        :raises AnalyticsApiError: the server answered with an error status.
-        :raises AnalyticsTransportError: no answer, after the retries allowed, or no turn
-            among the calls in flight within the deadline.
-        """
-        call = CallAttempts(
-            self._config, self._retry, operation, path, route=self._route, **options
-        )
+        """Send ``operation`` (``options``: :class:`CallAttempts`') and return its 2xx answer
+        with its place among the calls in flight: given back once the body is read, or, with
+        ``stream`` (body unread), when the caller releases it or the answer is collected."""
+        call = CallAttempts(self._config, self._retry, operation, route=self._route, **options)
         proxies = self._route.for_requests(call.url)
 
         def attempt() -> tuple[requests.Response, Slot]:
@@ -195,8 +161,9 @@ class HttpSession:
                         allow_redirects=False,
                         proxies=proxies,  # type: ignore[arg-type]
                     )
-                    if not stream:
-                        _read_body(response)
+                    if not stream:  # read within the deadline, in one read (requests reads
+                        # 10 KiB at a time: ~220 trips through urllib3 for a 2.2 MB page)
+                        response._content = b"".join(response.iter_content(None))
             except requests.RequestException as exc:
                 slot.release()
                 error = call.failed(exc, cut_by_deadline=watch.expired)

@@ -1,22 +1,10 @@
 """The one hold-off, and the bound on calls in flight, of every caller of one platform.
 
-A process holds one :class:`PlatformThrottle` per platform (base URL), however many clients,
-threads or event loops call it, so the threads reading shards of one export, or several tasks'
-clients in one triggerer, share one budget:
-
-- **Calls in flight.** A call starts only while fewer than its ``max_concurrent_calls`` calls
-  to the platform are in flight from this process; otherwise it waits its turn (first come,
-  first served) within its own deadline. A streamed answer keeps its place until its body has
-  been read or closed; a call waiting between retries holds none.
-- **Hold-off.** A ``429`` or ``503`` whose ``Retry-After`` can be read moves the platform's
-  hold-off moment that far ahead (up to ``retry_after_max``): every call that starts
-  afterwards, from any thread, waits until then.
-
-The hold-off reaches beyond the process through a shared record attached for a block of work
-(:meth:`PlatformThrottle.sharing`): the shards of one cohort export attach the one in their
-staging folder (:mod:`~airflow_provider_analytics.export.shard_hold`), so the other processes
-of a worker, and the other workers, hold off too. A forked child starts with none of its
-parent's state. Only decisions and bookkeeping live here: the transports do the waiting.
+A process holds one :class:`PlatformThrottle` per base URL, shared by every client, thread and
+event loop: at most ``max_concurrent_calls`` calls in flight (a streamed answer keeps its place
+until its body is read or closed), and a ``Retry-After`` on a 429 or 503 holds off every call
+that starts afterwards. A record attached for a block of work (:meth:`PlatformThrottle.sharing`)
+carries the hold-off to other processes and workers. The transports do the waiting.
 """
 
 from __future__ import annotations
@@ -29,6 +17,7 @@ import threading
 import time
 import warnings
 from collections import deque
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 from urllib.parse import urlsplit
 
@@ -41,9 +30,8 @@ otherwise; also the slots of the Airflow pool the development stack creates."""
 
 
 class SharedRecord(Protocol):
-    """A hold-off record other processes read too (``hold.json`` of a staging folder):
-    ``publish`` asks every reader to hold off ``seconds`` from now because of an answer ``who``
-    got with ``status`` (never raising); ``observe`` gives the seconds from now it asks this
+    """A hold-off record other processes read too (``hold.json``): ``publish`` (never raising)
+    asks every reader to hold off ``seconds``; ``observe`` gives the seconds it asks this
     process to hold off, once per record (``None``: nothing new)."""
 
     def publish(self, seconds: float, status: int, who: str) -> None: ...
@@ -52,9 +40,8 @@ class SharedRecord(Protocol):
 
 
 class Slot:
-    """One call's place among the calls in flight to a platform. Releasing it twice is
-    harmless, so every path that ends a call (its answer read, its stream closed, the
-    response collected) may release it."""
+    """One call's place among the calls in flight; releasing it twice is harmless, so every
+    path that ends a call may release it."""
 
     __slots__ = ("_held", "_throttle")
 
@@ -70,21 +57,18 @@ class Slot:
         self._throttle._give_back(self)
 
 
+@dataclass(slots=True, eq=False)
 class _Waiter:
-    """A call waiting for a place: how many calls in flight it tolerates, and how to wake it
-    (``wake`` returns ``False`` when its event loop has closed)."""
+    """A call waiting for a place (``wake`` returns ``False`` when its event loop has closed)."""
 
-    __slots__ = ("granted", "limit", "wake")
-
-    def __init__(self, limit: int, wake: Callable[[], bool]) -> None:
-        self.limit = limit
-        self.wake = wake
-        self.granted = False
+    limit: int
+    wake: Callable[[], bool]
+    granted: bool = False
 
 
 class PlatformThrottle:
-    """The calls in flight to one platform from this process, and its hold-off moment. Get
-    the process' instance with :func:`throttle_for`; a separate instance shares nothing.
+    """The calls in flight to one platform from this process, and its hold-off moment (the
+    process' instance: :func:`throttle_for`; a separate one shares nothing).
 
     :param clock: monotonic seconds (injectable for tests).
     """
@@ -116,10 +100,9 @@ class PlatformThrottle:
         """Let no call start for ``seconds`` from now (a later moment already set stays).
 
         :param seconds: how long the platform asked every caller to wait.
-        :param status: the HTTP status of the answer that asked for it; only then is the
-            hold-off published to the shared records this thread attached.
-        :returns: the moment asked for, in the clock's seconds (what :meth:`pending` takes as
-            covered once the caller has waited until then).
+        :param status: the HTTP status that asked for it; only then is the hold-off published
+            to the shared records this thread attached.
+        :returns: the moment asked for, in the clock's seconds.
         """
         moment = self._clock() + max(seconds, 0.0)
         thread = threading.get_ident()
@@ -133,9 +116,8 @@ class PlatformThrottle:
 
     @contextlib.contextmanager
     def sharing(self, record: SharedRecord, who: str) -> Iterator[None]:
-        """For the block, share the hold-off through ``record``: the hold-offs that answers to
-        this thread's calls ask for are published to it as ``who``'s, and every call's turn
-        takes in what it holds (:meth:`pending`)."""
+        """For the block, publish the hold-offs this thread's calls meet to ``record`` as
+        ``who``'s, and let every call's turn take in what it holds."""
         entry = (threading.get_ident(), record, who)
         with self._lock:
             self._shared.append(entry)
@@ -146,9 +128,8 @@ class PlatformThrottle:
                 self._shared.remove(entry)
 
     def listen(self, listener: Callable[[float, int], None]) -> Callable[[], None]:
-        """Deprecated: attach a :class:`SharedRecord` with :meth:`sharing` instead. Calls
-        ``listener(seconds, status)`` for every hold-off an answer asks for, from any thread;
-        returns the function that stops it."""
+        """Deprecated: use :meth:`sharing`. Calls ``listener(seconds, status)`` for every
+        hold-off; returns the function that stops it."""
         warnings.warn(
             "PlatformThrottle.listen is deprecated; share the hold-off through a record "
             "attached with PlatformThrottle.sharing (airflow_provider_analytics.client.throttle)",
@@ -174,12 +155,9 @@ class PlatformThrottle:
         return stop
 
     def pending(self, covered: float) -> tuple[float, float] | None:
-        """The hold-off a caller has still to wait, ``(moment, seconds from now)``, or ``None``;
-        what an attached shared record holds is taken in first.
-
-        :param covered: the latest moment the caller has already waited for; a moment up to it
-            asks nothing more, so a caller never waits twice for the same answer.
-        """
+        """The hold-off a caller has still to wait, ``(moment, seconds from now)``, or ``None``
+        (attached records taken in first; a moment up to ``covered``, already waited for, asks
+        nothing more)."""
         with self._lock:
             records = list(dict.fromkeys(record for _, record, _ in self._shared))
         for record in records:
@@ -196,9 +174,8 @@ class PlatformThrottle:
         return moment, moment - now
 
     def acquire(self, limit: int, timeout: float) -> Slot | None:
-        """Wait (blocking this thread) for a place while fewer than ``limit`` calls (the
-        caller's ``max_concurrent_calls``) are in flight; ``None`` if none came within
-        ``timeout`` seconds."""
+        """Wait (blocking) for a place while fewer than ``limit`` calls are in flight; ``None``
+        if none came within ``timeout`` seconds."""
         ready = threading.Event()
 
         def wake() -> bool:
@@ -213,8 +190,8 @@ class PlatformThrottle:
         return Slot(self) if self._withdraw(waiter) else None
 
     async def acquire_async(self, limit: int, timeout: float) -> Slot | None:
-        """:meth:`acquire` for a coroutine: waits without blocking the event loop; a cancelled
-        wait gives back a place granted in the meantime."""
+        """:meth:`acquire` for a coroutine; a cancelled wait gives back a place granted
+        meanwhile."""
         loop = asyncio.get_running_loop()
         granted: asyncio.Future[None] = loop.create_future()
 
@@ -244,7 +221,6 @@ class PlatformThrottle:
         return Slot(self)
 
     def _enqueue(self, limit: int, wake: Callable[[], bool]) -> _Waiter | None:
-        """Take a place at once (``None``), or join the queue (the waiter)."""
         with self._lock:
             if not self._waiters and self._in_flight < limit:
                 self._in_flight += 1
@@ -254,8 +230,7 @@ class PlatformThrottle:
             return waiter
 
     def _withdraw(self, waiter: _Waiter) -> bool:
-        """Leave the queue after a timeout; ``True`` if a place was granted meanwhile (the
-        caller then holds it)."""
+        """Leave the queue; ``True`` if a place was granted meanwhile (the caller holds it)."""
         with self._lock:
             if waiter.granted:
                 return True
@@ -272,7 +247,6 @@ class PlatformThrottle:
             self._grant()
 
     def _grant(self) -> None:
-        """Hand free places to the waiters in arrival order (under the lock)."""
         while self._waiters and self._in_flight < self._waiters[0].limit:
             waiter = self._waiters.popleft()
             waiter.granted = True
@@ -283,9 +257,7 @@ class PlatformThrottle:
 
 
 def platform_key(base_url: str) -> str:
-    """The platform a base URL names: scheme and host in lower case, port, path without its
-    trailing slashes (``https://A.example.com:4005/`` and ``https://a.example.com:4005`` are
-    one platform)."""
+    """The platform a base URL names (scheme and host lower-cased, trailing slashes dropped)."""
     parts = urlsplit(base_url)
     return f"{parts.scheme.lower()}://{parts.netloc.lower()}{parts.path.rstrip('/')}"
 
@@ -305,9 +277,8 @@ def throttle_for(base_url: str) -> PlatformThrottle:
 
 
 def forget_platforms() -> None:
-    """Drop every platform's throttle: calls made afterwards start from nothing in flight and
-    no hold-off. Runs in a forked child (whose parent's calls are not its own); tests call it
-    between cases."""
+    """Drop every platform's throttle (in a forked child, whose parent's calls are not its
+    own, and between tests)."""
     global _registry, _registry_lock
     _registry = {}
     _registry_lock = threading.Lock()

@@ -1,10 +1,6 @@
-"""The declared bodies of the cohort and tracking plan operations, and the lists the
-client checks before it sends anything.
-
-The analysis requests are declared in :mod:`~airflow_provider_analytics.client.analysis_requests`;
-both use :class:`~airflow_provider_analytics.core.rules.Declared`, so every body is checked by
-one declaration and refused by :class:`AnalyticsValidationError` naming its field.
-"""
+"""The declared bodies of the cohort and tracking plan operations (as
+:class:`~airflow_provider_analytics.core.rules.Declared`, like the analysis requests), checked
+before anything is sent."""
 
 from __future__ import annotations
 
@@ -51,12 +47,9 @@ def _properties(value: Any, field: str) -> tuple[str, ...]:
 
 
 class CohortQuery(Declared):
-    """A cohort users request (spec 4.12/4.13, paging from the API notes), checked when it
-    is made, so a job checks its arguments before its first request and the client sends
-    the query as it is.
-
-    Faults are named by the arguments (``page_size``), which are also the attributes; the
-    body names them as the spec does (``pageSize``).
+    """A cohort users request (spec 4.12/4.13), checked when it is made (a job checks its
+    arguments before its first request); faults name the arguments (``page_size``), the body
+    the spec's keys (``pageSize``).
 
     :param cohort_code: the cohort.
     :param limit: most users; ``None`` for the server's default (all, for an export).
@@ -125,11 +118,7 @@ class CohortQuery(Declared):
 
 def cohort_query(cohort_code: Any, *, limit: Any = None, properties: Any = None) -> CohortQuery:
     """The :class:`CohortQuery` of these arguments; one given as ``cohort_code`` is returned
-    as it is (it was checked when it was made), and ``limit`` and ``properties`` then belong
-    inside it, not beside it.
-
-    :raises AnalyticsValidationError: naming the first field that breaks a rule.
-    """
+    as it is (then ``limit`` and ``properties`` belong inside it, not beside it)."""
     if isinstance(cohort_code, CohortQuery):
         for field, value in (("limit", limit), ("properties", properties)):
             if value is not None:

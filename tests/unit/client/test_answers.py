@@ -230,3 +230,13 @@ def test_what_the_documents_leave_open_is_read_by_the_rules(
         return
     with pytest.raises(AnswerShapeError, match=f"^{operation}: .*{says}"):
         decode(operation, answer)
+
+
+def test_secrets_given_to_decode_still_reach_every_message() -> None:
+    """Deprecated ``secrets=``: the values are remembered, so the refusal masks them."""
+    from airflow_provider_analytics.core.redaction import known
+
+    with pytest.deprecated_call(match="remember"), pytest.raises(AnswerShapeError) as caught:
+        decode("get_utm", {"campaignId": "Answer-Secret-77"}, secrets=("Answer-Secret-77",))
+    assert "Answer-Secret-77" not in str(caught.value)
+    assert known().text("Answer-Secret-77") == "***"

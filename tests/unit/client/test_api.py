@@ -710,3 +710,12 @@ def test_a_given_session_is_used_and_left_open(requests_mock: rm.Mocker) -> None
 def test_a_non_config_is_refused() -> None:
     with pytest.raises(AnalyticsConfigurationError, match="ClientConfig"):
         AnalyticsClient({"base_url": BASE})  # type: ignore[arg-type]
+
+
+def test_an_api_calls_path_is_built_still() -> None:
+    """Deprecated ``ApiCall.path``: the same path the client sends to."""
+    from airflow_provider_analytics.client.operations import GET_UTM, ApiCall
+
+    call = ApiCall(GET_UTM, path_params={"campaign_id": "a/b"})
+    with pytest.deprecated_call(match="path_params"):
+        assert call.path("/svc") == "/svc/uba/api/operations/utm/a%2Fb"

@@ -420,9 +420,9 @@ def test_transport_failures_are_classified_by_how_far_they_got(
         (ops.LIST_EVENTS, phase in (FailurePhase.CONNECT, FailurePhase.EXCHANGE)),
         (ops.CREATE_UTM, phase is FailurePhase.CONNECT),
     ):
-        error = error_from_transport(operation, exc, attempts=1, secrets=())
+        error = error_from_transport(operation, exc, attempts=1)
         assert error.phase is phase and error.reason == f"{type(exc).__name__}: {phase.value}"
-        assert CallAttempts(config, RetryPolicy(), operation, "/x").retries(error) is retried
+        assert CallAttempts(config, RetryPolicy(), operation).retries(error) is retried
 
 
 def test_parse_retry_after() -> None:
@@ -462,9 +462,7 @@ def test_a_wait_longer_than_the_deadline_ends_the_call_at_once() -> None:
         config = ClientConfig(BASE, token="tok", app_key="app", request_deadline=10.0)
         policy = RetryPolicy(max_attempts=4, backoff_base=0.5, random=lambda: 1.0)
         throttle = PlatformThrottle(clock=lambda: now[0])
-        return CallAttempts(
-            config, policy, operation, "/x", clock=lambda: now[0], throttle=throttle
-        )
+        return CallAttempts(config, policy, operation, clock=lambda: now[0], throttle=throttle)
 
     limited = call()
     answers = iter([FakeAnswer(503, {"Retry-After": "4"}), FakeAnswer(429, {"Retry-After": "100"})])
@@ -493,7 +491,7 @@ def test_a_wait_longer_than_the_deadline_ends_the_call_at_once() -> None:
 
 def test_outcomes_of_answers_and_failures() -> None:
     config = ClientConfig(BASE, token="tok", app_key="app", max_attempts=2)
-    call = CallAttempts(config, RetryPolicy.from_config(config), ops.CREATE_UTM, "/x", json={})
+    call = CallAttempts(config, RetryPolicy.from_config(config), ops.CREATE_UTM, json={})
     assert call.headers["Content-Type"] == "application/json"
     call.start()
     call.judge(FakeAnswer(201))  # accepted: nothing raised

@@ -223,3 +223,13 @@ def test_a_malformed_line_names_its_line_number(
         assert next(records) == RECORDS[0]
         with pytest.raises(AnalyticsStreamError, match=problem):
             next(records)
+
+
+def test_secrets_given_to_an_export_still_reach_every_message() -> None:
+    """Deprecated ``secrets=``: the values are remembered, so every message masks them."""
+    from airflow_provider_analytics.client.export import CohortExport
+    from airflow_provider_analytics.core.redaction import known
+
+    with pytest.deprecated_call(match="remember"):
+        CohortExport(None, secrets=["Export-Secret-4242"])  # type: ignore[arg-type]
+    assert known().text("token Export-Secret-4242") == "token ***"

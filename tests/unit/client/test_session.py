@@ -282,7 +282,7 @@ def test_the_session_sends_an_operation_and_closes_only_its_own_pool(
     server = serve(answer_json([{"id": "$startup"}]), answer_json([]))
     config = ClientConfig(f"http://127.0.0.1:{server.port}", token="tok-19fe", app_key="app-77d0")
     own = HttpSession(config, None, sleep=lambda _: None)
-    response, _ = own.send(LIST_EVENTS, LIST_EVENTS.build_path())
+    response, _ = own.send(LIST_EVENTS)
     assert response.status_code == 200 and response.json() == [{"id": "$startup"}]
     request_headers = response.request.headers
     assert request_headers["token"] == "tok-19fe" and request_headers["appKey"] == "app-77d0"
@@ -290,7 +290,7 @@ def test_the_session_sends_an_operation_and_closes_only_its_own_pool(
 
     given = _CountedSession()
     borrowed = HttpSession(config, given, sleep=lambda _: None)
-    assert borrowed.send(LIST_EVENTS, LIST_EVENTS.build_path())[0].json() == []
+    assert borrowed.send(LIST_EVENTS)[0].json() == []
     borrowed.close()
     assert _CountedSession.closed == 0  # its owner closes it
     given.close()
