@@ -117,11 +117,8 @@ class Progress:
         self._advance_bar(done, size)
         self.close()
         elapsed = max(now - self.started, 1e-9)
-        parts = [] if done is None else [f"{done} {self.unit}"]
-        if size is not None:
-            parts.append(f"{_megabytes(size)} {self.size_label}".rstrip())
         rates = rate_text(done, size, elapsed, unit=self.unit)
-        text = f"{', '.join(parts) or 'nothing'} in {elapsed:.1f} s"
+        text = f"{self._parts(done, size, None) or 'nothing'} in {elapsed:.1f} s"
         log.info("%s: done, %s", self.subject, f"{text} ({rates})" if rates else text)
 
     def close(self) -> None:
@@ -141,18 +138,21 @@ class Progress:
         if size is not None:
             self._bar.set_postfix_str(_megabytes(size), refresh=False)
 
-    def line(self, done: int | None, size: int | None, *, now: float) -> str:
-        """One progress line (see the module's docstring)."""
-        elapsed = max(now - self.started, 1e-9)
+    def _parts(self, done: int | None, size: int | None, total: int | None) -> str:
         parts = []
-        if done is not None and self.total is not None:
-            percent = 100.0 * done / self.total if self.total else 100.0
-            parts.append(f"{done} of {self.total} {self.unit} ({percent:.1f}%)")
+        if done is not None and total is not None:
+            percent = 100.0 * done / total if total else 100.0
+            parts.append(f"{done} of {total} {self.unit} ({percent:.1f}%)")
         elif done is not None:
             parts.append(f"{done} {self.unit}")
         if size is not None:
             parts.append(f"{_megabytes(size)} {self.size_label}".rstrip())
-        text = f"{self.subject}: {', '.join(parts) or 'started'}"
+        return ", ".join(parts)
+
+    def line(self, done: int | None, size: int | None, *, now: float) -> str:
+        """One progress line (see the module's docstring)."""
+        elapsed = max(now - self.started, 1e-9)
+        text = f"{self.subject}: {self._parts(done, size, self.total) or 'started'}"
         rates = rate_text(done, size, elapsed, unit=self.unit)
         if rates:
             text += f"; {rates}"

@@ -80,15 +80,10 @@ class Change:
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-able summary: target, ids, changed fields (old and new) and any reason."""
-        summary: dict[str, Any] = {"target": str(self.target), "id": self.id}
-        if self.event_id is not None:
-            summary["event_id"] = self.event_id
-        summary["fields"] = {
-            key: {"old": value.old, "new": value.new} for key, value in self.fields.items()
-        }
-        if self.reason is not None:
-            summary["reason"] = self.reason
-        return summary
+        fields = {key: {"old": value.old, "new": value.new} for key, value in self.fields.items()}
+        summary = dict(target=str(self.target), id=self.id, event_id=self.event_id, fields=fields)
+        summary["reason"] = self.reason
+        return {key: value for key, value in summary.items() if value is not None}
 
 
 @dataclass(frozen=True)

@@ -191,7 +191,9 @@ class AnalyticsDataReadyEventTrigger(BaseEventTrigger):
             day = ready[0]
             # days that left the window can never be announced again: forget them
             announced = {seen for seen in announced if seen >= answer["from_date"]} | {day}
-            await self._remember(announced)
+            self._memory = set(announced)
+            for accessor in self._accessors():
+                await accessor.aset(self.state_key, sorted(announced))
             log.info("data for %s is ready (%s events of %s)", day, counts[day], self.event)
             yield TriggerEvent(
                 {
@@ -241,8 +243,3 @@ class AnalyticsDataReadyEventTrigger(BaseEventTrigger):
             except ValidationError as error:  # not what this trigger writes: refused by name
                 raise rules.refusal(error, f"asset state {self.state_key}") from None
         return days
-
-    async def _remember(self, days: set[str]) -> None:
-        self._memory = set(days)
-        for accessor in self._accessors():
-            await accessor.aset(self.state_key, sorted(days))
