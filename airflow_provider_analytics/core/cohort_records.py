@@ -71,10 +71,12 @@ def _number(value: Any) -> Any:
     return value
 
 
-def error_object(record: Mapping[str, Any], row: int) -> ExportRecordError:
-    """The refusal of a line that is the platform's error object."""
+def _refuse_error_object(record: Mapping[str, Any], row: int) -> None:
+    """Refuse a record shaped as the platform's error body (``code``, ``msg``, ``data``?)."""
+    if "code" not in record or "msg" not in record or not record.keys() <= ERROR_OBJECT_KEYS:
+        return
     code, msg = _number(record.get("code")), record.get("msg")
-    return ExportRecordError(
+    raise ExportRecordError(
         f"{OPERATION}: row {row} of the export is the platform's error object (code "
         f"{bounded_repr(code)}, msg {bounded_repr(msg)}), not a cohort user record; the "
         "platform failed while it answered with a success status. Nothing was written; run the "
@@ -84,11 +86,6 @@ def error_object(record: Mapping[str, Any], row: int) -> ExportRecordError:
         data=_number(record.get("data")),
         operation=OPERATION,
     )
-
-
-def is_error_object(record: Mapping[str, Any]) -> bool:
-    """Whether ``record`` is shaped as the platform's error body (``code``, ``msg``, ``data``?)."""
-    return "code" in record and "msg" in record and record.keys() <= ERROR_OBJECT_KEYS
 
 
 class RecordKeys:
@@ -108,14 +105,12 @@ class RecordKeys:
         """Refuse ``record`` (1-based ``row``) unless it holds every requested key and is no
         error object; counts nothing."""
         expected = self._expected
+        if expected is not None and record.keys() >= expected:
+            return
+        if expected is None or not expected >= ERROR_OBJECT_KEYS:  # else it may be a record
+            _refuse_error_object(record, row)
         if expected is None:
-            if is_error_object(record):
-                raise error_object(record, row)
             return
-        if record.keys() >= expected:
-            return
-        if is_error_object(record) and not expected >= ERROR_OBJECT_KEYS:
-            raise error_object(record, row)
         missing = [key for key in self.keys or () if key not in record]
         shown = ", ".join(bounded_repr(key) for key in missing[:_SHOWN_KEYS])
         if len(missing) > _SHOWN_KEYS:

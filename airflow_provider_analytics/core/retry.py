@@ -122,13 +122,8 @@ class RetryPolicy:
                 state.upcoming_sleep,
             )
 
-        return {
-            "retry": retry_if_exception(retries),
-            "wait": wait,
-            "stop": stop,
-            "before_sleep": announce,
-            "reraise": True,
-        }
+        retry = retry_if_exception(retries)
+        return dict(retry=retry, wait=wait, stop=stop, before_sleep=announce, reraise=True)
 
     def retrying(
         self,
@@ -144,8 +139,7 @@ class RetryPolicy:
         ``function`` until it returns, raises what ``retries`` refuses (by default what is not
         transient), or the attempts or the ``clock`` moment ``deadline`` run out (its last error
         raised as it is); ``subject`` names what is tried in the log."""
-        engine = self._engine(subject, retries, deadline, clock, logger)
-        return Retrying(sleep=sleep, **engine)
+        return Retrying(sleep=sleep, **self._engine(subject, retries, deadline, clock, logger))
 
     def retrying_async(
         self,
@@ -158,5 +152,4 @@ class RetryPolicy:
         logger: logging.Logger = log,
     ) -> AsyncRetrying:
         """:meth:`retrying` for a coroutine: ``await policy.retrying_async(...)(function)``."""
-        engine = self._engine(subject, retries, deadline, clock, logger)
-        return AsyncRetrying(sleep=sleep, **engine)
+        return AsyncRetrying(sleep=sleep, **self._engine(subject, retries, deadline, clock, logger))

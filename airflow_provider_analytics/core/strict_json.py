@@ -68,25 +68,20 @@ def loads(data: bytes | str, *, using: json.JSONDecoder = _DECODER) -> Any:
         raise StrictJsonError(
             f"is {len(data)} bytes long, more than the {MAX_BYTES} bytes a document may be"
         )
-    if isinstance(data, bytes | bytearray | memoryview):
-        data = bytes(data)
-        if _deeper_than(data, MAX_DEPTH):
-            raise _too_deep()
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise StrictJsonError(f"is not valid UTF-8 (byte {exc.start})") from None
-    else:
-        text = data
-        if _deeper_than(text.encode("utf-8", "surrogatepass"), MAX_DEPTH):
-            raise _too_deep()
+    raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else bytes(data)
+    if _deeper_than(raw, MAX_DEPTH):
+        raise _too_deep()
+    try:
+        text = data if isinstance(data, str) else raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise StrictJsonError(f"is not valid UTF-8 (byte {exc.start})") from None
     try:
         value = using.decode(text)
     except json.JSONDecodeError as exc:
         raise StrictJsonError(
             f"is not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})"
         ) from None
-    except RecursionError:  # not reached after the depth check; kept as the last guard
+    except RecursionError:  # brackets that never close: the depth check cannot pair them
         raise _too_deep() from None
     if _SURROGATE_ESCAPE.search(text):  # rare: only then are the decoded strings walked
         _refuse_lone_surrogates(value)
