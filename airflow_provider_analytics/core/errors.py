@@ -205,10 +205,14 @@ class AnalyticsServerError(AnalyticsApiError):
 class FailurePhase(StrEnum):
     """How far a request got before it failed without an HTTP answer."""
 
-    CONNECT = "could not connect"  # never reached the server
-    TLS = "TLS failed"  # never reached the server; retrying will not help
-    EXCHANGE = "connection dropped or timed out after sending"  # may have been processed
-    OTHER = "request could not be made"  # an invalid URL or header: retrying will not help
+    CONNECT = "could not connect"
+    """Refused, unresolvable or timed out while connecting: never reached the server."""
+    TLS = "TLS failed"
+    """The TLS handshake failed: never reached the server; retrying will not help."""
+    EXCHANGE = "connection dropped or timed out after sending"
+    """Sent, but no complete answer came back: the server may have processed it."""
+    OTHER = "request could not be made"
+    """An invalid URL or header, for example: retrying will not help."""
 
 
 class AnalyticsTransportError(AnalyticsError):
