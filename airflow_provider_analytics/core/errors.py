@@ -132,9 +132,8 @@ class AnalyticsValidationError(AnalyticsError, ValueError):
 
     def at(self, field: str) -> AnalyticsValidationError:
         """The same refusal, naming ``field`` (where a declared request found it)."""
-        error = AnalyticsValidationError(field, self.rule)
-        error.message, error.got = f"{field}: {self.rule}{self.got}", self.got
-        error.args = (error.message,)
+        error = AnalyticsValidationError(field, self.rule + self.got)
+        error.rule, error.got = self.rule, self.got
         return error
 
 
