@@ -8,6 +8,7 @@ from airflow_provider_analytics.client import AnalyticsValidationError
 from airflow_provider_analytics.client.answers import AnswerShapeError
 from airflow_provider_analytics.client.data_ready import DataReadyCheck
 
+
 def counts_response(series: list[str], values: list[float | None]) -> dict:
     return {
         "measures": ["event.$Anything"],
