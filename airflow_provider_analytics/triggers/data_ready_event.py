@@ -105,12 +105,11 @@ class AnalyticsDataReadyEventTrigger(BaseEventTrigger):
                 rules.fail(field, "must be greater than 0", value)
         if timezone is not None:
             rules.time_zone(timezone)
+        for day, field in ((first_day, "first_day"), (last_day, "last_day")):
+            if day is not None:
+                rules.date(day, field)
         if first_day is not None and last_day is not None:
             rules.date_range(first_day, last_day, from_field="first_day", to_field="last_day")
-        else:
-            for day, field in ((first_day, "first_day"), (last_day, "last_day")):
-                if day is not None:
-                    rules.date(day, field)
         self.analytics_conn_id = analytics_conn_id
         self.event = event
         self.threshold = threshold
