@@ -79,10 +79,8 @@ class AnalyticsDataSensor(BaseSensorOperator, AnalyticsBaseOperator):
             event_property=self.event_property,
         )
 
-    def _fail(self, message: str) -> NoReturn:
-        if self.soft_fail:
-            raise AirflowSkipException(message)
-        raise AirflowFailException(message)
+    def _fail(self, message: str, error: type[Exception] = AirflowFailException) -> NoReturn:
+        raise (AirflowSkipException if self.soft_fail else error)(message)
 
     def poke(self, context: Context) -> PokeReturnValue:
         try:
@@ -122,7 +120,5 @@ class AnalyticsDataSensor(BaseSensorOperator, AnalyticsBaseOperator):
             return event.get("detail")
         if event.get("status") == "timeout":
             message = f"data not ready before the sensor's timeout: {event.get('message')}"
-            if self.soft_fail:
-                raise AirflowSkipException(message)
-            raise AirflowSensorTimeout(message)
+            self._fail(message, AirflowSensorTimeout)
         self._fail(f"data-ready check cannot succeed: {event.get('message')}")

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 import requests_mock as rm
-from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
+from airflow.sdk.exceptions import AirflowFailException, AirflowSensorTimeout, AirflowSkipException
 
 from airflow_provider_analytics.sensors.data_ready import AnalyticsDataSensor
 
@@ -128,3 +128,26 @@ def test_the_async_transport_stays_out_of_dag_parsing() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
     )
     assert result.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize(
+    ("status", "soft_fail", "raised"),
+    [
+        ("timeout", False, AirflowSensorTimeout),
+        ("timeout", True, AirflowSkipException),
+        ("error", False, AirflowFailException),
+        ("error", True, AirflowSkipException),
+    ],
+)
+def test_a_deferred_wait_that_ends_without_data_fails_or_skips_with_its_reason(
+    status: str, soft_fail: bool, raised: type[Exception]
+) -> None:
+    sensor = AnalyticsDataSensor(task_id="wait", soft_fail=soft_fail)
+    with pytest.raises(raised, match="had not landed"):
+        sensor.execute_complete({}, {"status": status, "message": "had not landed"})  # type: ignore[arg-type]
+
+
+def test_a_deferred_wait_that_saw_the_data_returns_what_it_saw() -> None:
+    detail = {"counts": {"2024-01-15": 3.0}}
+    sensor = AnalyticsDataSensor(task_id="wait")
+    assert sensor.execute_complete({}, {"status": "success", "detail": detail}) == detail  # type: ignore[arg-type]
