@@ -12,6 +12,9 @@ if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
 
 
+_FIELDS = ("host", "port", "schema", "login", "password")  # what catalog_properties reads
+
+
 class IcebergCatalogHook(BaseHook):
     """Open the Iceberg catalog (SQL, REST or AWS Glue) an Airflow connection describes: its
     extra holds pyiceberg's catalog and FileIO properties, ``catalog_name`` names the catalog
@@ -46,14 +49,8 @@ class IcebergCatalogHook(BaseHook):
         connection = self.connection
         if connection.password:
             mask_secret(connection.password)
-        properties = catalog_properties(
-            host=connection.host,
-            port=connection.port,
-            schema=connection.schema,
-            login=connection.login,
-            password=connection.password,
-            extra=connection.extra_dejson,
-        )
+        fields = {name: getattr(connection, name) for name in _FIELDS}
+        properties = catalog_properties(**fields, extra=connection.extra_dejson)
         for key in ("token", "credential", "uri", "client.secret-access-key"):
             if key in properties and connection.password and connection.password in properties[key]:
                 mask_secret(properties[key])
