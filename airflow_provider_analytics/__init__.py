@@ -11,16 +11,13 @@ from airflow_provider_analytics.core.version import __version__
 __all__ = ["__version__", "get_provider_info"]
 
 ARROW_ALLOCATOR_VARIABLE = "ARROW_DEFAULT_MEMORY_POOL"
-"""The variable Arrow reads to choose its C++ allocator: once, the first time it picks one, which
-pyarrow does as it loads."""
+"""Read by Arrow once, as pyarrow loads, to choose its C++ allocator."""
 
 if "pyarrow" not in sys.modules:
-    # Arrow's Parquet writer and its kernels allocate from the C++ default allocator, which
-    # pyarrow's set_memory_pool does not reach; mimalloc, the default, keeps what each thread
-    # freed. With the system allocator a 1M-user export peaked 12-16 MiB lower, as fast. Every
-    # process that imports the provider (Airflow's do, through its entry point) and the
-    # processes it starts get the setting; a value set in the environment (e.g. mimalloc) is
-    # kept, and a process that loaded pyarrow before this provider keeps its allocator.
+    # Arrow's Parquet writer and kernels use the C++ default allocator, which set_memory_pool
+    # does not reach; mimalloc keeps what each thread freed, and with the system allocator a
+    # 1M-user export peaked 12-16 MiB lower, as fast (docs/export_profile.md). A value set in
+    # the environment is kept, as is the allocator of a process that loaded pyarrow first.
     os.environ.setdefault(ARROW_ALLOCATOR_VARIABLE, "system")
 
 

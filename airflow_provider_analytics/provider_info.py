@@ -8,8 +8,7 @@ from typing import Any, Final
 
 _PACKAGE = "airflow_provider_analytics"
 DOCUMENTATION_URL = "https://airflow-provider-analytics.readthedocs.io/en/latest/"
-"""Where the built documentation is published; also the ``Documentation`` project URL, from
-which Airflow fills ``documentation-url``."""
+"""Where the built documentation is published (Airflow's ``documentation-url``)."""
 
 HOW_TO_GUIDES = [
     "/docs/operators/index.md",
@@ -20,35 +19,29 @@ HOW_TO_GUIDES = [
     "/docs/howto/stack.md",
     "/docs/howto/iceberg.md",
 ]
-"""The how-to pages in the repository's ``docs/`` folder (Airflow's own providers list theirs
-the same way, from the repository root)."""
+"""The how-to pages, from the repository root (as Airflow's own providers list theirs)."""
 
 DEFAULT_CONN_ID = "analytics_default"
 """The connection the hook, the operators and the sensor use unless told otherwise."""
 
 PLATFORM_POOL = "analytics_platform"
-"""The Airflow pool every task that calls the platform belongs to, so that however many tasks
-and workers run, only as many calls as it has slots are made at once. Create it once per
-deployment, with ``max_concurrent_calls`` slots (4 by default):
-``airflow pools set analytics_platform 4 "calls to the analytics platform"``; ``make stack``
-creates it. Give a task that makes several calls at once (threads reading shards) as many
-``pool_slots``."""
+"""The Airflow pool every task that calls the platform belongs to, so only as many calls as it
+has slots are made at once however many workers run (docs/howto/scaling.md: create it once
+per deployment with ``max_concurrent_calls`` slots)."""
 
 PLATFORM_POOL_DESCRIPTION = "calls to the analytics platform"
 """The description the development stack gives :data:`PLATFORM_POOL`."""
 
 APP_KEY_EXTRA: Final = "app_api_key"
-"""The extra the appKey is stored under. Airflow's REST API and UI hide an extra whose name
-contains a sensitive word such as ``api_key``; the older name ``app_key`` contains none and
-would be shown in clear, so it is only read, never offered."""
+"""The extra the appKey is stored under: Airflow hides an extra named with ``api_key``; the
+older ``app_key`` would be shown in clear, so it is only read, never offered."""
 
 CONNECTION_FIELDS: dict[str, Any] = json.loads(
     (Path(__file__).parent / "connection_form.json").read_text(encoding="utf-8")
 )
-"""The connection form's fields (``conn-fields``): what the settings' one declaration
-(:func:`~airflow_provider_analytics.client.config.connection_form_fields`) gives, kept as data
-so that Airflow reads the provider's metadata without building the settings' model in every
-process (a test compares the two; ``python -m devtools.connection_form`` writes it anew)."""
+"""The connection form's fields, as the settings' one declaration gives them, kept as data so
+Airflow reads the metadata without building the settings' model (a test compares the two;
+``python -m devtools.connection_form`` writes it anew)."""
 
 PROVIDER_INFO: dict[str, Any] = {
     "package-name": "airflow-provider-analytics",

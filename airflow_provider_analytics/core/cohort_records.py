@@ -1,22 +1,12 @@
 """What one line of a cohort export (spec 4.13) must be: the one rule every reader applies.
 
-:meth:`CohortExport.iter_lines`, :meth:`CohortExport.iter_records` and the Parquet decoder all
-read a line through :func:`decode_line` and check its keys with :class:`RecordKeys`, so a script
-and a DAG refuse the same lines with the same words:
-
-- The line is strict JSON (:mod:`~airflow_provider_analytics.core.strict_json`): ``NaN`` and the
-  infinities, a key repeated in one object and bytes that are not UTF-8 are refused with
-  :class:`MalformedStreamError` naming the line.
-- It is one JSON object, a cohort user record (spec 2.6): "an object whose keys are the
-  requested user property ids, each with the property value or null". A requested key that is
-  absent is therefore a protocol fault, refused with :class:`ExportRecordError` naming the row and
-  the key; ``null`` is a value like any other.
-- The platform's error object (``{"code": 500, "msg": "...", "data": null}``, sent with a success
-  status) is not a record: it is refused by name, its code and message shown.
-- A key the export did not ask for is counted (:attr:`RecordKeys.unexpected`) and logged once per
-  key, never dropped without a word: the first :data:`MAX_LISTED_KEYS` by name, secrets in names
-  masked, the others as one count (:attr:`RecordKeys.unlisted`), so a server sending a new key
-  on every line fills neither the log nor the result.
+The client's line and record readers and the Parquet decoder all read a line through
+:func:`decode_line` (strict JSON, one object) and check its keys with :class:`RecordKeys`, so a
+script and a DAG refuse the same lines with the same words. A record holds every requested key
+(spec 2.6: ``null`` when the user has no value), so an absent one is a protocol fault; the
+platform's error object sent with a success status is refused by name; a key not asked for is
+counted and logged once (the first :data:`MAX_LISTED_KEYS` by name, masked), never dropped
+without a word.
 """
 
 from __future__ import annotations
@@ -44,9 +34,8 @@ MAX_LISTED_KEYS: Final = 100
 
 
 class ExportRecordError(AnalyticsProtocolError):
-    """A line of the export is JSON but not a cohort user record of this export: it lacks a key
-    the export asked for, or it is the platform's error object. Not retried: the platform said
-    what it said; nothing is written."""
+    """A line is JSON but not a record of this export (a requested key absent, or the
+    platform's error object). Not retried: the platform said what it said."""
 
     transient = False
 
@@ -54,14 +43,8 @@ class ExportRecordError(AnalyticsProtocolError):
 def decode_line(
     line: bytes, number: int, *, using: json.JSONDecoder | None = None
 ) -> dict[str, Any]:
-    """One line of the export as a JSON object, by the strict rules.
-
-    :param line: the line, without its line end.
-    :param number: its 1-based number among the export's lines (blank lines not counted).
-    :param using: a decoder from :func:`strict_json.decoder` (the Parquet path keeps numbers
-        as their text); the strict default otherwise.
-    :raises MalformedStreamError: not strict JSON, or not an object; the message names the line.
-    """
+    """Line ``number`` (1-based, blank lines not counted) as a JSON object by the strict rules,
+    ``using`` a :func:`strict_json.decoder` where numbers are kept as their text."""
     try:
         record = strict_json.loads(line) if using is None else strict_json.loads(line, using=using)
     except strict_json.StrictJsonError as error:
@@ -81,14 +64,6 @@ def decode_line(
     return record
 
 
-def _shown_keys(keys: Iterable[str]) -> str:
-    ordered = list(keys)
-    shown = ", ".join(bounded_repr(key) for key in ordered[:_SHOWN_KEYS])
-    if len(ordered) > _SHOWN_KEYS:
-        shown += f" and {len(ordered) - _SHOWN_KEYS} more"
-    return shown
-
-
 def _number(value: Any) -> Any:
     """A number a caller's decoder kept as its text (a ``str`` subclass), as a number."""
     if isinstance(value, str) and type(value) is not str:
@@ -96,10 +71,12 @@ def _number(value: Any) -> Any:
     return value
 
 
-def error_object(record: Mapping[str, Any], row: int) -> ExportRecordError:
-    """The refusal of a line that is the platform's error object."""
+def _refuse_error_object(record: Mapping[str, Any], row: int) -> None:
+    """Refuse a record shaped as the platform's error body (``code``, ``msg``, ``data``?)."""
+    if "code" not in record or "msg" not in record or not record.keys() <= ERROR_OBJECT_KEYS:
+        return
     code, msg = _number(record.get("code")), record.get("msg")
-    return ExportRecordError(
+    raise ExportRecordError(
         f"{OPERATION}: row {row} of the export is the platform's error object (code "
         f"{bounded_repr(code)}, msg {bounded_repr(msg)}), not a cohort user record; the "
         "platform failed while it answered with a success status. Nothing was written; run the "
@@ -111,52 +88,36 @@ def error_object(record: Mapping[str, Any], row: int) -> ExportRecordError:
     )
 
 
-def is_error_object(record: Mapping[str, Any]) -> bool:
-    """Whether ``record`` has the shape of the platform's error body (``code`` and ``msg``,
-    perhaps ``data``, nothing else)."""
-    return "code" in record and "msg" in record and record.keys() <= ERROR_OBJECT_KEYS
-
-
 class RecordKeys:
-    """The keys every record of one export must hold, and a count of the keys beyond them.
-
-    :param keys: the record keys the export asked for (property ids, ``tag.<code>``); ``None``
-        when they are not known: then only the platform's error object is refused.
-    :param redactor: masks the secrets in the names of keys not asked for, in the log and in
-        :attr:`unexpected` (a key may be a token the server echoes).
-    """
+    """The ``keys`` every record of one export must hold (``None``: unknown, only the error
+    object is refused), and a count of the keys beyond them, named through ``redactor`` (a key
+    may be a token the server echoes)."""
 
     def __init__(self, keys: Iterable[str] | None, redactor: Redactor | None = None) -> None:
         self.keys: tuple[str, ...] | None = None if keys is None else tuple(dict.fromkeys(keys))
         self._expected = None if self.keys is None else frozenset(self.keys)
         self._redactor = redactor or Redactor()
         self._listed: dict[str, str] = {}  # key -> its name in ``unexpected``, secrets masked
-        self.unexpected: dict[str, int] = {}
-        """Per key not asked for (secrets in its name masked): the records that held it; the
-        first :data:`MAX_LISTED_KEYS` keys met."""
-        self.unlisted = 0
-        """How many times a record held a key not asked for beyond those in :attr:`unexpected`."""
+        self.unexpected: dict[str, int] = {}  # masked key not asked for -> records holding it
+        self.unlisted = 0  # times a record held a key beyond those in ``unexpected``
 
     def require(self, record: Mapping[str, Any], row: int) -> None:
-        """Refuse ``record`` unless it holds every requested key (counts nothing).
-
-        :param row: the record's 1-based row in the export.
-        :raises ExportRecordError: a requested key is absent, or the record is the platform's
-            error object.
-        """
+        """Refuse ``record`` (1-based ``row``) unless it holds every requested key and is no
+        error object; counts nothing."""
         expected = self._expected
+        if expected is not None and record.keys() >= expected:
+            return
+        if expected is None or not expected >= ERROR_OBJECT_KEYS:  # else it may be a record
+            _refuse_error_object(record, row)
         if expected is None:
-            if is_error_object(record):
-                raise error_object(record, row)
             return
-        if record.keys() >= expected:
-            return
-        if is_error_object(record) and not expected >= ERROR_OBJECT_KEYS:
-            raise error_object(record, row)
         missing = [key for key in self.keys or () if key not in record]
+        shown = ", ".join(bounded_repr(key) for key in missing[:_SHOWN_KEYS])
+        if len(missing) > _SHOWN_KEYS:
+            shown += f" and {len(missing) - _SHOWN_KEYS} more"
         raise ExportRecordError(
             f"{OPERATION}: row {row} of the export lacks the "
-            f"{'key' if len(missing) == 1 else 'keys'} {_shown_keys(missing)} that the export "
+            f"{'key' if len(missing) == 1 else 'keys'} {shown} that the export "
             "asked for; a cohort user record holds every requested property, null when the user "
             "has no value (spec 2.6), so the answer is not one this export can trust. Nothing "
             "was written",
@@ -174,8 +135,7 @@ class RecordKeys:
                 self.count(key, 1, row)
 
     def met(self, key: str) -> bool:
-        """Whether :meth:`count` of the key not asked for ``key`` needs no row (it logs
-        nothing: the key was met before, or keys are no longer logged)."""
+        """Whether :meth:`count` of ``key`` logs nothing (so needs no row)."""
         return key in self._listed or self.unlisted > 0
 
     def count(self, key: str, records: int, row: int) -> None:

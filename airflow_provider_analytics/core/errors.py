@@ -1,17 +1,11 @@
 """The package's single exception hierarchy (the client's, the export's and the output's).
 
-Every error carries ``status`` (HTTP status or ``None``), ``code``, ``msg`` and ``data``
-(from the platform's ``{code, msg, data}`` error body when there was one) and
-``operation`` (the client method that failed). Messages say what happened and what to
-check. Whatever an error shows is passed through the one redaction
-(:mod:`~airflow_provider_analytics.core.redaction`): the secrets it is given and every secret
-the process knows are masked when it is made and again whenever it is shown, so a server
-echoing a header, a record or a value cannot leak a token, however the error was built.
-
-Each class also says whether it is **transient** (:attr:`AnalyticsError.transient`): whether
-the same call may succeed if it is made again later. This is the one place that decides it;
-the retry engine (:mod:`~airflow_provider_analytics.core.retry`), the export's attempts, the
-shard reads and the data-ready sensor all ask the error.
+Every error carries ``status``, ``code``, ``msg``, ``data`` (the platform's error body, when
+there was one) and ``operation`` (the client method that failed). Whatever it shows goes
+through the one redaction (:mod:`~airflow_provider_analytics.core.redaction`), when made and
+again when shown, so a server echoing a token cannot leak it. Each class says whether it is
+**transient** (:attr:`AnalyticsError.transient`): the one place the retry engine, the export's
+attempts, the shard reads and the data-ready sensor ask.
 """
 
 from __future__ import annotations
@@ -30,13 +24,12 @@ _NOT_GIVEN: Any = object()
 _MAX_SHOWN_VALUE = 80
 
 TRANSIENT_STATUSES: Final = frozenset({429, 500, 502, 503, 504})
-"""The HTTP statuses another attempt may mend: rate limited, server error, bad gateway,
-unavailable, gateway timeout. (501 says the operation was not completed and why; 505 and the
-other 5xx name a setup fault.)"""
+"""The HTTP statuses another attempt may mend (501 says why the operation was not completed;
+505 and the other 5xx name a setup fault)."""
 
 
 def _restore(cls: type[AnalyticsError], state: dict[str, Any]) -> AnalyticsError:
-    """Rebuild a pickled error without calling its (keyword-heavy) ``__init__``."""
+    """Rebuild a pickled error without calling its ``__init__``."""
     error = cls.__new__(cls)
     Exception.__init__(error, state.get("message", ""))
     error.__dict__.update(state)
@@ -44,26 +37,24 @@ def _restore(cls: type[AnalyticsError], state: dict[str, Any]) -> AnalyticsError
 
 
 class AnalyticsError(Exception):
-    """Base of every error raised by the client.
+    """Base of every error raised by the package.
 
     :param message: what happened and what to check.
-    :param status: HTTP status of the answer, ``None`` when there was no answer.
+    :param status: HTTP status of the answer, ``None`` when there was none.
     :param code: ``code`` of the platform's error body.
     :param msg: ``msg`` of the platform's error body.
     :param data: ``data`` of the platform's error body.
-    :param operation: name of the client method that failed.
+    :param operation: the client method that failed.
     :param secrets: values to mask in everything the error shows.
     """
 
     @property
     def transient(self) -> bool:
-        """Whether the same call may succeed if made again later: each class answers for its
-        instances (the HTTP errors from their status); by default it may not."""
+        """Whether the same call may succeed if made again later (each class answers)."""
         return False
 
     retry_after: float | None = None
     """Seconds the server asked the caller to wait (``Retry-After``), when it did."""
-
     reason: str | None = None
     """A short account of the failure for the retry log (``HTTP 503``), when there is one."""
 
@@ -98,62 +89,30 @@ class AnalyticsError(Exception):
 
 
 def is_transient(error: BaseException) -> bool:
-    """Whether ``error`` says the same call may succeed if made again later (its class's
-    answer, :attr:`AnalyticsError.transient`; ``False`` outside the package's hierarchy)."""
+    """:attr:`AnalyticsError.transient` of ``error``; ``False`` outside the hierarchy."""
     return isinstance(error, AnalyticsError) and error.transient
 
 
 class _MaskedRepr(reprlib.Repr):
-    """``reprlib`` that masks a string's secrets before cutting it (mask, then cut)."""
-
     def repr_str(self, x: str, level: int) -> str:
-        return super().repr_str(known().text(x), level)
+        return super().repr_str(known().text(x), level)  # mask, then cut
 
 
-def _bounded_repr_settings() -> reprlib.Repr:
-    settings = _MaskedRepr()
-    settings.maxlevel = 3
-    for name in (
-        "maxtuple",
-        "maxlist",
-        "maxarray",
-        "maxdict",
-        "maxset",
-        "maxfrozenset",
-        "maxdeque",
-    ):
-        setattr(settings, name, 6)
-    settings.maxstring = settings.maxother = _MAX_SHOWN_VALUE
-    settings.maxlong = 40
-    return settings
-
-
-_BOUNDED_REPR = _bounded_repr_settings()
+_BOUNDED_REPR = _MaskedRepr()
+_SIZES = ("maxtuple", "maxlist", "maxarray", "maxdict", "maxset", "maxfrozenset", "maxdeque")
+vars(_BOUNDED_REPR).update(dict.fromkeys(_SIZES, 6), maxlevel=3, maxlong=40)
+_BOUNDED_REPR.maxstring = _BOUNDED_REPR.maxother = _MAX_SHOWN_VALUE
 
 
 def bounded_repr(value: Any, limit: int = _MAX_SHOWN_VALUE) -> str:
-    """A ``repr`` of ``value`` at most ``limit`` characters long, whatever its size.
-
-    Built from a few items and levels only (:mod:`reprlib`), so a huge or deeply shared
-    value (a YAML alias bomb, a 10,000-character string) costs no more than a small one.
-    Every string is masked (the secrets the process knows) before it is cut.
-    """
-    # reprlib cuts every string at its own size: a string within ``limit`` is shown whole;
-    # known secrets are masked before the text is cut
-    text = (
+    """A masked ``repr`` of ``value``, at most ``limit`` characters, built from a few items and
+    levels only (:mod:`reprlib`), so a huge or deeply shared value (a YAML alias bomb) costs
+    no more than a small one."""
+    text = (  # reprlib cuts a string at its own size: one within ``limit`` is shown whole
         repr(value) if isinstance(value, str) and len(value) < limit else _BOUNDED_REPR.repr(value)
     )
     text = known().text(text)
-    if len(text) > limit:
-        text = text[: limit - 3] + "..."
-    return text
-
-
-def _shown(value: Any) -> str:
-    text = bounded_repr(value)
-    if len(text) > _MAX_SHOWN_VALUE:
-        text = text[: _MAX_SHOWN_VALUE - 3] + "..."
-    return text
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 class AnalyticsValidationError(AnalyticsError, ValueError):
@@ -165,7 +124,7 @@ class AnalyticsValidationError(AnalyticsError, ValueError):
     """
 
     def __init__(self, field: str, rule: str, value: Any = _NOT_GIVEN) -> None:
-        got = "" if value is _NOT_GIVEN else f" (got {_shown(value)})"
+        got = "" if value is _NOT_GIVEN else f" (got {bounded_repr(value)})"
         super().__init__(f"{field}: {rule}{got}")
         self.field = field
         self.rule = rule
@@ -173,9 +132,8 @@ class AnalyticsValidationError(AnalyticsError, ValueError):
 
     def at(self, field: str) -> AnalyticsValidationError:
         """The same refusal, naming ``field`` (where a declared request found it)."""
-        error = AnalyticsValidationError(field, self.rule)
-        error.message, error.got = f"{field}: {self.rule}{self.got}", self.got
-        error.args = (error.message,)
+        error = AnalyticsValidationError(field, self.rule + self.got)
+        error.rule, error.got = self.rule, self.got
         return error
 
 
@@ -193,13 +151,11 @@ class AnalyticsApiError(AnalyticsError):
 
 
 class AnalyticsBadRequestError(AnalyticsApiError):
-    """400 (legacy 498): a parameter is empty or wrong, or the object does not exist.
-
-    ``params`` holds the offending parameter names when the body's ``data`` lists them.
-    """
+    """400 (legacy 498): a parameter is empty or wrong, or the object does not exist."""
 
     @property
     def params(self) -> list[Any] | None:
+        """The offending parameter names, when the body's ``data`` lists them."""
         return list(self.data) if isinstance(self.data, list) else None
 
 
@@ -216,8 +172,7 @@ class AnalyticsUnsupportedMediaTypeError(AnalyticsApiError):
 
 
 class AnalyticsRateLimitError(AnalyticsApiError):
-    """429, still answered after every retry was spent (or a hold-off longer than the call
-    may wait): transient, since the platform asks only to wait."""
+    """429 after every retry (or a hold-off longer than the call may wait): transient."""
 
     transient = True
 
@@ -252,19 +207,16 @@ class FailurePhase(StrEnum):
     CONNECT = "could not connect"
     """Refused, unresolvable or timed out while connecting: never reached the server."""
     TLS = "TLS failed"
-    """The TLS handshake failed: never reached the server, and retrying will not help."""
+    """The TLS handshake failed: never reached the server; retrying will not help."""
     EXCHANGE = "connection dropped or timed out after sending"
     """Sent, but no complete answer came back: the server may have processed it."""
     OTHER = "request could not be made"
-    """Anything else (an invalid URL or header, for example): retrying will not help."""
+    """An invalid URL or header, for example: retrying will not help."""
 
 
 class AnalyticsTransportError(AnalyticsError):
-    """No usable answer: connection failure or timeout, after the retries allowed.
-
-    ``phase`` tells how far the request got (``None``: the call's deadline or turn ran out);
-    a TLS failure or a request that could not be made is not transient.
-    """
+    """No usable answer after the retries allowed; ``phase`` tells how far the request got
+    (``None``: the call's deadline or turn ran out)."""
 
     phase: FailurePhase | None = None
 
@@ -278,32 +230,25 @@ class AnalyticsStreamError(AnalyticsTransportError):
 
 
 class AnalyticsProtocolError(AnalyticsError):
-    """A successful status whose body is not the JSON shape the operation promises.
-
-    Transient: a body cut or garbled on its way (a proxy's page, a truncated answer) is mended
-    by asking again, as a malformed line of a stream is; a subclass whose fault another
-    attempt cannot mend says so.
-    """
+    """A successful status whose body is not the JSON shape the operation promises: transient,
+    as a body cut or garbled on its way (a proxy's page) is mended by asking again."""
 
     transient = True
 
 
 class AnalyticsUsageError(AnalyticsError, TypeError, RuntimeError):
-    """The package's own API was used in a way it does not allow: an object that only its
-    checking function may make, a writer used before it was opened, an export read twice.
-    Fix the calling code; retrying cannot help. (Also a ``TypeError`` and a ``RuntimeError``,
-    which such misuse raised before.)"""
+    """The package's API was used in a way it does not allow (a writer used before it was
+    opened, an export read twice): fix the calling code."""
 
 
 class ShardStagingError(AnalyticsError, ValueError):
-    """A staging folder, or a record or part in it, is not what this package writes: a record
-    of another shape, a symbolic link or a pipe where its own file belongs, a folder that
-    is not the worker's own."""
+    """A staging folder, or a record or part in it, is not what this package writes (another
+    shape, a link or a pipe where its own file belongs, a folder not the worker's own)."""
 
 
 class ExportIncompleteError(AnalyticsError, RuntimeError):
-    """A cohort export delivered a different number of rows than the cohort holds, or every
-    attempt failed: transient, another attempt (or run) may deliver them all."""
+    """A cohort export delivered other than the cohort's row count, or every attempt failed:
+    transient."""
 
     transient = True
 
@@ -312,10 +257,8 @@ _HIVE_PARTITION = re.compile(r"[^/=]+=[^/]+")
 
 
 class AnalyticsStorageError(AnalyticsError, OSError):
-    """Writing an object failed in the storage itself (full disk, permissions, quota).
-
-    Nothing was replaced: the destination holds what it held before, and the temporary object
-    was removed.
+    """Writing an object failed in the storage itself (full disk, permissions, quota); nothing
+    was replaced and the temporary object was removed.
 
     :param destination: the object that was being written.
     :param subject: what was being written (``cohort 'vip'``); its Hive partitions otherwise.
@@ -338,8 +281,7 @@ class AnalyticsStorageError(AnalyticsError, OSError):
 
 
 class EarlierDayUnreadableError(AnalyticsError, ValueError):
-    """The earlier day's file that decides the column types is not a readable Parquet file
-    of this provider; the message names it and what to do."""
+    """The earlier day's file that decides the column types is not this provider's Parquet."""
 
 
 class IcebergSchemaError(AnalyticsError, ValueError):
@@ -347,31 +289,27 @@ class IcebergSchemaError(AnalyticsError, ValueError):
 
 
 class IcebergLayoutError(IcebergSchemaError):
-    """The table was not created to hold many identities (an earlier version's layout): a run
-    would replace every identity's rows of its day. The message names the migration."""
+    """The table has an earlier version's one-identity layout; the message names the
+    migration."""
 
 
 class IcebergCommitError(AnalyticsError):
-    """A commit did not land because another writer committed first (every attempt, once
-    raised): transient, nothing landed and the next attempt plans again."""
+    """Another writer committed first on every attempt: transient, nothing landed."""
 
     transient = True
 
 
 class CohortChangedError(AnalyticsError, RuntimeError):
-    """The cohort changed while it was read in shards (its count, or a user seen twice);
-    nothing was published."""
+    """The cohort changed while read in shards (count, or a user twice); nothing published."""
 
 
 class ExportDataError(AnalyticsError, ValueError):
-    """A value in a cohort export does not fit its column (and is not the masked marker); the
-    message names the column and the 1-based row of the export."""
+    """An export value does not fit its column; the message names the column and the row."""
 
 
 class NumberRefusal(AnalyticsError):
-    """A number the export's number rule refuses: ``why`` it is refused and the ``setting``
-    that accepts it. The decoder raises it as an :class:`ExportDataError` naming the column
-    and the row."""
+    """A number the export's number rule refuses (``why``, and the ``setting`` that accepts
+    it); the decoder raises it as an :class:`ExportDataError`."""
 
     def __init__(self, why: str, setting: str) -> None:
         super().__init__(f"{why}; {setting}")
@@ -380,11 +318,8 @@ class NumberRefusal(AnalyticsError):
 
 
 class DecimalFound(AnalyticsError):
-    """A decimal in an export's ``number`` column read as int64 so far: a signal inside the
-    decoder, never raised to a caller (the column becomes double and the block is read again).
-
-    :param rows: ``{column index: 1-based row of a decimal}``, where the decoder knows them.
-    """
+    """A decoder signal, never raised to a caller: a decimal in a ``number`` column read as
+    int64 so far (it becomes double); ``rows``: ``{column index: 1-based row}`` where known."""
 
     def __init__(self, rows: dict[int, int] | None = None) -> None:
         super().__init__("a decimal in a column read as int64 so far")
@@ -392,9 +327,8 @@ class DecimalFound(AnalyticsError):
 
 
 class Unfit(AnalyticsError, TypeError, ValueError):
-    """A value an export column's line-by-line rule cannot take; inside the decoder only, which
-    turns it into the :class:`ExportDataError` naming the column and the row (a ``TypeError``
-    and a ``ValueError``, as the converters' failures are caught with Arrow's)."""
+    """A value an export column's rule cannot take; the decoder turns it into an
+    :class:`ExportDataError` (a ``TypeError`` and ``ValueError``, caught with Arrow's)."""
 
 
 class IcebergMaintenanceError(AnalyticsError):

@@ -1,14 +1,9 @@
 """The one line splitter for newline-delimited JSON streams.
 
-Splitting on ``b"\\n"`` is safe for UTF-8: no byte of a multi-byte character equals
-``0x0A``, so a character cut between two chunks is joined again with the rest of its
-line. Work is done per chunk (``bytes.rfind``, ``bytes.split``), never per byte in Python;
-the lines of a block are counted by numpy (``bytes.count`` took 0.2-0.25 CPU seconds of a
-1M-user export, a third of its reading and splitting).
-
-:func:`iter_line_blocks` groups chunks of any size into blocks of whole lines (what the
-Arrow decoder takes); :func:`iter_lines` hands out the lines one by one (what
-:meth:`CohortExport.iter_records` takes). Both refuse a line longer than ``max_line_bytes``
+Splitting on ``b"\\n"`` is safe for UTF-8 (no byte of a multi-byte character is ``0x0A``). Work is
+per chunk, never per byte in Python; a block's lines are counted by numpy (``bytes.count`` took
+a third of a 1M-user export's reading and splitting). Blocks of whole lines feed the Arrow
+decoder, single lines the record reader; both refuse a line longer than ``max_line_bytes``
 before holding more of it, so a hostile stream cannot make memory grow without bound.
 """
 
@@ -23,8 +18,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
 
 _NEWLINE: Final = ord("\n")
-MAX_LINE_BYTES: Final = 16 << 20
-"""Default longest line: a cohort user record is a few KiB; 16 MiB leaves ample room."""
+MAX_LINE_BYTES: Final = 16 << 20  # a cohort user record is a few KiB
 
 
 class MalformedStreamError(AnalyticsStreamError, ValueError):
@@ -32,14 +26,8 @@ class MalformedStreamError(AnalyticsStreamError, ValueError):
 
 
 def describe_unfinished(tail: bytes, complete_rows: int) -> str:
-    """Say what an unterminated last piece of a stream is, for the error message.
-
-    A JSON array (``[...]``) or an HTML page is named as such; they are not NDJSON, and
-    waiting longer would not help.
-
-    :param tail: the bytes after the last newline (or the whole body if it has none).
-    :param complete_rows: complete lines read before it.
-    """
+    """What an unterminated ``tail`` after ``complete_rows`` lines is, for the message (a JSON
+    array or an HTML page named as such: waiting longer would not help)."""
     text = tail.lstrip()
     if text[:1] == b"[":
         return (
@@ -57,30 +45,15 @@ def describe_unfinished(tail: bytes, complete_rows: int) -> str:
     )
 
 
-def _is_json_object(data: bytes) -> bool:
-    try:
-        return isinstance(strict_json.loads(data), dict)
-    except strict_json.StrictJsonError:
-        return False
-
-
 def iter_line_blocks(
     chunks: Iterable[bytes],
     block_bytes: int = 1 << 20,
     *,
     max_line_bytes: int = MAX_LINE_BYTES,
 ) -> Iterator[bytes]:
-    """Group arbitrary byte chunks into blocks of whole lines of about ``block_bytes``.
-
-    Every block ends with ``b"\\n"``; blank lines may remain inside a block. A final piece
-    without a newline is yielded (with one added) only if it is a complete JSON object.
-
-    :param chunks: the body, cut at arbitrary byte positions.
-    :param block_bytes: the size at which a block is handed on.
-    :param max_line_bytes: the longest line accepted.
-    :raises MalformedStreamError: the stream ended inside a line, is not NDJSON, or has a
-        line longer than ``max_line_bytes`` (naming its row).
-    """
+    """Byte chunks cut anywhere, grouped into blocks of whole lines of about ``block_bytes``,
+    each ending with ``b"\\n"`` (blank lines may remain); a final piece without a newline only
+    if it is a complete JSON object. :class:`MalformedStreamError` names a cut or long line."""
     for block, _ in iter_counted_blocks(chunks, block_bytes, max_line_bytes=max_line_bytes):
         yield block
 
@@ -91,10 +64,8 @@ def iter_counted_blocks(
     *,
     max_line_bytes: int = MAX_LINE_BYTES,
 ) -> Iterator[tuple[bytes, int]]:
-    """:func:`iter_line_blocks`, each block with its count of ``b"\\n"`` (its lines, blank
-    ones included), which the splitter counts anyway: the decoder then need not count again
-    (a pass over every byte, ~0.07 CPU seconds of a 1M-user export).
-    """
+    """:func:`iter_line_blocks`, each block with its count of ``b"\\n"`` (blank lines included),
+    so the decoder need not pass over every byte again."""
     # numpy loads when a stream is read, not when a DAG file imports the settings
     from airflow_provider_analytics.core.byte_scans import byte_count
 
@@ -134,7 +105,11 @@ def iter_counted_blocks(
         yield block, lines
     tail = data[cut:]
     if tail.strip():
-        if not _is_json_object(tail):
+        try:
+            record = strict_json.loads(tail)
+        except strict_json.StrictJsonError:
+            record = None
+        if not isinstance(record, dict):
             raise MalformedStreamError(describe_unfinished(tail, rows))
         yield tail + b"\n", 1
 
@@ -156,15 +131,8 @@ def _too_long(rows_before: int, max_line_bytes: int) -> MalformedStreamError:
 
 
 def iter_lines(chunks: Iterable[bytes], *, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[bytes]:
-    """Yield the complete lines of a stream given as byte chunks of any size.
-
-    Line ends (``\\n`` or ``\\r\\n``) are removed and blank lines skipped. Built on
-    :func:`iter_line_blocks`, so both readers cut, bound and refuse alike.
-
-    :param chunks: the body, cut at arbitrary byte positions.
-    :param max_line_bytes: the longest line accepted.
-    :raises MalformedStreamError: as :func:`iter_line_blocks`.
-    """
+    """The complete lines of byte chunks cut anywhere, line ends removed, blank lines skipped;
+    cut, bounded and refused as :func:`iter_line_blocks` does."""
     for block in iter_line_blocks(chunks, 1, max_line_bytes=max_line_bytes):
         for line in block.split(b"\n"):
             line = line.rstrip(b"\r")

@@ -1,20 +1,11 @@
-"""A page of cohort users as the export's NDJSON lines, without building the users.
+"""A page of cohort users (spec 4.12, ``{count, page, size, users}``) as the export's NDJSON
+lines, without building the users, so pages are read by the stream's one decoding rule.
 
-A page of the paged endpoint (spec 4.12) is one JSON object, ``{count, page, size, users}``,
-whose ``users`` array holds the same records the streamed export sends one per line. To read a
-cohort in pages by the stream's one decoding rule, the page is split here, on its bytes:
-
-- every member but ``users`` is decoded by the strict rules (the page with its ``users`` array
-  emptied), and then checked by the declared answer;
-- each user object is found by its braces outside strings (quotes not escaped by a backslash
-  open and close strings) and handed on as the bytes that were sent, one per line, to the
-  decoder the stream uses (:class:`~airflow_provider_analytics.export.decoder.BlockDecoder`),
-  which applies the export's rule to every value and refuses a line that is not JSON.
-
-Between two users only a comma and white space may stand; anything else (a number, a string, a
-stray bracket) is refused naming the user's position. The scan is vectorised over the page's
-bytes and the lines are made in one copy of them: a page of 5,000 users (2.2 MB) costs about
-as much as Arrow's parse of a tenth of it, and its text, not its users as objects.
+The members but ``users`` are decoded strictly (the page with ``users`` emptied); each user
+object, found by its braces outside strings, is handed on as the bytes sent, one per line, to
+the stream's decoder. Between two users only a comma and white space may stand. The scan is
+vectorised over the page's bytes and the lines made in one copy: a 2.2 MB page costs about
+Arrow's parse of a tenth of it.
 """
 
 from __future__ import annotations
@@ -35,13 +26,8 @@ _BETWEEN = re.compile(rb"[ \t\n\r]*,[ \t\n\r]*")
 
 @dataclass(frozen=True)
 class PageParts:
-    """A page split for the export's decoder.
-
-    :param envelope: every member of the page but ``users``, strictly decoded (``users``
-        itself when it is not an array, for the declared answer to refuse).
-    :param rows: how many user objects ``users`` holds (``None``: no ``users`` array).
-    :param lines: the user objects as sent, one per line, each line ending in ``\\n``.
-    """
+    """A page split for the export's decoder: the ``envelope`` (every member but a ``users``
+    array), the ``rows`` it holds (``None``: no array) and their ``lines`` as sent."""
 
     envelope: dict[str, Any]
     rows: int | None
@@ -92,10 +78,9 @@ def _structure(data: bytes) -> _Structure:
 
 
 def _quoted(quotes: np.ndarray[Any, Any], at: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
-    """Whether an odd number of the ``quotes`` (a mask of the page) stand before each position
-    of ``at`` (none of them a quote): the mask packed 64 bits a word, each word turned into its
-    running parity by six shifts, and each word's carry (the parity of the words before it)
-    applied. About a third of the cost of finding every quote and searching among them."""
+    """Whether an odd number of ``quotes`` (a mask) stand before each position of ``at``: the
+    mask packed 64 bits a word, each turned into its running parity by six shifts, then each
+    word's carry applied (a third of the cost of searching among every quote)."""
     bits = np.packbits(quotes, bitorder="little")
     words = np.zeros((len(bits) + 7) // 8, dtype="<u8")
     words.view(np.uint8)[: len(bits)] = bits
@@ -107,12 +92,8 @@ def _quoted(quotes: np.ndarray[Any, Any], at: np.ndarray[Any, Any]) -> np.ndarra
 
 
 def split_page(data: bytes) -> PageParts:
-    """Split a page's body; the users' values are left to the export's decoder.
-
-    :raises StrictJsonError: the page without its users is not a strict JSON object (not UTF-8,
-        a repeated member, ``NaN``, bad syntax), or ``users`` holds an item that is not an
-        object. The users' bytes (UTF-8 included) are the export decoder's to check.
-    """
+    """Split a page's body; :class:`StrictJsonError` if the page without its users is not a
+    strict JSON object or ``users`` holds a non-object (the users' bytes are the decoder's)."""
     structure = _structure(data)
     found = _users_array(data, structure)
     if found is None:
@@ -129,8 +110,7 @@ def split_page(data: bytes) -> PageParts:
 
 
 def _users_array(data: bytes, structure: _Structure) -> tuple[int, int] | None:
-    """The positions of the ``[`` and ``]`` of the top-level ``users`` array, if any: an array
-    that is a member of the page's object (opened at depth 1) and named ``users``."""
+    """The positions of the ``[`` and ``]`` of the page's own ``users`` array, if any."""
     arrays = structure.at[(structure.char == _BRACKET) & (structure.depth == 2)]
     for start in arrays.tolist():
         colon = start - 1
@@ -155,11 +135,8 @@ def _not_an_object(index: int) -> StrictJsonError:
 
 
 def _users(data: bytes, opened: int, closed: int, structure: _Structure) -> tuple[int, bytes]:
-    """The user objects between ``opened`` and ``closed`` as lines, and their count.
-
-    Between two users only a comma and white space may stand: a page written compactly (one
-    comma) has its commas turned into line ends in one copy of its users' bytes, any other has
-    its gaps checked one by one and its users joined."""
+    """The count of user objects between ``opened`` and ``closed``, and them as lines: a compact
+    page's commas become line ends in one copy, other gaps are checked one by one."""
     within = (structure.at > opened) & (structure.at < closed)
     starts = structure.at[within & (structure.char == _BRACE) & (structure.depth == 3)]
     ends = structure.at[within & (structure.char == _END) & (structure.depth == 2)]

@@ -23,14 +23,8 @@ _DONE = object()
 
 @contextlib.contextmanager
 def read_ahead(items: Iterable[T], depth: int = 2) -> Iterator[Iterator[T]]:
-    """Iterate ``items`` in a background thread, keeping up to ``depth`` items ready.
-
-    The caller must make the underlying source fail or end when it leaves early (for an HTTP
-    body: close the response); the thread is a daemon and is not waited on forever.
-
-    :param items: the source; iterated in the background thread only.
-    :param depth: items buffered ahead of the consumer.
-    """
+    """Iterate ``items`` in a background (daemon) thread, keeping up to ``depth`` items ready.
+    A caller leaving early must make the source fail or end (for an HTTP body: close it)."""
     buffer: queue.Queue[tuple[object, BaseException | None]] = queue.Queue(maxsize=depth)
     stop = threading.Event()
 
@@ -72,14 +66,8 @@ def read_ahead(items: Iterable[T], depth: int = 2) -> Iterator[Iterator[T]]:
 
 
 class WriteBehind(Generic[T]):
-    """Run ``write(item)`` in one background thread, one item at a time, in order.
-
-    :meth:`submit` waits for the previous write first, so at most one item is being written
-    while the caller prepares the next; a failed write raises in the caller on the next
-    :meth:`submit` or on :meth:`drain`.
-
-    :param write: the writing function.
-    """
+    """Run ``write(item)`` in one background thread, in order: :meth:`submit` waits for the
+    previous write first, and a failed write raises on the next :meth:`submit` or :meth:`drain`."""
 
     def __init__(self, write: Callable[[T], object]) -> None:
         self._write = write
@@ -107,17 +95,9 @@ class WriteBehind(Generic[T]):
 def map_ahead(
     function: Callable[[T], U], items: Iterable[T], workers: int
 ) -> Iterator[tuple[T, U]]:
-    """``(item, function(item))`` in input order, computing up to ``workers`` items at once.
-
-    For functions that release the GIL (Arrow's parser): with ``workers`` = 1 it runs inline.
-    One item more than ``workers`` is in flight, so every worker has the next item at hand
-    while the caller is busy with a result (with exactly ``workers`` in flight, one worker
-    idled each time the caller took a result).
-
-    :param function: applied to each item.
-    :param items: the inputs; consumed ``workers`` + 1 ahead of the results.
-    :param workers: how many items are computed at once.
-    """
+    """``(item, function(item))`` in input order, up to ``workers`` computed at once (inline for
+    1), for functions that release the GIL. One item more than ``workers`` is in flight, so no
+    worker idles while the caller takes a result."""
     if workers <= 1:
         for item in items:
             yield item, function(item)

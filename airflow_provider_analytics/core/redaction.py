@@ -1,23 +1,11 @@
 """Replace secret values with ``***`` in text and in JSON-like values: the one redaction.
 
-The rule is *mask, then cut*, and it is kept by structure rather than by each caller:
-
-- every secret the process holds is known here: a credential is carried as a :class:`Secret`
-  (a ``str`` whose ``repr`` is ``'***'``, so a traceback's locals, ``pytest -l`` or a debugger
-  show no token), and making one remembers its value (:func:`remember`);
-- every :class:`Redactor` masks its own secrets and every secret the process knows, so an error
-  built without being handed the secrets (a record's error object, a value echoed back) masks
-  them all the same; :class:`~airflow_provider_analytics.core.errors.AnalyticsError` masks what
-  it shows through one, and so does ``bounded_repr``, before it cuts;
-- a text already cut before it was masked loses the fragment too: a secret's start just before
-  a cut mark (``...``) and its end just after one are masked (:meth:`Redactor.text`).
-
-The rule is Airflow's secret masker's: a secret shorter than :data:`MIN_SECRET_LENGTH`
-characters, or one of the common words Airflow never masks, is left alone. Masking every
-``t`` of a message for a one-character token would make the message unreadable and hide
-nothing (the token is guessed in a few tries anyway). Inside Airflow the hook also registers
-the secrets with Airflow's own masker and sets :func:`set_min_secret_length` to the
-deployment's ``[logging] min_length_masked_secret``, so both mask the same values.
+The rule is *mask, then cut*, kept by structure: a credential is a :class:`Secret` (its
+``repr`` is ``'***'``) and making one remembers it, so every :class:`Redactor` masks its own
+secrets and every one the process knows, even in an error built without them; a secret's
+fragment left by an earlier cut (``...``) is masked too. As Airflow's masker, a secret shorter
+than :data:`MIN_SECRET_LENGTH` or a common word is left alone (masking every ``t`` hides
+nothing); inside Airflow the hook aligns both maskers (:func:`set_min_secret_length`).
 """
 
 from __future__ import annotations
@@ -29,16 +17,10 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
 
 MASK = "***"
-#: Longest excerpt of server text that an error or a log line shows.
-EXCERPT_LENGTH = 500
-MIN_SECRET_LENGTH = 5
-"""Shortest secret that is masked: Airflow's ``SecretsMasker.min_length_to_mask``, the
-default of ``[logging] min_length_masked_secret``."""
-NEVER_MASKED = frozenset({"airflow"})
-"""Values (compared case-insensitively) Airflow's masker never masks, being common words."""
-
-CUT_MARKS = ("...", "\u2026")
-"""What a cut text ends (or, in a ``reprlib`` excerpt, resumes) with."""
+EXCERPT_LENGTH = 500  # longest excerpt of server text an error or a log line shows
+MIN_SECRET_LENGTH = 5  # Airflow's default [logging] min_length_masked_secret
+NEVER_MASKED = frozenset({"airflow"})  # common words Airflow's masker never masks (any case)
+CUT_MARKS = ("...", "\u2026")  # what a cut text ends (or a reprlib excerpt resumes) with
 
 _min_length = MIN_SECRET_LENGTH
 _known: frozenset[str] = frozenset()
@@ -46,8 +28,7 @@ _lock = threading.Lock()
 
 
 def remember(secrets: Iterable[str | None]) -> None:
-    """Mask ``secrets`` in everything every :class:`Redactor` of this process shows from now on
-    (the values of the credentials a client was configured with)."""
+    """Mask ``secrets`` in everything every :class:`Redactor` of this process shows from now on."""
     global _known
     new = {str(secret) for secret in secrets if secret}
     if new <= _known:
@@ -64,9 +45,8 @@ def forget() -> None:
 
 
 class Secret(str):
-    """A credential: the value itself wherever it is used (headers, comparisons), ``***``
-    wherever it is shown by ``repr`` (a traceback's locals, a dict or dataclass holding it).
-    Making one remembers its value (:func:`remember`)."""
+    """A credential: the value itself wherever used, ``***`` wherever shown by ``repr`` (a
+    traceback's locals, a dataclass holding it); making one remembers its value."""
 
     __slots__ = ()
 
@@ -83,10 +63,7 @@ class Secret(str):
 
 
 def set_min_secret_length(length: int) -> None:
-    """Mask only secrets of at least ``length`` characters from now on, in this process.
-
-    :param length: Airflow's ``[logging] min_length_masked_secret`` where Airflow runs.
-    """
+    """Mask only secrets of at least ``length`` characters from now on, in this process."""
     global _min_length
     _min_length = max(int(length), 1)
 
@@ -97,18 +74,12 @@ def min_secret_length() -> int:
 
 
 def is_masked(secret: str | None) -> bool:
-    """Whether a :class:`Redactor` masks ``secret``: long enough, and not a word Airflow
-    never masks."""
+    """Whether ``secret`` is masked: long enough, and not a word Airflow never masks."""
     return secret is not None and len(secret) >= _min_length and secret.lower() not in NEVER_MASKED
 
 
 class Redactor:
-    """Masks every occurrence of a set of secret strings, and of every secret the process
-    knows (:func:`remember`).
-
-    :param secrets: the secret values; ``None``, empty strings and secrets too short to mask
-        (:func:`is_masked`) are ignored.
-    """
+    """Masks ``secrets`` (those :func:`is_masked` holds) and every secret the process knows."""
 
     __slots__ = ("_cached", "_key", "_own")
 
@@ -131,8 +102,7 @@ class Redactor:
         return bool(self._secrets)
 
     def text(self, value: str) -> str:
-        """Return ``value`` with every secret replaced by ``***``, and a secret's fragment
-        left by an earlier cut (its start before a cut mark, its end after one) too."""
+        """``value`` with every secret, and a fragment an earlier cut left, replaced by ``***``."""
         secrets = self._secrets
         for secret in secrets:
             if secret in value:
@@ -142,21 +112,13 @@ class Redactor:
         return value
 
     def excerpt(self, value: object, limit: int = EXCERPT_LENGTH) -> str:
-        """``str(value)`` with every secret masked, then cut to ``limit`` characters.
-
-        Masking comes first: a secret that straddles the cut would otherwise leave a
-        fragment that no longer matches, and so escapes the mask.
-        """
+        """``str(value)`` masked, then cut to ``limit`` characters (a secret straddling the cut
+        would otherwise leave a fragment that escapes the mask)."""
         text = self.text(str(value))
-        if len(text) > limit:
-            text = text[: limit - 3] + "..."
-        return text
+        return text if len(text) <= limit else text[: limit - 3] + "..."
 
     def value(self, value: Any) -> Any:
-        """Return a copy of a JSON-like value (str, list, dict, scalars) with secrets masked.
-
-        Dict keys are masked too; values of other types are returned unchanged.
-        """
+        """A copy of a JSON-like value with secrets masked, dict keys included."""
         if isinstance(value, str):
             return self.text(value) if self._secrets else value
         if isinstance(value, dict):
@@ -169,8 +131,7 @@ class Redactor:
 
 
 def _mask_fragments(value: str, secrets: tuple[str, ...]) -> str:
-    """Mask a secret's start (of at least the shortest masked length) just before a cut mark
-    and its end just after one."""
+    """Mask a secret's start just before a cut mark and its end just after one."""
     shortest = _min_length
     for mark in CUT_MARKS:
         start = value.find(mark)

@@ -1,9 +1,6 @@
-"""Dates as analysis answers write them: ``series`` entries, funnel ``dateList`` entries and
-``reportUpdateTime``, and the moment an answer was sent (its ``Date`` header).
-
-Shared by the declared answers (which check that dates are real, unique and inside the
-asked range) and the report tables (which place numbers on those days), so both read a
-label the same way.
+"""Dates as analysis answers write them (``series``, funnel ``dateList``, ``reportUpdateTime``)
+and the moment an answer was sent (its ``Date`` header): the declared answers and the report
+tables read a label the same way.
 """
 
 from __future__ import annotations
@@ -20,8 +17,7 @@ class ReportDateError(AnalyticsProtocolError, ValueError):
     """A date label of an analysis answer in no accepted form; the message names it."""
 
 
-ALL_DATES_LABEL: Final = "$ALL"
-"""The funnel's ``dateList`` entry holding the result over the whole date range."""
+ALL_DATES_LABEL: Final = "$ALL"  # the funnel's dateList entry over the whole range
 
 _REPORT_DATETIME_FORMATS: Final = (
     (re.compile(r"\d{4}-\d{2}-\d{2}"), "%Y-%m-%d"),
@@ -34,20 +30,12 @@ ACCEPTED_DATETIME_FORMATS: Final = (
     "yyyy-MM-dd, yyyy-MM-dd HH:mm, yyyy-MM-dd HH:mm:ss, yyyy-MM-dd HH:mm:ss.SSS, "
     "yyyy/MM/dd HH:mm:ss"
 )
-"""The forms spec 2.5 gives for date-times, the funnel examples' slashed form, and minutes."""
+"""Spec 2.5's forms, the funnel examples' slashed form, and minutes."""
 
 
 def parse_report_datetime(text: object, *, what: str) -> datetime:
-    """Parse a date or date-time as analysis responses write them.
-
-    Accepted: :data:`ACCEPTED_DATETIME_FORMATS` (spec 2.5's three, with or without
-    milliseconds, and ``yyyy/MM/dd HH:mm:ss``, the funnel examples' form). Anything else is
-    refused rather than guessed, because a misread date silently moves numbers to the wrong day.
-
-    :param text: the label from the response.
-    :param what: what the label is (e.g. ``"funnel dateList[2]"``), for the error message.
-    :raises ValueError: naming ``what`` and the value when it is not in an accepted format.
-    """
+    """A label in one of :data:`ACCEPTED_DATETIME_FORMATS`; anything else is refused naming
+    ``what`` (``funnel dateList[2]``), not guessed: a misread date moves numbers to another day."""
     if isinstance(text, str):
         for pattern, fmt in _REPORT_DATETIME_FORMATS:
             if pattern.fullmatch(text):
@@ -67,15 +55,8 @@ def shown_label(text: object) -> str:
 
 
 def parse_funnel_date(text: object, *, what: str) -> date:
-    """Parse a funnel ``dateList`` entry (other than ``$ALL``) into a calendar date.
-
-    A funnel column is a whole day, so a time of day other than midnight means the label
-    was not understood; it is refused instead of being truncated.
-
-    :param text: the label, e.g. ``2019/06/17 00:00:00`` or ``2019-06-17``.
-    :param what: where the label sits, for the error message.
-    :raises ValueError: when the label is not a date or carries a time other than 00:00:00.
-    """
+    """A funnel ``dateList`` entry (not ``$ALL``) as a date; a time other than midnight means
+    the label was not understood, and is refused rather than truncated."""
     moment = parse_report_datetime(text, what=what)
     if moment.time() != datetime.min.time():
         raise ReportDateError(

@@ -1,20 +1,11 @@
-"""The one retry engine: every loop that tries something again goes through :class:`RetryPolicy`.
+"""The one retry engine (on tenacity): every loop that tries something again goes through
+:class:`RetryPolicy`.
 
-Client calls (sync and async), the export's attempts, the shard reads, the Iceberg commits and
-the Iceberg maintenance all retry here, built on tenacity (which Airflow itself ships). What is
-worth another attempt is the error's own answer (:attr:`AnalyticsError.transient
-<airflow_provider_analytics.core.errors.AnalyticsError.transient>`); a caller may only narrow it
-(a create that reached the server is not repeated). The policy decides how long to wait:
-
-- exponential backoff, ``backoff_base`` doubled per attempt up to ``backoff_max``, of which the
-  share ``jitter`` is drawn at random (1: full jitter, 0.5: between half and all of it, 0: none);
-- or the error's ``retry_after`` (the server's ``Retry-After``), up to ``retry_after_max``, kept
-  apart from ``backoff_max`` so that a server asking for a minute gets its minute;
-- never past the call's ``deadline``: a wait that would outlast it ends the loop at once with
-  the last attempt's error, instead of sleeping into the deadline.
-
-Waits go through an injected ``sleep`` (and the deadline through an injected ``clock``), so tests
-never sleep. Each retry is logged at WARNING: the subject, the attempt, the reason, the wait.
+What is worth another attempt is the error's own answer (``AnalyticsError.transient``); a
+caller may only narrow it. The wait is an exponential backoff with a ``jitter`` share drawn at
+random, or the server's ``Retry-After`` up to ``retry_after_max`` (apart from ``backoff_max``,
+so a server asking for a minute gets it), and never past the call's ``deadline``: a wait that
+would outlast it ends the loop with the last error. Each retry is logged at WARNING.
 """
 
 from __future__ import annotations
@@ -43,17 +34,9 @@ _DELAY_SECONDS = re.compile(r"-?[0-9]+(?:\.[0-9]+)?")
 
 
 def parse_retry_after(value: str | None, *, now: float) -> float | None:
-    """Seconds to wait according to a ``Retry-After`` header, ``None`` if absent or unreadable
-    (the caller then backs off as after any other failure).
-
-    Two forms are read (RFC 9110, 10.2.3): delay seconds, ASCII digits (a fraction is
-    accepted too, and a negative delay means no wait), or an HTTP date with its zone
-    (``Wed, 21 Oct 2015 07:28:00 GMT``), whose distance from ``now`` is the wait (none if
-    past). Anything else, an exponent or digits of other scripts among them, is unreadable.
-
-    :param value: the header.
-    :param now: the current epoch time, to turn a date into a delay.
-    """
+    """Seconds to wait by a ``Retry-After`` header (RFC 9110: ASCII delay seconds, a fraction
+    or a negative accepted, or an HTTP date with its zone, measured from epoch ``now``); ``None``
+    if absent or unreadable (an exponent, digits of other scripts), and the caller backs off."""
     if value is None:
         return None
     value = value.strip()
@@ -74,16 +57,9 @@ def parse_retry_after(value: str | None, *, now: float) -> float | None:
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """Attempt budget and waits between attempts.
-
-    :param max_attempts: attempts in all, the first included.
-    :param backoff_base: ceiling of the first backoff, in seconds; doubles per attempt.
-    :param backoff_max: largest backoff ceiling, in seconds.
-    :param retry_after_max: largest ``Retry-After`` honoured, in seconds.
-    :param jitter: the share of each backoff drawn at random (0 to 1).
-    :param random: returns a float in [0, 1) for the jitter (injectable for tests).
-    :param clock: returns the epoch time, to read ``Retry-After`` dates.
-    """
+    """Attempt budget (``max_attempts``, the first included) and waits between attempts:
+    ``backoff_base`` seconds doubled per attempt up to ``backoff_max``, of which ``jitter`` (0 to
+    1) is drawn from ``random``; ``retry_after_max``; ``clock`` (epoch) reads Retry-After dates."""
 
     max_attempts: int = 4
     backoff_base: float = 0.5
@@ -146,13 +122,8 @@ class RetryPolicy:
                 state.upcoming_sleep,
             )
 
-        return {
-            "retry": retry_if_exception(retries),
-            "wait": wait,
-            "stop": stop,
-            "before_sleep": announce,
-            "reraise": True,
-        }
+        retry = retry_if_exception(retries)
+        return dict(retry=retry, wait=wait, stop=stop, before_sleep=announce, reraise=True)
 
     def retrying(
         self,
@@ -165,18 +136,10 @@ class RetryPolicy:
         logger: logging.Logger = log,
     ) -> Retrying:
         """The engine for a blocking loop: ``policy.retrying(...)(function, *args)`` calls
-        ``function`` until it returns, raises what ``retries`` refuses, or the attempts or the
-        deadline run out (its last error raised as it is).
-
-        :param subject: what is tried, for the log (``list_events``, ``cohort vip``).
-        :param sleep: waits between attempts (injectable for tests).
-        :param retries: which errors deserve another attempt; by default the transient ones.
-        :param deadline: the ``clock`` moment no wait may reach.
-        :param clock: monotonic seconds, for ``deadline`` (injectable for tests).
-        :param logger: where the retries are logged.
-        """
-        engine = self._engine(subject, retries, deadline, clock, logger)
-        return Retrying(sleep=sleep, **engine)
+        ``function`` until it returns, raises what ``retries`` refuses (by default what is not
+        transient), or the attempts or the ``clock`` moment ``deadline`` run out (its last error
+        raised as it is); ``subject`` names what is tried in the log."""
+        return Retrying(sleep=sleep, **self._engine(subject, retries, deadline, clock, logger))
 
     def retrying_async(
         self,
@@ -189,5 +152,4 @@ class RetryPolicy:
         logger: logging.Logger = log,
     ) -> AsyncRetrying:
         """:meth:`retrying` for a coroutine: ``await policy.retrying_async(...)(function)``."""
-        engine = self._engine(subject, retries, deadline, clock, logger)
-        return AsyncRetrying(sleep=sleep, **engine)
+        return AsyncRetrying(sleep=sleep, **self._engine(subject, retries, deadline, clock, logger))

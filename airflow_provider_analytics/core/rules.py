@@ -1,11 +1,9 @@
-"""The spec's rules for single values (ids, names, remarks, data types, dates, numbers), and
-:class:`Declared`, the base of every declared request body, which applies them.
+"""The spec's rules for single values, and :class:`Declared`, the base of every request body.
 
-Each function returns the accepted (possibly normalised) value or raises
-:class:`AnalyticsValidationError` naming the field and the rule, before anything is sent.
-A bool is never accepted where a number is expected, although Python treats it as one.
-Every string that is sent is bounded in length and free of control characters (which could
-split a query parameter or a log line) and of lone surrogates (which no UTF-8 can carry).
+Each rule returns the accepted (possibly normalised) value or raises
+:class:`AnalyticsValidationError` naming the field and the rule, before anything is sent. A bool
+is never a number; every string sent is bounded and free of control characters (which could split
+a query parameter or a log line) and of lone surrogates (which no UTF-8 can carry).
 """
 
 from __future__ import annotations
@@ -41,14 +39,9 @@ if TYPE_CHECKING:
 ID_MAX_LENGTH = 100
 NAME_MAX_LENGTH = 50
 REMARK_MAX_LENGTH = 100
-STRING_MAX_LENGTH = 4096
-"""Longest free string sent (filter values, ad tracking fields, login user); far beyond any
-real value, short enough that a runaway template cannot ship megabytes."""
-COUNT_MAX = 2**31 - 1
-"""Largest row count (``limit``, ``page``, ``pageSize``): the platform reads them as 32-bit
-integers (a Java ``int``)."""
-INT64_MAX = 2**63 - 1
-"""Largest magnitude of any integer sent: the platform reads numbers as 64-bit values at most."""
+STRING_MAX_LENGTH = 4096  # far beyond any real value; a runaway template cannot ship megabytes
+COUNT_MAX = 2**31 - 1  # limit, page, pageSize: the platform reads them as a Java int
+INT64_MAX = 2**63 - 1  # the platform reads numbers as 64-bit values at most
 DATA_TYPES = ("string", "number", "boolean", "datetime", "array<string>")
 
 ID_RULE = "must contain only letters, digits and underscore and not start with a digit"
@@ -70,12 +63,7 @@ def fail(field: str, rule: str, *value: Any) -> NoReturn:
 
 
 def sendable(value: str, field: str, *, max_length: int = STRING_MAX_LENGTH) -> str:
-    """A string fit to be sent: at most ``max_length`` characters, no control characters.
-
-    :param value: the string (already known to be one).
-    :param field: the parameter, for the message.
-    :param max_length: longest accepted length.
-    """
+    """A string fit to be sent: at most ``max_length`` characters, no control characters."""
     if len(value) > max_length:
         fail(field, f"must be at most {max_length} characters long (got {len(value)})")
     found = _UNSENDABLE.search(value)
@@ -107,14 +95,10 @@ def optional_string(value: Any, field: str) -> str | None:
     return None if value is None else string(value, field)
 
 
-def is_id(value: str) -> bool:
-    """Whether ``value`` follows the id rule of spec 2.5."""
-    return len(value) <= ID_MAX_LENGTH and _ID.fullmatch(value) is not None
-
-
 def is_ref(value: str) -> bool:
-    """Whether ``value`` names an existing item: an id, or a preset id such as ``$city``."""
-    return is_id(value.removeprefix("$"))
+    """Whether ``value`` names an existing item: an id (spec 2.5), or a preset id (``$city``)."""
+    value = value.removeprefix("$")
+    return len(value) <= ID_MAX_LENGTH and _ID.fullmatch(value) is not None
 
 
 def new_id(value: Any, field: str) -> str:
@@ -122,7 +106,7 @@ def new_id(value: Any, field: str) -> str:
     text = string(value, field)
     if not 1 <= len(text) <= ID_MAX_LENGTH:
         fail(field, f"must be 1 to {ID_MAX_LENGTH} characters long", value)
-    if not is_id(text):
+    if not _ID.fullmatch(text):
         fail(field, ID_RULE, value)
     return text
 
@@ -137,27 +121,20 @@ def id_ref(value: Any, field: str) -> str:
     return text
 
 
-def _allowed_in_text(char: str) -> bool:
-    # Combining marks belong to the letter before them in many scripts (Devanagari, Thai...).
-    return char.isalnum() or char in TEXT_PUNCTUATION or unicodedata.category(char)[0] == "M"
-
-
 def text(value: Any, field: str, *, min_length: int, max_length: int) -> str:
-    """A display text (name or remark): bounded length, no special characters (control
-    characters included)."""
+    """A display text (name or remark): bounded length, no special characters.
+
+    Combining marks (category M) belong to the letter before them in many scripts (Thai...).
+    """
     if not isinstance(value, str):
         fail(field, "must be a string", value)
-    result = value
-    if not min_length <= len(result) <= max_length:
+    if not min_length <= len(value) <= max_length:
         fail(field, f"must be {min_length} to {max_length} characters long", value)
-    bad = next((c for c in result if not _allowed_in_text(c)), None)
-    if bad is not None:
-        fail(
-            field,
-            f"must not contain special characters such as {bad!r} (allowed: {TEXT_RULE})",
-            value,
-        )
-    return result
+    for c in value:
+        if not (c.isalnum() or c in TEXT_PUNCTUATION or unicodedata.category(c)[0] == "M"):
+            rule = f"must not contain special characters such as {c!r} (allowed: {TEXT_RULE})"
+            fail(field, rule, value)
+    return value
 
 
 def name(value: Any, field: str = "name") -> str:
@@ -224,10 +201,6 @@ def integer(
         else:
             rule = "must be an integer"
         fail(field, rule, value)
-    return _within_int64(value, field)
-
-
-def _within_int64(value: int, field: str) -> int:
     if not -INT64_MAX <= value <= INT64_MAX:
         fail(field, "must fit in a 64-bit integer", value)
     return value
@@ -267,7 +240,7 @@ def number(value: Any, field: str) -> int | float:
         or (isinstance(value, float) and not math.isfinite(value))
     ):
         fail(field, "must be a finite number", value)
-    return value if isinstance(value, float) else _within_int64(value, field)
+    return value if isinstance(value, float) else integer(value, field)
 
 
 def json_scalar(value: Any, field: str) -> str | int | float | bool:
@@ -299,11 +272,9 @@ def http_url(value: Any, field: str) -> str:
 
 
 def campaign_id(value: Any, field: str = "campaign_id") -> str:
-    """An ad tracking campaign id: 1 to 64 letters, digits, ``_`` or ``-``.
-
-    The create operation returns it as a number, so ints are accepted and written out.
-    The character set keeps ``/``, ``..`` and ``?`` out of the paths it is put into.
-    """
+    """An ad tracking campaign id: 1 to 64 letters, digits, ``_`` or ``-`` (which keeps ``/``,
+    ``..`` and ``?`` out of the paths it is put into); an int (as create returns it) is written
+    out."""
     if isinstance(value, int) and not isinstance(value, bool):
         value = str(value)
     if not isinstance(value, str) or not _CAMPAIGN_ID.fullmatch(value):
@@ -316,21 +287,14 @@ _UTC_OFFSET = re.compile(r"[+-](?:[01]\d|2[0-3]):[0-5]\d")
 
 @functools.cache
 def _zone_names() -> frozenset[str]:
-    """The IANA zone names of the system's (or the tzdata package's) database, less those
-    that name no place: ``Factory`` (a placeholder Arrow refuses), and ``localtime`` and
-    ``posixrules`` (whatever the machine that runs the task is set to)."""
+    """IANA names less those naming no place: ``Factory`` (Arrow refuses it), ``localtime`` and
+    ``posixrules`` (whatever the machine running the task is set to)."""
     return frozenset(zoneinfo.available_timezones() - {"Factory", "localtime", "posixrules"})
 
 
 def time_zone(value: Any, field: str = "timezone") -> str:
-    """A time zone the platform's datetimes are read in: an IANA name (``Asia/Shanghai``,
-    ``UTC``) or a fixed offset (``+08:00``).
-
-    Checked before any request: an unknown zone would otherwise fail only once the first
-    datetime value is decoded, after the requests were made.
-
-    :raises AnalyticsValidationError: naming ``field``.
-    """
+    """An IANA zone name (``Asia/Shanghai``, ``UTC``) or a fixed offset (``+08:00``), checked
+    before any request (an unknown zone would otherwise fail at the first decoded datetime)."""
     if isinstance(value, str) and (_UTC_OFFSET.fullmatch(value) or value in _zone_names()):
         return value
     fail(
@@ -347,15 +311,8 @@ def distinct(
     sent: Callable[[str], str] = str,
     position: Callable[[int], str] | None = None,
 ) -> None:
-    """Refuse an item given twice in a list the spec defines as a set, naming the list and
-    both positions (the platform would receive the repeat, and what it does then is not
-    shown).
-
-    :param items: the checked items, in order.
-    :param field: the list, as the request names it.
-    :param sent: the form an item is sent in; two items sent alike are a repeat.
-    :param position: the name of the i-th item (default ``field[i]``).
-    """
+    """Refuse an item given twice in a list the spec defines as a set (what the platform does
+    with a repeat is not shown), naming both positions; two items ``sent`` alike are a repeat."""
     where = position or (lambda i: f"{field}[{i}]")
     first: dict[str, int] = {}
     for i, item in enumerate(items):
@@ -423,13 +380,8 @@ def items(
     item: Callable[[Any, str], Any] | None = None,
     non_empty: bool = False,
 ) -> tuple[Any, ...] | None:
-    """A list (or tuple) as a tuple (``None`` stays ``None``); a string is not a list of its
-    characters.
-
-    :param what: what the list holds, for the message.
-    :param item: the rule of each item, if the list holds plain values.
-    :param non_empty: refuse an empty list.
-    """
+    """A list (or tuple) of ``what`` as a tuple, each checked by ``item`` if given (``None``
+    stays ``None``); a string is not a list of its characters."""
     if value is None:
         return None
     if (
@@ -447,28 +399,23 @@ def listed(what: str, **options: Any) -> BeforeValidator:
 
 
 class Declared(BaseModel):
-    """A request body declared once: the typed form users build and the dict the spec
-    writes are both read by it, through the same rules.
+    """A request body declared once: the typed form users build and the spec's dict are read
+    through the same rules.
 
-    The attributes are snake_case, the keys of the body the spec's camelCase. Every rule
-    failure raises :class:`AnalyticsValidationError` naming the field as the body writes it
-    (``steps[1].expression``); a part built on its own is named by its class
-    (``Condition.params``). A body is frozen all the way down (tuples, not lists) and
-    :meth:`model_copy` checks its copy again, so a checked body cannot be changed unchecked.
+    Attributes are snake_case, body keys the spec's camelCase. A fault raises
+    :class:`AnalyticsValidationError` naming the field as the body writes it
+    (``steps[1].expression``; a part built alone by its class: ``Condition.params``). A body is
+    frozen all the way down and :meth:`model_copy` checks its copy again.
     """
 
     model_config = ConfigDict(
         frozen=True, extra="forbid", alias_generator=to_camel, validate_by_name=False
     )
 
-    _shape: ClassVar[str] = ""
-    """The body's keys as a reader writes them (``{expression, filter}``), for messages."""
-    _text: ClassVar[str | None] = None
-    """The key a bare string fills (a step or split given as its expression)."""
-    _kept: ClassVar[frozenset[str]] = frozenset()
-    """Keys sent even when ``None`` (a funnel step's ``filter``)."""
-    _part: ClassVar[bool] = True
-    """Whether a fault of this body built alone is named by its class (a part of a request)."""
+    _shape: ClassVar[str] = ""  # the keys as a reader writes them, for messages
+    _text: ClassVar[str | None] = None  # the key a bare string fills (a step's expression)
+    _kept: ClassVar[frozenset[str]] = frozenset()  # sent even when None (a step's filter)
+    _part: ClassVar[bool] = True  # a fault of this body built alone is named by its class
 
     def __init__(self, /, **data: Any) -> None:
         fields = type(self).model_fields
@@ -494,10 +441,8 @@ class Declared(BaseModel):
 
     @classmethod
     def model_validate(cls, obj: Any, **kwargs: Any) -> Self:
-        """``obj`` (a dict with the spec's keys) read through this declaration.
-
-        :raises AnalyticsValidationError: naming the first field that breaks a rule.
-        """
+        """``obj`` (a dict with the spec's keys) read through this declaration; a fault raises
+        :class:`AnalyticsValidationError` naming the first field."""
         try:
             return super().model_validate(obj, **kwargs)
         except ValidationError as error:
@@ -550,7 +495,7 @@ class Declared(BaseModel):
     def _kind_rule(cls) -> str:
         dict_form = f"an object (dict) {cls._shape}"
         if cls._text:
-            return f"must be a {cls.__name__} or an expression string (or {dict_form})"
+            dict_form = f"an expression string (or {dict_form})"
         return f"must be a {cls.__name__} or {dict_form}"
 
     @model_serializer(mode="wrap")

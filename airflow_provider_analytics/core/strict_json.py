@@ -1,20 +1,10 @@
-"""The one strict JSON decoder: every answer, export line and file the package reads as JSON
-goes through it, so a script and a DAG read the same bytes the same way.
+"""The one strict JSON decoder every answer, export line and file read as JSON goes through.
 
-Refused, where ``json.loads`` would accept them silently:
-
-- ``NaN``, ``Infinity`` and ``-Infinity`` (not JSON; they would become numbers);
-- a key repeated in one object (the later value would win, the earlier vanish);
-- bytes that are not UTF-8 (JSON text is UTF-8; a replacement would change a value);
-- a ``\\uD800``-style escape of half a surrogate pair, which decodes to a string no UTF-8
-  writer (Parquet, a warehouse) can hold.
-
-It is also where the bounds on what is read are kept, before any of it is decoded or validated:
-a document is at most :data:`MAX_BYTES` long and nested at most :data:`MAX_DEPTH` deep (a
-document nested 100,000 deep would otherwise end in a bare ``RecursionError``), and a declared
-answer is validated by :func:`first_fault`'s validator, which stops at the first fault of a
-sequence instead of collecting one error per element (a 50 MB array of zeros would otherwise
-take gigabytes of errors).
+It refuses what ``json.loads`` accepts silently: ``NaN`` and the infinities, a key repeated in
+one object, bytes that are not UTF-8, and an escape of half a surrogate pair (no UTF-8 writer
+can hold it). It keeps the bounds, before decoding: :data:`MAX_BYTES` long, :data:`MAX_DEPTH`
+deep (not a bare ``RecursionError``), and :func:`first_fault` stops validation at an array's
+first fault (a 50 MB array of zeros would otherwise take gigabytes of errors).
 """
 
 from __future__ import annotations
@@ -29,16 +19,15 @@ from airflow_provider_analytics.core.errors import AnalyticsError
 if TYPE_CHECKING:
     from pydantic import TypeAdapter
 
-MAX_DEPTH: Final = 64
-"""Deepest nesting of arrays and objects read; the platform's answers are a few levels deep."""
+MAX_DEPTH: Final = 64  # the platform's answers are a few levels deep
 MAX_BYTES: Final = 128 * 2**20
-"""Longest document read (128 MiB): far beyond any answer, short of what exhausts a worker
-once decoded (a JSON document takes several times its size as Python objects)."""
+"""Longest document read: far beyond any answer, short of what exhausts a worker once decoded
+(a JSON document takes several times its size as Python objects)."""
 
 
 class StrictJsonError(AnalyticsError, ValueError):
-    """The text is not strict JSON. The message is a predicate (``is not valid JSON (...)``)
-    for the caller to put after its subject (``line 4 of the export``, ``the answer``)."""
+    """Not strict JSON; the message is a predicate (``is not valid JSON (...)``) for the caller
+    to put after its subject (``line 4 of the export``)."""
 
 
 def refuse_constant(name: str) -> Any:
@@ -55,8 +44,7 @@ def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
             if key in seen:
                 raise StrictJsonError(
                     f"is not strict JSON: the key {key[:80]!r} is given twice in one object; "
-                    "JSON readers "
-                    "would keep only the last"
+                    "JSON readers would keep only the last"
                 )
             seen.add(key)
     return record
@@ -74,36 +62,26 @@ _DECODER: Final = decoder()
 
 
 def loads(data: bytes | str, *, using: json.JSONDecoder = _DECODER) -> Any:
-    """Decode one JSON document by the strict rules.
-
-    :param data: the document, UTF-8 bytes or text.
-    :param using: a decoder made by :func:`decoder` (numbers kept as the caller needs them).
-    :raises StrictJsonError: it is not strict JSON; the message says why (and the line and
-        column of a syntax error).
-    """
+    """Decode one JSON document (UTF-8 bytes or text) by the strict rules, ``using`` a
+    :func:`decoder`; :class:`StrictJsonError` says why not."""
     if len(data) > MAX_BYTES:
         raise StrictJsonError(
             f"is {len(data)} bytes long, more than the {MAX_BYTES} bytes a document may be"
         )
-    if isinstance(data, bytes | bytearray | memoryview):
-        data = bytes(data)
-        if _deeper_than(data, MAX_DEPTH):
-            raise _too_deep()
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise StrictJsonError(f"is not valid UTF-8 (byte {exc.start})") from None
-    else:
-        text = data
-        if _deeper_than(text.encode("utf-8", "surrogatepass"), MAX_DEPTH):
-            raise _too_deep()
+    raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else bytes(data)
+    if _deeper_than(raw, MAX_DEPTH):
+        raise _too_deep()
+    try:
+        text = data if isinstance(data, str) else raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise StrictJsonError(f"is not valid UTF-8 (byte {exc.start})") from None
     try:
         value = using.decode(text)
     except json.JSONDecodeError as exc:
         raise StrictJsonError(
             f"is not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})"
         ) from None
-    except RecursionError:  # not reached after the depth check; kept as the last guard
+    except RecursionError:  # brackets that never close: the depth check cannot pair them
         raise _too_deep() from None
     if _SURROGATE_ESCAPE.search(text):  # rare: only then are the decoded strings walked
         _refuse_lone_surrogates(value)
@@ -141,16 +119,9 @@ def _deeper_than(data: bytes, limit: int) -> bool:
 
 
 def first_fault(adapter: TypeAdapter[Any]) -> Any:
-    """A validator of ``adapter``'s type that stops at the first fault of every array, so the
-    errors of one answer are bounded by its declaration, not by its length.
-
-    Built from the adapter's own core schema, with ``fail_fast`` set on every sequence, by the
-    adapter's own validator class (pydantic-core's ``SchemaValidator``). Where that class is
-    another (a pydantic plugin wraps it) the adapter is returned as it is.
-
-    :param adapter: a declared answer.
-    :return: an object with ``validate_python``.
-    """
+    """A validator of ``adapter``'s type that stops at the first fault of every array (its core
+    schema with ``fail_fast`` on every sequence), so an answer's errors are bounded by its
+    declaration, not its length; the adapter itself where a pydantic plugin wraps the class."""
     validator_type = type(adapter.validator)
     if validator_type.__name__ != "SchemaValidator":
         return adapter

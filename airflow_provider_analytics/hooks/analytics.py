@@ -18,14 +18,9 @@ if TYPE_CHECKING:
 
 
 def client_config_from_connection(conn: Connection) -> ConnectionSettings:
-    """The settings of an ``analytics`` connection, read through their one declaration
-    (:meth:`~airflow_provider_analytics.client.config.ConnectionSettings.from_connection`);
-    the result is the client's configuration. Every secret is registered with Airflow's secret
-    masker, and the client's own masking follows the same rule (``[logging]
-    min_length_masked_secret``).
-
-    :param conn: the Airflow connection.
-    """
+    """The settings of an ``analytics`` connection (the client's configuration), read through
+    their one declaration; every secret is registered with Airflow's masker, and the client's
+    own masking follows the same ``[logging] min_length_masked_secret``."""
     redaction.set_min_secret_length(
         conf.getint("logging", "min_length_masked_secret", fallback=redaction.MIN_SECRET_LENGTH)
     )
@@ -36,11 +31,9 @@ def client_config_from_connection(conn: Connection) -> ConnectionSettings:
 
 
 class AnalyticsHook(BaseHook):
-    """Interact with the analytics platform's open API through an ``analytics`` connection.
-
-    The hook turns the connection into an :class:`AnalyticsClient`; every operation of the
-    interface is a method of that client (``hook.get_conn().create_utm(...)``). The client is
-    built on first use, so constructing the hook does no I/O.
+    """Interact with the analytics platform's open API through an ``analytics`` connection:
+    every operation is a method of its :class:`AnalyticsClient`
+    (``hook.get_conn().create_utm(...)``), built on first use: making the hook does no I/O.
 
     :param analytics_conn_id: id of the ``analytics`` connection.
     """
@@ -64,7 +57,7 @@ class AnalyticsHook(BaseHook):
 
     @cached_property
     def client_config(self) -> ConnectionSettings:
-        """The connection's settings, which are the client's configuration (secrets masked)."""
+        """The connection's settings: the client's configuration (secrets masked)."""
         return client_config_from_connection(self.connection)
 
     @cached_property
@@ -73,8 +66,8 @@ class AnalyticsHook(BaseHook):
 
     @cached_property
     def project_timezone(self) -> str | None:
-        """The project's timezone (connection extra ``timezone``), in which the platform writes
-        datetime values; ``None`` when unset (the jobs then read UTC, and say so)."""
+        """The project's timezone (extra ``timezone``) the platform writes datetimes in; ``None``
+        when unset (the jobs then read UTC, and say so)."""
         return self.client_config.timezone
 
     def get_conn(self) -> AnalyticsClient:

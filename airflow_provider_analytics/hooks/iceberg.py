@@ -12,20 +12,13 @@ if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
 
 
-class IcebergCatalogHook(BaseHook):
-    """Open the Iceberg catalog an Airflow connection describes.
+_FIELDS = ("host", "port", "schema", "login", "password")  # what catalog_properties reads
 
-    The connection's extra holds pyiceberg's catalog properties: ``{"type": "sql", "uri":
-    "sqlite:////data/catalog.db", "warehouse": "file:///data/warehouse"}`` locally,
-    ``{"uri": "postgresql+psycopg2://iceberg@db:5432/catalog", "warehouse": "s3://..."}``
-    with the database password in the password field, a REST catalog (host, port,
-    schema ``https``; the password is its bearer token), or AWS Glue (``{"type": "glue",
-    "warehouse": "s3://lake/warehouse"}``; login and password are the AWS access key id and
-    secret, else the standard AWS credentials and region apply; host and port, when given,
-    are a Glue endpoint of your own). Object storage takes pyiceberg's FileIO properties in
-    the extra (``s3.endpoint``, ``s3.region``, ...). ``catalog_name`` in the extra names the
-    catalog for pyiceberg (default: the connection id); a SQL catalog keeps its tables under
-    that name. See
+
+class IcebergCatalogHook(BaseHook):
+    """Open the Iceberg catalog (SQL, REST or AWS Glue) an Airflow connection describes: its
+    extra holds pyiceberg's catalog and FileIO properties, ``catalog_name`` names the catalog
+    (default: the connection id). docs/howto/iceberg.md gives each kind's fields; see
     :func:`~airflow_provider_analytics.output.iceberg.catalog_properties`.
 
     :param iceberg_conn_id: the connection's id.
@@ -56,14 +49,8 @@ class IcebergCatalogHook(BaseHook):
         connection = self.connection
         if connection.password:
             mask_secret(connection.password)
-        properties = catalog_properties(
-            host=connection.host,
-            port=connection.port,
-            schema=connection.schema,
-            login=connection.login,
-            password=connection.password,
-            extra=connection.extra_dejson,
-        )
+        fields = {name: getattr(connection, name) for name in _FIELDS}
+        properties = catalog_properties(**fields, extra=connection.extra_dejson)
         for key in ("token", "credential", "uri", "client.secret-access-key"):
             if key in properties and connection.password and connection.password in properties[key]:
                 mask_secret(properties[key])

@@ -1,14 +1,7 @@
-"""``python -m airflow_provider_analytics.hooks.iceberg_migration``: migrate an Iceberg table of
-the earlier layout, with the catalog of an Airflow connection.
-
-::
-
-    python -m airflow_provider_analytics.hooks.iceberg_migration \\
-        --conn-id iceberg_default analytics.cohort_users cohort_code=vip
-
-``--dry-run`` says what it would do and changes nothing. The migration itself:
-:func:`~airflow_provider_analytics.output.iceberg_migration.migrate_to_identity`. The summary is
-printed as one line of JSON, the output's last.
+"""``python -m airflow_provider_analytics.hooks.iceberg_migration --conn-id iceberg_default
+analytics.cohort_users cohort_code=vip``: migrate an Iceberg table of the earlier layout with
+the catalog of an Airflow connection (docs/howto/iceberg.md); the summary is the output's last
+line, as JSON.
 """
 
 from __future__ import annotations
@@ -27,7 +20,6 @@ if TYPE_CHECKING:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """The command: see the module's text."""
     parser = argparse.ArgumentParser(
         prog="python -m airflow_provider_analytics.hooks.iceberg_migration",
         description="Give an earlier version's Iceberg table the identity column and partition "

@@ -1,18 +1,10 @@
 """The difference between the platform's tracking plan and the plan of a file (pure).
 
-Each declared item becomes one :class:`Change`, following the spec's state table (section 3)
-and its modify rules (4.10, 4.11):
-
-- not on the platform: ``add``;
-- on the platform outside the plan (``plan=0``): ``add``, which moves it into the plan with
-  the file's name and remark;
-- inside the plan with another name or remark: ``modify``;
-- another data type: ``modify`` while no data has been reported (``dataStatus=0``), else a
-  ``conflict`` that is never attempted;
-- otherwise ``skip``.
-
-Only the fields a file declares are compared; a field the platform's record does not carry
-(user property records need not have ``remark``) cannot be compared and is left alone.
+Each declared item becomes one :class:`Change` by the spec's state table (section 3) and modify
+rules (4.10, 4.11): not on the platform, or outside the plan (``plan=0``, moved in): ``add``;
+another name or remark: ``modify``; another data type: ``modify`` while no data was reported
+(``dataStatus=0``), else a ``conflict`` never attempted; otherwise ``skip``. Only the fields
+the file declares and the record carries are compared.
 """
 
 from __future__ import annotations
@@ -25,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-    from airflow_provider_analytics.plan.file import DesiredPlan, PlannedEvent
+    from airflow_provider_analytics.plan.file import DesiredPlan
 
 Record = Mapping[str, Any]
 
@@ -57,17 +49,9 @@ class FieldChange:
 
 @dataclass(frozen=True)
 class Change:
-    """What to do with one item of the file.
-
-    :param kind: add, modify, skip or conflict.
-    :param target: user property, event or event property.
-    :param id: the item's id.
-    :param event_id: the event an event property belongs to (``None`` otherwise).
-    :param fields: the fields that change, under the platform's names (``name``, ``remark``,
-        ``dataType``, and ``plan`` when an add moves the item into the plan).
-    :param declared: every field the file declares; an add submits all of them.
-    :param reason: why a conflict cannot be applied.
-    """
+    """What to do with one item of the file: the ``fields`` that change under the platform's
+    names (``plan`` when an add moves the item into the plan), every field ``declared`` (an add
+    submits them all), and the ``reason`` a conflict cannot be applied."""
 
     kind: ChangeKind
     target: Target
@@ -96,26 +80,16 @@ class Change:
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-able summary: target, ids, changed fields (old and new) and any reason."""
-        summary: dict[str, Any] = {"target": str(self.target), "id": self.id}
-        if self.event_id is not None:
-            summary["event_id"] = self.event_id
-        summary["fields"] = {
-            key: {"old": value.old, "new": value.new} for key, value in self.fields.items()
-        }
-        if self.reason is not None:
-            summary["reason"] = self.reason
-        return summary
+        fields = {key: {"old": value.old, "new": value.new} for key, value in self.fields.items()}
+        summary = dict(target=str(self.target), id=self.id, event_id=self.event_id, fields=fields)
+        summary["reason"] = self.reason
+        return {key: value for key, value in summary.items() if value is not None}
 
 
 @dataclass(frozen=True)
 class LivePlan:
-    """The platform's tracking plan as far as the sync needs it, keyed by id.
-
-    :param user_properties: user property records (spec 2.2) by id.
-    :param events: event records (spec 2.3) by id.
-    :param event_properties: for each listed event, its property records (spec 2.4) by id,
-        its own and the common (``global=1``) ones.
-    """
+    """The platform's tracking plan as far as the sync needs it: records (spec 2.2-2.4) by id,
+    for each listed event its own and the common (``global=1``) properties."""
 
     user_properties: Mapping[str, Record] = field(default_factory=dict)
     events: Mapping[str, Record] = field(default_factory=dict)
@@ -128,12 +102,7 @@ class LivePlan:
         events: Iterable[Record],
         event_properties: Mapping[str, Iterable[Record]],
     ) -> LivePlan:
-        """Index the listings of spec 4.5, 4.6 and 4.7 by id.
-
-        :param user_properties: records of 4.5.
-        :param events: records of 4.6.
-        :param event_properties: event id -> records of 4.7 for that event.
-        """
+        """Index the listings of spec 4.5, 4.6 and 4.7 (by event id) by id."""
         return cls(
             {r["id"]: r for r in user_properties},
             {r["id"]: r for r in events},
@@ -153,20 +122,6 @@ class LivePlan:
         }
 
 
-def _differences(declared: Mapping[str, str], record: Record) -> dict[str, FieldChange]:
-    # the platform writes an absent name or remark as null or as an empty string
-    return {
-        key: FieldChange(record[key], new)
-        for key, new in declared.items()
-        if key in record and ("" if record[key] is None else record[key]) != new
-    }
-
-
-def _has_data(record: Record) -> bool:
-    """Whether data was reported; a record that does not say is treated as having data."""
-    return record.get("dataStatus", 1) != 0
-
-
 def _compare(
     target: Target,
     item_id: str,
@@ -182,8 +137,12 @@ def _compare(
             return replace(base, kind=ChangeKind.CONFLICT, reason=reason)
         added = {key: FieldChange(None, value) for key, value in declared.items()}
         return replace(base, kind=ChangeKind.ADD, fields=added)
-    fields = _differences(declared, record)
-    if "dataType" in fields and _has_data(record):
+    fields = {  # the platform writes an absent name or remark as null or as ""
+        key: FieldChange(record[key], new)
+        for key, new in declared.items()
+        if key in record and ("" if record[key] is None else record[key]) != new
+    }
+    if "dataType" in fields and record.get("dataStatus", 1) != 0:  # unsaid: has data
         old, new = fields["dataType"].old, fields["dataType"].new
         reason = f"data was reported, so the data type cannot change from {old} to {new}"
         return replace(base, kind=ChangeKind.CONFLICT, fields=fields, reason=reason)
@@ -194,53 +153,32 @@ def _compare(
     return base
 
 
-def _event_changes(event: PlannedEvent, live: LivePlan) -> list[Change]:
-    event_change = _compare(Target.EVENT, event.id, event.declared(), live.events.get(event.id))
-    changes = [event_change]
-    known = live.properties_of(event.id)
-    for prop in event.properties:
-        if event_change.kind is ChangeKind.CONFLICT:
-            blocked = Change(
-                ChangeKind.CONFLICT,
-                Target.EVENT_PROPERTY,
-                prop.id,
-                event.id,
-                declared=prop.declared(),
-                reason=f"its event {event.id} cannot be added",
-            )
-            changes.append(blocked)
-            continue
-        record = known.get(prop.id)
-        changes.append(
-            _compare(Target.EVENT_PROPERTY, prop.id, prop.declared(), record, event_id=event.id)
-        )
-    return changes
-
-
 def plan_changes(live: LivePlan, desired: DesiredPlan) -> list[Change]:
     """One change per item of ``desired``: user properties first, then each event followed
-    by its properties, in file order.
-
-    :param live: the platform's plan (see :class:`LivePlan`).
-    :param desired: the checked plan of the file.
-    """
+    by its properties, in file order."""
     changes = [
         _compare(Target.USER_PROPERTY, p.id, p.declared(), live.user_properties.get(p.id))
         for p in desired.user_properties
     ]
     for event in desired.events:
-        changes.extend(_event_changes(event, live))
+        event_change = _compare(Target.EVENT, event.id, event.declared(), live.events.get(event.id))
+        changes.append(event_change)
+        known = live.properties_of(event.id)
+        for prop in event.properties:
+            if event_change.kind is ChangeKind.CONFLICT:
+                reason = f"its event {event.id} cannot be added"
+                change = Change(ChangeKind.CONFLICT, Target.EVENT_PROPERTY, prop.id, event.id)
+                change = replace(change, declared=prop.declared(), reason=reason)
+            else:
+                record = known.get(prop.id)
+                change = _compare(Target.EVENT_PROPERTY, prop.id, prop.declared(), record, event.id)
+            changes.append(change)
     return changes
 
 
 def untracked(live: LivePlan, desired: DesiredPlan) -> dict[str, int]:
-    """How many items the platform has that the file does not declare (left alone).
-
-    Event properties are counted for the file's events only, without the common ones.
-
-    :param live: the platform's plan.
-    :param desired: the plan of the file.
-    """
+    """How many items the platform has that the file does not declare (left alone); event
+    properties of the file's events only, the common ones left out."""
     user_ids = {p.id for p in desired.user_properties}
     event_ids = {e.id for e in desired.events}
     own_properties = 0

@@ -1,26 +1,12 @@
-"""The tracking plan file: load it (YAML or JSON) and check all of it before any request.
+"""The tracking plan file (docs/tracking_plan_sync.md): load it (YAML or JSON) and check all of
+it before any request.
 
-A product team keeps its agreed plan in a file beside its DAGs::
-
-    user_properties:
-      - {id: vip_level, name: VIP level, data_type: number, remark: 0 none, 1 silver}
-    events:
-      - id: purchase
-        name: Purchase
-        properties:
-          - {id: amount, name: Order amount, data_type: number}
-
-Every item is checked with the client's rules (ids, names, remarks, data types) and ids
-must be unique in their list. All problems are collected and raised together, each with its
-place in the file (``events[2].properties[0].id: ...``), so one run shows everything to fix.
-
-A plan file is small, and its decoded form must be small too, whatever a hostile file asks.
-A YAML alias bomb (a few hundred bytes whose aliases refer to lists of aliases) expands to
-billions of nodes once anything walks it, so the YAML loader counts the nodes every alias
-stands for while it composes the document and stops past :data:`MAX_NODES`. Nesting deeper
-than :data:`MAX_DEPTH`, a file over :data:`MAX_CHARACTERS` and a key given twice in one
-mapping are refused as well, the last naming the line of both occurrences (YAML and JSON
-would otherwise keep the later value silently, dropping a whole block of the plan).
+Every item is checked by the client's rules and ids are unique in their list; all problems are
+raised together, each with its place (``events[2].properties[0].id: ...``). The decoded form is
+bounded whatever a hostile file asks: the YAML loader counts the nodes every alias stands for
+as it composes (an alias bomb stops past :data:`MAX_NODES`), and refuses nesting past
+:data:`MAX_DEPTH`, a file over :data:`MAX_CHARACTERS` and a key given twice in one mapping
+(YAML would keep the later value silently), naming the lines.
 """
 
 from __future__ import annotations
@@ -29,7 +15,7 @@ import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import yaml
 from yaml.nodes import MappingNode, Node, SequenceNode
@@ -47,8 +33,6 @@ if TYPE_CHECKING:
 
     from yaml.error import Mark
 
-_T = TypeVar("_T")
-
 TOP_LEVEL_KEYS = ("user_properties", "events")
 PROPERTY_KEYS = ("id", "name", "remark", "data_type", "dataType")
 EVENT_KEYS = ("id", "name", "remark", "properties")
@@ -59,11 +43,8 @@ MAX_DEPTH = 64
 
 
 class TrackingPlanFileError(AnalyticsError, ValueError):
-    """The plan file cannot be read or breaks the spec's rules; nothing was sent.
-
-    :param problems: every problem found, each starting with its place in the file.
-    :param origin: the file (or ``plan`` for a plan given as a dict), for the message.
-    """
+    """The plan file cannot be read or breaks the spec's rules; nothing was sent. ``problems``
+    lists each with its place in the file, ``origin`` the file (``plan`` for a dict)."""
 
     def __init__(self, problems: Sequence[str], *, origin: str) -> None:
         listing = "\n".join(f"  - {problem}" for problem in problems[:MAX_LISTED_PROBLEMS])
@@ -110,13 +91,9 @@ class _BoundedLoader(yaml.SafeLoader):
             node = super().compose_node(parent, index)
         finally:
             self._depth -= 1
-        if node is not None:
-            self._count(node)
-        return node
-
-    def _count(self, node: Node) -> None:
-        """Record how many nodes ``node`` stands for once every alias in it is expanded."""
-        children: list[Node] = []
+        if node is None:
+            return None
+        children: list[Node] = []  # how many nodes it stands for, its aliases expanded
         if isinstance(node, SequenceNode):
             children = node.value
         elif isinstance(node, MappingNode):
@@ -128,6 +105,7 @@ class _BoundedLoader(yaml.SafeLoader):
                 "aliases (*name); a plan file needs far fewer, so this looks like an alias bomb"
             )
         self._expanded[id(node)] = size
+        return node
 
     def construct_mapping(self, node: MappingNode, deep: bool = False) -> dict[Any, Any]:
         first_at: dict[Any, Node] = {}
@@ -148,10 +126,7 @@ class _BoundedLoader(yaml.SafeLoader):
 
 
 def decode_yaml(text: str) -> Any:
-    """The one YAML document in ``text``, within the bounds of the module's docstring.
-
-    :raises DecodeError: too large, too deep, a key given twice, or not YAML.
-    """
+    """The one YAML document in ``text``, within the module's bounds (else :class:`DecodeError`)."""
     loader = _BoundedLoader(text)
     try:
         return loader.get_single_data()
@@ -163,16 +138,8 @@ def decode_yaml(text: str) -> Any:
 
 @dataclass(frozen=True)
 class PlannedProperty:
-    """A user property or event property as the file declares it.
-
-    ``None`` means the file does not declare the field: the platform's value is kept.
-
-    :param id: property id.
-    :param data_type: one of the spec's data types.
-    :param location: where the item is in the file, e.g. ``events[1].properties[0]``.
-    :param name: display name.
-    :param remark: remark (``""`` declares an empty remark).
-    """
+    """A user or event property as the file declares it at ``location``
+    (``events[1].properties[0]``); ``None``: not declared, the platform's value is kept."""
 
     id: str
     data_type: str
@@ -188,14 +155,7 @@ class PlannedProperty:
 
 @dataclass(frozen=True)
 class PlannedEvent:
-    """An event as the file declares it, with its event properties.
-
-    :param id: event id.
-    :param location: where the event is in the file, e.g. ``events[1]``.
-    :param name: display name (``None``: keep the platform's).
-    :param remark: remark (``None``: keep the platform's).
-    :param properties: the event's properties in file order.
-    """
+    """An event as the file declares it, with its properties in file order."""
 
     id: str
     location: str
@@ -211,11 +171,7 @@ class PlannedEvent:
 
 @dataclass(frozen=True)
 class DesiredPlan:
-    """The whole plan of the file, checked.
-
-    :param user_properties: in file order.
-    :param events: in file order.
-    """
+    """The whole plan of the file, checked, in file order."""
 
     user_properties: tuple[PlannedProperty, ...] = ()
     events: tuple[PlannedEvent, ...] = ()
@@ -230,8 +186,13 @@ class _Problems:
     def add(self, field: str, rule: str) -> None:
         self.found.append(f"{field}: {rule}")
 
-    def check(self, rule: Callable[[Any, str], _T], value: Any, field: str) -> _T | None:
-        """``rule(value, field)``, or ``None`` after recording why it failed."""
+    def check(self, rule: Callable[[Any, str], str], value: Any, field: str, need: bool) -> Any:
+        """``rule(value, field)``, or ``None`` after recording why it failed (``None`` is taken
+        unless ``need``)."""
+        if value is None:
+            if need:
+                self.add(field, "is required")
+            return None
         try:
             return rule(value, field)
         except AnalyticsValidationError as exc:
@@ -271,76 +232,35 @@ class _Problems:
                 first_at[item.id] = item.location
 
 
-def _optional(rule: Callable[[Any, str], str]) -> Callable[[Any, str], str | None]:
-    def check(value: Any, field: str) -> str | None:
-        return None if value is None else rule(value, field)
-
-    return check
-
-
-_optional_name = _optional(rules.name)
-_optional_remark = _optional(rules.remark)
-
-
-def _required(value: Any, field: str) -> Any:
-    if value is None:
-        rules.fail(field, "is required")
-    return value
-
-
-def _id(value: Any, field: str) -> str:
-    return rules.id_ref(_required(value, field), field)
-
-
-def _data_type(value: Any, field: str) -> str:
-    return rules.data_type(_required(value, field), field)
-
-
-def _property(raw: Any, location: str, problems: _Problems) -> PlannedProperty | None:
-    spec = problems.mapping(raw, location, PROPERTY_KEYS)
+def _item(raw: Any, at: str, problems: _Problems) -> PlannedProperty | PlannedEvent | None:
+    """The property (or, at ``events[i]``, the event) declared at ``at``, or ``None``."""
+    event = at.startswith("events[") and "." not in at
+    spec = problems.mapping(raw, at, EVENT_KEYS if event else PROPERTY_KEYS)
     if spec is None:
         return None
     before = len(problems.found)
-    if "data_type" in spec and "dataType" in spec:
-        problems.add(f"{location}.data_type", "give data_type or dataType, not both")
-    prop_id = problems.check(_id, spec.get("id"), f"{location}.id")
-    data_type = problems.check(
-        _data_type, spec.get("data_type", spec.get("dataType")), f"{location}.data_type"
-    )
-    name = problems.check(_optional_name, spec.get("name"), f"{location}.name")
-    remark = problems.check(_optional_remark, spec.get("remark"), f"{location}.remark")
-    if len(problems.found) > before or prop_id is None or data_type is None:
-        return None
-    return PlannedProperty(prop_id, data_type, location, name=name, remark=remark)
-
-
-def _event(raw: Any, location: str, problems: _Problems) -> PlannedEvent | None:
-    spec = problems.mapping(raw, location, EVENT_KEYS)
-    if spec is None:
-        return None
-    before = len(problems.found)
-    event_id = problems.check(_id, spec.get("id"), f"{location}.id")
-    name = problems.check(_optional_name, spec.get("name"), f"{location}.name")
-    remark = problems.check(_optional_remark, spec.get("remark"), f"{location}.remark")
-    raw_properties = problems.items(spec.get("properties"), f"{location}.properties")
-    properties = [
-        _property(item, f"{location}.properties[{i}]", problems)
-        for i, item in enumerate(raw_properties)
-    ]
-    checked = [p for p in properties if p is not None]
+    if not event and "data_type" in spec and "dataType" in spec:
+        problems.add(f"{at}.data_type", "give data_type or dataType, not both")
+    item_id = problems.check(rules.id_ref, spec.get("id"), f"{at}.id", True)
+    if not event:
+        data_type = spec.get("data_type", spec.get("dataType"))
+        data_type = problems.check(rules.data_type, data_type, f"{at}.data_type", True)
+    name = problems.check(rules.name, spec.get("name"), f"{at}.name", False)
+    remark = problems.check(rules.remark, spec.get("remark"), f"{at}.remark", False)
+    if not event:
+        kept = len(problems.found) == before and None not in (item_id, data_type)
+        return PlannedProperty(item_id, data_type, at, name, remark) if kept else None
+    raw_properties = problems.items(spec.get("properties"), f"{at}.properties")
+    properties = [_item(v, f"{at}.properties[{i}]", problems) for i, v in enumerate(raw_properties)]
+    checked = tuple(p for p in properties if isinstance(p, PlannedProperty))
     problems.unique_ids(checked)
-    if len(problems.found) > before or event_id is None:
-        return None
-    return PlannedEvent(event_id, location, name=name, remark=remark, properties=tuple(checked))
+    kept = len(problems.found) == before and item_id is not None
+    return PlannedEvent(item_id, at, name, remark, checked) if kept else None
 
 
 def parse_tracking_plan(data: Any, *, origin: str = "plan") -> DesiredPlan:
-    """Check a plan already decoded from YAML or JSON (or built in Python).
-
-    :param data: ``{"user_properties": [...], "events": [...]}``; either list may be absent.
-    :param origin: names the source in the error message.
-    :raises TrackingPlanFileError: listing every problem found.
-    """
+    """Check a plan decoded from YAML or JSON (or built in Python): ``{"user_properties": [...],
+    "events": [...]}``, either list optional; ``origin`` names the source in the error."""
     problems = _Problems()
     if data is None:
         raise TrackingPlanFileError(
@@ -351,10 +271,10 @@ def parse_tracking_plan(data: Any, *, origin: str = "plan") -> DesiredPlan:
         raise TrackingPlanFileError(problems.found, origin=origin)
     raw_user = problems.items(spec.get("user_properties"), "user_properties")
     raw_events = problems.items(spec.get("events"), "events")
-    user = [_property(item, f"user_properties[{i}]", problems) for i, item in enumerate(raw_user)]
-    events = [_event(item, f"events[{i}]", problems) for i, item in enumerate(raw_events)]
-    checked_user = [p for p in user if p is not None]
-    checked_events = [e for e in events if e is not None]
+    user = [_item(item, f"user_properties[{i}]", problems) for i, item in enumerate(raw_user)]
+    events = [_item(item, f"events[{i}]", problems) for i, item in enumerate(raw_events)]
+    checked_user = [p for p in user if isinstance(p, PlannedProperty)]
+    checked_events = [e for e in events if isinstance(e, PlannedEvent)]
     problems.unique_ids(checked_user)
     problems.unique_ids(checked_events)
     if problems.found:
@@ -365,36 +285,12 @@ def parse_tracking_plan(data: Any, *, origin: str = "plan") -> DesiredPlan:
 def resolve_plan_path(
     path: str | os.PathLike[str], base_dir: str | os.PathLike[str] | None
 ) -> Path:
-    """``path`` itself when absolute, else relative to ``base_dir`` (the DAG's folder).
-
-    :param path: the plan file.
-    :param base_dir: folder that relative paths start from; ``None`` for the working directory.
-    """
+    """``path`` itself when absolute, else relative to ``base_dir`` (the DAG's folder; ``None``:
+    the working directory)."""
     resolved = Path(path).expanduser()
     if not resolved.is_absolute() and base_dir is not None:
         resolved = Path(base_dir) / resolved
     return resolved
-
-
-def _decode(text: str, path: Path) -> Any:
-    """JSON for ``.json`` files, YAML otherwise (YAML also reads JSON); bounded either way."""
-    if len(text) > MAX_CHARACTERS:
-        problem = (
-            f"is {len(text):,} characters long; a plan file may have at most {MAX_CHARACTERS:,}"
-        )
-    elif path.suffix.lower() != ".json":
-        try:
-            return decode_yaml(text)
-        except DecodeError as exc:
-            problem = str(exc)
-    else:
-        try:
-            return strict_json.loads(text)
-        except strict_json.StrictJsonError as exc:
-            problem = f"cannot be read as JSON: it {exc}"
-        except RecursionError:
-            problem = "is nested too deeply to be a plan file"
-    raise TrackingPlanFileError([f"file: {problem}"], origin=str(path))
 
 
 def load_tracking_plan(
@@ -402,23 +298,32 @@ def load_tracking_plan(
     *,
     base_dir: str | os.PathLike[str] | None = None,
 ) -> DesiredPlan:
-    """Read and check a tracking plan from a YAML/JSON file, or check one given as a dict.
-
-    :param source: path of the file, or the plan itself.
-    :param base_dir: folder a relative path is resolved against.
-    :raises TrackingPlanFileError: the file is missing, unreadable, or breaks the rules.
-    """
+    """Read and check a tracking plan from a YAML/JSON file (a relative path resolved against
+    ``base_dir``), or check one given as a dict; :class:`TrackingPlanFileError` lists what is
+    wrong."""
     if isinstance(source, Mapping):
         return parse_tracking_plan(source)
     path = resolve_plan_path(source, base_dir)
+    origin = str(path)
     try:
         with path.open(encoding="utf-8") as stream:
             text = stream.read(MAX_CHARACTERS + 1)  # one more than allowed: enough to refuse
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
-        raise TrackingPlanFileError([f"file: cannot be read: {reason}"], origin=str(path)) from exc
+        raise TrackingPlanFileError([f"file: cannot be read: {reason}"], origin=origin) from exc
     except UnicodeDecodeError as exc:
-        raise TrackingPlanFileError(
-            [f"file: is not UTF-8 text (byte {exc.start} cannot be decoded)"], origin=str(path)
-        ) from None
-    return parse_tracking_plan(_decode(text, path), origin=str(path))
+        problem = f"file: is not UTF-8 text (byte {exc.start} cannot be decoded)"
+        raise TrackingPlanFileError([problem], origin=origin) from None
+    if len(text) > MAX_CHARACTERS:
+        problem = (
+            f"is {len(text):,} characters long; a plan file may have at most {MAX_CHARACTERS:,}"
+        )
+        raise TrackingPlanFileError([f"file: {problem}"], origin=origin)
+    try:  # JSON for .json files, YAML otherwise (YAML also reads JSON); bounded either way
+        data = strict_json.loads(text) if path.suffix.lower() == ".json" else decode_yaml(text)
+    except DecodeError as exc:
+        raise TrackingPlanFileError([f"file: {exc}"], origin=origin) from None
+    except strict_json.StrictJsonError as exc:
+        problem = f"file: cannot be read as JSON: it {exc}"
+        raise TrackingPlanFileError([problem], origin=origin) from None
+    return parse_tracking_plan(data, origin=origin)

@@ -1,16 +1,11 @@
 """Keep the platform's tracking plan in line with a plan file: read, compare, apply.
 
-The work behind ``TrackingPlanSyncOperator``, usable without Airflow. The live plan is read
-(spec 4.5, 4.6, and 4.7 for each event of the file), compared with the file
-(:func:`~airflow_provider_analytics.plan.diff.plan_changes`) and the adds and
-modifications are sent with 4.8 to 4.11. Conflicts (a data type that cannot change because
-data was reported) are never attempted; by default their presence stops the sync before any
-write. Running the same file again finds nothing to do.
-
-A change a person should approve first is previewed (``dry_run``), reviewed (the preview's
-:meth:`SyncResult.review`), then applied with the reviewed result (``reviewed``): the apply
-reads the plan again and sends nothing unless it finds exactly the reviewed difference, computed
-from the same platform records (``live_digest``).
+The work behind ``TrackingPlanSyncOperator``, usable without Airflow: the live plan is read
+(spec 4.5-4.7), compared with the file (:func:`~airflow_provider_analytics.plan.diff.plan_changes`)
+and the adds and modifications sent (4.8-4.11). Conflicts are never attempted and by default
+stop the sync before any write; the same file again finds nothing to do. A change to approve
+first is previewed (``dry_run``), reviewed (:meth:`SyncResult.review`), then applied with the
+reviewed result, which sends nothing unless it finds exactly that difference again.
 """
 
 from __future__ import annotations
@@ -33,7 +28,7 @@ from airflow_provider_analytics.plan.diff import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence
+    from collections.abc import Sequence
 
     from airflow_provider_analytics.client import AnalyticsClient
     from airflow_provider_analytics.plan.diff import FieldChange
@@ -46,10 +41,8 @@ _CLIENT_ARGUMENTS = {"name": "name", "remark": "remark", "dataType": "data_type"
 
 
 class TrackingPlanConflictError(AnalyticsError):
-    """The file asks for changes the platform does not allow; nothing was applied.
-
-    :param conflicts: the conflicting changes.
-    """
+    """The file asks for changes the platform does not allow (``conflicts``); nothing was
+    applied."""
 
     def __init__(self, conflicts: Sequence[Change]) -> None:
         listing = "\n".join(f"  - {c.describe()}" for c in conflicts)
@@ -69,14 +62,9 @@ class TrackingPlanChangedError(AnalyticsError):
 
 @dataclass(frozen=True)
 class SyncResult:
-    """What a sync found and did.
-
-    :param changes: every planned change, in order.
-    :param untracked: counts of platform items the file does not declare.
-    :param dry_run: whether writes were left out.
-    :param live_digest: names the platform's records of the file's items the difference was
-        computed from (:func:`live_digest`).
-    """
+    """What a sync found and did: every planned change in order, counts of the platform's
+    items the file does not declare, whether writes were left out, and the
+    :func:`live_digest` the difference was computed from."""
 
     changes: Sequence[Change]
     untracked: Mapping[str, int] = field(default_factory=dict)
@@ -141,12 +129,8 @@ def live_digest(live: LivePlan, desired: DesiredPlan) -> str:
 
 
 def check_reviewed(result: SyncResult, reviewed: Any) -> None:
-    """Refuse, before any write, a difference other than the one a person reviewed.
-
-    :param result: the difference found now.
-    :param reviewed: the preview's result (:meth:`SyncResult.as_dict`, e.g. its XCom).
-    :raises TrackingPlanChangedError: naming what changed since the preview.
-    """
+    """Refuse, before any write, a difference other than the one a person ``reviewed`` (the
+    preview's :meth:`SyncResult.as_dict`), naming what changed since the preview."""
     if not isinstance(reviewed, Mapping) or reviewed.get("dry_run") is not True:
         raise TrackingPlanChangedError(
             "the reviewed result is not a preview's (a dry run's result); nothing was applied"
@@ -167,11 +151,7 @@ def check_reviewed(result: SyncResult, reviewed: Any) -> None:
 
 def read_live_plan(client: AnalyticsClient, desired: DesiredPlan) -> LivePlan:
     """The platform's user properties and events, and the properties of the file's events
-    that exist on the platform.
-
-    :param client: the platform.
-    :param desired: the file's plan (names the events whose properties are read).
-    """
+    that exist on the platform."""
     user_properties = client.list_user_properties()
     events = client.list_events()
     existing = {record.get("id") for record in events}
@@ -192,114 +172,80 @@ class _Request:
     arguments: Mapping[str, Any] = field(default_factory=dict)
     completes: tuple[Change, ...] = ()
 
-    def send(self, client: AnalyticsClient) -> None:
-        getattr(client, self.method)(*self.args, **self.arguments)
-
 
 def _arguments(fields: Mapping[str, FieldChange]) -> dict[str, Any]:
     """Client keyword arguments for the changed fields (``plan`` is not a field one sets)."""
     return {_CLIENT_ARGUMENTS[k]: v.new for k, v in fields.items() if k in _CLIENT_ARGUMENTS}
 
 
-def _retype_first(change: Change) -> bool:
-    """An item outside the plan with another data type: the add would be refused, so its
-    type (changeable: no data reported) is set before the add."""
-    return change.kind is ChangeKind.ADD and change.moves_into_plan and "dataType" in change.fields
+def _retype(method: str, args: tuple[str, ...], change: Change) -> list[_Request]:
+    """An add of an item outside the plan with another data type would be refused: its type
+    (changeable: no data reported) is set first."""
+    if change.kind is ChangeKind.ADD and change.moves_into_plan and "dataType" in change.fields:
+        return [_Request(method, args, {"data_type": change.fields["dataType"].new})]
+    return []
 
 
-def _retype(method: str, args: tuple[str, ...], change: Change) -> _Request:
-    return _Request(method, args, {"data_type": change.fields["dataType"].new})
-
-
-def _user_property_requests(change: Change) -> list[_Request]:
-    requests = []
-    if _retype_first(change):
-        requests.append(_retype("update_user_property", (change.id,), change))
-    if change.kind is ChangeKind.ADD:
-        declared = change.declared
-        arguments = {"name": declared.get("name"), "remark": declared.get("remark")}
-        requests.append(
-            _Request("add_user_property", (change.id, declared["dataType"]), arguments, (change,))
-        )
-    else:
-        requests.append(
-            _Request("update_user_property", (change.id,), _arguments(change.fields), (change,))
-        )
-    return requests
-
-
-def _event_requests(event_id: str, changes: Sequence[Change]) -> list[_Request]:
-    """Requests for one event and its properties: retypes, one add (4.9), then modifies."""
-    event = next((c for c in changes if c.target is Target.EVENT), None)
-    properties = [c for c in changes if c.target is Target.EVENT_PROPERTY]
-    requests = [
-        _retype("update_event_property", (event_id, p.id), p)
-        for p in properties
-        if _retype_first(p)
-    ]
-    added_event = (event,) if event is not None and event.kind is ChangeKind.ADD else ()
-    added_properties = tuple(p for p in properties if p.kind is ChangeKind.ADD)
-    if added_event or added_properties:
-        declared = added_event[0].declared if added_event else {}
-        definitions = [{"id": p.id, **p.declared} for p in added_properties]
-        arguments = {
-            "name": declared.get("name"),
-            "remark": declared.get("remark"),
-            "properties": definitions or None,
-        }
-        requests.append(
-            _Request("add_event", (event_id,), arguments, added_event + added_properties)
-        )
-    if event is not None and event.kind is ChangeKind.MODIFY:
-        requests.append(_Request("update_event", (event_id,), _arguments(event.fields), (event,)))
-    requests.extend(
-        _Request("update_event_property", (event_id, p.id), _arguments(p.fields), (p,))
-        for p in properties
-        if p.kind is ChangeKind.MODIFY
-    )
-    return requests
-
-
-def _event_groups(changes: Iterable[Change]) -> dict[str, list[Change]]:
-    """Event and event property changes by event id, in order of first appearance."""
+def _requests(changes: Sequence[Change]) -> list[_Request]:
+    """User properties first, then per event (in order of first appearance): its properties'
+    retypes, one add of the event and its new properties (4.9), then the modifies."""
+    requests: list[_Request] = []
     groups: dict[str, list[Change]] = {}
-    for change in changes:
+    arguments: dict[str, Any]
+    for change in (c for c in changes if c.kind in _WRITES):
         if change.target is Target.EVENT:
             groups.setdefault(change.id, []).append(change)
         elif change.target is Target.EVENT_PROPERTY and change.event_id is not None:
             groups.setdefault(change.event_id, []).append(change)
-    return groups
-
-
-def _requests(changes: Sequence[Change]) -> list[_Request]:
-    writes = [c for c in changes if c.kind in _WRITES]
-    requests = []
-    for change in writes:
-        if change.target is Target.USER_PROPERTY:
-            requests.extend(_user_property_requests(change))
-    for event_id, group in _event_groups(writes).items():
-        requests.extend(_event_requests(event_id, group))
+        elif change.target is Target.USER_PROPERTY:
+            requests += _retype("update_user_property", (change.id,), change)
+            if change.kind is ChangeKind.ADD:
+                declared = change.declared
+                arguments = {"name": declared.get("name"), "remark": declared.get("remark")}
+                args = (change.id, declared["dataType"])
+                requests.append(_Request("add_user_property", args, arguments, (change,)))
+            else:
+                arguments = _arguments(change.fields)
+                requests.append(
+                    _Request("update_user_property", (change.id,), arguments, (change,))
+                )
+    for event_id, group in groups.items():
+        event = next((c for c in group if c.target is Target.EVENT), None)
+        properties = [c for c in group if c.target is Target.EVENT_PROPERTY]
+        for p in properties:
+            requests += _retype("update_event_property", (event_id, p.id), p)
+        added_event = (event,) if event is not None and event.kind is ChangeKind.ADD else ()
+        added_properties = tuple(p for p in properties if p.kind is ChangeKind.ADD)
+        if added_event or added_properties:
+            declared = added_event[0].declared if added_event else {}
+            arguments = {
+                "name": declared.get("name"),
+                "remark": declared.get("remark"),
+                "properties": [{"id": p.id, **p.declared} for p in added_properties] or None,
+            }
+            completes = added_event + added_properties
+            requests.append(_Request("add_event", (event_id,), arguments, completes))
+        if event is not None and event.kind is ChangeKind.MODIFY:
+            arguments = _arguments(event.fields)
+            requests.append(_Request("update_event", (event_id,), arguments, (event,)))
+        requests.extend(
+            _Request("update_event_property", (event_id, p.id), _arguments(p.fields), (p,))
+            for p in properties
+            if p.kind is ChangeKind.MODIFY
+        )
     return requests
 
 
 def apply_changes(client: AnalyticsClient, changes: Sequence[Change]) -> list[Change]:
-    """Send the adds and modifications among ``changes``; skips and conflicts send nothing.
-
-    User properties go first, then each event with its properties in one add (spec 4.9)
-    followed by the modifications. One log line per completed change. If a request fails,
-    the error is raised after logging how far the sync got; rerunning is safe because the
-    difference is computed afresh.
-
-    :param client: the platform.
-    :param changes: as planned by ``plan_changes``.
-    :returns: the changes completed, in the order they were sent.
-    """
+    """Send the adds and modifications among ``changes`` (skips and conflicts send nothing) and
+    return those completed, in order; one log line each. A failed request is raised after
+    logging how far the sync got (rerunning is safe: the difference is computed afresh)."""
     requests = _requests(changes)
     total = sum(len(r.completes) for r in requests)
     applied: list[Change] = []
     for request in requests:
         try:
-            request.send(client)
+            getattr(client, request.method)(*request.args, **request.arguments)
         except AnalyticsError:
             log.error(
                 "Tracking plan sync stopped after %d of %d change(s); rerun it to finish",
@@ -322,18 +268,15 @@ def sync_tracking_plan(
     apply_despite_conflicts: bool = False,
     reviewed: Mapping[str, Any] | None = None,
 ) -> SyncResult:
-    """Bring the platform's plan in line with ``desired``.
+    """Bring the platform's plan in line with ``desired`` (the checked plan of the file).
 
     :param client: the platform.
     :param desired: the checked plan of the file.
     :param dry_run: only read and compare; the result lists what would change.
-    :param apply_despite_conflicts: apply everything else when there are conflicts (they stay
-        in the result); by default conflicts stop the sync before any write.
-    :param reviewed: the result of the preview (``dry_run``) a person approved: apply only if
-        the difference found now is exactly that one, from the same platform records.
-    :raises TrackingPlanConflictError: conflicts, unless ``dry_run`` or
-        ``apply_despite_conflicts``.
-    :raises TrackingPlanChangedError: the difference is not the ``reviewed`` one.
+    :param apply_despite_conflicts: apply everything else when there are conflicts (else
+        :class:`TrackingPlanConflictError` stops the sync before any write).
+    :param reviewed: the preview's result a person approved: apply only if the difference found
+        now is exactly that one (else :class:`TrackingPlanChangedError`).
     """
     live = read_live_plan(client, desired)
     changes = plan_changes(live, desired)

@@ -7,11 +7,7 @@ import time
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from airflow.sdk import BaseSensorOperator, PokeReturnValue, conf
-from airflow.sdk.exceptions import (
-    AirflowFailException,
-    AirflowSensorTimeout,
-    AirflowSkipException,
-)
+from airflow.sdk.exceptions import AirflowFailException, AirflowSensorTimeout, AirflowSkipException
 
 from airflow_provider_analytics.client.data_ready import DataReadyCheck
 from airflow_provider_analytics.core.errors import is_transient
@@ -25,13 +21,10 @@ if TYPE_CHECKING:
 
 
 class AnalyticsDataSensor(BaseSensorOperator, AnalyticsBaseOperator):
-    """Wait until the platform holds data for every day the run covers (the day rule).
-
-    By default it runs an event analysis of TOTAL_COUNT for ``event`` (any event) by day and
-    waits until each day reaches ``threshold``. With ``source="plan"`` it waits until the
-    tracking plan shows ``dataStatus`` = 1 for ``event`` (or ``event_property`` of it).
-    Transient server errors are logged and waited through; authentication and request errors
-    fail at once (skip with ``soft_fail``). Works in poke, reschedule and deferrable modes.
+    """Wait until the platform holds data for every day the run covers (the day rule): each
+    day's TOTAL_COUNT of ``event`` reaches ``threshold``, or with ``source="plan"`` the tracking
+    plan shows ``dataStatus`` = 1 for ``event`` (or ``event_property``). Transient errors are
+    waited through; others fail at once (skip with ``soft_fail``). Poke, reschedule, deferrable.
 
     :param event: event id; ``$Anything`` (default) is any event (templated).
     :param threshold: events needed on each day (templated).
@@ -77,9 +70,7 @@ class AnalyticsDataSensor(BaseSensorOperator, AnalyticsBaseOperator):
     def data_check(self, context: Context) -> DataReadyCheck:
         """The check for this run (validated: a bad argument fails before any request)."""
         first, last = covered_days(context).dates
-        # The check validates every rendered value as it is (a threshold of "5" or True is
-        # refused by name, not coerced).
-        return DataReadyCheck(
+        return DataReadyCheck(  # each rendered value checked as it is ("5" refused, not coerced)
             from_date=self.from_date or first,
             to_date=self.to_date or last,
             event=self.event,
@@ -88,10 +79,8 @@ class AnalyticsDataSensor(BaseSensorOperator, AnalyticsBaseOperator):
             event_property=self.event_property,
         )
 
-    def _fail(self, message: str) -> NoReturn:
-        if self.soft_fail:
-            raise AirflowSkipException(message)
-        raise AirflowFailException(message)
+    def _fail(self, message: str, error: type[Exception] = AirflowFailException) -> NoReturn:
+        raise (AirflowSkipException if self.soft_fail else error)(message)
 
     def poke(self, context: Context) -> PokeReturnValue:
         try:
@@ -131,7 +120,5 @@ class AnalyticsDataSensor(BaseSensorOperator, AnalyticsBaseOperator):
             return event.get("detail")
         if event.get("status") == "timeout":
             message = f"data not ready before the sensor's timeout: {event.get('message')}"
-            if self.soft_fail:
-                raise AirflowSkipException(message)
-            raise AirflowSensorTimeout(message)
+            self._fail(message, AirflowSensorTimeout)
         self._fail(f"data-ready check cannot succeed: {event.get('message')}")

@@ -28,16 +28,10 @@ async def check_once(client: AsyncAnalyticsClient, check: DataReadyCheck) -> Rea
 
 
 class AnalyticsDataReadyTrigger(BaseTrigger):
-    """Poll the platform until the data for a date range has landed; then fire one event.
-
-    Events are plain JSON: ``{"status": "success", "detail": {...}}``,
-    ``{"status": "timeout", "message": "..."}`` or ``{"status": "error", "message": "..."}``.
-    Each check has the retries and deadline of the connection's client; transient failures
-    left after them (5xx, 429, timeouts, answers that do not fit their declaration) are
-    logged and polled through; authentication or request errors end the wait at once.
-
-    The trigger keeps the sensor's timeout itself (``deadline``), so the wait ends on time
-    whatever runs it: the triggerer, ``airflow dags test`` or a test.
+    """Poll the platform until the data for a date range has landed; then fire one event:
+    ``{"status": "success", "detail": {...}}``, or ``"timeout"`` or ``"error"`` with a
+    ``message``. Transient failures are logged and polled through; others end the wait at once.
+    It keeps the sensor's timeout itself (``deadline``), whatever runs it.
 
     :param analytics_conn_id: id of the ``analytics`` connection.
     :param check: :meth:`DataReadyCheck.as_dict` of the check to run.
@@ -60,18 +54,12 @@ class AnalyticsDataReadyTrigger(BaseTrigger):
         self.deadline = deadline
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
-        return (
-            f"{type(self).__module__}.{type(self).__qualname__}",
-            {
-                "analytics_conn_id": self.analytics_conn_id,
-                "check": self.check,
-                "poke_interval": self.poke_interval,
-                "deadline": self.deadline,
-            },
-        )
+        names = ("analytics_conn_id", "check", "poke_interval", "deadline")
+        path = f"{type(self).__module__}.{type(self).__qualname__}"
+        return path, {name: getattr(self, name) for name in names}
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
-        # Loads httpx: only here, in the triggerer, never when a DAG file is parsed.
+        # httpx loads here, in the triggerer, never when a DAG file is parsed
         from airflow_provider_analytics.client.async_api import AsyncAnalyticsClient
 
         try:
@@ -85,7 +73,9 @@ class AnalyticsDataReadyTrigger(BaseTrigger):
         async with AsyncAnalyticsClient(config) as client:
             while True:
                 if self._left() <= 0:
-                    yield TriggerEvent({"status": "timeout", "message": self._timed_out()})
+                    days = f"{self.check.get('from_date')}..{self.check.get('to_date')}"
+                    message = f"the data for {days} had not landed by the sensor's timeout"
+                    yield TriggerEvent({"status": "timeout", "message": message})
                     return
                 try:
                     readiness = await check_once(client, check)
@@ -104,10 +94,3 @@ class AnalyticsDataReadyTrigger(BaseTrigger):
     def _left(self) -> float:
         """Seconds until the deadline (infinite without one)."""
         return float("inf") if self.deadline is None else self.deadline - time.time()
-
-    def _timed_out(self) -> str:
-        check = self.check
-        return (
-            f"the data for {check.get('from_date')}..{check.get('to_date')} had not landed by "
-            "the sensor's timeout"
-        )

@@ -1,37 +1,13 @@
 """AnalyticsDataReadyEventTrigger: announce each day whose data has landed, for DAGs scheduled
 on an ``Asset`` with an ``AssetWatcher`` (event-driven scheduling, no cron and no sensor).
 
-The trigger asks and judges exactly as the data-ready sensor does (:class:`DataReadyCheck`,
-``events`` source: the event analysis of TOTAL_COUNT by DAY, decoded through its declared
-answer), but over a window of complete days at once, and it announces each day of the window
-whose count reaches ``threshold`` with one event: ``{"source": "analytics.data_ready", "day":
-"2024-01-14", "partition_key": "2024-01-14", ...}``. A DAG scheduled on the watched asset reads
-the day from the triggering event (the provider's operators do it themselves, see
-:func:`~airflow_provider_analytics.operators.intervals.covered_days`).
-
-**One poll per project, event and window.** Watchers that ask the same connection about the
-same event over the same window (same ``timezone``, ``timeout``, ``first_day``, ``last_day``
-and ``poke_interval``) return the same :meth:`shared_stream_key`; the triggerer then runs one
-poll for all of them and hands each poll's answer to every watcher, which judges it with its
-own ``threshold``.
-
-**Each day once.** The days a watcher has announced are kept in its asset's state store
-(Airflow 3.3's ``asset_state_store``, key ``analytics.data_ready.announced:<event>:<threshold>``),
-written *before* the event is handed to the triggerer. A restarted triggerer reads them back and
-never announces a day twice. The one window that is not covered is a triggerer that dies within
-the moment between that write and the triggerer's next hand-over of events to the metadata
-database (about a second): that day is then not announced, and is reported by no error; run the
-day by hand (``airflow dags trigger <dag> --logical-date <day>``) or delete its entry from the
-state store to have it announced again. Airflow gives no way to store an asset event and asset
-state in one transaction, so a trigger can choose "never twice" or "never missed" for that
-moment; a pipeline that re-exports a day idempotently is better served by the first.
-
-**The deadline rule.** As the sensor gives up at its ``timeout``, each day is watched until
-``timeout`` seconds after it ended (in the project's timezone); a day still below the threshold
-then leaves the window and is not announced. Each poll has the connection's retries and
-deadline; failures that waiting can cure (5xx, 429, timeouts, answers that do not fit their
-declaration) are logged and polled through; any other (authentication, a refused request)
-fails the watcher with the reason, secrets redacted, in the triggerer's log.
+It asks and judges as the data-ready sensor does (:class:`DataReadyCheck`), over the window of
+complete days still watched, and announces each ready day once with one event
+(``{"source": "analytics.data_ready", "day": ..., "partition_key": ...}``). Watchers of one
+connection, event and window share one poll (``shared_stream_key``); the days announced are kept
+in the asset's state store, written before the event is handed over, so a restarted triggerer
+never announces a day twice. docs/event_driven.md tells the whole story: the one moment that
+choice leaves uncovered, the deadline rule, the failures.
 """
 
 from __future__ import annotations
@@ -40,10 +16,11 @@ import asyncio
 import datetime as dt
 import logging
 import time
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Annotated, Any, Final
 from zoneinfo import ZoneInfo
 
 from airflow.triggers.base import BaseEventTrigger, TriggerEvent
+from pydantic import TypeAdapter, ValidationError
 
 from airflow_provider_analytics.client.data_ready import DataReadyCheck
 from airflow_provider_analytics.core import rules
@@ -59,12 +36,15 @@ log = logging.getLogger(__name__)
 
 EVENT_SOURCE: Final = DATA_READY_SOURCE
 """The ``source`` of every event this trigger fires (how a DAG run recognises its day)."""
-
 STATE_KEY: Final = "analytics.data_ready.announced"
 """Prefix of the asset state store key holding the days a watcher has announced."""
-
-DEFAULT_TIMEOUT: Final = 7 * 24 * 3600.0
-"""Seconds after its end that a day is watched: the sensor's default timeout (seven days)."""
+DEFAULT_TIMEOUT: Final = 7 * 24 * 3600.0  # the sensor's default timeout
+_SETTINGS: Final = (
+    *("analytics_conn_id", "event", "threshold", "poke_interval", "timeout", "timezone"),
+    *("first_day", "last_day"),
+)
+ANNOUNCED: Final = TypeAdapter(list[Annotated[str, rules.check(rules.date)]] | None)
+"""The declared shape of the days stored under a watcher's state key: ``yyyy-MM-dd`` dates."""
 
 
 def watched_window(
@@ -79,12 +59,9 @@ def watched_window(
     A day is watched from its end (midnight after it, in ``timezone``) until ``timeout``
     seconds later, and only within ``first_day``..``last_day`` when they are given.
     """
-    today = now.astimezone(timezone).date()
-    last = today - dt.timedelta(days=1)
-    oldest_end = now - dt.timedelta(seconds=timeout)
-    # the oldest day watched is the one oldest_end falls in: it ends after oldest_end, and
-    # the day before it ended at or before oldest_end
-    first = oldest_end.astimezone(timezone).date()
+    last = now.astimezone(timezone).date() - dt.timedelta(days=1)
+    # the oldest day watched is the one ``timeout`` ago falls in (it ends after that moment)
+    first = (now - dt.timedelta(seconds=timeout)).astimezone(timezone).date()
     if first_day is not None:
         first = max(first, dt.date.fromisoformat(first_day))
     if last_day is not None:
@@ -95,18 +72,15 @@ def watched_window(
 
 
 class AnalyticsDataReadyEventTrigger(BaseEventTrigger):
-    """Fire one event for each complete day whose events have landed on the platform.
-
-    Use it as the trigger of an ``AssetWatcher``; see the module's documentation for what is
-    shared, how each day is announced once, and when a day stops being watched.
+    """Fire one event for each complete day whose events have landed on the platform (the
+    trigger of an ``AssetWatcher``).
 
     :param analytics_conn_id: id of the ``analytics`` connection.
     :param event: event id to count; ``$Anything`` (default) is any event.
     :param threshold: events a day needs to be ready.
     :param poke_interval: seconds between polls.
     :param timeout: seconds after its end that a day is watched (default seven days).
-    :param timezone: IANA zone the days are counted in; default the connection's ``timezone``
-        extra (the project's), else UTC.
+    :param timezone: IANA zone of the days; default the connection's ``timezone`` extra, else UTC.
     :param first_day: never announce a day before this one (``yyyy-MM-dd``).
     :param last_day: never announce a day after this one (``yyyy-MM-dd``).
     """
@@ -125,19 +99,17 @@ class AnalyticsDataReadyEventTrigger(BaseEventTrigger):
     ) -> None:
         super().__init__()
         rules.id_ref(event, "event")
-        if rules.number(threshold, "threshold") <= 0:
-            rules.fail("threshold", "must be greater than 0", threshold)
-        for value, field in ((poke_interval, "poke_interval"), (timeout, "timeout")):
+        positive = {"threshold": threshold, "poke_interval": poke_interval, "timeout": timeout}
+        for field, value in positive.items():
             if rules.number(value, field) <= 0:
                 rules.fail(field, "must be greater than 0", value)
         if timezone is not None:
             rules.time_zone(timezone)
+        for day, field in ((first_day, "first_day"), (last_day, "last_day")):
+            if day is not None:
+                rules.date(day, field)
         if first_day is not None and last_day is not None:
             rules.date_range(first_day, last_day, from_field="first_day", to_field="last_day")
-        else:
-            for day, field in ((first_day, "first_day"), (last_day, "last_day")):
-                if day is not None:
-                    rules.date(day, field)
         self.analytics_conn_id = analytics_conn_id
         self.event = event
         self.threshold = threshold
@@ -149,42 +121,20 @@ class AnalyticsDataReadyEventTrigger(BaseEventTrigger):
         self._memory: set[str] = set()
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
-        return (
-            f"{type(self).__module__}.{type(self).__qualname__}",
-            {
-                "analytics_conn_id": self.analytics_conn_id,
-                "event": self.event,
-                "threshold": self.threshold,
-                "poke_interval": self.poke_interval,
-                "timeout": self.timeout,
-                "timezone": self.timezone,
-                "first_day": self.first_day,
-                "last_day": self.last_day,
-            },
-        )
+        path = f"{type(self).__module__}.{type(self).__qualname__}"
+        return path, {name: getattr(self, name) for name in _SETTINGS}
 
     def shared_stream_key(self) -> Hashable:
         """Everything that decides what is asked, and how often; not ``threshold``, which only
         decides how each watcher judges the shared answer."""
-        return (
-            EVENT_SOURCE,
-            self.analytics_conn_id,
-            self.event,
-            self.timezone,
-            self.timeout,
-            self.first_day,
-            self.last_day,
-            self.poke_interval,
-        )
+        return (EVENT_SOURCE, *(getattr(self, name) for name in _SETTINGS if name != "threshold"))
 
     @classmethod
     async def open_shared_stream(cls, kwargs: dict[str, Any]) -> AsyncIterator[Any]:
-        """Poll the platform once per ``poke_interval`` for the watched window; yield each
-        answer as ``{"from_date", "to_date", "payload"}`` (the decoded JSON, judged later by
-        every watcher). Runs until the triggerer stops it, or raises on a failure waiting
-        cannot cure."""
-        # Loads httpx and the client: only here, in the triggerer, never when a DAG file that
-        # declares a watcher is parsed.
+        """Poll once per ``poke_interval`` for the watched window; yield each answer as
+        ``{"from_date", "to_date", "payload"}`` for every watcher to judge. Runs until the
+        triggerer stops it, or raises on a failure waiting cannot cure."""
+        # httpx and the client load here, in the triggerer, never when a DAG file is parsed
         from airflow_provider_analytics.client.async_api import AsyncAnalyticsClient
         from airflow_provider_analytics.hooks.analytics import (
             AnalyticsHook,
@@ -240,7 +190,9 @@ class AnalyticsDataReadyEventTrigger(BaseEventTrigger):
             day = ready[0]
             # days that left the window can never be announced again: forget them
             announced = {seen for seen in announced if seen >= answer["from_date"]} | {day}
-            await self._remember(announced)
+            self._memory = set(announced)
+            for accessor in self._accessors():
+                await accessor.aset(self.state_key, sorted(announced))
             log.info("data for %s is ready (%s events of %s)", day, counts[day], self.event)
             yield TriggerEvent(
                 {
@@ -255,8 +207,7 @@ class AnalyticsDataReadyEventTrigger(BaseEventTrigger):
             )
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
-        """The same poll and judging without the triggerer's sharing (tests, a lone watcher
-        where the triggerer does not share streams)."""
+        """The same poll and judging without the triggerer's sharing."""
         stream = type(self).open_shared_stream(self.serialize()[1])
         async for event in self.filter_shared_stream(stream):
             yield event
@@ -266,10 +217,9 @@ class AnalyticsDataReadyEventTrigger(BaseEventTrigger):
         return f"{STATE_KEY}:{self.event}:{self.threshold}"
 
     def _accessors(self) -> list[Any]:
-        """The state store of every asset this trigger watches. Identical watchers on several
-        assets are one trigger in Airflow, and Airflow 3.3 offers no public way to list the
-        assets of that trigger's accessor mapping, so its per-asset accessors are read from it
-        (the mapping itself stands in when that changes)."""
+        """The state store of every asset this trigger watches: identical watchers on several
+        assets are one trigger, and Airflow 3.3 offers no public way to list that mapping's
+        per-asset accessors (the mapping itself stands in when that changes)."""
         store = self.asset_state_store
         if store is None:
             return []
@@ -287,10 +237,8 @@ class AnalyticsDataReadyEventTrigger(BaseEventTrigger):
         days: set[str] = set()
         for accessor in accessors:
             stored = await accessor.aget(self.state_key, default=[])
-            days.update(day for day in stored or [] if isinstance(day, str))
+            try:
+                days.update(ANNOUNCED.validate_python(stored) or ())
+            except ValidationError as error:  # not what this trigger writes: refused by name
+                raise rules.refusal(error, f"asset state {self.state_key}") from None
         return days
-
-    async def _remember(self, days: set[str]) -> None:
-        self._memory = set(days)
-        for accessor in self._accessors():
-            await accessor.aset(self.state_key, sorted(days))
