@@ -340,20 +340,19 @@ class RowGroupSink(Protocol):
 
 
 TRIM_EVERY: Final = 8
-"""Row groups written between two returns of the C heap's free memory
-(:func:`~airflow_provider_analytics.core.heap.trim_heap`). Blocks, parsed tables and row
-groups freed by other threads than those that made them leave free pieces in each thread's
-heap, which add up over an export. A 1M-user stream of 3 MiB row groups (alternating, 3 rounds
-each): untrimmed 256-259 MiB at its peak, 4.02 CPU s; trimmed every 8th row group 250-252 MiB,
-4.00 s; every 4th 250-253 MiB, 4.18 s (each trim's pages are faulted in again)."""
+"""Row groups an object's stream writes between two returns of the C heap's free memory
+(:func:`~airflow_provider_analytics.core.heap.trim_heap`): pieces freed by other threads than
+those that made them add up in each thread's heap. A 1M-user stream of 3 MiB row groups peaked
+at 256-259 MiB untrimmed and 250-252 trimmed every 8th row group, at the same CPU seconds
+(every 4th: 0.18 s more). A process holding pyiceberg and pandas paid 0.27 s more for 6 MiB,
+so an Iceberg day's stream is not trimmed."""
 
 
 class ParquetStream:
     """Pieces of one table, buffered and written as row groups of bounded rows and bytes.
 
     A row group is encoded in a background thread while the next one fills, so at most two
-    are held in memory; every :data:`TRIM_EVERY` row groups the heap's free memory is handed
-    back. Made by :func:`parquet_stream`, which commits or discards the object.
+    are held in memory. Made by :func:`parquet_stream`, which commits or discards the object.
 
     The pieces' schema may widen on the way (a column read as int64 turns out to hold doubles):
     a piece in a wider schema has the buffered ones converted by ``widen`` first, and row groups
@@ -368,6 +367,7 @@ class ParquetStream:
         the 0-based row of the whole table its first row is; the pieces are then of its input.
     :param widen: converts a table (given the 0-based row of its first row) to a wider schema;
         by default Arrow's safe cast.
+    :param trim_every: hand the heap's free memory back every this many row groups.
     :raises AnalyticsValidationError: naming ``row_group_rows`` when it is not at least 1.
     """
 
@@ -380,6 +380,7 @@ class ParquetStream:
         row_group_bytes: int,
         prepare: Callable[[pa.Table, int], pa.Table] | None = None,
         widen: Callable[[pa.Table, pa.Schema, int], pa.Table] = cast_to,
+        trim_every: int | None = None,
     ) -> None:
         positive_int(row_group_rows, "row_group_rows")  # a bound of 0 would never fill
         self._writer = writer
@@ -393,6 +394,7 @@ class ParquetStream:
         self._row_groups = 0  # row groups written
         self._prepare = prepare
         self._widen = widen
+        self._trim_every = trim_every
         self._behind: WriteBehind[tuple[pa.Table, int]] = WriteBehind(self._write_row_group)
 
     @property
@@ -401,7 +403,7 @@ class ParquetStream:
         return self._writer.bytes_written
 
     def _write_row_group(self, group: tuple[pa.Table, int]) -> None:
-        if self._row_groups and self._row_groups % TRIM_EVERY == 0:
+        if self._trim_every and self._row_groups and self._row_groups % self._trim_every == 0:
             trim_heap()  # before this row group: the last one is freed by now
         self._row_groups += 1
         table, first_row = group
@@ -520,6 +522,7 @@ def parquet_stream(
             row_group_bytes=row_group_bytes,
             prepare=prepare,
             widen=widen,
+            trim_every=TRIM_EVERY,
         ) as stream:
             yield stream
 
