@@ -19,9 +19,9 @@ class ExportSettings:
     :param row_group_rows: rows per Parquet row group at most (at least 1); with
         ``row_group_bytes`` it bounds memory.
     :param row_group_bytes: flush a row group once its Arrow data reaches this size. 3 MiB
-        (~13,500 users of 19 properties) keeps a 1M-user export with Airflow imported, as a
-        fresh process's first run, at 250-252 MiB peak RSS against 255-263 with 4 MiB, for a
-        file 3% larger (4 MiB took it from 253 to 246 against 8 MiB, for 1.2%).
+        (~13,500 users of 19 properties) took a 1M-user first export with Airflow imported to
+        250-254 MiB peak RSS against 253-257 with 4 MiB (the heap trimmed in both), for a file
+        3% larger (4 MiB took it from 253 to 246 against 8 MiB, for 1.2%).
     :param block_bytes: NDJSON bytes decoded at once.
     :param max_line_bytes: the longest record line accepted; a longer one fails the export
         naming its row, so memory stays bounded whatever the server sends.
