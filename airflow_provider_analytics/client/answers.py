@@ -229,18 +229,6 @@ class EventProperty(_TypedPlanItem):
     is_global: Flag | None = Field(default=None, alias="global")
 
 
-def _unique_ids(operation: str, items: list[_PlanItem]) -> None:
-    seen: dict[str, int] = {}
-    for position, item in enumerate(items):
-        if item.id in seen:
-            raise AnswerShapeError(
-                f"{operation}: [{position}].id {item.id[:80]!r} is listed twice (first at "
-                f"[{seen[item.id]}])",
-                operation=operation,
-            )
-        seen[item.id] = position
-
-
 # Cohort users (spec 2.6, 4.12, 4.13)
 
 
@@ -628,9 +616,19 @@ def decode(
     try:
         value = _validator(operation).validate_python(payload, strict=True, context=asked)
     except ValidationError as exc:
-        raise answer_error(operation, exc) from None
-    if operation in _LIST_ANSWERS:
-        _unique_ids(operation, value)
+        problems = _describe(exc.errors(include_url=False))
+        more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
+        message = f"{operation}: {'; '.join(problems[:3])}{more}"  # the first three faults
+        raise AnswerShapeError(message, operation=operation) from None
+    seen: dict[str, int] = {}
+    for position, item in enumerate(value if operation in _LIST_ANSWERS else ()):
+        if item.id in seen:
+            raise AnswerShapeError(
+                f"{operation}: [{position}].id {item.id[:80]!r} is listed twice (first at "
+                f"[{seen[item.id]}])",
+                operation=operation,
+            )
+        seen[item.id] = position
     return value
 
 
@@ -638,14 +636,6 @@ def decode(
 def _validator(operation: str) -> Any:
     """Stops at an array's first fault (:func:`~.strict_json.first_fault`)."""
     return strict_json.first_fault(ANSWERS[operation])
-
-
-def answer_error(operation: str, error: ValidationError) -> AnswerShapeError:
-    """The error naming the first faults of ``error`` (at most three)."""
-    problems = _describe(error.errors(include_url=False))
-    more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
-    message = f"{operation}: {'; '.join(problems[:3])}{more}"
-    return AnswerShapeError(message, operation=operation)
 
 
 _Analysed = TypeVar("_Analysed", "FunnelAnswer", "EventAnswer")
@@ -677,16 +667,12 @@ class ResponseReader:
     def __init__(self, operation: str) -> None:
         self._operation = operation
 
-    def protocol_error(self, problem: str) -> AnalyticsProtocolError:
-        return AnalyticsProtocolError(
-            f"{self._operation}: {problem}; {_CHECK_ADDRESS}",
-            operation=self._operation,
-        )
-
     def _unreadable(self, response: HttpAnswer, exc: Exception) -> AnalyticsProtocolError:
         content_type = response.headers.get("Content-Type", "no content type")
-        return self.protocol_error(
-            f"the answer (HTTP {response.status_code}, {content_type}) {exc}"
+        return AnalyticsProtocolError(
+            f"{self._operation}: the answer (HTTP {response.status_code}, {content_type}) "
+            f"{exc}; {_CHECK_ADDRESS}",
+            operation=self._operation,
         )
 
     def json(self, response: HttpAnswer) -> Any:
