@@ -731,17 +731,9 @@ _PAGE_IDENTITY = "distinct_id"
 
 
 class PagedListing:
-    """The state of one paged listing (spec 4.12, paging from ``API_NOTES.md``): which page
-    comes next, and what was seen so far. Each page is checked on its own by its declared
-    answer; this adds what only the sequence shows, so a server that never stops, or repeats
-    itself, cannot keep a reader busy or hand it wrong rows:
-
-    - the listing stops after ``ceil(wanted / page_size)`` pages, where ``wanted`` is ``count``
-      (or ``limit`` when smaller);
-    - ``count`` is the same on every page;
-    - no user appears twice (told apart by ``distinct_id`` when the records hold it);
-    - no more users arrive than ``wanted``, and no page before the last is short.
-    """
+    """One paged listing (spec 4.12): which page comes next, and the rules only the sequence
+    of pages shows (docs/client.md lists them), so a server that never stops, or repeats
+    itself, cannot keep a reader busy or hand it wrong rows."""
 
     def __init__(self, *, page_size: int, limit: int | None) -> None:
         self._page_size = page_size
