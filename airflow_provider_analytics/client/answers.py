@@ -336,6 +336,7 @@ class FunnelAnswer(_Shape):
 
     def keeps(self, asked: Asked) -> FunnelAnswer:
         seen: dict[str, int] = {}
+        days: set[dt.date] = set()
         for position, label in enumerate(self.dateList):
             where = f"dateList[{position}]"
             if label in seen:
@@ -343,11 +344,10 @@ class FunnelAnswer(_Shape):
             seen[label] = position
             if label != ALL_DATES_LABEL:
                 try:
-                    day = parse_funnel_date(label, what=where)
+                    days.add(day := parse_funnel_date(label, what=where))
                 except ValueError as exc:
                     raise _RelationFault("", str(exc)) from None
                 _within(day, asked, where)
-        days = {parse_funnel_date(label, what="") for label in seen if label != ALL_DATES_LABEL}
         if len(days) != len(seen) - (ALL_DATES_LABEL in seen):
             raise _RelationFault("dateList", " names one day twice in two forms")
         steps = self.steps
