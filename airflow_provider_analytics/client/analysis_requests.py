@@ -79,7 +79,7 @@ Param: TypeAlias = str | int | float | bool
 DateLike: TypeAlias = "str | dt.date"
 
 
-def given(arguments: dict[str, Any]) -> dict[str, Any]:
+def init_arguments(arguments: dict[str, Any]) -> dict[str, Any]:
     """A typed ``__init__``'s arguments (its ``locals()``), to hand to ``Declared.__init__``."""
     return {name: value for name, value in arguments.items() if name != "self"}
 
@@ -423,7 +423,7 @@ class FunnelRequest(_Analysis):
         use_cache: bool | None = None,
         limit: int | None = None,
     ) -> None:
-        Declared.__init__(self, **given(locals()))
+        Declared.__init__(self, **init_arguments(locals()))
 
     @field_validator("steps")
     @classmethod
@@ -486,7 +486,7 @@ class EventRequest(_Analysis):
         sampling_factor: int | None = None,
         use_cache: bool | None = None,
     ) -> None:
-        Declared.__init__(self, **given(locals()))
+        Declared.__init__(self, **init_arguments(locals()))
 
     @field_validator("by_fields")
     @classmethod

@@ -16,7 +16,7 @@ from airflow_provider_analytics.client.analysis_requests import (
     ConversionMeasure,
     EventRequest,
     FunnelRequest,
-    given,
+    init_arguments,
 )
 from airflow_provider_analytics.core import identity, rules
 from airflow_provider_analytics.core.rules import Declared, check, fail
@@ -78,7 +78,7 @@ class CohortQuery(Declared):
         page: int | None = None,
         page_size: int | None = None,
     ) -> None:
-        Declared.__init__(self, **given(locals()))
+        Declared.__init__(self, **init_arguments(locals()))
 
     @model_validator(mode="after")
     def _paging(self) -> Self:
