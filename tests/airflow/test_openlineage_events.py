@@ -47,13 +47,19 @@ SPLIT = {"by_field", "by_value"}
 """A split funnel table's columns that hold the split field (``user.$city``)."""
 PLACING = {
     "date",
+    "period",
+    "period_start",
     "report_updated_at",
     "report_updated_at_text",
     "query_from_date",
     "query_to_date",
 }
-"""The columns that only place a row in time, and come from no field of the platform."""
+"""A report's columns that only place a row in time, and come from no field of the platform."""
 FUNNEL_TABLES = ("funnel", "funnel_totals", "funnel_by_value", "funnel_by_value_totals")
+MEASURES = ["TOTAL_COUNT(event.purchase)", "SUM(event.purchase.price)"]
+MEASURED = {"measure_index", "measure_label", "measure_expression", "measure_aggregator"}
+MEASURED |= {"count", "value"}
+"""An event table's columns computed from all of the request's measures."""
 
 
 @pytest.fixture(scope="module")
@@ -161,3 +167,27 @@ def test_a_reports_events_name_its_steps_and_split_field_for_every_column(
             for t in f["transformations"]
         }
         assert kinds == {"AGGREGATION"}, table
+
+
+def test_an_event_reports_events_name_its_measures_and_split_field(
+    emitted: tuple[dict[str, dict[str, Any]], Path, str],
+) -> None:
+    by_job, out, platform = emitted
+    event = by_job["column_lineage.event_report"]
+    (source,) = event["inputs"]
+    assert (source["namespace"], source["name"]) == (platform, "events_analysis")
+    written = {
+        str(out / f"events/{table}/report_key=purchases/dt=2024-01-15/{table}.parquet"): table
+        for table in ("events", "events_totals")
+    }
+    targets = {"/" + target["name"]: target for target in event["outputs"]}
+    assert {t["namespace"] for t in event["outputs"]} == {"file"}
+    assert set(targets) == set(written)
+    expected = {c: [(platform, "events_analysis", m, False) for m in MEASURES] for c in MEASURED}
+    expected["by_event_purchase_city"] = [
+        (platform, "events_analysis", "event.purchase.$city", False)
+    ]
+    for path, table in written.items():
+        columns = set(pq.read_schema(path).names)
+        assert columns == set(expected) | (PLACING & columns), table  # nothing unclassified
+        assert origins(targets[path]) == expected, table

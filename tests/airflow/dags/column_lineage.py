@@ -1,5 +1,5 @@
-"""A cohort export (with masked properties) and a funnel report split by a field, for the test
-that reads the OpenLineage provider's emitted events."""
+"""A cohort export (with masked properties), and a funnel and an event report split by a
+field, for the test that reads the OpenLineage provider's emitted events."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pendulum
 from airflow.sdk import DAG
 
 from airflow_provider_analytics.operators.cohort_export import CohortExportToParquetOperator
-from airflow_provider_analytics.operators.reports import FunnelReportOperator
+from airflow_provider_analytics.operators.reports import EventReportOperator, FunnelReportOperator
 
 OUT = os.environ["ANALYTICS_TEST_OUTPUT"]
 
@@ -40,4 +40,20 @@ with DAG(
         },
         destination=f"{OUT}funnel/",
         report_key="checkout",
+    )
+    EventReportOperator(
+        task_id="event_report",
+        request={
+            "measures": [
+                {"expression": "event.purchase", "aggregator": "TOTAL_COUNT"},
+                {"expression": "event.purchase.price", "aggregator": "SUM"},
+            ],
+            "crowds": ["$ALL"],
+            "unit": "DAY",
+            "byFields": [{"expression": "event.purchase.$city"}],
+            "fromDate": "2024-01-09",
+            "toDate": "2024-01-15",
+        },
+        destination=f"{OUT}events/",
+        report_key="purchases",
     )
