@@ -1,20 +1,7 @@
-"""Maintenance of Iceberg tables: expire old snapshots, remove orphan files.
-
-Needs the ``[iceberg]`` extra. Snapshots are expired through pyiceberg's own API
-(``Table.maintenance.expire_snapshots``), which removes them from the table's metadata and
-deletes no file. pyiceberg has no orphan-file removal, so :func:`remove_orphan_files` lists
-the files under the table's location through the table's FileIO (its pyarrow or fsspec file
-system, with the catalog's credentials and endpoint), and deletes those that nothing in the
-table's current metadata reaches and that are older than a safety age:
-
-- data files a killed run wrote and never committed (and its manifests),
-- files only expired snapshots reached (a replaced day's old data files and their manifests),
-- metadata files the metadata log no longer lists.
-
-Reachable are: the current metadata file and those of its metadata log, every snapshot's
-manifest list, manifests and live data and delete files, and the statistics files. The safety
-age protects the files of runs still writing (their commit is yet to come): it must be longer
-than any run takes between writing its first file and committing.
+"""Maintenance of Iceberg tables (the ``[iceberg]`` extra): expire old snapshots through
+pyiceberg, and remove the files under the table's location that its metadata no longer reaches
+and that are older than a safety age (pyiceberg has no orphan-file removal), listed through the
+table's FileIO (``docs/operators/iceberg_maintenance.md``).
 """
 
 from __future__ import annotations
@@ -80,10 +67,7 @@ def expire_snapshots(
     table: Table, *, older_than: dt.datetime, retain_last: int = 1, dry_run: bool = False
 ) -> tuple[list[int], int]:
     """Expire the snapshots taken before ``older_than``, keeping at least the ``retain_last``
-    newest and every branch and tag head (the current snapshot among them).
-
-    :returns: the expired snapshot ids and the number of snapshots kept.
-    """
+    newest and every branch and tag head; the expired ids and the number kept."""
     rules.positive_int(retain_last, "retain_last")
     snapshots = sorted(table.snapshots(), key=lambda snapshot: snapshot.timestamp_ms)
     protected = {ref.snapshot_id for ref in table.metadata.refs.values()}
@@ -100,7 +84,8 @@ def expire_snapshots(
 
 
 def reachable_files(table: Table) -> set[str]:
-    """Every file the table's current metadata reaches (as :func:`file_key` keys)."""
+    """Every file the table's current metadata reaches (as :func:`file_key` keys): metadata
+    files and their log, statistics, manifest lists, manifests, live data and delete files."""
     metadata = table.metadata
     io = table.io
     found = {table.metadata_location}
@@ -131,51 +116,33 @@ def file_key(location: str) -> str:
 
 def list_files(io: FileIO, location: str) -> Iterator[tuple[str, dt.datetime]]:
     """Every file under ``location`` with its modification time (UTC), through the file
-    system of the table's FileIO (pyiceberg's pyarrow or fsspec FileIO).
-
-    :raises IcebergMaintenanceError: naming the FileIO when it is neither.
-    """
+    system of the table's FileIO (pyiceberg's pyarrow or fsspec one; another is refused)."""
+    from pyarrow.fs import FileSelector, FileType
     from pyiceberg.io.fsspec import FsspecFileIO
     from pyiceberg.io.pyarrow import PyArrowFileIO
 
     root = location.rstrip("/")
-    parsed = urlparse(root)
-    scheme = parsed.scheme or "file"
+    scheme = urlparse(root).scheme or "file"
     if isinstance(io, PyArrowFileIO):
-        yield from _list_pyarrow(io, root)
+        scheme, netloc, path = io.parse_location(root, io.properties)
+        selector = FileSelector(path, recursive=True, allow_not_found=True)
+        for info in io.fs_by_scheme(scheme, netloc).get_file_info(selector):
+            if info.type == FileType.File:
+                yield f"{scheme}://{info.path}", _utc(info.mtime)
     elif isinstance(io, FsspecFileIO):
-        yield from _list_fsspec(io, root, scheme)
+        path = urlparse(root).path if scheme == "file" else root
+        for name, info in io.get_fs(scheme).find(path, detail=True).items():
+            if info.get("type", "file") != "file":
+                continue
+            modified = info.get("LastModified") or info.get("mtime") or info.get("created")
+            if isinstance(modified, (int, float)):
+                modified = dt.datetime.fromtimestamp(modified, dt.UTC)
+            yield f"{scheme}://{name}", _utc(modified)
     else:
         raise IcebergMaintenanceError(
             f"cannot list the files of {location}: the table's FileIO is "
             f"{type(io).__name__}, not pyiceberg's PyArrowFileIO or FsspecFileIO"
         )
-
-
-def _list_pyarrow(io: Any, root: str) -> Iterator[tuple[str, dt.datetime]]:
-    from pyarrow.fs import FileSelector, FileType
-
-    scheme, netloc, path = io.parse_location(root, io.properties)
-    filesystem = io.fs_by_scheme(scheme, netloc)
-    selector = FileSelector(path, recursive=True, allow_not_found=True)
-    for info in filesystem.get_file_info(selector):
-        if info.type != FileType.File:
-            continue
-        location = f"file://{info.path}" if scheme == "file" else f"{scheme}://{info.path}"
-        yield location, _utc(info.mtime)
-
-
-def _list_fsspec(io: Any, root: str, scheme: str) -> Iterator[tuple[str, dt.datetime]]:
-    filesystem = io.get_fs(scheme)
-    path = urlparse(root).path if scheme == "file" else root
-    for name, info in filesystem.find(path, detail=True).items():
-        if info.get("type", "file") != "file":
-            continue
-        modified = info.get("LastModified") or info.get("mtime") or info.get("created")
-        if isinstance(modified, (int, float)):
-            modified = dt.datetime.fromtimestamp(modified, dt.UTC)
-        location = f"file://{name}" if scheme == "file" else f"{scheme}://{name}"
-        yield location, _utc(modified)
 
 
 def _utc(moment: Any) -> dt.datetime:
@@ -193,17 +160,10 @@ def remove_orphan_files(
     dry_run: bool = False,
     allowed_roots: Sequence[RootList] = (),
 ) -> tuple[list[str], int]:
-    """Delete the files under the table's location that its metadata does not reach and that
-    were last modified before ``older_than``. The location is checked against
-    ``allowed_roots`` first (:func:`~airflow_provider_analytics.output.roots.
-    checked_destination`): nothing is listed or deleted outside them.
-
-    The files are listed first and the metadata read after, so a commit that lands in between
-    is seen; a file committed later is newer than ``older_than`` unless a run took longer than
-    the safety age.
-
-    :returns: the removed (or, with ``dry_run``, removable) files and the number scanned.
-    """
+    """Delete the files under the table's location (checked against the roots first) that its
+    metadata does not reach and that are older than ``older_than``; the removed (or removable)
+    files and the number scanned. Files are listed before the metadata is read, so a commit
+    landing in between is seen."""
     table = catalog.load_table(identifier)
     location = f"{table.location().rstrip('/')}/"
     checked_destination(location, allowed_roots, "iceberg table location")
@@ -241,17 +201,8 @@ def maintain_table(
     sleep: Callable[[float], None] = time.sleep,
     allowed_roots: Sequence[RootList] = (),
 ) -> MaintenanceResult:
-    """Expire the table's old snapshots, then remove its orphan files.
-
-    :param snapshot_retention: snapshots older than this are expired (the ``retain_last``
-        newest and the branch and tag heads are always kept).
-    :param orphan_file_age: unreachable files younger than this are kept (files of runs still
-        writing).
-    :param now: the present (injectable for tests).
-    :param attempts: tries of the expiry commit when other writers commit in between.
-    :param sleep: waits between those tries (injectable for tests).
-    :param allowed_roots: the roots the deployment allows deletions under.
-    """
+    """Expire the table's old snapshots (``attempts`` tries of the commit when other writers
+    commit in between), then remove its orphan files older than ``orphan_file_age``."""
     if orphan_file_age < dt.timedelta(0) or snapshot_retention < dt.timedelta(0):
         raise AnalyticsConfigurationError(
             "snapshot_retention and orphan_file_age must not be negative"
