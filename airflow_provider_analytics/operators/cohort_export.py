@@ -17,59 +17,39 @@ if TYPE_CHECKING:
     from airflow.sdk import Context
 
     from airflow_provider_analytics.client.validation import CohortQuery
+    from airflow_provider_analytics.output.destination import Destination
 
 
 class _CohortOperator(AnalyticsOutputOperator):
-    """What a cohort export and its shard steps take: the cohort, the destination and the
-    export's settings (the shard steps of one export are given the same values).
+    """What a cohort export and its shard steps take (the shard steps of one export are given
+    the same values); ``docs/operators/cohort_export.md`` and ``cohort_shards.md`` say more.
 
     :param cohort_code: the cohort to export (templated).
-    :param destination: object URI (``file:///...``, ``s3://conn_id@bucket/...``), or a prefix
-        ending in ``/`` that gets ``cohort_code=<code>/dt=<day>/users.parquet``, ``<day>``
-        being the first day the run covers by the day rule of ``operators/intervals.py``, so
-        that many cohorts share one prefix (templated). The file records its cohort; an object
-        holding another cohort is refused, never replaced.
-    :param iceberg_table: instead of ``destination``, the Iceberg table ``namespace.table``;
-        its rows carry ``cohort_code`` and each run replaces its cohort's day (``cohort_code``,
-        ``dt``) in one commit, so that many cohorts share one table (templated).
-    :param properties: user property ids and ``tag.<code>`` keys in column order (templated;
-        must hold the ``id_property``); default: the visible properties of the tracking plan.
+    :param destination: object URI, or a prefix ending in ``/`` that gets
+        ``cohort_code=<code>/dt=<day>/users.parquet``; an object holding another cohort is
+        refused, never replaced (templated).
+    :param iceberg_table: instead of ``destination``, the Iceberg table ``namespace.table``
+        whose cohort's day each run replaces in one commit (templated).
+    :param properties: user property ids and ``tag.<code>`` keys in column order; default: the
+        tracking plan's visible ones (templated).
     :param limit: export at most this many users (templated).
-    :param timezone: the project's timezone for datetime values; default: the connection's
-        ``timezone`` extra, else UTC (templated).
-    :param schema_overrides: column -> Arrow type or type name (a plan data type,
-        ``double``, ``int64`` or ``decimal``), for the exceptions to the default types (a
-        ``number`` column is int64, or double when the export holds a decimal); a column is
-        named by its id (a tag by ``tag.<code>`` or its bare code) or by its name in the file,
-        once (two keys naming one column are refused).
-    :param column_names: ``warehouse`` (default) writes names that load unquoted into DuckDB,
-        PostgreSQL, BigQuery, Snowflake and Spark (``city``, ``tag_tag_rfm``,
-        ``register_time``; at most 63 characters), refusing two ids that would share one
-        before any request; ``ids`` writes the platform's ids (``$city``, ``tag.tag_rfm``).
-        Each field keeps its id in the Parquet field metadata (``analytics.id``); an Iceberg
-        table gets the same names (templated).
-    :param schema_contract: what a day may change in the destination's columns (the newest
-        earlier day's, or the Iceberg table's): ``evolve`` (default) writes added and removed
-        columns; ``freeze`` refuses any change by name before the cohort is asked for;
-        ``discard_new`` writes the destination's columns only, naming the others in the XCom's
-        ``discarded_columns`` (the shard steps: in the plan step's log). A changed type is
-        refused under each unless ``schema_overrides`` sets it under ``evolve``; a first day
-        is written as it is.
+    :param timezone: for datetime values; default: the connection's, else UTC (templated).
+    :param schema_overrides: column -> Arrow type or type name, for the exceptions to the
+        default types (``docs/output_tables.md``).
+    :param column_names: ``warehouse`` (default: names that load unquoted into warehouses) or
+        ``ids`` (the platform's ids) (templated).
+    :param schema_contract: what a day may change in the destination's columns: ``evolve``
+        (default), ``freeze`` or ``discard_new`` (``docs/output_tables.md``).
     :param attempts: whole-export attempts on cut streams, transport faults and short counts
-        (a shard step: tries of a shard whose pages fail, past the client's own retries).
-    :param page_size: users per page in ``pages`` mode, at most 10,000 (default 5,000: a page is
-        held whole while it is decoded, so smaller pages keep a worker's memory lower).
+        (a shard step: tries of a shard whose pages fail).
+    :param page_size: users per page in ``pages`` mode, at most 10,000 (default 5,000).
     :param shard_rows: users per shard in ``pages`` mode.
-    :param id_property: the property that tells users apart in ``pages`` mode (no user may be
-        in two shards): ``distinct_id`` by default; when ``properties`` are given it must be
-        one of them, checked before any request.
+    :param id_property: the property that tells users apart in ``pages`` mode (default
+        ``distinct_id``; one of ``properties`` when they are given).
     :param consistency: what ``pages`` mode reads again before publishing: ``first_pages``
-        (default: the first page of every shard, one call each) or ``strict`` (every page,
-        ids only, one call each), which also finds users exchanged inside a shard that was
-        already read (see the cohort shards page).
+        (default) or ``strict`` (every page, ids only).
     :param staging: where an Iceberg export in ``pages`` mode keeps its parts (an
-        object-storage URI every worker reaches); default: the worker's temporary space. A
-        Parquet export keeps them beside the destination.
+        object-storage URI every worker reaches); default: the worker's private folder.
     """
 
     template_fields: Sequence[str] = (
@@ -123,6 +103,29 @@ class _CohortOperator(AnalyticsOutputOperator):
 
         return cohort_query(self.cohort_code, limit=self.limit, properties=self.properties)
 
+    def publish_day(
+        self,
+        context: Context,
+        destination: Destination,
+        day: str,
+        code: str,
+        summary: dict[str, Any],
+    ) -> dict[str, Any]:
+        """Record cohort ``code``'s day written (asset event, lineage); returns ``summary``."""
+        from airflow_provider_analytics.operators.lineage import export_origins
+
+        origins = {COHORT_FILE: export_origins(summary)}
+        self.publish_output(
+            context,
+            destination,
+            [day],
+            [COHORT_FILE],
+            origins,
+            rows=summary["rows"],
+            cohort_code=code,
+        )
+        return summary
+
     def lineage_input_name(self) -> str:
         return f"cohort/{self.cohort_code}"
 
@@ -137,17 +140,11 @@ class CohortExportToParquetOperator(_CohortOperator):
 
     :param compression: Parquet codec, zstd by default.
     :param row_group_rows: rows per Parquet row group.
-    :param progress_interval: seconds between progress lines (rows, MB received, rows/s, MB/s,
-        percentage and time left); default: the connection's ``progress_interval`` extra,
-        else 10.
-    :param mode: ``auto`` (default) streams a cohort of up to a million rows (the stream's
-        documented range) and reads a larger one in shards of the paged endpoint, as it does
-        a smaller one whose stream was cut on every attempt (the log and the XCom's
-        ``fallback`` say so); ``stream`` or ``pages`` choose (templated). In ``pages`` mode
-        the shards are checked together (rows equal the cohort's count, the count unchanged,
-        no user twice, pages read again hold the same users) and published at once; a try
-        that was killed resumes from the shards it finished when its settings make the same
-        plan, and starts again otherwise.
+    :param progress_interval: seconds between progress lines; default: the connection's
+        ``progress_interval`` extra, else 10.
+    :param mode: ``auto`` (default: streams up to a million rows, reads a larger cohort, or one
+        whose stream was cut on every attempt, in shards of the paged endpoint), ``stream`` or
+        ``pages`` (templated).
     :param max_parallel_shards: shards this task reads at once (one connection each).
     """
 
@@ -175,7 +172,6 @@ class CohortExportToParquetOperator(_CohortOperator):
 
     def execute(self, context: Context) -> dict[str, Any]:
         from airflow_provider_analytics.export.cohort_day import export_cohort_day
-        from airflow_provider_analytics.operators.lineage import export_origins
 
         query = self.rendered_query()
         day = covered_days(context).partition
@@ -198,13 +194,4 @@ class CohortExportToParquetOperator(_CohortOperator):
             column_names=self.column_names,
             settings=self.settings,
         )
-        self.publish_output(
-            context,
-            destination,
-            [day],
-            [COHORT_FILE],
-            {COHORT_FILE: export_origins(summary)},
-            rows=summary["rows"],
-            cohort_code=query.cohort_code,
-        )
-        return summary
+        return self.publish_day(context, destination, day, query.cohort_code, summary)

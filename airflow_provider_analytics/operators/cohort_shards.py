@@ -125,7 +125,6 @@ class CohortShardPublishOperator(_CohortShardsOperator):
         from airflow_provider_analytics.export.cohort_day import publish_shards
         from airflow_provider_analytics.export.shards import read_plan
         from airflow_provider_analytics.export.stream import prepare_export
-        from airflow_provider_analytics.operators.lineage import export_origins
 
         client, _, destination, day, settings = self._run(context)
         plan = read_plan(destination.staging(day))
@@ -133,13 +132,4 @@ class CohortShardPublishOperator(_CohortShardsOperator):
         columns = prepare_export(client, plan.query(), **settings).schema.described
         published = publish_shards(client, plan, destination, day, consistency=self.consistency)
         summary = {**published, **columns}
-        self.publish_output(
-            context,
-            destination,
-            [day],
-            [COHORT_FILE],
-            {COHORT_FILE: export_origins(summary)},
-            rows=summary["rows"],
-            cohort_code=plan.cohort_code,
-        )
-        return summary
+        return self.publish_day(context, destination, day, plan.cohort_code, summary)

@@ -63,13 +63,11 @@ class AnalyticsOutputOperator(AnalyticsBaseOperator):
 
     :param destination: object URI or a prefix ending in ``/`` (templated by the subclass).
     :param iceberg_table: instead of ``destination``: the Iceberg table ``namespace.table``
-        whose ``dt`` partition for the run's day is replaced (needs the ``[iceberg]`` extra).
+        whose day is replaced (needs the ``[iceberg]`` extra).
     :param iceberg_conn_id: the connection describing the Iceberg catalog.
     :param partition_outputs: whether the asset event carries the run's day as its
-        ``partition_key``: ``None`` (default) when the run has a partition key of its own,
-        ``True`` always (a DAG started by data-ready events feeding a partitioned consumer),
-        ``False`` never. An event with a partition key starts only partition-aware consumers
-        (``PartitionedAssetTimetable``); DAGs scheduled on the plain asset do not run for it.
+        ``partition_key``: ``None`` (default) when the run has one of its own, ``True`` always,
+        ``False`` never (``docs/event_driven.md``).
     """
 
     def __init__(
