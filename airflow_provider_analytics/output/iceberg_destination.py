@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -142,13 +143,13 @@ class IcebergDestination:
         return [iceberg_target(self.catalog_name, self.identifier_for(names, n)) for n in names]
 
 
+@dataclass
 class _ReportTables:
     """A day's report tables, each replacing the run's (report, day) of its Iceberg table."""
 
-    def __init__(self, destination: IcebergDestination, day: str, names: Sequence[str]) -> None:
-        self.destination = destination
-        self.day = day
-        self.names = names
+    destination: IcebergDestination
+    day: str
+    names: Sequence[str]
 
     def write_table(self, name: str, table: pa.Table) -> dict[str, Any]:
         identifier = self.destination.identifier_for(self.names, name)

@@ -10,7 +10,7 @@ import datetime as dt
 import itertools
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlparse
 
@@ -52,14 +52,12 @@ class MaintenanceResult:
     dry_run: bool = False
 
     def as_dict(self) -> dict[str, Any]:
+        """Counts, and the first 100 orphan files."""
         return {
-            "table": self.table,
+            **asdict(self),
             "expired_snapshots": len(self.expired_snapshots),
-            "snapshots_kept": self.snapshots_kept,
             "orphan_files_removed": len(self.orphan_files),
             "orphan_files": self.orphan_files[:100],
-            "files_scanned": self.files_scanned,
-            "dry_run": self.dry_run,
         }
 
 

@@ -83,7 +83,7 @@ def _split(text: str) -> tuple[str, str | None, str, str]:
     scheme = match["scheme"].lower() if match else ""
     rest = text[match.end() :] if match else text
     if scheme in LOCAL_SCHEMES:
-        return ("file" if match else ""), None, "", rest
+        return scheme, None, "", rest
     if not rest.startswith("//"):
         rules.fail("destination", f"must be {scheme}://<bucket>/<path>")
     authority, slash, path = rest[2:].partition("/")
@@ -131,8 +131,7 @@ def _readings(destination: str) -> list[Location]:
     are and collapsed (an object key keeps ``//``; a local path does not)."""
     scheme, conn_id, bucket, rest = _split(destination)
     if scheme in LOCAL_SCHEMES:
-        written = _SCHEME.match(destination)
-        paths = _local_readings(destination, rest, written["scheme"] if written else None)
+        paths = _local_readings(destination, rest, scheme or None)
         scheme = "file"
     else:
         paths = [rest or "/"]
