@@ -312,15 +312,13 @@ def private_folder() -> Path:
     return folder
 
 
-def staging_folder(
-    location: str, allowed: Sequence[RootList], *, own_from: str, field: str = "staging"
-) -> Any:
+def staging_folder(location: str, allowed: Sequence[RootList], *, own_from: str) -> Any:
     """A staging folder checked against the roots, and on the worker's disk made a real
     folder at every level from ``own_from`` (the first level the package makes) down, so that
     clearing it deletes nothing elsewhere."""
     from airflow.sdk import ObjectStoragePath
 
-    checked = checked_destination(location, allowed, field)
+    checked = checked_destination(location, allowed, "staging")
     local, top = local_path(checked), local_path(own_from)
     if local is not None and top is not None:
         levels = [top.rstrip("/")]
