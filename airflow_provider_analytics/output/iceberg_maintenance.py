@@ -150,42 +150,6 @@ def _utc(moment: Any) -> dt.datetime:
     return moment if moment.tzinfo else moment.replace(tzinfo=dt.UTC)
 
 
-def remove_orphan_files(
-    catalog: Catalog,
-    identifier: str,
-    *,
-    older_than: dt.datetime,
-    dry_run: bool = False,
-    allowed_roots: Sequence[RootList] = (),
-) -> tuple[list[str], int]:
-    """Delete the files under the table's location (checked against the roots first) that its
-    metadata does not reach and that are older than ``older_than``; the removed (or removable)
-    files and the number scanned. Files are listed before the metadata is read, so a commit
-    landing in between is seen."""
-    table = catalog.load_table(identifier)
-    location = f"{table.location().rstrip('/')}/"
-    checked_destination(location, allowed_roots, "iceberg table location")
-    listed = list(list_files(table.io, location))
-    table = catalog.load_table(identifier)
-    reachable = reachable_files(table)
-    orphans = sorted(
-        location
-        for location, modified in listed
-        if modified < older_than and file_key(location) not in reachable
-    )
-    if not dry_run:
-        for location in orphans:
-            table.io.delete(location)
-    if orphans:
-        log.info(
-            "%s: %s %d orphan files",
-            identifier,
-            "would remove" if dry_run else "removed",
-            len(orphans),
-        )
-    return orphans, len(listed)
-
-
 def maintain_table(
     catalog: Catalog,
     identifier: str,
@@ -200,7 +164,8 @@ def maintain_table(
     allowed_roots: Sequence[RootList] = (),
 ) -> MaintenanceResult:
     """Expire the table's old snapshots (``attempts`` tries of the commit when other writers
-    commit in between), then remove its orphan files older than ``orphan_file_age``."""
+    commit in between), then delete the files under the table's location (checked against the
+    roots) that its metadata does not reach and that are older than ``orphan_file_age``."""
     if orphan_file_age < dt.timedelta(0) or snapshot_retention < dt.timedelta(0):
         raise AnalyticsConfigurationError(
             "snapshot_retention and orphan_file_age must not be negative"
@@ -227,11 +192,23 @@ def maintain_table(
         result.expired_snapshots, result.snapshots_kept = engine(expire)
     except IcebergCommitError as error:
         raise IcebergMaintenanceError(str(error)) from error.__cause__
-    result.orphan_files, result.files_scanned = remove_orphan_files(
-        catalog,
-        identifier,
-        older_than=now - orphan_file_age,
-        dry_run=dry_run,
-        allowed_roots=allowed_roots,
+    # orphans: listed before the metadata is read, so that a commit landing in between is seen
+    table = catalog.load_table(identifier)
+    location = f"{table.location().rstrip('/')}/"
+    checked_destination(location, allowed_roots, "iceberg table location")
+    listed = list(list_files(table.io, location))
+    table = catalog.load_table(identifier)
+    reachable = reachable_files(table)
+    result.files_scanned = len(listed)
+    result.orphan_files = sorted(
+        path
+        for path, modified in listed
+        if modified < now - orphan_file_age and file_key(path) not in reachable
     )
+    if not dry_run:
+        for path in result.orphan_files:
+            table.io.delete(path)
+    if result.orphan_files:
+        verb = "would remove" if dry_run else "removed"
+        log.info("%s: %s %d orphan files", identifier, verb, len(result.orphan_files))
     return result

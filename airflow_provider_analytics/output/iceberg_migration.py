@@ -7,7 +7,6 @@ see the old rows or the migrated ones, never both. Run from a shell through
 
 from __future__ import annotations
 
-import datetime as dt
 import logging
 from typing import TYPE_CHECKING, Any
 
@@ -34,7 +33,6 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from pyiceberg.catalog import Catalog
-    from pyiceberg.table import Table
 
     from airflow_provider_analytics.core.identity import Identity
     from airflow_provider_analytics.output.roots import RootList
@@ -103,11 +101,26 @@ def migrate_to_identity(
         summary["rows"] = 0
         summary["migrated"] = False
         return summary
-    writers = [
-        _rewrite_day(catalog, table, identifier, identity, day, allowed_roots) for day in days
-    ]
     properties = {IDENTITY_PROPERTY: str(identity), COMMIT_PROPERTY: "migration"}
-    try:  # one commit: the rows without an identity out, the rewritten files in
+    writers: list[IcebergDayWriter] = []
+    try:
+        for day in days:  # the day's rows without an identity into new files that carry it
+            condition = And(
+                column_is_null(identity.column), column_equals(PARTITION_COLUMN, day.isoformat())
+            )
+            reader = table.scan(row_filter=condition).to_arrow_batch_reader()
+            kept = [
+                f.name for f in reader.schema if f.name not in (identity.column, PARTITION_COLUMN)
+            ]
+            writer = IcebergDayWriter(
+                catalog, identifier, day, identity=identity, allowed_roots=allowed_roots
+            )
+            writer.open(pa.schema([reader.schema.field(name) for name in kept]))
+            writers.append(writer)
+            for batch in reader:
+                writer.write(batch.select(kept))
+            writer.close_files()
+        # one commit: the rows without an identity out, the rewritten files in
         transaction = catalog.load_table(identifier).transaction()
         transaction.delete(column_is_null(identity.column), snapshot_properties=properties)
         paths = [path for writer in writers for path in writer.paths]
@@ -130,32 +143,3 @@ def migrate_to_identity(
         identity,
     )
     return summary
-
-
-def _rewrite_day(
-    catalog: Catalog,
-    table: Table,
-    identifier: str,
-    identity: Identity,
-    day: dt.date,
-    allowed_roots: Sequence[RootList],
-) -> IcebergDayWriter:
-    """Write the day's rows without an identity into new files that carry it (not committed)."""
-    condition = And(
-        column_is_null(identity.column), column_equals(PARTITION_COLUMN, day.isoformat())
-    )
-    reader = table.scan(row_filter=condition).to_arrow_batch_reader()
-    dropped = {identity.column, PARTITION_COLUMN}
-    kept = [field for field in reader.schema if field.name not in dropped]
-    writer = IcebergDayWriter(
-        catalog, identifier, day, identity=identity, allowed_roots=allowed_roots
-    )
-    writer.open(pa.schema(kept))
-    try:
-        for batch in reader:
-            writer.write(batch.select([field.name for field in kept]))
-        writer.close_files()
-    except BaseException:
-        writer.abort()
-        raise
-    return writer
