@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_analytics.core.identity import COHORT_FILE, cohort_identity
@@ -16,93 +17,39 @@ if TYPE_CHECKING:
     from airflow.sdk import Context
 
     from airflow_provider_analytics.client.validation import CohortQuery
+    from airflow_provider_analytics.output.destination import Destination
 
 
-def rendered_cohort_query(cohort_code: Any, limit: Any, properties: Any) -> CohortQuery:
-    """An operator's rendered cohort code, limit and properties, checked once by the client's
-    rules (the code by the identity rule, :mod:`~airflow_provider_analytics.core.identity`).
-
-    Rendered values are checked as they are, never coerced: ``limit=True`` or ``1.9`` would
-    otherwise export one user and succeed.
-    """
-    from airflow_provider_analytics.client.validation import cohort_query
-
-    return cohort_query(cohort_code, limit=limit, properties=properties)
-
-
-class CohortExportToParquetOperator(AnalyticsOutputOperator):
-    """Stream a cohort's users (spec 4.13) into a Parquet object, typed from the tracking plan.
-
-    Memory stays flat whatever the cohort's size; the row count is checked against the cohort's
-    size and a cut or short stream is retried from the start; the object appears at
-    ``destination`` only when complete and a rerun replaces it. The destination's Asset (the
-    untemplated prefix) is declared as an outlet unless ``outlets`` are given.
+class _CohortOperator(AnalyticsOutputOperator):
+    """What a cohort export and its shard steps take (the shard steps of one export are given
+    the same values); ``docs/operators/cohort_export.md`` and ``cohort_shards.md`` say more.
 
     :param cohort_code: the cohort to export (templated).
-    :param destination: object URI (``file:///...``, ``s3://conn_id@bucket/...``), or a prefix
-        ending in ``/`` that gets ``cohort_code=<code>/dt=<day>/users.parquet``, ``<day>``
-        being the first day the run covers by the day rule of ``operators/intervals.py``, so
-        that many cohorts share one prefix (templated). The file records its cohort; an object
-        holding another cohort is refused, never replaced.
-    :param iceberg_table: instead of ``destination``, the Iceberg table ``namespace.table``;
-        its rows carry ``cohort_code`` and each run replaces its cohort's day (``cohort_code``,
-        ``dt``) in one commit, so that many cohorts share one table (templated).
-    :param iceberg_conn_id: the connection describing the Iceberg catalog.
-    :param partition_outputs: whether the asset event carries the run's day as its
-        ``partition_key``: by default when the run has a partition key of its own; ``True`` always
-        (a DAG started by data-ready events feeding a ``PartitionedAssetTimetable`` consumer);
-        ``False`` never. The event's ``extra`` names the day (``day``) in every case.
-    :param properties: user property ids and ``tag.<code>`` keys in column order (templated);
-        default: the visible properties of the tracking plan.
+    :param destination: object URI, or a prefix ending in ``/`` that gets
+        ``cohort_code=<code>/dt=<day>/users.parquet``; an object holding another cohort is
+        refused, never replaced (templated).
+    :param iceberg_table: instead of ``destination``, the Iceberg table ``namespace.table``
+        whose cohort's day each run replaces in one commit (templated).
+    :param properties: user property ids and ``tag.<code>`` keys in column order; default: the
+        tracking plan's visible ones (templated).
     :param limit: export at most this many users (templated).
-    :param timezone: the project's timezone for datetime values; default: the connection's
-        ``timezone`` extra, else UTC (templated).
-    :param schema_overrides: column -> Arrow type or type name (a plan data type,
-        ``double``, ``int64`` or ``decimal``), for the exceptions to the default types (a
-        ``number`` column is int64, or double when the export holds a decimal); a column is
-        named by its id (a tag by ``tag.<code>`` or its bare code) or by its name in the file,
-        once (two keys naming one column are refused).
-    :param column_names: ``warehouse`` (default) writes names that load unquoted into DuckDB,
-        PostgreSQL, BigQuery, Snowflake and Spark (``city``, ``tag_tag_rfm``,
-        ``register_time``; at most 63 characters), refusing two ids that would share one
-        before any request; ``ids`` writes the platform's ids (``$city``, ``tag.tag_rfm``).
-        Each field keeps its id in the Parquet field metadata (``analytics.id``); an Iceberg
-        table gets the same names (templated).
-    :param schema_contract: what a day may change in the destination's columns (the newest
-        earlier day's, or the Iceberg table's): ``evolve`` (default) writes added and removed
-        columns; ``freeze`` refuses any change by name before the cohort is asked for;
-        ``discard_new`` writes the destination's columns only, naming the others in the XCom's
-        ``discarded_columns``. A changed type is refused under each unless
-        ``schema_overrides`` sets it under ``evolve``; a first day is written as it is.
-    :param compression: Parquet codec, zstd by default.
-    :param row_group_rows: rows per Parquet row group.
-    :param attempts: whole-export attempts on cut streams, transport faults and short counts.
-    :param progress_interval: seconds between progress lines (rows, MB received, rows/s, MB/s,
-        percentage and time left); default: the connection's ``progress_interval`` extra,
-        else 10.
-    :param mode: ``auto`` (default) streams a cohort of up to a million rows (the stream's
-        documented range) and reads a larger one in shards of the paged endpoint, as it does
-        a smaller one whose stream was cut on every attempt (the log and the XCom's
-        ``fallback`` say so); ``stream`` or ``pages`` choose (templated). In ``pages`` mode
-        the shards are checked together (rows equal the cohort's count, the count unchanged,
-        no user twice, pages read again hold the same users) and published at once; a try
-        that was killed resumes from the shards it finished when its settings make the same
-        plan, and starts again otherwise.
-    :param page_size: users per page in ``pages`` mode, at most 10,000 (default 5,000: a page is
-        held whole while it is decoded, so smaller pages keep a worker's memory lower).
+    :param timezone: for datetime values; default: the connection's, else UTC (templated).
+    :param schema_overrides: column -> Arrow type or type name, for the exceptions to the
+        default types (``docs/output_tables.md``).
+    :param column_names: ``warehouse`` (default: names that load unquoted into warehouses) or
+        ``ids`` (the platform's ids) (templated).
+    :param schema_contract: what a day may change in the destination's columns: ``evolve``
+        (default), ``freeze`` or ``discard_new`` (``docs/output_tables.md``).
+    :param attempts: whole-export attempts on cut streams, transport faults and short counts
+        (a shard step: tries of a shard whose pages fail).
+    :param page_size: users per page in ``pages`` mode, at most 10,000 (default 5,000).
     :param shard_rows: users per shard in ``pages`` mode.
-    :param max_parallel_shards: shards this task reads at once (one connection each).
-    :param id_property: the property that tells users apart in ``pages`` mode (no user may be
-        in two shards): ``distinct_id`` by default; when ``properties`` are given it must be
-        one of them, checked before any request.
+    :param id_property: the property that tells users apart in ``pages`` mode (default
+        ``distinct_id``; one of ``properties`` when they are given).
     :param consistency: what ``pages`` mode reads again before publishing: ``first_pages``
-        (default: the first page of every shard, one call each) or ``strict`` (every page,
-        ids only, one call each), which also finds users exchanged inside a shard that was
-        already read (see the cohort shards page).
+        (default) or ``strict`` (every page, ids only).
     :param staging: where an Iceberg export in ``pages`` mode keeps its parts (an
-        object-storage URI every worker reaches); default: the worker's temporary space. A
-        Parquet export keeps them beside the destination.
-    :param analytics_conn_id: id of the ``analytics`` connection (templated).
+        object-storage URI every worker reaches); default: the worker's private folder.
     """
 
     template_fields: Sequence[str] = (
@@ -114,7 +61,6 @@ class CohortExportToParquetOperator(AnalyticsOutputOperator):
         "limit",
         "timezone",
         "column_names",
-        "mode",
     )
     ui_color = "#d9ecf2"
 
@@ -122,53 +68,112 @@ class CohortExportToParquetOperator(AnalyticsOutputOperator):
         self,
         *,
         cohort_code: str,
-        destination: str | None = None,
+        staging: str | None = None,
         properties: Sequence[str] | None = None,
         limit: int | None = None,
         timezone: str | None = None,
         schema_overrides: Mapping[str, pa.DataType | str] | None = None,
         column_names: str = "warehouse",
         schema_contract: str = ExportSettings.schema_contract,
-        compression: str = "zstd",
-        row_group_rows: int = ExportSettings.row_group_rows,
-        attempts: int = ExportSettings.attempts,
-        progress_interval: float | None = None,
-        mode: str = "auto",
         page_size: int = 5_000,
         shard_rows: int = 200_000,
-        max_parallel_shards: int = 1,
-        staging: str | None = None,
+        attempts: int = ExportSettings.attempts,
         id_property: str = "distinct_id",
         consistency: str = "first_pages",
         **kwargs: Any,
     ) -> None:
-        super().__init__(destination=destination, **kwargs)
-        self.mode = mode
-        self.id_property = id_property
-        self.consistency = consistency
-        self.page_size = page_size
-        self.shard_rows = shard_rows
-        self.max_parallel_shards = max_parallel_shards
-        self.staging = staging
+        super().__init__(**kwargs)
         self.cohort_code = cohort_code
+        self.staging = staging
         self.properties = properties
         self.limit = limit
         self.timezone = timezone
         self.schema_overrides = schema_overrides
         self.column_names = column_names
-        self.settings = ExportSettings(
+        self.page_size = page_size
+        self.shard_rows = shard_rows
+        self.settings = ExportSettings(attempts=attempts, schema_contract=schema_contract)
+        self.id_property = id_property
+        self.consistency = consistency
+
+    def rendered_query(self) -> CohortQuery:
+        """The rendered cohort code, limit and properties, checked as they are by the client's
+        rules, never coerced (``limit=True`` or ``1.9`` would export one user and succeed)."""
+        from airflow_provider_analytics.client.validation import cohort_query
+
+        return cohort_query(self.cohort_code, limit=self.limit, properties=self.properties)
+
+    def publish_day(
+        self,
+        context: Context,
+        destination: Destination,
+        day: str,
+        code: str,
+        summary: dict[str, Any],
+    ) -> dict[str, Any]:
+        """Record cohort ``code``'s day written (asset event, lineage); returns ``summary``."""
+        from airflow_provider_analytics.operators.lineage import export_origins
+
+        origins = {COHORT_FILE: export_origins(summary)}
+        self.publish_output(
+            context,
+            destination,
+            [day],
+            [COHORT_FILE],
+            origins,
+            rows=summary["rows"],
+            cohort_code=code,
+        )
+        return summary
+
+    def lineage_input_name(self) -> str:
+        return f"cohort/{self.cohort_code}"
+
+
+class CohortExportToParquetOperator(_CohortOperator):
+    """Stream a cohort's users (spec 4.13) into a Parquet object, typed from the tracking plan.
+
+    Memory stays flat whatever the cohort's size; the row count is checked against the cohort's
+    size and a cut or short stream is retried from the start; the object appears at
+    ``destination`` only when complete and a rerun replaces it. The destination's Asset (the
+    untemplated prefix) is declared as an outlet unless ``outlets`` are given.
+
+    :param compression: Parquet codec, zstd by default.
+    :param row_group_rows: rows per Parquet row group.
+    :param progress_interval: seconds between progress lines; default: the connection's
+        ``progress_interval`` extra, else 10.
+    :param mode: ``auto`` (default: streams up to a million rows, reads a larger cohort, or one
+        whose stream was cut on every attempt, in shards of the paged endpoint), ``stream`` or
+        ``pages`` (templated).
+    :param max_parallel_shards: shards this task reads at once (one connection each).
+    """
+
+    template_fields: Sequence[str] = (*_CohortOperator.template_fields, "mode")
+
+    def __init__(
+        self,
+        *,
+        compression: str = "zstd",
+        row_group_rows: int = ExportSettings.row_group_rows,
+        progress_interval: float | None = None,
+        mode: str = "auto",
+        max_parallel_shards: int = 1,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.mode = mode
+        self.max_parallel_shards = max_parallel_shards
+        self.settings = replace(
+            self.settings,
             compression=compression,
             row_group_rows=row_group_rows,
-            attempts=attempts,
             progress_interval=progress_interval,
-            schema_contract=schema_contract,
         )
 
     def execute(self, context: Context) -> dict[str, Any]:
         from airflow_provider_analytics.export.cohort_day import export_cohort_day
-        from airflow_provider_analytics.operators.lineage import export_origins
 
-        query = self._query()
+        query = self.rendered_query()
         day = covered_days(context).partition
         destination = self.output_destination(
             cohort_identity(query.cohort_code), staging=self.staging
@@ -189,19 +194,4 @@ class CohortExportToParquetOperator(AnalyticsOutputOperator):
             column_names=self.column_names,
             settings=self.settings,
         )
-        self.publish_output(
-            context,
-            destination,
-            [day],
-            [COHORT_FILE],
-            {COHORT_FILE: export_origins(summary)},
-            rows=summary["rows"],
-            cohort_code=query.cohort_code,
-        )
-        return summary
-
-    def _query(self) -> CohortQuery:
-        return rendered_cohort_query(self.cohort_code, self.limit, self.properties)
-
-    def lineage_input_name(self) -> str:
-        return f"cohort/{self.cohort_code}"
+        return self.publish_day(context, destination, day, query.cohort_code, summary)

@@ -9,95 +9,28 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_analytics.core.identity import COHORT_FILE, cohort_identity
-from airflow_provider_analytics.export.settings import ExportSettings
-from airflow_provider_analytics.operators.cohort_export import rendered_cohort_query
+from airflow_provider_analytics.operators.cohort_export import _CohortOperator
 from airflow_provider_analytics.operators.intervals import covered_days
-from airflow_provider_analytics.operators.output import AnalyticsOutputOperator
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Sequence
 
-    import pyarrow as pa
     from airflow.sdk import Context
 
     from airflow_provider_analytics.client.validation import CohortQuery
     from airflow_provider_analytics.output.destination import Destination
 
 
-class _CohortShardsOperator(AnalyticsOutputOperator):
-    """What the three steps share: the cohort, the destination and the export's settings,
-    given the same values in a DAG.
+class _CohortShardsOperator(_CohortOperator):
+    """What the three steps share: the cohort export's arguments, given the same values in a
+    DAG; only the publish step declares the destination's Asset."""
 
-    :param cohort_code: the cohort (templated).
-    :param destination: a prefix ending in ``/`` or an object URI, as for
-        ``CohortExportToParquetOperator`` (templated).
-    :param staging: for Iceberg, where the parts wait (an object-storage URI every worker
-        reaches); a Parquet export keeps them beside its prefix.
-    :param properties: the columns (templated; must hold the ``id_property``); default: the
-        plan's.
-    :param limit: the most users (templated).
-    :param timezone: the project's timezone (templated); default: the connection's.
-    :param schema_overrides: as for ``CohortExportToParquetOperator``.
-    :param column_names: ``warehouse`` (default) or ``ids`` (templated).
-    :param schema_contract: ``evolve`` (default), ``freeze`` or ``discard_new``, as for
-        ``CohortExportToParquetOperator``; the plan step refuses or leaves out the columns
-        (only its log names the ones left out).
-    :param page_size: users per page, at most 10,000 (default 5,000: a page is held whole while
-        it is decoded, so smaller pages keep a worker's memory lower).
-    :param shard_rows: users per shard.
-    :param attempts: tries of a shard whose pages fail (past the client's own retries).
-    :param id_property: the property that tells users apart (no user may be in two shards):
-        ``distinct_id`` by default; checked against ``properties`` before any request.
-    :param consistency: what the publish step reads again: ``first_pages`` (default: the first
-        page of every shard) or ``strict`` (every page, ids only; see the cohort shards page).
-    """
-
-    template_fields: Sequence[str] = (
-        "analytics_conn_id",
-        "cohort_code",
-        "destination",
-        "iceberg_table",
-        "properties",
-        "limit",
-        "timezone",
-        "column_names",
-    )
-    ui_color = "#d9ecf2"
     declares_asset = False
 
-    def __init__(
-        self,
-        *,
-        cohort_code: str,
-        staging: str | None = None,
-        properties: Sequence[str] | None = None,
-        limit: int | None = None,
-        timezone: str | None = None,
-        schema_overrides: Mapping[str, pa.DataType | str] | None = None,
-        column_names: str = "warehouse",
-        schema_contract: str = ExportSettings.schema_contract,
-        page_size: int = 5_000,
-        shard_rows: int = 200_000,
-        attempts: int = ExportSettings.attempts,
-        id_property: str = "distinct_id",
-        consistency: str = "first_pages",
-        **kwargs: Any,
-    ) -> None:
+    def __init__(self, **kwargs: Any) -> None:
         if not self.declares_asset:
             kwargs.setdefault("outlets", [])
         super().__init__(**kwargs)
-        self.cohort_code = cohort_code
-        self.staging = staging
-        self.properties = properties
-        self.limit = limit
-        self.timezone = timezone
-        self.schema_overrides = schema_overrides
-        self.column_names = column_names
-        self.page_size = page_size
-        self.shard_rows = shard_rows
-        self.settings = ExportSettings(attempts=attempts, schema_contract=schema_contract)
-        self.id_property = id_property
-        self.consistency = consistency
 
     def _run(self, context: Context) -> tuple[Any, CohortQuery, Destination, str, dict[str, Any]]:
         """The client, the request, the destination, the day and the export's settings, all
@@ -105,7 +38,7 @@ class _CohortShardsOperator(AnalyticsOutputOperator):
         from airflow_provider_analytics.core import rules
         from airflow_provider_analytics.export.shards import CONSISTENCY, check_id_property
 
-        query = rendered_cohort_query(self.cohort_code, self.limit, self.properties)
+        query = self.rendered_query()
         check_id_property(self.id_property, query.properties)
         rules.one_of(self.consistency, "consistency", CONSISTENCY)
         destination = self.output_destination(
@@ -121,9 +54,6 @@ class _CohortShardsOperator(AnalyticsOutputOperator):
             "destination_schema": destination.held_schema(day),
         }
         return self.hook.get_conn(), query, destination, day, settings
-
-    def lineage_input_name(self) -> str:
-        return f"cohort/{self.cohort_code}"
 
 
 class CohortShardPlanOperator(_CohortShardsOperator):
@@ -195,7 +125,6 @@ class CohortShardPublishOperator(_CohortShardsOperator):
         from airflow_provider_analytics.export.cohort_day import publish_shards
         from airflow_provider_analytics.export.shards import read_plan
         from airflow_provider_analytics.export.stream import prepare_export
-        from airflow_provider_analytics.operators.lineage import export_origins
 
         client, _, destination, day, settings = self._run(context)
         plan = read_plan(destination.staging(day))
@@ -203,13 +132,4 @@ class CohortShardPublishOperator(_CohortShardsOperator):
         columns = prepare_export(client, plan.query(), **settings).schema.described
         published = publish_shards(client, plan, destination, day, consistency=self.consistency)
         summary = {**published, **columns}
-        self.publish_output(
-            context,
-            destination,
-            [day],
-            [COHORT_FILE],
-            {COHORT_FILE: export_origins(summary)},
-            rows=summary["rows"],
-            cohort_code=plan.cohort_code,
-        )
-        return summary
+        return self.publish_day(context, destination, day, plan.cohort_code, summary)

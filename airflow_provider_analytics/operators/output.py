@@ -1,19 +1,8 @@
 """What operators that write to object storage or Iceberg share: the destination, its Airflow
-Asset and its lineage.
+Asset (the URI before anything templated, unless ``outlets`` are given) and its lineage.
 
-Each such operator declares, unless given ``outlets``, one Asset for its destination: the part
-of the URI before anything templated (``.../cohort_users/`` for
-``.../cohort_users/cohort=vip/dt={{ ds }}/users.parquet``), so a downstream DAG can be scheduled
-on it. At run time the asset event carries the rendered object's URI and row count, and the
-task reports the platform as input and every object written as output, with each column's
-origin (:mod:`~airflow_provider_analytics.operators.lineage`), to Airflow's hook lineage and,
-where the OpenLineage provider is installed, to OpenLineage. With ``iceberg_table`` instead of
-``destination``, the asset and the lineage output are the table
-(``iceberg://<catalog>/<namespace>/<table>``).
-
-Every asset event also names the run's day (``day``) and the rows' identity (``cohort_code`` or
-``report_key``), and carries the day as its ``partition_key`` when the run is partitioned, so a
-consumer on a ``PartitionedAssetTimetable`` runs once for exactly that day.
+Asset events name the rendered object, the run's day and the rows' identity, with the day as
+``partition_key`` when the run is partitioned (``docs/event_driven.md``).
 """
 
 from __future__ import annotations
@@ -41,9 +30,8 @@ if TYPE_CHECKING:
 def destination_asset(destination: str) -> Asset | None:
     """The Asset standing for every object a templated ``destination`` can render to.
 
-    The URI is split the way ``ObjectStoragePath`` splits it (the connection id before ``@``
-    is not the data's name) without building one: at parse time an ``s3://`` path would look
-    up its connection and open a filesystem (over a second per DAG file parse).
+    Split the way ``ObjectStoragePath`` splits it (the connection id is not the data's name)
+    without building one, which at parse time would open a filesystem.
 
     :param destination: the operator's (unrendered) destination.
     """
@@ -63,11 +51,7 @@ def destination_asset(destination: str) -> Asset | None:
 
 
 def iceberg_asset(iceberg_conn_id: str, iceberg_table: str) -> Asset | None:
-    """The Asset standing for an Iceberg table (none while the name is templated).
-
-    :param iceberg_conn_id: the catalog's connection id, which names the catalog.
-    :param iceberg_table: ``namespace.table``.
-    """
+    """The Asset standing for an Iceberg table (none while the name is templated)."""
     if "{{" in iceberg_table or "{{" in iceberg_conn_id:
         return None
     uri = iceberg_table_uri(iceberg_conn_id, iceberg_table)
@@ -79,17 +63,12 @@ class AnalyticsOutputOperator(AnalyticsBaseOperator):
 
     :param destination: object URI or a prefix ending in ``/`` (templated by the subclass).
     :param iceberg_table: instead of ``destination``: the Iceberg table ``namespace.table``
-        whose ``dt`` partition for the run's day is replaced (needs the ``[iceberg]`` extra).
+        whose day is replaced (needs the ``[iceberg]`` extra).
     :param iceberg_conn_id: the connection describing the Iceberg catalog.
     :param partition_outputs: whether the asset event carries the run's day as its
-        ``partition_key``: ``None`` (default) when the run has a partition key of its own,
-        ``True`` always (a DAG started by data-ready events feeding a partitioned consumer),
-        ``False`` never. An event with a partition key starts only partition-aware consumers
-        (``PartitionedAssetTimetable``); DAGs scheduled on the plain asset do not run for it.
+        ``partition_key``: ``None`` (default) when the run has one of its own, ``True`` always,
+        ``False`` never (``docs/event_driven.md``).
     """
-
-    lineage_source = "analytics"
-    """What the input dataset is called in lineage; subclasses name their source."""
 
     def __init__(
         self,
@@ -118,17 +97,12 @@ class AnalyticsOutputOperator(AnalyticsBaseOperator):
         self.iceberg_conn_id = iceberg_conn_id
         self.partition_outputs = partition_outputs
         self.written: dict[LineageTarget, Sequence[ColumnOrigin]] = {}
-        """Every object or table the run wrote, with its columns' origins (for lineage)."""
 
     def output_destination(
         self, identity: Identity, *, compression: str = "zstd", staging: str | None = None
     ) -> Destination:
-        """Where this run writes: the rendered ``destination``, or ``iceberg_table`` in the
-        catalog of ``iceberg_conn_id``; ``identity`` names what the run's rows are, ``staging``
-        where an Iceberg export read in shards keeps its parts. Every location it writes (the
-        destination, the staging, an Iceberg table's data files) lies under the roots the
-        deployment allows: ``[analytics] allowed_destinations`` and the connection extra
-        ``allowed_destinations``."""
+        """Where this run writes (``destination`` or ``iceberg_table``), bound to the roots the
+        deployment allows."""
         roots = deployment_roots(self.hook.client_config.allowed_destinations)
         if self.iceberg_table:
             from airflow_provider_analytics.output.iceberg_destination import IcebergDestination
@@ -161,16 +135,9 @@ class AnalyticsOutputOperator(AnalyticsBaseOperator):
         columns: Mapping[str, Sequence[ColumnOrigin]] | None = None,
         **details: Any,
     ) -> None:
-        """Record what was written: the run's main output (the day's object a consumer can
-        open, or the table's URI) and its day on the asset events, with the day as their
-        partition key when the run is partitioned; the platform read and every object or table
-        written, with their columns' origins, for lineage.
-
-        :param days: the days written, the run's own last (a report's look-back days first:
-            the event is the run's day's, and lists the others in ``details``).
-        :param names: the tables written each day (one for a cohort export).
-        :param columns: by table name, where each column comes from on the platform.
-        """
+        """Record what was written: the run's main output and its day on the asset events,
+        and every object or table written, with its columns' origins (by table name), for
+        lineage. ``days`` end with the run's own (a report's look-back days come first)."""
         from airflow_provider_analytics.operators.lineage import report_hook_lineage
 
         self.written = {
@@ -192,17 +159,15 @@ class AnalyticsOutputOperator(AnalyticsBaseOperator):
                     event.add_partitions(day)
 
     def lineage_input_name(self) -> str:
-        return self.lineage_source
+        return "analytics"
 
     def lineage_source_target(self) -> LineageTarget:
-        """The platform's dataset the task reads: namespace the platform's URL, name the
-        cohort (``cohort/<code>``) or the analysis (``funnel_analysis``)."""
+        """The platform's dataset the task reads (``cohort/<code>``, ``funnel_analysis``)."""
         base_url = self.hook.client_config.base_url.rstrip("/")
         return LineageTarget(base_url, self.lineage_input_name())
 
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
-        """Input: the platform's analysis or cohort; outputs: every object or table written,
-        each with its column lineage (masked properties marked)."""
+        """The platform's dataset in, every object or table written out, with column lineage."""
         from airflow_provider_analytics.operators.lineage import openlineage_datasets
 
         return openlineage_datasets(self.lineage_source_target(), self.written)

@@ -1,18 +1,13 @@
-"""Iceberg tables in a catalog: each run replaces its (identity, day) in one commit per table.
-
-A streamed cohort is written into the day's data files as it arrives (the one Parquet
-encoding) and committed once its rows are verified; a cohort read in shards is written from its
-parts; report tables are written from Arrow directly. The writer
-(:mod:`~airflow_provider_analytics.output.iceberg`) streams the data files, adds
-the identity and ``dt`` columns and refuses an earlier version's table by name.
-The report tables other than the main one go to tables whose names end the way theirs do
-(``analytics.funnel`` -> ``analytics.funnel_totals``).
+"""Iceberg tables in a catalog: each run replaces its (identity, day) in one commit per table,
+written by :mod:`~airflow_provider_analytics.output.iceberg`. Report tables other than the main
+one go to tables named the way theirs are (``analytics.funnel`` -> ``analytics.funnel_totals``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import datetime as dt
+from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -44,18 +39,9 @@ if TYPE_CHECKING:
 
 
 class IcebergDestination:
-    """The main table ``identifier`` (and its siblings) in the catalog ``catalog_name``.
-
-    :param open_catalog: opens the pyiceberg catalog (called once, when first needed).
-    :param catalog_name: names the catalog in asset URIs and lineage (the connection id).
-    :param identifier: the main table's ``namespace.table``.
-    :param identity: what the run's rows are.
-    :param staging_root: where a cohort read in shards keeps its parts (an object-storage URI
-        all workers reach); default: the worker's private folder in its temporary space
-        (:func:`~airflow_provider_analytics.output.roots.private_folder`).
-    :param allowed_roots: the roots the deployment allows the package to write under: the
-        staging and the table's data files must lie under them.
-    """
+    """The main table ``identifier`` (and its siblings) in the catalog ``catalog_name`` (the
+    connection id, naming it in asset URIs and lineage), opened by ``open_catalog`` when first
+    needed."""
 
     def __init__(
         self,
@@ -84,11 +70,9 @@ class IcebergDestination:
         return self._open_catalog()
 
     def identifier_for(self, names: Sequence[str], name: str) -> str:
-        """The table a report table ``name`` goes to (``names[0]`` is the main one)."""
         return self.identifier + name.removeprefix(names[0])
 
     def writer(self, day: str, identifier: str | None = None) -> IcebergDayWriter:
-        """The writer of the run's ``day`` in ``identifier`` (by default the main table)."""
         from airflow_provider_analytics.output.iceberg import IcebergDayWriter
 
         table = identifier or self.identifier
@@ -101,16 +85,14 @@ class IcebergDestination:
         )
 
     def check(self, days: Sequence[str], names: Sequence[str]) -> None:
-        """The days must be dates; the table's layout is checked when it is opened (before
-        anything is written), the catalog being reached only then."""
+        """The days must be dates; the table's layout is checked when it is opened."""
         for day in days:
             rules.date(day, "dt")
 
     @contextlib.contextmanager
     def cohort_file(self, day: str) -> Iterator[CohortFile]:
-        """The export's rows streamed into the day's data files, encoded once, and committed
-        when the stream ends whole (:meth:`~airflow_provider_analytics.output.iceberg.
-        IcebergDayWriter.stream`)."""
+        """The export's rows streamed into the day's data files, committed when the stream ends
+        whole."""
         writer, uri = self.writer(day), self.uri(day, ())
         metadata = {IDENTITY_METADATA_KEY: str(self.identity)}
         target = CohortFile(uri, uri, metadata, stream=writer.stream)
@@ -118,11 +100,8 @@ class IcebergDestination:
         target.published["iceberg"] = writer.summary
 
     def staging(self, day: str) -> Any:
-        """``staging`` (an object-storage URI every worker reaches) when given, else the
-        worker's private folder (made 0700 and checked at each use); either way per table,
-        identity and day, through the roots' gate (:func:`~airflow_provider_analytics.output.
-        roots.staging_folder`): under the allowed roots (the private folder is the worker's
-        own), and no level the package makes a link."""
+        """Per table, identity and day under ``staging_root`` when given, else in the worker's
+        private folder (allowed besides the roots), through the roots' gate at each use."""
         table = self.identifier.replace(".", "/")
         allowed = self.allowed_roots
         if self.staging_root:
@@ -137,7 +116,6 @@ class IcebergDestination:
         return staging_folder(folder, allowed, own_from=top)
 
     def publish_parts(self, day: str, parts: Sequence[Any]) -> CohortFile:
-        """The parts as the identity's day in one commit (one snapshot)."""
         from airflow_provider_analytics.output.parquet import part_row_groups, unified_schema
 
         schema = unified_schema(parts)
@@ -165,14 +143,13 @@ class IcebergDestination:
         return [iceberg_target(self.catalog_name, self.identifier_for(names, n)) for n in names]
 
 
+@dataclass
 class _ReportTables:
-    """A day's report tables, each replacing the run's (report, day) of its Iceberg table and
-    described by the table's URI."""
+    """A day's report tables, each replacing the run's (report, day) of its Iceberg table."""
 
-    def __init__(self, destination: IcebergDestination, day: str, names: Sequence[str]) -> None:
-        self.destination = destination
-        self.day = day
-        self.names = names
+    destination: IcebergDestination
+    day: str
+    names: Sequence[str]
 
     def write_table(self, name: str, table: pa.Table) -> dict[str, Any]:
         identifier = self.destination.identifier_for(self.names, name)

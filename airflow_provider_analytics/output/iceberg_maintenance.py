@@ -1,20 +1,7 @@
-"""Maintenance of Iceberg tables: expire old snapshots, remove orphan files.
-
-Needs the ``[iceberg]`` extra. Snapshots are expired through pyiceberg's own API
-(``Table.maintenance.expire_snapshots``), which removes them from the table's metadata and
-deletes no file. pyiceberg has no orphan-file removal, so :func:`remove_orphan_files` lists
-the files under the table's location through the table's FileIO (its pyarrow or fsspec file
-system, with the catalog's credentials and endpoint), and deletes those that nothing in the
-table's current metadata reaches and that are older than a safety age:
-
-- data files a killed run wrote and never committed (and its manifests),
-- files only expired snapshots reached (a replaced day's old data files and their manifests),
-- metadata files the metadata log no longer lists.
-
-Reachable are: the current metadata file and those of its metadata log, every snapshot's
-manifest list, manifests and live data and delete files, and the statistics files. The safety
-age protects the files of runs still writing (their commit is yet to come): it must be longer
-than any run takes between writing its first file and committing.
+"""Maintenance of Iceberg tables (the ``[iceberg]`` extra): expire old snapshots through
+pyiceberg, and remove the files under the table's location that its metadata no longer reaches
+and that are older than a safety age (pyiceberg has no orphan-file removal), listed through the
+table's FileIO (``docs/operators/iceberg_maintenance.md``).
 """
 
 from __future__ import annotations
@@ -23,7 +10,7 @@ import datetime as dt
 import itertools
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlparse
 
@@ -65,14 +52,12 @@ class MaintenanceResult:
     dry_run: bool = False
 
     def as_dict(self) -> dict[str, Any]:
+        """Counts, and the first 100 orphan files."""
         return {
-            "table": self.table,
+            **asdict(self),
             "expired_snapshots": len(self.expired_snapshots),
-            "snapshots_kept": self.snapshots_kept,
             "orphan_files_removed": len(self.orphan_files),
             "orphan_files": self.orphan_files[:100],
-            "files_scanned": self.files_scanned,
-            "dry_run": self.dry_run,
         }
 
 
@@ -80,10 +65,7 @@ def expire_snapshots(
     table: Table, *, older_than: dt.datetime, retain_last: int = 1, dry_run: bool = False
 ) -> tuple[list[int], int]:
     """Expire the snapshots taken before ``older_than``, keeping at least the ``retain_last``
-    newest and every branch and tag head (the current snapshot among them).
-
-    :returns: the expired snapshot ids and the number of snapshots kept.
-    """
+    newest and every branch and tag head; the expired ids and the number kept."""
     rules.positive_int(retain_last, "retain_last")
     snapshots = sorted(table.snapshots(), key=lambda snapshot: snapshot.timestamp_ms)
     protected = {ref.snapshot_id for ref in table.metadata.refs.values()}
@@ -100,7 +82,8 @@ def expire_snapshots(
 
 
 def reachable_files(table: Table) -> set[str]:
-    """Every file the table's current metadata reaches (as :func:`file_key` keys)."""
+    """Every file the table's current metadata reaches (as :func:`file_key` keys): metadata
+    files and their log, statistics, manifest lists, manifests, live data and delete files."""
     metadata = table.metadata
     io = table.io
     found = {table.metadata_location}
@@ -131,20 +114,28 @@ def file_key(location: str) -> str:
 
 def list_files(io: FileIO, location: str) -> Iterator[tuple[str, dt.datetime]]:
     """Every file under ``location`` with its modification time (UTC), through the file
-    system of the table's FileIO (pyiceberg's pyarrow or fsspec FileIO).
-
-    :raises IcebergMaintenanceError: naming the FileIO when it is neither.
-    """
+    system of the table's FileIO (pyiceberg's pyarrow or fsspec one; another is refused)."""
+    from pyarrow.fs import FileSelector, FileType
     from pyiceberg.io.fsspec import FsspecFileIO
     from pyiceberg.io.pyarrow import PyArrowFileIO
 
     root = location.rstrip("/")
-    parsed = urlparse(root)
-    scheme = parsed.scheme or "file"
+    scheme = urlparse(root).scheme or "file"
     if isinstance(io, PyArrowFileIO):
-        yield from _list_pyarrow(io, root)
+        scheme, netloc, path = io.parse_location(root, io.properties)
+        selector = FileSelector(path, recursive=True, allow_not_found=True)
+        for info in io.fs_by_scheme(scheme, netloc).get_file_info(selector):
+            if info.type == FileType.File:
+                yield f"{scheme}://{info.path}", _utc(info.mtime)
     elif isinstance(io, FsspecFileIO):
-        yield from _list_fsspec(io, root, scheme)
+        path = urlparse(root).path if scheme == "file" else root
+        for name, info in io.get_fs(scheme).find(path, detail=True).items():
+            if info.get("type", "file") != "file":
+                continue
+            modified = info.get("LastModified") or info.get("mtime") or info.get("created")
+            if isinstance(modified, (int, float)):
+                modified = dt.datetime.fromtimestamp(modified, dt.UTC)
+            yield f"{scheme}://{name}", _utc(modified)
     else:
         raise IcebergMaintenanceError(
             f"cannot list the files of {location}: the table's FileIO is "
@@ -152,80 +143,11 @@ def list_files(io: FileIO, location: str) -> Iterator[tuple[str, dt.datetime]]:
         )
 
 
-def _list_pyarrow(io: Any, root: str) -> Iterator[tuple[str, dt.datetime]]:
-    from pyarrow.fs import FileSelector, FileType
-
-    scheme, netloc, path = io.parse_location(root, io.properties)
-    filesystem = io.fs_by_scheme(scheme, netloc)
-    selector = FileSelector(path, recursive=True, allow_not_found=True)
-    for info in filesystem.get_file_info(selector):
-        if info.type != FileType.File:
-            continue
-        location = f"file://{info.path}" if scheme == "file" else f"{scheme}://{info.path}"
-        yield location, _utc(info.mtime)
-
-
-def _list_fsspec(io: Any, root: str, scheme: str) -> Iterator[tuple[str, dt.datetime]]:
-    filesystem = io.get_fs(scheme)
-    path = urlparse(root).path if scheme == "file" else root
-    for name, info in filesystem.find(path, detail=True).items():
-        if info.get("type", "file") != "file":
-            continue
-        modified = info.get("LastModified") or info.get("mtime") or info.get("created")
-        if isinstance(modified, (int, float)):
-            modified = dt.datetime.fromtimestamp(modified, dt.UTC)
-        location = f"file://{name}" if scheme == "file" else f"{scheme}://{name}"
-        yield location, _utc(modified)
-
-
 def _utc(moment: Any) -> dt.datetime:
     if not isinstance(moment, dt.datetime):
         # unknown age: treat as new, so that it is never removed
         return dt.datetime.max.replace(tzinfo=dt.UTC)
     return moment if moment.tzinfo else moment.replace(tzinfo=dt.UTC)
-
-
-def remove_orphan_files(
-    catalog: Catalog,
-    identifier: str,
-    *,
-    older_than: dt.datetime,
-    dry_run: bool = False,
-    allowed_roots: Sequence[RootList] = (),
-) -> tuple[list[str], int]:
-    """Delete the files under the table's location that its metadata does not reach and that
-    were last modified before ``older_than``. The location is checked against
-    ``allowed_roots`` first (:func:`~airflow_provider_analytics.output.roots.
-    checked_destination`): nothing is listed or deleted outside them.
-
-    The files are listed first and the metadata read after, so a commit that lands in between
-    is seen; a file committed later is newer than ``older_than`` unless a run took longer than
-    the safety age.
-
-    :returns: the removed (or, with ``dry_run``, removable) files and the number scanned.
-    """
-    table = catalog.load_table(identifier)
-    location = f"{table.location().rstrip('/')}/"
-    checked_destination(location, allowed_roots, "iceberg table location")
-    listed = list(list_files(table.io, location))
-    table = catalog.load_table(identifier)
-    reachable = reachable_files(table)
-    orphans = sorted(
-        location
-        for location, modified in listed
-        if modified < older_than and file_key(location) not in reachable
-    )
-    if not dry_run:
-        for location in orphans:
-            table.io.delete(location)
-    if orphans:
-        log.info(
-            "%s: %s %d orphan files",
-            identifier,
-            "would remove" if dry_run else "removed",
-            len(orphans),
-        )
-    return orphans, len(listed)
 
 
 def maintain_table(
@@ -241,17 +163,9 @@ def maintain_table(
     sleep: Callable[[float], None] = time.sleep,
     allowed_roots: Sequence[RootList] = (),
 ) -> MaintenanceResult:
-    """Expire the table's old snapshots, then remove its orphan files.
-
-    :param snapshot_retention: snapshots older than this are expired (the ``retain_last``
-        newest and the branch and tag heads are always kept).
-    :param orphan_file_age: unreachable files younger than this are kept (files of runs still
-        writing).
-    :param now: the present (injectable for tests).
-    :param attempts: tries of the expiry commit when other writers commit in between.
-    :param sleep: waits between those tries (injectable for tests).
-    :param allowed_roots: the roots the deployment allows deletions under.
-    """
+    """Expire the table's old snapshots (``attempts`` tries of the commit when other writers
+    commit in between), then delete the files under the table's location (checked against the
+    roots) that its metadata does not reach and that are older than ``orphan_file_age``."""
     if orphan_file_age < dt.timedelta(0) or snapshot_retention < dt.timedelta(0):
         raise AnalyticsConfigurationError(
             "snapshot_retention and orphan_file_age must not be negative"
@@ -278,11 +192,23 @@ def maintain_table(
         result.expired_snapshots, result.snapshots_kept = engine(expire)
     except IcebergCommitError as error:
         raise IcebergMaintenanceError(str(error)) from error.__cause__
-    result.orphan_files, result.files_scanned = remove_orphan_files(
-        catalog,
-        identifier,
-        older_than=now - orphan_file_age,
-        dry_run=dry_run,
-        allowed_roots=allowed_roots,
+    # orphans: listed before the metadata is read, so that a commit landing in between is seen
+    table = catalog.load_table(identifier)
+    location = f"{table.location().rstrip('/')}/"
+    checked_destination(location, allowed_roots, "iceberg table location")
+    listed = list(list_files(table.io, location))
+    table = catalog.load_table(identifier)
+    reachable = reachable_files(table)
+    result.files_scanned = len(listed)
+    result.orphan_files = sorted(
+        path
+        for path, modified in listed
+        if modified < now - orphan_file_age and file_key(path) not in reachable
     )
+    if not dry_run:
+        for path in result.orphan_files:
+            table.io.delete(path)
+    if result.orphan_files:
+        verb = "would remove" if dry_run else "removed"
+        log.info("%s: %s %d orphan files", identifier, verb, len(result.orphan_files))
     return result

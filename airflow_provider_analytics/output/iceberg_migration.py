@@ -1,30 +1,17 @@
-"""Migrate an Iceberg table of the earlier layout (partitioned by ``dt`` alone, without an
-identity column) to the layout that holds many cohorts or reports.
-
-An earlier version wrote each cohort export or report to a table partitioned by ``dt`` only,
-and a run replaced every row of its day. Such a table is refused by the writer until it is
-migrated once, here, naming what its rows hold (``cohort_code=vip``; a report table's key is
-the ``report_key`` its operator is given, or the digest the operator logs and returns):
-
-1. the table gains the identity column (optional, a string) and an identity partition field
-   for it, in one schema-and-spec commit;
-2. each day's rows are read back (batch by batch) and written to new data files that carry the
-   identity;
-3. one commit deletes the rows without an identity (the old files) and adds the new files.
-
-Readers see the old rows until step 3 and the migrated ones after it, never both. Rows another
-writer adds meanwhile carry their identity and are kept. From a shell, with the catalog of an
-Airflow connection: :mod:`~airflow_provider_analytics.hooks.iceberg_migration`.
+"""Migrate an Iceberg table of the earlier layout (partitioned by ``dt`` alone) to the one that
+holds many cohorts or reports: one commit adds the identity column and partition, each day's
+rows are rewritten into files that carry the identity, and one commit swaps them in, so readers
+see the old rows or the migrated ones, never both. Run from a shell through
+:mod:`~airflow_provider_analytics.hooks.iceberg_migration` (``docs/howto/iceberg.md``).
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import logging
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-from pyiceberg.expressions import And
+from pyiceberg.expressions import AlwaysTrue, And
 from pyiceberg.types import StringType
 
 from airflow_provider_analytics.core import rules
@@ -46,35 +33,11 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from pyiceberg.catalog import Catalog
-    from pyiceberg.table import Table
 
     from airflow_provider_analytics.core.identity import Identity
     from airflow_provider_analytics.output.roots import RootList
 
 log = logging.getLogger(__name__)
-
-
-def _unmigrated_days(table: Table, column: str) -> list[dt.date]:
-    """The days holding rows without an identity, oldest first."""
-    rows = table.scan(
-        row_filter=column_is_null(column), selected_fields=(PARTITION_COLUMN,)
-    ).to_arrow()
-    return sorted(set(rows[PARTITION_COLUMN].to_pylist()))
-
-
-def _load(catalog: Catalog, identifier: str) -> Table:
-    """The table, or a refusal naming it (not a namespace.table, or not in the catalog)."""
-    from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
-
-    namespace, _, name = identifier.rpartition(".")
-    if not namespace or not name:
-        rules.fail("table", "must be namespace.table", identifier)
-    try:
-        return catalog.load_table(identifier)
-    except (NoSuchTableError, NoSuchNamespaceError):
-        raise IcebergSchemaError(
-            f"{identifier}: no such table in the catalog; check the name and the connection"
-        ) from None
 
 
 def migrate_to_identity(
@@ -85,24 +48,21 @@ def migrate_to_identity(
     dry_run: bool = False,
     allowed_roots: Sequence[RootList] = (),
 ) -> dict[str, Any]:
-    """Give an earlier version's table its identity column and partition, its rows ``identity``.
+    """Give an earlier version's table its identity column and partition, every existing row
+    holding ``identity`` (a cohort table takes a cohort, a report table a report); the table's
+    location and each rewritten file are checked against ``allowed_roots``. Returns the days
+    and rows migrated, and whether it was needed."""
+    from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
 
-    :param catalog: the pyiceberg catalog.
-    :param identifier: ``namespace.table``.
-    :param identity: what every existing row holds (``cohort_code=vip``), checked by the
-        identity rule when it was made; a cohort table takes a cohort, a report table a report
-        (:func:`~airflow_provider_analytics.core.identity.table_holds`).
-    :param dry_run: only report what would be done.
-    :param allowed_roots: the roots the deployment allows writes under: each rewritten data
-        file is checked against them before it is created, and the table's location before
-        anything is changed.
-    :return: the table, the identity, the days and rows migrated, whether it was needed.
-    :raises IcebergSchemaError: the table is missing, is not one of this provider's (no ``dt``
-        partition), holds the other kind of rows, or already has a column of the identity's
-        name that is not its partition.
-    :raises AnalyticsValidationError: ``identifier`` is not ``namespace.table``.
-    """
-    table = _load(catalog, identifier)
+    namespace, _, name = identifier.rpartition(".")
+    if not namespace or not name:
+        rules.fail("table", "must be namespace.table", identifier)
+    try:
+        table = catalog.load_table(identifier)
+    except (NoSuchTableError, NoSuchNamespaceError):
+        raise IcebergSchemaError(
+            f"{identifier}: no such table in the catalog; check the name and the connection"
+        ) from None
     checked_destination(f"{table.location().rstrip('/')}/", allowed_roots, "iceberg table location")
     holds = table_holds(table.schema().column_names)
     if holds != identity.column:
@@ -132,20 +92,44 @@ def migrate_to_identity(
                 spec.add_identity(identity.column)
             transaction.set_properties(full_metrics(identity.column))
         table = catalog.load_table(identifier)
-    days = _unmigrated_days(table, identity.column) if has_column or not dry_run else None
-    if days is None:  # a dry run on a table without the column: every row is unmigrated
-        rows = table.scan(selected_fields=(PARTITION_COLUMN,)).to_arrow()
-        days = sorted(set(rows[PARTITION_COLUMN].to_pylist()))
+    # a dry run on a table without the column: every row is unmigrated
+    unmigrated = column_is_null(identity.column) if has_column or not dry_run else AlwaysTrue()
+    rows = table.scan(row_filter=unmigrated, selected_fields=(PARTITION_COLUMN,)).to_arrow()
+    days = sorted(set(rows[PARTITION_COLUMN].to_pylist()))
     summary["days"] = [day.isoformat() for day in days]
     if dry_run or not days:
         summary["rows"] = 0
         summary["migrated"] = False
         return summary
-    writers = [
-        _rewrite_day(catalog, table, identifier, identity, day, allowed_roots) for day in days
-    ]
+    properties = {IDENTITY_PROPERTY: str(identity), COMMIT_PROPERTY: "migration"}
+    writers: list[IcebergDayWriter] = []
     try:
-        summary["rows"] = _commit(catalog, identifier, identity, writers)
+        for day in days:  # the day's rows without an identity into new files that carry it
+            condition = And(
+                column_is_null(identity.column), column_equals(PARTITION_COLUMN, day.isoformat())
+            )
+            reader = table.scan(row_filter=condition).to_arrow_batch_reader()
+            kept = [
+                f.name for f in reader.schema if f.name not in (identity.column, PARTITION_COLUMN)
+            ]
+            writer = IcebergDayWriter(
+                catalog, identifier, day, identity=identity, allowed_roots=allowed_roots
+            )
+            writer.open(pa.schema([reader.schema.field(name) for name in kept]))
+            writers.append(writer)
+            for batch in reader:
+                writer.write(batch.select(kept))
+            writer.close_files()
+        # one commit: the rows without an identity out, the rewritten files in
+        transaction = catalog.load_table(identifier).transaction()
+        transaction.delete(column_is_null(identity.column), snapshot_properties=properties)
+        paths = [path for writer in writers for path in writer.paths]
+        if paths:
+            transaction.add_files(
+                paths, snapshot_properties=properties, check_duplicate_files=False
+            )
+        transaction.commit_transaction()
+        summary["rows"] = sum(writer.rows for writer in writers)
     except BaseException:
         for writer in writers:
             writer.abort()
@@ -159,47 +143,3 @@ def migrate_to_identity(
         identity,
     )
     return summary
-
-
-def _rewrite_day(
-    catalog: Catalog,
-    table: Table,
-    identifier: str,
-    identity: Identity,
-    day: dt.date,
-    allowed_roots: Sequence[RootList],
-) -> IcebergDayWriter:
-    """Write the day's rows without an identity into new files that carry it (not committed)."""
-    condition = And(
-        column_is_null(identity.column), column_equals(PARTITION_COLUMN, day.isoformat())
-    )
-    reader = table.scan(row_filter=condition).to_arrow_batch_reader()
-    dropped = {identity.column, PARTITION_COLUMN}
-    kept = [field for field in reader.schema if field.name not in dropped]
-    writer = IcebergDayWriter(
-        catalog, identifier, day, identity=identity, allowed_roots=allowed_roots
-    )
-    writer.open(pa.schema(kept))
-    try:
-        for batch in reader:
-            writer.write(batch.select([field.name for field in kept]))
-        writer.close_files()
-    except BaseException:
-        writer.abort()
-        raise
-    return writer
-
-
-def _commit(
-    catalog: Catalog, identifier: str, identity: Identity, writers: Sequence[IcebergDayWriter]
-) -> int:
-    """One commit: the rows without an identity out, the rewritten files in."""
-    table = catalog.load_table(identifier)
-    properties = {IDENTITY_PROPERTY: str(identity), COMMIT_PROPERTY: "migration"}
-    transaction = table.transaction()
-    transaction.delete(column_is_null(identity.column), snapshot_properties=properties)
-    paths = [path for writer in writers for path in writer.paths]
-    if paths:
-        transaction.add_files(paths, snapshot_properties=properties, check_duplicate_files=False)
-    transaction.commit_transaction()
-    return sum(writer.rows for writer in writers)

@@ -1,30 +1,10 @@
-"""Parquet objects in object storage (any ``ObjectStoragePath``: local files, S3, GCS, ...).
+"""Parquet objects in object storage (any ``ObjectStoragePath``), under a prefix laid out
+Hive-style by identity and day, or at a full object URI (``docs/output_layout.md``).
 
-Under a prefix (a destination ending in ``/``) the path carries the identity and the day,
-Hive-style, so that many cohorts or reports share one prefix and a run replaces exactly its own
-objects:
-
-- a cohort: ``<prefix>cohort_code=<code>/dt=<day>/users.parquet``;
-- a report: ``<prefix><table>/report_key=<key>/dt=<day>/<table>.parquet``, one folder per
-  table (``funnel``, ``funnel_totals``, ...), so that a folder is one table for DuckDB, pyarrow
-  datasets and warehouses, which read ``cohort_code``/``report_key`` and ``dt`` from the path.
-
-A full object URI is used as given (templated by the user). Every object records its identity
-in the Parquet file metadata (``analytics.identity``), and an object that already holds another
-identity is refused by name, before any request, instead of being replaced.
-
-A prefix written by an earlier version (``cohort=<code>/`` folders, or a report table's
-``dt=<day>/`` folders without ``report_key=``) is refused by name with the move that migrates
-it.
-
-A ``number`` column is int64 while the day's values are integers and double once one is a
-decimal (:mod:`~airflow_provider_analytics.export.number_rule`). Decided afresh each day, a
-column could be int64 one day and double the next, and readers of the folder of days differ on
-that: DuckDB takes the first file's type and rounds later decimals without a word, a pyarrow
-dataset refuses the folder. So the newest earlier day's file decides
-(:func:`earlier_schema`): its ``number`` columns keep their type, and a day whose data
-does not fit is refused by name, naming the setting (``schema_overrides``) that changes the
-type on purpose. Its columns are also what the day's ``schema_contract`` meets.
+Every object records its identity; one holding another identity, or a prefix of an earlier
+version's layout, is refused by name before any request. The newest earlier day's file decides
+the ``number`` columns' types and is what the ``schema_contract`` meets
+(``docs/output_tables.md``).
 """
 
 from __future__ import annotations
@@ -71,8 +51,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-OLD_COHORT_FOLDER = "cohort"
-"""The partition key an earlier version put a cohort's code under."""
+OLD_COHORT_FOLDER = "cohort"  # the partition key an earlier version put a cohort's code under
 
 
 def stored_identity(path: ObjectStoragePath) -> str | None:
@@ -95,22 +74,12 @@ def stored_identity(path: ObjectStoragePath) -> str | None:
 
 
 def earlier_schema(days: StoragePath, day: str, file_name: str) -> pa.Schema | None:
-    """The columns of the newest file of a day before ``day``.
-
-    :param days: the folder holding one ``dt=<yyyy-MM-dd>`` folder per day.
-    :param day: the day being written (``yyyy-MM-dd``); it and later days are not read.
-    :param file_name: the file in each day's folder (``users.parquet``).
-    :return: ``None`` when no earlier day has a file (the first day decides for itself).
-    """
+    """The columns of ``file_name`` in the newest ``dt=`` folder of ``days`` before ``day``
+    (``None`` when there is none: the first day decides for itself)."""
     if not days.exists():
         return None
-    earlier = sorted(
-        (entry.name for entry in days.iterdir() if entry.name.startswith("dt=")),
-        reverse=True,
-    )
-    for name in earlier:
-        if name[len("dt=") :] >= day:
-            continue
+    earlier = (entry.name for entry in days.iterdir() if entry.name.startswith("dt="))
+    for name in sorted((name for name in earlier if name[len("dt=") :] < day), reverse=True):
         source = days / name / file_name
         if not source.exists():
             continue
@@ -134,21 +103,8 @@ def output_path(
     file_name: str,
     allowed: Sequence[RootList] = (),
 ) -> ObjectStoragePath:
-    """The object to write.
-
-    A ``destination`` ending in ``/`` is a prefix: the partitions are appended Hive-style
-    (``key=value/``, the value escaped as Hive escapes it: ``core.identity.hive_escape``)
-    followed by ``file_name``, e.g. ``s3://aws@bucket/analytics/`` becomes
-    ``s3://aws@bucket/analytics/cohort=vip/dt=2024-01-05/users.parquet``. Anything else is the
-    object itself, used as given (templated by the operator).
-
-    :param destination: rendered URI or local path.
-    :param partitions: Hive partition keys and values, in order.
-    :param file_name: the object's name under a prefix.
-    :param allowed: roots named by the deployment
-        (:func:`~airflow_provider_analytics.output.roots.deployment_roots`).
-    :raises AnalyticsValidationError: naming ``destination`` or the partition at fault.
-    """
+    """The object to write: under a prefix (ending in ``/``) the partitions Hive-style
+    (``key=value/``, escaped as Hive escapes them) and ``file_name``; else the object itself."""
     from airflow.sdk import ObjectStoragePath
 
     destination = checked_destination(destination, allowed)
@@ -166,21 +122,9 @@ def table_paths(
     partitions: Mapping[str, str],
     allowed: Sequence[RootList] = (),
 ) -> dict[str, ObjectStoragePath]:
-    """The objects of a report's tables, one table per grain, the first being the main one.
-
-    Under a prefix each table gets a directory of its own, so that a directory is one table for
-    DuckDB, pyarrow datasets and warehouses: ``.../checkout/`` becomes
-    ``.../checkout/funnel/dt=2024-01-05/funnel.parquet``,
-    ``.../checkout/funnel_totals/dt=2024-01-05/funnel_totals.parquet``, ... A full object URI
-    is the main table's; the others are its siblings whose names end the way the table names
-    do (``funnel.parquet`` -> ``funnel_totals.parquet``).
-
-    :param destination: rendered URI or local path.
-    :param names: the tables' names, main table first.
-    :param partitions: Hive partition keys and values, in order.
-    :param allowed: roots named by the deployment
-        (:func:`~airflow_provider_analytics.output.roots.deployment_roots`).
-    """
+    """The objects of a report's tables, main table first: under a prefix a folder per table;
+    a full object URI is the main table's, the others its siblings named the way the tables
+    are (``funnel.parquet`` -> ``funnel_totals.parquet``)."""
     main_name = names[0]
     if destination.endswith("/"):
         return {
@@ -198,13 +142,7 @@ def table_paths(
 
 
 class ParquetDestination:
-    """Parquet objects under a prefix, or at a full object URI.
-
-    :param destination: the rendered prefix (ending in ``/``) or object URI.
-    :param identity: what the run's rows are.
-    :param allowed_roots: the roots the deployment allows destinations under.
-    :param compression: Parquet codec (checked here, before any work).
-    """
+    """Parquet objects under a prefix (ending in ``/``), or at a full object URI."""
 
     def __init__(
         self,
@@ -218,6 +156,7 @@ class ParquetDestination:
         self.identity = identity
         self.allowed_roots = list(allowed_roots)
         self.compression = parquet_compression(compression)
+        self.metadata = {IDENTITY_METADATA_KEY: str(identity)}  # every object records it
 
     @property
     def is_prefix(self) -> bool:
@@ -236,8 +175,6 @@ class ParquetDestination:
         return self.paths(day, (COHORT_FILE,))[COHORT_FILE]
 
     def check(self, days: Sequence[str], names: Sequence[str]) -> None:
-        """Every object's path, the earlier version's layout, and what each existing object
-        holds; refused by name before any request."""
         if len(days) > 1 and not self.is_prefix:
             rules.fail(
                 "destination",
@@ -295,26 +232,20 @@ class ParquetDestination:
     @contextlib.contextmanager
     def cohort_file(self, day: str) -> Iterator[CohortFile]:
         path = self._cohort_path(day)
-        yield CohortFile(path, str(path), self.file_metadata())
+        yield CohortFile(path, str(path), self.metadata)
 
     def staging(self, day: str) -> ObjectStoragePath:
-        """Beside the prefix, not under it (``<prefix>.staging/cohort_code=<c>/dt=<day>/``),
-        or beside the object (``<object>.staging/``): no reader of the prefix sees a part.
-        Through the roots' gate at each use (:func:`~airflow_provider_analytics.output.roots.
-        staging_folder`): under the allowed roots, and no level from ``.staging`` down a link."""
+        """Beside the prefix or the object (``<prefix>.staging/...``), not under it, through
+        the roots' gate at each use."""
         root = f"{self.destination.rstrip('/')}.staging/"
         folder = f"{root}{self.identity.folder}/dt={day}/" if self.is_prefix else root
         staged: ObjectStoragePath = staging_folder(folder, self.allowed_roots, own_from=root)
         return staged
 
     def publish_parts(self, day: str, parts: Sequence[StoragePath]) -> CohortFile:
-        """The parts merged into the day's one object, which replaces the earlier one
-        atomically (readers see the old day or the new one)."""
         path = self._cohort_path(day)
-        written = merge_parts(
-            parts, path, compression=self.compression, metadata=self.file_metadata()
-        )
-        return CohortFile(path, str(path), self.file_metadata(), {"bytes_written": written})
+        written = merge_parts(parts, path, compression=self.compression, metadata=self.metadata)
+        return CohortFile(path, str(path), self.metadata, {"bytes_written": written})
 
     def held_schema(self, day: str) -> pa.Schema | None:
         path = self._cohort_path(day)
@@ -324,7 +255,7 @@ class ParquetDestination:
         return ParquetTables(
             self.paths(day, names),
             compression=self.compression,
-            metadata={IDENTITY_METADATA_KEY: str(self.identity)},
+            metadata=self.metadata,
         )
 
     def uri(self, day: str, names: Sequence[str]) -> str:
@@ -332,7 +263,3 @@ class ParquetDestination:
 
     def lineage(self, days: Sequence[str], names: Sequence[str]) -> list[LineageTarget]:
         return [object_target(path) for day in days for path in self.paths(day, names).values()]
-
-    def file_metadata(self) -> dict[str, str]:
-        """The Parquet file metadata every object records."""
-        return {IDENTITY_METADATA_KEY: str(self.identity)}

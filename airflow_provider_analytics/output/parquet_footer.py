@@ -1,18 +1,8 @@
-"""Parquet files joined by their bytes: the row groups of several files, as they were encoded,
-in one file with one footer.
-
-pyarrow cannot copy an encoded row group from one file into another, so merging the parts of a
-sharded cohort decoded every row group and encoded it again (about a fifth of a sharded
-export's CPU). A Parquet file is its magic, its column chunks, and a footer (Thrift's compact
-encoding of ``FileMetaData``) that says where each chunk starts. The parts' chunks are copied
-as they are, one after the other, and one footer lists their row groups with every offset moved
-by where its part's bytes now stand.
-
-The footer's schema, key-value metadata (the Arrow schema with its metadata, the identity) and
-column orders are those pyarrow's writer gives the final schema (an empty file is written for
-them), so the joined file is what the decoding merge writes, row group for row group. Parts are
-joined only when each one's Parquet schema and every chunk's codec are that file's; otherwise
-:func:`join_parts` says so and the caller decodes.
+"""Parquet files joined by their bytes: the parts' encoded column chunks copied one after the
+other under one footer (Thrift compact ``FileMetaData``) whose offsets are moved, instead of
+decoding and encoding every row group again (``docs/export_profile.md``). The footer's schema,
+metadata and column orders are those pyarrow's writer gives the final schema, so the joined
+file is what the decoding merge writes.
 """
 
 from __future__ import annotations
@@ -33,15 +23,13 @@ if TYPE_CHECKING:
 _STOP, _TRUE, _FALSE, _BYTE, _I16, _I32, _I64, _DOUBLE, _BINARY, _LIST, _SET = range(11)
 _STRUCT: Final = 12
 _MAGIC: Final = b"PAR1"
-_COPY: Final = 1 << 20
-"""Bytes copied at once."""
+_COPY: Final = 1 << 20  # bytes copied at once
 # FileMetaData: 2 schema, 3 num_rows, 4 row_groups; RowGroup: 1 columns, 5 file_offset,
 # 7 ordinal; ColumnChunk: 2 file_offset, 3 meta_data, 4 offset index, 6 column index;
 # ColumnMetaData: 4 codec, 9 data page, 10 index page, 11 dictionary page, 14 bloom filter
 _CHUNK_OFFSETS: Final = (2, 4, 6)
 _META_OFFSETS: Final = (9, 10, 11, 14)
-_MOST_GROUPS: Final = 2**15 - 1
-"""A row group's ordinal is a 16-bit integer."""
+_MOST_GROUPS: Final = 2**15 - 1  # a row group's ordinal is a 16-bit integer
 
 Fields = dict[int, tuple[int, Any]]
 """A Thrift struct: field id -> (type, value); a list is (element type, items)."""
@@ -156,10 +144,7 @@ def _write(out: bytearray, kind: int, value: Any) -> None:
 
 
 def _footer(handle: Any) -> tuple[int, Fields]:
-    """Where a Parquet file's footer starts, and the footer.
-
-    :raises FooterUnreadable: it is not a Parquet file (or ``IndexError``: its footer ends early).
-    """
+    """Where a Parquet file's footer starts, and the footer."""
     size = handle.seek(0, io.SEEK_END)
     handle.seek(size - 8)
     tail = handle.read(8)
@@ -203,12 +188,9 @@ def join_parts(
     schema: pa.Schema,
     open_writer: Callable[[Any, pa.Schema], Any],
 ) -> bool:
-    """Write the parts' row groups, as encoded, and one footer to ``sink`` (a binary file,
-    empty); False, with nothing written, when a part's schema or codec is not the one
-    ``open_writer`` gives ``schema`` (a column one part holds as int64 and another as double).
-
-    :param open_writer: opens a ``ParquetWriter`` (the one factory) on a binary sink.
-    """
+    """Write the parts' row groups, as encoded, and one footer to the empty ``sink``; False,
+    with nothing written, when a part's schema or codec is not the one ``open_writer`` (the
+    ``ParquetWriter`` factory) gives ``schema`` (then the caller decodes)."""
     import pyarrow as pa
 
     empty = io.BytesIO()

@@ -1,29 +1,9 @@
 """Where the package may write, read its own files, or delete: the one gate for every location.
 
-Every location the package writes or deletes passes :func:`checked_destination` against the
-deployment's roots: a rendered destination, a staging folder (beside a Parquet prefix, the
-``staging`` of an Iceberg export, or the worker's private folder), the records kept there (the
-plan, the shards', ``hold.json``) and the data files of an Iceberg table (a run's, the
-migration's). On the worker's disk two more rules hold where the package deletes or reads its
-own files: a staging folder is a real folder at every level the package made (no symbolic link
-leads a clean-up elsewhere, :func:`staging_folder`), and its records and parts are opened
-without following a link and only when they are plain files (a named pipe would block the
-export, :func:`open_own`). The default staging lies in the worker's private folder
-(:func:`private_folder`): made with 0700 permissions, and checked before each use.
-
-A destination is rendered from a template and a partition value can come from ``params``, so
-both are checked before anything is written: no partition value may add a path level or
-climb out of one, and a rendered destination is checked for where it really leads.
-
-A destination is read the way ``ObjectStoragePath`` and fsspec will read it, and every
-reading must pass: ``//etc/x`` is ``/etc/x``, ``file:/etc/x`` and ``file:etc/x`` are
-``/etc/x``, a relative path is under the worker's working directory, ``~`` is the worker's
-home, and percent-escapes are read both as they are (fsspec's local files) and decoded (other
-readers). No reading may hold a ``.`` or ``..`` segment. A deployment names the roots
-destinations may lie under (``output.roots.deployment_roots``); without any, no local
-destination may lie under a system directory: writes there are never analytics output, and a
-worker running as root (as in many container images) would not be stopped by the operating
-system.
+A destination, a staging folder, its records and an Iceberg table's data files all pass
+:func:`checked_destination`, which reads a location every way ``ObjectStoragePath`` and fsspec
+may read it; on the worker's disk staging is a real folder at every level the package made and
+its own files are opened without following a link (``docs/security.md`` says why and how).
 """
 
 from __future__ import annotations
@@ -54,11 +34,7 @@ if TYPE_CHECKING:
 SYSTEM_DIRECTORIES = frozenset(
     {"bin", "boot", "dev", "etc", "lib", "lib32", "lib64", "proc", "root", "sbin", "sys", "usr"}
 )
-"""Top-level local directories no destination may point into (when no roots are named)."""
-
-LOCAL_SCHEMES = frozenset({"", "file", "local"})
-"""Schemes fsspec writes to the worker's own disk with (``""``: a bare path)."""
-
+LOCAL_SCHEMES = frozenset({"", "file", "local"})  # "": a bare path
 CONFIG_SECTION, CONFIG_OPTION = "analytics", "allowed_destinations"
 
 PARTITION_RULE = (
@@ -76,13 +52,8 @@ _CLIMB_RULE = (
 
 @dataclass(frozen=True)
 class Location:
-    """Where a destination (or an allowed root) leads, in one reading.
-
-    :param scheme: ``file`` for every local form, else the URI's scheme in lower case.
-    :param bucket: the bucket (the URI's authority without a connection id); ``""`` locally.
-    :param path: the absolute path below the bucket, ``/``-separated.
-    :param conn_id: the Airflow connection named before ``@``, if any.
-    """
+    """Where a destination (or an allowed root) leads, in one reading (``file`` and ``""``
+    as bucket for every local form)."""
 
     scheme: str
     bucket: str
@@ -94,8 +65,8 @@ class Location:
         return f"{self.scheme}://{conn}{self.bucket}{self.path}"
 
     def within(self, root: Location) -> bool:
-        """Whether this location is ``root`` or below it (a root's path ends with ``/``; a
-        root naming a connection id holds only locations written through that connection)."""
+        """Whether this is ``root`` or below it (a root naming a connection id holds only
+        locations written through that connection)."""
         if (self.scheme, self.bucket) != (root.scheme, root.bucket):
             return False
         if root.conn_id is not None and self.conn_id != root.conn_id:
@@ -103,8 +74,7 @@ class Location:
         return self.path == root.path.rstrip("/") or self.path.startswith(root.path)
 
 
-RootList = tuple[str, tuple[Location, ...]]
-"""Allowed roots and where they were named (shown when a destination is refused)."""
+RootList = tuple[str, tuple[Location, ...]]  # allowed roots and where they were named
 
 
 def _split(text: str) -> tuple[str, str | None, str, str]:
@@ -113,7 +83,7 @@ def _split(text: str) -> tuple[str, str | None, str, str]:
     scheme = match["scheme"].lower() if match else ""
     rest = text[match.end() :] if match else text
     if scheme in LOCAL_SCHEMES:
-        return ("file" if match else ""), None, "", rest
+        return scheme, None, "", rest
     if not rest.startswith("//"):
         rules.fail("destination", f"must be {scheme}://<bucket>/<path>")
     authority, slash, path = rest[2:].partition("/")
@@ -124,8 +94,7 @@ def _split(text: str) -> tuple[str, str | None, str, str]:
 
 
 def _absolute(path: str) -> str:
-    """A local path as fsspec opens it: ``~`` expanded, a relative path under the working
-    directory."""
+    """A local path as fsspec opens it (``~`` expanded, relative to the working directory)."""
     if path.startswith("~"):
         path = os.path.expanduser(path)
     if not path.startswith("/"):
@@ -134,8 +103,7 @@ def _absolute(path: str) -> str:
 
 
 def _local_readings(destination: str, rest: str, scheme: str | None) -> list[str]:
-    """The paths a local destination can be read as: the URI's own path, and the path
-    ``ObjectStoragePath`` gives it."""
+    """The URI's own path and the one ``ObjectStoragePath`` gives it."""
     if scheme and rest.startswith("//"):
         authority, _, tail = rest[2:].partition("/")
         if authority:
@@ -163,8 +131,7 @@ def _readings(destination: str) -> list[Location]:
     are and collapsed (an object key keeps ``//``; a local path does not)."""
     scheme, conn_id, bucket, rest = _split(destination)
     if scheme in LOCAL_SCHEMES:
-        written = _SCHEME.match(destination)
-        paths = _local_readings(destination, rest, written["scheme"] if written else None)
+        paths = _local_readings(destination, rest, scheme or None)
         scheme = "file"
     else:
         paths = [rest or "/"]
@@ -182,13 +149,8 @@ def _readings(destination: str) -> list[Location]:
 
 
 def allowed_roots(value: Any, origin: str) -> tuple[Location, ...]:
-    """The roots named by ``value``: a comma-separated text (or a list) of URIs such as
-    ``file:///data/, s3://analytics-bucket/``.
-
-    :param value: the option's or the extra's value.
-    :param origin: where it was named, for messages.
-    :raises AnalyticsConfigurationError: a root is not an absolute URI or path, or climbs.
-    """
+    """The roots named by ``value`` (comma-separated text or a list of URIs), ``origin``
+    saying where, for messages."""
     items = value.split(",") if isinstance(value, str) else value
     if not isinstance(items, list | tuple):
         raise AnalyticsConfigurationError(
@@ -217,11 +179,7 @@ def allowed_roots(value: Any, origin: str) -> tuple[Location, ...]:
 
 
 def partition_value(value: object, field: str) -> str:
-    """A Hive partition value that stays one path level: checked, returned unchanged.
-
-    :param value: the rendered value.
-    :param field: the argument it came from, for the message.
-    """
+    """A Hive partition value that stays one path level: checked, returned unchanged."""
     if (
         not isinstance(value, str)
         or not value.strip()
@@ -236,13 +194,8 @@ def checked_destination(
     destination: object, allowed: Sequence[RootList] = (), field: str = "destination"
 ) -> str:
     """A rendered destination that leads, however it is read, under an allowed root (or,
-    when none is named, not into a system directory); returned unchanged.
-
-    :param destination: the rendered URI or local path.
-    :param allowed: roots named by the deployment (``output.roots.deployment_roots``).
-    :param field: what the location is, for the refusal (``staging``, ``iceberg data file``).
-    :raises AnalyticsValidationError: naming ``field``, before any request.
-    """
+    when none is named, not into a system directory); returned unchanged, or refused naming
+    ``field`` (``staging``, ``iceberg data file``)."""
     try:
         return _checked(destination, allowed)
     except AnalyticsValidationError as refused:
@@ -290,8 +243,7 @@ def _checked(destination: object, allowed: Sequence[RootList]) -> str:
 
 
 def local_path(path: StoragePath | str) -> str | None:
-    """The path on the worker's disk of a location (a ``file://`` or bare path), ``None`` for
-    object storage (which has no links or pipes to follow)."""
+    """The path on the worker's disk of a location, ``None`` for object storage."""
     if isinstance(path, str):
         scheme, _, _, rest = _split(path)
         if scheme not in LOCAL_SCHEMES:
@@ -304,12 +256,7 @@ def local_path(path: StoragePath | str) -> str | None:
 
 def open_own(path: StoragePath) -> IO[bytes]:
     """A file the package wrote itself (a record, a part) opened for reading: on the worker's
-    disk never through a symbolic link and only when it is a plain file, so that a link to a
-    named pipe cannot block the export and a link to another file cannot be read as a part.
-
-    :raises FileNotFoundError: there is no such file.
-    :raises ShardStagingError: naming the file, when it is a link or not a plain file.
-    """
+    disk never through a link and only when it is a plain file (a named pipe would block)."""
     local = local_path(path)
     if local is None:
         handle: IO[bytes] = path.open("rb")
@@ -338,18 +285,12 @@ def open_own(path: StoragePath) -> IO[bytes]:
         raise
 
 
-PRIVATE_FOLDER = "analytics-{uid}"
-"""The worker's private folder in the temporary space (one per user id): the default staging."""
+PRIVATE_FOLDER = "analytics-{uid}"  # in the temporary space: the default staging
 
 
 def private_folder() -> Path:
-    """The worker's private folder in the temporary space, made with 0700 permissions when
-    missing and checked at each use: a folder (not a link), owned by this user, which no other
-    user may enter. Its place is fixed, so that a retry of a task on the same worker finds
-    what the try before it staged.
-
-    :raises ShardStagingError: naming the folder and what is wrong with it.
-    """
+    """The worker's private folder, made 0700 when missing and checked at each use (a folder,
+    not a link, this user's, closed to others); fixed, so a retry finds what was staged."""
     uid = os.geteuid()
     folder = Path(tempfile.gettempdir()) / PRIVATE_FOLDER.format(uid=uid)
     with contextlib.suppress(FileExistsError):
@@ -371,25 +312,13 @@ def private_folder() -> Path:
     return folder
 
 
-def staging_folder(
-    location: str, allowed: Sequence[RootList], *, own_from: str, field: str = "staging"
-) -> Any:
-    """A staging folder (parts, records, ``hold.json``), through the one gate before each use:
-    ``location`` checked against the roots (:func:`checked_destination`), and on the worker's
-    disk made a real folder at every level from ``own_from`` (the first level the package
-    makes) down, none of them a symbolic link, so that clearing it deletes nothing elsewhere.
-
-    :param location: the folder's URI or path, ending in ``/``.
-    :param allowed: the roots the deployment allows.
-    :param own_from: the first level of ``location`` the package makes (it and every level
-        below it are checked).
-    :param field: what the location is, for a refusal.
-    :raises AnalyticsValidationError: the folder lies outside the roots.
-    :raises ShardStagingError: a level of it is a link or not a folder.
-    """
+def staging_folder(location: str, allowed: Sequence[RootList], *, own_from: str) -> Any:
+    """A staging folder checked against the roots, and on the worker's disk made a real
+    folder at every level from ``own_from`` (the first level the package makes) down, so that
+    clearing it deletes nothing elsewhere."""
     from airflow.sdk import ObjectStoragePath
 
-    checked = checked_destination(location, allowed, field)
+    checked = checked_destination(location, allowed, "staging")
     local, top = local_path(checked), local_path(own_from)
     if local is not None and top is not None:
         levels = [top.rstrip("/")]
@@ -410,21 +339,12 @@ def staging_folder(
     return ObjectStoragePath(checked)
 
 
-ROOTS_EXTRA: Final = "allowed_destinations"
-"""The connection extra naming allowed roots, like the Airflow option
-``[analytics] allowed_destinations``."""
+ROOTS_EXTRA: Final = "allowed_destinations"  # the connection extra
 
 
 def deployment_roots(connection_roots: str | list[str] | None = None) -> list[RootList]:
-    """The roots a deployment allows destinations under: the Airflow option
-    ``[analytics] allowed_destinations`` and the connection extra ``allowed_destinations``.
-
-    Each one set is a bound of its own: a destination must lie under a root of each (the
-    connection cannot widen what the deployment allows, nor the other way round).
-
-    :param connection_roots: the ``analytics`` connection's ``allowed_destinations`` (text
-        or a list), as its settings read it.
-    """
+    """The roots a deployment allows destinations under: the Airflow option and the
+    connection extra ``allowed_destinations``, each a bound of its own."""
     from airflow.sdk import conf
 
     lists: list[RootList] = []

@@ -1,15 +1,9 @@
 """Atomic output to object storage: readers see a complete object or none at all.
 
-Works with any pathlib-like object-storage path (Airflow's ``ObjectStoragePath``, a
-``universal_pathlib`` path): the data is written to a hidden sibling (``.name.<id>.inprogress``,
-which Hive-style readers, DuckDB globs on ``*.parquet`` and pyarrow datasets all skip), then
-renamed over the destination. On local disk the rename is atomic and replaces the old file; on
-S3 the final key appears whole when the copy completes. On any failure the temporary object is
-deleted and the destination is left as it was; an operating-system failure (a full disk, a
-missing permission) is raised as :class:`AnalyticsStorageError` naming the destination and
-what was being written. A writer killed outright cannot delete its temporary: the next write
-of the same object removes such leftovers once they are older than
-``ANALYTICS_STALE_TEMPORARY_SECONDS`` (an hour by default), see ``remove_stale_temporaries``.
+The data is written to a hidden sibling (``.name.<id>.inprogress``, which readers skip) and
+renamed over the destination; a failure deletes it and leaves the destination as it was, and a
+killed writer's leftovers are removed by a later write once they are stale
+(``docs/howto/object_storage.md``).
 """
 
 from __future__ import annotations
@@ -68,18 +62,14 @@ def _is_storage_failure(error: BaseException) -> TypeGuard[OSError]:
 
 
 def remove_quietly(path: StoragePath) -> None:
-    """Delete ``path`` if it exists; a failure is logged, never raised (a clean-up must not
-    hide the error that made it necessary)."""
+    """Delete ``path`` if it exists; a failure is logged, never raised."""
     try:
         path.unlink(missing_ok=True)
-    except Exception:  # cleanup must not hide the original error
+    except Exception:  # a clean-up must not hide the error that made it necessary
         log.warning("could not remove temporary object %s", path, exc_info=True)
 
 
 STALE_TEMPORARY_AGE_VARIABLE = "ANALYTICS_STALE_TEMPORARY_SECONDS"
-"""Environment variable: age in seconds after which another writer's temporary counts as left
-behind by a killed writer (default one hour)."""
-DEFAULT_STALE_TEMPORARY_AGE = dt.timedelta(hours=1)
 
 
 def stale_temporary_age() -> dt.timedelta:
@@ -89,7 +79,7 @@ def stale_temporary_age() -> dt.timedelta:
     """
     raw = os.environ.get(STALE_TEMPORARY_AGE_VARIABLE)
     if raw is None or raw.strip() == "":
-        return DEFAULT_STALE_TEMPORARY_AGE
+        return dt.timedelta(hours=1)
     try:
         seconds = float(raw)
     except ValueError:
@@ -106,8 +96,7 @@ def _temporary_prefix(destination: StoragePath) -> str:
 
 
 def temporary_sibling(destination: StoragePath) -> StoragePath:
-    """A fresh hidden sibling of ``destination`` (``.<name>.<id>.inprogress``): skipped by
-    readers, and removed by :func:`remove_stale_temporaries` if a killed writer leaves it."""
+    """A fresh hidden sibling of ``destination`` (``.<name>.<id>.inprogress``)."""
     path: StoragePath = (
         destination.parent / f"{_temporary_prefix(destination)}{uuid.uuid4().hex}.inprogress"
     )
@@ -117,12 +106,9 @@ def temporary_sibling(destination: StoragePath) -> StoragePath:
 def remove_stale_temporaries(
     destination: StoragePath, *, older_than: dt.timedelta, now: float | None = None
 ) -> list[str]:
-    """Delete ``destination``'s temporaries (``.<name>.<id>.inprogress``) older than the age.
-
-    Only a writer killed outright (SIGKILL, a lost node) leaves one behind; every other failure
-    removes its own. Temporaries younger than ``older_than`` may belong to a writer still at
-    work and are kept. Listing or deleting problems are logged, never raised: a clean-up must
-    not fail the write that runs it.
+    """Delete ``destination``'s temporaries (``.<name>.<id>.inprogress``) older than the age
+    (younger ones may belong to a writer still at work). Listing or deleting problems are
+    logged, never raised: a clean-up must not fail the write that runs it.
 
     :param destination: the object whose leftovers to remove (its directory is listed).
     :param older_than: minimum age, by the object's modification time.
@@ -161,10 +147,8 @@ def remove_stale_temporaries(
 def atomic_destination(
     destination: StoragePath, *, subject: str | None = None
 ) -> Iterator[StoragePath]:
-    """Yield a temporary sibling of ``destination``; move it into place when the block succeeds.
-
-    Before writing, temporaries of the same object older than ``stale_temporary_age()`` are
-    removed (left by a writer that was killed).
+    """Yield a temporary sibling of ``destination``; move it into place when the block succeeds
+    (stale temporaries of the same object are removed first).
 
     :param destination: where the finished object must appear.
     :param subject: what is written, for an error (``cohort 'vip'``); by default the Hive
