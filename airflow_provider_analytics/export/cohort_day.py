@@ -57,21 +57,16 @@ def export_cohort_day(
 ) -> dict[str, Any]:
     """Export ``query``'s cohort as ``day``'s rows of ``destination``; return the XCom.
 
-    :param mode: ``auto``, ``stream`` or ``pages``. ``auto`` streams up to a million rows and
-        reads pages above, or when every attempt of the stream was cut (``fallback`` in the
-        XCom says why; the id property must be among the properties).
+    :param mode: ``auto`` (pages above a million rows, or when every stream attempt was cut),
+        ``stream`` or ``pages``.
     :param page_size: users per page in ``pages`` mode (at most 10,000).
     :param shard_rows: users per shard in ``pages`` mode.
     :param max_parallel_shards: shards read at once by this process (one connection each).
-    :param id_property: the property that tells users apart in ``pages`` mode (no user in
-        two shards); checked against ``query``'s properties before any request.
-    :param consistency: what publication reads again in ``pages`` mode: ``first_pages``
-        (the first page of every shard) or ``strict`` (every page, ids only).
-    :param export: the settings of
-        :func:`~airflow_provider_analytics.export.stream.export_cohort_to_parquet`
-        (``timezone``, ``schema_overrides``, ``column_names``, ``settings``).
-    :return: what was written, ``uri`` naming the published object or table, ``mode``, what
-        the publication did (``iceberg``: the commit), and each column's platform id.
+    :param id_property: the property that tells users apart in ``pages`` mode.
+    :param consistency: what publication reads again: ``first_pages`` or ``strict``.
+    :param export: the settings of ``export_cohort_to_parquet`` (``timezone``, ...).
+    :return: what was written, its ``uri``, ``mode``, what the publication did, each column's
+        platform id, and ``fallback`` when a stream cut every time was read in pages.
     """
     rules.one_of(mode, "mode", shards.MODES)
     shards.shard_pages(page_size, shard_rows)
@@ -80,7 +75,7 @@ def export_cohort_day(
     shards.check_id_property(id_property, query.properties if mode == "pages" else None)
     destination.check([day], [COHORT_FILE])
     held = destination.held_schema(day)
-    # every argument is checked here, before the first request (the plan's listing)
+    # every argument is checked by now, before the first request (the plan's listing)
     prepared = prepare_export(client, query, destination_schema=held, **export)
     count: int | None = None
     fallback: str | None = None
@@ -88,7 +83,7 @@ def export_cohort_day(
     if mode == "auto":
         count = client.get_cohort_users(prepared.query.sizing(), page=1, page_size=1)["count"]
         rows = count if query.limit is None else min(query.limit, count)
-        mode = shards.choose_mode(mode, rows)
+        mode = "stream" if rows <= shards.STREAM_ROWS_MAX else "pages"
         pageable = id_property in (prepared.query.properties or ())
     if mode == "stream":
         try:
@@ -199,8 +194,7 @@ def publish_shards(
     started: float | None = None,
     consistency: str = "first_pages",
 ) -> dict[str, Any]:
-    """Check that every shard is finished (its part the one recorded) and the promise holds
-    (``consistency``: what is read again), publish, clear the staging."""
+    """Check that every shard is finished and the promise holds, publish, clear the staging."""
     staging = destination.staging(day)
     parts = [shards.part_of(staging, shard) for shard in plan.shards]
     missing = [shard.index for shard in plan.shards if not shards.finished(staging, plan, shard)]

@@ -13,6 +13,7 @@ import logging
 import math
 import zlib
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import closing
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
@@ -172,14 +173,6 @@ class ShardPlan(BaseModel):
                     if value != getattr(two, key)
                 ]
         return "; ".join(said)
-
-
-def choose_mode(mode: Any, rows: int) -> str:
-    """``stream`` or ``pages``: ``auto`` streams up to :data:`STREAM_ROWS_MAX` rows."""
-    chosen = rules.one_of(mode, "mode", MODES)
-    if chosen == "auto":
-        return "stream" if rows <= STREAM_ROWS_MAX else "pages"
-    return str(chosen)
 
 
 def shard_pages(page_size: Any, shard_rows: Any) -> int:
@@ -405,32 +398,26 @@ def read_shards(
 ) -> dict[int, int]:
     """Read the shards not finished yet, ``parallel`` at a time (each its own connection);
     returns rows per shard index. The first failure stops the others and is raised."""
-    parallel = rules.integer(parallel, "max_parallel_shards", minimum=1)
     todo = [shard for shard in shards if not reader.finished(shard)]
     done = {shard.index: shard.rows for shard in shards if shard not in todo}
     code = reader.plan.cohort_code
     if done:
         log.info("cohort %s: %d shards already read, %d to read", code, len(done), len(todo))
-    total = reader.client.progress(
-        f"cohort {code}, all shards",
-        total=sum(shard.rows for shard in shards),
-        interval=reader.settings.progress_interval,
-    )
-    try:
-        with (
-            arrow_memory_pool(reader.settings.memory_pool),
-            ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="shard") as pool,
-        ):
-            serial = parallel == 1 or len(todo) <= 1
-            for shard, rows in zip(
-                todo, (map if serial else pool.map)(reader.read, todo), strict=True
-            ):
-                done[shard.index] = rows
-                trim_heap()  # what a shard freed, back before the next one
-                total.update(sum(done.values()))
-            total.finish(sum(done.values()))
-    finally:
-        total.close()
+    rows = sum(shard.rows for shard in shards)
+    interval = reader.settings.progress_interval
+    with (
+        closing(
+            reader.client.progress(f"cohort {code}, all shards", total=rows, interval=interval)
+        ) as total,
+        arrow_memory_pool(reader.settings.memory_pool),
+        ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="shard") as pool,
+    ):
+        serial = parallel == 1 or len(todo) <= 1
+        for shard, read in zip(todo, (map if serial else pool.map)(reader.read, todo), strict=True):
+            done[shard.index] = read
+            trim_heap()  # what a shard freed, back before the next one
+            total.update(sum(done.values()))
+        total.finish(sum(done.values()))
     return done
 
 
@@ -445,10 +432,9 @@ def check_consistency(
     ``consistency`` names, read again (ids only), hold the users the parts hold: users who
     left and joined in equal numbers keep the count, not the pages.
 
-    :raises AnalyticsValidationError: naming ``consistency``.
     :raises CohortChangedError: saying what changed.
     """
-    strict = rules.one_of(consistency, "consistency", CONSISTENCY) == "strict"
+    strict = consistency == "strict"
     rows = 0
     for part in parts:
         with open_own(part) as handle:
