@@ -79,6 +79,11 @@ Param: TypeAlias = str | int | float | bool
 DateLike: TypeAlias = "str | dt.date"
 
 
+def init_arguments(arguments: dict[str, Any]) -> dict[str, Any]:
+    """A typed ``__init__``'s arguments (its ``locals()``), to hand to ``Declared.__init__``."""
+    return {name: value for name, value in arguments.items() if name != "self"}
+
+
 class ExpressionKind(StrEnum):
     """What an analysis expression points at."""
 
@@ -418,21 +423,7 @@ class FunnelRequest(_Analysis):
         use_cache: bool | None = None,
         limit: int | None = None,
     ) -> None:
-        Declared.__init__(
-            self,
-            steps=steps,
-            crowds=crowds,
-            from_date=from_date,
-            to_date=to_date,
-            filter=filter,
-            by_field=by_field,
-            by_step_index=by_step_index,
-            convert_time=convert_time,
-            convert_time_unit=convert_time_unit,
-            sampling_factor=sampling_factor,
-            use_cache=use_cache,
-            limit=limit,
-        )
+        Declared.__init__(self, **init_arguments(locals()))
 
     @field_validator("steps")
     @classmethod
@@ -495,18 +486,7 @@ class EventRequest(_Analysis):
         sampling_factor: int | None = None,
         use_cache: bool | None = None,
     ) -> None:
-        Declared.__init__(
-            self,
-            measures=measures,
-            crowds=crowds,
-            from_date=from_date,
-            to_date=to_date,
-            filter=filter,
-            by_fields=by_fields,
-            unit=unit,
-            sampling_factor=sampling_factor,
-            use_cache=use_cache,
-        )
+        Declared.__init__(self, **init_arguments(locals()))
 
     @field_validator("by_fields")
     @classmethod

@@ -229,18 +229,6 @@ class EventProperty(_TypedPlanItem):
     is_global: Flag | None = Field(default=None, alias="global")
 
 
-def _unique_ids(operation: str, items: list[_PlanItem]) -> None:
-    seen: dict[str, int] = {}
-    for position, item in enumerate(items):
-        if item.id in seen:
-            raise AnswerShapeError(
-                f"{operation}: [{position}].id {item.id[:80]!r} is listed twice (first at "
-                f"[{seen[item.id]}])",
-                operation=operation,
-            )
-        seen[item.id] = position
-
-
 # Cohort users (spec 2.6, 4.12, 4.13)
 
 
@@ -348,6 +336,7 @@ class FunnelAnswer(_Shape):
 
     def keeps(self, asked: Asked) -> FunnelAnswer:
         seen: dict[str, int] = {}
+        days: set[dt.date] = set()
         for position, label in enumerate(self.dateList):
             where = f"dateList[{position}]"
             if label in seen:
@@ -355,11 +344,10 @@ class FunnelAnswer(_Shape):
             seen[label] = position
             if label != ALL_DATES_LABEL:
                 try:
-                    day = parse_funnel_date(label, what=where)
+                    days.add(day := parse_funnel_date(label, what=where))
                 except ValueError as exc:
                     raise _RelationFault("", str(exc)) from None
                 _within(day, asked, where)
-        days = {parse_funnel_date(label, what="") for label in seen if label != ALL_DATES_LABEL}
         if len(days) != len(seen) - (ALL_DATES_LABEL in seen):
             raise _RelationFault("dateList", " names one day twice in two forms")
         steps = self.steps
@@ -628,9 +616,19 @@ def decode(
     try:
         value = _validator(operation).validate_python(payload, strict=True, context=asked)
     except ValidationError as exc:
-        raise answer_error(operation, exc) from None
-    if operation in _LIST_ANSWERS:
-        _unique_ids(operation, value)
+        problems = _describe(exc.errors(include_url=False))
+        more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
+        message = f"{operation}: {'; '.join(problems[:3])}{more}"  # the first three faults
+        raise AnswerShapeError(message, operation=operation) from None
+    seen: dict[str, int] = {}
+    for position, item in enumerate(value if operation in _LIST_ANSWERS else ()):
+        if item.id in seen:
+            raise AnswerShapeError(
+                f"{operation}: [{position}].id {item.id[:80]!r} is listed twice (first at "
+                f"[{seen[item.id]}])",
+                operation=operation,
+            )
+        seen[item.id] = position
     return value
 
 
@@ -638,14 +636,6 @@ def decode(
 def _validator(operation: str) -> Any:
     """Stops at an array's first fault (:func:`~.strict_json.first_fault`)."""
     return strict_json.first_fault(ANSWERS[operation])
-
-
-def answer_error(operation: str, error: ValidationError) -> AnswerShapeError:
-    """The error naming the first faults of ``error`` (at most three)."""
-    problems = _describe(error.errors(include_url=False))
-    more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
-    message = f"{operation}: {'; '.join(problems[:3])}{more}"
-    return AnswerShapeError(message, operation=operation)
 
 
 _Analysed = TypeVar("_Analysed", "FunnelAnswer", "EventAnswer")
@@ -677,16 +667,12 @@ class ResponseReader:
     def __init__(self, operation: str) -> None:
         self._operation = operation
 
-    def protocol_error(self, problem: str) -> AnalyticsProtocolError:
-        return AnalyticsProtocolError(
-            f"{self._operation}: {problem}; {_CHECK_ADDRESS}",
-            operation=self._operation,
-        )
-
     def _unreadable(self, response: HttpAnswer, exc: Exception) -> AnalyticsProtocolError:
         content_type = response.headers.get("Content-Type", "no content type")
-        return self.protocol_error(
-            f"the answer (HTTP {response.status_code}, {content_type}) {exc}"
+        return AnalyticsProtocolError(
+            f"{self._operation}: the answer (HTTP {response.status_code}, {content_type}) "
+            f"{exc}; {_CHECK_ADDRESS}",
+            operation=self._operation,
         )
 
     def json(self, response: HttpAnswer) -> Any:
@@ -745,17 +731,9 @@ _PAGE_IDENTITY = "distinct_id"
 
 
 class PagedListing:
-    """The state of one paged listing (spec 4.12, paging from ``API_NOTES.md``): which page
-    comes next, and what was seen so far. Each page is checked on its own by its declared
-    answer; this adds what only the sequence shows, so a server that never stops, or repeats
-    itself, cannot keep a reader busy or hand it wrong rows:
-
-    - the listing stops after ``ceil(wanted / page_size)`` pages, where ``wanted`` is ``count``
-      (or ``limit`` when smaller);
-    - ``count`` is the same on every page;
-    - no user appears twice (told apart by ``distinct_id`` when the records hold it);
-    - no more users arrive than ``wanted``, and no page before the last is short.
-    """
+    """One paged listing (spec 4.12): which page comes next, and the rules only the sequence
+    of pages shows (docs/client.md lists them), so a server that never stops, or repeats
+    itself, cannot keep a reader busy or hand it wrong rows."""
 
     def __init__(self, *, page_size: int, limit: int | None) -> None:
         self._page_size = page_size

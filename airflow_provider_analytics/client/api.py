@@ -359,12 +359,9 @@ class AnalyticsClient:
 
     # Cohort users (spec 4.12, 4.13)
 
-    def _cohort_page(self, body: dict[str, Any], *, lines: bool = False) -> Any:
+    def _cohort_page(self, body: dict[str, Any]) -> Any:
         asked = Asked(page=body.get("page"), page_size=body.get("pageSize"))
-        if not lines:
-            return self._call(ops.GET_COHORT_USERS, json=body, asked=asked)
-        reader = ResponseReader(ops.GET_COHORT_USERS.name)
-        return reader.page_lines(self._http.send(ops.GET_COHORT_USERS, json=body)[0], asked)
+        return self._call(ops.GET_COHORT_USERS, json=body, asked=asked)
 
     def get_cohort_users(
         self,
@@ -408,7 +405,9 @@ class AnalyticsClient:
         body = cohort_body(
             cohort_code, limit=limit, properties=properties, page=page, page_size=page_size
         )
-        return self._cohort_page(body, lines=True)
+        response = self._http.send(ops.GET_COHORT_USERS, json=body)[0]
+        asked = Asked(page=body["page"], page_size=body["pageSize"])
+        return ResponseReader(ops.GET_COHORT_USERS.name).page_lines(response, asked)
 
     def iter_cohort_user_pages(
         self,

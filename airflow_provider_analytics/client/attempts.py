@@ -1,10 +1,6 @@
-"""The decisions of one call, free of any HTTP library: what to send, whose turn it is, and
-whether to accept each answer or fail with which error. Both transports (``requests`` and
-``httpx``) drive a :class:`CallAttempts` and only do the I/O, so they behave alike.
-
-A failed attempt is retried when the error is transient, narrowed by the operation: a create
-is repeated only when it provably never reached the server (no connection, or a 429).
-"""
+"""The decisions of one call, free of any HTTP library (what to send, whose turn it is, which
+answer to accept, which error to raise), so both transports, which only do the I/O, behave
+alike (docs/architecture.md, the client room)."""
 
 from __future__ import annotations
 

@@ -8,7 +8,6 @@ backends hand every extra over as text.
 
 from __future__ import annotations
 
-import functools
 import ipaddress
 import math
 import os
@@ -346,13 +345,7 @@ class ClientConfig(BaseModel):
         try:
             super().__init__(**settings)
         except ValidationError as error:
-            conn_id = _READING.get()
-            where: Callable[[str], str] = (
-                f"{type(self).__name__}.".__add__
-                if conn_id is None
-                else functools.partial(_in_connection, conn_id)
-            )
-            raise _refusal(error, where) from None
+            raise _refusal(error, type(self).__name__) from None
 
     @model_validator(mode="after")
     def _consistent(self) -> ClientConfig:
@@ -390,9 +383,9 @@ class ClientConfig(BaseModel):
         return self.base_url.rstrip("/")
 
 
-def _refusal(error: ValidationError, where: Callable[[str], str]) -> AnalyticsConfigurationError:
-    """The first broken rule, naming the setting; secrets never echoed, a proxy's password
-    masked."""
+def _refusal(error: ValidationError, model: str) -> AnalyticsConfigurationError:
+    """The first broken rule, naming the setting (as the connection being read stores it);
+    secrets never echoed, a proxy's password masked."""
     first = error.errors()[0]
     cause = (first.get("ctx") or {}).get("error")
     field = getattr(cause, "field", None) or ".".join(str(p) for p in first["loc"]) or "?"
@@ -401,7 +394,12 @@ def _refusal(error: ValidationError, where: Callable[[str], str]) -> AnalyticsCo
     if len(first["loc"]) == 1 and getattr(cause, "echo", True) and field not in _SECRET_FIELDS:
         shown = shown_proxy(value) if field == "proxy" and isinstance(value, str) else value
         text += f" (got {bounded_repr(shown, 300)})"
-    return AnalyticsConfigurationError(f"{where(field)}: {text}")
+    conn_id, extra = _READING.get(), extra_name(field)
+    if conn_id is None:
+        return AnalyticsConfigurationError(f"{model}.{field}: {text}")
+    where = f"extra {extra!r}" + (f" ({field!r})" if extra != field else "")
+    where = field if field in ("base_url", "token") else where
+    return AnalyticsConfigurationError(f"connection {conn_id!r}: {where}: {text}")
 
 
 class ConnectionSettings(ClientConfig):
@@ -448,12 +446,6 @@ class ConnectionSettings(ClientConfig):
             return cls(**values)
         finally:
             _READING.reset(reading)
-
-
-def _in_connection(conn_id: str, field: str) -> str:
-    extra = extra_name(field)
-    where = f"extra {extra!r}" + (f" ({field!r})" if extra != field else "")
-    return f"connection {conn_id!r}: {field if field in ('base_url', 'token') else where}"
 
 
 def _connection_url(conn: Any, extras: Mapping[str, Any]) -> str:

@@ -1,12 +1,6 @@
-"""Has the platform got the data for a date range? The check behind the data-ready sensor,
-whose request is data (:meth:`DataReadyCheck.call`) so the sensor (synchronous client) and
-its trigger (asynchronous) ask and judge alike. Two ways to tell:
-
-- ``events`` (default): an event analysis (spec 4.17) of TOTAL_COUNT for ``event`` (default
-  ``$Anything``, any event) by DAY; every day of the range must reach ``threshold``.
-- ``plan``: the tracking plan shows ``dataStatus`` = 1 for ``event`` (spec 4.6), or for
-  ``event_property`` of that event (spec 4.7).
-"""
+"""Has the platform got the data for a date range? The check behind the data-ready sensor
+(docs/sensors/data_ready.md), its request as data (:meth:`DataReadyCheck.call`) so the sensor
+(synchronous client) and its trigger (asynchronous) ask and judge alike."""
 
 from __future__ import annotations
 

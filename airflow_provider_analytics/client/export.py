@@ -165,35 +165,25 @@ class CohortExport:
         if self._progress is not None and not self._counting_lines:
             self._progress.finish(None, self.bytes_read)
 
-    def _lines(self) -> Iterator[bytes]:
+    def _checked(self, keys: Iterable[str] | None) -> Iterator[tuple[bytes, dict[str, Any]]]:
+        """Each line with its record, by the export's one rule
+        (:mod:`~airflow_provider_analytics.core.cohort_records`); a fault names the export."""
+        rule = RecordKeys(keys)
+        self.unexpected_keys = rule.unexpected
         self._counting_lines = True
         try:
             for line in iter_lines(self.iter_bytes(), max_line_bytes=self.max_line_bytes):
                 self.lines_read += 1
-                yield line
-        except MalformedStreamError as exc:
-            raise self._named(exc) from None
-        if self._progress is not None:
-            self._progress.finish(self.lines_read, self.bytes_read)
-
-    def _named(self, exc: AnalyticsError) -> AnalyticsError:
-        if exc.operation is not None:
-            return exc
-        return type(exc)(f"{OPERATION}: {exc}", operation=OPERATION)
-
-    def _checked(self, keys: Iterable[str] | None) -> Iterator[tuple[bytes, dict[str, Any]]]:
-        """Each line with its record, by the export's one rule
-        (:mod:`~airflow_provider_analytics.core.cohort_records`)."""
-        rule = RecordKeys(keys)
-        self.unexpected_keys = rule.unexpected
-        for line in self._lines():
-            try:
                 record = decode_line(line, self.lines_read)
                 rule.check(record, self.lines_read)
-            except AnalyticsError as exc:
-                self.close()
-                raise self._named(exc) from None
-            yield line, record
+                yield line, record
+        except AnalyticsError as exc:
+            self.close()
+            if exc.operation is not None:
+                raise
+            raise type(exc)(f"{OPERATION}: {exc}", operation=OPERATION) from None
+        if self._progress is not None:
+            self._progress.finish(self.lines_read, self.bytes_read)
 
     def iter_lines(self, *, keys: Iterable[str] | None = None) -> Iterator[bytes]:
         """Yield the body's complete lines (without line ends; empty lines skipped), each checked

@@ -1,11 +1,7 @@
 """The synchronous transport: one pooled ``requests.Session`` driving
-:class:`~airflow_provider_analytics.client.attempts.CallAttempts` (the adapter's own retries
-off: retrying is decided per operation).
-
-A read timeout bounds each wait, not the whole call (a server sending a byte a second never
-times out), so the pool's connections tell the thread's :class:`_Watch` which socket they
-sent on, and :func:`deadline` shuts it down when the call's time is up.
-"""
+:class:`~airflow_provider_analytics.client.attempts.CallAttempts`. A read timeout bounds each
+wait, not the whole call, so the pool's connections tell the thread's :class:`_Watch` which
+socket they sent on, and :func:`deadline` shuts it down when the call's time is up."""
 
 from __future__ import annotations
 

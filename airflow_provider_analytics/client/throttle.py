@@ -270,10 +270,9 @@ def throttle_for(base_url: str) -> PlatformThrottle:
     """This process' throttle of the platform at ``base_url`` (made on first use)."""
     key = platform_key(base_url)
     with _registry_lock:
-        throttle = _registry.get(key)
-        if throttle is None:
-            throttle = _registry[key] = PlatformThrottle()
-        return throttle
+        if key not in _registry:
+            _registry[key] = PlatformThrottle()
+        return _registry[key]
 
 
 def forget_platforms() -> None:

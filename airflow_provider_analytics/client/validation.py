@@ -16,6 +16,7 @@ from airflow_provider_analytics.client.analysis_requests import (
     ConversionMeasure,
     EventRequest,
     FunnelRequest,
+    init_arguments,
 )
 from airflow_provider_analytics.core import identity, rules
 from airflow_provider_analytics.core.rules import Declared, check, fail
@@ -77,14 +78,7 @@ class CohortQuery(Declared):
         page: int | None = None,
         page_size: int | None = None,
     ) -> None:
-        Declared.__init__(
-            self,
-            cohort_code=cohort_code,
-            limit=limit,
-            properties=properties,
-            page=page,
-            page_size=page_size,
-        )
+        Declared.__init__(self, **init_arguments(locals()))
 
     @model_validator(mode="after")
     def _paging(self) -> Self:

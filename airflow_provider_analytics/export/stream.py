@@ -315,7 +315,9 @@ def export_prepared(
             def parse(counted: tuple[bytes, int]) -> ParsedBlock:
                 return decoder.parse(*counted)
 
-            with export, read_ahead(lines) as blocks:
+            # one block read ahead: with two, a 1M-user export took 0.2-0.3 CPU s more (more
+            # 1 MiB blocks alive at once) and waited no less
+            with export, read_ahead(lines, depth=1) as blocks:
                 try:
                     for (block, _), parsed in map_ahead(parse, blocks, settings.parse_threads):
                         parquet.add(decoder.finish(block, parsed))

@@ -33,6 +33,7 @@ import pyarrow.parquet as pq
 
 from airflow_provider_analytics.core.arrow_types import holds_text
 from airflow_provider_analytics.core.errors import ShardStagingError
+from airflow_provider_analytics.core.heap import trim_heap
 from airflow_provider_analytics.core.pipeline import WriteBehind
 from airflow_provider_analytics.core.rules import fail, positive_int
 from airflow_provider_analytics.output.roots import open_own
@@ -338,6 +339,15 @@ class RowGroupSink(Protocol):
         """Stop after a failure, leaving nothing that a reader would find."""
 
 
+TRIM_EVERY: Final = 8
+"""Row groups an object's stream writes between two returns of the C heap's free memory
+(:func:`~airflow_provider_analytics.core.heap.trim_heap`): pieces freed by other threads than
+those that made them add up in each thread's heap. A 1M-user stream of 3 MiB row groups peaked
+at 256-259 MiB untrimmed and 250-252 trimmed every 8th row group, at the same CPU seconds
+(every 4th: 0.18 s more). A process holding pyiceberg and pandas paid 0.27 s more for 6 MiB,
+so an Iceberg day's stream is not trimmed."""
+
+
 class ParquetStream:
     """Pieces of one table, buffered and written as row groups of bounded rows and bytes.
 
@@ -357,6 +367,7 @@ class ParquetStream:
         the 0-based row of the whole table its first row is; the pieces are then of its input.
     :param widen: converts a table (given the 0-based row of its first row) to a wider schema;
         by default Arrow's safe cast.
+    :param trim_every: hand the heap's free memory back every this many row groups.
     :raises AnalyticsValidationError: naming ``row_group_rows`` when it is not at least 1.
     """
 
@@ -369,6 +380,7 @@ class ParquetStream:
         row_group_bytes: int,
         prepare: Callable[[pa.Table, int], pa.Table] | None = None,
         widen: Callable[[pa.Table, pa.Schema, int], pa.Table] = cast_to,
+        trim_every: int | None = None,
     ) -> None:
         positive_int(row_group_rows, "row_group_rows")  # a bound of 0 would never fill
         self._writer = writer
@@ -379,8 +391,10 @@ class ParquetStream:
         self._pending_rows = 0
         self._pending_bytes = 0
         self._rows_handed = 0  # rows handed to the writing thread
+        self._row_groups = 0  # row groups written
         self._prepare = prepare
         self._widen = widen
+        self._trim_every = trim_every
         self._behind: WriteBehind[tuple[pa.Table, int]] = WriteBehind(self._write_row_group)
 
     @property
@@ -389,6 +403,9 @@ class ParquetStream:
         return self._writer.bytes_written
 
     def _write_row_group(self, group: tuple[pa.Table, int]) -> None:
+        if self._trim_every and self._row_groups and self._row_groups % self._trim_every == 0:
+            trim_heap()  # before this row group: the last one is freed by now
+        self._row_groups += 1
         table, first_row = group
         if self._prepare is not None:
             table = self._prepare(table, first_row)
@@ -505,6 +522,7 @@ def parquet_stream(
             row_group_bytes=row_group_bytes,
             prepare=prepare,
             widen=widen,
+            trim_every=TRIM_EVERY,
         ) as stream:
             yield stream
 

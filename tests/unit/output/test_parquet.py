@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from airflow_provider_analytics.client import AnalyticsValidationError
+from airflow_provider_analytics.output import parquet
 from airflow_provider_analytics.output.parquet import parquet_stream, write_table_atomically
 
 SCHEMA = pa.schema([("user", pa.int64()), ("name", pa.string())])
@@ -72,6 +73,21 @@ def test_row_groups_are_also_bounded_by_bytes(tmp_path: Path) -> None:
         for start in range(0, 500, 100):
             stream.add(piece(start, 100))
     assert pq.ParquetFile(target).metadata.num_row_groups == 5
+
+
+def test_the_heap_is_trimmed_every_few_row_groups(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    trims: list[int] = []
+    monkeypatch.setattr(parquet, "trim_heap", lambda: trims.append(1))
+    target = tmp_path / "users.parquet"
+    groups = 2 * parquet.TRIM_EVERY + 1
+    with parquet_stream(target, SCHEMA, row_group_rows=10, row_group_bytes=1 << 30) as stream:
+        for start in range(0, 10 * groups, 10):
+            stream.add(piece(start, 10))
+    assert len(trims) == 2  # before the row groups after the first TRIM_EVERY, twice
+    assert row_group_sizes(target) == [10] * groups
+    assert pq.read_table(target).column("user").to_pylist() == list(range(10 * groups))
 
 
 def test_slices_of_one_table_count_their_own_bytes_not_the_table_s(tmp_path: Path) -> None:
