@@ -208,7 +208,6 @@ def publish_shards(
         trim_heap()  # the check's ids, back before the merge
         published = destination.publish_parts(day, parts)
     shards.clear_staging(staging)
-    seconds = time.monotonic() - started if started is not None else None
     return {
         "uri": published.uri,
         "cohort_code": plan.cohort_code,
@@ -218,6 +217,6 @@ def publish_shards(
         "mode": "pages",
         "shards": len(plan.shards),
         "page_size": plan.page_size,
-        "seconds": round(seconds, 3) if seconds is not None else None,
+        "seconds": None if started is None else round(time.monotonic() - started, 3),
         **published.published,
     }

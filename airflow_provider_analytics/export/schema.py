@@ -54,8 +54,7 @@ _TYPE_NAMES: Final[Mapping[str, pa.DataType]] = {
     "double": DOUBLE_TYPE,
     "int64": pa.int64(),
     "decimal": EXACT_NUMBER_TYPE,
-}
-"""Type names ``schema_overrides`` takes; ``number`` is the plan's rule (int64, or double)."""
+}  # the type names schema_overrides takes; "number" is the plan's rule (int64, or double)
 
 CONTRACTS: Final = ("evolve", "freeze", "discard_new")  # of schema_contract, the default first
 
@@ -106,8 +105,7 @@ class ExportSchema:
 
     columns: tuple[ExportColumn, ...]
     timezone: str = "UTC"
-    discarded: tuple[str, ...] = ()
-    """Columns the plan has and ``schema_contract="discard_new"`` left out (written names)."""
+    discarded: tuple[str, ...] = ()  # written names schema_contract="discard_new" left out
 
     @property
     def names(self) -> list[str]:

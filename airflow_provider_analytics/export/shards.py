@@ -428,9 +428,8 @@ def check_consistency(
     consistency: str = "first_pages",
 ) -> None:
     """The promise, checked before publishing: rows equal the plan's, the cohort's count is
-    the same now, no user (by the plan's id property) is in two shards, and the pages
-    ``consistency`` names, read again (ids only), hold the users the parts hold: users who
-    left and joined in equal numbers keep the count, not the pages.
+    the same now, no user is in two shards, and the pages ``consistency`` names, read again
+    (ids only), hold the users the parts hold (an exchange keeps the count, not the pages).
 
     :raises CohortChangedError: saying what changed.
     """
