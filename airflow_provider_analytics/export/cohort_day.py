@@ -1,15 +1,7 @@
-"""A cohort's day into a destination: streamed, or read in shards, and published as the
-destination does it.
-
-The columns the destination holds are read from it (a Parquet prefix's newest earlier day, an
-Iceberg table's columns): they keep the number columns' types and meet the day's
-``schema_contract``. ``mode="stream"`` runs the streamed export job, which writes
-and verifies its Parquet file where the destination says; ``mode="pages"`` reads the cohort in
-shards of the paged endpoint (:mod:`~airflow_provider_analytics.export.shards`);
-``mode="auto"`` streams a cohort of up to a million rows and shards a larger one, and reads
-pages too when every attempt of the stream was cut (a proxy that cuts it again and again).
-Either way the destination publishes the day at once (in place for object storage, one commit
-for Iceberg), and nothing is published when the export fails.
+"""A cohort's day into a destination: streamed, or read in shards
+(:mod:`~airflow_provider_analytics.export.shards`), and published as the destination does it
+(in place for object storage, one commit for Iceberg); nothing is published when the export
+fails. ``mode="auto"`` is explained in ``docs/operators/cohort_shards.md``.
 """
 
 from __future__ import annotations
@@ -45,9 +37,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 STREAM_CUT = (AnalyticsStreamError, AnalyticsServerError, ExportIncompleteError)
-"""What the last attempt of a stream cut on its way failed with (a body cut mid-way, a
-buffering proxy's 504, fewer rows than the count): ``mode="auto"`` then reads pages. A
-platform that cannot be reached at all is not a cut: the pages would not reach it either."""
+"""A stream's last attempt cut on its way (``mode="auto"`` then reads pages); a platform that
+cannot be reached at all is not a cut: the pages would not reach it either."""
 
 
 def export_cohort_day(
@@ -66,21 +57,16 @@ def export_cohort_day(
 ) -> dict[str, Any]:
     """Export ``query``'s cohort as ``day``'s rows of ``destination``; return the XCom.
 
-    :param mode: ``auto``, ``stream`` or ``pages``. ``auto`` streams up to a million rows and
-        reads pages above, or when every attempt of the stream was cut (``fallback`` in the
-        XCom says why; the id property must be among the properties).
+    :param mode: ``auto`` (pages above a million rows, or when every stream attempt was cut),
+        ``stream`` or ``pages``.
     :param page_size: users per page in ``pages`` mode (at most 10,000).
     :param shard_rows: users per shard in ``pages`` mode.
     :param max_parallel_shards: shards read at once by this process (one connection each).
-    :param id_property: the property that tells users apart in ``pages`` mode (no user in
-        two shards); checked against ``query``'s properties before any request.
-    :param consistency: what publication reads again in ``pages`` mode: ``first_pages``
-        (the first page of every shard) or ``strict`` (every page, ids only).
-    :param export: the settings of
-        :func:`~airflow_provider_analytics.export.stream.export_cohort_to_parquet`
-        (``timezone``, ``schema_overrides``, ``column_names``, ``settings``).
-    :return: what was written, ``uri`` naming the published object or table, ``mode``, what
-        the publication did (``iceberg``: the commit), and each column's platform id.
+    :param id_property: the property that tells users apart in ``pages`` mode.
+    :param consistency: what publication reads again: ``first_pages`` or ``strict``.
+    :param export: the settings of ``export_cohort_to_parquet`` (``timezone``, ...).
+    :return: what was written, its ``uri``, ``mode``, what the publication did, each column's
+        platform id, and ``fallback`` when a stream cut every time was read in pages.
     """
     rules.one_of(mode, "mode", shards.MODES)
     shards.shard_pages(page_size, shard_rows)
@@ -89,16 +75,15 @@ def export_cohort_day(
     shards.check_id_property(id_property, query.properties if mode == "pages" else None)
     destination.check([day], [COHORT_FILE])
     held = destination.held_schema(day)
-    # every argument is checked here, before the first request (the plan's listing)
+    # every argument is checked by now, before the first request (the plan's listing)
     prepared = prepare_export(client, query, destination_schema=held, **export)
     count: int | None = None
     fallback: str | None = None
     pageable = False  # may a stream cut every time be read in pages instead
     if mode == "auto":
-        sizing = prepared.query.sizing()
-        count = client.get_cohort_users(sizing, page=1, page_size=1)["count"]
+        count = client.get_cohort_users(prepared.query.sizing(), page=1, page_size=1)["count"]
         rows = count if query.limit is None else min(query.limit, count)
-        mode = shards.choose_mode(mode, rows)
+        mode = "stream" if rows <= shards.STREAM_ROWS_MAX else "pages"
         pageable = id_property in (prepared.query.properties or ())
     if mode == "stream":
         try:
@@ -144,16 +129,23 @@ def start_shards(
     count: int | None = None,
     id_property: str = shards.ID_PROPERTY,
 ) -> tuple[shards.ShardPlan, shards.ShardReader]:
-    """Plan the shards of a prepared export (from ``count`` when the caller just read it)
-    and keep the staging folder when it holds the same plan (the run's fingerprint), else
-    start it again."""
-    plan = shards.plan_shards(
-        client,
-        prepared,
-        page_size=page_size,
-        shard_rows=shard_rows,
-        count=count,
-        id_property=id_property,
+    """Plan the shards of a prepared export from the cohort's ``count`` (the caller's, else a
+    one-row page's, asked once the settings are checked) and keep the staging folder when it
+    holds the same plan (the run's fingerprint), else start it again."""
+    pages = shards.shard_pages(page_size, shard_rows)
+    shards.check_id_property(id_property, prepared.query.properties or ())
+    if count is None:
+        count = client.get_cohort_users(prepared.query.sizing(), page=1, page_size=1)["count"]
+    plan = shards.plan_of(
+        prepared, count=count, page_size=page_size, shard_pages=pages, id_property=id_property
+    )
+    log.info(
+        "cohort %s: %d users in %d shards of up to %d pages of %d",
+        plan.cohort_code,
+        plan.rows,
+        len(plan.shards),
+        pages,
+        page_size,
     )
     staging = destination.staging(day)
     shards.load_or_start_plan(staging, plan)
@@ -168,11 +160,10 @@ def shard_reader(
     id_property: str = shards.ID_PROPERTY,
     **export: Any,
 ) -> shards.ShardReader:
-    """The reader of the shards planned in ``destination``'s staging folder for ``day`` (for a
-    task that reads some of them): the recorded plan, the columns decided again from it.
+    """The reader of the plan recorded in ``destination``'s staging folder for ``day``, its
+    columns decided again from it.
 
-    :raises ShardStagingError: this task's settings make another plan (another timezone,
-        naming, types or id property) than the one recorded: its parts would not match.
+    :raises ShardStagingError: this task's settings make another plan than the recorded one.
     """
     staging = destination.staging(day)
     plan = shards.read_plan(staging)
@@ -203,8 +194,7 @@ def publish_shards(
     started: float | None = None,
     consistency: str = "first_pages",
 ) -> dict[str, Any]:
-    """Check that every shard is finished (its part the one recorded) and the promise holds
-    (``consistency``: what is read again), publish, clear the staging."""
+    """Check that every shard is finished and the promise holds, publish, clear the staging."""
     staging = destination.staging(day)
     parts = [shards.part_of(staging, shard) for shard in plan.shards]
     missing = [shard.index for shard in plan.shards if not shards.finished(staging, plan, shard)]
@@ -218,7 +208,6 @@ def publish_shards(
         trim_heap()  # the check's ids, back before the merge
         published = destination.publish_parts(day, parts)
     shards.clear_staging(staging)
-    seconds = time.monotonic() - started if started is not None else None
     return {
         "uri": published.uri,
         "cohort_code": plan.cohort_code,
@@ -228,6 +217,6 @@ def publish_shards(
         "mode": "pages",
         "shards": len(plan.shards),
         "page_size": plan.page_size,
-        "seconds": round(seconds, 3) if seconds is not None else None,
+        "seconds": None if started is None else round(time.monotonic() - started, 3),
         **published.published,
     }

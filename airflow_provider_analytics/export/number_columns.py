@@ -1,10 +1,7 @@
-"""The ``number`` columns of one export as its blocks are finished: each int64 until it holds a
-decimal, then double (:mod:`~airflow_provider_analytics.export.number_rule`).
-
-Blocks are finished in stream order, so when a column becomes double every earlier block of it
-has been seen: the first integer of it that a double cannot hold is remembered as blocks pass,
-and refuses the change at once, by name. Tables read before the change are widened where they
-are (a buffered piece, a written row group) with every integer checked again.
+"""The ``number`` columns of one export as its blocks are finished in stream order: each int64
+until it holds a decimal, then double (:mod:`~airflow_provider_analytics.export.number_rule`).
+The first integer a double cannot hold is remembered as blocks pass, so the change is refused
+at once, by name; tables read before it are widened where they are, every integer checked.
 """
 
 from __future__ import annotations
@@ -28,24 +25,17 @@ log = logging.getLogger(__name__)
 
 
 class NumberColumns:
-    """Which ``number`` columns of an export are double by now, and why the others may not be.
-
-    :param columns: the export's columns (those with :attr:`ExportColumn.widens` follow the
-        rule; the others are left alone).
-    """
+    """Which ``number`` columns (:attr:`ExportColumn.widens`) of an export are double by now,
+    and why the others may not be."""
 
     def __init__(self, columns: Sequence[ExportColumn]) -> None:
         self.columns = tuple(columns)
-        self.doubles: dict[int, int] = {
-            index: 0 for index, column in enumerate(self.columns) if column.starts_double
-        }
-        """Columns that are double by now: the 1-based row of a decimal that made them so (0
-        for a column double from the start)."""
+        # double by now: the 1-based row of the decimal that made it so (0: from the start)
+        self.doubles = {index: 0 for index, column in enumerate(columns) if column.starts_double}
+        # still int64: the first (1-based row, integer) a double cannot hold
         self._inexact: dict[int, tuple[int, int]] = {}
-        """Columns still int64: the first (1-based row, integer) a double cannot hold."""
 
     def int64_columns(self) -> list[int]:
-        """The ``number`` columns that are int64 still."""
         return [
             index
             for index, column in enumerate(self.columns)
@@ -55,8 +45,7 @@ class NumberColumns:
     def become_double(self, index: int, row: int) -> None:
         """Column ``index`` holds a decimal in ``row`` (1-based): double from now on.
 
-        :raises ExportDataError: an earlier integer of the column that a double cannot hold,
-            naming its row.
+        :raises ExportDataError: an earlier integer of it that a double cannot hold.
         """
         self.doubles[index] = row
         if index in self._inexact:
@@ -69,8 +58,8 @@ class NumberColumns:
         )
 
     def note_inexact(self, table: pa.Table, first_row: int) -> None:
-        """Remember, per column still int64, the first integer of ``table`` (which starts at
-        the 0-based row ``first_row`` of the export) that a double cannot hold."""
+        """Remember, per column still int64, the first integer of ``table`` (from the 0-based
+        row ``first_row`` of the export) that a double cannot hold."""
         for index in self.int64_columns():
             if index not in self._inexact:
                 values = table.column(index)
@@ -79,10 +68,9 @@ class NumberColumns:
                     self._inexact[index] = (first_row + found + 1, values[found].as_py())
 
     def widen(self, table: pa.Table, schema: pa.Schema, first_row: int) -> pa.Table:
-        """``table`` (read or written) with its int64 columns that are double in ``schema``
-        cast to double, once every integer is checked to be one a double holds.
+        """``table`` (from the 0-based row ``first_row``) with its int64 columns that are
+        double in ``schema`` cast to double, once every integer is checked.
 
-        :param first_row: the 0-based row of the export the table starts at (for refusals).
         :raises ExportDataError: an integer a double cannot hold, naming the column and row.
         """
         arrays = []
@@ -103,7 +91,7 @@ class NumberColumns:
 
     def refused(self, index: int, row: int, value: Any, refusal: NumberRefusal) -> ExportDataError:
         """The refusal of ``value`` (a number or its JSON text) in column ``index``, 1-based
-        ``row``: what it is, and the setting that accepts it."""
+        ``row``, naming the setting that accepts it."""
         text = str(value)
         shown = text if len(text) <= 60 else text[:57] + "..."
         return ExportDataError(

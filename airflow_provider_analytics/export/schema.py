@@ -1,20 +1,10 @@
 """The columns of a cohort export: names, Parquet types and where each type came from.
 
-The type of a column follows the plan's ``dataType`` (spec 2.5); :data:`TYPE_TABLE` is the
-table the README shows (a test keeps the two equal). A ``number`` column is ``int64`` while
-every value of the export is an integer token that fits, and double once one is a decimal
-(:mod:`~airflow_provider_analytics.export.number_rule`), because the platform's ``number``
-holds integers and decimals alike: ids, counts and epoch milliseconds are integers, many beyond
-2**53, where a double no longer holds every integer (``4255875062385414000`` stored as a double
-and cast back is ``4255875062385414144``, and joins against the id kept as an integer elsewhere
-find nothing). A column that holds decimals on one day and integers only on another is double
-on the first day, int64 on the second (a widening every Parquet reader and warehouse takes);
-``schema_overrides`` keeps the exceptions (``"double"`` every day, ``"int64"``, ``"decimal"``,
-any Arrow type).
-
-A column is decoded by its id (the record key) and written under the name
-:mod:`~airflow_provider_analytics.core.column_names` gives it; each Parquet field keeps its
-id in the field metadata (``analytics.id``).
+A type follows the plan's ``dataType`` (spec 2.5; :data:`TYPE_TABLE` is the README's table); a
+``number`` column is int64 until the export holds a decimal, then double
+(:mod:`~airflow_provider_analytics.export.number_rule`; why: ``docs/output_tables.md``). A column
+is decoded by its id (the record key), written under the name ``column_names`` gives it, and its
+Parquet field keeps the id in its metadata (``analytics.id``).
 """
 
 from __future__ import annotations
@@ -38,12 +28,11 @@ if TYPE_CHECKING:
 
 MASKED_MARKER: Final = "(已脱敏)"
 NUMBER_TYPE: Final = pa.int64()
-"""A ``number`` column's type while every value is an integer; :data:`DOUBLE_TYPE` after."""
 DOUBLE_TYPE: Final = pa.float64()
 EXACT_NUMBER_TYPE: Final = pa.decimal128(38, 9)
 TIMESTAMP_TYPE: Final = pa.timestamp("ms", tz="UTC")
 
-TYPE_TABLE: Final[tuple[tuple[str, pa.DataType, str], ...]] = (
+TYPE_TABLE: Final[tuple[tuple[str, pa.DataType, str], ...]] = (  # plan type, Parquet type, note
     ("string", pa.string(), ""),
     (
         "number",
@@ -59,35 +48,24 @@ TYPE_TABLE: Final[tuple[tuple[str, pa.DataType, str], ...]] = (
     ),
     ("array<string>", pa.list_(pa.string()), "null items stay null"),
 )
-"""Plan data type, Parquet type, note: the README's cohort type table."""
 
 _TYPE_NAMES: Final[Mapping[str, pa.DataType]] = {
     **{name: arrow_type for name, arrow_type, _ in TYPE_TABLE},
     "double": DOUBLE_TYPE,
     "int64": pa.int64(),
     "decimal": EXACT_NUMBER_TYPE,
-}
-"""Type names ``schema_overrides`` takes; ``number`` is the plan's rule (int64, or double)."""
+}  # the type names schema_overrides takes; "number" is the plan's rule (int64, or double)
 
-CONTRACTS: Final = ("evolve", "freeze", "discard_new")
-"""The values of ``schema_contract``, the default first."""
+CONTRACTS: Final = ("evolve", "freeze", "discard_new")  # of schema_contract, the default first
 
 
 @dataclass(frozen=True)
 class ExportColumn:
-    """One output column.
-
-    :param name: the column's id, which is also its record key (a property id or
-        ``tag.<code>``).
-    :param arrow_type: the column's type in the Parquet file.
-    :param origin: ``plan``, ``masked`` (string because the plan masks it), ``tag``,
-        ``unknown`` (a ``$`` preset the plan does not list) or ``override`` (set by the caller).
-    :param written_as: the name in the Parquet file when it differs from the id.
-    :param widens: a ``number`` column: ``arrow_type`` (int64) until the export holds a
-        decimal, then double (:mod:`~airflow_provider_analytics.export.number_rule`).
-    :param starts_double: a ``number`` column that is double from the first row (the
-        destination's earlier days hold it so), its integers checked as in any double column.
-    """
+    """One output column: its id (the record key, a property id or ``tag.<code>``), its Parquet
+    type, its ``origin`` (``plan``, ``masked``, ``tag``, ``unknown``, ``override`` or
+    ``earlier``) and its name in the file when it differs from the id. A ``number`` column
+    ``widens`` from int64 to double at its first decimal, or ``starts_double`` (the
+    destination's earlier days hold it so)."""
 
     name: str
     arrow_type: pa.DataType
@@ -98,12 +76,10 @@ class ExportColumn:
 
     @property
     def written_name(self) -> str:
-        """The column's name in the Parquet file."""
         return self.written_as or self.name
 
     @property
     def field(self) -> pa.Field:
-        """The Parquet field: the written name, the type, and the id in the metadata."""
         return self.field_of(self.arrow_type)
 
     def field_of(self, arrow_type: pa.DataType) -> pa.Field:
@@ -129,8 +105,7 @@ class ExportSchema:
 
     columns: tuple[ExportColumn, ...]
     timezone: str = "UTC"
-    discarded: tuple[str, ...] = ()
-    """Columns the plan has and ``schema_contract="discard_new"`` left out (written names)."""
+    discarded: tuple[str, ...] = ()  # written names schema_contract="discard_new" left out
 
     @property
     def names(self) -> list[str]:
@@ -139,19 +114,15 @@ class ExportSchema:
 
     @property
     def written_names(self) -> list[str]:
-        """The column names in the Parquet file, in order."""
         return [c.written_name for c in self.columns]
 
     @property
     def arrow_schema(self) -> pa.Schema:
-        """The schema written (decoded tables come out in it)."""
         return pa.schema([c.field for c in self.columns])
 
     @property
     def described(self) -> dict[str, Any]:
-        """Per column, by its name in the file: the platform id it holds (``column_ids``) and
-        where its type came from (``column_origins``); the ``discarded_columns``; for the XCom
-        and lineage."""
+        """For the XCom and lineage: each written column's id and origin, and the discarded."""
         return {
             "column_ids": {c.written_name: c.name for c in self.columns},
             "column_origins": {c.written_name: c.origin for c in self.columns},
@@ -188,12 +159,9 @@ def check_override_keys(
     overrides: Mapping[str, Any] | None, column_names: ColumnNames = ColumnNames.IDS
 ) -> None:
     """Refuse, before any request, two ``schema_overrides`` keys that name one column whatever
-    the plan holds: a preset's or a tag's id and its name in the file under ``warehouse``
-    (``$city`` and ``city``). Other double namings (``tag.vip`` and a bare ``vip``, which may
-    be a property of the plan) are refused by :func:`export_schema`, once the plan is known.
+    the plan holds: a preset's or a tag's id and its ``warehouse`` name (``$city`` and
+    ``city``). Other double namings are refused by :func:`export_schema` once the plan is known.
 
-    :param overrides: the ``schema_overrides`` argument.
-    :param column_names: how the columns are named in the file.
     :raises AnalyticsValidationError: naming ``schema_overrides`` and both keys.
     """
     if column_names is not ColumnNames.WAREHOUSE or not overrides:
@@ -205,24 +173,6 @@ def check_override_keys(
                 _named_twice(key, name, key)
 
 
-def _overrides_by_column(
-    overrides: Mapping[str, pa.DataType | str],
-    by_written: Mapping[str, str],
-    plan_ids: Mapping[str, Any],
-) -> dict[str, pa.DataType | str]:
-    """Each override under the column id its key names (a written name, an id, a tag's bare
-    code); two keys naming one column are refused rather than the last one winning."""
-    by_column: dict[str, pa.DataType | str] = {}
-    keys: dict[str, str] = {}
-    for key, value in overrides.items():
-        column = by_written.get(key) or column_name(key, plan_ids)
-        if column in keys:
-            _named_twice(keys[column], key, column)
-        keys[column] = key
-        by_column[column] = value
-    return by_column
-
-
 def export_schema(
     properties: Sequence[str],
     plan: Iterable[Mapping[str, Any]],
@@ -232,21 +182,14 @@ def export_schema(
     column_names: ColumnNames = ColumnNames.IDS,
     earlier: pa.Schema | None = None,
 ) -> ExportSchema:
-    """Build the export's schema for ``properties`` (in that order) from the tracking plan.
+    """The export's schema for ``properties`` (ids, ``tag.<code>`` keys or bare tag codes, in
+    that order) from the tracking plan's records (spec 2.2). ``overrides`` types columns named
+    by id, bare tag code or written name (an Arrow type or a name of :data:`_TYPE_NAMES`); a
+    ``number`` column the destination holds (``earlier``) as int64 or double, by id or name,
+    keeps that type unless overridden.
 
-    :param properties: requested user property ids, ``tag.<code>`` keys or bare tag codes.
-    :param plan: user property records (spec 2.2) as listed by the platform.
-    :param timezone: the project's timezone, in which datetime texts are read.
-    :param overrides: column -> Arrow type or type name (a plan data type; ``double``, the
-        nearest double of every number; ``int64``; ``decimal``, exact ``decimal128(38, 9)``), for
-        columns the caller types itself. A column is named by its id, a tag by its bare code
-        too, or by its written name.
-    :param column_names: how the columns are named in the file (:class:`ColumnNames`).
-    :param earlier: the columns the destination holds (an earlier day's file, the table): a
-        ``number`` column it holds as int64 or double, found by its id or its name, keeps that
-        type (origin ``earlier``), unless ``overrides`` names it.
-    :raises AnalyticsValidationError: when two columns would be written under one name, or
-        two keys of ``overrides`` name one column.
+    :raises AnalyticsValidationError: two columns written under one name, or two keys of
+        ``overrides`` naming one column.
     """
     by_id = {str(item["id"]): item for item in plan}
     names = [column_name(name, by_id) for name in properties]
@@ -254,7 +197,15 @@ def export_schema(
         rules.fail("properties", f"name a column more than once: {list(properties)}")
     written = column_name_map(names, column_names)
     by_written = {name: column_id for column_id, name in written.items()}
-    overrides = _overrides_by_column(overrides or {}, by_written, by_id)
+    by_column: dict[str, pa.DataType | str] = {}
+    keys: dict[str, str] = {}  # two keys naming one column are refused, not the last one kept
+    for key, value in (overrides or {}).items():
+        target = by_written.get(key) or column_name(key, by_id)
+        if target in keys:
+            _named_twice(keys[target], key, target)
+        keys[target] = key
+        by_column[target] = value
+    overrides = by_column
     unknown_overrides = set(overrides) - set(names)
     if unknown_overrides:
         rules.fail(
@@ -298,8 +249,8 @@ def export_schema(
 
 
 def _plain(arrow_type: pa.DataType) -> pa.DataType:
-    """A type as two destinations may hold the same one: Iceberg reads its strings and lists
-    as large ones, and its timestamps in microseconds."""
+    """A type as two destinations may hold the same one (Iceberg reads large strings and lists,
+    and timestamps in microseconds)."""
     if is_text(arrow_type):
         return pa.string()
     if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type):
@@ -311,12 +262,10 @@ def _plain(arrow_type: pa.DataType) -> pa.DataType:
 
 def contracted(schema: ExportSchema, held: pa.Schema | None, contract: str) -> ExportSchema:
     """``schema`` as ``contract`` (:data:`CONTRACTS`) lets it meet the columns the destination
-    holds (``held``, by name; ``None``: nothing to meet), before the cohort is asked for.
-
-    ``evolve`` takes added and removed columns; ``freeze`` refuses both; ``discard_new``
-    leaves the added ones out (:attr:`ExportSchema.discarded`) and refuses a removed one (its
-    readers expect it). A type other than the held one is refused under each, unless
-    ``schema_overrides`` set it under ``evolve``.
+    holds (``held``, by name; ``None``: nothing to meet), before the cohort is asked for:
+    ``evolve`` takes added and removed columns; ``freeze`` refuses both; ``discard_new`` leaves
+    the added ones out and refuses a removed one. A type other than the held one is refused
+    under each, unless ``schema_overrides`` set it under ``evolve``.
 
     :raises AnalyticsValidationError: naming ``schema_contract`` and every column at fault.
     """

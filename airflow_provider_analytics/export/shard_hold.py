@@ -1,35 +1,9 @@
-"""The shared record of the platform's hold-off for every shard of a cohort export.
-
-The hold-off is the throttle's (:mod:`~airflow_provider_analytics.client.throttle`): it holds
-back every call of one process when an answer's ``Retry-After`` asks it to. The shards of one
-export run in many processes on many workers, and the one place they all reach is the plan's
-staging folder, so a shard reader attaches this record of it to the throttle
-(:meth:`~airflow_provider_analytics.client.throttle.PlatformThrottle.sharing`), kept in
-``hold.json``::
-
-    {"until": 1717171717.5, "status": 429, "set_by": "shard 3 (pid 4242 on worker-1)"}
-
-- **Published.** When a page call of a shard gets a ``429`` or ``503`` with a readable
-  ``Retry-After``, the shard writes the record (whole or not at all) with ``until`` = now + the
-  wait, unless the record it knows already holds until later. A record that cannot be written
-  is logged and the shards go on; only the sharing is lost.
-- **Observed.** Before each call the throttle reads the record, at most once every
-  :data:`REFRESH_SECONDS` per process (every read of object storage is a request that costs);
-  a record still ahead holds the process's throttle until then, so every thread of the process
-  waits, not only the shard that read it.
-- **Bounded.** Each record is honoured once, for at most ``retry_after_max`` seconds (the client
-  setting that bounds a ``Retry-After``): a record dated far ahead (a clock that is wrong, a file
-  written by something else) delays a process once by that much, never for ever. A record
-  that does not have the declared shape is refused by name (:class:`ShardStagingError`).
-- **Clocks.** ``until`` is wall-clock time (UTC seconds since the epoch), the only time workers
-  share. A worker whose clock is δ seconds behind the writer's waits δ seconds longer; one ahead
-  waits δ seconds less, and not at all when δ exceeds the wait. Workers kept in time by NTP
-  differ by milliseconds; the ``retry_after_max`` bound caps what a large skew can cost.
-
-A call already in flight when the record is written is not recalled, and another process learns
-of the record at its next page call once its last read is :data:`REFRESH_SECONDS` old. When two
-shards write at the same moment the last write wins; each of them also holds its own process
-until its own ``Retry-After`` has passed.
+"""The shared record of the platform's hold-off for every shard of a cohort export
+(``hold.json`` in the plan's staging folder, the one place every process on every worker
+reaches), attached to the throttle (:mod:`~airflow_provider_analytics.client.throttle`). How it
+is published, observed, bounded by ``retry_after_max`` and read across clocks is explained in
+``docs/operators/cohort_shards.md`` (*One hold-off for every shard*); when two shards write at
+once the last write wins, each also holding its own process for its own ``Retry-After``.
 """
 
 from __future__ import annotations
@@ -56,14 +30,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 HOLD_FILE: Final = "hold.json"
-"""The record's name in the staging folder."""
-
 REFRESH_SECONDS: Final = 1.0
-"""A process reads the record at most this often."""
-
+"""A process reads the record at most this often (each read of object storage costs)."""
 RECORD_BYTES_MAX: Final = 4096
 """A record longer than this is refused unread (the ones written here are about 100 bytes)."""
-
 
 _Record = TypeVar("_Record", bound=BaseModel)
 
@@ -72,13 +42,10 @@ def read_record(
     path: StoragePath, model: type[_Record], what: str, max_bytes: int = -1
 ) -> _Record | None:
     """A record of the staging folder (the plan, a finished shard's, the hold-off) in its
-    declared shape ``model``; ``None`` when there is none.
+    declared shape ``model`` (``what`` names it in the refusal); ``None`` when there is none.
 
-    :param what: what the record is, for the refusal.
-    :param max_bytes: a longer record is refused unread (``-1``: no bound).
-    :raises ShardStagingError: the record is not of the declared shape, or not a plain file
-        (a link or a pipe is refused unread, :func:`~airflow_provider_analytics.output.roots.
-        open_own`).
+    :raises ShardStagingError: the record is not of the declared shape, longer than
+        ``max_bytes`` (``-1``: no bound), or not a plain file (``open_own``).
     """
     try:
         with open_own(path) as handle:
@@ -100,26 +67,16 @@ class HoldRecord(BaseModel):
 
     model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
 
-    until: float = Field(ge=0, allow_inf_nan=False)
-    """No page call starts before this moment (UTC seconds since the epoch)."""
-    status: Literal[429, 503]
-    """The status of the answer whose ``Retry-After`` asked for it."""
-    set_by: str = Field(max_length=200)
-    """Which shard got that answer, in which process on which host."""
+    until: float = Field(ge=0, allow_inf_nan=False)  # no page call before (UTC epoch seconds)
+    status: Literal[429, 503]  # of the answer whose Retry-After asked for it
+    set_by: str = Field(max_length=200)  # which shard got it, in which process on which host
 
 
 class SharedHold:
-    """The hold-off record of one staging folder, as one process sees it.
-
-    One instance serves every thread of a reader; it remembers the last record read (for
-    :data:`REFRESH_SECONDS`) and the last one honoured.
-
-    :param path: the record (``hold.json`` in the staging folder).
-    :param retry_after_max: the longest a record holds this process, in seconds.
-    :param refresh: the least seconds between two reads of the record.
-    :param wall: wall-clock epoch seconds (injectable for tests).
-    :param clock: monotonic seconds, for the refresh interval (injectable for tests).
-    """
+    """The hold-off record of one staging folder as one process sees it (every thread of a
+    reader): the last record read (for ``refresh`` seconds) and the last one honoured, which
+    held this process at most ``retry_after_max`` seconds. ``wall`` gives epoch seconds,
+    ``clock`` monotonic ones."""
 
     def __init__(
         self,
@@ -139,9 +96,6 @@ class SharedHold:
         self._known: HoldRecord | None = None
         self._read_at = -math.inf
         self._honoured: HoldRecord | None = None
-
-    def __repr__(self) -> str:
-        return f"SharedHold({self.path}, known={self._known!r})"
 
     def publish(self, seconds: float, status: int, who: str) -> None:
         """Ask every shard to hold off ``seconds`` from now, because of an answer ``who`` got
@@ -174,9 +128,8 @@ class SharedHold:
 
     def observe(self) -> float | None:
         """The seconds the shared record asks this process to hold its calls from now, once
-        per record and at most ``retry_after_max``; ``None`` when it asks nothing new. The record
-        is read again once the last read is :data:`REFRESH_SECONDS` old; one that cannot be read
-        (the storage failing) is logged and the last one read kept.
+        per record and at most ``retry_after_max``; ``None`` when it asks nothing new. A record
+        that cannot be read (the storage failing) is logged and the last one read kept.
 
         :raises ShardStagingError: the record is not of the declared shape.
         """
@@ -203,11 +156,10 @@ class SharedHold:
             return None
         if seconds > self.retry_after_max:
             log.warning(
-                "%s asks to hold off %.0f s, more than retry_after_max (%g s): a clock ahead "
-                "of this one, or a record not written by a shard; holding %g s",
+                "%s asks to hold off %.0f s, more than retry_after_max: a clock ahead of this "
+                "one, or a record not written by a shard; holding %g s",
                 self.path,
                 seconds,
-                self.retry_after_max,
                 self.retry_after_max,
             )
             seconds = self.retry_after_max

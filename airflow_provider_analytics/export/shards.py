@@ -1,46 +1,19 @@
-"""A cohort of any size, read in shards of the paged endpoint and published as one output.
-
-The streamed export (spec 4.13) is meant for under a million rows, and a proxy in front of
-the platform cuts a response at about ten minutes (``API_NOTES.md``). Above that, a cohort is
-read through the paged endpoint (spec 4.12, ``page`` 1-based, ``pageSize`` at most 10,000)
-in **shards**: ranges of pages, each page's users kept as they were sent
-(:mod:`~airflow_provider_analytics.core.page_lines`) and decoded by the stream's own decoder
-(:class:`~airflow_provider_analytics.export.decoder.BlockDecoder`), each shard written as a
-Parquet part of its own in a staging folder. A shard that fails is read again on its own.
-
-**The promise.** The published output holds exactly ``count`` users (or ``limit``), the count
-the platform gave when the export was planned, and the platform still gives that count when
-it is published; every page of every shard reported that same count; no user (by the
-``id_property``, ``distinct_id`` by default) appears twice; and pages read again when
-publishing hold the very users the parts hold: the first page of every shard by default
-(``consistency="first_pages"``), every page with ``consistency="strict"``. The default misses
-one change: users exchanged in equal numbers (the count unchanged) inside a shard's pages after
-its first, after that shard was read, while every later shard's first page still holds what it
-held. ``strict`` finds it too, at one more ids-only call per page. When the cohort changes
-while it is read (it is recomputed), the export fails by name saying what changed, and nothing
-is published: the earlier output stays. The next try plans again.
-
-**Resume.** The plan and each finished shard are recorded in the staging folder
-(``plan.json``, ``part-00003.parquet`` with ``part-00003.json``). The plan is the run's
-fingerprint: everything that decides what a day holds (the request and the count, the
-timezone, each column's written name and type from ``column_names``, ``schema_overrides`` and
-the earlier days' number types, the id property). A try that finds the plan it would make
-reuses the finished shards and reads only the others; another plan is discarded with its parts,
-the log saying what differs. A shard is finished only when its record names the plan, its rows,
-and the digest of the part's bytes as they are now.
-
-**One publication.** The parts become visible together or not at all: for Parquet, they are
-merged into the day's one object, which replaces the earlier one atomically; for Iceberg, they
-are committed as one snapshot. The staging folder is removed after publication.
+"""A cohort of any size, read in shards of the paged endpoint (spec 4.12) and published as one
+output: each shard's pages decoded by the stream's decoder into a Parquet part of its own in a
+staging folder, retried on its own, recorded with its part's SHA-256 under the plan (the run's
+fingerprint, ``plan.json``), and checked before the one publication. The promise, resume and
+the ``consistency`` choice are explained in ``docs/operators/cohort_shards.md``.
 """
 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import logging
 import math
 import zlib
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import closing
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
@@ -78,28 +51,16 @@ log = logging.getLogger(__name__)
 
 PAGE_SIZE_MAX: Final = 10_000
 """The most users one call of the paged endpoint is meant for (``API_NOTES.md``)."""
-
 PAGE_SIZE: Final = 5_000
-"""Users per page unless ``page_size`` says otherwise. A page is held whole while it is split
-and decoded: with Airflow imported, reading a million users peaked at ~290 MiB with pages of
+"""A page is held whole while it is decoded: a million users peaked at ~290 MiB with pages of
 10,000, ~245 with pages of 2,000, for about the same time."""
-
 STREAM_ROWS_MAX: Final = 1_000_000
-"""Above this many rows ``mode="auto"`` reads pages: the stream is meant for fewer, and the
-proxy's cut falls around two million (``API_NOTES.md``)."""
-
+"""Above this ``mode="auto"`` reads pages: the proxy's cut falls around two million rows."""
 SHARD_ROWS: Final = 200_000
-"""Rows per shard by default (20 pages of 10,000)."""
-
 MODES: Final = ("auto", "stream", "pages")
-
 ID_PROPERTY: Final = "distinct_id"
-"""The property that tells users apart unless ``id_property`` names another: no user may
-appear in two shards."""
-
 CONSISTENCY: Final = ("first_pages", "strict")
 """What publication reads again: the first page of every shard, or every page."""
-
 PLAN_FILE: Final = "plan.json"
 
 _RECORD = ConfigDict(strict=True, extra="forbid", frozen=True)
@@ -114,10 +75,6 @@ class Shard:
     last_page: int
     rows: int
 
-    @property
-    def name(self) -> str:
-        return f"part-{self.index:05d}"
-
 
 class _ShardRecord(BaseModel):
     """The declared shape of ``part-NNNNN.json``: a finished shard, its part's SHA-256."""
@@ -131,9 +88,7 @@ class _ShardRecord(BaseModel):
 
 
 class PlanColumn(BaseModel):
-    """A column as the plan records it: its id (the record key), its written name and its
-    type (``str`` of the Arrow type), and whether a ``number`` column widens or starts
-    double."""
+    """A column as the plan records it: its id, written name, Arrow type and number rule."""
 
     model_config = _RECORD
 
@@ -145,21 +100,9 @@ class PlanColumn(BaseModel):
 
 
 class ShardPlan(BaseModel):
-    """How a cohort is read: its size when planned, and the pages of each shard (also the
-    declared shape of ``plan.json``).
-
-    Every field is part of the run's fingerprint (:attr:`digest`): two tries resume each other
-    only when all of them agree.
-
-    :param cohort_code: the cohort.
-    :param properties: the columns asked for, in order.
-    :param limit: the most users exported (``None``: all).
-    :param count: the cohort's size when the plan was made.
-    :param page_size: users per page.
-    :param shard_pages: pages per shard.
-    :param timezone: the project's timezone, in which datetime texts are read.
-    :param columns: each column's id, written name and type, in ``properties``' order.
-    :param id_property: the property that tells users apart (one of ``properties``).
+    """How a cohort is read (also the declared shape of ``plan.json``): every field is part of
+    the run's fingerprint (:attr:`digest`), so two tries resume each other only when all of
+    them agree. ``count`` is the cohort's size when planned; ``columns`` follow ``properties``.
     """
 
     model_config = _RECORD
@@ -179,22 +122,22 @@ class ShardPlan(BaseModel):
         """The users the export holds."""
         return self.count if self.limit is None else min(self.limit, self.count)
 
-    @property
-    def pages(self) -> int:
-        return math.ceil(self.rows / self.page_size)
+    def page_rows(self, first: int, last: int) -> int:
+        """The users pages ``first``..``last`` hold."""
+        return min(last * self.page_size, self.rows) - (first - 1) * self.page_size
 
     @property
     def shards(self) -> list[Shard]:
+        pages = math.ceil(self.rows / self.page_size)
         found = []
-        for index, first in enumerate(range(1, self.pages + 1, self.shard_pages)):
-            last = min(first + self.shard_pages - 1, self.pages)
-            rows = min(last * self.page_size, self.rows) - (first - 1) * self.page_size
-            found.append(Shard(index, first, last, rows))
+        for index, first in enumerate(range(1, pages + 1, self.shard_pages)):
+            last = min(first + self.shard_pages - 1, pages)
+            found.append(Shard(index, first, last, self.page_rows(first, last)))
         return found
 
     def query(self, properties: Sequence[str] | None = None) -> CohortQuery:
-        """The request of the plan's pages (of ``properties`` instead of the plan's, when
-        given): the limit bounds them to the exported rows, as the stream's limit does."""
+        """The request of the plan's pages (of ``properties`` instead, when given): the limit
+        bounds them to the exported rows, as the stream's limit does."""
         from airflow_provider_analytics.client.validation import cohort_query
 
         limit = self.rows if self.limit is not None else None
@@ -203,7 +146,6 @@ class ShardPlan(BaseModel):
 
     @property
     def id_column(self) -> PlanColumn:
-        """The column of :attr:`id_property`."""
         return self.columns[self.properties.index(self.id_property)]
 
     @property
@@ -212,8 +154,8 @@ class ShardPlan(BaseModel):
         return request_digest(self.model_dump(mode="json"))
 
     def differences(self, other: ShardPlan) -> str:
-        """What differs between two plans, for the log: ``timezone 'UTC' -> 'Asia/Shanghai'``,
-        ``column '$city' name '$city' -> 'city'``."""
+        """What differs, for the log: ``timezone 'UTC' -> 'Asia/Shanghai'``, ``column '$city'
+        name '$city' -> 'city'``."""
         said = []
         for name in type(self).model_fields:
             mine, theirs = getattr(self, name), getattr(other, name)
@@ -233,32 +175,15 @@ class ShardPlan(BaseModel):
         return "; ".join(said)
 
 
-def choose_mode(mode: Any, rows: int, threshold: int = STREAM_ROWS_MAX) -> str:
-    """``stream`` or ``pages``: ``auto`` streams a cohort that fits comfortably under the
-    proxy's cut (``threshold`` rows), and reads pages otherwise.
-
-    :raises AnalyticsValidationError: naming ``mode``.
-    """
-    chosen = rules.one_of(mode, "mode", MODES)
-    if chosen == "auto":
-        return "stream" if rows <= threshold else "pages"
-    return str(chosen)
-
-
 def shard_pages(page_size: Any, shard_rows: Any) -> int:
-    """The pages per shard, from the checked settings.
-
-    :raises AnalyticsValidationError: naming the setting.
-    """
+    """The pages per shard, from the checked settings."""
     size = rules.integer(page_size, "page_size", minimum=1, maximum=PAGE_SIZE_MAX)
     rows = rules.integer(shard_rows, "shard_rows", minimum=1)
     return max(1, rows // size)
 
 
 def check_id_property(id_property: Any, properties: Sequence[str] | None) -> str:
-    """The id property, checked: a property name, and one of ``properties`` when they are
-    known (before any request when the caller names them; else once the tracking plan gave
-    them, before the cohort is sized).
+    """The id property, checked: one of ``properties`` when they are known.
 
     :raises AnalyticsValidationError: naming ``id_property``.
     """
@@ -282,8 +207,7 @@ def plan_of(
     shard_pages: int,
     id_property: str = ID_PROPERTY,
 ) -> ShardPlan:
-    """The plan a prepared export makes for a cohort of ``count`` users (the fingerprint of
-    its request, timezone and columns)."""
+    """The plan a prepared export makes for a cohort of ``count`` users."""
     query, schema = prepared.query, prepared.schema
     return ShardPlan(
         cohort_code=query.cohort_code,
@@ -307,58 +231,17 @@ def plan_of(
     )
 
 
-def plan_shards(
-    client: AnalyticsClient,
-    prepared: PreparedExport,
-    *,
-    page_size: int = PAGE_SIZE,
-    shard_rows: int = SHARD_ROWS,
-    count: int | None = None,
-    id_property: str = ID_PROPERTY,
-) -> ShardPlan:
-    """Plan the shards of a prepared export (its properties known) from the cohort's
-    ``count``: the one given (just read by the caller), else a one-row page's.
-
-    :raises AnalyticsValidationError: a setting out of bounds, or ``id_property`` not among
-        the properties (it tells the users apart), before the cohort is sized.
-    """
-    pages = shard_pages(page_size, shard_rows)
-    check_id_property(id_property, prepared.query.properties or ())
-    if count is None:
-        count = client.get_cohort_users(prepared.query.sizing(), page=1, page_size=1)["count"]
-    plan = plan_of(
-        prepared, count=count, page_size=page_size, shard_pages=pages, id_property=id_property
-    )
-    log.info(
-        "cohort %s: %d users in %d shards of up to %d pages of %d",
-        plan.cohort_code,
-        plan.rows,
-        len(plan.shards),
-        pages,
-        page_size,
-    )
-    return plan
-
-
 def part_of(staging: StoragePath, shard: Shard, suffix: str = "parquet") -> StoragePath:
     """The Parquet part of ``shard`` in the staging folder (``suffix="json"``: its record)."""
-    path: StoragePath = staging / f"{shard.name}.{suffix}"
+    path: StoragePath = staging / f"part-{shard.index:05d}.{suffix}"
     return path
 
 
 @dataclass(eq=False)
 class ShardReader:
-    """Reads shards of one plan into Parquet parts in a staging folder.
-
-    :param client: the API client.
-    :param plan: the plan.
-    :param schema: the export's columns (the same for every shard).
-    :param staging: the folder of the parts and records.
-    :param settings: write and retry settings (``compression``, ``row_group_rows``, ...).
-
-    A ``Retry-After`` one of its calls gets holds off every reader of the plan, in any process
-    on any worker (:mod:`~airflow_provider_analytics.export.shard_hold`).
-    """
+    """Reads shards of one plan into Parquet parts in ``staging``, the same ``schema`` for
+    every shard. A ``Retry-After`` one of its calls gets holds off every reader of the plan, in
+    any process on any worker (:mod:`~airflow_provider_analytics.export.shard_hold`)."""
 
     client: AnalyticsClient
     plan: ShardPlan
@@ -367,32 +250,25 @@ class ShardReader:
     settings: ExportSettings
 
     def __post_init__(self) -> None:
-        self.hold = SharedHold(
-            self.staging / HOLD_FILE, retry_after_max=self.client.config.retry_after_max
-        )
-        """The hold-off every reader of the plan shares."""
+        max_wait = self.client.config.retry_after_max
+        self.hold = SharedHold(self.staging / HOLD_FILE, retry_after_max=max_wait)
 
     def finished(self, shard: Shard) -> bool:
-        """Whether the shard is finished (:func:`finished`)."""
         return finished(self.staging, self.plan, shard)
 
     def read(self, shard: Shard) -> int:
         """Read the shard's pages into its part (atomically), then record it; retried on its
-        own (transient errors) up to ``settings.attempts`` times, while this process' throttle
-        shares its hold-off through the staging folder (looked up at each read: a forked child
-        has its own). Returns the rows written."""
+        own up to ``settings.attempts`` times, while this process' throttle (looked up at each
+        read: a forked child has its own) shares its hold-off. Returns the rows written."""
         from airflow_provider_analytics.client.throttle import throttle_for
 
-        settings = self.settings
-        policy = RetryPolicy.doubling(settings.attempts, settings.retry_delay)
+        policy = RetryPolicy.doubling(self.settings.attempts, self.settings.retry_delay)
         subject = f"cohort {self.plan.cohort_code} shard {shard.index}"
-        throttle = throttle_for(self.client.config.base_url)
-        with throttle.sharing(self.hold, f"shard {shard.index}"):
+        with throttle_for(self.client.config.base_url).sharing(self.hold, f"shard {shard.index}"):
             rows = policy.retrying(subject, logger=log)(self._attempt, shard)
-        part = part_of(self.staging, shard)
-        record = _ShardRecord(
-            plan=self.plan.digest, index=shard.index, rows=rows, sha256=_sha256(part)
-        )
+        # the part is hashed once written: its writer (output/parquet.py) may rewrite row groups
+        digest = _sha256(part_of(self.staging, shard))
+        record = _ShardRecord(plan=self.plan.digest, index=shard.index, rows=rows, sha256=digest)
         write_bytes_atomically(
             part_of(self.staging, shard, "json"), record.model_dump_json().encode()
         )
@@ -402,6 +278,7 @@ class ShardReader:
         plan, settings = self.plan, self.settings
         decoder = BlockDecoder(self.schema)
         query = plan.query()
+        subject = f"cohort {plan.cohort_code!r} shard {shard.index}"
         progress = self.client.progress(
             f"cohort {plan.cohort_code} shard {shard.index}",
             total=shard.rows,
@@ -416,27 +293,20 @@ class ShardReader:
             row_group_bytes=settings.row_group_bytes,
             prepare=decoder.complete,
             widen=decoder.widen,
-            subject=f"cohort {plan.cohort_code!r} shard {shard.index}",
+            subject=subject,
         ) as parquet:
             for page in range(shard.first_page, shard.last_page + 1):
                 answer = self.client.get_cohort_user_lines(
                     query, page=page, page_size=plan.page_size
                 )
-                count = answer.envelope["count"]
-                if count != plan.count:
+                count, expected = answer.envelope["count"], plan.page_rows(page, page)
+                if (count, answer.rows) != (plan.count, expected):
                     raise CohortChangedError(
                         f"cohort {plan.cohort_code!r} changed while it was read: page {page} "
-                        f"(shard {shard.index}) gives count {count}, the plan {plan.count}; "
-                        "nothing was published"
+                        f"(shard {shard.index}) gives count {count} and holds {answer.rows} "
+                        f"users, the plan {plan.count} and {expected}; nothing was published"
                     )
-                expected = min(page * plan.page_size, plan.rows) - (page - 1) * plan.page_size
-                if answer.rows != expected:
-                    raise CohortChangedError(
-                        f"cohort {plan.cohort_code!r} changed while it was read: page {page} "
-                        f"(shard {shard.index}) holds {answer.rows} users, {expected} expected "
-                        f"of a cohort of {plan.count}; nothing was published"
-                    )
-                # the users as they were sent, one block of lines (the page is held whole
+                # the page's users as they were sent, one block (the page is held whole
                 # anyway), by the stream's rule; a line too long is refused as the stream's
                 if len(answer.lines) <= settings.max_line_bytes:
                     lines = answer.lines
@@ -450,10 +320,7 @@ class ShardReader:
             parquet.flush()
         progress.finish(decoder.rows)
         if decoder.rows != shard.rows:
-            raise CohortChangedError(
-                f"cohort {plan.cohort_code!r} shard {shard.index}: {decoder.rows} rows read, "
-                f"{shard.rows} planned"
-            )
+            raise CohortChangedError(f"{subject}: {decoder.rows} rows read, {shard.rows} planned")
         return decoder.rows
 
 
@@ -467,10 +334,9 @@ def _sha256(part: StoragePath) -> str:
 
 
 def finished(staging: StoragePath, plan: ShardPlan, shard: Shard) -> bool:
-    """Whether ``shard`` of ``plan`` is finished: its record names this plan and the shard's
-    rows, and the part's bytes have the digest recorded (a part emptied, cut or replaced
-    since is read again). The one test of a finished shard: for reading, resuming and
-    publishing."""
+    """The one test of a finished shard (reading, resuming, publishing): its record names this
+    plan and the shard's rows, and the part's bytes have the digest recorded (a part emptied,
+    cut or replaced since is read again)."""
     part = part_of(staging, shard)
     try:
         record = read_record(part_of(staging, shard, "json"), _ShardRecord, "shard record")
@@ -485,8 +351,7 @@ def finished(staging: StoragePath, plan: ShardPlan, shard: Shard) -> bool:
         return False
     if digest != record.sha256:
         log.warning("%s is not the part its record names (digest differs); read again", part)
-        return False
-    return True
+    return digest == record.sha256
 
 
 def load_or_start_plan(staging: StoragePath, plan: ShardPlan) -> bool:
@@ -513,14 +378,12 @@ def load_or_start_plan(staging: StoragePath, plan: ShardPlan) -> bool:
 
 def clear_staging(staging: StoragePath) -> None:
     """Remove the staging folder's files (parts, records, the plan)."""
-    if not staging.exists():
-        return
-    for entry in list(staging.iterdir()):
+    for entry in list(staging.iterdir()) if staging.exists() else []:
         remove_quietly(entry)
 
 
 def read_plan(staging: StoragePath) -> ShardPlan:
-    """The plan recorded in ``staging`` (for the tasks that read and publish).
+    """The plan recorded in ``staging``.
 
     :raises ShardStagingError: there is none, or ``plan.json`` is not a shard plan.
     """
@@ -533,39 +396,28 @@ def read_plan(staging: StoragePath) -> ShardPlan:
 def read_shards(
     reader: ShardReader, shards: Sequence[Shard], *, parallel: int = 1
 ) -> dict[int, int]:
-    """Read the shards not finished yet, ``parallel`` at a time (each its own connection; one
-    at a time in this thread); returns rows per shard index. The first failure stops the
-    others and is raised."""
-    parallel = rules.integer(parallel, "max_parallel_shards", minimum=1)
+    """Read the shards not finished yet, ``parallel`` at a time (each its own connection);
+    returns rows per shard index. The first failure stops the others and is raised."""
     todo = [shard for shard in shards if not reader.finished(shard)]
     done = {shard.index: shard.rows for shard in shards if shard not in todo}
+    code = reader.plan.cohort_code
     if done:
-        log.info(
-            "cohort %s: %d shards already read, %d to read",
-            reader.plan.cohort_code,
-            len(done),
-            len(todo),
-        )
-    total = reader.client.progress(
-        f"cohort {reader.plan.cohort_code}, all shards",
-        total=sum(shard.rows for shard in shards),
-        interval=reader.settings.progress_interval,
-    )
-    try:
-        with (
-            arrow_memory_pool(reader.settings.memory_pool),
-            ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="shard") as pool,
-        ):
-            serial = parallel == 1 or len(todo) <= 1
-            for shard, rows in zip(
-                todo, (map if serial else pool.map)(reader.read, todo), strict=True
-            ):
-                done[shard.index] = rows
-                trim_heap()  # what a shard freed, back before the next one
-                total.update(sum(done.values()))
-            total.finish(sum(done.values()))
-    finally:
-        total.close()
+        log.info("cohort %s: %d shards already read, %d to read", code, len(done), len(todo))
+    rows = sum(shard.rows for shard in shards)
+    interval = reader.settings.progress_interval
+    with (
+        closing(
+            reader.client.progress(f"cohort {code}, all shards", total=rows, interval=interval)
+        ) as total,
+        arrow_memory_pool(reader.settings.memory_pool),
+        ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="shard") as pool,
+    ):
+        serial = parallel == 1 or len(todo) <= 1
+        for shard, read in zip(todo, (map if serial else pool.map)(reader.read, todo), strict=True):
+            done[shard.index] = read
+            trim_heap()  # what a shard freed, back before the next one
+            total.update(sum(done.values()))
+        total.finish(sum(done.values()))
     return done
 
 
@@ -576,13 +428,12 @@ def check_consistency(
     consistency: str = "first_pages",
 ) -> None:
     """The promise, checked before publishing: rows equal the plan's, the cohort's count is
-    the same now, no user (by the plan's id property) is in two shards, and the pages
-    ``consistency`` names, read again, hold the users the parts hold.
+    the same now, no user is in two shards, and the pages ``consistency`` names, read again
+    (ids only), hold the users the parts hold (an exchange keeps the count, not the pages).
 
-    :raises AnalyticsValidationError: naming ``consistency``.
     :raises CohortChangedError: saying what changed.
     """
-    strict = rules.one_of(consistency, "consistency", CONSISTENCY) == "strict"
+    strict = consistency == "strict"
     rows = 0
     for part in parts:
         with open_own(part) as handle:
@@ -599,13 +450,28 @@ def check_consistency(
             f"planned, {now} now; nothing was published"
         )
     _refuse_duplicate_ids(plan, parts)
-    _refuse_exchanged_members(client, plan, parts, every_page=strict)
+    ids_only = plan.query([plan.id_property])
+    key, column = plan.id_column.id, plan.id_column.name
+    for shard, part in zip(plan.shards, parts, strict=True):
+        held_ids = itertools.chain.from_iterable(ids.to_pylist() for ids in _iter_ids(part, column))
+        for page in range(shard.first_page, (shard.last_page if strict else shard.first_page) + 1):
+            held = list(itertools.islice(held_ids, plan.page_size))
+            answer = client.get_cohort_users(ids_only, page=page, page_size=plan.page_size)
+            now_ids = [user.get(key) for user in answer["users"]]
+            if now_ids != held:
+                differ = sum(1 for one, other in zip(now_ids, held, strict=False) if one != other)
+                raise CohortChangedError(
+                    f"cohort {plan.cohort_code!r} changed while it was read: page {page} "
+                    f"(shard {shard.index}) now holds other users than when it was read "
+                    f"({differ + abs(len(now_ids) - len(held))} of {len(held)} differ), its "
+                    "count unchanged; nothing was published"
+                )
 
 
 def _in_bucket(ids: pa.Array, buckets: int, bucket: int) -> np.ndarray | pa.Array:
     """The ids of ``bucket``: an integer id's bucket is its value modulo ``buckets`` (the ids
-    kept as numpy integers), any other id's its CRC-32 modulo ``buckets``."""
-    if pa.types.is_integer(ids.type) and not ids.null_count:  # a numpy view of the buffer
+    kept as a numpy view of the buffer), any other id's its CRC-32 modulo ``buckets``."""
+    if pa.types.is_integer(ids.type) and not ids.null_count:
         kind = "i" if pa.types.is_signed_integer(ids.type) else "u"
         values = value_slots(ids, np.dtype(f"{kind}{ids.type.byte_width}"))
         return values if buckets == 1 else values[np.abs(values % buckets) == bucket]
@@ -619,13 +485,11 @@ def _in_bucket(ids: pa.Array, buckets: int, bucket: int) -> np.ndarray | pa.Arra
 
 def _refuse_duplicate_ids(plan: ShardPlan, parts: Sequence[StoragePath]) -> None:
     """No id twice and none empty, checked bucket by bucket so memory stays at a bucket's ids
-    (about a million) whatever the cohort's size; each part's ids are read a row group at a
-    time."""
+    (about a million) whatever the cohort's size."""
     buckets = max(1, math.ceil(plan.rows / 1_000_000))
-    column = plan.id_column.name
     for bucket in range(buckets):
         chunks = []
-        for ids in (ids for part in parts for ids in _iter_ids(part, column)):
+        for ids in (ids for part in parts for ids in _iter_ids(part, plan.id_column.name)):
             if ids.null_count:  # users without an id cannot be told apart
                 rules.fail(
                     "id_property",
@@ -644,10 +508,8 @@ def _refuse_duplicate_ids(plan: ShardPlan, parts: Sequence[StoragePath]) -> None
 
 
 def _iter_ids(part: StoragePath, column: str) -> Iterator[pa.Array]:
-    """The part's ``column``, a row group at a time.
-
-    ``ParquetFile`` reads the one column's pages; ``pq.read_table`` on a file object went
-    through the dataset layer and held ~2.5x more memory for the same ids."""
+    """The part's ``column``, a row group at a time (``pq.read_table`` on a file object went
+    through the dataset layer and held ~2.5x more memory for the same ids)."""
     with open_own(part) as handle:
         parquet = pq.ParquetFile(handle)
         for group in range(parquet.num_row_groups):
@@ -655,22 +517,9 @@ def _iter_ids(part: StoragePath, column: str) -> Iterator[pa.Array]:
             yield ids.combine_chunks()
 
 
-def _iter_page_ids(part: StoragePath, column: str, page_size: int) -> Iterator[list[Any]]:
-    """The part's ids page by page (``page_size`` each, the last one shorter), read a row
-    group at a time: the first page costs the first row groups only."""
-    pending: list[Any] = []
-    for ids in _iter_ids(part, column):
-        pending.extend(ids.to_pylist())
-        while len(pending) >= page_size:
-            yield pending[:page_size]
-            del pending[:page_size]
-    if pending:
-        yield pending
-
-
 def _repeated(chunks: Sequence[np.ndarray | pa.Array]) -> Any:
     """An id held twice among ``chunks``, or ``None``: integer ids (numpy) by sorting one copy
-    of them in place (eight bytes an id), other ids by counting them."""
+    in place (eight bytes an id), other ids by counting them."""
     if not chunks:
         return None
     if isinstance(chunks[0], np.ndarray):
@@ -681,28 +530,3 @@ def _repeated(chunks: Sequence[np.ndarray | pa.Array]) -> Any:
     counts = pc.value_counts(pa.chunked_array(chunks))
     twice = counts.filter(pc.greater(counts.field("counts"), 1))
     return twice.field("values")[0].as_py() if len(twice) else None
-
-
-def _refuse_exchanged_members(
-    client: AnalyticsClient, plan: ShardPlan, parts: Sequence[StoragePath], *, every_page: bool
-) -> None:
-    """Read pages again (their ids only) and compare each with the part's rows at its place:
-    users who left and users who joined in equal numbers keep the count, but not the pages.
-    The first page of every shard (one call per shard), or ``every_page`` (one call per page,
-    every part's ids read once, a page at a time)."""
-    ids_only = plan.query([plan.id_property])
-    key, column = plan.id_column.id, plan.id_column.name
-    for shard, part in zip(plan.shards, parts, strict=True):
-        held_pages = _iter_page_ids(part, column, plan.page_size)
-        last = shard.last_page if every_page else shard.first_page
-        for page, held in zip(range(shard.first_page, last + 1), held_pages, strict=False):
-            answer = client.get_cohort_users(ids_only, page=page, page_size=plan.page_size)
-            now = [user.get(key) for user in answer["users"]]
-            if now != held:
-                differ = sum(1 for one, other in zip(now, held, strict=False) if one != other)
-                raise CohortChangedError(
-                    f"cohort {plan.cohort_code!r} changed while it was read: page {page} "
-                    f"(shard {shard.index}) now holds other users than when it was read "
-                    f"({differ + abs(len(now) - len(held))} of {len(held)} differ), its count "
-                    "unchanged; nothing was published"
-                )

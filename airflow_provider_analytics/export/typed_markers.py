@@ -1,9 +1,7 @@
-"""Masked markers in typed columns, written as ``null`` in a block's bytes before Arrow parses it.
-
-The platform writes ``(已脱敏)`` for a masked value whatever the property's type (API notes);
-Arrow's parser refuses that text in a number, boolean, list or decimal column, and a refused
-block costs a second parse and the line-by-line rule. So ``"<typed column>": "(已脱敏)"`` is
-written as ``"<typed column>": null`` first, in the two spacings a serializer writes, and counted.
+"""Masked markers in typed columns, written as ``null`` in a block's bytes before Arrow parses it:
+the platform writes ``(已脱敏)`` whatever the property's type, Arrow refuses that text in a
+number, boolean, list or decimal column, and a refused block costs a second parse and the
+line-by-line rule.
 """
 
 from __future__ import annotations
@@ -23,14 +21,9 @@ if TYPE_CHECKING:
 
 class TypedMarkers:
     """Writes ``"<column>": "(已脱敏)"`` as ``"<column>": null`` for the columns Arrow does not
-    read as text, in the two spacings a serializer writes.
-
-    A match counts only where the key's opening quote follows ``{``, ``,`` or white space, so
-    it cannot be the end of a longer key holding an escaped quote; a block with any other
-    match is left alone (the line rule then decodes it).
-
-    :param read_schema: the columns as Arrow reads them.
-    """
+    read as text (``read_schema``), in the two spacings a serializer writes. A match counts only
+    where the key's opening quote follows ``{``, ``,`` or white space (not the end of a longer
+    key holding an escaped quote); a block with any other match is left alone."""
 
     def __init__(self, read_schema: pa.Schema) -> None:
         self.marker = json.dumps(MASKED_MARKER, ensure_ascii=False).encode()
@@ -46,12 +39,10 @@ class TypedMarkers:
         self._anchor = self.marker.index(b"(")  # its rarest byte in JSON text
 
     def null(self, block: bytes) -> tuple[bytes, int]:
-        """``block`` with its typed markers written as null, and how many there were (0 when
-        none, or when a match is not certainly a record's key: ``block`` is then returned).
-
-        Text columns often hold the marker in every row, so the markers are found with numpy
-        and only those whose last bytes before could end a typed key are looked at in Python.
-        """
+        """``block`` with its typed markers written as null, and how many (0, and ``block``
+        itself, when none or a match is not certainly a record's key). Text columns often hold
+        the marker in every row: numpy finds the markers, Python looks only at those whose
+        bytes before could end a typed key."""
         if not self.prefixes:
             return block, 0
         data = np.frombuffer(block, dtype=np.uint8)
@@ -78,8 +69,7 @@ class TypedMarkers:
         return b"".join(pieces), len(pieces) // 2
 
     def _markers(self, data: np.ndarray[Any, np.dtype[np.uint8]]) -> np.ndarray[Any, Any]:
-        """Where the marker starts in ``data``, left to right without overlaps (as
-        ``bytes.find`` steps through a text)."""
+        """Where the marker starts in ``data``, without overlaps (as ``bytes.find`` steps)."""
         marker, anchor = self.marker, self._anchor
         at = positions(data, marker[anchor]) - anchor
         at = at[(at >= 0) & (at <= len(data) - len(marker))]

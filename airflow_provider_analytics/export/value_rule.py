@@ -1,12 +1,11 @@
 """The decoding rule of a cohort export, value by value: what the Python path applies to a line
 Arrow's parser refused (the values Arrow's parser takes, and no others).
 
-JSON numbers arrive as :class:`JsonNumber`, their text, so each column reads them by its own rule:
-a string column keeps the text, a ``number`` column follows
-:mod:`~airflow_provider_analytics.export.number_rule`, a decimal column reads the digits.
-A converter raises ``TypeError``/``ValueError``/``ArithmeticError`` for a value that does not
-fit (the decoder names the column and the row), :class:`NumberRefusal` for a number the number
-rule refuses, and :class:`DecimalFound` when a ``number`` column read as int64 meets a decimal.
+JSON numbers arrive as :class:`JsonNumber`, their text, so each column reads them by its own
+rule (a ``number`` column by :mod:`~airflow_provider_analytics.export.number_rule`). A converter
+raises :class:`Unfit` for a value that does not fit (the decoder names the column and row),
+:class:`NumberRefusal` for a number the number rule refuses, and :class:`DecimalFound` when a
+``number`` column read as int64 meets a decimal.
 """
 
 from __future__ import annotations
@@ -35,7 +34,6 @@ class JsonNumber(str):
 
 
 DECODER: Final = strict_json.decoder(parse_int=JsonNumber, parse_float=JsonNumber)
-"""The strict decoder of the Python path: numbers kept as :class:`JsonNumber`."""
 DECIMAL_TEXT: Final = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 """Exact decimal columns also take numbers written as strings, as Arrow's parser does."""
 
@@ -50,33 +48,29 @@ def kind(value: Any) -> str:
     return names.get(type(value), type(value).__name__)
 
 
-def _to_string(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):  # JsonNumber included: its JSON text
-        return str(value)
-    raise Unfit(f"a JSON {kind(value)} is not a string")
+def _is_text(value: Any) -> bool:
+    return isinstance(value, str) and not isinstance(value, JsonNumber)
 
 
-def _numbers_only(read: Callable[[str], Any]) -> Callable[[Any], Any]:
+def _only(
+    accepts: Callable[[Any], Any], what: str, read: Callable[[Any], Any] = lambda value: value
+) -> Callable[[Any], Any]:
+    """The converter of the values ``accepts``, read by ``read``; any other is not ``what``."""
+
     def convert(value: Any) -> Any:
-        if isinstance(value, JsonNumber):
+        if accepts(value):
             return read(value)
-        raise Unfit(f"a JSON {kind(value)} is not a number")
+        raise Unfit(f"a JSON {kind(value)} is not {what}")
 
     return convert
 
 
-def _to_integer(value: Any) -> int:
-    if isinstance(value, JsonNumber) and re.fullmatch(r"-?\d+", value):
-        return int(value)
-    raise Unfit(f"a JSON {kind(value)} is not an integer")
+def _numbers_only(read: Callable[[str], Any]) -> Callable[[Any], Any]:
+    return _only(lambda value: isinstance(value, JsonNumber), "a number", read)
 
 
-def _decimal_converter(scale: int) -> Callable[[Any], decimal.Decimal]:
-    def to_decimal(value: Any) -> decimal.Decimal:
-        if not isinstance(value, str) or not DECIMAL_TEXT.fullmatch(value):
-            raise Unfit(f"a JSON {kind(value)} is not a number")
+def _decimal_reader(scale: int) -> Callable[[str], decimal.Decimal]:
+    def to_decimal(value: str) -> decimal.Decimal:
         number = decimal.Decimal(value)
         exponent = number.as_tuple().exponent
         if isinstance(exponent, int) and -exponent > scale:
@@ -86,27 +80,6 @@ def _decimal_converter(scale: int) -> Callable[[Any], decimal.Decimal]:
     return to_decimal
 
 
-def _to_boolean(value: Any) -> bool:
-    if isinstance(value, bool):
-        return value
-    raise Unfit(f"a JSON {kind(value)} is not true or false")
-
-
-def _to_text(value: Any) -> str:
-    if isinstance(value, str) and not isinstance(value, JsonNumber):
-        return value
-    raise Unfit(f"a JSON {kind(value)} is not a datetime text")
-
-
-def _to_string_list(value: Any) -> list[str | None]:
-    if isinstance(value, list) and all(
-        item is None or (isinstance(item, str) and not isinstance(item, JsonNumber))
-        for item in value
-    ):
-        return value
-    raise Unfit("not a list of strings and nulls")
-
-
 def _unsupported(value: Any) -> Any:
     raise Unfit("this column type has no line-by-line rule")
 
@@ -114,28 +87,42 @@ def _unsupported(value: Any) -> Any:
 def converter(
     column: ExportColumn, *, double: bool = False, decimal_row: int | None = None
 ) -> Callable[[Any], Any]:
-    """The Python rule for one column.
-
-    :param column: the column.
-    :param double: for a ``number`` column (:attr:`ExportColumn.widens`): whether it is double
-        by now (else int64).
-    :param decimal_row: for a ``number`` column that is double: the row of its first decimal.
-    """
+    """The Python rule for one column; a ``number`` column (:attr:`ExportColumn.widens`) reads
+    by whether it is ``double`` by now, and the row of its first decimal when it is."""
     arrow_type = column.arrow_type
     if column.widens:
         return _numbers_only(number_converter(column.name, double=double, decimal_row=decimal_row))
     if pa.types.is_timestamp(arrow_type):
-        return _to_text
+        return _only(_is_text, "a datetime text")
     if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type):
-        return _to_string
+        # a number keeps its JSON text, a boolean is written as JSON writes it
+        as_text = {True: "true", False: "false"}
+        return _only(
+            lambda value: isinstance(value, (str, bool)),
+            "a string",
+            lambda value: as_text[value] if isinstance(value, bool) else str(value),
+        )
     if pa.types.is_floating(arrow_type):
         return _numbers_only(lambda text: finite_double(text, column.name))
     if pa.types.is_integer(arrow_type):
-        return _to_integer
+        return _only(
+            lambda value: isinstance(value, JsonNumber) and re.fullmatch(r"-?\d+", value),
+            "an integer",
+            int,
+        )
     if pa.types.is_decimal(arrow_type):
-        return _decimal_converter(arrow_type.scale)
+        return _only(
+            lambda value: isinstance(value, str) and DECIMAL_TEXT.fullmatch(value),
+            "a number",
+            _decimal_reader(arrow_type.scale),
+        )
     if pa.types.is_boolean(arrow_type):
-        return _to_boolean
+        return _only(lambda value: isinstance(value, bool), "true or false")
     if pa.types.is_list(arrow_type) and pa.types.is_string(arrow_type.value_type):
-        return _to_string_list
+        return _only(
+            lambda value: (
+                isinstance(value, list) and all(item is None or _is_text(item) for item in value)
+            ),
+            "a list of strings and nulls",
+        )
     return _unsupported

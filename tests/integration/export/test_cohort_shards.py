@@ -89,14 +89,19 @@ def test_shards_give_the_streams_rows_and_values(client: AnalyticsClient, tmp_pa
 
 
 def test_auto_streams_a_cohort_under_the_threshold(
-    client: AnalyticsClient, tmp_path: Path, emulator_admin: EmulatorAdmin
+    client: AnalyticsClient,
+    tmp_path: Path,
+    emulator_admin: EmulatorAdmin,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     counts_before = page_calls(emulator_admin)
+    assert cohort_shards.STREAM_ROWS_MAX == 1_000_000
+    monkeypatch.setattr(cohort_shards, "STREAM_ROWS_MAX", 1000)  # the cohort's 1000 users
     assert export(client, tmp_path)["mode"] == "stream"
     # the cohort's count is asked for once: auto mode's answer sizes the stream too
     assert page_calls(emulator_admin) - counts_before == 1
-    assert cohort_shards.choose_mode("auto", 1_000_001) == "pages"
-    assert cohort_shards.choose_mode("auto", 1_000_000) == "stream"
+    monkeypatch.setattr(cohort_shards, "STREAM_ROWS_MAX", 999)
+    assert export(client, tmp_path / "above", page_size=100)["mode"] == "pages"
 
 
 def test_a_shards_failure_is_retried_alone(

@@ -164,7 +164,7 @@ def test_a_part_overwritten_by_a_link_is_refused_and_nothing_published(
     for shard in plan.shards:
         reader.read(shard)
     staging = Path(target.staging(DAY).path)
-    first = staging / f"{plan.shards[0].name}.parquet"
+    first = staging / "part-00000.parquet"
     elsewhere = tmp_path / "elsewhere.parquet"
     shutil.copyfile(first, elsewhere)
     first.unlink()
