@@ -52,18 +52,30 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def _proxy_password(url: str) -> str | None:
+    """The password of a proxy URL, also when the URL is malformed (``urlsplit`` refuses a
+    broken host, ``[proxy:3128``, after the password is written)."""
+    try:
+        return urlsplit(url).password
+    except ValueError:
+        userinfo = url.partition("://")[2].split("/", 1)[0].rpartition("@")[0]
+        return userinfo.partition(":")[2] or None
+
+
 def shown_proxy(url: str) -> str:
     """A proxy URL fit to show: its password, if any, replaced by ``***``."""
-    parts = urlsplit(url)
-    if parts.password is None:
+    password = _proxy_password(url)
+    if not password:
         return url
-    host = parts.netloc.rpartition("@")[2]
-    return parts._replace(netloc=f"{parts.username}:***@{host}").geturl()
+    scheme, _, rest = url.rpartition("://")
+    userinfo, _, host = rest.partition("@")
+    shown = f"{userinfo.partition(':')[0]}:***@{host}"
+    return f"{scheme}://{shown}" if scheme else shown
 
 
 def proxy_secrets(url: str) -> list[str]:
     """The password of a proxy URL, as written and percent-decoded, for redaction."""
-    password = urlsplit(url).password
+    password = _proxy_password(url)
     return [password, unquote(password)] if password else []
 
 

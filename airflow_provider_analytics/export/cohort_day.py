@@ -170,7 +170,7 @@ def shard_reader(
     from airflow_provider_analytics.client.validation import cohort_query
 
     query = cohort_query(plan.cohort_code, limit=plan.limit, properties=list(plan.properties))
-    prepared = prepare_export(client, query, **export)
+    prepared = prepare_export(client, query, from_plan=True, **export)
     mine = shards.plan_of(
         prepared,
         count=plan.count,

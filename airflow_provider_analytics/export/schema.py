@@ -181,6 +181,7 @@ def export_schema(
     overrides: Mapping[str, pa.DataType | str] | None = None,
     column_names: ColumnNames = ColumnNames.IDS,
     earlier: pa.Schema | None = None,
+    from_plan: bool = False,
 ) -> ExportSchema:
     """The export's schema for ``properties`` (ids, ``tag.<code>`` keys or bare tag codes, in
     that order) from the tracking plan's records (spec 2.2). ``overrides`` types columns named
@@ -188,6 +189,9 @@ def export_schema(
     ``number`` column the destination holds (``earlier``) as int64 or double, by id or name,
     keeps that type unless overridden.
 
+    :param from_plan: ``properties`` are a recorded shard plan's, whose step checked
+        ``overrides`` against every property asked for: a key naming a column
+        ``schema_contract="discard_new"`` left out of the plan is passed over, not refused.
     :raises AnalyticsValidationError: two columns written under one name, or two keys of
         ``overrides`` naming one column.
     """
@@ -207,7 +211,9 @@ def export_schema(
         by_column[target] = value
     overrides = by_column
     unknown_overrides = set(overrides) - set(names)
-    if unknown_overrides:
+    if from_plan:
+        overrides = {name: kind for name, kind in overrides.items() if name in names}
+    elif unknown_overrides:
         rules.fail(
             "schema_overrides",
             f"name columns that are not exported: {sorted(unknown_overrides)}",

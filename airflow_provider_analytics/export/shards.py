@@ -433,7 +433,7 @@ def check_consistency(
 
     :raises CohortChangedError: saying what changed.
     """
-    strict = consistency == "strict"
+    strict = rules.one_of(consistency, "consistency", CONSISTENCY) == "strict"
     rows = 0
     for part in parts:
         with open_own(part) as handle:

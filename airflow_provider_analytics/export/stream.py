@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import logging
 import time
+import warnings
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +22,7 @@ import pyarrow as pa
 from airflow_provider_analytics.client.validation import CohortQuery, cohort_query
 from airflow_provider_analytics.core import rules
 from airflow_provider_analytics.core.column_names import (
+    ID_METADATA_KEY,
     ColumnNames,
     column_name_map,
     column_names_setting,
@@ -127,10 +129,15 @@ def prepare_export(
     column_names: ColumnNames | str = ColumnNames.WAREHOUSE,
     settings: ExportSettings | None = None,
     destination_schema: pa.Schema | None = None,
+    from_plan: bool = False,
+    earlier_types: Mapping[str, pa.DataType] | None = None,
 ) -> PreparedExport:
     """Check every argument (before the first request), list the plan, and decide the columns:
     what the stream and the paged shards (:mod:`~airflow_provider_analytics.export.shards`)
-    share. The arguments are :func:`export_cohort_to_parquet`'s."""
+    share. The arguments are :func:`export_cohort_to_parquet`'s; ``from_plan``: the columns are
+    decided again from a recorded shard plan (:func:`~.schema.export_schema`)."""
+    if earlier_types is not None:
+        destination_schema = _deprecated_earlier_types(earlier_types, destination_schema)
     settings = settings or ExportSettings()
     query = cohort_query(cohort_code, limit=limit, properties=properties)
     naming = column_names_setting(column_names)
@@ -156,6 +163,7 @@ def prepare_export(
         overrides=schema_overrides,
         column_names=naming,
         earlier=destination_schema,
+        from_plan=from_plan,
     )
     schema = contracted(planned, destination_schema, settings.schema_contract)
     if schema.discarded:  # not asked for: neither the stream nor the pages send them
@@ -176,6 +184,25 @@ def prepare_export(
     return PreparedExport(query, schema, settings)
 
 
+def _deprecated_earlier_types(
+    earlier_types: Mapping[str, pa.DataType], destination_schema: pa.Schema | None
+) -> pa.Schema:
+    """0.2.0's ``earlier_types`` as the destination's columns it described (each named and
+    identified by its key), for one release."""
+    warnings.warn(
+        "earlier_types= is deprecated; give the destination's columns as destination_schema= "
+        "(a pyarrow.Schema whose fields carry their id in the 'analytics.id' metadata)",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    if destination_schema is not None:
+        rules.fail("earlier_types", "must not be given with destination_schema")
+    fields = [
+        pa.field(key, kind, metadata={ID_METADATA_KEY: key}) for key, kind in earlier_types.items()
+    ]
+    return pa.schema(fields)
+
+
 def export_cohort_to_parquet(
     client: AnalyticsClient,
     cohort_code: str | CohortQuery,
@@ -190,6 +217,7 @@ def export_cohort_to_parquet(
     sleep: Callable[[float], None] = time.sleep,
     destination_schema: pa.Schema | None = None,
     file_metadata: Mapping[str, str] | None = None,
+    earlier_types: Mapping[str, pa.DataType] | None = None,
 ) -> ExportResult:
     """Export ``cohort_code``'s users to ``destination`` as Parquet and return what was written.
 
@@ -224,8 +252,12 @@ def export_cohort_to_parquet(
         schema_contract`` decides what else may differ; ``None``: nothing to meet.
     :param sleep: waits between attempts (injectable for tests).
     :param file_metadata: key-value metadata the Parquet file records (its identity).
+    :param earlier_types: deprecated (0.2.0's name), use ``destination_schema``: column id or
+        name -> the int64 or double type an earlier day holds a ``number`` column with.
     """
     started = time.monotonic()
+    if earlier_types is not None:
+        destination_schema = _deprecated_earlier_types(earlier_types, destination_schema)
     prepared = prepare_export(
         client,
         cohort_code,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from airflow.sdk.log import mask_secret
 
@@ -40,15 +40,15 @@ class RegisterAccountOperator(AnalyticsBaseOperator):
     :param ensure_exists: treat "already exists" as success.
     """
 
-    template_fields: Sequence[str] = (
-        "analytics_conn_id",
-        "account_email",
+    _DETAILS: Final = (
         "user_name",
         "name",
         "phone",
         "department",
         "login_user",
     )
+    """The client's ``register_account`` arguments after the email, by name."""
+    template_fields: Sequence[str] = ("analytics_conn_id", "account_email", *_DETAILS)
 
     def __init__(
         self,
@@ -77,8 +77,7 @@ class RegisterAccountOperator(AnalyticsBaseOperator):
         if self._password:
             mask_secret(self._password)
         try:
-            # the templated fields after the email are the client's arguments, by name
-            details = {name: getattr(self, name) for name in self.template_fields[2:]}
+            details = {name: getattr(self, name) for name in self._DETAILS}
             account = self.hook.get_conn().register_account(
                 self.account_email, password=self._password, **details
             )

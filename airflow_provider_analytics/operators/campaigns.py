@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from airflow_provider_analytics.core import rules
 from airflow_provider_analytics.core.errors import AnalyticsError
@@ -62,8 +62,7 @@ class CreateUtmOperator(AnalyticsBaseOperator):
     :param login_user: operator recorded by the platform (templated).
     """
 
-    template_fields: Sequence[str] = (
-        "analytics_conn_id",
+    _LINK: Final = (
         "page_url",
         "utm_campaign",
         "utm_medium",
@@ -74,6 +73,8 @@ class CreateUtmOperator(AnalyticsBaseOperator):
         "utm_type",
         "login_user",
     )
+    """The client's ``create_utm`` arguments, by name."""
+    template_fields: Sequence[str] = ("analytics_conn_id", *_LINK)
     ui_color = "#f2e0ec"
 
     def __init__(
@@ -104,8 +105,7 @@ class CreateUtmOperator(AnalyticsBaseOperator):
 
     def execute(self, context: Context) -> dict[str, Any]:
         client = self.hook.get_conn()
-        # the templated fields after the connection are the client's arguments, by name
-        link = {name: getattr(self, name) for name in self.template_fields[1:]}
+        link = {name: getattr(self, name) for name in self._LINK}
         link["page_url"] = rules.http_url(self.page_url, "page_url")
         campaign_id = client.create_utm(**link)
         try:

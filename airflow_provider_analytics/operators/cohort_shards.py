@@ -129,7 +129,7 @@ class CohortShardPublishOperator(_CohortShardsOperator):
         client, _, destination, day, settings = self._run(context)
         plan = read_plan(destination.staging(day))
         # the columns the parts were read with, decided again from the plan (for lineage)
-        columns = prepare_export(client, plan.query(), **settings).schema.described
+        columns = prepare_export(client, plan.query(), from_plan=True, **settings).schema.described
         published = publish_shards(client, plan, destination, day, consistency=self.consistency)
         summary = {**published, **columns}
         return self.publish_day(context, destination, day, plan.cohort_code, summary)

@@ -82,8 +82,10 @@ class Destination(Protocol):
         """Publish a cohort's parts as the day's output, all at once or not at all."""
 
     def held_schema(self, day: str) -> pa.Schema | None:
-        """The columns held already for the identity before ``day`` (``None`` when empty):
-        what a ``number`` column's type and the ``schema_contract`` meet."""
+        """The columns the destination holds already (``None`` when empty), which a
+        ``number`` column's type and the ``schema_contract`` meet: under a Parquet prefix the
+        newest earlier day's file of the identity, for one Parquet object that object, for
+        an Iceberg table the whole table's columns (every identity and day)."""
 
     def report_tables(self, day: str, names: Sequence[str]) -> TableWriter:
         """The writer of one day's report tables (``names``, main table first)."""

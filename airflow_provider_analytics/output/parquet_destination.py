@@ -81,20 +81,25 @@ def earlier_schema(days: StoragePath, day: str, file_name: str) -> pa.Schema | N
     earlier = (entry.name for entry in days.iterdir() if entry.name.startswith("dt="))
     for name in sorted((name for name in earlier if name[len("dt=") :] < day), reverse=True):
         source = days / name / file_name
-        if not source.exists():
-            continue
-        try:
-            with source.open("rb") as handle:
-                schema = pq.read_schema(handle)
-        except (pa.ArrowException, OSError) as error:
-            raise EarlierDayUnreadableError(
-                f"{source}: the newest earlier day's file, which decides the columns and the "
-                f"types of the number columns, cannot be read as this provider's Parquet "
-                f"({error}); rewrite that day (rerun it) or remove its file"
-            ) from None
-        log.info("the day meets the columns of %s: %s", name, schema.names)
-        return schema
+        if source.exists():
+            return _held_columns(source, "the newest earlier day's file")
     return None
+
+
+def _held_columns(source: StoragePath, what: str) -> pa.Schema:
+    """The columns of a Parquet object the destination holds, which a day meets."""
+    try:
+        with source.open("rb") as handle:
+            schema = pq.read_schema(handle)
+        names = schema.names
+    except (pa.ArrowException, OSError, UnicodeDecodeError) as error:
+        raise EarlierDayUnreadableError(
+            f"{source}: {what}, which decides the columns and the types of the number "
+            f"columns, cannot be read as this provider's Parquet ({error}); rewrite it "
+            "(rerun that day) or remove it"
+        ) from None
+    log.info("the day meets the columns of %s: %s", source, names)
+    return schema
 
 
 def output_path(
@@ -249,6 +254,8 @@ class ParquetDestination:
 
     def held_schema(self, day: str) -> pa.Schema | None:
         path = self._cohort_path(day)
+        if not self.is_prefix:  # one object, replaced by every run: its own columns
+            return _held_columns(path, "the object this run replaces") if path.exists() else None
         return earlier_schema(path.parent.parent, day, path.name)
 
     def report_tables(self, day: str, names: Sequence[str]) -> ParquetTables:

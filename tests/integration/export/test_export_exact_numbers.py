@@ -293,3 +293,19 @@ def test_an_unreadable_earlier_day_is_refused_naming_its_file(tmp_path: Path) ->
     broken.write_bytes(b"not parquet at all")
     with pytest.raises(EarlierDayUnreadableError, match=r"dt=2024-01-01/users.parquet: the newest"):
         earlier_schema(days, "2024-01-02", "users.parquet")
+
+
+def test_earlier_types_still_keeps_a_number_columns_type_and_warns(tmp_path: Path) -> None:
+    """0.2.0's ``earlier_types=`` keeps working for one release: it names the number types an
+    earlier day holds, and warns with its new name."""
+    target = tmp_path / "users.parquet"
+    with ExportServer(plan=PLAN, count=1, body=body_of({"user_id": 1, "amount": 3})) as server:
+        config = ClientConfig(server.base_url, token="t0k", app_key="app")
+        with (
+            AnalyticsClient(config) as client,
+            pytest.warns(DeprecationWarning, match="destination_schema="),
+        ):
+            export_cohort_to_parquet(
+                client, "c1", target, settings=ONCE, earlier_types={"amount": pa.float64()}
+            )
+    assert pq.read_table(target).schema.field("amount").type == pa.float64()

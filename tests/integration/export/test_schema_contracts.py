@@ -20,7 +20,11 @@ from analytics_emulator import catalog as emulator_catalog
 from airflow_provider_analytics.client import AnalyticsClient, ClientConfig
 from airflow_provider_analytics.core.errors import AnalyticsValidationError
 from airflow_provider_analytics.operators.cohort_export import CohortExportToParquetOperator
-from airflow_provider_analytics.operators.cohort_shards import CohortShardPlanOperator
+from airflow_provider_analytics.operators.cohort_shards import (
+    CohortShardPlanOperator,
+    CohortShardPublishOperator,
+    CohortShardReadOperator,
+)
 from airflow_provider_analytics.output.iceberg import catalog_properties, open_catalog
 from tests.emulator_helpers import EmulatorAdmin
 from tests.reliability.connections import use_connection
@@ -140,6 +144,26 @@ def test_discard_new_writes_the_known_columns_and_names_the_new_ones(
     assert list(second["column_ids"]) == known
 
 
+def test_the_three_shard_steps_discard_a_new_column_an_override_names(
+    lake: Lake, fresh_emulator: EmulatorServer
+) -> None:
+    """The plan step checks the override against every property asked for; the read and
+    publish steps decide the columns again from the recorded plan, which lacks the discarded
+    column, and pass its override over instead of refusing it."""
+    lake.export(FIRST)
+    known = lake.columns(FIRST)
+    add_to_plan(fresh_emulator)
+    steps = {"schema_contract": "discard_new", "schema_overrides": {"loyalty_tier": "string"}}
+    shards = lake.export(SECOND, CohortShardPlanOperator, **steps)
+    for index in shards:
+        lake.export(SECOND, CohortShardReadOperator, shard_index=index, **steps)
+    published = lake.export(SECOND, CohortShardPublishOperator, **steps)
+    assert published["rows"] == 7
+    assert lake.columns(SECOND) == known
+    with pytest.raises(AnalyticsValidationError, match="name columns that are not exported"):
+        lake.export(SECOND, CohortShardPlanOperator, schema_overrides={"no_such_column": "string"})
+
+
 def test_evolve_writes_the_new_column(lake: Lake, fresh_emulator: EmulatorServer) -> None:
     lake.export(FIRST)
     known = lake.columns(FIRST)
@@ -159,3 +183,31 @@ def test_a_changed_type_is_refused_by_name_under_every_contract(
         lake.export(SECOND, schema_contract=contract)
     assert asked(admin) == before
     assert not lake.written(SECOND)
+
+
+def test_freeze_meets_the_columns_of_the_one_object_a_run_replaces(
+    admin: EmulatorAdmin,
+    fresh_emulator: EmulatorServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A destination naming one object (no prefix) holds that object's columns: freeze meets
+    them as it meets an earlier day's."""
+    use_connection(monkeypatch, fresh_emulator, timezone=emulator_catalog.PROJECT_TIMEZONE)
+    target = tmp_path / "vip" / "users.parquet"
+
+    def export(**kwargs: Any) -> Any:
+        task = CohortExportToParquetOperator(
+            task_id="users", cohort_code="cohort_tiny", destination=f"file://{target}", **kwargs
+        )
+        return task.execute(run_context(SECOND))
+
+    export(schema_contract="freeze")  # nothing there yet: written as it is
+    known = pq.read_schema(target)
+    add_to_plan(fresh_emulator)
+    before = asked(admin)
+    with pytest.raises(AnalyticsValidationError, match="'loyalty_tier' added"):
+        export(schema_contract="freeze")
+    assert asked(admin) == before
+    assert pq.read_schema(target) == known
+    assert export(schema_contract="discard_new")["discarded_columns"] == ["loyalty_tier"]

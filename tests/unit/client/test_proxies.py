@@ -162,3 +162,37 @@ def test_an_unusable_proxy_setting_is_refused_by_name(base_url: str, proxy: str,
     with pytest.raises(AnalyticsConfigurationError, match=r"ClientConfig\.proxy: ") as caught:
         ClientConfig(base_url, token="tok-12345", proxy=proxy)
     assert says in str(caught.value)
+
+
+def test_a_malformed_environment_proxy_is_refused_at_the_call_and_its_password_masked() -> None:
+    """``urlsplit`` refuses a broken host after the password: the client is still built, the
+    call is refused by name, and the password is masked although the URL cannot be parsed."""
+    chosen = route(HTTPS, {"HTTPS_PROXY": "http://ops:Env-Pw-4471@[proxy.corp:3128"})
+    assert known().text("Env-Pw-4471") == "***"
+    with pytest.raises(AnalyticsConfigurationError, match="HTTPS_PROXY") as refused:
+        chosen.check("list_events")
+    assert "Env-Pw-4471" not in str(refused.value)
+
+
+def test_a_malformed_proxy_setting_is_refused_with_its_password_masked() -> None:
+    with pytest.raises(AnalyticsConfigurationError, match=r"ClientConfig\.proxy: ") as caught:
+        ClientConfig(HTTPS, token="tok-12345", proxy="http://u:Set-Pw-9913@[bad:80")
+    assert "Set-Pw-9913" not in f"{caught.value} {caught.value!r}"
+    assert "u:***@" in str(caught.value)
+    assert caught.value.__suppress_context__  # pydantic's error, which echoes the input
+
+
+def test_each_call_masks_the_environment_proxys_password_again() -> None:
+    """A client outlives a redactor's ``forget()`` (a long-lived hook, a module fixture):
+    every call remembers its route's password, as it remembers the credentials."""
+    from airflow_provider_analytics.client.attempts import CallAttempts
+    from airflow_provider_analytics.client.operations import LIST_EVENTS
+    from airflow_provider_analytics.core import redaction
+    from airflow_provider_analytics.core.retry import RetryPolicy
+
+    config = ClientConfig(HTTPS, token="tok-12345", app_key="app-12345")
+    chosen = route(HTTPS, {"HTTPS_PROXY": "http://ops:Env-Pw-5580@proxy.corp:3128"})
+    redaction.forget()
+    assert known().text("Env-Pw-5580") == "Env-Pw-5580"
+    CallAttempts(config, RetryPolicy(), LIST_EVENTS, route=chosen)
+    assert known().text("Env-Pw-5580") == "***"
