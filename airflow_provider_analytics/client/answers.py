@@ -745,6 +745,11 @@ class PagedListing:
         self._first_seen: dict[int | str, int] = {}
 
     @property
+    def read(self) -> int:
+        """Users read so far."""
+        return self._read
+
+    @property
     def wanted(self) -> int | None:
         """Users to read in all; ``None`` until the first page is read."""
         if self._count is None:

@@ -461,16 +461,14 @@ class AnalyticsClient:
     def _cohort_pages(self, body: dict[str, Any]) -> Iterator[dict[str, Any]]:
         listing = PagedListing(page_size=body["pageSize"], limit=body.get("limit"))
         progress = self.progress(f"cohort {body['cohortCode']} pages")
-        read = 0
         try:
             while (number := listing.next_page()) is not None:
                 page = self._cohort_page({**body, "page": number})
                 listing.take(page)
-                read += len(page["users"])
                 progress.total = listing.wanted
-                progress.update(read)
+                progress.update(listing.read)
                 yield page
-            progress.finish(read)
+            progress.finish(listing.read)
         finally:
             progress.close()
 

@@ -289,9 +289,6 @@ class CallAttempts:
         throttle: PlatformThrottle | None = None,
     ) -> None:
         if route is not None:
-            from airflow_provider_analytics.client.config import proxy_secrets
-
-            remember(proxy_secrets(route.url or ""))  # masked also after a redactor's forget
             route.check(operation.name)
         self.headers = {"User-Agent": config.user_agent, "Accept": "application/json"}
         self.headers.update(auth_headers(config, operation))

@@ -48,7 +48,9 @@ class Route:
         remember(proxy_secrets(self.url or ""))  # the password is masked in every message
 
     def check(self, operation: str) -> None:
-        """Raise the refusal, if any, for a call of ``operation`` (before anything is sent)."""
+        """Raise the refusal, if any, for a call of ``operation`` (before anything is sent);
+        the proxy's password is remembered again first (masked also after a ``forget()``)."""
+        remember(proxy_secrets(self.url or ""))
         if self.refusal is not None:
             raise AnalyticsConfigurationError(f"{operation}: {self.refusal}", operation=operation)
 

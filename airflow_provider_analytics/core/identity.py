@@ -62,9 +62,7 @@ def folder_name(column: str, value: str) -> str:
 def cohort_code(value: Any, field: str = COHORT_COLUMN) -> str:
     """A cohort code: 1 to 100 characters, fit to be sent, and a partition value whose folder
     name fits :data:`FOLDER_MAX_BYTES` (refused by name, not by "File name too long" later)."""
-    if not isinstance(value, str) or not value.strip():
-        rules.fail(field, "must be a non-empty string", value)
-    code = rules.sendable(value, field, max_length=rules.ID_MAX_LENGTH)
+    code = rules.non_empty_string(value, field, max_length=rules.ID_MAX_LENGTH)
     if "/" in code or "\\" in code or ".." in code or "=" in code or code != code.strip():
         rules.fail(field, COHORT_CODE_RULE, value)
     size = len(folder_name(COHORT_COLUMN, code).encode("utf-8", "surrogatepass"))

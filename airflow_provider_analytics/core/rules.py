@@ -83,11 +83,11 @@ def string(value: Any, field: str) -> str:
     return sendable(value, field)
 
 
-def non_empty_string(value: Any, field: str) -> str:
+def non_empty_string(value: Any, field: str, *, max_length: int = STRING_MAX_LENGTH) -> str:
     """A string with something other than whitespace in it, fit to be sent."""
     if not isinstance(value, str) or not value.strip():
         fail(field, "must be a non-empty string", value)
-    return sendable(value, field)
+    return sendable(value, field, max_length=max_length)
 
 
 def optional_string(value: Any, field: str) -> str | None:

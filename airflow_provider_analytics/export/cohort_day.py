@@ -81,7 +81,7 @@ def export_cohort_day(
     fallback: str | None = None
     pageable = False  # may a stream cut every time be read in pages instead
     if mode == "auto":
-        count = client.get_cohort_users(prepared.query.sizing(), page=1, page_size=1)["count"]
+        count = shards.cohort_count(client, prepared.query)
         rows = count if query.limit is None else min(query.limit, count)
         mode = "stream" if rows <= shards.STREAM_ROWS_MAX else "pages"
         pageable = id_property in (prepared.query.properties or ())
@@ -113,7 +113,7 @@ def export_cohort_day(
     )
     shards.read_shards(reader, plan.shards, parallel=max_parallel_shards)
     summary = {
-        **publish_shards(client, plan, destination, day, started, consistency),
+        **publish_shards(client, plan, destination, day, started, consistency, read=True),
         **prepared.schema.described,
     }
     return summary if fallback is None else {**summary, "fallback": fallback}
@@ -135,7 +135,7 @@ def start_shards(
     pages = shards.shard_pages(page_size, shard_rows)
     shards.check_id_property(id_property, prepared.query.properties or ())
     if count is None:
-        count = client.get_cohort_users(prepared.query.sizing(), page=1, page_size=1)["count"]
+        count = shards.cohort_count(client, prepared.query)
     plan = shards.plan_of(
         prepared, count=count, page_size=page_size, shard_pages=pages, id_property=id_property
     )
@@ -193,11 +193,16 @@ def publish_shards(
     day: str,
     started: float | None = None,
     consistency: str = "first_pages",
+    read: bool = False,
 ) -> dict[str, Any]:
-    """Check that every shard is finished and the promise holds, publish, clear the staging."""
+    """Check that every shard is finished and the promise holds, publish, clear the staging.
+    ``read``: this process has just read (or found finished) every shard, their parts hashed
+    against their records, so they are not read again to be hashed."""
     staging = destination.staging(day)
     parts = [shards.part_of(staging, shard) for shard in plan.shards]
-    missing = [shard.index for shard in plan.shards if not shards.finished(staging, plan, shard)]
+    missing = (
+        [] if read else [s.index for s in plan.shards if not shards.finished(staging, plan, s)]
+    )
     if missing:
         raise CohortChangedError(
             f"cohort {plan.cohort_code!r}: shards {missing} are not read yet (or their parts "

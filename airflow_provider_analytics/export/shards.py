@@ -421,6 +421,12 @@ def read_shards(
     return done
 
 
+def cohort_count(client: AnalyticsClient, query: CohortQuery) -> int:
+    """The cohort's user count, from a one-row page (the paged endpoint's ``count``)."""
+    count: int = client.get_cohort_users(query.sizing(), page=1, page_size=1)["count"]
+    return count
+
+
 def check_consistency(
     client: AnalyticsClient,
     plan: ShardPlan,
@@ -443,7 +449,7 @@ def check_consistency(
             f"cohort {plan.cohort_code!r}: the shards hold {rows} rows, the plan {plan.rows}; "
             "nothing was published"
         )
-    now = client.get_cohort_users(plan.query().sizing(), page=1, page_size=1)["count"]
+    now = cohort_count(client, plan.query())
     if now != plan.count:
         raise CohortChangedError(
             f"cohort {plan.cohort_code!r} changed while it was read: count {plan.count} when "

@@ -36,6 +36,7 @@ class JsonNumber(str):
 DECODER: Final = strict_json.decoder(parse_int=JsonNumber, parse_float=JsonNumber)
 DECIMAL_TEXT: Final = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 """Exact decimal columns also take numbers written as strings, as Arrow's parser does."""
+_INTEGER: Final = re.compile(r"-?\d+")
 
 
 def kind(value: Any) -> str:
@@ -106,7 +107,7 @@ def converter(
         return _numbers_only(lambda text: finite_double(text, column.name))
     if pa.types.is_integer(arrow_type):
         return _only(
-            lambda value: isinstance(value, JsonNumber) and re.fullmatch(r"-?\d+", value),
+            lambda value: isinstance(value, JsonNumber) and _INTEGER.fullmatch(value),
             "an integer",
             int,
         )

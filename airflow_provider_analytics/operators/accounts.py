@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 from airflow.sdk.log import mask_secret
 
@@ -40,15 +40,15 @@ class RegisterAccountOperator(AnalyticsBaseOperator):
     :param ensure_exists: treat "already exists" as success.
     """
 
-    _DETAILS: Final = (
+    template_fields: Sequence[str] = (
+        "analytics_conn_id",
+        "account_email",
         "user_name",
         "name",
         "phone",
         "department",
         "login_user",
     )
-    """The client's ``register_account`` arguments after the email, by name."""
-    template_fields: Sequence[str] = ("analytics_conn_id", "account_email", *_DETAILS)
 
     def __init__(
         self,
@@ -77,9 +77,14 @@ class RegisterAccountOperator(AnalyticsBaseOperator):
         if self._password:
             mask_secret(self._password)
         try:
-            details = {name: getattr(self, name) for name in self._DETAILS}
             account = self.hook.get_conn().register_account(
-                self.account_email, password=self._password, **details
+                self.account_email,
+                user_name=self.user_name,
+                name=self.name,
+                password=self._password,
+                phone=self.phone,
+                department=self.department,
+                login_user=self.login_user,
             )
         except (AnalyticsAlreadyExistsError, AnalyticsDisabledError) as error:
             if not self.ensure_exists:
@@ -146,8 +151,7 @@ class AccountActivationOperator(AnalyticsBaseOperator):
         self.account_email = account_email
         self.activation = activation
         self.login_user = login_user
-        if reviewed_preview is not None and dry_run:
-            rules.fail("reviewed_preview", "applies a reviewed preview; a dry run applies nothing")
+        self.check_review_arguments(dry_run, reviewed_preview)
         # ``dry_run`` is taken: BaseOperator.dry_run() renders templates for the CLI.
         self.is_dry_run = dry_run
         self.reviewed_preview = reviewed_preview

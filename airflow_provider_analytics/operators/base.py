@@ -57,6 +57,12 @@ class AnalyticsBaseOperator(BaseOperator):
         super().__init__(**kwargs)
         self.analytics_conn_id = analytics_conn_id
 
+    @staticmethod
+    def check_review_arguments(dry_run: bool, reviewed_preview: str | None) -> None:
+        """A reviewed preview is applied; a dry run applies nothing: not both at once."""
+        if reviewed_preview is not None and dry_run:
+            rules.fail("reviewed_preview", "applies a reviewed preview; a dry run applies nothing")
+
     def reviewed_result(self, context: Context, preview_task_id: str) -> Any:
         """The result of this run's preview task ``preview_task_id``: the change a person
         reviewed (and approved, e.g. with Airflow's ``ApprovalOperator`` between the two)."""

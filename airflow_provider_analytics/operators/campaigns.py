@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 from airflow_provider_analytics.core import rules
 from airflow_provider_analytics.core.errors import AnalyticsError
@@ -62,7 +62,8 @@ class CreateUtmOperator(AnalyticsBaseOperator):
     :param login_user: operator recorded by the platform (templated).
     """
 
-    _LINK: Final = (
+    template_fields: Sequence[str] = (
+        "analytics_conn_id",
         "page_url",
         "utm_campaign",
         "utm_medium",
@@ -73,8 +74,6 @@ class CreateUtmOperator(AnalyticsBaseOperator):
         "utm_type",
         "login_user",
     )
-    """The client's ``create_utm`` arguments, by name."""
-    template_fields: Sequence[str] = ("analytics_conn_id", *_LINK)
     ui_color = "#f2e0ec"
 
     def __init__(
@@ -105,9 +104,17 @@ class CreateUtmOperator(AnalyticsBaseOperator):
 
     def execute(self, context: Context) -> dict[str, Any]:
         client = self.hook.get_conn()
-        link = {name: getattr(self, name) for name in self._LINK}
-        link["page_url"] = rules.http_url(self.page_url, "page_url")
-        campaign_id = client.create_utm(**link)
+        campaign_id = client.create_utm(
+            rules.http_url(self.page_url, "page_url"),
+            self.utm_campaign,
+            self.utm_medium,
+            self.utm_source,
+            utm_content=self.utm_content,
+            utm_term=self.utm_term,
+            remarks=self.remarks,
+            utm_type=self.utm_type,
+            login_user=self.login_user,
+        )
         try:
             record = client.get_utm(campaign_id)
         except AnalyticsError as error:

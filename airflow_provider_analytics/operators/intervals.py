@@ -81,13 +81,12 @@ def covered_days(context: Mapping[str, Any]) -> CoveredDays:
         last_complete = _local_date(run_after, timezone) - dt.timedelta(days=1)
         return CoveredDays(last_complete, last_complete, timezone)
     first = _local_date(logical, timezone) if logical is not None else dt.date.fromisoformat(ds)
-    last = first
     start, end = context.get("data_interval_start"), context.get("data_interval_end")
     # the interval counts only when it starts at the logical date (given ``ds``: on its day)
     if start is None or end is None or end <= start:
         return CoveredDays(first, first, timezone)
-    if start == logical if logical is not None else _local_date(start, timezone) == first:
-        last = max(first, _local_date(end - dt.timedelta(microseconds=1), timezone))
+    own = start == logical if logical is not None else _local_date(start, timezone) == first
+    last = max(first, _local_date(end - dt.timedelta(microseconds=1), timezone)) if own else first
     return CoveredDays(first, last, timezone)
 
 

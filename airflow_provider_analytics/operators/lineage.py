@@ -117,7 +117,7 @@ def report_hook_lineage(
     )
     collector.add_input_asset(
         context=hook,
-        uri=f"{source.namespace.rstrip('/')}/{source.name}",
+        uri=target_uri(source),
         asset_extra={"personal_data": masked} if masked else None,
     )
     for target, columns in written.items():

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_analytics.core import rules
 from airflow_provider_analytics.operators.base import AnalyticsBaseOperator
 
 if TYPE_CHECKING:
@@ -63,8 +62,7 @@ class TrackingPlanSyncOperator(AnalyticsBaseOperator):
         # ``dry_run`` is taken: BaseOperator.dry_run() renders templates for the CLI.
         self.is_dry_run = dry_run
         self.apply_despite_conflicts = apply_despite_conflicts
-        if reviewed_preview is not None and dry_run:
-            rules.fail("reviewed_preview", "applies a reviewed preview; a dry run applies nothing")
+        self.check_review_arguments(dry_run, reviewed_preview)
         self.reviewed_preview = reviewed_preview
 
     def execute(self, context: Context) -> dict[str, Any]:

@@ -12,6 +12,7 @@ import struct
 from typing import TYPE_CHECKING, Any, Final
 
 from airflow_provider_analytics.core.errors import AnalyticsError
+from airflow_provider_analytics.output.roots import open_own
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -202,7 +203,7 @@ def join_parts(
     count = 0
     try:  # every part checked before a byte is written; their footers are not kept
         for part in parts:
-            with part.open("rb") as handle:
+            with open_own(part) as handle:
                 footer = _footer(handle)[1]
             count += len(footer[4][1][1])
             if count > _MOST_GROUPS or footer[2] != template[2] or not _codecs(footer) <= codecs:
@@ -213,7 +214,7 @@ def join_parts(
     rows, written = 0, len(_MAGIC)
     sink.write(_MAGIC)
     for part in parts:
-        with part.open("rb") as handle:
+        with open_own(part) as handle:
             start, footer = _footer(handle)
             for group in footer[4][1][1]:
                 entry = bytearray()

@@ -143,7 +143,7 @@ class AnalyticsDataReadyEventTrigger(BaseEventTrigger):
 
         connection = await AnalyticsHook.aget_connection(kwargs["analytics_conn_id"])
         config = client_config_from_connection(connection)
-        zone = kwargs["timezone"] or (connection.extra_dejson or {}).get("timezone") or "UTC"
+        zone = kwargs["timezone"] or config.timezone or "UTC"  # the connection's, as declared
         timezone = ZoneInfo(rules.time_zone(zone))
         shown = Redactor(config.secrets()).excerpt
         async with AsyncAnalyticsClient(config) as client:

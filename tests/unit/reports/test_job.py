@@ -150,18 +150,7 @@ def test_event_headline_sums_totals_per_measure(client: AnalyticsClient, tmp_pat
     assert pq.read_table(str(tmp_path / "events_totals.parquet")).num_rows == 2 * 2
 
 
-def test_operator_fills_the_interval_and_validates_before_sending(tmp_path, monkeypatch) -> None:
-    monkeypatch.setenv(
-        "AIRFLOW_CONN_ANALYTICS_DEFAULT",
-        json.dumps(
-            {
-                "conn_type": "analytics",
-                "host": BASE,
-                "password": "tok-1234567",
-                "extra": {"app_key": "ak-1234567"},
-            }
-        ),
-    )
+def test_operator_fills_the_interval_and_validates_before_sending(tmp_path, connection) -> None:
     start = dt.datetime(2024, 1, 15, tzinfo=dt.UTC)
     context = {"ds": "2024-01-15", "data_interval_start": start, "data_interval_end": start}
     bad = FunnelReportOperator(
@@ -203,20 +192,9 @@ def test_operator_fills_the_interval_and_validates_before_sending(tmp_path, monk
     )
 
 
-def test_partition_is_the_first_day_the_run_covers(tmp_path, monkeypatch) -> None:
+def test_partition_is_the_first_day_the_run_covers(tmp_path, connection) -> None:
     """A manual run for D under a data-interval timetable gets the interval before D from
     Airflow; by the day rule it still covers D, and the file says D."""
-    monkeypatch.setenv(
-        "AIRFLOW_CONN_ANALYTICS_DEFAULT",
-        json.dumps(
-            {
-                "conn_type": "analytics",
-                "host": BASE,
-                "password": "tok-1234567",
-                "extra": {"app_key": "ak-1234567"},
-            }
-        ),
-    )
     end = dt.datetime(2024, 1, 15, tzinfo=dt.UTC)
     context = {
         "ds": "2024-01-15",
