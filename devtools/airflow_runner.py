@@ -8,9 +8,11 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 AIRFLOW = str(Path(sys.executable).with_name("airflow"))
 REPO = Path(__file__).resolve().parents[1]
@@ -59,6 +61,52 @@ def migrate(home: Path) -> None:
         )
 
 
+class Responder:
+    """The human-in-the-loop responder beside a run (``devtools.hitl_responder``), started again
+    when it ends with an error (a busy database at its start, say) while the run still waits:
+    a responder gone for good would leave the run waiting for input for ever."""
+
+    STARTS = 3
+
+    def __init__(self, command: list[str], env: dict[str, str], output: IO[str]) -> None:
+        self.command, self.env, self.output = command, env, output
+        self.process: subprocess.Popen[bytes] | None = None
+        self.starts = 0
+
+    def gave_up(self) -> str:
+        """Why the run cannot be answered any more ("" while it can): (re)starts the responder."""
+        if self.process is not None and self.process.poll() in (None, 0):
+            return ""
+        if self.starts == self.STARTS:
+            return f"stopped: the responder failed {self.STARTS} times"
+        self.starts += 1
+        self.process = subprocess.Popen(
+            self.command, env=self.env, cwd=REPO, stdout=self.output, stderr=subprocess.STDOUT
+        )
+        return ""
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.kill()
+            self.process.wait()
+
+
+def wait(dag_test: subprocess.Popen[str], responder: Responder | None, timeout: float) -> str:
+    """Wait for the run, but no longer than ``timeout``, nor once its responder has given up:
+    the run is then stopped, and the reason returned for the test's assertion to show."""
+    deadline = time.monotonic() + timeout
+    while dag_test.poll() is None:
+        reason = "" if responder is None else responder.gave_up()
+        if time.monotonic() > deadline:
+            reason = f"stopped: the run took longer than {timeout:.0f} s"
+        if reason:
+            dag_test.kill()
+            dag_test.wait()
+            return reason
+        time.sleep(0.5)
+    return ""
+
+
 @dataclass
 class DagRunResult:
     dag_id: str
@@ -89,7 +137,7 @@ class DagRunner:
         dag_files: list[Path],
         env: dict[str, str] | None = None,
         conf: dict[str, Any] | None = None,
-        timeout: float = 600,
+        timeout: float = 480,
         respond: dict[str, str] | None = None,
     ) -> DagRunResult:
         """Run ``dag_id`` for ``logical_date``; ``respond`` answers its human-in-the-loop tasks
@@ -115,33 +163,32 @@ class DagRunner:
         ]
         if conf is not None:
             command += ["--conf", json.dumps(conf)]
-        responder = None
-        if respond:
-            responder = subprocess.Popen(
+        with tempfile.TemporaryFile("w+") as log, tempfile.TemporaryFile("w+") as answers:
+            responder = Responder(
                 [sys.executable, "-m", "devtools.hitl_responder", dag_id, json.dumps(respond)],
-                env=airflow_env(self.home, dags, {**(env or {}), **RESPONDER_ENV}),
-                cwd=REPO,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                text=True,
+                airflow_env(self.home, dags, {**(env or {}), **RESPONDER_ENV}),
+                answers,
             )
-        try:
-            done = subprocess.run(
+            with subprocess.Popen(
                 command,
                 env=airflow_env(self.home, dags, env),
                 cwd=REPO,
-                capture_output=True,
+                stdout=log,
+                stderr=subprocess.STDOUT,
                 text=True,
-                timeout=timeout,
-            )
-        finally:
-            if responder is not None:
-                responder.kill()
-        output = done.stdout + done.stderr
-        if responder is not None:
-            output += "\n--- responder ---\n" + (responder.communicate()[0] or "")
+            ) as dag_test:
+                try:
+                    reason = wait(dag_test, responder if respond else None, timeout)
+                finally:
+                    responder.stop()
+            log.seek(0)
+            output = log.read() + (f"\n{reason}\n" if reason else "")
+            if respond:
+                answers.seek(0)
+                output += "\n--- responder ---\n" + answers.read()
         run_id, state, xcoms, task_states = self._read_run(dag_id)
-        return DagRunResult(dag_id, done.returncode, output, run_id, state, xcoms, task_states)
+        assert dag_test.returncode is not None
+        return DagRunResult(dag_id, dag_test.returncode, output, run_id, state, xcoms, task_states)
 
     def _read_run(
         self, dag_id: str
