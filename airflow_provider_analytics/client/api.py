@@ -16,14 +16,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from airflow_provider_analytics.client import operations as ops
 from airflow_provider_analytics.client import validation
-from airflow_provider_analytics.client.analysis_requests import (
-    EVENT,
-    EventRequest,
-    FunnelRequest,
-)
-from airflow_provider_analytics.client.analysis_requests import (
-    expression as _expression,
-)
+from airflow_provider_analytics.client.analysis_requests import EventRequest, FunnelRequest
 from airflow_provider_analytics.client.answers import Asked, PagedListing, ResponseReader
 from airflow_provider_analytics.client.config import ClientConfig
 from airflow_provider_analytics.client.export import CohortExport
@@ -170,16 +163,7 @@ class AnalyticsClient:
         :param utm_type: ad type, as some deployments expect.
         :param login_user: operator recorded as creator (query ``loginUser``).
         """
-        body = {
-            "pageUrl": rules.http_url(page_url, "page_url"),
-            "utmCampaign": rules.non_empty_string(utm_campaign, "utm_campaign"),
-            "utmMedium": rules.non_empty_string(utm_medium, "utm_medium"),
-            "utmSource": rules.non_empty_string(utm_source, "utm_source"),
-            "utmContent": rules.optional_string(utm_content, "utm_content"),
-            "utmTerm": rules.optional_string(utm_term, "utm_term"),
-            "remarks": rules.optional_string(remarks, "remarks"),
-            "utmType": rules.optional_string(utm_type, "utm_type"),
-        }
+        body = validation.UtmLink.of(locals()).to_body()
         params = {"loginUser": _optional_text(login_user, "login_user")}
         return str(self._call(ops.CREATE_UTM, params=params, json=body)["campaignId"])
 
@@ -211,20 +195,7 @@ class AnalyticsClient:
         :param use_cache: let the server answer from its cache.
         """
         cid = rules.campaign_id(campaign_id)
-        start, end = rules.date_range(
-            from_date, to_date, from_field="from_date", to_field="to_date"
-        )
-        if expression is not None:
-            _expression(expression, "expression", EVENT)
-        body = {
-            "fromDate": start,
-            "toDate": end,
-            "useCache": None if use_cache is None else rules.boolean(use_cache, "use_cache"),
-            "expression": expression,
-            "convertMeasures": None
-            if convert_measures is None
-            else validation.conversion_measures(convert_measures, "convert_measures"),
-        }
+        body = validation.UtmConversionQuery.of(locals()).to_body()
         return self._call(ops.GET_UTM_CONVERSION, json=body, path_params={"campaign_id": cid})
 
     def delete_utm(self, campaign_id: str | int) -> None:
@@ -278,12 +249,7 @@ class AnalyticsClient:
         :param name: display name.
         :param remark: remark.
         """
-        body = {
-            "id": rules.new_id(id, "id"),
-            "name": None if name is None else rules.name(name),
-            "dataType": rules.data_type(data_type, "data_type"),
-            "remark": None if remark is None else rules.remark(remark),
-        }
+        body = validation.UserPropertyBody.of(locals()).to_body()
         self._call(ops.ADD_USER_PROPERTY, json=body)
 
     def add_event(
@@ -302,15 +268,7 @@ class AnalyticsClient:
         :param remark: remark.
         :param properties: ``[{id, dataType (or data_type), name?, remark?}]``.
         """
-        body = {
-            "id": rules.new_id(id, "id"),
-            "name": None if name is None else rules.name(name),
-            "remark": None if remark is None else rules.remark(remark),
-            "properties": None
-            if properties is None
-            else validation.event_property_definitions(properties),
-        }
-        self._call(ops.ADD_EVENT, json=body)
+        self._call(ops.ADD_EVENT, json=validation.EventBody.of(locals()).to_body())
 
     def update_user_property(
         self,
@@ -325,7 +283,7 @@ class AnalyticsClient:
         The data type can change only while the property has no reported data.
         """
         params = {"id": rules.id_ref(id, "id")}
-        body = validation.changes(name=name, data_type=data_type, remark=remark)
+        body = validation.Changes.of(locals()).to_body()
         self._call(ops.UPDATE_USER_PROPERTY, params=params, json=body)
 
     def update_event(
@@ -337,7 +295,7 @@ class AnalyticsClient:
     ) -> None:
         """Change an event's display name or remark (spec 4.11)."""
         params = {"id": rules.id_ref(id, "id")}
-        body = validation.changes(name=name, remark=remark)
+        body = validation.Changes.of(locals()).to_body()
         self._call(ops.UPDATE_EVENT, params=params, json=body)
 
     def update_event_property(
@@ -354,7 +312,7 @@ class AnalyticsClient:
             "eventId": rules.id_ref(event_id, "event_id"),
             "propertyId": rules.id_ref(property_id, "property_id"),
         }
-        body = validation.changes(name=name, data_type=data_type, remark=remark)
+        body = validation.Changes.of(locals()).to_body()
         self._call(ops.UPDATE_EVENT_PROPERTY, params=params, json=body)
 
     # Cohort users (spec 4.12, 4.13)
@@ -549,18 +507,7 @@ class AnalyticsClient:
         :param department: department.
         :param login_user: operator recorded for the change (query ``loginUser``).
         """
-        if password is not None and (not isinstance(password, str) or not password):
-            rules.fail("password", "must be a non-empty string")
-        if password is not None:
-            rules.sendable(password, "password")
-        body = {
-            "email": rules.email(email),
-            "userName": _optional_text(user_name, "user_name"),
-            "name": _optional_text(name, "name"),
-            "password": password,
-            "phone": _optional_text(phone, "phone"),
-            "department": _optional_text(department, "department"),
-        }
+        body = validation.Account.of(locals()).to_body()
         params = {"loginUser": _optional_text(login_user, "login_user")}
         remember((password,))  # masked in any error, like the credentials
         return self._call(ops.REGISTER_ACCOUNT, params=params, json=body)
@@ -578,7 +525,7 @@ class AnalyticsClient:
             "email": rules.email(email),
             "loginUser": _optional_text(login_user, "login_user"),
         }
-        body = {"activation": rules.boolean(activation, "activation")}
+        body = validation.Activation.of(locals()).to_body()
         self._call(ops.SET_ACCOUNT_ACTIVATION, params=params, json=body)
 
     # Analyses (spec 4.16, 4.17)

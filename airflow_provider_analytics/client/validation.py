@@ -1,6 +1,7 @@
-"""The declared bodies of the cohort and tracking plan operations (as
+"""The declared bodies of the ad tracking, tracking plan, cohort and account operations (as
 :class:`~airflow_provider_analytics.core.rules.Declared`, like the analysis requests), checked
-before anything is sent."""
+before anything is sent. Their fields are the client methods' arguments: a fault names the
+argument (``page_url``), the body sends the spec's key (``pageUrl``)."""
 
 from __future__ import annotations
 
@@ -9,17 +10,27 @@ import warnings
 from collections.abc import Sequence
 from typing import Annotated, Any, Self
 
-from pydantic import AliasGenerator, BaseModel, ConfigDict, field_serializer, model_validator
+from pydantic import (
+    AliasGenerator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    field_serializer,
+    field_validator,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
 
 from airflow_provider_analytics.client.analysis_requests import (
+    EVENT,
     ConversionMeasure,
     EventRequest,
     FunnelRequest,
     init_arguments,
 )
+from airflow_provider_analytics.client.analysis_requests import expression as _expression
 from airflow_provider_analytics.core import identity, rules
-from airflow_provider_analytics.core.rules import Declared, check, fail
+from airflow_provider_analytics.core.rules import Declared, check, fail, listed
 
 _TAG_CODE = re.compile(r"[A-Za-z0-9_-]{1,100}")
 
@@ -47,7 +58,28 @@ def _properties(value: Any, field: str) -> tuple[str, ...]:
     return names
 
 
-class CohortQuery(Declared):
+class Arguments(Declared):
+    """A body declared by a client method's arguments (snake_case, sent camelCase)."""
+
+    model_config = ConfigDict(alias_generator=AliasGenerator(serialization_alias=to_camel))
+    _part = False
+
+    @classmethod
+    def of(cls, arguments: dict[str, Any]) -> Self:
+        """The body of a method's ``locals()``: its fields taken, the rest (``self``, the
+        query parameters) left out."""
+        return cls(**{name: value for name, value in arguments.items() if name in cls.model_fields})
+
+
+Text = Annotated[str | None, check(rules.string, optional=True)]
+Given = Annotated[str | None, check(rules.non_empty_string, optional=True)]
+Required = Annotated[str, check(rules.non_empty_string)]
+Name = Annotated[str | None, check(rules.name, optional=True)]
+Remark = Annotated[str | None, check(rules.remark, optional=True)]
+NewId = Annotated[str, check(rules.new_id)]
+
+
+class CohortQuery(Arguments):
     """A cohort users request (spec 4.12/4.13), checked when it is made (a job checks its
     arguments before its first request); faults name the arguments (``page_size``), the body
     the spec's keys (``pageSize``).
@@ -59,9 +91,6 @@ class CohortQuery(Declared):
     :param page: the 1-based page, together with ``page_size``.
     :param page_size: users per page, at most ``limit``.
     """
-
-    model_config = ConfigDict(alias_generator=AliasGenerator(serialization_alias=to_camel))
-    _part = False
 
     cohort_code: Annotated[str, check(identity.cohort_code)]
     limit: Annotated[int | None, check(rules.count, optional=True)] = None
@@ -158,36 +187,101 @@ class EventPropertyDefinition(Declared):
         return value
 
 
-def event_property_definitions(value: Any, field: str = "properties") -> list[dict[str, Any]]:
-    """The bodies of an event's properties to add, each id once."""
-    definitions = EventPropertyDefinition.list_of(
-        value, field, what="{id, dataType, name, remark}", non_empty=False
+class UtmLink(Arguments):
+    """An ad tracking link to create (spec 4.1)."""
+
+    page_url: Annotated[str, check(rules.http_url)]
+    utm_campaign: Required
+    utm_medium: Required
+    utm_source: Required
+    utm_content: Text = None
+    utm_term: Text = None
+    remarks: Text = None
+    utm_type: Text = None
+
+
+class UtmConversionQuery(Arguments):
+    """The conversion effect of an ad tracking link asked for (spec 4.3)."""
+
+    from_date: Annotated[str, check(rules.date)]
+    to_date: Annotated[str, check(rules.date)]
+    use_cache: Annotated[bool | None, check(rules.boolean, optional=True)] = None
+    expression: Annotated[str | None, check(_expression, EVENT, optional=True)] = None
+    convert_measures: Annotated[
+        tuple[ConversionMeasure, ...] | None, listed("{expression, aggregator}", non_empty=True)
+    ] = None
+
+    @model_validator(mode="after")
+    def _in_order(self) -> Self:
+        rules.date_range(self.from_date, self.to_date, from_field="from_date", to_field="to_date")
+        return self
+
+
+class UserPropertyBody(Arguments):
+    """A user property to add (spec 4.8)."""
+
+    id: NewId
+    name: Name = None
+    data_type: Annotated[str, check(rules.data_type)]
+    remark: Remark = None
+
+
+class EventBody(Arguments):
+    """An event to add, with its properties, each id once (spec 4.9)."""
+
+    id: NewId
+    name: Name = None
+    remark: Remark = None
+    properties: Annotated[
+        tuple[EventPropertyDefinition, ...] | None, listed("{id, dataType, name, remark}")
+    ] = None
+
+    @field_validator("properties")
+    @classmethod
+    def _each_once(cls, properties: tuple[EventPropertyDefinition, ...] | None) -> Any:
+        ids = [definition.id for definition in properties or ()]
+        rules.distinct(ids, "", position=lambda i: f"properties[{i}].id")
+        return properties
+
+
+class Changes(Arguments):
+    """A tracking plan update (spec 4.10, 4.11): only what changes, at least one thing."""
+
+    name: Name = None
+    data_type: Annotated[str | None, check(rules.data_type, optional=True)] = Field(
+        None,
+        validation_alias="dataType",  # named as the body names it
     )
-    ids = [definition.id for definition in definitions]
-    rules.distinct(ids, field, position=lambda i: f"{field}[{i}].id")
-    return [definition.to_body() for definition in definitions]
+    remark: Remark = None
+
+    @model_validator(mode="after")
+    def _something(self) -> Self:
+        if self.name is None and self.data_type is None and self.remark is None:
+            fail("name", "give at least one of name, data_type or remark to change")
+        return self
 
 
-def conversion_measures(value: Any, field: str = "convertMeasures") -> list[dict[str, Any]]:
-    """Measures of an ad tracking conversion query: ``[{expression, aggregator}]``."""
-    measures = ConversionMeasure.list_of(
-        value, field, what="{expression, aggregator}", non_empty=True
-    )
-    return [measure.to_body() for measure in measures]
+def _password(value: Any, field: str) -> str:
+    if not isinstance(value, str) or not value:
+        fail(field, "must be a non-empty string")  # never shown
+    return rules.sendable(value, field)
 
 
-def changes(*, name: Any = None, data_type: Any = None, remark: Any = None) -> dict[str, Any]:
-    """Body of a tracking plan update: only what changes, at least one thing."""
-    body: dict[str, Any] = {}
-    if name is not None:
-        body["name"] = rules.name(name)
-    if data_type is not None:
-        body["dataType"] = rules.data_type(data_type)
-    if remark is not None:
-        body["remark"] = rules.remark(remark)
-    if not body:
-        fail("name", "give at least one of name, data_type or remark to change")
-    return body
+class Account(Arguments):
+    """An enterprise user to register (spec 4.14)."""
+
+    email: Annotated[str, check(rules.email)]
+    user_name: Given = None
+    name: Given = None
+    password: Annotated[str | None, check(_password, optional=True)] = None
+    phone: Given = None
+    department: Given = None
+
+
+class Activation(Arguments):
+    """An enterprise user enabled or disabled (spec 4.15)."""
+
+    activation: Annotated[bool, check(rules.boolean)]
 
 
 def validate_funnel_request(request: Any) -> dict[str, Any]:

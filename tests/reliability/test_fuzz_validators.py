@@ -55,8 +55,10 @@ EXISTENCE: Final = re.compile(
 VALIDATORS: Final[dict[str, Callable[[Any], Any]]] = {
     "validate_funnel_request": lambda value: FunnelRequest.of(value).sent(),
     "validate_event_request": lambda value: EventRequest.of(value).sent(),
-    "conversion_measures": validation.conversion_measures,
-    "event_property_definitions": validation.event_property_definitions,
+    "conversion_measures": lambda value: validation.UtmConversionQuery(
+        from_date="2024-01-01", to_date="2024-01-01", convert_measures=value
+    ),
+    "event_property_definitions": lambda value: validation.EventBody(id="e", properties=value),
     "validate_properties": lambda value: validation.CohortQuery("c", properties=value),
     "filter": Filter.model_validate,
     "crowds": lambda value: EventRequest(
@@ -135,7 +137,7 @@ def test_cohort_arguments_pass_or_name_a_field(arguments: Any, code: Any) -> Non
 @FUZZ_SETTINGS
 @given(name=st.one_of(st.none(), json_values), data_type=st.one_of(st.none(), json_values))
 def test_plan_changes_pass_or_name_a_field(name: Any, data_type: Any) -> None:
-    judged(lambda value: validation.changes(name=value, data_type=data_type), name)
+    judged(lambda value: validation.Changes(name=value, data_type=data_type), name)
 
 
 @pytest.fixture(scope="module")
