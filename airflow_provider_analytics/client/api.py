@@ -18,13 +18,12 @@ from airflow_provider_analytics.client import operations as ops
 from airflow_provider_analytics.client import validation
 from airflow_provider_analytics.client.analysis_requests import EventRequest, FunnelRequest
 from airflow_provider_analytics.client.answers import Asked, PagedListing, ResponseReader
-from airflow_provider_analytics.client.config import ClientConfig
+from airflow_provider_analytics.client.config import ClientConfig, ConfiguredClient
 from airflow_provider_analytics.client.export import CohortExport
 from airflow_provider_analytics.client.session import HttpSession
 from airflow_provider_analytics.client.validation import CohortQuery, cohort_body, cohort_query
 from airflow_provider_analytics.core import rules
 from airflow_provider_analytics.core.errors import (
-    AnalyticsConfigurationError,
     AnalyticsError,
     AnalyticsUsageError,
 )
@@ -73,7 +72,7 @@ class AnalysisAnswer:
     sent_at: dt.datetime | None
 
 
-class AnalyticsClient:
+class AnalyticsClient(ConfiguredClient):
     """Client of the platform's open API; thread-safe enough to share one per process.
 
     :param config: where the platform is and which credentials to send.
@@ -89,23 +88,8 @@ class AnalyticsClient:
         session: requests.Session | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
-        if not isinstance(config, ClientConfig):
-            raise AnalyticsConfigurationError(
-                f"AnalyticsClient needs a ClientConfig, got {type(config).__name__}"
-            )
-        self._config = config
+        super().__init__(config)
         self._http = HttpSession(config, session, sleep)
-
-    @property
-    def config(self) -> ClientConfig:
-        """The configuration the client was built with (its repr masks the secrets)."""
-        return self._config
-
-    def __repr__(self) -> str:
-        return (
-            f"AnalyticsClient(base_url={self._config.base_url!r}, "
-            f"utm_prefix={self._config.utm_prefix!r})"
-        )
 
     def __enter__(self) -> AnalyticsClient:
         return self

@@ -17,9 +17,8 @@ import httpx
 
 from airflow_provider_analytics.client.answers import ResponseReader
 from airflow_provider_analytics.client.attempts import CallAttempts
-from airflow_provider_analytics.client.config import ClientConfig
+from airflow_provider_analytics.client.config import ClientConfig, ConfiguredClient
 from airflow_provider_analytics.client.proxies import proxy_route
-from airflow_provider_analytics.core.errors import AnalyticsConfigurationError
 from airflow_provider_analytics.core.retry import RetryPolicy
 
 if TYPE_CHECKING:
@@ -40,7 +39,7 @@ def _tls(verify: bool | str) -> bool | ssl.SSLContext:
     return ssl.create_default_context(cafile=verify)
 
 
-class AsyncAnalyticsClient:
+class AsyncAnalyticsClient(ConfiguredClient):
     """Asynchronous client of the platform's open API; use it as an async context manager.
 
     :param config: where the platform is and which credentials to send.
@@ -56,11 +55,7 @@ class AsyncAnalyticsClient:
         client: httpx.AsyncClient | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
-        if not isinstance(config, ClientConfig):
-            raise AnalyticsConfigurationError(
-                f"AsyncAnalyticsClient needs a ClientConfig, got {type(config).__name__}"
-            )
-        self._config = config
+        super().__init__(config)
         self._route = proxy_route(config)
         self._owns_client = client is None
         if client is None:
@@ -74,17 +69,6 @@ class AsyncAnalyticsClient:
         self._client = client
         self._retry = RetryPolicy.from_config(config)
         self._sleep = sleep
-
-    @property
-    def config(self) -> ClientConfig:
-        """The configuration the client was built with (its repr masks the secrets)."""
-        return self._config
-
-    def __repr__(self) -> str:
-        return (
-            f"AsyncAnalyticsClient(base_url={self._config.base_url!r}, "
-            f"utm_prefix={self._config.utm_prefix!r})"
-        )
 
     async def __aenter__(self) -> AsyncAnalyticsClient:
         return self

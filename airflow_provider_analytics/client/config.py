@@ -395,6 +395,26 @@ class ClientConfig(BaseModel):
         return self.base_url.rstrip("/")
 
 
+class ConfiguredClient:
+    """What both clients share: the configuration they are built with, checked to be one."""
+
+    def __init__(self, config: ClientConfig) -> None:
+        if not isinstance(config, ClientConfig):
+            raise AnalyticsConfigurationError(
+                f"{type(self).__name__} needs a ClientConfig, got {type(config).__name__}"
+            )
+        self._config = config
+
+    @property
+    def config(self) -> ClientConfig:
+        """The configuration the client was built with (its repr masks the secrets)."""
+        return self._config
+
+    def __repr__(self) -> str:
+        base_url, utm_prefix = self._config.base_url, self._config.utm_prefix
+        return f"{type(self).__name__}(base_url={base_url!r}, utm_prefix={utm_prefix!r})"
+
+
 def _refusal(error: ValidationError, model: str) -> AnalyticsConfigurationError:
     """The first broken rule, naming the setting (as the connection being read stores it);
     secrets never echoed, a proxy's password masked."""
