@@ -36,7 +36,7 @@ from airflow_provider_analytics.core.report_dates import (
     parse_funnel_date,
     parse_report_datetime,
 )
-from airflow_provider_analytics.core.rules import field_path
+from airflow_provider_analytics.core.rules import INT64_MAX, field_path
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -57,7 +57,6 @@ class _RelationFault(AnalyticsProtocolError, ValueError):
         return AnswerShapeError(f"{operation}: {self.where}{self.problem}", operation=operation)
 
 
-INT64_MAX: Final = 2**63 - 1
 EXACT_IN_A_DOUBLE: Final = 2**53
 """Integers up to this magnitude are exact in a float64 column."""
 
