@@ -172,10 +172,10 @@ class EventPropertyDefinition(Declared):
 
     _shape = "{id, dataType, name, remark}"
 
-    id: Annotated[str, check(rules.new_id)]
+    id: NewId
     data_type: Annotated[str, check(rules.data_type)]
-    name: Annotated[str | None, check(rules.name, optional=True)] = None
-    remark: Annotated[str | None, check(rules.remark, optional=True)] = None
+    name: Name = None
+    remark: Remark = None
 
     @model_validator(mode="before")
     @classmethod
