@@ -151,10 +151,7 @@ class AccountActivationOperator(AnalyticsBaseOperator):
         self.account_email = account_email
         self.activation = activation
         self.login_user = login_user
-        self.check_review_arguments(dry_run, reviewed_preview)
-        # ``dry_run`` is taken: BaseOperator.dry_run() renders templates for the CLI.
-        self.is_dry_run = dry_run
-        self.reviewed_preview = reviewed_preview
+        self.review_arguments(dry_run, reviewed_preview)
 
     def execute(self, context: Context) -> dict[str, Any]:
         activation = rules.boolean(self.activation, "activation")
@@ -164,8 +161,7 @@ class AccountActivationOperator(AnalyticsBaseOperator):
             review = f"**Account**: {verb} `{self.account_email}` on the platform."
             self.log.info("would %s account %s", verb, self.account_email)
             return {**change, "dry_run": True, "review": review}
-        if self.reviewed_preview is not None:
-            reviewed = self.reviewed_result(context, self.reviewed_preview)
+        if (reviewed := self.reviewed_result(context)) is not None:
             if not isinstance(reviewed, dict) or reviewed.get("dry_run") is not True:
                 rules.fail("reviewed_preview", "names a task that is not a preview (dry_run)")
             if {key: reviewed.get(key) for key in change} != change:

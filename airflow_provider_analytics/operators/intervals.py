@@ -7,9 +7,11 @@ one home.
 from __future__ import annotations
 
 import datetime as dt
-import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
+
+from airflow_provider_analytics.core import rules
+from airflow_provider_analytics.core.errors import AnalyticsValidationError
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -18,8 +20,6 @@ UTC = dt.UTC
 
 DATA_READY_SOURCE: Final = "analytics.data_ready"
 """The ``source`` in the payload of every event ``AnalyticsDataReadyEventTrigger`` fires."""
-
-_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
 @dataclass(frozen=True)
@@ -105,11 +105,9 @@ def announced_days(context: Mapping[str, Any]) -> list[str]:
 
 
 def _day(value: object) -> dt.date | None:
-    if not isinstance(value, str) or not _DAY.fullmatch(value):
-        return None
     try:
-        return dt.date.fromisoformat(value)
-    except ValueError:
+        return dt.date.fromisoformat(rules.date(value, "day")) if isinstance(value, str) else None
+    except AnalyticsValidationError:
         return None
 
 

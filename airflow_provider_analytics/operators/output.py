@@ -105,15 +105,11 @@ class AnalyticsOutputOperator(AnalyticsBaseOperator):
         deployment allows."""
         roots = deployment_roots(self.hook.client_config.allowed_destinations)
         if self.iceberg_table:
+            from airflow_provider_analytics.hooks.iceberg import IcebergCatalogHook
             from airflow_provider_analytics.output.iceberg_destination import IcebergDestination
 
-            def open_catalog() -> Any:
-                from airflow_provider_analytics.hooks.iceberg import IcebergCatalogHook
-
-                return IcebergCatalogHook(iceberg_conn_id=self.iceberg_conn_id).get_conn()
-
             return IcebergDestination(
-                open_catalog,
+                IcebergCatalogHook(iceberg_conn_id=self.iceberg_conn_id).get_conn,
                 self.iceberg_conn_id,
                 str(self.iceberg_table),
                 identity,

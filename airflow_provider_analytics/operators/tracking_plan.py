@@ -59,19 +59,14 @@ class TrackingPlanSyncOperator(AnalyticsBaseOperator):
     ) -> None:
         super().__init__(**kwargs)
         self.plan = os.fspath(plan) if isinstance(plan, os.PathLike) else plan
-        # ``dry_run`` is taken: BaseOperator.dry_run() renders templates for the CLI.
-        self.is_dry_run = dry_run
         self.apply_despite_conflicts = apply_despite_conflicts
-        self.check_review_arguments(dry_run, reviewed_preview)
-        self.reviewed_preview = reviewed_preview
+        self.review_arguments(dry_run, reviewed_preview)
 
     def execute(self, context: Context) -> dict[str, Any]:
         from airflow_provider_analytics.plan.file import load_tracking_plan
         from airflow_provider_analytics.plan.sync import sync_tracking_plan
 
-        reviewed = None
-        if self.reviewed_preview is not None:
-            reviewed = self.reviewed_result(context, self.reviewed_preview)
+        reviewed = self.reviewed_result(context)
         # a relative plan path starts at the DAG file's folder
         dag = context.get("dag") or (self.dag if self.has_dag() else None)
         fileloc = getattr(dag, "fileloc", None)
