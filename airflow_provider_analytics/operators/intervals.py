@@ -49,9 +49,7 @@ class CoveredDays:
     @property
     def end(self) -> dt.datetime:
         """The moment the last covered day is over (midnight after it, in the DAG's timezone)."""
-        midnight = dt.datetime.combine(self.last + dt.timedelta(days=1), dt.time())
-        localize = getattr(self.timezone, "localize", None)  # pytz-style zones need it
-        return localize(midnight) if callable(localize) else midnight.replace(tzinfo=self.timezone)
+        return dt.datetime.combine(self.last + dt.timedelta(days=1), dt.time(), self.timezone)
 
 
 def covered_days(context: Mapping[str, Any]) -> CoveredDays:
