@@ -110,18 +110,13 @@ class RegisterAccountOperator(AnalyticsBaseOperator):
 class AccountActivationOperator(AnalyticsBaseOperator):
     """Enable (``activation=True``) or disable (``False``) an enterprise user (spec 4.15).
 
-    ``activation`` must be a real bool. When it comes from ``params`` through a template, set
-    ``render_template_as_native_obj=True`` on the DAG so it renders as a bool, not as text.
-
-    To have a person approve the change first, preview it (``dry_run``), ask (Airflow's
-    ``ApprovalOperator``), then apply what was approved (``reviewed_preview``); the operator's
-    page shows the DAG.
-
     Returns ``{"email": ..., "activation": bool}``; a preview (``dry_run``) adds
     ``"dry_run": True`` and the ``review`` (Markdown, for the body of an ``ApprovalOperator``).
+    ``docs/operators/account_activation.md`` shows the DAG that has a person approve the change
+    first, and ``activation`` from ``params`` (``render_template_as_native_obj=True``).
 
     :param account_email: the account's email (templated).
-    :param activation: True enables, False disables (templated).
+    :param activation: True enables, False disables (templated; a real bool, never text).
     :param login_user: operator recorded by the platform (templated).
     :param dry_run: only check the arguments and describe the change (``review``); send
         nothing.
