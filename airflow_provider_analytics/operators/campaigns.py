@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_analytics.core import rules
 from airflow_provider_analytics.core.errors import AnalyticsError
 from airflow_provider_analytics.core.redaction import Redactor
 from airflow_provider_analytics.operators.base import AnalyticsBaseOperator
@@ -101,7 +100,7 @@ class CreateUtmOperator(AnalyticsBaseOperator):
     def execute(self, context: Context) -> dict[str, Any]:
         client = self.hook.get_conn()
         campaign_id = client.create_utm(
-            rules.http_url(self.page_url, "page_url"),
+            self.page_url,  # checked by the client before anything is sent
             self.utm_campaign,
             self.utm_medium,
             self.utm_source,

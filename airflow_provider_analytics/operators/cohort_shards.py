@@ -22,8 +22,7 @@ if TYPE_CHECKING:
 
 
 class _CohortShardsOperator(_CohortOperator):
-    """What the three steps share: the cohort export's arguments, given the same values in a
-    DAG; only the publish step declares the destination's Asset."""
+    """The export arguments and checks the three steps share."""
 
     declares_asset = False
 

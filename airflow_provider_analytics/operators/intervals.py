@@ -16,8 +16,6 @@ from airflow_provider_analytics.core.errors import AnalyticsValidationError
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-UTC = dt.UTC
-
 DATA_READY_SOURCE: Final = "analytics.data_ready"
 """The ``source`` in the payload of every event ``AnalyticsDataReadyEventTrigger`` fires."""
 
@@ -29,7 +27,7 @@ class CoveredDays:
 
     first: dt.date
     last: dt.date
-    timezone: dt.tzinfo = UTC
+    timezone: dt.tzinfo = dt.UTC
 
     @property
     def dates(self) -> tuple[str, str]:
@@ -54,19 +52,11 @@ class CoveredDays:
 
 def covered_days(context: Mapping[str, Any]) -> CoveredDays:
     """The days the run of ``context`` (a task's template context; a plain mapping with
-    ``ds`` stands for the logical date) covers, by the day rule:
-
-    - a run whose partition key is a day (``yyyy-MM-dd``) covers that day;
-    - a run started by data-ready events covers the days they announced;
-    - otherwise the first day is the logical date's, in the DAG's timezone, and the run covers
-      more only when its data interval starts at the logical date and spans further (Airflow 3
-      gives a manual run the interval of the moment it was triggered, which is ignored);
-    - a run without a logical date covers the last day that had ended when it was triggered.
-    """
+    ``ds`` stands for the logical date) covers, by the day rule (``docs/day_rule.md``)."""
     dag_run = context.get("dag_run")
     timezone = getattr(context.get("dag"), "timezone", None)
     if not isinstance(timezone, dt.tzinfo):
-        timezone = UTC
+        timezone = dt.UTC
     partition_day = _day(getattr(dag_run, "partition_key", None))
     if partition_day is not None:
         return CoveredDays(partition_day, partition_day, timezone)
@@ -75,7 +65,7 @@ def covered_days(context: Mapping[str, Any]) -> CoveredDays:
         return CoveredDays(first, last, timezone)
     logical, ds = context.get("logical_date"), context.get("ds") or ""
     if logical is None and not ds:
-        run_after = getattr(dag_run, "run_after", None) or dt.datetime.now(UTC)
+        run_after = getattr(dag_run, "run_after", None) or dt.datetime.now(dt.UTC)
         last_complete = _local_date(run_after, timezone) - dt.timedelta(days=1)
         return CoveredDays(last_complete, last_complete, timezone)
     first = _local_date(logical, timezone) if logical is not None else dt.date.fromisoformat(ds)
@@ -125,5 +115,5 @@ def covered_days_end(dag_run: Any, dag: Any = None) -> str:
 
 def _local_date(moment: dt.datetime, timezone: dt.tzinfo) -> dt.date:
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
+        moment = moment.replace(tzinfo=dt.UTC)
     return moment.astimezone(timezone).date()

@@ -36,9 +36,7 @@ def destination_asset(destination: str) -> Asset | None:
     :param destination: the operator's (unrendered) destination.
     """
     static = destination.split("{{", 1)[0]
-    if "/" not in static:
-        return None
-    static = static[: static.rfind("/") + 1]
+    static = static[: static.rfind("/") + 1]  # nothing without a "/"
     if static.startswith("/"):
         static = f"file://{static}"
     parts = urlsplit(static)
