@@ -103,14 +103,9 @@ def covered_days_end(dag_run: Any, dag: Any = None) -> str:
     """ISO moment at which the run's covered days are over, for templates: registered as a
     user-defined macro, it lets a ``DateTimeSensor`` wait for the day to end
     (``target_time="{{ covered_days_end(dag_run, dag) }}"``)."""
-    context = {
-        "dag_run": dag_run,
-        "dag": dag,
-        "logical_date": getattr(dag_run, "logical_date", None),
-        "data_interval_start": getattr(dag_run, "data_interval_start", None),
-        "data_interval_end": getattr(dag_run, "data_interval_end", None),
-    }
-    return covered_days(context).end.isoformat()
+    moments = ("logical_date", "data_interval_start", "data_interval_end")
+    context = {name: getattr(dag_run, name, None) for name in moments}
+    return covered_days({**context, "dag_run": dag_run, "dag": dag}).end.isoformat()
 
 
 def _local_date(moment: dt.datetime, timezone: dt.tzinfo) -> dt.date:

@@ -136,8 +136,7 @@ def openlineage_datasets(
             TagsDatasetFacetFields,
         )
 
-        key, value = PERSONAL_DATA
-        marked = [TagsDatasetFacetFields(key, value, TAG_SOURCE, field) for field in fields]
+        marked = [TagsDatasetFacetFields(*PERSONAL_DATA, TAG_SOURCE, field) for field in fields]
         return {"tags": TagsDatasetFacet(tags=marked)} if marked else {}
 
     def lineage_of(column: ColumnOrigin) -> Fields:
