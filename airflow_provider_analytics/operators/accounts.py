@@ -22,10 +22,6 @@ if TYPE_CHECKING:
 class RegisterAccountOperator(AnalyticsBaseOperator):
     """Register an enterprise user (spec 4.14); needs the connection's ``xtoken``.
 
-    With ``ensure_exists=True`` an account that already exists is success (``created`` is
-    False in the XCom, ``disabled`` True if the platform reports it disabled), which also makes
-    task retries safe. Otherwise a duplicate fails with the platform's reason.
-
     The password is never templated, logged or returned; prefer leaving it unset (the platform
     then asks the user to set one) or reading it from a secrets backend in the DAG.
 
@@ -37,7 +33,9 @@ class RegisterAccountOperator(AnalyticsBaseOperator):
     :param phone: phone, unique (templated).
     :param department: department (templated).
     :param login_user: operator recorded by the platform (templated).
-    :param ensure_exists: treat "already exists" as success.
+    :param ensure_exists: treat "already exists" as success (``created`` False in the XCom,
+        ``disabled`` True for a disabled account), which makes retries safe; otherwise a
+        duplicate fails with the platform's reason.
     """
 
     template_fields: Sequence[str] = (
