@@ -52,10 +52,8 @@ class IcebergMaintenanceOperator(BaseOperator):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        for name, value in (
-            ("snapshot_retention", snapshot_retention),
-            ("orphan_file_age", orphan_file_age),
-        ):
+        ages = {"snapshot_retention": snapshot_retention, "orphan_file_age": orphan_file_age}
+        for name, value in ages.items():
             if not isinstance(value, dt.timedelta) or value < dt.timedelta(0):
                 rules.fail(name, "must be a timedelta of at least 0", value)
         rules.positive_int(retain_last, "retain_last")
