@@ -129,13 +129,9 @@ def openlineage_datasets(
     )
     from airflow.providers.openlineage.extractors import OperatorLineage
     from openlineage.client.generated.column_lineage_dataset import Transformation
+    from openlineage.client.generated.tags_dataset import TagsDatasetFacet, TagsDatasetFacetFields
 
     def tags(fields: Sequence[str]) -> dict[str, Any]:
-        from openlineage.client.generated.tags_dataset import (
-            TagsDatasetFacet,
-            TagsDatasetFacetFields,
-        )
-
         marked = [TagsDatasetFacetFields(*PERSONAL_DATA, TAG_SOURCE, field) for field in fields]
         return {"tags": TagsDatasetFacet(tags=marked)} if marked else {}
 
