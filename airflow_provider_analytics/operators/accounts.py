@@ -22,10 +22,6 @@ if TYPE_CHECKING:
 class RegisterAccountOperator(AnalyticsBaseOperator):
     """Register an enterprise user (spec 4.14); needs the connection's ``xtoken``.
 
-    With ``ensure_exists=True`` an account that already exists is success (``created`` is
-    False in the XCom, ``disabled`` True if the platform reports it disabled), which also makes
-    task retries safe. Otherwise a duplicate fails with the platform's reason.
-
     The password is never templated, logged or returned; prefer leaving it unset (the platform
     then asks the user to set one) or reading it from a secrets backend in the DAG.
 
@@ -37,7 +33,9 @@ class RegisterAccountOperator(AnalyticsBaseOperator):
     :param phone: phone, unique (templated).
     :param department: department (templated).
     :param login_user: operator recorded by the platform (templated).
-    :param ensure_exists: treat "already exists" as success.
+    :param ensure_exists: treat "already exists" as success (``created`` False in the XCom,
+        ``disabled`` True for a disabled account), which makes retries safe; otherwise a
+        duplicate fails with the platform's reason.
     """
 
     template_fields: Sequence[str] = (
@@ -110,18 +108,13 @@ class RegisterAccountOperator(AnalyticsBaseOperator):
 class AccountActivationOperator(AnalyticsBaseOperator):
     """Enable (``activation=True``) or disable (``False``) an enterprise user (spec 4.15).
 
-    ``activation`` must be a real bool. When it comes from ``params`` through a template, set
-    ``render_template_as_native_obj=True`` on the DAG so it renders as a bool, not as text.
-
-    To have a person approve the change first, preview it (``dry_run``), ask (Airflow's
-    ``ApprovalOperator``), then apply what was approved (``reviewed_preview``); the operator's
-    page shows the DAG.
-
     Returns ``{"email": ..., "activation": bool}``; a preview (``dry_run``) adds
     ``"dry_run": True`` and the ``review`` (Markdown, for the body of an ``ApprovalOperator``).
+    ``docs/operators/account_activation.md`` shows the DAG that has a person approve the change
+    first, and ``activation`` from ``params`` (``render_template_as_native_obj=True``).
 
     :param account_email: the account's email (templated).
-    :param activation: True enables, False disables (templated).
+    :param activation: True enables, False disables (templated; a real bool, never text).
     :param login_user: operator recorded by the platform (templated).
     :param dry_run: only check the arguments and describe the change (``review``); send
         nothing.
@@ -151,10 +144,7 @@ class AccountActivationOperator(AnalyticsBaseOperator):
         self.account_email = account_email
         self.activation = activation
         self.login_user = login_user
-        self.check_review_arguments(dry_run, reviewed_preview)
-        # ``dry_run`` is taken: BaseOperator.dry_run() renders templates for the CLI.
-        self.is_dry_run = dry_run
-        self.reviewed_preview = reviewed_preview
+        self.review_arguments(dry_run, reviewed_preview)
 
     def execute(self, context: Context) -> dict[str, Any]:
         activation = rules.boolean(self.activation, "activation")
@@ -164,8 +154,7 @@ class AccountActivationOperator(AnalyticsBaseOperator):
             review = f"**Account**: {verb} `{self.account_email}` on the platform."
             self.log.info("would %s account %s", verb, self.account_email)
             return {**change, "dry_run": True, "review": review}
-        if self.reviewed_preview is not None:
-            reviewed = self.reviewed_result(context, self.reviewed_preview)
+        if (reviewed := self.reviewed_result(context)) is not None:
             if not isinstance(reviewed, dict) or reviewed.get("dry_run") is not True:
                 rules.fail("reviewed_preview", "names a task that is not a preview (dry_run)")
             if {key: reviewed.get(key) for key in change} != change:

@@ -57,21 +57,25 @@ class AnalyticsBaseOperator(BaseOperator):
         super().__init__(**kwargs)
         self.analytics_conn_id = analytics_conn_id
 
-    @staticmethod
-    def check_review_arguments(dry_run: bool, reviewed_preview: str | None) -> None:
-        """A reviewed preview is applied; a dry run applies nothing: not both at once."""
+    def review_arguments(self, dry_run: bool, reviewed_preview: str | None) -> None:
+        """A reviewed preview is applied; a dry run applies nothing: not both at once. The flag
+        is kept as ``is_dry_run``: ``BaseOperator.dry_run()`` renders templates for the CLI."""
         if reviewed_preview is not None and dry_run:
             rules.fail("reviewed_preview", "applies a reviewed preview; a dry run applies nothing")
+        self.is_dry_run = dry_run
+        self.reviewed_preview = reviewed_preview
 
-    def reviewed_result(self, context: Context, preview_task_id: str) -> Any:
-        """The result of this run's preview task ``preview_task_id``: the change a person
-        reviewed (and approved, e.g. with Airflow's ``ApprovalOperator`` between the two)."""
-        reviewed = context["ti"].xcom_pull(task_ids=preview_task_id)
+    def reviewed_result(self, context: Context) -> Any:
+        """The result of this run's preview task ``reviewed_preview`` (``None`` without one):
+        the change a person reviewed (and approved, e.g. with Airflow's ``ApprovalOperator``)."""
+        if self.reviewed_preview is None:
+            return None
+        reviewed = context["ti"].xcom_pull(task_ids=self.reviewed_preview)
         if reviewed is None:
             rules.fail(
                 "reviewed_preview",
-                f"task {preview_task_id!r} left no result in this run: nothing was reviewed, so "
-                "nothing is applied",
+                f"task {self.reviewed_preview!r} left no result in this run: nothing was "
+                "reviewed, so nothing is applied",
             )
         return reviewed
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_analytics.core import rules
 from airflow_provider_analytics.core.errors import AnalyticsError
 from airflow_provider_analytics.core.redaction import Redactor
 from airflow_provider_analytics.operators.base import AnalyticsBaseOperator
@@ -38,18 +37,14 @@ class UtmReadBackError(AnalyticsError):
 
 
 class CreateUtmOperator(AnalyticsBaseOperator):
-    """Create an ad tracking link (spec 4.1), read it back (4.2), return its links.
+    """Create an ad tracking link (spec 4.1), read it back (4.2), return its links:
+    ``{"campaign_id", "url", "short_url"}``. The page URL (an absolute http(s) address) and the
+    required campaign, medium and source are checked before anything is sent.
 
-    Returns ``{"campaign_id", "url", "short_url"}``. The page URL must be an absolute
-    http(s) address and campaign, medium and source are required; both are checked before
-    anything is sent.
-
-    A create is not idempotent: it is retried only when the request provably never reached
-    the platform (connection refused). If the platform accepted the request but the answer was
-    lost (a read timeout, a 5xx from a proxy), the task fails saying the outcome is unknown:
-    the link may exist. For that reason the operator defaults to ``retries=0``; check the
-    platform's ad tracking list before clearing the task. If the create succeeded but the
-    read-back fails, the task fails with :class:`UtmReadBackError` naming the new campaign id.
+    A create is not idempotent: the operator defaults to ``retries=0`` and retries a create only
+    when the request provably never reached the platform; an answer lost after sending fails the
+    task saying the link may exist (check the platform's list before clearing the task). A
+    failed read-back raises :class:`UtmReadBackError` naming the new campaign id.
 
     :param page_url: target address (templated).
     :param utm_campaign: ad name (templated).
@@ -105,7 +100,7 @@ class CreateUtmOperator(AnalyticsBaseOperator):
     def execute(self, context: Context) -> dict[str, Any]:
         client = self.hook.get_conn()
         campaign_id = client.create_utm(
-            rules.http_url(self.page_url, "page_url"),
+            self.page_url,  # checked by the client before anything is sent
             self.utm_campaign,
             self.utm_medium,
             self.utm_source,

@@ -131,12 +131,9 @@ class _CohortOperator(AnalyticsOutputOperator):
 
 
 class CohortExportToParquetOperator(_CohortOperator):
-    """Stream a cohort's users (spec 4.13) into a Parquet object, typed from the tracking plan.
-
-    Memory stays flat whatever the cohort's size; the row count is checked against the cohort's
-    size and a cut or short stream is retried from the start; the object appears at
-    ``destination`` only when complete and a rerun replaces it. The destination's Asset (the
-    untemplated prefix) is declared as an outlet unless ``outlets`` are given.
+    """Stream a cohort's users (spec 4.13) into a Parquet object, typed from the tracking plan,
+    in flat memory; ``docs/operators/cohort_export.md`` says how its size is checked, a cut
+    stream retried and the object published whole, and which Asset it declares.
 
     :param compression: Parquet codec, zstd by default.
     :param row_group_rows: rows per Parquet row group.

@@ -22,8 +22,7 @@ if TYPE_CHECKING:
 
 
 class _CohortShardsOperator(_CohortOperator):
-    """What the three steps share: the cohort export's arguments, given the same values in a
-    DAG; only the publish step declares the destination's Asset."""
+    """The export arguments and checks the three steps share."""
 
     declares_asset = False
 
@@ -57,11 +56,9 @@ class _CohortShardsOperator(_CohortOperator):
 
 
 class CohortShardPlanOperator(_CohortShardsOperator):
-    """Plan a cohort's shards (spec 4.12 pages) and record the plan; returns the shard numbers,
-    for ``CohortShardReadOperator.partial(...).expand(shard_index=plan.output)``. A plan
-    recorded by an earlier try is kept, with its finished shards, when this try makes the same
-    one (request, count, timezone, columns and their types, id property); another is started
-    again, the log saying what differs.
+    """Plan a cohort's shards (spec 4.12 pages) and record the plan (an earlier try's is kept
+    when this try makes the same one); returns the shard numbers, for
+    ``CohortShardReadOperator.partial(...).expand(shard_index=plan.output)``.
     """
 
     def execute(self, context: Context) -> list[int]:

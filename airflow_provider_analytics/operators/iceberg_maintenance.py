@@ -22,31 +22,18 @@ DEFAULT_ORPHAN_FILE_AGE = dt.timedelta(days=3)
 
 
 class IcebergMaintenanceOperator(BaseOperator):
-    """Expire old snapshots of Iceberg tables, then delete their orphan files.
-
-    For each table: snapshots taken more than ``snapshot_retention`` ago are expired through
-    pyiceberg's ``expire_snapshots`` (the ``retain_last`` newest, and every branch and tag
-    head, are kept); then every file under the table's location that the table's metadata no
-    longer reaches and that is older than ``orphan_file_age`` is deleted: the data files of a
-    killed run that never committed, the files only expired snapshots reached (a replaced day's
-    old files), metadata files that left the metadata log. Readers of an expired snapshot
-    (time travel) lose it; the current table is never touched.
-
-    ``orphan_file_age`` must exceed the longest time a run of any writer of these tables takes
-    between writing its first data file and committing, or a slow run's files are removed
-    before its commit (which then fails reading them, and the run's retry writes them again).
-
-    A table that does not exist (yet: its first writer failed) is skipped with a warning.
-
-    XCom: ``{"tables": {identifier: {"expired_snapshots", "snapshots_kept",
-    "orphan_files_removed", "orphan_files" (the first 100), "files_scanned", "dry_run"}}}``
-    (``{"table": identifier, "missing": true}`` for a table that does not exist).
+    """Expire old snapshots of Iceberg tables, then delete their orphan files: files under the
+    table's location its metadata no longer reaches, older than ``orphan_file_age``
+    (``docs/operators/iceberg_maintenance.md`` says which, and what the XCom holds). Readers of
+    an expired snapshot (time travel) lose it; the current table is never touched. A table
+    that does not exist is skipped with a warning (``{"table": identifier, "missing": true}``).
 
     :param iceberg_tables: the tables (``namespace.table``), one or a list; templated.
     :param iceberg_conn_id: the connection describing the Iceberg catalog.
     :param snapshot_retention: snapshots older than this are expired (default 5 days).
     :param retain_last: the newest snapshots always kept, at least 1 (default 1).
-    :param orphan_file_age: unreachable files younger than this are kept (default 3 days).
+    :param orphan_file_age: unreachable files younger than this are kept (default 3 days);
+        longer than any writer of these tables takes from its first data file to its commit.
     :param report_only: report what would be expired and deleted, change nothing (a dry run:
         the orphans are those of the snapshots as they are).
     """
@@ -65,10 +52,8 @@ class IcebergMaintenanceOperator(BaseOperator):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        for name, value in (
-            ("snapshot_retention", snapshot_retention),
-            ("orphan_file_age", orphan_file_age),
-        ):
+        ages = {"snapshot_retention": snapshot_retention, "orphan_file_age": orphan_file_age}
+        for name, value in ages.items():
             if not isinstance(value, dt.timedelta) or value < dt.timedelta(0):
                 rules.fail(name, "must be a timedelta of at least 0", value)
         rules.positive_int(retain_last, "retain_last")

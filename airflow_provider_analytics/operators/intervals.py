@@ -7,19 +7,17 @@ one home.
 from __future__ import annotations
 
 import datetime as dt
-import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
+
+from airflow_provider_analytics.core import rules
+from airflow_provider_analytics.core.errors import AnalyticsValidationError
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-UTC = dt.UTC
-
 DATA_READY_SOURCE: Final = "analytics.data_ready"
 """The ``source`` in the payload of every event ``AnalyticsDataReadyEventTrigger`` fires."""
-
-_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
 @dataclass(frozen=True)
@@ -29,7 +27,7 @@ class CoveredDays:
 
     first: dt.date
     last: dt.date
-    timezone: dt.tzinfo = UTC
+    timezone: dt.tzinfo = dt.UTC
 
     @property
     def dates(self) -> tuple[str, str]:
@@ -49,26 +47,16 @@ class CoveredDays:
     @property
     def end(self) -> dt.datetime:
         """The moment the last covered day is over (midnight after it, in the DAG's timezone)."""
-        midnight = dt.datetime.combine(self.last + dt.timedelta(days=1), dt.time())
-        localize = getattr(self.timezone, "localize", None)  # pytz-style zones need it
-        return localize(midnight) if callable(localize) else midnight.replace(tzinfo=self.timezone)
+        return dt.datetime.combine(self.last + dt.timedelta(days=1), dt.time(), self.timezone)
 
 
 def covered_days(context: Mapping[str, Any]) -> CoveredDays:
     """The days the run of ``context`` (a task's template context; a plain mapping with
-    ``ds`` stands for the logical date) covers, by the day rule:
-
-    - a run whose partition key is a day (``yyyy-MM-dd``) covers that day;
-    - a run started by data-ready events covers the days they announced;
-    - otherwise the first day is the logical date's, in the DAG's timezone, and the run covers
-      more only when its data interval starts at the logical date and spans further (Airflow 3
-      gives a manual run the interval of the moment it was triggered, which is ignored);
-    - a run without a logical date covers the last day that had ended when it was triggered.
-    """
+    ``ds`` stands for the logical date) covers, by the day rule (``docs/day_rule.md``)."""
     dag_run = context.get("dag_run")
     timezone = getattr(context.get("dag"), "timezone", None)
     if not isinstance(timezone, dt.tzinfo):
-        timezone = UTC
+        timezone = dt.UTC
     partition_day = _day(getattr(dag_run, "partition_key", None))
     if partition_day is not None:
         return CoveredDays(partition_day, partition_day, timezone)
@@ -77,7 +65,7 @@ def covered_days(context: Mapping[str, Any]) -> CoveredDays:
         return CoveredDays(first, last, timezone)
     logical, ds = context.get("logical_date"), context.get("ds") or ""
     if logical is None and not ds:
-        run_after = getattr(dag_run, "run_after", None) or dt.datetime.now(UTC)
+        run_after = getattr(dag_run, "run_after", None) or dt.datetime.now(dt.UTC)
         last_complete = _local_date(run_after, timezone) - dt.timedelta(days=1)
         return CoveredDays(last_complete, last_complete, timezone)
     first = _local_date(logical, timezone) if logical is not None else dt.date.fromisoformat(ds)
@@ -105,11 +93,9 @@ def announced_days(context: Mapping[str, Any]) -> list[str]:
 
 
 def _day(value: object) -> dt.date | None:
-    if not isinstance(value, str) or not _DAY.fullmatch(value):
-        return None
     try:
-        return dt.date.fromisoformat(value)
-    except ValueError:
+        return dt.date.fromisoformat(rules.date(value, "day")) if isinstance(value, str) else None
+    except AnalyticsValidationError:
         return None
 
 
@@ -117,17 +103,12 @@ def covered_days_end(dag_run: Any, dag: Any = None) -> str:
     """ISO moment at which the run's covered days are over, for templates: registered as a
     user-defined macro, it lets a ``DateTimeSensor`` wait for the day to end
     (``target_time="{{ covered_days_end(dag_run, dag) }}"``)."""
-    context = {
-        "dag_run": dag_run,
-        "dag": dag,
-        "logical_date": getattr(dag_run, "logical_date", None),
-        "data_interval_start": getattr(dag_run, "data_interval_start", None),
-        "data_interval_end": getattr(dag_run, "data_interval_end", None),
-    }
-    return covered_days(context).end.isoformat()
+    moments = ("logical_date", "data_interval_start", "data_interval_end")
+    context = {name: getattr(dag_run, name, None) for name in moments}
+    return covered_days({**context, "dag_run": dag_run, "dag": dag}).end.isoformat()
 
 
 def _local_date(moment: dt.datetime, timezone: dt.tzinfo) -> dt.date:
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
+        moment = moment.replace(tzinfo=dt.UTC)
     return moment.astimezone(timezone).date()

@@ -21,24 +21,6 @@ if TYPE_CHECKING:
 PERSONAL_DATA: Final = ("personal_data", "masked")
 TAG_SOURCE: Final = "analytics tracking plan"
 
-_STEP_COLUMNS: Final = (
-    "step_number",
-    "step_expression",
-    "step_event",
-    "converted_users",
-    "conversion_rate",
-    "completion_rate",
-    "median_seconds_to_next",
-)
-_MEASURE_COLUMNS: Final = (
-    "measure_index",
-    "measure_label",
-    "measure_expression",
-    "measure_aggregator",
-    "count",
-    "value",
-)
-
 
 @dataclass(frozen=True)
 class ColumnOrigin:
@@ -65,20 +47,25 @@ def report_origins(kind: ReportKind, request: Mapping[str, Any]) -> dict[str, li
     """Each report table's computed columns (by table name) and the request's parts they
     come from; the columns that only place a row (dates, report times) are left out."""
     from airflow_provider_analytics.client.analysis_requests import FunnelRequest
-    from airflow_provider_analytics.reports.schemas import plan_by_columns
+    from airflow_provider_analytics.reports import schemas
 
     model = kind.validate(request)
     sources: dict[str, tuple[str, ...]] = {}
     if isinstance(model, FunnelRequest):
         steps = tuple(dict.fromkeys(step.expression for step in model.steps))
-        sources.update(dict.fromkeys(_STEP_COLUMNS, steps))
+        # step_number .. median_seconds_to_next
+        sources.update(dict.fromkeys(schemas.FUNNEL_SCHEMA.names[5:12], steps))
         if model.by_field is not None:
             sources.update(dict.fromkeys(("by_field", "by_value"), (model.by_field.expression,)))
     else:
         measures = tuple(dict.fromkeys(f"{m.aggregator}({m.expression})" for m in model.measures))
-        sources.update(dict.fromkeys(_MEASURE_COLUMNS, measures))
+        # measure_index .. measure_aggregator, then count and value
+        names = schemas.EVENT_SCHEMA.names
+        sources.update(dict.fromkeys([*names[:4], *names[8:10]], measures))
         split = model.by_fields or ()
-        planned = plan_by_columns([f.expression for f in split], [bool(f.buckets) for f in split])
+        planned = schemas.plan_by_columns(
+            [f.expression for f in split], [bool(f.buckets) for f in split]
+        )
         for by_column in planned:
             sources.update(dict.fromkeys(by_column.names, (by_column.expression,)))
     flattened = kind.schema(dict(request))
@@ -142,15 +129,10 @@ def openlineage_datasets(
     )
     from airflow.providers.openlineage.extractors import OperatorLineage
     from openlineage.client.generated.column_lineage_dataset import Transformation
+    from openlineage.client.generated.tags_dataset import TagsDatasetFacet, TagsDatasetFacetFields
 
     def tags(fields: Sequence[str]) -> dict[str, Any]:
-        from openlineage.client.generated.tags_dataset import (
-            TagsDatasetFacet,
-            TagsDatasetFacetFields,
-        )
-
-        key, value = PERSONAL_DATA
-        marked = [TagsDatasetFacetFields(key, value, TAG_SOURCE, field) for field in fields]
+        marked = [TagsDatasetFacetFields(*PERSONAL_DATA, TAG_SOURCE, field) for field in fields]
         return {"tags": TagsDatasetFacet(tags=marked)} if marked else {}
 
     def lineage_of(column: ColumnOrigin) -> Fields:

@@ -36,9 +36,7 @@ def destination_asset(destination: str) -> Asset | None:
     :param destination: the operator's (unrendered) destination.
     """
     static = destination.split("{{", 1)[0]
-    if "/" not in static:
-        return None
-    static = static[: static.rfind("/") + 1]
+    static = static[: static.rfind("/") + 1]  # nothing without a "/"
     if static.startswith("/"):
         static = f"file://{static}"
     parts = urlsplit(static)
@@ -105,15 +103,11 @@ class AnalyticsOutputOperator(AnalyticsBaseOperator):
         deployment allows."""
         roots = deployment_roots(self.hook.client_config.allowed_destinations)
         if self.iceberg_table:
+            from airflow_provider_analytics.hooks.iceberg import IcebergCatalogHook
             from airflow_provider_analytics.output.iceberg_destination import IcebergDestination
 
-            def open_catalog() -> Any:
-                from airflow_provider_analytics.hooks.iceberg import IcebergCatalogHook
-
-                return IcebergCatalogHook(iceberg_conn_id=self.iceberg_conn_id).get_conn()
-
             return IcebergDestination(
-                open_catalog,
+                IcebergCatalogHook(iceberg_conn_id=self.iceberg_conn_id).get_conn,
                 self.iceberg_conn_id,
                 str(self.iceberg_table),
                 identity,

@@ -177,10 +177,8 @@ class _AnalysisReportOperator(AnalyticsOutputOperator):
 
 
 class FunnelReportOperator(_AnalysisReportOperator):
-    """Funnel analysis (spec 4.16) as four tables: all users and split values, per day and over
-    the whole range, one row per step in each (converted users, conversion and completion
-    rates, median seconds to the next step; see the report tables page). The XCom carries the
-    overall conversion of the whole range.
+    """Funnel analysis (spec 4.16) as four tables, one row per step in each
+    (``docs/report_tables.md``); the XCom carries the overall conversion of the whole range.
 
     :param request: a :class:`~airflow_provider_analytics.client.analysis_requests.FunnelRequest`
         or its body as a dict (``steps``, ``crowds``, ``convertTime``, ...; templated);
@@ -193,8 +191,8 @@ class FunnelReportOperator(_AnalysisReportOperator):
 
 
 class EventReportOperator(_AnalysisReportOperator):
-    """Event analysis (spec 4.17) as two tables: one row per split values, measure and period,
-    and the platform's totals over the whole range. The XCom carries the total of each measure.
+    """Event analysis (spec 4.17) as two tables (``docs/report_tables.md``); the XCom carries
+    the total of each measure.
 
     :param request: an :class:`~airflow_provider_analytics.client.analysis_requests.EventRequest`
         or its body as a dict (``measures``, ``crowds``, ``unit``, ``byFields``, ...;

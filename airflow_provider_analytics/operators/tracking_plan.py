@@ -15,23 +15,14 @@ if TYPE_CHECKING:
 
 class TrackingPlanSyncOperator(AnalyticsBaseOperator):
     """Add and modify user properties, events and event properties so the platform's plan
-    matches a YAML/JSON plan file.
-
-    The whole file is checked first (every problem reported at once, nothing sent). Items
-    missing from the platform or outside its plan are added, differing names, remarks and
-    (while no data is reported) data types are modified, identical items are skipped, and
-    platform items the file does not declare are left alone (counted as ``untracked``). A data
-    type that cannot change because data was reported is a conflict: by default the task fails
-    listing every conflict before writing anything. Running the same file again changes nothing.
+    matches a YAML/JSON plan file; platform items the file does not declare are left alone.
+    ``docs/operators/tracking_plan_sync.md`` gives the rules (what is added, modified, skipped
+    or a conflict) and the DAG that has a person approve the change first.
 
     Returns ``{"added": [...], "modified": [...], "skipped": n, "conflicts": [...],
     "untracked": {...}, "dry_run": bool, "live_digest": str}``; each listed change names its
     target, ids and the fields that change (old and new). A preview (``dry_run``) also returns
     ``review``: the difference as Markdown, for the body of an ``ApprovalOperator``.
-
-    To have a person approve the change first, preview (``dry_run``), ask (Airflow's
-    ``ApprovalOperator``), then apply what was approved (``reviewed_preview``); the operator's
-    page shows the DAG.
 
     :param plan: path of the plan file (templated; relative to the DAG file's folder), or the
         plan as a dict.
@@ -59,19 +50,14 @@ class TrackingPlanSyncOperator(AnalyticsBaseOperator):
     ) -> None:
         super().__init__(**kwargs)
         self.plan = os.fspath(plan) if isinstance(plan, os.PathLike) else plan
-        # ``dry_run`` is taken: BaseOperator.dry_run() renders templates for the CLI.
-        self.is_dry_run = dry_run
         self.apply_despite_conflicts = apply_despite_conflicts
-        self.check_review_arguments(dry_run, reviewed_preview)
-        self.reviewed_preview = reviewed_preview
+        self.review_arguments(dry_run, reviewed_preview)
 
     def execute(self, context: Context) -> dict[str, Any]:
         from airflow_provider_analytics.plan.file import load_tracking_plan
         from airflow_provider_analytics.plan.sync import sync_tracking_plan
 
-        reviewed = None
-        if self.reviewed_preview is not None:
-            reviewed = self.reviewed_result(context, self.reviewed_preview)
+        reviewed = self.reviewed_result(context)
         # a relative plan path starts at the DAG file's folder
         dag = context.get("dag") or (self.dag if self.has_dag() else None)
         fileloc = getattr(dag, "fileloc", None)

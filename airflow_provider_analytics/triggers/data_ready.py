@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
-from airflow_provider_analytics.client.data_ready import DataReadyCheck, Readiness
+from airflow_provider_analytics.client.data_ready import DataReadyCheck
 from airflow_provider_analytics.core.errors import is_transient
 from airflow_provider_analytics.core.redaction import Redactor
 from airflow_provider_analytics.hooks.analytics import AnalyticsHook, client_config_from_connection
@@ -17,14 +17,7 @@ from airflow_provider_analytics.hooks.analytics import AnalyticsHook, client_con
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
-    from airflow_provider_analytics.client.async_api import AsyncAnalyticsClient
-
 log = logging.getLogger(__name__)
-
-
-async def check_once(client: AsyncAnalyticsClient, check: DataReadyCheck) -> Readiness:
-    """One check through the asynchronous client; raises the client's errors."""
-    return check.evaluate(await client.request_json(check.call()))
 
 
 class AnalyticsDataReadyTrigger(BaseTrigger):
@@ -78,7 +71,7 @@ class AnalyticsDataReadyTrigger(BaseTrigger):
                     yield TriggerEvent({"status": "timeout", "message": message})
                     return
                 try:
-                    readiness = await check_once(client, check)
+                    readiness = check.evaluate(await client.request_json(check.call()))
                 except Exception as error:
                     if not is_transient(error):  # the error says waiting cannot help
                         yield TriggerEvent({"status": "error", "message": shown(error)})

@@ -1,13 +1,8 @@
 """AnalyticsDataReadyEventTrigger: announce each day whose data has landed, for DAGs scheduled
-on an ``Asset`` with an ``AssetWatcher`` (event-driven scheduling, no cron and no sensor).
-
-It asks and judges as the data-ready sensor does (:class:`DataReadyCheck`), over the window of
-complete days still watched, and announces each ready day once with one event
-(``{"source": "analytics.data_ready", "day": ..., "partition_key": ...}``). Watchers of one
-connection, event and window share one poll (``shared_stream_key``); the days announced are kept
-in the asset's state store, written before the event is handed over, so a restarted triggerer
-never announces a day twice. docs/event_driven.md tells the whole story: the one moment that
-choice leaves uncovered, the deadline rule, the failures.
+on an ``Asset`` with an ``AssetWatcher``, with one event
+(``{"source": "analytics.data_ready", "day": ..., "partition_key": ...}``). The days announced
+are written to the asset's state store before the event is handed over, so a restarted
+triggerer never announces a day twice; docs/event_driven.md tells the whole story.
 """
 
 from __future__ import annotations

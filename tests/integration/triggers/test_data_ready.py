@@ -207,7 +207,7 @@ def test_an_unexpected_failure_reaches_the_event_masked_and_bounded(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Whatever text an unexpected failure carries, the event shows it masked, then cut."""
-    import airflow_provider_analytics.triggers.data_ready as trigger_module
+    from airflow_provider_analytics.client.async_api import AsyncAnalyticsClient
 
     token = "tok-Trig9-Zx41-distinct"
     monkeypatch.setenv(
@@ -225,7 +225,7 @@ def test_an_unexpected_failure_reaches_the_event_masked_and_bounded(
     async def failing_check(*_: Any) -> Any:
         raise RuntimeError("w" * 480 + f"header token: {token}" + "v" * 2000)
 
-    monkeypatch.setattr(trigger_module, "check_once", failing_check)
+    monkeypatch.setattr(AsyncAnalyticsClient, "request_json", failing_check)
     trigger = AnalyticsDataReadyTrigger(
         "analytics_default", {"from_date": DAY, "to_date": DAY}, poke_interval=0.01
     )
