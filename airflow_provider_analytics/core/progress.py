@@ -130,8 +130,7 @@ class Progress:
     def _advance_bar(self, done: int | None, size: int | None) -> None:
         if self._bar is None:
             return
-        if self._bar.total != self.total:
-            self._bar.total = self.total
+        self._bar.total = self.total
         if done is not None and done > self._shown:
             self._bar.update(done - self._shown)
             self._shown = done

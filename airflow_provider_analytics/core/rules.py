@@ -314,10 +314,9 @@ def distinct(
     first: dict[str, int] = {}
     for i, item in enumerate(items):
         key = sent(item)
-        if key not in first:
-            first[key] = i
+        j = first.setdefault(key, i)
+        if j == i:
             continue
-        j = first[key]
         if items[j] == item:
             repeat = f"{where(j)} and {where(i)} are both {item!r}"
         else:
@@ -445,10 +444,7 @@ class Declared(BaseModel):
         except ValidationError as error:
             raise refusal(error, cls._root()) from None
 
-    @classmethod
-    def from_body(cls, body: Any) -> Self:
-        """The typed form of a body dict (checked by the same rules)."""
-        return cls.model_validate(body)
+    from_body = model_validate  # the typed form of a body dict (checked by the same rules)
 
     @classmethod
     def list_of(cls, value: Any, field: str, *, what: str, non_empty: bool) -> tuple[Self, ...]:
