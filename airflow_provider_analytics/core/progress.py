@@ -14,6 +14,7 @@ Airflow tasks log lines only (the hook turns the bar off).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import sys
@@ -45,11 +46,9 @@ def progress_interval(value: Any, field: str = "progress_interval") -> float:
 
 def interactive() -> bool:
     """Whether someone is likely watching: stderr is a terminal, or a Jupyter kernel runs."""
-    try:
-        if sys.stderr is not None and sys.stderr.isatty():
+    with contextlib.suppress(AttributeError, ValueError):  # none, a replaced or a closed stderr
+        if sys.stderr.isatty():
             return True
-    except (AttributeError, ValueError):  # a replaced or closed stderr
-        pass
     get_ipython = getattr(sys.modules.get("IPython"), "get_ipython", None)
     try:
         return get_ipython is not None and getattr(get_ipython(), "kernel", None) is not None
