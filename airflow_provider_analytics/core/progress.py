@@ -34,12 +34,7 @@ DEFAULT_PROGRESS_INTERVAL: Final = 10.0
 
 def progress_interval(value: Any, field: str = "progress_interval") -> float:
     """Seconds between progress lines: a finite number above 0 (text and bools refused)."""
-    if (
-        not isinstance(value, int | float)
-        or isinstance(value, bool)
-        or not math.isfinite(value)
-        or value <= 0
-    ):
+    if not isinstance(value, int | float) or isinstance(value, bool) or not 0 < value < math.inf:
         fail(field, "must be a number of seconds above 0 (e.g. 10)", value)
     return float(value)
 
