@@ -39,8 +39,11 @@ def progress_interval(value: Any, field: str = "progress_interval") -> float:
     return float(value)
 
 
-def interactive() -> bool:
-    """Whether someone is likely watching: stderr is a terminal, or a Jupyter kernel runs."""
+def bar_wanted(wanted: bool | None = None) -> bool:
+    """Whether a bar is shown: ``True`` or ``False`` force it; ``None`` asks whether someone is
+    likely watching (stderr is a terminal, or a Jupyter kernel runs)."""
+    if wanted is not None:
+        return wanted
     with contextlib.suppress(AttributeError, ValueError):  # none, a replaced or a closed stderr
         if sys.stderr.isatty():
             return True
@@ -49,11 +52,6 @@ def interactive() -> bool:
         return get_ipython is not None and getattr(get_ipython(), "kernel", None) is not None
     except Exception:  # an odd IPython: no bar rather than a failed export
         return False
-
-
-def bar_wanted(wanted: bool | None) -> bool:
-    """Whether a bar is shown: ``True`` or ``False`` force it, ``None`` asks :func:`interactive`."""
-    return wanted if wanted is not None else interactive()
 
 
 def _megabytes(size: int) -> str:
