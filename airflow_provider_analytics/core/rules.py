@@ -362,11 +362,9 @@ def check(
     rule: Callable[..., Any], *args: Any, optional: bool = False, **kwargs: Any
 ) -> BeforeValidator:
     """A field's rule: ``rule(value, "", *args)``; the model names the field where it is."""
-
-    def checked(value: Any) -> Any:
-        return None if optional and value is None else rule(value, "", *args, **kwargs)
-
-    return BeforeValidator(checked)
+    return BeforeValidator(
+        lambda value: None if optional and value is None else rule(value, "", *args, **kwargs)
+    )
 
 
 def items(
