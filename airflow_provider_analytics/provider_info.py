@@ -43,6 +43,13 @@ CONNECTION_FIELDS: dict[str, Any] = json.loads(
 Airflow reads the metadata without building the settings' model (a test compares the two;
 ``python -m devtools.connection_form`` writes it anew)."""
 
+
+def _modules(room: str, *names: str) -> list[dict[str, Any]]:
+    """Airflow's list of the provider's modules ``names`` of one kind, in the folder ``room``."""
+    modules = [f"{_PACKAGE}.{room}.{name}" for name in names]
+    return [{"integration-name": "Analytics", "python-modules": modules}]
+
+
 PROVIDER_INFO: dict[str, Any] = {
     "package-name": "airflow-provider-analytics",
     "name": "Analytics",
@@ -56,33 +63,19 @@ PROVIDER_INFO: dict[str, Any] = {
             "tags": ["service"],
         }
     ],
-    "hooks": [{"integration-name": "Analytics", "python-modules": [f"{_PACKAGE}.hooks.analytics"]}],
-    "operators": [
-        {
-            "integration-name": "Analytics",
-            "python-modules": [
-                f"{_PACKAGE}.operators.cohort_export",
-                f"{_PACKAGE}.operators.cohort_shards",
-                f"{_PACKAGE}.operators.reports",
-                f"{_PACKAGE}.operators.campaigns",
-                f"{_PACKAGE}.operators.accounts",
-                f"{_PACKAGE}.operators.tracking_plan",
-                f"{_PACKAGE}.operators.iceberg_maintenance",
-            ],
-        }
-    ],
-    "sensors": [
-        {"integration-name": "Analytics", "python-modules": [f"{_PACKAGE}.sensors.data_ready"]}
-    ],
-    "triggers": [
-        {
-            "integration-name": "Analytics",
-            "python-modules": [
-                f"{_PACKAGE}.triggers.data_ready",
-                f"{_PACKAGE}.triggers.data_ready_event",
-            ],
-        }
-    ],
+    "hooks": _modules("hooks", "analytics"),
+    "operators": _modules(
+        "operators",
+        "cohort_export",
+        "cohort_shards",
+        "reports",
+        "campaigns",
+        "accounts",
+        "tracking_plan",
+        "iceberg_maintenance",
+    ),
+    "sensors": _modules("sensors", "data_ready"),
+    "triggers": _modules("triggers", "data_ready", "data_ready_event"),
     "connection-types": [
         {
             "hook-class-name": f"{_PACKAGE}.hooks.analytics.AnalyticsHook",

@@ -50,7 +50,7 @@ STAGES: list[tuple[str, re.Pattern[str]]] = [
         ),
         ("marker scan", r"typed_markers|_without_typed_markers"),
         ("byte scans (key and line counts)", r"byte_scans|_key_ends|_byte_count"),
-        ("splitting into blocks", r"iter_line_blocks|iter_counted_blocks|_check_lines"),
+        ("splitting into blocks", r"iter_counted_blocks|_counted_lines"),
         ("socket (HTTP read)", r"urllib3|http/client|socket\.py|_read_chunks|iter_bytes|recv"),
         ("object storage (fsspec)", r"fsspec|upath|ObjectStoragePath|storage\.py|LocalFileOpener"),
         (

@@ -71,10 +71,10 @@ def _schema() -> Any:
 
 
 def _blocks(path: Path) -> list[bytes]:
-    from airflow_provider_analytics.core.ndjson import iter_line_blocks
+    from airflow_provider_analytics.core.ndjson import iter_counted_blocks
 
     with path.open("rb") as source:
-        return list(iter_line_blocks(iter(lambda: source.read(BLOCK), b""), BLOCK))
+        return [b for b, _ in iter_counted_blocks(iter(lambda: source.read(BLOCK), b""), BLOCK)]
 
 
 def _rule(blocks: list[bytes], threads: int) -> int:

@@ -111,8 +111,7 @@ def bounded_repr(value: Any, limit: int = _MAX_SHOWN_VALUE) -> str:
     text = (  # reprlib cuts a string at its own size: one within ``limit`` is shown whole
         repr(value) if isinstance(value, str) and len(value) < limit else _BOUNDED_REPR.repr(value)
     )
-    text = known().text(text)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    return known().excerpt(text, limit)
 
 
 class AnalyticsValidationError(AnalyticsError, ValueError):

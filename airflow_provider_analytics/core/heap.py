@@ -10,19 +10,16 @@ MiB between shards without it and 206-214 MiB with it.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import functools
 from typing import Any
 
 
 @functools.cache
 def _malloc_trim() -> Any:
-    name = ctypes.util.find_library("c")
-    try:
-        library = ctypes.CDLL(name) if name else None
-    except OSError:
+    try:  # the running program's symbols, the C library's among them
+        return getattr(ctypes.CDLL(None), "malloc_trim", None)
+    except (OSError, TypeError):
         return None
-    return getattr(library, "malloc_trim", None)
 
 
 def trim_heap() -> None:

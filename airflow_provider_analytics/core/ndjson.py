@@ -45,30 +45,17 @@ def describe_unfinished(tail: bytes, complete_rows: int) -> str:
     )
 
 
-def iter_line_blocks(
-    chunks: Iterable[bytes],
-    block_bytes: int = 1 << 20,
-    *,
-    max_line_bytes: int = MAX_LINE_BYTES,
-) -> Iterator[bytes]:
-    """Byte chunks cut anywhere, grouped into blocks of whole lines of about ``block_bytes``,
-    each ending with ``b"\\n"`` (blank lines may remain); a final piece without a newline only
-    if it is a complete JSON object. :class:`MalformedStreamError` names a cut or long line."""
-    for block, _ in iter_counted_blocks(chunks, block_bytes, max_line_bytes=max_line_bytes):
-        yield block
-
-
 def iter_counted_blocks(
     chunks: Iterable[bytes],
     block_bytes: int = 1 << 20,
     *,
     max_line_bytes: int = MAX_LINE_BYTES,
 ) -> Iterator[tuple[bytes, int]]:
-    """:func:`iter_line_blocks`, each block with its count of ``b"\\n"`` (blank lines included),
-    so the decoder need not pass over every byte again."""
-    # numpy loads when a stream is read, not when a DAG file imports the settings
-    from airflow_provider_analytics.core.byte_scans import byte_count
-
+    """Byte chunks cut anywhere, grouped into blocks of whole lines of about ``block_bytes``,
+    each ending with ``b"\\n"`` (blank lines may remain) and given with its count of
+    ``b"\\n"``, so the decoder need not pass over every byte again; a final piece without a
+    newline only if it is a complete JSON object. :class:`MalformedStreamError` names a cut or
+    long line."""
     pending: list[bytes | memoryview] = []
     pending_bytes = 0  # bytes held in ``pending``
     line_bytes = 0  # bytes of the unfinished line at the end of ``pending``
@@ -77,7 +64,7 @@ def iter_counted_blocks(
         if not chunk:
             continue
         cut = chunk.rfind(b"\n") + 1
-        # the unfinished last line may not outgrow the bound (complete ones: _check_lines)
+        # the unfinished last line may not outgrow the bound (complete ones: _counted_lines)
         line_bytes = line_bytes + len(chunk) if cut == 0 else len(chunk) - cut
         if line_bytes > max_line_bytes:
             held = b"".join(pending) + chunk
@@ -89,8 +76,7 @@ def iter_counted_blocks(
         last = pending.pop()
         pending.append(memoryview(last)[:cut])  # joined without a copy of its own
         block = b"".join(pending)
-        _check_lines(block, rows, max_line_bytes)
-        lines = byte_count(block, _NEWLINE)
+        lines = _counted_lines(block, rows, max_line_bytes)
         rows += lines
         yield block, lines
         rest = last[cut:]
@@ -99,8 +85,7 @@ def iter_counted_blocks(
     cut = data.rfind(b"\n") + 1
     if cut:
         block = data[:cut]
-        _check_lines(block, rows, max_line_bytes)
-        lines = byte_count(block, _NEWLINE)
+        lines = _counted_lines(block, rows, max_line_bytes)
         rows += lines
         yield block, lines
     tail = data[cut:]
@@ -114,13 +99,17 @@ def iter_counted_blocks(
         yield tail + b"\n", 1
 
 
-def _check_lines(block: bytes, rows_before: int, max_line_bytes: int) -> None:
-    """Refuse a block holding a line longer than ``max_line_bytes`` (cheap when none is)."""
-    if len(block) <= max_line_bytes:
-        return
-    for row, line in enumerate(block.split(b"\n")):
-        if len(line) > max_line_bytes:
-            raise _too_long(rows_before + row, max_line_bytes)
+def _counted_lines(block: bytes, rows_before: int, max_line_bytes: int) -> int:
+    """The block's count of ``b"\\n"``; refuse a line longer than ``max_line_bytes`` (cheap
+    when none is)."""
+    # numpy loads when a stream is read, not when a DAG file imports the settings
+    from airflow_provider_analytics.core.byte_scans import byte_count
+
+    if len(block) > max_line_bytes:
+        for row, line in enumerate(block.split(b"\n")):
+            if len(line) > max_line_bytes:
+                raise _too_long(rows_before + row, max_line_bytes)
+    return byte_count(block, _NEWLINE)
 
 
 def _too_long(rows_before: int, max_line_bytes: int) -> MalformedStreamError:
@@ -132,8 +121,8 @@ def _too_long(rows_before: int, max_line_bytes: int) -> MalformedStreamError:
 
 def iter_lines(chunks: Iterable[bytes], *, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[bytes]:
     """The complete lines of byte chunks cut anywhere, line ends removed, blank lines skipped;
-    cut, bounded and refused as :func:`iter_line_blocks` does."""
-    for block in iter_line_blocks(chunks, 1, max_line_bytes=max_line_bytes):
+    cut, bounded and refused as :func:`iter_counted_blocks` does."""
+    for block, _ in iter_counted_blocks(chunks, 1, max_line_bytes=max_line_bytes):
         for line in block.split(b"\n"):
             line = line.rstrip(b"\r")
             if line.strip():

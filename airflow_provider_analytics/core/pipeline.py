@@ -30,11 +30,9 @@ def read_ahead(items: Iterable[T], depth: int = 2) -> Iterator[Iterator[T]]:
 
     def put(entry: tuple[object, BaseException | None]) -> bool:
         while not stop.is_set():
-            try:
+            with contextlib.suppress(queue.Full):
                 buffer.put(entry, timeout=0.1)
                 return True
-            except queue.Full:
-                continue
         return False
 
     def produce() -> None:

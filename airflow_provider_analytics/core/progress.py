@@ -14,6 +14,7 @@ Airflow tasks log lines only (the hook turns the bar off).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import sys
@@ -33,33 +34,24 @@ DEFAULT_PROGRESS_INTERVAL: Final = 10.0
 
 def progress_interval(value: Any, field: str = "progress_interval") -> float:
     """Seconds between progress lines: a finite number above 0 (text and bools refused)."""
-    if (
-        not isinstance(value, int | float)
-        or isinstance(value, bool)
-        or not math.isfinite(value)
-        or value <= 0
-    ):
+    if not isinstance(value, int | float) or isinstance(value, bool) or not 0 < value < math.inf:
         fail(field, "must be a number of seconds above 0 (e.g. 10)", value)
     return float(value)
 
 
-def interactive() -> bool:
-    """Whether someone is likely watching: stderr is a terminal, or a Jupyter kernel runs."""
-    try:
-        if sys.stderr is not None and sys.stderr.isatty():
+def bar_wanted(wanted: bool | None = None) -> bool:
+    """Whether a bar is shown: ``True`` or ``False`` force it; ``None`` asks whether someone is
+    likely watching (stderr is a terminal, or a Jupyter kernel runs)."""
+    if wanted is not None:
+        return wanted
+    with contextlib.suppress(AttributeError, ValueError):  # none, a replaced or a closed stderr
+        if sys.stderr.isatty():
             return True
-    except (AttributeError, ValueError):  # a replaced or closed stderr
-        pass
     get_ipython = getattr(sys.modules.get("IPython"), "get_ipython", None)
     try:
         return get_ipython is not None and getattr(get_ipython(), "kernel", None) is not None
     except Exception:  # an odd IPython: no bar rather than a failed export
         return False
-
-
-def bar_wanted(wanted: bool | None) -> bool:
-    """Whether a bar is shown: ``True`` or ``False`` force it, ``None`` asks :func:`interactive`."""
-    return wanted if wanted is not None else interactive()
 
 
 def _megabytes(size: int) -> str:
@@ -130,8 +122,7 @@ class Progress:
     def _advance_bar(self, done: int | None, size: int | None) -> None:
         if self._bar is None:
             return
-        if self._bar.total != self.total:
-            self._bar.total = self.total
+        self._bar.total = self.total
         if done is not None and done > self._shown:
             self._bar.update(done - self._shown)
             self._shown = done

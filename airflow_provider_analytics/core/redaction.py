@@ -68,11 +68,6 @@ def set_min_secret_length(length: int) -> None:
     _min_length = max(int(length), 1)
 
 
-def min_secret_length() -> int:
-    """The shortest secret masked in this process (:data:`MIN_SECRET_LENGTH` by default)."""
-    return _min_length
-
-
 def is_masked(secret: str | None) -> bool:
     """Whether ``secret`` is masked: long enough, and not a word Airflow never masks."""
     return secret is not None and len(secret) >= _min_length and secret.lower() not in NEVER_MASKED
@@ -119,13 +114,13 @@ class Redactor:
 
     def value(self, value: Any) -> Any:
         """A copy of a JSON-like value with secrets masked, dict keys included."""
+        if not self._secrets:
+            return value
         if isinstance(value, str):
-            return self.text(value) if self._secrets else value
+            return self.text(value)
         if isinstance(value, dict):
-            if not self._secrets:
-                return value
             return {self.value(k): self.value(v) for k, v in value.items()}
-        if isinstance(value, list | tuple) and self._secrets:
+        if isinstance(value, list | tuple):
             return type(value)(self.value(v) for v in value)
         return value
 

@@ -10,7 +10,7 @@ from datetime import UTC, date, datetime
 from email.utils import parsedate_to_datetime
 from typing import Final
 
-from airflow_provider_analytics.core.errors import AnalyticsProtocolError
+from airflow_provider_analytics.core.errors import AnalyticsProtocolError, bounded_repr
 
 
 class ReportDateError(AnalyticsProtocolError, ValueError):
@@ -44,14 +44,9 @@ def parse_report_datetime(text: object, *, what: str) -> datetime:
                 except ValueError:
                     break
     raise ReportDateError(
-        f"{what} {shown_label(text)} is not a date in one of the accepted formats: "
+        f"{what} {bounded_repr(text)} is not a date in one of the accepted formats: "
         f"{ACCEPTED_DATETIME_FORMATS}"
     )
-
-
-def shown_label(text: object) -> str:
-    shown = repr(text) if isinstance(text, str | int | float | None) else type(text).__name__
-    return shown if len(shown) <= 80 else shown[:77] + "..."
 
 
 def parse_funnel_date(text: object, *, what: str) -> date:
@@ -60,7 +55,7 @@ def parse_funnel_date(text: object, *, what: str) -> date:
     moment = parse_report_datetime(text, what=what)
     if moment.time() != datetime.min.time():
         raise ReportDateError(
-            f"{what} {shown_label(text)} is not a whole day: its time of day is not 00:00:00"
+            f"{what} {bounded_repr(text)} is not a whole day: its time of day is not 00:00:00"
         )
     return moment.date()
 

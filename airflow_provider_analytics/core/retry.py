@@ -10,7 +10,6 @@ would outlast it ends the loop with the last error. Each retry is logged at WARN
 
 from __future__ import annotations
 
-import email.utils
 import logging
 import math
 import random
@@ -22,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from tenacity import AsyncRetrying, Retrying, retry_if_exception
 
 from airflow_provider_analytics.core.errors import is_transient
+from airflow_provider_analytics.core.report_dates import sent_at
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -35,24 +35,16 @@ _DELAY_SECONDS = re.compile(r"-?[0-9]+(?:\.[0-9]+)?")
 
 def parse_retry_after(value: str | None, *, now: float) -> float | None:
     """Seconds to wait by a ``Retry-After`` header (RFC 9110: ASCII delay seconds, a fraction
-    or a negative accepted, or an HTTP date with its zone, measured from epoch ``now``); ``None``
-    if absent or unreadable (an exponent, digits of other scripts), and the caller backs off."""
-    if value is None:
-        return None
-    value = value.strip()
+    or a negative accepted, or an HTTP date read as :func:`sent_at` reads one, measured from
+    epoch ``now``); ``None`` if absent or unreadable (an exponent, digits of other scripts), and
+    the caller backs off."""
+    value = (value or "").strip()
     if _DELAY_SECONDS.fullmatch(value):
         seconds = float(value)
     else:
-        try:
-            when = email.utils.parsedate_to_datetime(value)
-        except (TypeError, ValueError, IndexError):
-            return None
-        if when.tzinfo is None:
-            return None
-        seconds = when.timestamp() - now
-    if not math.isfinite(seconds):
-        return None
-    return max(seconds, 0.0)
+        when = sent_at(value)
+        seconds = math.nan if when is None else when.timestamp() - now
+    return max(seconds, 0.0) if math.isfinite(seconds) else None
 
 
 @dataclass(frozen=True)
@@ -82,17 +74,13 @@ class RetryPolicy:
         each at random (the jobs' loops: export attempts, shard reads, Iceberg commits)."""
         return cls(attempts, base, math.inf, jitter=jitter)
 
-    def backoff(self, attempt: int) -> float:
-        """The backoff after failed attempt ``attempt`` (1-based)."""
-        ceiling = min(self.backoff_max, self.backoff_base * 2.0 ** (attempt - 1))
-        return ceiling * (1.0 - self.jitter + self.jitter * self.random())
-
     def delay(self, attempt: int, retry_after: float | None = None) -> float:
-        """Seconds to wait after failed attempt ``attempt``: the server's ``retry_after``
-        (bounded by ``retry_after_max``) when it sent one, else the backoff."""
+        """Seconds to wait after failed attempt ``attempt`` (1-based): the server's
+        ``retry_after`` (bounded by ``retry_after_max``) when it sent one, else the backoff."""
         if retry_after is not None:
             return min(retry_after, self.retry_after_max)
-        return self.backoff(attempt)
+        ceiling = min(self.backoff_max, self.backoff_base * 2.0 ** (attempt - 1))
+        return ceiling * (1.0 - self.jitter + self.jitter * self.random())
 
     def _engine(
         self,

@@ -101,24 +101,21 @@ def is_ref(value: str) -> bool:
     return len(value) <= ID_MAX_LENGTH and _ID.fullmatch(value) is not None
 
 
+def id_ref(value: Any, field: str, *, preset: bool = True) -> str:
+    """An id that refers to an existing item; preset ids carry a leading ``$`` (not allowed
+    in a new id: ``preset=False``)."""
+    text = string(value, field)
+    bare = text.removeprefix("$") if preset else text
+    if not 1 <= len(bare) <= ID_MAX_LENGTH:
+        fail(field, f"must be 1 to {ID_MAX_LENGTH} characters long", value)
+    if not _ID.fullmatch(bare):
+        fail(field, REF_RULE if preset else ID_RULE, value)
+    return text
+
+
 def new_id(value: Any, field: str) -> str:
     """An id for a new property or event (spec 2.5): 1 to 100 characters, no ``$``."""
-    text = string(value, field)
-    if not 1 <= len(text) <= ID_MAX_LENGTH:
-        fail(field, f"must be 1 to {ID_MAX_LENGTH} characters long", value)
-    if not _ID.fullmatch(text):
-        fail(field, ID_RULE, value)
-    return text
-
-
-def id_ref(value: Any, field: str) -> str:
-    """An id that refers to an existing item; preset ids carry a leading ``$``."""
-    text = string(value, field)
-    if not 1 <= len(text.removeprefix("$")) <= ID_MAX_LENGTH:
-        fail(field, f"must be 1 to {ID_MAX_LENGTH} characters long", value)
-    if not is_ref(text):
-        fail(field, REF_RULE, value)
-    return text
+    return id_ref(value, field, preset=False)
 
 
 def text(value: Any, field: str, *, min_length: int, max_length: int) -> str:
@@ -317,10 +314,9 @@ def distinct(
     first: dict[str, int] = {}
     for i, item in enumerate(items):
         key = sent(item)
-        if key not in first:
-            first[key] = i
+        j = first.setdefault(key, i)
+        if j == i:
             continue
-        j = first[key]
         if items[j] == item:
             repeat = f"{where(j)} and {where(i)} are both {item!r}"
         else:
@@ -366,11 +362,9 @@ def check(
     rule: Callable[..., Any], *args: Any, optional: bool = False, **kwargs: Any
 ) -> BeforeValidator:
     """A field's rule: ``rule(value, "", *args)``; the model names the field where it is."""
-
-    def checked(value: Any) -> Any:
-        return None if optional and value is None else rule(value, "", *args, **kwargs)
-
-    return BeforeValidator(checked)
+    return BeforeValidator(
+        lambda value: None if optional and value is None else rule(value, "", *args, **kwargs)
+    )
 
 
 def items(
@@ -448,10 +442,7 @@ class Declared(BaseModel):
         except ValidationError as error:
             raise refusal(error, cls._root()) from None
 
-    @classmethod
-    def from_body(cls, body: Any) -> Self:
-        """The typed form of a body dict (checked by the same rules)."""
-        return cls.model_validate(body)
+    from_body = model_validate  # the typed form of a body dict (checked by the same rules)
 
     @classmethod
     def list_of(cls, value: Any, field: str, *, what: str, non_empty: bool) -> tuple[Self, ...]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import json
 import re
+from collections import Counter
 from typing import TYPE_CHECKING, Any, Final
 
 from airflow_provider_analytics.core.errors import AnalyticsError
@@ -39,14 +40,11 @@ def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     """``object_pairs_hook``: an object whose key is repeated is refused, naming the key."""
     record = dict(pairs)
     if len(record) != len(pairs):
-        seen: set[str] = set()
-        for key, _ in pairs:
-            if key in seen:
-                raise StrictJsonError(
-                    f"is not strict JSON: the key {key[:80]!r} is given twice in one object; "
-                    "JSON readers would keep only the last"
-                )
-            seen.add(key)
+        key = next(key for key, times in Counter(name for name, _ in pairs).items() if times > 1)
+        raise StrictJsonError(
+            f"is not strict JSON: the key {key[:80]!r} is given twice in one object; "
+            "JSON readers would keep only the last"
+        )
     return record
 
 

@@ -471,7 +471,7 @@ class BlockDecoder:
         return pa.Table.from_arrays(columns, schema=self.written_schema(table.schema))
 
     def decode(self, block: bytes) -> pa.Table:
-        """Decode one block of whole lines (as :func:`iter_line_blocks` cuts them)."""
+        """Decode one block of whole lines (as :func:`iter_counted_blocks` cuts them)."""
         first_row = self.rows
         return self.complete(self.finish(block, self.parse(block)), first_row)
 

@@ -27,7 +27,7 @@ from airflow_provider_analytics.core import rules
 from airflow_provider_analytics.core.errors import CohortChangedError, ShardStagingError
 from airflow_provider_analytics.core.heap import trim_heap
 from airflow_provider_analytics.core.identity import request_digest
-from airflow_provider_analytics.core.ndjson import iter_line_blocks
+from airflow_provider_analytics.core.ndjson import iter_counted_blocks
 from airflow_provider_analytics.core.retry import RetryPolicy
 from airflow_provider_analytics.export.arrow_pool import arrow_memory_pool
 from airflow_provider_analytics.export.decoder import BlockDecoder
@@ -312,7 +312,7 @@ class ShardReader:
                     lines = answer.lines
                     parquet.add(decoder.finish(lines, decoder.parse(lines, answer.rows)))
                 else:
-                    for block in iter_line_blocks(
+                    for block, _ in iter_counted_blocks(
                         [answer.lines], settings.block_bytes, max_line_bytes=settings.max_line_bytes
                     ):
                         parquet.add(decoder.finish(block, decoder.parse(block)))

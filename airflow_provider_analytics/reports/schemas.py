@@ -14,12 +14,11 @@ from typing import TYPE_CHECKING, Final, NamedTuple
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from airflow_provider_analytics.core.errors import AnalyticsUsageError
+from airflow_provider_analytics.core.errors import AnalyticsUsageError, bounded_repr
 from airflow_provider_analytics.core.identity import REPORT_MARK_COLUMNS
 from airflow_provider_analytics.core.report_dates import (
     ACCEPTED_DATETIME_FORMATS,
     parse_report_datetime,
-    shown_label,
 )
 
 if TYPE_CHECKING:
@@ -258,7 +257,7 @@ def report_time_columns(
         log.warning(
             "%s %s is not a date-time in an accepted form (%s); left empty",
             what,
-            shown_label(value),
+            bounded_repr(value),
             ACCEPTED_DATETIME_FORMATS,
         )
         updated = None

@@ -370,13 +370,13 @@ def test_retries_are_logged_without_secrets(
 
 def test_backoff_doubles_and_is_capped() -> None:
     policy = RetryPolicy(6, 0.5, 3.0, random=lambda: 1.0)
-    assert [policy.backoff(n) for n in range(1, 7)] == [0.5, 1.0, 2.0, 3.0, 3.0, 3.0]
+    assert [policy.delay(n) for n in range(1, 7)] == [0.5, 1.0, 2.0, 3.0, 3.0, 3.0]
 
 
 def test_backoff_uses_full_jitter() -> None:
     policy = RetryPolicy(4, 1.0, 30.0, random=lambda: 0.25)
-    assert [policy.backoff(n) for n in (1, 2, 3)] == [0.25, 0.5, 1.0]
-    assert RetryPolicy(4, 1.0, 30.0, random=lambda: 0.0).backoff(3) == 0.0
+    assert [policy.delay(n) for n in (1, 2, 3)] == [0.25, 0.5, 1.0]
+    assert RetryPolicy(4, 1.0, 30.0, random=lambda: 0.0).delay(3) == 0.0
 
 
 def test_delay_prefers_retry_after_up_to_its_own_cap() -> None:

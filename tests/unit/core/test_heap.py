@@ -3,7 +3,7 @@ cannot, never an error."""
 
 from __future__ import annotations
 
-import ctypes.util
+import ctypes
 import platform
 from typing import TYPE_CHECKING
 
@@ -25,7 +25,7 @@ def test_trim_heap_returns_memory_where_glibc_can(monkeypatch: pytest.MonkeyPatc
 
 def test_without_malloc_trim_it_does_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
     heap._malloc_trim.cache_clear()
-    monkeypatch.setattr(ctypes.util, "find_library", lambda name: None)
+    monkeypatch.setattr(ctypes, "CDLL", lambda name: object())  # a C library without it
     try:
         assert heap._malloc_trim() is None
         heap.trim_heap()  # no library, no error

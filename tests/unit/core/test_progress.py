@@ -200,7 +200,7 @@ def test_the_bar_is_shown_only_where_someone_watches(monkeypatch: pytest.MonkeyP
 
 def test_a_jupyter_kernel_counts_as_watched(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sys, "stderr", io.StringIO())
-    assert not progress_module.interactive()
+    assert not progress_module.bar_wanted()
 
     class Shell:
         kernel = object()
@@ -211,7 +211,7 @@ def test_a_jupyter_kernel_counts_as_watched(monkeypatch: pytest.MonkeyPatch) -> 
             return Shell()
 
     monkeypatch.setitem(sys.modules, "IPython", FakeIPython)  # type: ignore[arg-type]
-    assert progress_module.interactive()
+    assert progress_module.bar_wanted()
 
 
 def test_an_unknown_total_still_counts(clock: Clock) -> None:

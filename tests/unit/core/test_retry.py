@@ -64,7 +64,7 @@ def test_transient_errors_are_retried_with_doubling_capped_backoff() -> None:
 def test_jitter_draws_its_share_of_each_wait() -> None:
     for jitter, draw, expected in ((1.0, 0.25, 0.5), (0.5, 0.0, 1.0), (0.5, 1.0, 2.0), (0, 0.3, 2)):
         policy = RetryPolicy(2, 2.0, 10.0, jitter=jitter, random=lambda d=draw: d)
-        assert policy.backoff(1) == expected
+        assert policy.delay(1) == expected
 
 
 def test_a_permanent_error_is_raised_at_once_and_the_last_transient_one_as_it_is() -> None:

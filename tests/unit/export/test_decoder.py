@@ -17,7 +17,6 @@ from hypothesis import strategies as st
 from airflow_provider_analytics.core.ndjson import (
     MalformedStreamError,
     iter_counted_blocks,
-    iter_line_blocks,
 )
 from airflow_provider_analytics.export.decoder import (
     _PLAIN_LENGTHS,
@@ -63,7 +62,7 @@ def with_nulls(line: bytes, *present: str, columns: list[str] = COLUMNS) -> byte
 def decode(data: bytes, columns=COLUMNS, timezone="Asia/Shanghai") -> tuple[pa.Table, BlockDecoder]:
     decoder = BlockDecoder(export_schema(columns, PLAN, timezone=timezone))
     tables, rows = [], []
-    for block in iter_line_blocks([data], 1 << 20):
+    for block, _ in iter_counted_blocks([data], 1 << 20):
         rows.append(decoder.rows)
         tables.append(decoder.decode(block))
     schema = decoder.arrow_schema  # a number column may have become double on the way
@@ -298,12 +297,12 @@ def test_empty_input_gives_no_blocks() -> None:
 def test_cut_inside_a_line_is_a_stream_error() -> None:
     data = ndjson({"distinct_id": 1}, {"distinct_id": 2})
     with pytest.raises(MalformedStreamError, match="ended inside a line"):
-        list(iter_line_blocks([data[:-5]], 8))
+        list(iter_counted_blocks([data[:-5]], 8))
 
 
 def test_final_line_without_newline_is_accepted_when_complete() -> None:
     data = ndjson({"distinct_id": 1}, {"distinct_id": 2}).rstrip(b"\n")
-    assert b"".join(iter_line_blocks([data], 4)).count(b"\n") == 2
+    assert b"".join(b for b, _ in iter_counted_blocks([data], 4)).count(b"\n") == 2
     assert [lines for _, lines in iter_counted_blocks([data], 4)] == [1, 1]
 
 
@@ -380,9 +379,9 @@ def test_any_chunking_of_the_body_gives_the_same_table(cuts: list[int], block: i
     points = sorted(set(cuts))
     chunks = [BODY[a:b] for a, b in zip([0, *points], [*points, len(BODY)], strict=True)]
     decoder = BlockDecoder(export_schema(COLUMNS, PLAN))
-    blocks = list(iter_line_blocks(chunks, block))
-    assert all(b.endswith(b"\n") for b in blocks)
     counted = list(iter_counted_blocks(chunks, block))
+    blocks = [b for b, _ in counted]
+    assert all(b.endswith(b"\n") for b in blocks)
     assert counted == [(b, b.count(b"\n")) for b in blocks]
     table = pa.concat_tables([decoder.decode(b) for b in blocks])
     assert table.num_rows == len(RECORDS)
