@@ -16,7 +16,7 @@ import re
 import unicodedata
 import zoneinfo
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, NoReturn, Self
+from typing import TYPE_CHECKING, Any, ClassVar, NoReturn, Self
 from urllib.parse import urlsplit
 
 from pydantic import (
@@ -24,7 +24,6 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     SerializerFunctionWrapHandler,
-    TypeAdapter,
     ValidationError,
     model_serializer,
     model_validator,
@@ -443,17 +442,6 @@ class Declared(BaseModel):
             raise refusal(error, cls._root()) from None
 
     from_body = model_validate  # the typed form of a body dict (checked by the same rules)
-
-    @classmethod
-    def list_of(cls, value: Any, field: str, *, what: str, non_empty: bool) -> tuple[Self, ...]:
-        """A list of these bodies, faults named under ``field``."""
-        adapter: TypeAdapter[tuple[Self, ...]] = TypeAdapter(
-            Annotated[tuple[cls, ...], listed(what, non_empty=non_empty)]  # type: ignore[arg-type,valid-type]
-        )
-        try:
-            return adapter.validate_python(value)
-        except ValidationError as error:
-            raise refusal(error, field) from None
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
         """A copy with ``update`` applied, checked as a new body is."""
