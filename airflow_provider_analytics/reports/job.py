@@ -10,6 +10,7 @@ look-back window re-pulls past days with it, each the very report its own daily 
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import time
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
@@ -194,8 +195,7 @@ def _query(
             for window_field, day in zip(WINDOW_FIELDS, window, strict=True):
                 value = pa.scalar(dt.date.fromisoformat(day), pa.date32())
                 table = table.append_column(window_field, pa.repeat(value, table.num_rows))
-            schema = pa.schema([*kind.schema(body), *WINDOW_FIELDS])
-            done.append((table.cast(schema), time.monotonic() - started))
+            done.append((table, time.monotonic() - started))
             progress.update(len(done))
     finally:
         progress.close()
@@ -247,16 +247,10 @@ def _written(
     last day covered; ``started``: ``time.monotonic()`` when the report's work began)."""
     written = {name: writer.write_table(name, table) for name, table in tables.items()}
     main = written[kind.grains[0].name]
+    seconds = round(time.monotonic() - started, 3)
+    headline = kind.headline(tables)
     return ReportResult(
-        uri=str(main["uri"]),
-        report=kind.name,
-        rows=int(main["rows"]),
-        windows=windows,
-        from_date=days[0],
-        to_date=days[1],
-        seconds=round(time.monotonic() - started, 3),
-        headline=kind.headline(tables),
-        tables=written,
+        str(main["uri"]), kind.name, int(main["rows"]), windows, *days, seconds, headline, written
     )
 
 
@@ -323,40 +317,26 @@ def report_to_destination(
     """
     names = [grain.name for grain in kind.grains]
     destination.check(days, names)
+    options: dict[str, Any] = {"timezone": timezone, "progress_interval": progress_interval}
+    writer_for = functools.partial(destination.report_tables, names=names)
     if len(days) > 1:
-        results = run_report_days(
-            kind,
-            client,
-            request,
-            days,
-            lambda day: destination.report_tables(day, names),
-            timezone=timezone,
-            progress_interval=progress_interval,
-        )
+        results = run_report_days(kind, client, request, days, writer_for, **options)
     else:
-        writer = destination.report_tables(days[0], names)
-        results = [
-            run_report(
-                kind,
-                client,
-                request,
-                writer,
-                window_days=window_days,
-                timezone=timezone,
-                progress_interval=progress_interval,
-            )
-        ]
-    summary = results[-1].as_dict()
-    summary["uri"] = destination.uri(days[-1], names)
-    summary["seconds"] = round(sum(result.seconds for result in results), 3)
-    summary[destination.identity.column] = destination.identity.value
-    summary["days_written"] = list(days)
-    summary["repulled"] = {
-        result.from_date: {
-            "rows": result.rows,
-            "headline": result.headline,
-            "tables": result.tables,
-        }
-        for result in results[:-1]
+        writer = writer_for(days[0])
+        results = [run_report(kind, client, request, writer, window_days=window_days, **options)]
+    *repulled, own = results
+    return {
+        **own.as_dict(),
+        "uri": destination.uri(days[-1], names),
+        "seconds": round(sum(result.seconds for result in results), 3),
+        destination.identity.column: destination.identity.value,
+        "days_written": list(days),
+        "repulled": {
+            result.from_date: {
+                "rows": result.rows,
+                "headline": result.headline,
+                "tables": result.tables,
+            }
+            for result in repulled
+        },
     }
-    return summary
