@@ -23,6 +23,7 @@ from airflow_provider_analytics.plan.diff import (
     ChangeKind,
     LivePlan,
     Target,
+    declared_items,
     plan_changes,
     untracked,
 )
@@ -116,14 +117,10 @@ def live_digest(live: LivePlan, desired: DesiredPlan) -> str:
     """A digest of the platform's record of every item the file declares (none where it has
     none): the records the difference is computed from. Items the file does not declare are
     left out, so a change elsewhere on the platform does not void a review."""
-    records: dict[str, Any] = {}
-    for prop in desired.user_properties:
-        records[f"user_property {prop.id}"] = live.user_properties.get(prop.id)
-    for event in desired.events:
-        records[f"event {event.id}"] = live.events.get(event.id)
-        known = live.properties_of(event.id)
-        for item in event.properties:
-            records[f"event_property {event.id}.{item.id}"] = known.get(item.id)
+    records = {
+        Change(ChangeKind.SKIP, target, item.id, event_id).label: record
+        for target, item, record, event_id in declared_items(live, desired)
+    }
     text = json.dumps(records, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
