@@ -275,17 +275,6 @@ def parse_tracking_plan(data: Any, *, origin: str = "plan") -> DesiredPlan:
     return plan
 
 
-def resolve_plan_path(
-    path: str | os.PathLike[str], base_dir: str | os.PathLike[str] | None
-) -> Path:
-    """``path`` itself when absolute, else relative to ``base_dir`` (the DAG's folder; ``None``:
-    the working directory)."""
-    resolved = Path(path).expanduser()
-    if not resolved.is_absolute() and base_dir is not None:
-        resolved = Path(base_dir) / resolved
-    return resolved
-
-
 def load_tracking_plan(
     source: str | os.PathLike[str] | Mapping[str, Any],
     *,
@@ -296,7 +285,9 @@ def load_tracking_plan(
     wrong."""
     if isinstance(source, Mapping):
         return parse_tracking_plan(source)
-    path = resolve_plan_path(source, base_dir)
+    path = Path(source).expanduser()
+    if not path.is_absolute() and base_dir is not None:
+        path = Path(base_dir) / path
     try:
         with path.open(encoding="utf-8") as stream:
             text = stream.read(MAX_CHARACTERS + 1)  # one more than allowed: enough to refuse
