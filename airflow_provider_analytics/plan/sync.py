@@ -279,11 +279,6 @@ def sync_tracking_plan(
     if conflicts and not apply_despite_conflicts:
         raise TrackingPlanConflictError(conflicts)
     apply_changes(client, changes)
-    log.info(
-        "Tracking plan in sync: %d added, %d modified, %d unchanged, %d conflict(s)",
-        len(result.of_kind(ChangeKind.ADD)),
-        len(result.of_kind(ChangeKind.MODIFY)),
-        len(result.of_kind(ChangeKind.SKIP)),
-        len(conflicts),
-    )
+    counts = (len(result.of_kind(kind)) for kind in ChangeKind)  # add, modify, skip, conflict
+    log.info("Tracking plan in sync: %d added, %d modified, %d unchanged, %d conflict(s)", *counts)
     return result
