@@ -31,7 +31,7 @@ from airflow_provider_analytics.reports.frames import (
     event_table,
     funnel_table,
 )
-from airflow_provider_analytics.reports.unset_timezone import UnsetTimezone
+from airflow_provider_analytics.reports.unset_timezone import clock_lead, warn_unset_timezone
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -178,7 +178,7 @@ def _query(
     """Each query (a checked request over a window) flattened, each row carrying its window,
     with the seconds it took. Without a timezone the answers are read as UTC and watched, to
     warn once all are read."""
-    unset = UnsetTimezone(kind.name) if timezone is None else None
+    unset, leads = timezone is None, []
     timezone = "UTC" if timezone is None else rules.time_zone(timezone)
     progress = client.progress(
         f"{kind.name} report", total=len(queries), unit=unit, interval=progress_interval
@@ -189,8 +189,8 @@ def _query(
             started = time.monotonic()
             body = checked.sent()
             answer = client.analyze(checked.window(*window))
-            if unset is not None:
-                unset.observe(answer)
+            if unset:
+                leads.append(clock_lead(answer.answer.reportUpdateTime, answer.sent_at))
             table = kind.flatten(answer.answer, body, timezone)
             for window_field, day in zip(WINDOW_FIELDS, window, strict=True):
                 value = pa.scalar(dt.date.fromisoformat(day), pa.date32())
@@ -201,8 +201,8 @@ def _query(
         progress.close()
     if len(done) > 1:
         progress.finish(len(done))
-    if unset is not None:
-        unset.warn()
+    if unset:
+        warn_unset_timezone(kind.name, next(filter(None, leads), None))
     return done
 
 
