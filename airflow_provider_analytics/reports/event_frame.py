@@ -66,25 +66,24 @@ def event_table(
     if request is None:
         answer = as_model(EventAnswer, "analyze_events", response)
         measure_labels = [label_text(label) for label in answer.measures or []]
-        parsed = [
-            split_measure_label(text) if text is not None else (None, None)
-            for text in measure_labels
+        measures: list[tuple[str | None, str | None]] = [
+            split_measure_label(t) if t is not None else (None, None) for t in measure_labels
         ]
-        measure_expressions = [expression for expression, _ in parsed]
-        measure_aggregators = [aggregator for _, aggregator in parsed]
-        answer.check_counts(tuple(aggregator or "" for aggregator in measure_aggregators))
+        answer.check_counts(tuple(aggregator or "" for _, aggregator in measures))
     else:
         requested = _request_objects(request, "measures")
-        measure_expressions = [label_text(measure.get("expression")) for measure in requested]
-        measure_aggregators = [label_text(measure.get("aggregator")) for measure in requested]
+        measures = [
+            (label_text(m.get("expression")), label_text(m.get("aggregator"))) for m in requested
+        ]
         asked = Asked(
             from_date=request.get("fromDate"),
             to_date=request.get("toDate"),
-            aggregators=tuple(aggregator or "" for aggregator in measure_aggregators),
+            aggregators=tuple(aggregator or "" for _, aggregator in measures),
             split_fields=len(_request_objects(request, "byFields")),
         )
         answer = as_model(EventAnswer, "analyze_events", response, asked)
-        measure_labels = [label_text(label) for label in answer.measures or [None] * len(requested)]
+        measure_labels = [label_text(label) for label in answer.measures or [None] * len(measures)]
+    measure_expressions, measure_aggregators = ([m[side] for m in measures] for side in (0, 1))
     by_columns, by_labels = _split_columns(answer, request)
     rows = answer.rows
     series = answer.series
