@@ -230,9 +230,8 @@ def run_report(
         timezone=timezone,
         progress_interval=progress_interval,
     )
-    return _written(
-        kind, tables, writer, windows, (str(request["fromDate"]), str(request["toDate"])), started
-    )
+    days = (str(request["fromDate"]), str(request["toDate"]))
+    return _written(kind, tables, writer, windows, days, time.monotonic() - started)
 
 
 def _written(
@@ -241,13 +240,14 @@ def _written(
     writer: TableWriter,
     windows: int,
     days: tuple[str, str],
-    started: float,
+    taken: float,
 ) -> ReportResult:
     """Hand each table to ``writer`` and summarise what was written (``days``: the first and
-    last day covered; ``started``: ``time.monotonic()`` when the report's work began)."""
+    last day covered; ``taken``: the seconds the report's work took before its writes)."""
+    started = time.monotonic()
     written = {name: writer.write_table(name, table) for name, table in tables.items()}
     main = written[kind.grains[0].name]
-    seconds = round(time.monotonic() - started, 3)
+    seconds = round(taken + time.monotonic() - started, 3)
     headline = kind.headline(tables)
     return ReportResult(
         str(main["uri"]), kind.name, int(main["rows"]), windows, *days, seconds, headline, written
@@ -286,15 +286,8 @@ def run_report_days(
     queried = _query(kind, client, queries, timezone, "days", progress_interval)
     # each day's seconds: its query and its writes, not the other days' queries between them
     return [
-        _written(
-            kind,
-            cut_grains(table, kind.grains),
-            writer_for(day),
-            1,
-            (day, day),
-            time.monotonic() - seconds,
-        )
-        for day, (table, seconds) in zip(days, queried, strict=True)
+        _written(kind, cut_grains(table, kind.grains), writer_for(day), 1, (day, day), taken)
+        for day, (table, taken) in zip(days, queried, strict=True)
     ]
 
 
