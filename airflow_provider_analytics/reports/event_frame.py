@@ -83,11 +83,10 @@ def event_table(
         )
         answer = as_model(EventAnswer, "analyze_events", response, asked)
         measure_labels = [label_text(label) for label in answer.measures or [None] * len(measures)]
-    measure_expressions, measure_aggregators = ([m[side] for m in measures] for side in (0, 1))
     by_columns, by_labels = _split_columns(answer, request)
     rows = answer.rows
     series = answer.series
-    counting = [aggregator in COUNTING_AGGREGATORS for aggregator in measure_aggregators]
+    counting = [aggregator in COUNTING_AGGREGATORS for _, aggregator in measures]
     counts, values = _gather_values(rows, counting, len(series))
 
     n_rows, n_measures, n_block = len(rows), len(measure_labels), len(series) + 1
@@ -104,8 +103,8 @@ def event_table(
         {
             "measure_index": pa.array(measure_at),
             "measure_label": gathered(measure_labels, pa.string(), measure_at),
-            "measure_expression": gathered(measure_expressions, pa.string(), measure_at),
-            "measure_aggregator": gathered(measure_aggregators, pa.string(), measure_at),
+            "measure_expression": gathered([e for e, _ in measures], pa.string(), measure_at),
+            "measure_aggregator": gathered([a for _, a in measures], pa.string(), measure_at),
             "period": gathered([*series, None], pa.string(), period_at),
             "period_start": gathered(
                 local_times_as_utc([*starts, None], timezone), TIMESTAMP, period_at
