@@ -58,10 +58,7 @@ def funnel_table(response: Mapping[str, Any] | FunnelAnswer, *, timezone: str = 
     step_at = np.tile(np.arange(n_steps), n_rows * n_dates)
 
     is_all = np.array([label == ALL_DATES_LABEL for label in answer.dateList], dtype=bool)
-    is_overall = np.array(
-        [position == 0 and value == OVERALL_BY_VALUE for position, value in enumerate(by_values)],
-        dtype=bool,
-    )
+    overall = by_values[:1] == [OVERALL_BY_VALUE]  # only the first row can be the overall one
     counts = converted.astype(np.float64)  # rates: null where the denominator is 0
     previous = np.concatenate([np.zeros_like(counts[..., :1]), counts[..., :-1]], axis=-1)
     first = np.broadcast_to(counts[..., :1], counts.shape)
@@ -69,7 +66,7 @@ def funnel_table(response: Mapping[str, Any] | FunnelAnswer, *, timezone: str = 
     columns = {
         "by_field": pa.repeat(pa.scalar(label_text(answer.byField) or None, pa.string()), size),
         "by_value": gathered(by_values, pa.string(), row_at),
-        "is_overall": pa.array(is_overall[row_at]),
+        "is_overall": pa.array((row_at == 0) & overall),
         "date": gathered(answer.days, pa.date32(), date_at),
         "is_all_dates": pa.array(is_all[date_at]),
         "step_number": pa.array(step_at + 1),
