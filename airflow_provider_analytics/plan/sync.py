@@ -91,11 +91,10 @@ class SyncResult:
     def review(self) -> str:
         """The difference as Markdown for the person approving it (Airflow's approval page):
         what is added, modified or in conflict, field by field, and what is left alone."""
-        counts = {kind: len(self.of_kind(kind)) for kind in ChangeKind}
+        adds, modifies, skips, conflicts = (len(self.of_kind(kind)) for kind in ChangeKind)
         lines = [
-            f"**Tracking plan**: {counts[ChangeKind.ADD]} to add, "
-            f"{counts[ChangeKind.MODIFY]} to modify, {counts[ChangeKind.SKIP]} unchanged, "
-            f"{counts[ChangeKind.CONFLICT]} conflict(s).",
+            f"**Tracking plan**: {adds} to add, {modifies} to modify, {skips} unchanged, "
+            f"{conflicts} conflict(s).",
             "",
         ]
         listed = [c for c in self.changes if c.kind is not ChangeKind.SKIP]
