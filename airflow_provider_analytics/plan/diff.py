@@ -15,9 +15,9 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Iterator
 
-    from airflow_provider_analytics.plan.file import DesiredPlan
+    from airflow_provider_analytics.plan.file import DesiredPlan, PlannedEvent, PlannedProperty
 
 Record = Mapping[str, Any]
 
@@ -124,15 +124,15 @@ class LivePlan:
 
 def _compare(
     target: Target,
-    item_id: str,
-    declared: Mapping[str, str],
+    item: PlannedProperty | PlannedEvent,
     record: Record | None,
-    event_id: str | None = None,
+    event_id: str | None,
 ) -> Change:
     """The change for one item under the rules of the module docstring."""
-    base = Change(ChangeKind.SKIP, target, item_id, event_id, declared=dict(declared))
+    declared = item.declared()
+    base = Change(ChangeKind.SKIP, target, item.id, event_id, declared=declared)
     if record is None:
-        if item_id.startswith("$"):
+        if item.id.startswith("$"):
             reason = "preset items ($ ids) cannot be created, and the platform has none by this id"
             return replace(base, kind=ChangeKind.CONFLICT, reason=reason)
         added = {key: FieldChange(None, value) for key, value in declared.items()}
@@ -153,43 +153,48 @@ def _compare(
     return base
 
 
-def plan_changes(live: LivePlan, desired: DesiredPlan) -> list[Change]:
-    """One change per item of ``desired``: user properties first, then each event followed
-    by its properties, in file order."""
-    changes = [
-        _compare(Target.USER_PROPERTY, p.id, p.declared(), live.user_properties.get(p.id))
-        for p in desired.user_properties
-    ]
+def declared_items(
+    live: LivePlan, desired: DesiredPlan
+) -> Iterator[tuple[Target, PlannedProperty | PlannedEvent, Record | None, str | None]]:
+    """Each item of ``desired`` with the platform's record of it (``None``: none) and, for an
+    event property, its event: user properties first, then each event followed by its
+    properties, in file order."""
+    for prop in desired.user_properties:
+        yield Target.USER_PROPERTY, prop, live.user_properties.get(prop.id), None
     for event in desired.events:
-        event_change = _compare(Target.EVENT, event.id, event.declared(), live.events.get(event.id))
-        changes.append(event_change)
+        yield Target.EVENT, event, live.events.get(event.id), None
         known = live.properties_of(event.id)
         for prop in event.properties:
-            if event_change.kind is ChangeKind.CONFLICT:
-                reason = f"its event {event.id} cannot be added"
-                change = Change(ChangeKind.CONFLICT, Target.EVENT_PROPERTY, prop.id, event.id)
-                change = replace(change, declared=prop.declared(), reason=reason)
-            else:
-                record = known.get(prop.id)
-                change = _compare(Target.EVENT_PROPERTY, prop.id, prop.declared(), record, event.id)
-            changes.append(change)
+            yield Target.EVENT_PROPERTY, prop, known.get(prop.id), event.id
+
+
+def plan_changes(live: LivePlan, desired: DesiredPlan) -> list[Change]:
+    """One change per item of ``desired``, in the order of :func:`declared_items`; the
+    properties of an event that cannot be added are in conflict too."""
+    changes: list[Change] = []
+    for target, item, record, event_id in declared_items(live, desired):
+        change = _compare(target, item, record, event_id)
+        if target is Target.EVENT:
+            event_change = change
+        elif event_id is not None and event_change.kind is ChangeKind.CONFLICT:
+            reason = f"its event {event_id} cannot be added"
+            change = replace(change, kind=ChangeKind.CONFLICT, fields={}, reason=reason)
+        changes.append(change)
     return changes
 
 
 def untracked(live: LivePlan, desired: DesiredPlan) -> dict[str, int]:
     """How many items the platform has that the file does not declare (left alone); event
     properties of the file's events only, the common ones left out."""
-    user_ids = {p.id for p in desired.user_properties}
-    event_ids = {e.id for e in desired.events}
-    own_properties = 0
+    own = 0
     for event in desired.events:
         declared = {p.id for p in event.properties}
         records = live.event_properties.get(event.id, {})
-        own_properties += sum(
-            1 for pid, r in records.items() if r.get("global") != 1 and pid not in declared
-        )
+        own += sum(1 for pid, r in records.items() if r.get("global") != 1 and pid not in declared)
     return {
-        "user_properties": sum(1 for pid in live.user_properties if pid not in user_ids),
-        "events": sum(1 for eid in live.events if eid not in event_ids),
-        "event_properties": own_properties,
+        "user_properties": len(
+            live.user_properties.keys() - {p.id for p in desired.user_properties}
+        ),
+        "events": len(live.events.keys() - {e.id for e in desired.events}),
+        "event_properties": own,
     }

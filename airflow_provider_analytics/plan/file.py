@@ -212,24 +212,24 @@ class _Problems:
                 self.add(f"{field}.{shown}", f"is not a known key{hint}")
         return value
 
-    def items(self, value: Any, field: str) -> list[Any]:
-        """The entries of an optional list (``None`` and a missing key mean none)."""
+    def listed(self, value: Any, field: str) -> tuple[Any, ...]:
+        """The checked items (:func:`_item`) of an optional list at ``field`` (``None`` and a
+        missing key mean none), each id once."""
         if value is None:
-            return []
+            return ()
         if not isinstance(value, list):
             self.add(field, "must be a list")
-            return []
-        return value
-
-    def unique_ids(self, items: Sequence[PlannedProperty | PlannedEvent]) -> None:
+            return ()
+        items = [_item(raw, f"{field}[{i}]", self) for i, raw in enumerate(value)]
+        checked = tuple(item for item in items if item is not None)
         first_at: dict[str, str] = {}
-        for item in items:
+        for item in checked:
             if item.id in first_at:
                 self.add(
                     f"{item.location}.id", f"{item.id!r} is already declared at {first_at[item.id]}"
                 )
-            else:
-                first_at[item.id] = item.location
+            first_at.setdefault(item.id, item.location)
+        return checked
 
 
 def _item(raw: Any, at: str, problems: _Problems) -> PlannedProperty | PlannedEvent | None:
@@ -242,20 +242,17 @@ def _item(raw: Any, at: str, problems: _Problems) -> PlannedProperty | PlannedEv
     if not event and "data_type" in spec and "dataType" in spec:
         problems.add(f"{at}.data_type", "give data_type or dataType, not both")
     item_id = problems.check(rules.id_ref, spec.get("id"), f"{at}.id", True)
+    data_type = spec.get("data_type", spec.get("dataType"))
     if not event:
-        data_type = spec.get("data_type", spec.get("dataType"))
         data_type = problems.check(rules.data_type, data_type, f"{at}.data_type", True)
     name = problems.check(rules.name, spec.get("name"), f"{at}.name", False)
     remark = problems.check(rules.remark, spec.get("remark"), f"{at}.remark", False)
-    if not event:
-        kept = len(problems.found) == before and None not in (item_id, data_type)
-        return PlannedProperty(item_id, data_type, at, name, remark) if kept else None
-    raw_properties = problems.items(spec.get("properties"), f"{at}.properties")
-    properties = [_item(v, f"{at}.properties[{i}]", problems) for i, v in enumerate(raw_properties)]
-    checked = tuple(p for p in properties if isinstance(p, PlannedProperty))
-    problems.unique_ids(checked)
-    kept = len(problems.found) == before and item_id is not None
-    return PlannedEvent(item_id, at, name, remark, checked) if kept else None
+    properties = problems.listed(spec.get("properties"), f"{at}.properties") if event else ()
+    if len(problems.found) > before:  # a missing id or type is a problem too
+        return None
+    if event:
+        return PlannedEvent(item_id, at, name, remark, properties)
+    return PlannedProperty(item_id, data_type, at, name, remark)
 
 
 def parse_tracking_plan(data: Any, *, origin: str = "plan") -> DesiredPlan:
@@ -269,28 +266,13 @@ def parse_tracking_plan(data: Any, *, origin: str = "plan") -> DesiredPlan:
     spec = problems.mapping(data, "plan", TOP_LEVEL_KEYS)
     if spec is None:
         raise TrackingPlanFileError(problems.found, origin=origin)
-    raw_user = problems.items(spec.get("user_properties"), "user_properties")
-    raw_events = problems.items(spec.get("events"), "events")
-    user = [_item(item, f"user_properties[{i}]", problems) for i, item in enumerate(raw_user)]
-    events = [_item(item, f"events[{i}]", problems) for i, item in enumerate(raw_events)]
-    checked_user = [p for p in user if isinstance(p, PlannedProperty)]
-    checked_events = [e for e in events if isinstance(e, PlannedEvent)]
-    problems.unique_ids(checked_user)
-    problems.unique_ids(checked_events)
+    plan = DesiredPlan(
+        problems.listed(spec.get("user_properties"), "user_properties"),
+        problems.listed(spec.get("events"), "events"),
+    )
     if problems.found:
         raise TrackingPlanFileError(problems.found, origin=origin)
-    return DesiredPlan(tuple(checked_user), tuple(checked_events))
-
-
-def resolve_plan_path(
-    path: str | os.PathLike[str], base_dir: str | os.PathLike[str] | None
-) -> Path:
-    """``path`` itself when absolute, else relative to ``base_dir`` (the DAG's folder; ``None``:
-    the working directory)."""
-    resolved = Path(path).expanduser()
-    if not resolved.is_absolute() and base_dir is not None:
-        resolved = Path(base_dir) / resolved
-    return resolved
+    return plan
 
 
 def load_tracking_plan(
@@ -303,27 +285,26 @@ def load_tracking_plan(
     wrong."""
     if isinstance(source, Mapping):
         return parse_tracking_plan(source)
-    path = resolve_plan_path(source, base_dir)
-    origin = str(path)
+    path = Path(source).expanduser()
+    if not path.is_absolute() and base_dir is not None:
+        path = Path(base_dir) / path
     try:
         with path.open(encoding="utf-8") as stream:
             text = stream.read(MAX_CHARACTERS + 1)  # one more than allowed: enough to refuse
-    except OSError as exc:
-        reason = exc.strerror or type(exc).__name__
-        raise TrackingPlanFileError([f"file: cannot be read: {reason}"], origin=origin) from exc
-    except UnicodeDecodeError as exc:
-        problem = f"file: is not UTF-8 text (byte {exc.start} cannot be decoded)"
-        raise TrackingPlanFileError([problem], origin=origin) from None
-    if len(text) > MAX_CHARACTERS:
-        problem = (
-            f"is {len(text):,} characters long; a plan file may have at most {MAX_CHARACTERS:,}"
-        )
-        raise TrackingPlanFileError([f"file: {problem}"], origin=origin)
-    try:  # JSON for .json files, YAML otherwise (YAML also reads JSON); bounded either way
+        if len(text) > MAX_CHARACTERS:
+            raise DecodeError(
+                f"is {len(text):,} characters long; a plan file may have at most {MAX_CHARACTERS:,}"
+            )
+        # JSON for .json files, YAML otherwise (YAML also reads JSON); bounded either way
         data = strict_json.loads(text) if path.suffix.lower() == ".json" else decode_yaml(text)
-    except DecodeError as exc:
-        raise TrackingPlanFileError([f"file: {exc}"], origin=origin) from None
+    except OSError as exc:
+        problem = f"cannot be read: {exc.strerror or type(exc).__name__}"
+    except UnicodeDecodeError as exc:
+        problem = f"is not UTF-8 text (byte {exc.start} cannot be decoded)"
     except strict_json.StrictJsonError as exc:
-        problem = f"file: cannot be read as JSON: it {exc}"
-        raise TrackingPlanFileError([problem], origin=origin) from None
-    return parse_tracking_plan(data, origin=origin)
+        problem = f"cannot be read as JSON: it {exc}"
+    except DecodeError as exc:
+        problem = str(exc)
+    else:
+        return parse_tracking_plan(data, origin=str(path))
+    raise TrackingPlanFileError([f"file: {problem}"], origin=str(path)) from None

@@ -23,6 +23,7 @@ from airflow_provider_analytics.plan.diff import (
     ChangeKind,
     LivePlan,
     Target,
+    declared_items,
     plan_changes,
     untracked,
 )
@@ -90,11 +91,10 @@ class SyncResult:
     def review(self) -> str:
         """The difference as Markdown for the person approving it (Airflow's approval page):
         what is added, modified or in conflict, field by field, and what is left alone."""
-        counts = {kind: len(self.of_kind(kind)) for kind in ChangeKind}
+        adds, modifies, skips, conflicts = (len(self.of_kind(kind)) for kind in ChangeKind)
         lines = [
-            f"**Tracking plan**: {counts[ChangeKind.ADD]} to add, "
-            f"{counts[ChangeKind.MODIFY]} to modify, {counts[ChangeKind.SKIP]} unchanged, "
-            f"{counts[ChangeKind.CONFLICT]} conflict(s).",
+            f"**Tracking plan**: {adds} to add, {modifies} to modify, {skips} unchanged, "
+            f"{conflicts} conflict(s).",
             "",
         ]
         listed = [c for c in self.changes if c.kind is not ChangeKind.SKIP]
@@ -116,14 +116,10 @@ def live_digest(live: LivePlan, desired: DesiredPlan) -> str:
     """A digest of the platform's record of every item the file declares (none where it has
     none): the records the difference is computed from. Items the file does not declare are
     left out, so a change elsewhere on the platform does not void a review."""
-    records: dict[str, Any] = {}
-    for prop in desired.user_properties:
-        records[f"user_property {prop.id}"] = live.user_properties.get(prop.id)
-    for event in desired.events:
-        records[f"event {event.id}"] = live.events.get(event.id)
-        known = live.properties_of(event.id)
-        for item in event.properties:
-            records[f"event_property {event.id}.{item.id}"] = known.get(item.id)
+    records = {
+        Change(ChangeKind.SKIP, target, item.id, event_id).label: record
+        for target, item, record, event_id in declared_items(live, desired)
+    }
     text = json.dumps(records, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -178,61 +174,48 @@ def _arguments(fields: Mapping[str, FieldChange]) -> dict[str, Any]:
     return {_CLIENT_ARGUMENTS[k]: v.new for k, v in fields.items() if k in _CLIENT_ARGUMENTS}
 
 
-def _retype(method: str, args: tuple[str, ...], change: Change) -> list[_Request]:
-    """An add of an item outside the plan with another data type would be refused: its type
-    (changeable: no data reported) is set first."""
-    if change.kind is ChangeKind.ADD and change.moves_into_plan and "dataType" in change.fields:
-        return [_Request(method, args, {"data_type": change.fields["dataType"].new})]
-    return []
+def _ids(change: Change) -> tuple[str, ...]:
+    """The item's ids as the client's methods take them (an event property: event, then id)."""
+    return (change.id,) if change.event_id is None else (change.event_id, change.id)
+
+
+def _add(added: tuple[Change, ...]) -> _Request:
+    """One add: a user property, or an event with its new properties (4.9)."""
+    first = added[0]
+    declared = {} if first.target is Target.EVENT_PROPERTY else first.declared
+    arguments: dict[str, Any] = {"name": declared.get("name"), "remark": declared.get("remark")}
+    if first.target is Target.USER_PROPERTY:
+        return _Request("add_user_property", (first.id, declared["dataType"]), arguments, added)
+    arguments["properties"] = [
+        {"id": c.id, **c.declared} for c in added if c.target is Target.EVENT_PROPERTY
+    ] or None
+    return _Request("add_event", _ids(first)[:1], arguments, added)
 
 
 def _requests(changes: Sequence[Change]) -> list[_Request]:
-    """User properties first, then per event (in order of first appearance): its properties'
-    retypes, one add of the event and its new properties (4.9), then the modifies."""
-    requests: list[_Request] = []
-    groups: dict[str, list[Change]] = {}
-    arguments: dict[str, Any]
+    """User properties first, then per event (in order of first appearance); for each: the
+    retypes (an add of an item outside the plan with another data type would be refused, so
+    its type, changeable while no data was reported, is set first), one add (an event with
+    its new properties, 4.9), then the modifies."""
+    groups: dict[tuple[str, ...], list[Change]] = {}
     for change in (c for c in changes if c.kind in _WRITES):
-        if change.target is Target.EVENT:
-            groups.setdefault(change.id, []).append(change)
-        elif change.target is Target.EVENT_PROPERTY and change.event_id is not None:
-            groups.setdefault(change.event_id, []).append(change)
-        elif change.target is Target.USER_PROPERTY:
-            requests += _retype("update_user_property", (change.id,), change)
-            if change.kind is ChangeKind.ADD:
-                declared = change.declared
-                arguments = {"name": declared.get("name"), "remark": declared.get("remark")}
-                args = (change.id, declared["dataType"])
-                requests.append(_Request("add_user_property", args, arguments, (change,)))
-            else:
-                arguments = _arguments(change.fields)
-                requests.append(
-                    _Request("update_user_property", (change.id,), arguments, (change,))
-                )
-    for event_id, group in groups.items():
-        event = next((c for c in group if c.target is Target.EVENT), None)
-        properties = [c for c in group if c.target is Target.EVENT_PROPERTY]
-        for p in properties:
-            requests += _retype("update_event_property", (event_id, p.id), p)
-        added_event = (event,) if event is not None and event.kind is ChangeKind.ADD else ()
-        added_properties = tuple(p for p in properties if p.kind is ChangeKind.ADD)
-        if added_event or added_properties:
-            declared = added_event[0].declared if added_event else {}
-            arguments = {
-                "name": declared.get("name"),
-                "remark": declared.get("remark"),
-                "properties": [{"id": p.id, **p.declared} for p in added_properties] or None,
-            }
-            completes = added_event + added_properties
-            requests.append(_Request("add_event", (event_id,), arguments, completes))
-        if event is not None and event.kind is ChangeKind.MODIFY:
-            arguments = _arguments(event.fields)
-            requests.append(_Request("update_event", (event_id,), arguments, (event,)))
-        requests.extend(
-            _Request("update_event_property", (event_id, p.id), _arguments(p.fields), (p,))
-            for p in properties
-            if p.kind is ChangeKind.MODIFY
-        )
+        user = change.target is Target.USER_PROPERTY  # else grouped by the event's id
+        key = (change.target, change.id) if user else _ids(change)[:1]
+        groups.setdefault(key, []).append(change)
+    requests: list[_Request] = []
+    for group in sorted(groups.values(), key=lambda g: g[0].target is not Target.USER_PROPERTY):
+        added = tuple(c for c in group if c.kind is ChangeKind.ADD)
+        requests += [
+            _Request(f"update_{c.target}", _ids(c), {"data_type": c.fields["dataType"].new})
+            for c in added
+            if c.moves_into_plan and "dataType" in c.fields
+        ]
+        requests += [_add(added)] if added else []
+        requests += [
+            _Request(f"update_{c.target}", _ids(c), _arguments(c.fields), (c,))
+            for c in group
+            if c.kind is ChangeKind.MODIFY
+        ]
     return requests
 
 
@@ -295,11 +278,6 @@ def sync_tracking_plan(
     if conflicts and not apply_despite_conflicts:
         raise TrackingPlanConflictError(conflicts)
     apply_changes(client, changes)
-    log.info(
-        "Tracking plan in sync: %d added, %d modified, %d unchanged, %d conflict(s)",
-        len(result.of_kind(ChangeKind.ADD)),
-        len(result.of_kind(ChangeKind.MODIFY)),
-        len(result.of_kind(ChangeKind.SKIP)),
-        len(conflicts),
-    )
+    counts = (len(result.of_kind(kind)) for kind in ChangeKind)  # add, modify, skip, conflict
+    log.info("Tracking plan in sync: %d added, %d modified, %d unchanged, %d conflict(s)", *counts)
     return result

@@ -66,29 +66,27 @@ def event_table(
     if request is None:
         answer = as_model(EventAnswer, "analyze_events", response)
         measure_labels = [label_text(label) for label in answer.measures or []]
-        parsed = [
-            split_measure_label(text) if text is not None else (None, None)
-            for text in measure_labels
+        measures: list[tuple[str | None, str | None]] = [
+            split_measure_label(t) if t is not None else (None, None) for t in measure_labels
         ]
-        measure_expressions = [expression for expression, _ in parsed]
-        measure_aggregators = [aggregator for _, aggregator in parsed]
-        answer.check_counts(tuple(aggregator or "" for aggregator in measure_aggregators))
+        answer.check_counts(tuple(aggregator or "" for _, aggregator in measures))
     else:
         requested = _request_objects(request, "measures")
-        measure_expressions = [label_text(measure.get("expression")) for measure in requested]
-        measure_aggregators = [label_text(measure.get("aggregator")) for measure in requested]
+        measures = [
+            (label_text(m.get("expression")), label_text(m.get("aggregator"))) for m in requested
+        ]
         asked = Asked(
             from_date=request.get("fromDate"),
             to_date=request.get("toDate"),
-            aggregators=tuple(aggregator or "" for aggregator in measure_aggregators),
+            aggregators=tuple(aggregator or "" for _, aggregator in measures),
             split_fields=len(_request_objects(request, "byFields")),
         )
         answer = as_model(EventAnswer, "analyze_events", response, asked)
-        measure_labels = [label_text(label) for label in answer.measures or [None] * len(requested)]
+        measure_labels = [label_text(label) for label in answer.measures or [None] * len(measures)]
     by_columns, by_labels = _split_columns(answer, request)
     rows = answer.rows
     series = answer.series
-    counting = [aggregator in COUNTING_AGGREGATORS for aggregator in measure_aggregators]
+    counting = [aggregator in COUNTING_AGGREGATORS for _, aggregator in measures]
     counts, values = _gather_values(rows, counting, len(series))
 
     n_rows, n_measures, n_block = len(rows), len(measure_labels), len(series) + 1
@@ -105,8 +103,8 @@ def event_table(
         {
             "measure_index": pa.array(measure_at),
             "measure_label": gathered(measure_labels, pa.string(), measure_at),
-            "measure_expression": gathered(measure_expressions, pa.string(), measure_at),
-            "measure_aggregator": gathered(measure_aggregators, pa.string(), measure_at),
+            "measure_expression": gathered([e for e, _ in measures], pa.string(), measure_at),
+            "measure_aggregator": gathered([a for _, a in measures], pa.string(), measure_at),
             "period": gathered([*series, None], pa.string(), period_at),
             "period_start": gathered(
                 local_times_as_utc([*starts, None], timezone), TIMESTAMP, period_at
@@ -131,11 +129,9 @@ def event_schema(
     :param request: the event analysis request body.
     :param response: the response, used when no request is given.
     """
-    if request is None and response is not None:
-        by_columns, _ = _split_columns(as_model(EventAnswer, "analyze_events", response), None)
-    else:
-        by_columns, _ = _split_columns(None, request)
-    return event_schema_for(by_columns)
+    read = request is None and response is not None
+    answer = as_model(EventAnswer, "analyze_events", response) if read else None
+    return event_schema_for(_split_columns(answer, request)[0])
 
 
 def _request_objects(request: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
@@ -150,18 +146,20 @@ def _request_objects(request: Mapping[str, Any], key: str) -> list[Mapping[str, 
 def _split_columns(
     answer: EventAnswer | None, request: Mapping[str, Any] | None
 ) -> tuple[tuple[ByColumn, ...], list[_Labels]]:
+    """The split columns (bucketed as the request says, else as the labels look) and each
+    split field's labels, by row."""
     rows = [] if answer is None else answer.rows
     if request is None:
         fields: list[Mapping[str, Any]] = [
-            {"expression": field} for field in (answer.byFields if answer else None) or []
+            {"expression": f} for f in (answer and answer.byFields) or []
         ]
     else:
         fields = _request_objects(request, "byFields")
     labels = [[label_text(row.byValue[field]) for row in rows] for field in range(len(fields))]
-    if request is None:
-        bucketed = [_looks_bucketed(field_labels) for field_labels in labels]
-    else:
-        bucketed = [bool(field.get("buckets")) for field in fields]
+    bucketed = [
+        _looks_bucketed(values) if request is None else bool(field.get("buckets"))
+        for field, values in zip(fields, labels, strict=True)
+    ]
     expressions = [str(field.get("expression")) for field in fields]
     return plan_by_columns(expressions, bucketed), labels
 
@@ -178,13 +176,9 @@ def _by_column_arrays(
     arrays = {column.name: gathered(labels, pa.string(), row_at)}
     if not column.bucketed:
         return arrays
-    positions: dict[str, int] = {}
-    codes = np.array(
-        [-1 if label is None else positions.setdefault(label, len(positions)) for label in labels],
-        dtype=np.int64,
-    )
+    encoded = pa.array(labels, pa.string()).dictionary_encode()
     bounds = []
-    for label in positions:
+    for label in encoded.dictionary.to_pylist():
         parsed = parse_bucket_label(label)
         if parsed is None:
             raise AnswerShapeError(
@@ -193,8 +187,8 @@ def _by_column_arrays(
                 operation="analyze_events",
             )
         bounds.append(parsed)
-    # A missing label has code -1, which picks the trailing null.
-    label_at = codes[row_at]
+    # A missing label picks the trailing null.
+    label_at = encoded.indices.fill_null(len(bounds)).to_numpy()[row_at]
     for side, name in enumerate(column.names[1:]):
         arrays[name] = gathered([*(bound[side] for bound in bounds), None], pa.float64(), label_at)
     return arrays

@@ -7,7 +7,7 @@ where a naive ``SUM`` counts things twice, so each grain becomes a table of its 
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
 import pyarrow as pa
@@ -19,7 +19,7 @@ from airflow_provider_analytics.reports.funnel_frame import funnel_table
 from airflow_provider_analytics.reports.schemas import EVENT_SCHEMA, FUNNEL_SCHEMA
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping, Sequence
+    from collections.abc import Mapping, Sequence
 
     import pandas as pd
 
@@ -40,74 +40,65 @@ __all__ = [
 @dataclass(frozen=True)
 class Grain:
     """One report table cut from a flattened analysis: its ``name`` (Parquet object stem,
-    Iceberg table suffix), what one row stands for, its ``rows`` of the flattened table, and
-    the flattened columns it drops (flags and dimensions constant within it)."""
+    Iceberg table suffix), what one row stands for, the ``flags`` its rows of the flattened
+    table have, and the flattened columns it drops: the flags, and ``constant`` dimensions."""
 
     name: str
     grain: str
-    rows: Callable[[pa.Table], pa.ChunkedArray]
-    dropped: tuple[str, ...]
+    flags: Mapping[str, bool] = field(hash=False)
+    constant: tuple[str, ...] = ()
+
+    @property
+    def dropped(self) -> tuple[str, ...]:
+        return (*self.flags, *self.constant)
 
     def schema(self, flattened: pa.Schema) -> pa.Schema:
         return pa.schema([field for field in flattened if field.name not in self.dropped])
 
     def cut(self, flattened: pa.Table) -> pa.Table:
-        kept = flattened.filter(self.rows(flattened))
+        rows = [pc.equal(flattened.column(name), value) for name, value in self.flags.items()]
+        kept = flattened.filter(functools.reduce(pc.and_, rows))
         return kept.drop_columns([name for name in self.dropped if name in kept.column_names])
 
 
-def _flags(**values: bool) -> Callable[[pa.Table], pa.ChunkedArray]:
-    def rows(table: pa.Table) -> pa.ChunkedArray:
-        return functools.reduce(
-            pc.and_, [pc.equal(table.column(column), value) for column, value in values.items()]
-        )
-
-    return rows
-
-
-_FUNNEL_FLAGS: Final = ("is_overall", "is_all_dates")
 _SPLIT: Final = ("by_field", "by_value")
 
 FUNNEL_GRAINS: Final = (
     Grain(
         "funnel",
         "one row per (query window, date, step), all users together",
-        _flags(is_overall=True, is_all_dates=False),
-        (*_FUNNEL_FLAGS, *_SPLIT),
+        {"is_overall": True, "is_all_dates": False},
+        _SPLIT,
     ),
     Grain(
         "funnel_totals",
         "one row per (query window, step), all users together, over the whole window",
-        _flags(is_overall=True, is_all_dates=True),
-        (*_FUNNEL_FLAGS, *_SPLIT, "date"),
+        {"is_overall": True, "is_all_dates": True},
+        (*_SPLIT, "date"),
     ),
     Grain(
         "funnel_by_value",
         "one row per (query window, split value, date, step)",
-        _flags(is_overall=False, is_all_dates=False),
-        _FUNNEL_FLAGS,
+        {"is_overall": False, "is_all_dates": False},
     ),
     Grain(
         "funnel_by_value_totals",
         "one row per (query window, split value, step), over the whole window",
-        _flags(is_overall=False, is_all_dates=True),
-        (*_FUNNEL_FLAGS, "date"),
+        {"is_overall": False, "is_all_dates": True},
+        ("date",),
     ),
 )
 """The funnel report's tables; the first is the main one."""
 
 EVENT_GRAINS: Final = (
     Grain(
-        "events",
-        "one row per (query window, split values, measure, period)",
-        _flags(is_total=False),
-        ("is_total",),
+        "events", "one row per (query window, split values, measure, period)", {"is_total": False}
     ),
     Grain(
         "events_totals",
         "one row per (query window, split values, measure), over the whole window",
-        _flags(is_total=True),
-        ("is_total", "period", "period_start", "date"),
+        {"is_total": True},
+        ("period", "period_start", "date"),
     ),
 )
 """The event report's tables; the first is the main one."""

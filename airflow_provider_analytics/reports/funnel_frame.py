@@ -48,55 +48,50 @@ def funnel_table(response: Mapping[str, Any] | FunnelAnswer, *, timezone: str = 
     :param timezone: the project's time zone, in which ``reportUpdateTime`` is written.
     """
     answer = as_model(FunnelAnswer, "analyze_funnel", response)
-    date_labels = answer.dateList
     steps = answer.steps
-    by_values, converted, median, median_null = _gather_cells(answer, steps)
+    by_values, converted, median = _gather_cells(answer, steps)
 
-    n_rows, n_steps, n_dates = converted.shape
+    n_rows, n_dates, n_steps = converted.shape
     size = n_rows * n_dates * n_steps
     row_at = np.repeat(np.arange(n_rows), n_dates * n_steps)
     date_at = np.tile(np.repeat(np.arange(n_dates), n_steps), n_rows)
     step_at = np.tile(np.arange(n_steps), n_rows * n_dates)
 
-    is_all = np.array([label == ALL_DATES_LABEL for label in date_labels], dtype=bool)
-    is_overall = np.array(
-        [position == 0 and value == OVERALL_BY_VALUE for position, value in enumerate(by_values)],
-        dtype=bool,
-    )
-    conversion, conversion_null, completion, completion_null = _rates(converted)
-
-    def in_output_order(cube: np.ndarray) -> np.ndarray:
-        return np.transpose(cube, (0, 2, 1)).ravel()
+    is_all = np.array([label == ALL_DATES_LABEL for label in answer.dateList], dtype=bool)
+    overall = by_values[:1] == [OVERALL_BY_VALUE]  # only the first row can be the overall one
+    counts = converted.astype(np.float64)  # rates: null where the denominator is 0
+    previous = np.concatenate([np.zeros_like(counts[..., :1]), counts[..., :-1]], axis=-1)
+    first = np.broadcast_to(counts[..., :1], counts.shape)
 
     columns = {
         "by_field": pa.repeat(pa.scalar(label_text(answer.byField) or None, pa.string()), size),
         "by_value": gathered(by_values, pa.string(), row_at),
-        "is_overall": pa.array(is_overall[row_at]),
+        "is_overall": pa.array((row_at == 0) & overall),
         "date": gathered(answer.days, pa.date32(), date_at),
         "is_all_dates": pa.array(is_all[date_at]),
         "step_number": pa.array(step_at + 1),
         "step_expression": gathered(steps, pa.string(), step_at),
         "step_event": gathered([event_id_of(step) for step in steps], pa.string(), step_at),
-        "converted_users": pa.array(in_output_order(converted)),
-        "conversion_rate": pa.array(
-            in_output_order(conversion), pa.float64(), mask=in_output_order(conversion_null)
-        ),
-        "completion_rate": pa.array(
-            in_output_order(completion), pa.float64(), mask=in_output_order(completion_null)
-        ),
-        "median_seconds_to_next": pa.array(
-            in_output_order(median), pa.int64(), mask=in_output_order(median_null)
-        ),
+        "converted_users": pa.array(converted.ravel()),
+        "conversion_rate": _rate(counts, previous),
+        "completion_rate": _rate(counts, first),
+        "median_seconds_to_next": median,
         **report_time_columns(answer.reportUpdateTime, timezone, size, what="funnel"),
     }
     return table_from_columns(FUNNEL_SCHEMA, columns)
 
 
+def _rate(counts: np.ndarray, denominator: np.ndarray) -> pa.Array:
+    null = denominator == 0
+    rate = np.divide(counts, denominator, out=np.zeros_like(counts), where=~null)
+    return pa.array(rate.ravel(), pa.float64(), mask=null.ravel())
+
+
 def _gather_cells(
     answer: FunnelAnswer, steps: Sequence[str]
-) -> tuple[list[str | None], np.ndarray, np.ndarray, np.ndarray]:
-    """Every row's split value, then its counts, medians and medians not sent as (row, step,
-    date) cubes."""
+) -> tuple[list[str | None], np.ndarray, pa.Array]:
+    """Every row's split value, then its counts as a (row, date, step) cube and its medians
+    in that order (null where not sent)."""
     n_rows, n_steps, n_dates = len(answer.rows), len(steps), len(answer.dateList)
     pairs = max(n_steps - 1, 0)
     no_medians = [None] * n_dates
@@ -113,15 +108,10 @@ def _gather_cells(
         for entry in entries:
             medians.extend(entry.median or no_medians)
         medians.extend(no_medians * (pairs - len(entries) + 1))  # the last step has no pair
-    converted = pa.array(counts, type=pa.int64()).to_numpy()
-    median = pa.array(medians, type=pa.int64())
-    shape = (n_rows, n_steps, n_dates)
-    return (
-        labels,
-        converted.reshape(shape),
-        median.fill_null(0).to_numpy().reshape(shape),
-        median.is_null().to_numpy(zero_copy_only=False).reshape(shape),
-    )
+    converted = pa.array(counts, pa.int64()).to_numpy().reshape(n_rows, n_steps, n_dates)
+    cube = np.arange(n_rows * n_steps * n_dates).reshape(n_rows, n_steps, n_dates)
+    order = cube.transpose(0, 2, 1).ravel()  # the medians' positions in output order
+    return labels, converted.transpose(0, 2, 1), pa.array(medians, pa.int64()).take(order)
 
 
 def _check_pairing(row: FunnelRow, where: str, steps: Sequence[str]) -> None:
@@ -143,15 +133,3 @@ def _check_pairing(row: FunnelRow, where: str, steps: Sequence[str]) -> None:
                 f"{steps[index + 1]!r}",
                 operation="analyze_funnel",
             )
-
-
-def _rates(converted: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Conversion and completion rates, with their null masks, of (row, step, date) counts."""
-    counts = converted.astype(np.float64)
-    previous = np.concatenate([np.zeros_like(counts[:, :1, :]), counts[:, :-1, :]], axis=1)
-    first = np.broadcast_to(counts[:, :1, :], counts.shape)
-    conversion_null = previous == 0
-    completion_null = first == 0
-    conversion = np.divide(counts, previous, out=np.zeros_like(counts), where=~conversion_null)
-    completion = np.divide(counts, first, out=np.zeros_like(counts), where=~completion_null)
-    return conversion, conversion_null, completion, completion_null

@@ -10,6 +10,7 @@ look-back window re-pulls past days with it, each the very report its own daily 
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import time
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
@@ -30,7 +31,7 @@ from airflow_provider_analytics.reports.frames import (
     event_table,
     funnel_table,
 )
-from airflow_provider_analytics.reports.unset_timezone import UnsetTimezone
+from airflow_provider_analytics.reports.unset_timezone import clock_lead, warn_unset_timezone
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -177,7 +178,7 @@ def _query(
     """Each query (a checked request over a window) flattened, each row carrying its window,
     with the seconds it took. Without a timezone the answers are read as UTC and watched, to
     warn once all are read."""
-    unset = UnsetTimezone(kind.name) if timezone is None else None
+    unset, leads = timezone is None, []
     timezone = "UTC" if timezone is None else rules.time_zone(timezone)
     progress = client.progress(
         f"{kind.name} report", total=len(queries), unit=unit, interval=progress_interval
@@ -188,21 +189,20 @@ def _query(
             started = time.monotonic()
             body = checked.sent()
             answer = client.analyze(checked.window(*window))
-            if unset is not None:
-                unset.observe(answer)
+            if unset:
+                leads.append(clock_lead(answer.answer.reportUpdateTime, answer.sent_at))
             table = kind.flatten(answer.answer, body, timezone)
             for window_field, day in zip(WINDOW_FIELDS, window, strict=True):
                 value = pa.scalar(dt.date.fromisoformat(day), pa.date32())
                 table = table.append_column(window_field, pa.repeat(value, table.num_rows))
-            schema = pa.schema([*kind.schema(body), *WINDOW_FIELDS])
-            done.append((table.cast(schema), time.monotonic() - started))
+            done.append((table, time.monotonic() - started))
             progress.update(len(done))
     finally:
         progress.close()
     if len(done) > 1:
         progress.finish(len(done))
-    if unset is not None:
-        unset.warn()
+    if unset:
+        warn_unset_timezone(kind.name, next(filter(None, leads), None))
     return done
 
 
@@ -230,9 +230,8 @@ def run_report(
         timezone=timezone,
         progress_interval=progress_interval,
     )
-    return _written(
-        kind, tables, writer, windows, (str(request["fromDate"]), str(request["toDate"])), started
-    )
+    days = (str(request["fromDate"]), str(request["toDate"]))
+    return _written(kind, tables, writer, windows, days, time.monotonic() - started)
 
 
 def _written(
@@ -241,22 +240,17 @@ def _written(
     writer: TableWriter,
     windows: int,
     days: tuple[str, str],
-    started: float,
+    taken: float,
 ) -> ReportResult:
     """Hand each table to ``writer`` and summarise what was written (``days``: the first and
-    last day covered; ``started``: ``time.monotonic()`` when the report's work began)."""
+    last day covered; ``taken``: the seconds the report's work took before its writes)."""
+    started = time.monotonic()
     written = {name: writer.write_table(name, table) for name, table in tables.items()}
     main = written[kind.grains[0].name]
+    seconds = round(taken + time.monotonic() - started, 3)
+    headline = kind.headline(tables)
     return ReportResult(
-        uri=str(main["uri"]),
-        report=kind.name,
-        rows=int(main["rows"]),
-        windows=windows,
-        from_date=days[0],
-        to_date=days[1],
-        seconds=round(time.monotonic() - started, 3),
-        headline=kind.headline(tables),
-        tables=written,
+        str(main["uri"]), kind.name, int(main["rows"]), windows, *days, seconds, headline, written
     )
 
 
@@ -292,15 +286,8 @@ def run_report_days(
     queried = _query(kind, client, queries, timezone, "days", progress_interval)
     # each day's seconds: its query and its writes, not the other days' queries between them
     return [
-        _written(
-            kind,
-            cut_grains(table, kind.grains),
-            writer_for(day),
-            1,
-            (day, day),
-            time.monotonic() - seconds,
-        )
-        for day, (table, seconds) in zip(days, queried, strict=True)
+        _written(kind, cut_grains(table, kind.grains), writer_for(day), 1, (day, day), taken)
+        for day, (table, taken) in zip(days, queried, strict=True)
     ]
 
 
@@ -323,40 +310,26 @@ def report_to_destination(
     """
     names = [grain.name for grain in kind.grains]
     destination.check(days, names)
+    options: dict[str, Any] = {"timezone": timezone, "progress_interval": progress_interval}
+    writer_for = functools.partial(destination.report_tables, names=names)
     if len(days) > 1:
-        results = run_report_days(
-            kind,
-            client,
-            request,
-            days,
-            lambda day: destination.report_tables(day, names),
-            timezone=timezone,
-            progress_interval=progress_interval,
-        )
+        results = run_report_days(kind, client, request, days, writer_for, **options)
     else:
-        writer = destination.report_tables(days[0], names)
-        results = [
-            run_report(
-                kind,
-                client,
-                request,
-                writer,
-                window_days=window_days,
-                timezone=timezone,
-                progress_interval=progress_interval,
-            )
-        ]
-    summary = results[-1].as_dict()
-    summary["uri"] = destination.uri(days[-1], names)
-    summary["seconds"] = round(sum(result.seconds for result in results), 3)
-    summary[destination.identity.column] = destination.identity.value
-    summary["days_written"] = list(days)
-    summary["repulled"] = {
-        result.from_date: {
-            "rows": result.rows,
-            "headline": result.headline,
-            "tables": result.tables,
-        }
-        for result in results[:-1]
+        writer = writer_for(days[0])
+        results = [run_report(kind, client, request, writer, window_days=window_days, **options)]
+    *repulled, own = results
+    return {
+        **own.as_dict(),
+        "uri": destination.uri(days[-1], names),
+        "seconds": round(sum(result.seconds for result in results), 3),
+        destination.identity.column: destination.identity.value,
+        "days_written": list(days),
+        "repulled": {
+            result.from_date: {
+                "rows": result.rows,
+                "headline": result.headline,
+                "tables": result.tables,
+            }
+            for result in repulled
+        },
     }
-    return summary

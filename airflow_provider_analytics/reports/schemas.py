@@ -63,10 +63,8 @@ def parse_bucket_label(label: str | None) -> BucketBounds | None:
     match = _BUCKET_LABEL.fullmatch(label)
     if match is None:
         return None
-    lower, upper = match.group("lower"), match.group("upper")
     return BucketBounds(
-        None if lower.endswith("∞") else float(lower),
-        None if upper.endswith("∞") else float(upper),
+        *(None if bound.endswith("∞") else float(bound) for bound in match.groups())
     )
 
 

@@ -12,12 +12,9 @@ from __future__ import annotations
 import datetime as dt
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 from airflow_provider_analytics.core.report_dates import ReportDateError, parse_report_datetime
-
-if TYPE_CHECKING:
-    from airflow_provider_analytics.client.api import AnalysisAnswer
 
 log = logging.getLogger(__name__)
 
@@ -61,40 +58,29 @@ def clock_lead(report_update_time: object, sent: dt.datetime | None) -> ClockLea
     return ClockLead(report_update_time, sent, lead)
 
 
-class UnsetTimezone:
-    """Watches the answers of one report run without a timezone, and warns once."""
-
-    def __init__(self, report: str) -> None:
-        self.report = report
-        self.evidence: ClockLead | None = None
-
-    def observe(self, answer: AnalysisAnswer) -> None:
-        if self.evidence is None:
-            self.evidence = clock_lead(answer.answer.reportUpdateTime, answer.sent_at)
-
-    def warn(self) -> None:
-        read_as_utc = (
-            f"{UNSET_TIMEZONE}: the {self.report} report's date-times (report_updated_at) are "
-            "read as UTC"
-        )
-        found = self.evidence
-        if found is None:
-            log.warning(
-                "%s. A platform in another zone writes its local time (Asia/Shanghai: 8 hours "
-                "ahead), and they would be off by that much; the answers' reportUpdateTime "
-                "showed no clock ahead of UTC. Set the project's timezone to read them exactly",
-                read_as_utc,
-            )
-            return
+def warn_unset_timezone(report: str, evidence: ClockLead | None) -> None:
+    """Warn once that a run without a timezone read the ``report``'s date-times as UTC, with
+    the first ``evidence`` its answers gave of a clock ahead of UTC."""
+    read_as_utc = (
+        f"{UNSET_TIMEZONE}: the {report} report's date-times (report_updated_at) are read as UTC"
+    )
+    if evidence is None:
         log.warning(
-            "%s, but the platform's clock runs ahead of UTC: reportUpdateTime %s is %d h %d min "
-            "after the answer's Date header (%s UTC), and a report is not updated after it is "
-            "sent. The project's zone is about UTC%s or further ahead (Asia/Shanghai is "
-            "UTC+08:00), and every date-time read as UTC is off by that much. Set the project's "
-            "timezone (an IANA name such as Asia/Shanghai) to read them exactly",
+            "%s. A platform in another zone writes its local time (Asia/Shanghai: 8 hours "
+            "ahead), and they would be off by that much; the answers' reportUpdateTime "
+            "showed no clock ahead of UTC. Set the project's timezone to read them exactly",
             read_as_utc,
-            found.report_time,
-            *divmod(found.lead // dt.timedelta(minutes=1), 60),
-            found.sent_at.strftime("%Y-%m-%d %H:%M:%S"),
-            found.rounded,
         )
+        return
+    log.warning(
+        "%s, but the platform's clock runs ahead of UTC: reportUpdateTime %s is %d h %d min "
+        "after the answer's Date header (%s UTC), and a report is not updated after it is "
+        "sent. The project's zone is about UTC%s or further ahead (Asia/Shanghai is "
+        "UTC+08:00), and every date-time read as UTC is off by that much. Set the project's "
+        "timezone (an IANA name such as Asia/Shanghai) to read them exactly",
+        read_as_utc,
+        evidence.report_time,
+        *divmod(evidence.lead // dt.timedelta(minutes=1), 60),
+        evidence.sent_at.strftime("%Y-%m-%d %H:%M:%S"),
+        evidence.rounded,
+    )

@@ -16,7 +16,6 @@ from airflow_provider_analytics.plan.file import (
     TrackingPlanFileError,
     load_tracking_plan,
     parse_tracking_plan,
-    resolve_plan_path,
 )
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "example_dags" / "tracking_plan.yaml"
@@ -100,14 +99,17 @@ def test_an_empty_remark_is_declared_and_an_absent_one_is_not() -> None:
     assert plan.events[1].declared() == {}
 
 
-def test_a_relative_path_starts_at_the_given_folder(tmp_path: Path) -> None:
+def test_a_relative_path_starts_at_the_given_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     (tmp_path / "plans").mkdir()
     (tmp_path / "plans" / "plan.yaml").write_text(YAML_TEXT, encoding="utf-8")
     assert load_tracking_plan("plans/plan.yaml", base_dir=tmp_path) == EXPECTED
-    assert resolve_plan_path("plans/plan.yaml", tmp_path) == tmp_path / "plans" / "plan.yaml"
     absolute = tmp_path / "elsewhere.yaml"
-    assert resolve_plan_path(absolute, tmp_path / "plans") == absolute
-    assert resolve_plan_path("plan.yaml", None) == Path("plan.yaml")
+    absolute.write_text(YAML_TEXT, encoding="utf-8")
+    assert load_tracking_plan(absolute, base_dir=tmp_path / "plans") == EXPECTED
+    monkeypatch.chdir(tmp_path / "plans")
+    assert load_tracking_plan("plan.yaml") == EXPECTED  # no folder: the working directory
 
 
 def test_the_example_plan_is_valid() -> None:
