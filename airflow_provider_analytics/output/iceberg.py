@@ -63,11 +63,11 @@ from airflow_provider_analytics.core.errors import (
 from airflow_provider_analytics.core.identity import DAY_COLUMN, refuse_partition_columns
 from airflow_provider_analytics.core.retry import RetryPolicy
 from airflow_provider_analytics.output.parquet import (
+    ParquetStream,
     cast_to,
     parquet_writer,
     read_row_groups,
     same_types,
-    streaming,
 )
 from airflow_provider_analytics.output.roots import checked_destination
 
@@ -82,7 +82,6 @@ if TYPE_CHECKING:
     from tenacity import Retrying
 
     from airflow_provider_analytics.core.identity import Identity
-    from airflow_provider_analytics.output.parquet import ParquetStream
     from airflow_provider_analytics.output.roots import RootList
 
 log = logging.getLogger(__name__)
@@ -796,7 +795,7 @@ class IcebergDayWriter:
         :param options: :class:`~airflow_provider_analytics.output.parquet.ParquetStream`'s.
         """
         self._widen = widen
-        return streaming(self, schema, widen=widen, **options)
+        return ParquetStream(self, schema, widen=widen, **options)
 
     def close(self, schema: pa.Schema) -> None:
         """Commit what a stream wrote (``schema``: the table's columns when no row group

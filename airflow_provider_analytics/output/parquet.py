@@ -80,17 +80,9 @@ def write_table_atomically(
     """
     if metadata:
         table = table.replace_schema_metadata({**(table.schema.metadata or {}), **metadata})
-    return _write_atomically(destination, table.schema, [table], compression)
-
-
-def _write_atomically(
-    destination: StoragePath, schema: pa.Schema, tables: Iterable[pa.Table], compression: str
-) -> int:
-    """``tables`` (each as row groups of its own) as one object in ``schema``; bytes written."""
     with atomic_destination(destination) as temporary, temporary.open("wb") as sink:
-        with parquet_writer(sink, schema, compression=compression) as writer:
-            for table in tables:
-                writer.write_table(table)
+        with parquet_writer(sink, table.schema, compression=compression) as writer:
+            writer.write_table(table)
         return int(sink.tell())
 
 
@@ -133,60 +125,44 @@ writing from 0.77-0.81 to 0.67 CPU seconds and the file from 44.2 to 41.3 MB (pl
 unique texts compress better than their dictionary indices)."""
 
 
-def _is_list(arrow_type: pa.DataType) -> bool:
-    return pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type)
-
-
 def _leaf_path(field: pa.Field) -> str:
     """The Parquet column path of ``field``'s values, as the writer's per-column options match
     it: a list's values are ``<name>.list.element`` (the compliant nested layout the writer is
     given); a top-level name holding dots (``tag.t_vip``) is its own path."""
     path, arrow_type = field.name, field.type
-    while _is_list(arrow_type):
+    while pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type):
         path, arrow_type = f"{path}.list.element", arrow_type.value_type
     return path
-
-
-def _dictionary_columns(schema: pa.Schema) -> list[str]:
-    """The Parquet column paths worth dictionary encoding: texts and lists of texts, which
-    repeat.
-
-    Numbers and datetimes of user records rarely repeat; dictionary encoding them costs time
-    before the writer falls back to plain, and makes the file larger: the benchmark's 1M-user
-    cohort took 62 MiB with every column dictionary encoded, 53 MiB with texts only,
-    written ~15% faster. Encoding its three lists of texts too took a 200k-row sample of it
-    from 10.49 to 10.35 MiB, written as fast.
-    """
-    return [_leaf_path(field) for field in schema if holds_text(field.type)]
-
-
-def _statistics_columns(schema: pa.Schema, also: Collection[str] = ()) -> list[str]:
-    """The Parquet column paths given min/max statistics: every column but texts and lists of
-    texts, and the columns named in ``also`` (an Iceberg data file's partition columns, whose
-    one value per file the table reads from them).
-
-    Readers prune row groups by the statistics of ids, numbers and datetimes (``WHERE
-    register_time >= ...``). A text column's minimum and maximum over a row group of users in no
-    particular order span nearly every value, so they prune nothing, and computing them cost
-    about a tenth of the Parquet writing (comparing every text): ~0.075 of 0.63 CPU seconds for
-    the benchmark's 1M-user cohort, the file the same size.
-    """
-    return [
-        _leaf_path(field) for field in schema if not holds_text(field.type) or field.name in also
-    ]
 
 
 def writer_options(schema: pa.Schema, statistics_also: Collection[str] = ()) -> dict[str, Any]:
     """The ``ParquetWriter`` options every file is written with (besides its codec): which
     columns are dictionary encoded and which carry statistics, the compliant nested layout.
 
-    :param statistics_also: text columns given statistics all the same (see
-        :func:`_statistics_columns`).
+    Only texts and lists of texts, which repeat, are dictionary encoded. Numbers and datetimes
+    of user records rarely repeat; dictionary encoding them costs time before the writer falls
+    back to plain, and makes the file larger: the benchmark's 1M-user cohort took 62 MiB with
+    every column dictionary encoded, 53 MiB with texts only, written ~15% faster. Encoding its
+    three lists of texts too took a 200k-row sample of it from 10.49 to 10.35 MiB, as fast.
+
+    Every column but texts and lists of texts carries min/max statistics: readers prune row
+    groups by those of ids, numbers and datetimes (``WHERE register_time >= ...``). A text
+    column's minimum and maximum over a row group of users in no particular order span nearly
+    every value, so they prune nothing, and computing them cost about a tenth of the Parquet
+    writing: ~0.075 of 0.63 CPU seconds for the benchmark's 1M-user cohort, the same file size.
+
+    :param statistics_also: text columns given statistics all the same (an Iceberg data file's
+        partition columns, whose one value per file the table reads from them).
     """
+    texts = [holds_text(field.type) for field in schema]
     return {
-        "use_dictionary": _dictionary_columns(schema),
+        "use_dictionary": [_leaf_path(f) for f, text in zip(schema, texts, strict=True) if text],
         "dictionary_pagesize_limit": DICTIONARY_PAGE_BYTES,
-        "write_statistics": _statistics_columns(schema, statistics_also),
+        "write_statistics": [
+            _leaf_path(field)
+            for field, text in zip(schema, texts, strict=True)
+            if not text or field.name in statistics_also
+        ],
         "use_compliant_nested_type": True,
     }
 
@@ -208,9 +184,12 @@ def parquet_writer(
     :param compression_level: the codec's level; its default when ``None``.
     :param statistics_also: see :func:`writer_options`.
     """
-    options = writer_options(schema, statistics_also)
     return pq.ParquetWriter(
-        sink, schema, compression=compression, compression_level=compression_level, **options
+        sink,
+        schema,
+        compression=compression,
+        compression_level=compression_level,
+        **writer_options(schema, statistics_also),
     )
 
 
@@ -352,7 +331,9 @@ class ParquetStream:
     """Pieces of one table, buffered and written as row groups of bounded rows and bytes.
 
     A row group is encoded in a background thread while the next one fills, so at most two
-    are held in memory. Made by :func:`parquet_stream`, which commits or discards the object.
+    are held in memory. As a context manager it closes ``writer`` when the block succeeds and
+    abandons it when the block raises; :func:`parquet_stream` then commits or discards the
+    object.
 
     The pieces' schema may widen on the way (a column read as int64 turns out to hold doubles):
     a piece in a wider schema has the buffered ones converted by ``widen`` first, and row groups
@@ -456,8 +437,18 @@ class ParquetStream:
         self._submit()
         self._behind.drain()
 
-    def _finish(self) -> None:
-        """Write what is buffered, wait for every write and finish the object."""
+    def __enter__(self) -> ParquetStream:
+        return self
+
+    def __exit__(self, failed: type[BaseException] | None, *_: object) -> None:
+        """Write what is buffered, wait for every write and finish the object; after a failure
+        (the block's, or a write's) stop and abandon it."""
+        if failed is not None:
+            self._pending = []
+            with contextlib.suppress(Exception):
+                self._behind.close()
+            self._writer.abandon()
+            return
         try:
             self._submit()
             self._behind.close()
@@ -465,13 +456,6 @@ class ParquetStream:
             self._writer.abandon()
             raise
         self._writer.close(self._schema)
-
-    def _abandon(self) -> None:
-        """Stop after a failure; the object is discarded anyway."""
-        self._pending = []
-        with contextlib.suppress(Exception):
-            self._behind.close()
-        self._writer.abandon()
 
 
 @contextlib.contextmanager
@@ -515,7 +499,7 @@ def parquet_stream(
             open_writer=open_writer,
             widen=widen,
         )
-        with streaming(
+        with ParquetStream(
             writer,
             schema,
             row_group_rows=row_group_rows,
@@ -527,19 +511,6 @@ def parquet_stream(
             yield stream
 
 
-@contextlib.contextmanager
-def streaming(writer: RowGroupSink, schema: pa.Schema, **options: Any) -> Iterator[ParquetStream]:
-    """Yield a :class:`ParquetStream` into ``writer`` (``options``: its keyword arguments);
-    close the writer when the block succeeds, abandon it when the block raises."""
-    stream = ParquetStream(writer, schema, **options)
-    try:
-        yield stream
-    except BaseException:
-        stream._abandon()
-        raise
-    stream._finish()
-
-
 SINK_BUFFER: Final = 1 << 20
 """Bytes gathered before they reach the storage's file object. Arrow's writer hands over every
 page and page header on its own, each a call into Python through fsspec's and Airflow's file
@@ -547,29 +518,10 @@ wrappers with the GIL taken from the other threads of an export: ~4,000 for a 1M
 a few dozen when gathered."""
 
 
-class _Sink:
-    """A storage file opened for writing, behind an Arrow buffer of :data:`SINK_BUFFER` bytes."""
-
-    def __init__(self, path: StoragePath) -> None:
-        self._file = path.open("wb")
-        try:
-            self.stream = pa.BufferedOutputStream(
-                pa.PythonFile(self._file, mode="w"), buffer_size=SINK_BUFFER
-            )
-        except BaseException:
-            self._file.close()
-            raise
-
-    def tell(self) -> int:
-        """Bytes written so far (buffered ones included)."""
-        return int(self.stream.tell())
-
-    def close(self) -> None:
-        """Write what is buffered and close the file (also when the write fails)."""
-        try:
-            self.stream.close()
-        finally:
-            self._file.close()
+def _sink(path: StoragePath) -> pa.NativeFile:
+    """A storage file opened for writing, behind an Arrow buffer of :data:`SINK_BUFFER` bytes;
+    closing it writes what is buffered and closes the file (also when that write fails)."""
+    return pa.output_stream(path.open("wb"), buffer_size=SINK_BUFFER)
 
 
 class SegmentedWriter:
@@ -603,7 +555,7 @@ class SegmentedWriter:
         self._schema: pa.Schema | None = None
         # the first segment's file is opened at once, as a writer of a fixed schema would:
         # a storage fault shows before any data is read, and the temporary exists from the start
-        self._sink: _Sink | None = _Sink(temporary)
+        self._sink: pa.NativeFile | None = _sink(temporary)
         self._writer: pq.ParquetWriter | None = None
         self._closed_bytes = 0
         self.bytes_written = 0
@@ -621,25 +573,21 @@ class SegmentedWriter:
         if self._paths:
             self._close_segment()
             self._paths.append(self._scratch())
-            self._sink = _Sink(self._paths[-1])
+            self._sink = _sink(self._paths[-1])
         else:
             self._paths.append(self._temporary)  # opened already
         assert self._sink is not None
         self._schema = schema
-        self._writer = self._open_writer(self._sink.stream, schema)
+        self._writer = self._open_writer(self._sink, schema)
 
     def _close_segment(self) -> None:
         writer, sink = self._writer, self._sink
         self._writer = self._sink = None
-        try:
-            if writer is not None:
-                writer.close()
-        finally:
-            if sink is not None:
-                try:
-                    self._closed_bytes += sink.tell()
-                finally:
-                    sink.close()
+        if sink is not None:  # a writer is never open without its sink
+            with sink:
+                if writer is not None:
+                    writer.close()
+                self._closed_bytes += sink.tell()
 
     def close(self, schema: pa.Schema) -> None:
         """Finish the object: its footer, or the rewrite of its segments in the widest schema.
@@ -664,15 +612,12 @@ class SegmentedWriter:
         self._paths[0].rename(moved)
         self._paths[0] = moved
         assert self._schema is not None
-        sink = _Sink(self._temporary)
-        try:
-            with self._open_writer(sink.stream, self._schema) as writer:
+        with _sink(self._temporary) as sink:
+            with self._open_writer(sink, self._schema) as writer:
                 opens = [lambda path=path: path.open("rb") for path in self._paths]
                 for table in read_row_groups(opens, self._schema, self._widen):
                     writer.write_table(table, row_group_size=max(table.num_rows, 1))
             self.bytes_written = sink.tell()
-        finally:
-            sink.close()
 
     def abandon(self) -> None:
         """Stop after a failure: close quietly and remove the further segments (the caller
