@@ -540,12 +540,9 @@ class IcebergDayWriter:
                 self._field_with_id(arrow_type.key_field, iceberg.key_field, f"{path}.key"),
                 self._field_with_id(arrow_type.item_field, iceberg.value_field, f"{path}.value"),
             )
-        if pa.types.is_large_list(arrow_type) and isinstance(iceberg, ListType):
-            element = arrow_type.value_field
-            return pa.large_list(self._field_with_id(element, iceberg.element_field, path))
-        if pa.types.is_list(arrow_type) and isinstance(iceberg, ListType):
-            element = arrow_type.value_field
-            return pa.list_(self._field_with_id(element, iceberg.element_field, path))
+        if isinstance(arrow_type, pa.ListType | pa.LargeListType) and isinstance(iceberg, ListType):
+            element = self._field_with_id(arrow_type.value_field, iceberg.element_field, path)
+            return (pa.list_ if pa.types.is_list(arrow_type) else pa.large_list)(element)
         if pa.types.is_nested(arrow_type) or not iceberg.is_primitive:
             raise IcebergSchemaError(
                 f"{self.identifier}: column {path!r} is {iceberg} in the table and "
