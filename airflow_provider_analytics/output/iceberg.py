@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import itertools
 import logging
 import time
 import uuid
@@ -72,7 +71,7 @@ from airflow_provider_analytics.output.parquet import (
 from airflow_provider_analytics.output.roots import checked_destination
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+    from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
     from pyiceberg.catalog import Catalog
     from pyiceberg.io import OutputStream
@@ -125,10 +124,11 @@ def full_metrics(column: str) -> dict[str, str]:
     return {f"write.metadata.metrics.column.{column}": "full"}
 
 
-def lost_race(identifier: str, what: str, attempt: int, error: Exception) -> IcebergCommitError:
-    """The error of a commit (``what``) that lost to another writer on attempt ``attempt``."""
+def lost_race(identifier: str, what: str, attempts: int, error: Exception) -> IcebergCommitError:
+    """The error of a commit (``what``) that lost to another writer, retried until its
+    ``attempts`` have all lost: the last one is raised, so its message counts them all."""
     lost = IcebergCommitError(
-        f"{identifier}: the {what} lost to other writers {attempt} times: {error}"
+        f"{identifier}: the {what} lost to other writers {attempts} times: {error}"
     )
     lost.reason = f"{what} lost a race ({error})"
     return lost
@@ -359,7 +359,6 @@ class IcebergDayWriter:
                 )
         self._close_file()
         self._narrow = len(self.paths)
-        tries = itertools.count(1)
 
         def turn_to_double() -> None:
             table = self.catalog.load_table(self.identifier)
@@ -375,7 +374,7 @@ class IcebergDayWriter:
                     for field in turned:
                         update.update_column(field.name, DoubleType())
             except CommitFailedException as error:
-                raise lost_race(self.identifier, "schema update", next(tries), error) from error
+                raise lost_race(self.identifier, "schema update", self.attempts, error) from error
 
         self._retrying()(turn_to_double)
         self._table = self.catalog.load_table(self.identifier)
@@ -452,7 +451,6 @@ class IcebergDayWriter:
             # namespace fails on its key instead of saying it exists
             if not self.catalog.namespace_exists(namespace):
                 raise
-        tries = itertools.count(1)
 
         def load_or_create() -> tuple[Table, bool]:
             try:
@@ -471,7 +469,7 @@ class IcebergDayWriter:
                     spec.add_identity(self.identity.column)
                     spec.add_identity(PARTITION_COLUMN)
             except (TableAlreadyExistsError, CommitFailedException) as error:
-                raise lost_race(self.identifier, "creation", next(tries), error) from error
+                raise lost_race(self.identifier, "creation", self.attempts, error) from error
             log.info(
                 "created Iceberg table %s partitioned by %s, %s",
                 self.identifier,
@@ -486,7 +484,6 @@ class IcebergDayWriter:
     def _evolve(self, table: Table, schema: pa.Schema) -> Table:
         """Add missing columns (retrying on concurrent commits); a type that cannot evolve
         fails naming its column."""
-        tries = itertools.count(1)
 
         def evolve(state: list[Table]) -> None:
             try:
@@ -498,7 +495,7 @@ class IcebergDayWriter:
                 ) from error
             except CommitFailedException as error:
                 state[0] = self.catalog.load_table(self.identifier)
-                raise lost_race(self.identifier, "schema update", next(tries), error) from error
+                raise lost_race(self.identifier, "schema update", self.attempts, error) from error
 
         self._retrying()(evolve, [table])
         return self.catalog.load_table(self.identifier)
@@ -669,7 +666,7 @@ class IcebergDayWriter:
             column_equals(PARTITION_COLUMN, day),
         )
         attempts = self._retrying()
-        committed = attempts(self._commit_once, replaced, properties, itertools.count(1))
+        committed = attempts(self._commit_once, replaced, properties)
         ours = self._snapshots_of_this_commit(committed)
         current = committed.current_snapshot()
         self.summary = {
@@ -691,9 +688,7 @@ class IcebergDayWriter:
         policy = RetryPolicy.doubling(self.attempts, self.retry_delay)
         return policy.retrying(self.identifier, sleep=self.sleep, logger=log)
 
-    def _commit_once(
-        self, replaced: BooleanExpression, properties: dict[str, str], tries: Iterator[int]
-    ) -> Table:
+    def _commit_once(self, replaced: BooleanExpression, properties: dict[str, str]) -> Table:
         """One transaction of :meth:`commit` against the table as it is now."""
         table = self.catalog.load_table(self.identifier)
         transaction = table.transaction()
@@ -717,7 +712,7 @@ class IcebergDayWriter:
             # against the table as it is now (another writer of the same day committed in
             # between: its files are replaced too)
             day = properties[DAY_PROPERTY]
-            raise lost_race(self.identifier, f"commit for {day}", next(tries), error) from error
+            raise lost_race(self.identifier, f"commit for {day}", self.attempts, error) from error
         except BaseException:
             # the commit may have landed (a lost answer): the files must stay
             self._outcome_unknown = True
