@@ -33,6 +33,8 @@ import logging
 import time
 import uuid
 import warnings
+from dataclasses import KW_ONLY, dataclass
+from dataclasses import field as attribute
 from typing import TYPE_CHECKING, Any, Final, NoReturn
 
 import pyarrow as pa
@@ -231,6 +233,7 @@ def identity_partitions(table: Table) -> set[str | None]:
     }
 
 
+@dataclass(eq=False, repr=False)
 class IcebergDayWriter:
     """Replace one day's partition of one Iceberg table: open, write batches, commit (or abort).
 
@@ -251,56 +254,46 @@ class IcebergDayWriter:
         (:func:`~airflow_provider_analytics.output.roots.checked_destination`).
     """
 
-    def __init__(
-        self,
-        catalog: Catalog,
-        identifier: str,
-        day: dt.date,
-        *,
-        identity: Identity,
-        attempts: int = 10,
-        retry_delay: float = 0.05,
-        sleep: Callable[[float], None] = time.sleep,
-        target_file_bytes: int | None = None,
-        allowed_roots: Sequence[RootList] = (),
-    ) -> None:
-        namespace, _, name = identifier.rpartition(".")
+    catalog: Catalog
+    identifier: str
+    day: dt.date
+    _: KW_ONLY
+    identity: Identity
+    attempts: int = 10
+    retry_delay: float = 0.05
+    sleep: Callable[[float], None] = time.sleep
+    target_file_bytes: int | None = None
+    allowed_roots: Sequence[RootList] = ()
+    commit_uuid: uuid.UUID = attribute(default_factory=uuid.uuid4, init=False)
+    paths: list[str] = attribute(default_factory=list, init=False)
+    """Every data file written so far (the last one may still be open)."""
+    rows: int = attribute(default=0, init=False)
+    bytes_written: int = attribute(default=0, init=False)
+    """Bytes in the closed data files."""
+    summary: dict[str, Any] | None = attribute(default=None, init=False)
+    """What the last commit did (:meth:`commit`'s return)."""
+    _table: Table | None = attribute(default=None, init=False)
+    _file_schema: pa.Schema | None = attribute(default=None, init=False)
+    _stream: OutputStream | None = attribute(default=None, init=False)
+    _parquet: pq.ParquetWriter | None = attribute(default=None, init=False)
+    _file_bytes: int = attribute(default=0, init=False)
+    _outcome_unknown: bool = attribute(default=False, init=False)
+    _data_schema: pa.Schema | None = attribute(default=None, init=False)
+    _added: set[str] = attribute(default_factory=set, init=False)
+    """Columns this writer added to the table (their type may still widen)."""
+    _added_at: int | None = attribute(default=None, init=False)
+    _files_opened: int = attribute(default=0, init=False)
+    _narrow: int = attribute(default=0, init=False)
+    """How many of :attr:`paths` hold an earlier, narrower schema (rewritten at commit)."""
+    _widen: Callable[[pa.Table, pa.Schema, int], pa.Table] = attribute(default=cast_to, init=False)
+
+    def __post_init__(self) -> None:
+        namespace, _, name = self.identifier.rpartition(".")
         if not namespace or not name:
-            rules.fail("iceberg_table", "must be namespace.table", identifier)
-        rules.positive_int(attempts, "attempts")
-        if target_file_bytes is not None:
-            rules.positive_int(target_file_bytes, "target_file_bytes")
-        self.catalog = catalog
-        self.identifier = identifier
-        self.day = day
-        self.identity = identity
-        self.attempts = attempts
-        self.retry_delay = retry_delay
-        self.sleep = sleep
-        self.target_file_bytes = target_file_bytes
-        self.allowed_roots = list(allowed_roots)
-        self.commit_uuid = uuid.uuid4()
-        self.paths: list[str] = []
-        """Every data file written so far (the last one may still be open)."""
-        self.rows = 0
-        self._table: Table | None = None
-        self._file_schema: pa.Schema | None = None
-        self._stream: OutputStream | None = None
-        self._parquet: pq.ParquetWriter | None = None
-        self._file_bytes = 0
-        self._outcome_unknown = False
-        self._data_schema: pa.Schema | None = None
-        self._added: set[str] = set()
-        """Columns this writer added to the table (their type may still widen)."""
-        self._added_at: int | None = None
-        self._files_opened = 0
-        self._narrow = 0
-        """How many of :attr:`paths` hold an earlier, narrower schema (rewritten at commit)."""
-        self._widen: Callable[[pa.Table, pa.Schema, int], pa.Table] = cast_to
-        self.bytes_written = 0
-        """Bytes in the closed data files."""
-        self.summary: dict[str, Any] | None = None
-        """What the last commit did (:meth:`commit`'s return)."""
+            rules.fail("iceberg_table", "must be namespace.table", self.identifier)
+        rules.positive_int(self.attempts, "attempts")
+        if self.target_file_bytes is not None:
+            rules.positive_int(self.target_file_bytes, "target_file_bytes")
 
     @property
     def table(self) -> Table:
