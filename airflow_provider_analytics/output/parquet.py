@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
+from dataclasses import KW_ONLY, dataclass
+from dataclasses import field as attribute
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import pyarrow as pa
@@ -327,6 +329,7 @@ at 256-259 MiB untrimmed and 250-252 trimmed every 8th row group, at the same CP
 so an Iceberg day's stream is not trimmed."""
 
 
+@dataclass(eq=False, repr=False)
 class ParquetStream:
     """Pieces of one table, buffered and written as row groups of bounded rows and bytes.
 
@@ -352,45 +355,37 @@ class ParquetStream:
     :raises AnalyticsValidationError: naming ``row_group_rows`` when it is not at least 1.
     """
 
-    def __init__(
-        self,
-        writer: RowGroupSink,
-        schema: pa.Schema,
-        *,
-        row_group_rows: int,
-        row_group_bytes: int,
-        prepare: Callable[[pa.Table, int], pa.Table] | None = None,
-        widen: Callable[[pa.Table, pa.Schema, int], pa.Table] = cast_to,
-        trim_every: int | None = None,
-    ) -> None:
-        positive_int(row_group_rows, "row_group_rows")  # a bound of 0 would never fill
-        self._writer = writer
-        self._schema = schema
-        self._row_group_rows = row_group_rows
-        self._row_group_bytes = row_group_bytes
-        self._pending: list[pa.Table] = []
-        self._pending_rows = 0
-        self._pending_bytes = 0
-        self._rows_handed = 0  # rows handed to the writing thread
-        self._row_groups = 0  # row groups written
-        self._prepare = prepare
-        self._widen = widen
-        self._trim_every = trim_every
+    writer: RowGroupSink
+    schema: pa.Schema
+    _: KW_ONLY
+    row_group_rows: int
+    row_group_bytes: int
+    prepare: Callable[[pa.Table, int], pa.Table] | None = None
+    widen: Callable[[pa.Table, pa.Schema, int], pa.Table] = cast_to
+    trim_every: int | None = None
+    _pending: list[pa.Table] = attribute(default_factory=list, init=False)
+    _pending_rows: int = attribute(default=0, init=False)
+    _pending_bytes: int = attribute(default=0, init=False)
+    _rows_handed: int = attribute(default=0, init=False)  # rows handed to the writing thread
+    _row_groups: int = attribute(default=0, init=False)  # row groups written
+
+    def __post_init__(self) -> None:
+        positive_int(self.row_group_rows, "row_group_rows")  # a bound of 0 would never fill
         self._behind: WriteBehind[tuple[pa.Table, int]] = WriteBehind(self._write_row_group)
 
     @property
     def bytes_written(self) -> int:
         """Bytes in the object so far; its final size once the stream is closed."""
-        return self._writer.bytes_written
+        return self.writer.bytes_written
 
     def _write_row_group(self, group: tuple[pa.Table, int]) -> None:
-        if self._trim_every and self._row_groups and self._row_groups % self._trim_every == 0:
+        if self.trim_every and self._row_groups and self._row_groups % self.trim_every == 0:
             trim_heap()  # before this row group: the last one is freed by now
         self._row_groups += 1
         table, first_row = group
-        if self._prepare is not None:
-            table = self._prepare(table, first_row)
-        self._writer.write(table)
+        if self.prepare is not None:
+            table = self.prepare(table, first_row)
+        self.writer.write(table)
 
     def add(self, table: pa.Table) -> None:
         """Buffer ``table``; hand a row group to the writing thread each time one is full.
@@ -405,21 +400,21 @@ class ParquetStream:
         # for a block's) rather than one for each slice of it
         row_bytes = table.nbytes / max(table.num_rows, 1)
         while table.num_rows:
-            room = self._row_group_rows - self._pending_rows
+            room = self.row_group_rows - self._pending_rows
             taken, table = table.slice(0, room), table.slice(room)
             self._pending.append(taken)
             self._pending_rows += taken.num_rows
             self._pending_bytes += round(taken.num_rows * row_bytes)
             if (
-                self._pending_rows >= self._row_group_rows
-                or self._pending_bytes >= self._row_group_bytes
+                self._pending_rows >= self.row_group_rows
+                or self._pending_bytes >= self.row_group_bytes
             ):
                 self._submit()
 
     def _widen_pending(self, schema: pa.Schema) -> None:
         widened, first_row = [], self._rows_handed
         for piece in self._pending:
-            widened.append(self._widen(piece, schema, first_row))
+            widened.append(self.widen(piece, schema, first_row))
             first_row += piece.num_rows
         self._pending = widened
         self._pending_bytes = sum(piece.nbytes for piece in widened)
@@ -447,15 +442,15 @@ class ParquetStream:
             self._pending = []
             with contextlib.suppress(Exception):
                 self._behind.close()
-            self._writer.abandon()
+            self.writer.abandon()
             return
         try:
             self._submit()
             self._behind.close()
         except BaseException:
-            self._writer.abandon()
+            self.writer.abandon()
             raise
-        self._writer.close(self._schema)
+        self.writer.close(self.schema)
 
 
 @contextlib.contextmanager
@@ -524,6 +519,7 @@ def _sink(path: StoragePath) -> pa.NativeFile:
     return pa.output_stream(path.open("wb"), buffer_size=SINK_BUFFER)
 
 
+@dataclass(eq=False, repr=False)
 class SegmentedWriter:
     """Row groups into one Parquet object: the first into the object's temporary, and a new
     segment, in a hidden sibling, each time a row group arrives in a wider schema. When more
@@ -538,28 +534,23 @@ class SegmentedWriter:
         the whole table its first row is; raises when a value cannot be converted exactly.
     """
 
-    def __init__(
-        self,
-        temporary: StoragePath,
-        *,
-        scratch: Callable[[], StoragePath],
-        open_writer: Callable[[Any, pa.Schema], pq.ParquetWriter],
-        widen: Callable[[pa.Table, pa.Schema, int], pa.Table] = cast_to,
-    ) -> None:
-        self._temporary = temporary
-        self._scratch = scratch
-        self._open_writer = open_writer
-        self._widen = widen
-        self._paths: list[StoragePath] = []
-        """The segments' files, in order."""
-        self._schema: pa.Schema | None = None
+    temporary: StoragePath
+    _: KW_ONLY
+    scratch: Callable[[], StoragePath]
+    open_writer: Callable[[Any, pa.Schema], pq.ParquetWriter]
+    widen: Callable[[pa.Table, pa.Schema, int], pa.Table] = cast_to
+    bytes_written: int = attribute(default=0, init=False)
+    """Bytes in the object (and its segments) so far; its final size once closed."""
+    _paths: list[StoragePath] = attribute(default_factory=list, init=False)
+    """The segments' files, in order."""
+    _schema: pa.Schema | None = attribute(default=None, init=False)
+    _writer: pq.ParquetWriter | None = attribute(default=None, init=False)
+    _closed_bytes: int = attribute(default=0, init=False)
+
+    def __post_init__(self) -> None:
         # the first segment's file is opened at once, as a writer of a fixed schema would:
         # a storage fault shows before any data is read, and the temporary exists from the start
-        self._sink: pa.NativeFile | None = _sink(temporary)
-        self._writer: pq.ParquetWriter | None = None
-        self._closed_bytes = 0
-        self.bytes_written = 0
-        """Bytes in the object (and its segments) so far; its final size once closed."""
+        self._sink: pa.NativeFile | None = _sink(self.temporary)
 
     def write(self, table: pa.Table) -> None:
         """Write ``table`` as one row group, in a new segment if its schema is wider."""
@@ -572,13 +563,13 @@ class SegmentedWriter:
     def _start(self, schema: pa.Schema) -> None:
         if self._paths:
             self._close_segment()
-            self._paths.append(self._scratch())
+            self._paths.append(self.scratch())
             self._sink = _sink(self._paths[-1])
         else:
-            self._paths.append(self._temporary)  # opened already
+            self._paths.append(self.temporary)  # opened already
         assert self._sink is not None
         self._schema = schema
-        self._writer = self._open_writer(self._sink, schema)
+        self._writer = self.open_writer(self._sink, schema)
 
     def _close_segment(self) -> None:
         writer, sink = self._writer, self._sink
@@ -608,14 +599,14 @@ class SegmentedWriter:
     def _rewrite(self) -> None:
         """Every segment's row groups in the last (widest) schema, into the temporary, the
         first segment having been moved aside."""
-        moved = self._scratch()
+        moved = self.scratch()
         self._paths[0].rename(moved)
         self._paths[0] = moved
         assert self._schema is not None
-        with _sink(self._temporary) as sink:
-            with self._open_writer(sink, self._schema) as writer:
+        with _sink(self.temporary) as sink:
+            with self.open_writer(sink, self._schema) as writer:
                 opens = [lambda path=path: path.open("rb") for path in self._paths]
-                for table in read_row_groups(opens, self._schema, self._widen):
+                for table in read_row_groups(opens, self._schema, self.widen):
                     writer.write_table(table, row_group_size=max(table.num_rows, 1))
             self.bytes_written = sink.tell()
 
@@ -628,5 +619,5 @@ class SegmentedWriter:
 
     def _remove_scratch(self) -> None:
         for path in self._paths:
-            if path is not self._temporary:
+            if path is not self.temporary:
                 remove_quietly(path)
