@@ -87,10 +87,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-PARTITION_COLUMN: Final = DAY_COLUMN
-"""The date column every table written here is partitioned by (identity), after the identity
-column."""
-
 IDENTITY_PROPERTY: Final = "analytics.identity"
 """Snapshot summary property naming the identity a commit replaced (``cohort_code=vip``)."""
 
@@ -377,7 +373,7 @@ class IcebergDayWriter:
     def _with_partition_columns(self, schema: pa.Schema) -> pa.Schema:
         """The data's columns and the two the writer adds: the identity and ``dt``."""
         full = schema.append(pa.field(self.identity.column, pa.string(), nullable=False))
-        return full.append(pa.field(PARTITION_COLUMN, pa.date32(), nullable=False))
+        return full.append(pa.field(DAY_COLUMN, pa.date32(), nullable=False))
 
     def _rewrite_narrow(self) -> None:
         """The data files written before the schema widened, again in the current one, the old
@@ -399,11 +395,11 @@ class IcebergDayWriter:
         """Refuse a table a run cannot replace its (identity, day) of: one without the identity
         column, or not partitioned by identity transforms of it and of ``dt``."""
         partitioned = identity_partitions(table)
-        if {self.identity.column, PARTITION_COLUMN} <= partitioned:
+        if {self.identity.column, DAY_COLUMN} <= partitioned:
             return
         raise IcebergLayoutError(
             f"{self.identifier} is not partitioned by identity({self.identity.column}) and "
-            f"identity({PARTITION_COLUMN}) (a table created by an earlier version, or by "
+            f"identity({DAY_COLUMN}) (a table created by an earlier version, or by "
             f"another tool): a run would replace every row of its day, whoever wrote it. "
             f"Nothing was written. Migrate it once, naming what its rows hold: `python -m "
             f"airflow_provider_analytics.hooks.iceberg_migration --conn-id <iceberg connection> "
@@ -460,14 +456,14 @@ class IcebergDayWriter:
                     create.update_spec() as spec,
                 ):
                     spec.add_identity(self.identity.column)
-                    spec.add_identity(PARTITION_COLUMN)
+                    spec.add_identity(DAY_COLUMN)
             except (TableAlreadyExistsError, CommitFailedException) as error:
                 raise lost_race(self.identifier, "creation", self.attempts, error) from error
             log.info(
                 "created Iceberg table %s partitioned by %s, %s",
                 self.identifier,
                 self.identity.column,
-                PARTITION_COLUMN,
+                DAY_COLUMN,
             )
             return self.catalog.load_table(self.identifier), True
 
@@ -587,7 +583,7 @@ class IcebergDayWriter:
         """Open the next data file under the table's data location (the day's folder)."""
         table = self.table
         assert self._file_schema is not None
-        folder = f"{self.identity.folder}/{PARTITION_COLUMN}={self.day.isoformat()}"
+        folder = f"{self.identity.folder}/{DAY_COLUMN}={self.day.isoformat()}"
         name = f"{folder}/{self.commit_uuid}-{self._files_opened:05d}.parquet"
         self._files_opened += 1
         path = table.location_provider().new_data_location(name)
@@ -656,7 +652,7 @@ class IcebergDayWriter:
         }
         replaced = And(
             column_equals(self.identity.column, self.identity.value),
-            column_equals(PARTITION_COLUMN, day),
+            column_equals(DAY_COLUMN, day),
         )
         attempts = self._retrying()
         committed = attempts(self._commit_once, replaced, properties)

@@ -88,6 +88,7 @@ def write_table_atomically(
         return int(sink.tell())
 
 
+@dataclass(eq=False)
 class ParquetTables:
     """Named tables, each written as one Parquet object and replaced atomically.
 
@@ -96,16 +97,13 @@ class ParquetTables:
     :param metadata: key-value metadata every object records (its identity).
     """
 
-    def __init__(
-        self,
-        paths: Mapping[str, StoragePath],
-        *,
-        compression: str = "zstd",
-        metadata: Mapping[str, str] | None = None,
-    ) -> None:
-        self.paths = dict(paths)
-        self.compression = parquet_compression(compression)
-        self.metadata = dict(metadata or {})
+    paths: Mapping[str, StoragePath]
+    _: KW_ONLY
+    compression: str = "zstd"
+    metadata: Mapping[str, str] | None = None
+
+    def __post_init__(self) -> None:
+        parquet_compression(self.compression)
 
     def write_table(self, name: str, table: pa.Table) -> dict[str, Any]:
         """Write (replace) one table; return its URI, row count and size."""

@@ -254,10 +254,8 @@ def open_own(path: StoragePath) -> IO[bytes]:
         return handle
     try:
         descriptor = os.open(local, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError as error:
-        if isinstance(error, FileNotFoundError):
-            raise
-        if os.path.islink(local):
+    except OSError:
+        if os.path.islink(local):  # O_NOFOLLOW refused it (a missing file is no link)
             raise ShardStagingError(
                 f"{local}: is a symbolic link where the package keeps its own file; the "
                 "package does not follow links there: remove it, then run again"

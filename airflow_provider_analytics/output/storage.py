@@ -54,11 +54,11 @@ class StoragePath(Protocol):
 
 def _is_storage_failure(error: BaseException) -> TypeGuard[OSError]:
     """An ``OSError`` of the storage, not of the network (which raises its own subclasses)."""
-    if not isinstance(error, OSError) or isinstance(error, AnalyticsError):
-        return False
-    if isinstance(error, ConnectionError | TimeoutError):
-        return False
-    return not type(error).__module__.startswith(("requests", "urllib3", "http"))
+    return (
+        isinstance(error, OSError)
+        and not isinstance(error, AnalyticsError | ConnectionError | TimeoutError)
+        and not type(error).__module__.startswith(("requests", "urllib3", "http"))
+    )
 
 
 def remove_quietly(path: StoragePath) -> None:
