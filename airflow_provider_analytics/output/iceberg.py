@@ -8,20 +8,12 @@ commits at the same moment. A table of an earlier version (partitioned by ``dt``
 refused by name, with the migration to run
 (:mod:`~airflow_provider_analytics.hooks.iceberg_migration`), never overwritten.
 
-A run streams its rows into data files of its own under the table's location, batch by batch
-(the package's one Parquet writer; the columns carry the table's field ids), so memory stays at
-one batch however large the day; a streamed cohort export's row groups go there as they come
-(:meth:`IcebergDayWriter.stream`), each encoded once. One transaction then deletes the
-identity's current files of the day and adds the new ones: a DELETE and an APPEND snapshot that
-reach the catalog in one commit, so readers see the old day or the new one. When other writers
-commit in between, pyiceberg retries the commit and this module the whole transaction
-(reusing the written files); a writer of the same day that committed meanwhile is replaced too.
-
-Before anything is written, the table gains the columns the data has and it lacks, and a
-column whose type cannot evolve fails by name, as does a property the table holds under the
-other column naming (``$city`` against ``city``). A ``number`` column the run added that turns
-from int64 to double after a file was written turns in the table, and the earlier files are
-rewritten. Files of a run that died before its commit are removed by
+A run streams its rows into data files of its own under the table's location (the package's
+one Parquet writer; the columns carry the table's field ids), one batch in memory however large
+the day; then one transaction deletes the identity's current files of the day and adds the new
+ones, so readers see the old day or the new one (:meth:`IcebergDayWriter.commit`). The table's
+columns evolve before anything is written (:meth:`IcebergDayWriter.open`). Files of a run that
+died before its commit are removed by
 :class:`~airflow_provider_analytics.operators.iceberg_maintenance.IcebergMaintenanceOperator`.
 """
 
@@ -635,10 +627,9 @@ class IcebergDayWriter:
                 stream.close()
 
     def commit(self) -> dict[str, Any]:
-        """Delete the identity's old files of the day and add the written ones, in one catalog
-        commit.
-
-        Retried against the current table when other writers committed first.
+        """Delete the identity's old files of the day and add the written ones: a DELETE and an
+        APPEND snapshot in one catalog commit, retried (with the same files) against the current
+        table when other writers committed first.
 
         :raises IcebergCommitError: when every attempt lost to another writer.
         :raises IcebergSchemaError: when the catalog refuses the files' columns.
