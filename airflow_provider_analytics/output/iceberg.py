@@ -545,12 +545,9 @@ class IcebergDayWriter:
             self._widen_to(batch.schema)
         if batch.num_rows == 0:
             return
-        schema = self._file_schema
-        assert schema is not None
         identity = pa.repeat(pa.scalar(self.identity.value, pa.string()), batch.num_rows)
         day = pa.repeat(pa.scalar(self.day, pa.date32()), batch.num_rows)
-        columns = [*batch.columns, identity, day]
-        data = pa.Table.from_arrays(columns, schema=schema)
+        data = pa.Table.from_arrays([*batch.columns, identity, day], schema=self._file_schema)
         parquet = self._parquet or self._new_file()
         parquet.write_table(data, row_group_size=max(data.num_rows, 1))
         self.rows += batch.num_rows
@@ -780,6 +777,4 @@ class IcebergDayWriter:
             self.abort()
             raise
 
-    def abandon(self) -> None:
-        """Stop a stream after a failure: :meth:`abort`."""
-        self.abort()
+    abandon = abort  # a stream's stop after a failure
