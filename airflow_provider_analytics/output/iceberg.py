@@ -459,8 +459,7 @@ class IcebergDayWriter:
             )
             return self.catalog.load_table(self.identifier), True
 
-        result: tuple[Table, bool] = self._retrying()(load_or_create)
-        return result
+        return self._retrying()(load_or_create)
 
     def _evolve(self, table: Table, schema: pa.Schema) -> Table:
         """Add missing columns (retrying on concurrent commits); a type that cannot evolve

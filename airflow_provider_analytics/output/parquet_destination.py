@@ -243,8 +243,7 @@ class ParquetDestination:
         the roots' gate at each use."""
         root = f"{self.destination.rstrip('/')}.staging/"
         folder = f"{root}{self.identity.folder}/dt={day}/" if self.is_prefix else root
-        staged: ObjectStoragePath = staging_folder(folder, self.allowed_roots, own_from=root)
-        return staged
+        return staging_folder(folder, self.allowed_roots, own_from=root)
 
     def publish_parts(self, day: str, parts: Sequence[StoragePath]) -> CohortFile:
         path = self._cohort_path(day)

@@ -250,8 +250,7 @@ def open_own(path: StoragePath) -> IO[bytes]:
     disk never through a link and only when it is a plain file (a named pipe would block)."""
     local = local_path(path)
     if local is None:
-        handle: IO[bytes] = path.open("rb")
-        return handle
+        return path.open("rb")
     try:
         descriptor = os.open(local, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:

@@ -97,10 +97,7 @@ def _temporary_prefix(destination: StoragePath) -> str:
 
 def temporary_sibling(destination: StoragePath) -> StoragePath:
     """A fresh hidden sibling of ``destination`` (``.<name>.<id>.inprogress``)."""
-    path: StoragePath = (
-        destination.parent / f"{_temporary_prefix(destination)}{uuid.uuid4().hex}.inprogress"
-    )
-    return path
+    return destination.parent / f"{_temporary_prefix(destination)}{uuid.uuid4().hex}.inprogress"
 
 
 def remove_stale_temporaries(
