@@ -70,7 +70,6 @@ if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
     from pyiceberg.io import OutputStream
     from pyiceberg.table import Table
-    from pyiceberg.table.snapshots import Snapshot
     from pyiceberg.types import IcebergType, NestedField
     from tenacity import Retrying
 
@@ -178,21 +177,15 @@ def catalog_properties(
     uri = properties["uri"]
     is_database = uri.startswith(("sqlite:", "postgresql"))
     properties.setdefault("type", "sql" if is_database else "rest")
-    if password:
-        if properties["type"] == "sql":
-            properties["uri"] = _with_password(uri, login, password)
-        else:
-            properties.setdefault("token", password)
+    if password and properties["type"] == "sql":  # the database URL carries login and password
+        from sqlalchemy.engine import make_url
+
+        url = make_url(uri)
+        url = url.set(username=url.username or login, password=password)
+        properties["uri"] = url.render_as_string(hide_password=False)
+    elif password:
+        properties.setdefault("token", password)
     return properties
-
-
-def _with_password(uri: str, login: str | None, password: str) -> str:
-    """A database URL carrying the connection's login and password (SQLAlchemy's parser)."""
-    from sqlalchemy.engine import make_url
-
-    url = make_url(uri)
-    url = url.set(username=url.username or login, password=password)
-    return url.render_as_string(hide_password=False)
 
 
 def open_catalog(name: str, properties: Mapping[str, str]) -> Catalog:
@@ -631,11 +624,11 @@ class IcebergDayWriter:
         :raises IcebergSchemaError: when the catalog refuses the files' columns.
         """
         self.close_files()
-        day = self.day.isoformat()
+        day, ours = self.day.isoformat(), str(self.commit_uuid)
         properties = {
             DAY_PROPERTY: day,
             IDENTITY_PROPERTY: str(self.identity),
-            COMMIT_PROPERTY: str(self.commit_uuid),
+            COMMIT_PROPERTY: ours,
         }
         replaced = And(
             column_equals(self.identity.column, self.identity.value),
@@ -643,17 +636,19 @@ class IcebergDayWriter:
         )
         attempts = self._retrying()
         committed = attempts(self._commit_once, replaced, properties)
-        ours = self._snapshots_of_this_commit(committed)
-        current = committed.current_snapshot()
+        current = snapshot = committed.current_snapshot()
+        replaced_files = 0  # counted over this commit's snapshots, the current one's parents
+        while snapshot is not None and snapshot.summary is not None:
+            if snapshot.summary.get(COMMIT_PROPERTY) != ours:
+                break
+            replaced_files += int(snapshot.summary.get("deleted-data-files") or 0)
+            parent = snapshot.parent_snapshot_id
+            snapshot = committed.snapshot_by_id(parent) if parent is not None else None
         self.summary = {
             "uri": self.identifier,
             "rows": self.rows,
             "data_files": len(self.paths),
-            "replaced_files": sum(
-                int(snapshot.summary.get("deleted-data-files") or 0)
-                for snapshot in ours
-                if snapshot.summary is not None
-            ),
+            "replaced_files": replaced_files,
             "snapshot_id": current.snapshot_id if current else None,
             "commit_attempts": attempts.statistics["attempt_number"],
         }
@@ -693,19 +688,6 @@ class IcebergDayWriter:
             # the commit may have landed (a lost answer): the files must stay
             self._outcome_unknown = True
             raise
-
-    def _snapshots_of_this_commit(self, table: Table) -> list[Snapshot]:
-        """The snapshots this commit added: from the current one back along its parents while
-        they carry this writer's commit id."""
-        found = []
-        snapshot = table.current_snapshot()
-        while snapshot is not None and snapshot.summary is not None:
-            if snapshot.summary.get(COMMIT_PROPERTY) != str(self.commit_uuid):
-                break
-            found.append(snapshot)
-            parent = snapshot.parent_snapshot_id
-            snapshot = table.snapshot_by_id(parent) if parent is not None else None
-        return found
 
     def replace(
         self, schema: pa.Schema, batches: Iterable[pa.Table | pa.RecordBatch]

@@ -14,7 +14,7 @@ import logging
 import os
 import time
 import uuid
-from typing import IO, TYPE_CHECKING, Any, Protocol, TypeGuard
+from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from airflow_provider_analytics.core.errors import (
     AnalyticsConfigurationError,
@@ -50,15 +50,6 @@ class StoragePath(Protocol):
     def iterdir(self) -> Any: ...
 
     def stat(self) -> Any: ...
-
-
-def _is_storage_failure(error: BaseException) -> TypeGuard[OSError]:
-    """An ``OSError`` of the storage, not of the network (which raises its own subclasses)."""
-    return (
-        isinstance(error, OSError)
-        and not isinstance(error, AnalyticsError | ConnectionError | TimeoutError)
-        and not type(error).__module__.startswith(("requests", "urllib3", "http"))
-    )
 
 
 def remove_quietly(path: StoragePath) -> None:
@@ -164,7 +155,11 @@ def atomic_destination(
         temporary.rename(destination)
     except BaseException as error:
         remove_quietly(temporary)
-        if _is_storage_failure(error):
+        if (  # an OSError of the storage, not of the network (which raises its own subclasses)
+            isinstance(error, OSError)
+            and not isinstance(error, AnalyticsError | ConnectionError | TimeoutError)
+            and not type(error).__module__.startswith(("requests", "urllib3", "http"))
+        ):
             raise AnalyticsStorageError(destination, subject, error) from error
         raise
 
