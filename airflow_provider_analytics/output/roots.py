@@ -309,12 +309,10 @@ def staging_folder(location: str, allowed: Sequence[RootList], *, own_from: str)
     checked = checked_destination(location, allowed, "staging")
     local, top = local_path(checked), local_path(own_from)
     if local is not None and top is not None:
-        levels = [top.rstrip("/")]
-        os.makedirs(os.path.dirname(levels[0]), exist_ok=True)
-        for name in local.removeprefix(levels[0]).split("/"):
-            if name:
-                levels.append(f"{levels[-1]}/{name}")
-        for level in levels:
+        level = top.rstrip("/")
+        os.makedirs(os.path.dirname(level), exist_ok=True)
+        for name in local.removeprefix(level).split("/"):  # the first is "": the top itself
+            level = f"{level}/{name}" if name else level
             with contextlib.suppress(FileExistsError):
                 os.mkdir(level)
             info = os.lstat(level)
