@@ -184,12 +184,9 @@ def parquet_writer(
     :param compression_level: the codec's level; its default when ``None``.
     :param statistics_also: see :func:`writer_options`.
     """
+    options = writer_options(schema, statistics_also)
     return pq.ParquetWriter(
-        sink,
-        schema,
-        compression=compression,
-        compression_level=compression_level,
-        **writer_options(schema, statistics_also),
+        sink, schema, compression=compression, compression_level=compression_level, **options
     )
 
 
@@ -393,7 +390,11 @@ class ParquetStream:
         pieces has them widened to it first.
         """
         if self._pending and not same_types(self._pending[0].schema, table.schema):
-            self._widen_pending(table.schema)
+            first_row = self._rows_handed
+            for index, piece in enumerate(self._pending):
+                self._pending[index] = self.widen(piece, table.schema, first_row)
+                first_row += piece.num_rows
+            self._pending_bytes = sum(piece.nbytes for piece in self._pending)
         # a piece's bytes are its share of the table's, by rows: one ``nbytes`` a table (~0.1 ms
         # for a block's) rather than one for each slice of it
         row_bytes = table.nbytes / max(table.num_rows, 1)
@@ -408,14 +409,6 @@ class ParquetStream:
                 or self._pending_bytes >= self.row_group_bytes
             ):
                 self._submit()
-
-    def _widen_pending(self, schema: pa.Schema) -> None:
-        widened, first_row = [], self._rows_handed
-        for piece in self._pending:
-            widened.append(self.widen(piece, schema, first_row))
-            first_row += piece.num_rows
-        self._pending = widened
-        self._pending_bytes = sum(piece.nbytes for piece in widened)
 
     def _submit(self) -> None:
         if self._pending:
