@@ -296,11 +296,8 @@ class IcebergDayWriter:
         """
         refuse_partition_columns(schema.names, "columns", f"{self.identifier}: the data's columns")
         full = self._with_partition_columns(schema)
-        table, created = self._load_or_create(full)
-        self._refuse_old_layout(table)
-        existing = set() if created else {field.name for field in table.schema().fields}
-        self._refuse_renamed_columns(existing, schema)
-        self._table = self._evolve(table, full)
+        existing = self._load_or_create(schema, full)
+        self._table = self.catalog.load_table(self.identifier)
         self._file_schema = self._with_field_ids(full, self._table)
         self._data_schema = schema
         if set(schema.names) - existing:
@@ -408,14 +405,16 @@ class IcebergDayWriter:
                         "column_names the table was created with, or to a new table"
                     )
 
-    def _load_or_create(self, schema: pa.Schema) -> tuple[Table, bool]:
-        """The table, and whether this writer created it.
+    def _load_or_create(self, schema: pa.Schema, full: pa.Schema) -> set[str]:
+        """Load the table, or create it, check it and add the columns it lacks (``full``: the
+        data's ``schema`` with the partition columns); the columns it held before.
 
         Writers of a new table (the cohorts of one ``.expand``) may all find it missing and
         create it at once. The catalogs refuse every creation but the first, either when it is
         staged (``TableAlreadyExistsError``) or when it is committed (``CommitFailedException``
         on its "table must not exist" requirement); the loser's next attempt, through the one
-        retry engine, loads the table as the winner created it (:meth:`open` then evolves it).
+        retry engine, loads the table as the winner created it. A schema update that loses to
+        another writer is tried again the same way, against the table as it is then.
         """
         namespace = self.identifier.rpartition(".")[0]
         try:
@@ -426,51 +425,46 @@ class IcebergDayWriter:
             if not self.catalog.namespace_exists(namespace):
                 raise
 
-        def load_or_create() -> tuple[Table, bool]:
+        def attempt() -> set[str]:
             try:
-                return self.catalog.load_table(self.identifier), False
+                table = self.catalog.load_table(self.identifier)
+                existing = {field.name for field in table.schema().fields}
             except NoSuchTableError:
-                pass
+                table, existing = self._create(full), set()
+            self._refuse_old_layout(table)
+            self._refuse_renamed_columns(existing, schema)
             try:
-                with (
-                    self.catalog.create_table_transaction(
-                        self.identifier,
-                        schema=schema,
-                        properties=full_metrics(self.identity.column),
-                    ) as create,
-                    create.update_spec() as spec,
-                ):
-                    spec.add_identity(self.identity.column)
-                    spec.add_identity(DAY_COLUMN)
-            except (TableAlreadyExistsError, CommitFailedException) as error:
-                raise lost_race(self.identifier, "creation", self.attempts, error) from error
-            log.info(
-                "created Iceberg table %s partitioned by %s, %s",
-                self.identifier,
-                self.identity.column,
-                DAY_COLUMN,
-            )
-            return self.catalog.load_table(self.identifier), True
-
-        return self._retrying()(load_or_create)
-
-    def _evolve(self, table: Table, schema: pa.Schema) -> Table:
-        """Add missing columns (retrying on concurrent commits); a type that cannot evolve
-        fails naming its column."""
-
-        def evolve(state: list[Table]) -> None:
-            try:
-                with state[0].update_schema() as update:
-                    update.union_by_name(schema)
+                with table.update_schema() as update:
+                    update.union_by_name(full)
             except (ValidationError, ValueError, TypeError) as error:
                 raise IcebergSchemaError(
                     f"{self.identifier}: the data cannot be written as the table is: {error}"
                 ) from error
             except CommitFailedException as error:
-                state[0] = self.catalog.load_table(self.identifier)
                 raise lost_race(self.identifier, "schema update", self.attempts, error) from error
+            return existing
 
-        self._retrying()(evolve, [table])
+        return self._retrying()(attempt)
+
+    def _create(self, schema: pa.Schema) -> Table:
+        """Create the table partitioned by the identity column and ``dt``."""
+        try:
+            with (
+                self.catalog.create_table_transaction(
+                    self.identifier, schema=schema, properties=full_metrics(self.identity.column)
+                ) as create,
+                create.update_spec() as spec,
+            ):
+                spec.add_identity(self.identity.column)
+                spec.add_identity(DAY_COLUMN)
+        except (TableAlreadyExistsError, CommitFailedException) as error:
+            raise lost_race(self.identifier, "creation", self.attempts, error) from error
+        log.info(
+            "created Iceberg table %s partitioned by %s, %s",
+            self.identifier,
+            self.identity.column,
+            DAY_COLUMN,
+        )
         return self.catalog.load_table(self.identifier)
 
     def _with_field_ids(self, schema: pa.Schema, table: Table) -> pa.Schema:
