@@ -157,15 +157,12 @@ def catalog_properties(
                 "iceberg connection: a Glue catalog's password is the AWS secret access key; "
                 "give the access key id as login"
             )
-        region = properties.pop("region_name", None)
-        for key, value in (
-            ("client.access-key-id", login),
-            ("client.secret-access-key", password),
-            ("client.region", region),
-        ):
-            if value:
-                properties.setdefault(key, value)
-        return properties
+        given = {
+            "client.access-key-id": login,
+            "client.secret-access-key": password,
+            "client.region": properties.pop("region_name", None),
+        }
+        return {key: value for key, value in given.items() if value} | properties
     if "uri" not in properties:
         if not host:
             raise AnalyticsConfigurationError(
