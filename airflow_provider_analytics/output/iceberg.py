@@ -8,20 +8,12 @@ commits at the same moment. A table of an earlier version (partitioned by ``dt``
 refused by name, with the migration to run
 (:mod:`~airflow_provider_analytics.hooks.iceberg_migration`), never overwritten.
 
-A run streams its rows into data files of its own under the table's location, batch by batch
-(the package's one Parquet writer; the columns carry the table's field ids), so memory stays at
-one batch however large the day; a streamed cohort export's row groups go there as they come
-(:meth:`IcebergDayWriter.stream`), each encoded once. One transaction then deletes the
-identity's current files of the day and adds the new ones: a DELETE and an APPEND snapshot that
-reach the catalog in one commit, so readers see the old day or the new one. When other writers
-commit in between, pyiceberg retries the commit and this module the whole transaction
-(reusing the written files); a writer of the same day that committed meanwhile is replaced too.
-
-Before anything is written, the table gains the columns the data has and it lacks, and a
-column whose type cannot evolve fails by name, as does a property the table holds under the
-other column naming (``$city`` against ``city``). A ``number`` column the run added that turns
-from int64 to double after a file was written turns in the table, and the earlier files are
-rewritten. Files of a run that died before its commit are removed by
+A run streams its rows into data files of its own under the table's location (the package's
+one Parquet writer; the columns carry the table's field ids), one batch in memory however large
+the day; then one transaction deletes the identity's current files of the day and adds the new
+ones, so readers see the old day or the new one (:meth:`IcebergDayWriter.commit`). The table's
+columns evolve before anything is written (:meth:`IcebergDayWriter.open`). Files of a run that
+died before its commit are removed by
 :class:`~airflow_provider_analytics.operators.iceberg_maintenance.IcebergMaintenanceOperator`.
 """
 
@@ -29,11 +21,12 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import itertools
 import logging
 import time
 import uuid
 import warnings
+from dataclasses import KW_ONLY, dataclass
+from dataclasses import field as attribute
 from typing import TYPE_CHECKING, Any, Final, NoReturn
 
 import pyarrow as pa
@@ -63,33 +56,27 @@ from airflow_provider_analytics.core.errors import (
 from airflow_provider_analytics.core.identity import DAY_COLUMN, refuse_partition_columns
 from airflow_provider_analytics.core.retry import RetryPolicy
 from airflow_provider_analytics.output.parquet import (
+    ParquetStream,
     cast_to,
     parquet_writer,
     read_row_groups,
     same_types,
-    streaming,
 )
 from airflow_provider_analytics.output.roots import checked_destination
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+    from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
     from pyiceberg.catalog import Catalog
     from pyiceberg.io import OutputStream
     from pyiceberg.table import Table
-    from pyiceberg.table.snapshots import Snapshot
     from pyiceberg.types import IcebergType, NestedField
     from tenacity import Retrying
 
     from airflow_provider_analytics.core.identity import Identity
-    from airflow_provider_analytics.output.parquet import ParquetStream
     from airflow_provider_analytics.output.roots import RootList
 
 log = logging.getLogger(__name__)
-
-PARTITION_COLUMN: Final = DAY_COLUMN
-"""The date column every table written here is partitioned by (identity), after the identity
-column."""
 
 IDENTITY_PROPERTY: Final = "analytics.identity"
 """Snapshot summary property naming the identity a commit replaced (``cohort_code=vip``)."""
@@ -126,10 +113,11 @@ def full_metrics(column: str) -> dict[str, str]:
     return {f"write.metadata.metrics.column.{column}": "full"}
 
 
-def lost_race(identifier: str, what: str, attempt: int, error: Exception) -> IcebergCommitError:
-    """The error of a commit (``what``) that lost to another writer on attempt ``attempt``."""
+def lost_race(identifier: str, what: str, attempts: int, error: Exception) -> IcebergCommitError:
+    """The error of a commit (``what``) that lost to another writer, retried until its
+    ``attempts`` have all lost: the last one is raised, so its message counts them all."""
     lost = IcebergCommitError(
-        f"{identifier}: the {what} lost to other writers {attempt} times: {error}"
+        f"{identifier}: the {what} lost to other writers {attempts} times: {error}"
     )
     lost.reason = f"{what} lost a race ({error})"
     return lost
@@ -169,15 +157,12 @@ def catalog_properties(
                 "iceberg connection: a Glue catalog's password is the AWS secret access key; "
                 "give the access key id as login"
             )
-        region = properties.pop("region_name", None)
-        for key, value in (
-            ("client.access-key-id", login),
-            ("client.secret-access-key", password),
-            ("client.region", region),
-        ):
-            if value:
-                properties.setdefault(key, value)
-        return properties
+        given = {
+            "client.access-key-id": login,
+            "client.secret-access-key": password,
+            "client.region": properties.pop("region_name", None),
+        }
+        return {key: value for key, value in given.items() if value} | properties
     if "uri" not in properties:
         if not host:
             raise AnalyticsConfigurationError(
@@ -189,21 +174,15 @@ def catalog_properties(
     uri = properties["uri"]
     is_database = uri.startswith(("sqlite:", "postgresql"))
     properties.setdefault("type", "sql" if is_database else "rest")
-    if password:
-        if properties["type"] == "sql":
-            properties["uri"] = _with_password(uri, login, password)
-        else:
-            properties.setdefault("token", password)
+    if password and properties["type"] == "sql":  # the database URL carries login and password
+        from sqlalchemy.engine import make_url
+
+        url = make_url(uri)
+        url = url.set(username=url.username or login, password=password)
+        properties["uri"] = url.render_as_string(hide_password=False)
+    elif password:
+        properties.setdefault("token", password)
     return properties
-
-
-def _with_password(uri: str, login: str | None, password: str) -> str:
-    """A database URL carrying the connection's login and password (SQLAlchemy's parser)."""
-    from sqlalchemy.engine import make_url
-
-    url = make_url(uri)
-    url = url.set(username=url.username or login, password=password)
-    return url.render_as_string(hide_password=False)
 
 
 def open_catalog(name: str, properties: Mapping[str, str]) -> Catalog:
@@ -232,6 +211,7 @@ def identity_partitions(table: Table) -> set[str | None]:
     }
 
 
+@dataclass(eq=False, repr=False)
 class IcebergDayWriter:
     """Replace one day's partition of one Iceberg table: open, write batches, commit (or abort).
 
@@ -252,56 +232,46 @@ class IcebergDayWriter:
         (:func:`~airflow_provider_analytics.output.roots.checked_destination`).
     """
 
-    def __init__(
-        self,
-        catalog: Catalog,
-        identifier: str,
-        day: dt.date,
-        *,
-        identity: Identity,
-        attempts: int = 10,
-        retry_delay: float = 0.05,
-        sleep: Callable[[float], None] = time.sleep,
-        target_file_bytes: int | None = None,
-        allowed_roots: Sequence[RootList] = (),
-    ) -> None:
-        namespace, _, name = identifier.rpartition(".")
+    catalog: Catalog
+    identifier: str
+    day: dt.date
+    _: KW_ONLY
+    identity: Identity
+    attempts: int = 10
+    retry_delay: float = 0.05
+    sleep: Callable[[float], None] = time.sleep
+    target_file_bytes: int | None = None
+    allowed_roots: Sequence[RootList] = ()
+    commit_uuid: uuid.UUID = attribute(default_factory=uuid.uuid4, init=False)
+    paths: list[str] = attribute(default_factory=list, init=False)
+    """Every data file written so far (the last one may still be open)."""
+    rows: int = attribute(default=0, init=False)
+    bytes_written: int = attribute(default=0, init=False)
+    """Bytes in the closed data files."""
+    summary: dict[str, Any] | None = attribute(default=None, init=False)
+    """What the last commit did (:meth:`commit`'s return)."""
+    _table: Table | None = attribute(default=None, init=False)
+    _file_schema: pa.Schema | None = attribute(default=None, init=False)
+    _stream: OutputStream | None = attribute(default=None, init=False)
+    _parquet: pq.ParquetWriter | None = attribute(default=None, init=False)
+    _file_bytes: int = attribute(default=0, init=False)
+    _outcome_unknown: bool = attribute(default=False, init=False)
+    _data_schema: pa.Schema | None = attribute(default=None, init=False)
+    _added: set[str] = attribute(default_factory=set, init=False)
+    """Columns this writer added to the table (their type may still widen)."""
+    _added_at: int | None = attribute(default=None, init=False)
+    _files_opened: int = attribute(default=0, init=False)
+    _narrow: int = attribute(default=0, init=False)
+    """How many of :attr:`paths` hold an earlier, narrower schema (rewritten at commit)."""
+    _widen: Callable[[pa.Table, pa.Schema, int], pa.Table] = attribute(default=cast_to, init=False)
+
+    def __post_init__(self) -> None:
+        namespace, _, name = self.identifier.rpartition(".")
         if not namespace or not name:
-            rules.fail("iceberg_table", "must be namespace.table", identifier)
-        rules.positive_int(attempts, "attempts")
-        if target_file_bytes is not None:
-            rules.positive_int(target_file_bytes, "target_file_bytes")
-        self.catalog = catalog
-        self.identifier = identifier
-        self.day = day
-        self.identity = identity
-        self.attempts = attempts
-        self.retry_delay = retry_delay
-        self.sleep = sleep
-        self.target_file_bytes = target_file_bytes
-        self.allowed_roots = list(allowed_roots)
-        self.commit_uuid = uuid.uuid4()
-        self.paths: list[str] = []
-        """Every data file written so far (the last one may still be open)."""
-        self.rows = 0
-        self._table: Table | None = None
-        self._file_schema: pa.Schema | None = None
-        self._stream: OutputStream | None = None
-        self._parquet: pq.ParquetWriter | None = None
-        self._file_bytes = 0
-        self._outcome_unknown = False
-        self._data_schema: pa.Schema | None = None
-        self._added: set[str] = set()
-        """Columns this writer added to the table (their type may still widen)."""
-        self._added_at: int | None = None
-        self._files_opened = 0
-        self._narrow = 0
-        """How many of :attr:`paths` hold an earlier, narrower schema (rewritten at commit)."""
-        self._widen: Callable[[pa.Table, pa.Schema, int], pa.Table] = cast_to
-        self.bytes_written = 0
-        """Bytes in the closed data files."""
-        self.summary: dict[str, Any] | None = None
-        """What the last commit did (:meth:`commit`'s return)."""
+            rules.fail("iceberg_table", "must be namespace.table", self.identifier)
+        rules.positive_int(self.attempts, "attempts")
+        if self.target_file_bytes is not None:
+            rules.positive_int(self.target_file_bytes, "target_file_bytes")
 
     @property
     def table(self) -> Table:
@@ -323,11 +293,8 @@ class IcebergDayWriter:
         """
         refuse_partition_columns(schema.names, "columns", f"{self.identifier}: the data's columns")
         full = self._with_partition_columns(schema)
-        table, created = self._load_or_create(full)
-        self._refuse_old_layout(table)
-        existing = set() if created else {field.name for field in table.schema().fields}
-        self._refuse_renamed_columns(existing, schema)
-        self._table = self._evolve(table, full)
+        existing = self._load_or_create(schema, full)
+        self._table = self.catalog.load_table(self.identifier)
         self._file_schema = self._with_field_ids(full, self._table)
         self._data_schema = schema
         if set(schema.names) - existing:
@@ -360,7 +327,6 @@ class IcebergDayWriter:
                 )
         self._close_file()
         self._narrow = len(self.paths)
-        tries = itertools.count(1)
 
         def turn_to_double() -> None:
             table = self.catalog.load_table(self.identifier)
@@ -376,7 +342,7 @@ class IcebergDayWriter:
                     for field in turned:
                         update.update_column(field.name, DoubleType())
             except CommitFailedException as error:
-                raise lost_race(self.identifier, "schema update", next(tries), error) from error
+                raise lost_race(self.identifier, "schema update", self.attempts, error) from error
 
         self._retrying()(turn_to_double)
         self._table = self.catalog.load_table(self.identifier)
@@ -386,7 +352,7 @@ class IcebergDayWriter:
     def _with_partition_columns(self, schema: pa.Schema) -> pa.Schema:
         """The data's columns and the two the writer adds: the identity and ``dt``."""
         full = schema.append(pa.field(self.identity.column, pa.string(), nullable=False))
-        return full.append(pa.field(PARTITION_COLUMN, pa.date32(), nullable=False))
+        return full.append(pa.field(DAY_COLUMN, pa.date32(), nullable=False))
 
     def _rewrite_narrow(self) -> None:
         """The data files written before the schema widened, again in the current one, the old
@@ -408,11 +374,11 @@ class IcebergDayWriter:
         """Refuse a table a run cannot replace its (identity, day) of: one without the identity
         column, or not partitioned by identity transforms of it and of ``dt``."""
         partitioned = identity_partitions(table)
-        if {self.identity.column, PARTITION_COLUMN} <= partitioned:
+        if {self.identity.column, DAY_COLUMN} <= partitioned:
             return
         raise IcebergLayoutError(
             f"{self.identifier} is not partitioned by identity({self.identity.column}) and "
-            f"identity({PARTITION_COLUMN}) (a table created by an earlier version, or by "
+            f"identity({DAY_COLUMN}) (a table created by an earlier version, or by "
             f"another tool): a run would replace every row of its day, whoever wrote it. "
             f"Nothing was written. Migrate it once, naming what its rows hold: `python -m "
             f"airflow_provider_analytics.hooks.iceberg_migration --conn-id <iceberg connection> "
@@ -436,14 +402,16 @@ class IcebergDayWriter:
                         "column_names the table was created with, or to a new table"
                     )
 
-    def _load_or_create(self, schema: pa.Schema) -> tuple[Table, bool]:
-        """The table, and whether this writer created it.
+    def _load_or_create(self, schema: pa.Schema, full: pa.Schema) -> set[str]:
+        """Load the table, or create it, check it and add the columns it lacks (``full``: the
+        data's ``schema`` with the partition columns); the columns it held before.
 
         Writers of a new table (the cohorts of one ``.expand``) may all find it missing and
         create it at once. The catalogs refuse every creation but the first, either when it is
         staged (``TableAlreadyExistsError``) or when it is committed (``CommitFailedException``
         on its "table must not exist" requirement); the loser's next attempt, through the one
-        retry engine, loads the table as the winner created it (:meth:`open` then evolves it).
+        retry engine, loads the table as the winner created it. A schema update that loses to
+        another writer is tried again the same way, against the table as it is then.
         """
         namespace = self.identifier.rpartition(".")[0]
         try:
@@ -453,55 +421,47 @@ class IcebergDayWriter:
             # namespace fails on its key instead of saying it exists
             if not self.catalog.namespace_exists(namespace):
                 raise
-        tries = itertools.count(1)
 
-        def load_or_create() -> tuple[Table, bool]:
+        def attempt() -> set[str]:
             try:
-                return self.catalog.load_table(self.identifier), False
+                table = self.catalog.load_table(self.identifier)
+                existing = {field.name for field in table.schema().fields}
             except NoSuchTableError:
-                pass
+                table, existing = self._create(full), set()
+            self._refuse_old_layout(table)
+            self._refuse_renamed_columns(existing, schema)
             try:
-                with (
-                    self.catalog.create_table_transaction(
-                        self.identifier,
-                        schema=schema,
-                        properties=full_metrics(self.identity.column),
-                    ) as create,
-                    create.update_spec() as spec,
-                ):
-                    spec.add_identity(self.identity.column)
-                    spec.add_identity(PARTITION_COLUMN)
-            except (TableAlreadyExistsError, CommitFailedException) as error:
-                raise lost_race(self.identifier, "creation", next(tries), error) from error
-            log.info(
-                "created Iceberg table %s partitioned by %s, %s",
-                self.identifier,
-                self.identity.column,
-                PARTITION_COLUMN,
-            )
-            return self.catalog.load_table(self.identifier), True
-
-        result: tuple[Table, bool] = self._retrying()(load_or_create)
-        return result
-
-    def _evolve(self, table: Table, schema: pa.Schema) -> Table:
-        """Add missing columns (retrying on concurrent commits); a type that cannot evolve
-        fails naming its column."""
-        tries = itertools.count(1)
-
-        def evolve(state: list[Table]) -> None:
-            try:
-                with state[0].update_schema() as update:
-                    update.union_by_name(schema)
+                with table.update_schema() as update:
+                    update.union_by_name(full)
             except (ValidationError, ValueError, TypeError) as error:
                 raise IcebergSchemaError(
                     f"{self.identifier}: the data cannot be written as the table is: {error}"
                 ) from error
             except CommitFailedException as error:
-                state[0] = self.catalog.load_table(self.identifier)
-                raise lost_race(self.identifier, "schema update", next(tries), error) from error
+                raise lost_race(self.identifier, "schema update", self.attempts, error) from error
+            return existing
 
-        self._retrying()(evolve, [table])
+        return self._retrying()(attempt)
+
+    def _create(self, schema: pa.Schema) -> Table:
+        """Create the table partitioned by the identity column and ``dt``."""
+        try:
+            with (
+                self.catalog.create_table_transaction(
+                    self.identifier, schema=schema, properties=full_metrics(self.identity.column)
+                ) as create,
+                create.update_spec() as spec,
+            ):
+                spec.add_identity(self.identity.column)
+                spec.add_identity(DAY_COLUMN)
+        except (TableAlreadyExistsError, CommitFailedException) as error:
+            raise lost_race(self.identifier, "creation", self.attempts, error) from error
+        log.info(
+            "created Iceberg table %s partitioned by %s, %s",
+            self.identifier,
+            self.identity.column,
+            DAY_COLUMN,
+        )
         return self.catalog.load_table(self.identifier)
 
     def _with_field_ids(self, schema: pa.Schema, table: Table) -> pa.Schema:
@@ -541,12 +501,9 @@ class IcebergDayWriter:
                 self._field_with_id(arrow_type.key_field, iceberg.key_field, f"{path}.key"),
                 self._field_with_id(arrow_type.item_field, iceberg.value_field, f"{path}.value"),
             )
-        if pa.types.is_large_list(arrow_type) and isinstance(iceberg, ListType):
-            element = arrow_type.value_field
-            return pa.large_list(self._field_with_id(element, iceberg.element_field, path))
-        if pa.types.is_list(arrow_type) and isinstance(iceberg, ListType):
-            element = arrow_type.value_field
-            return pa.list_(self._field_with_id(element, iceberg.element_field, path))
+        if isinstance(arrow_type, pa.ListType | pa.LargeListType) and isinstance(iceberg, ListType):
+            element = self._field_with_id(arrow_type.value_field, iceberg.element_field, path)
+            return (pa.list_ if pa.types.is_list(arrow_type) else pa.large_list)(element)
         if pa.types.is_nested(arrow_type) or not iceberg.is_primitive:
             raise IcebergSchemaError(
                 f"{self.identifier}: column {path!r} is {iceberg} in the table and "
@@ -571,12 +528,9 @@ class IcebergDayWriter:
             self._widen_to(batch.schema)
         if batch.num_rows == 0:
             return
-        schema = self._file_schema
-        assert schema is not None
         identity = pa.repeat(pa.scalar(self.identity.value, pa.string()), batch.num_rows)
         day = pa.repeat(pa.scalar(self.day, pa.date32()), batch.num_rows)
-        columns = [*batch.columns, identity, day]
-        data = pa.Table.from_arrays(columns, schema=schema)
+        data = pa.Table.from_arrays([*batch.columns, identity, day], schema=self._file_schema)
         parquet = self._parquet or self._new_file()
         parquet.write_table(data, row_group_size=max(data.num_rows, 1))
         self.rows += batch.num_rows
@@ -601,7 +555,7 @@ class IcebergDayWriter:
         """Open the next data file under the table's data location (the day's folder)."""
         table = self.table
         assert self._file_schema is not None
-        folder = f"{self.identity.folder}/{PARTITION_COLUMN}={self.day.isoformat()}"
+        folder = f"{self.identity.folder}/{DAY_COLUMN}={self.day.isoformat()}"
         name = f"{folder}/{self.commit_uuid}-{self._files_opened:05d}.parquet"
         self._files_opened += 1
         path = table.location_provider().new_data_location(name)
@@ -653,38 +607,39 @@ class IcebergDayWriter:
                 stream.close()
 
     def commit(self) -> dict[str, Any]:
-        """Delete the identity's old files of the day and add the written ones, in one catalog
-        commit.
-
-        Retried against the current table when other writers committed first.
+        """Delete the identity's old files of the day and add the written ones: a DELETE and an
+        APPEND snapshot in one catalog commit, retried (with the same files) against the current
+        table when other writers committed first.
 
         :raises IcebergCommitError: when every attempt lost to another writer.
         :raises IcebergSchemaError: when the catalog refuses the files' columns.
         """
         self.close_files()
-        day = self.day.isoformat()
+        day, ours = self.day.isoformat(), str(self.commit_uuid)
         properties = {
             DAY_PROPERTY: day,
             IDENTITY_PROPERTY: str(self.identity),
-            COMMIT_PROPERTY: str(self.commit_uuid),
+            COMMIT_PROPERTY: ours,
         }
         replaced = And(
             column_equals(self.identity.column, self.identity.value),
-            column_equals(PARTITION_COLUMN, day),
+            column_equals(DAY_COLUMN, day),
         )
         attempts = self._retrying()
-        committed = attempts(self._commit_once, replaced, properties, itertools.count(1))
-        ours = self._snapshots_of_this_commit(committed)
-        current = committed.current_snapshot()
+        committed = attempts(self._commit_once, replaced, properties)
+        current = snapshot = committed.current_snapshot()
+        replaced_files = 0  # counted over this commit's snapshots, the current one's parents
+        while snapshot is not None and snapshot.summary is not None:
+            if snapshot.summary.get(COMMIT_PROPERTY) != ours:
+                break
+            replaced_files += int(snapshot.summary.get("deleted-data-files") or 0)
+            parent = snapshot.parent_snapshot_id
+            snapshot = committed.snapshot_by_id(parent) if parent is not None else None
         self.summary = {
             "uri": self.identifier,
             "rows": self.rows,
             "data_files": len(self.paths),
-            "replaced_files": sum(
-                int(snapshot.summary.get("deleted-data-files") or 0)
-                for snapshot in ours
-                if snapshot.summary is not None
-            ),
+            "replaced_files": replaced_files,
             "snapshot_id": current.snapshot_id if current else None,
             "commit_attempts": attempts.statistics["attempt_number"],
         }
@@ -695,9 +650,7 @@ class IcebergDayWriter:
         policy = RetryPolicy.doubling(self.attempts, self.retry_delay)
         return policy.retrying(self.identifier, sleep=self.sleep, logger=log)
 
-    def _commit_once(
-        self, replaced: BooleanExpression, properties: dict[str, str], tries: Iterator[int]
-    ) -> Table:
+    def _commit_once(self, replaced: BooleanExpression, properties: dict[str, str]) -> Table:
         """One transaction of :meth:`commit` against the table as it is now."""
         table = self.catalog.load_table(self.identifier)
         transaction = table.transaction()
@@ -721,24 +674,11 @@ class IcebergDayWriter:
             # against the table as it is now (another writer of the same day committed in
             # between: its files are replaced too)
             day = properties[DAY_PROPERTY]
-            raise lost_race(self.identifier, f"commit for {day}", next(tries), error) from error
+            raise lost_race(self.identifier, f"commit for {day}", self.attempts, error) from error
         except BaseException:
             # the commit may have landed (a lost answer): the files must stay
             self._outcome_unknown = True
             raise
-
-    def _snapshots_of_this_commit(self, table: Table) -> list[Snapshot]:
-        """The snapshots this commit added: from the current one back along its parents while
-        they carry this writer's commit id."""
-        found = []
-        snapshot = table.current_snapshot()
-        while snapshot is not None and snapshot.summary is not None:
-            if snapshot.summary.get(COMMIT_PROPERTY) != str(self.commit_uuid):
-                break
-            found.append(snapshot)
-            parent = snapshot.parent_snapshot_id
-            snapshot = table.snapshot_by_id(parent) if parent is not None else None
-        return found
 
     def replace(
         self, schema: pa.Schema, batches: Iterable[pa.Table | pa.RecordBatch]
@@ -796,7 +736,7 @@ class IcebergDayWriter:
         :param options: :class:`~airflow_provider_analytics.output.parquet.ParquetStream`'s.
         """
         self._widen = widen
-        return streaming(self, schema, widen=widen, **options)
+        return ParquetStream(self, schema, widen=widen, **options)
 
     def close(self, schema: pa.Schema) -> None:
         """Commit what a stream wrote (``schema``: the table's columns when no row group
@@ -809,6 +749,4 @@ class IcebergDayWriter:
             self.abort()
             raise
 
-    def abandon(self) -> None:
-        """Stop a stream after a failure: :meth:`abort`."""
-        self.abort()
+    abandon = abort  # a stream's stop after a failure

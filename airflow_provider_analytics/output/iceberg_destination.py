@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -38,36 +38,31 @@ if TYPE_CHECKING:
     from airflow_provider_analytics.output.roots import RootList
 
 
+@dataclass(eq=False, repr=False)
 class IcebergDestination:
     """The main table ``identifier`` (and its siblings) in the catalog ``catalog_name`` (the
     connection id, naming it in asset URIs and lineage), opened by ``open_catalog`` when first
     needed."""
 
-    def __init__(
-        self,
-        open_catalog: Callable[[], Catalog],
-        catalog_name: str,
-        identifier: str,
-        identity: Identity,
-        *,
-        staging_root: str | None = None,
-        allowed_roots: Sequence[RootList] = (),
-    ) -> None:
-        namespace, _, table = str(identifier).rpartition(".")
+    open_catalog: Callable[[], Catalog]
+    catalog_name: str
+    identifier: str
+    identity: Identity
+    _: KW_ONLY
+    staging_root: str | None = None
+    allowed_roots: Sequence[RootList] = ()
+
+    def __post_init__(self) -> None:
+        namespace, _, table = str(self.identifier).rpartition(".")
         if not namespace or not table:
-            rules.fail("iceberg_table", "must be namespace.table", identifier)
-        if staging_root is not None:
-            checked_destination(staging_root, allowed_roots, "staging")
-        self._open_catalog = open_catalog
-        self.catalog_name = catalog_name
-        self.identifier = str(identifier)
-        self.identity = identity
-        self.staging_root = staging_root
-        self.allowed_roots = list(allowed_roots)
+            rules.fail("iceberg_table", "must be namespace.table", self.identifier)
+        if self.staging_root is not None:
+            checked_destination(self.staging_root, self.allowed_roots, "staging")
+        self.identifier = str(self.identifier)
 
     @cached_property
     def catalog(self) -> Catalog:
-        return self._open_catalog()
+        return self.open_catalog()
 
     def identifier_for(self, names: Sequence[str], name: str) -> str:
         return self.identifier + name.removeprefix(names[0])

@@ -7,7 +7,6 @@ table's FileIO (``docs/operators/iceberg_maintenance.md``).
 from __future__ import annotations
 
 import datetime as dt
-import itertools
 import logging
 import time
 from dataclasses import asdict, dataclass, field
@@ -173,7 +172,6 @@ def maintain_table(
     rules.positive_int(attempts, "attempts")
     now = now or dt.datetime.now(dt.UTC)
     result = MaintenanceResult(table=identifier, dry_run=dry_run)
-    tries = itertools.count(1)
 
     def expire() -> tuple[list[int], int]:
         table = catalog.load_table(identifier)
@@ -185,7 +183,7 @@ def maintain_table(
                 dry_run=dry_run,
             )
         except CommitFailedException as error:
-            raise lost_race(identifier, "snapshot expiry", next(tries), error) from error
+            raise lost_race(identifier, "snapshot expiry", attempts, error) from error
 
     engine = RetryPolicy.doubling(attempts, 0.2, jitter=0.5).retrying(identifier, sleep=sleep)
     try:

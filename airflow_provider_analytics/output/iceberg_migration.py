@@ -16,11 +16,10 @@ from pyiceberg.types import StringType
 
 from airflow_provider_analytics.core import rules
 from airflow_provider_analytics.core.errors import IcebergSchemaError
-from airflow_provider_analytics.core.identity import REPORT_COLUMN, table_holds
+from airflow_provider_analytics.core.identity import DAY_COLUMN, REPORT_COLUMN, table_holds
 from airflow_provider_analytics.output.iceberg import (
     COMMIT_PROPERTY,
     IDENTITY_PROPERTY,
-    PARTITION_COLUMN,
     IcebergDayWriter,
     column_equals,
     column_is_null,
@@ -73,9 +72,9 @@ def migrate_to_identity(
         )
     partitioned = identity_partitions(table)
     summary: dict[str, Any] = {"table": identifier, "identity": str(identity), "dry_run": dry_run}
-    if PARTITION_COLUMN not in partitioned:
+    if DAY_COLUMN not in partitioned:
         raise IcebergSchemaError(
-            f"{identifier} is not partitioned by identity({PARTITION_COLUMN}): it was not "
+            f"{identifier} is not partitioned by identity({DAY_COLUMN}): it was not "
             "written by this provider, and there is nothing to migrate"
         )
     has_column = identity.column in table.schema().column_names
@@ -94,8 +93,8 @@ def migrate_to_identity(
         table = catalog.load_table(identifier)
     # a dry run on a table without the column: every row is unmigrated
     unmigrated = column_is_null(identity.column) if has_column or not dry_run else AlwaysTrue()
-    rows = table.scan(row_filter=unmigrated, selected_fields=(PARTITION_COLUMN,)).to_arrow()
-    days = sorted(set(rows[PARTITION_COLUMN].to_pylist()))
+    rows = table.scan(row_filter=unmigrated, selected_fields=(DAY_COLUMN,)).to_arrow()
+    days = sorted(set(rows[DAY_COLUMN].to_pylist()))
     summary["days"] = [day.isoformat() for day in days]
     if dry_run or not days:
         summary["rows"] = 0
@@ -106,12 +105,10 @@ def migrate_to_identity(
     try:
         for day in days:  # the day's rows without an identity into new files that carry it
             condition = And(
-                column_is_null(identity.column), column_equals(PARTITION_COLUMN, day.isoformat())
+                column_is_null(identity.column), column_equals(DAY_COLUMN, day.isoformat())
             )
             reader = table.scan(row_filter=condition).to_arrow_batch_reader()
-            kept = [
-                f.name for f in reader.schema if f.name not in (identity.column, PARTITION_COLUMN)
-            ]
+            kept = [f.name for f in reader.schema if f.name not in (identity.column, DAY_COLUMN)]
             writer = IcebergDayWriter(
                 catalog, identifier, day, identity=identity, allowed_roots=allowed_roots
             )

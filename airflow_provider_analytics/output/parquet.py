@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
+from dataclasses import KW_ONLY, dataclass
+from dataclasses import field as attribute
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import pyarrow as pa
@@ -80,20 +82,13 @@ def write_table_atomically(
     """
     if metadata:
         table = table.replace_schema_metadata({**(table.schema.metadata or {}), **metadata})
-    return _write_atomically(destination, table.schema, [table], compression)
-
-
-def _write_atomically(
-    destination: StoragePath, schema: pa.Schema, tables: Iterable[pa.Table], compression: str
-) -> int:
-    """``tables`` (each as row groups of its own) as one object in ``schema``; bytes written."""
     with atomic_destination(destination) as temporary, temporary.open("wb") as sink:
-        with parquet_writer(sink, schema, compression=compression) as writer:
-            for table in tables:
-                writer.write_table(table)
+        with parquet_writer(sink, table.schema, compression=compression) as writer:
+            writer.write_table(table)
         return int(sink.tell())
 
 
+@dataclass(eq=False)
 class ParquetTables:
     """Named tables, each written as one Parquet object and replaced atomically.
 
@@ -102,16 +97,13 @@ class ParquetTables:
     :param metadata: key-value metadata every object records (its identity).
     """
 
-    def __init__(
-        self,
-        paths: Mapping[str, StoragePath],
-        *,
-        compression: str = "zstd",
-        metadata: Mapping[str, str] | None = None,
-    ) -> None:
-        self.paths = dict(paths)
-        self.compression = parquet_compression(compression)
-        self.metadata = dict(metadata or {})
+    paths: Mapping[str, StoragePath]
+    _: KW_ONLY
+    compression: str = "zstd"
+    metadata: Mapping[str, str] | None = None
+
+    def __post_init__(self) -> None:
+        parquet_compression(self.compression)
 
     def write_table(self, name: str, table: pa.Table) -> dict[str, Any]:
         """Write (replace) one table; return its URI, row count and size."""
@@ -133,60 +125,44 @@ writing from 0.77-0.81 to 0.67 CPU seconds and the file from 44.2 to 41.3 MB (pl
 unique texts compress better than their dictionary indices)."""
 
 
-def _is_list(arrow_type: pa.DataType) -> bool:
-    return pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type)
-
-
 def _leaf_path(field: pa.Field) -> str:
     """The Parquet column path of ``field``'s values, as the writer's per-column options match
     it: a list's values are ``<name>.list.element`` (the compliant nested layout the writer is
     given); a top-level name holding dots (``tag.t_vip``) is its own path."""
     path, arrow_type = field.name, field.type
-    while _is_list(arrow_type):
+    while pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type):
         path, arrow_type = f"{path}.list.element", arrow_type.value_type
     return path
-
-
-def _dictionary_columns(schema: pa.Schema) -> list[str]:
-    """The Parquet column paths worth dictionary encoding: texts and lists of texts, which
-    repeat.
-
-    Numbers and datetimes of user records rarely repeat; dictionary encoding them costs time
-    before the writer falls back to plain, and makes the file larger: the benchmark's 1M-user
-    cohort took 62 MiB with every column dictionary encoded, 53 MiB with texts only,
-    written ~15% faster. Encoding its three lists of texts too took a 200k-row sample of it
-    from 10.49 to 10.35 MiB, written as fast.
-    """
-    return [_leaf_path(field) for field in schema if holds_text(field.type)]
-
-
-def _statistics_columns(schema: pa.Schema, also: Collection[str] = ()) -> list[str]:
-    """The Parquet column paths given min/max statistics: every column but texts and lists of
-    texts, and the columns named in ``also`` (an Iceberg data file's partition columns, whose
-    one value per file the table reads from them).
-
-    Readers prune row groups by the statistics of ids, numbers and datetimes (``WHERE
-    register_time >= ...``). A text column's minimum and maximum over a row group of users in no
-    particular order span nearly every value, so they prune nothing, and computing them cost
-    about a tenth of the Parquet writing (comparing every text): ~0.075 of 0.63 CPU seconds for
-    the benchmark's 1M-user cohort, the file the same size.
-    """
-    return [
-        _leaf_path(field) for field in schema if not holds_text(field.type) or field.name in also
-    ]
 
 
 def writer_options(schema: pa.Schema, statistics_also: Collection[str] = ()) -> dict[str, Any]:
     """The ``ParquetWriter`` options every file is written with (besides its codec): which
     columns are dictionary encoded and which carry statistics, the compliant nested layout.
 
-    :param statistics_also: text columns given statistics all the same (see
-        :func:`_statistics_columns`).
+    Only texts and lists of texts, which repeat, are dictionary encoded. Numbers and datetimes
+    of user records rarely repeat; dictionary encoding them costs time before the writer falls
+    back to plain, and makes the file larger: the benchmark's 1M-user cohort took 62 MiB with
+    every column dictionary encoded, 53 MiB with texts only, written ~15% faster. Encoding its
+    three lists of texts too took a 200k-row sample of it from 10.49 to 10.35 MiB, as fast.
+
+    Every column but texts and lists of texts carries min/max statistics: readers prune row
+    groups by those of ids, numbers and datetimes (``WHERE register_time >= ...``). A text
+    column's minimum and maximum over a row group of users in no particular order span nearly
+    every value, so they prune nothing, and computing them cost about a tenth of the Parquet
+    writing: ~0.075 of 0.63 CPU seconds for the benchmark's 1M-user cohort, the same file size.
+
+    :param statistics_also: text columns given statistics all the same (an Iceberg data file's
+        partition columns, whose one value per file the table reads from them).
     """
+    texts = [holds_text(field.type) for field in schema]
     return {
-        "use_dictionary": _dictionary_columns(schema),
+        "use_dictionary": [_leaf_path(f) for f, text in zip(schema, texts, strict=True) if text],
         "dictionary_pagesize_limit": DICTIONARY_PAGE_BYTES,
-        "write_statistics": _statistics_columns(schema, statistics_also),
+        "write_statistics": [
+            _leaf_path(field)
+            for field, text in zip(schema, texts, strict=True)
+            if not text or field.name in statistics_also
+        ],
         "use_compliant_nested_type": True,
     }
 
@@ -348,11 +324,14 @@ at 256-259 MiB untrimmed and 250-252 trimmed every 8th row group, at the same CP
 so an Iceberg day's stream is not trimmed."""
 
 
+@dataclass(eq=False, repr=False)
 class ParquetStream:
     """Pieces of one table, buffered and written as row groups of bounded rows and bytes.
 
     A row group is encoded in a background thread while the next one fills, so at most two
-    are held in memory. Made by :func:`parquet_stream`, which commits or discards the object.
+    are held in memory. As a context manager it closes ``writer`` when the block succeeds and
+    abandons it when the block raises; :func:`parquet_stream` then commits or discards the
+    object.
 
     The pieces' schema may widen on the way (a column read as int64 turns out to hold doubles):
     a piece in a wider schema has the buffered ones converted by ``widen`` first, and row groups
@@ -371,45 +350,37 @@ class ParquetStream:
     :raises AnalyticsValidationError: naming ``row_group_rows`` when it is not at least 1.
     """
 
-    def __init__(
-        self,
-        writer: RowGroupSink,
-        schema: pa.Schema,
-        *,
-        row_group_rows: int,
-        row_group_bytes: int,
-        prepare: Callable[[pa.Table, int], pa.Table] | None = None,
-        widen: Callable[[pa.Table, pa.Schema, int], pa.Table] = cast_to,
-        trim_every: int | None = None,
-    ) -> None:
-        positive_int(row_group_rows, "row_group_rows")  # a bound of 0 would never fill
-        self._writer = writer
-        self._schema = schema
-        self._row_group_rows = row_group_rows
-        self._row_group_bytes = row_group_bytes
-        self._pending: list[pa.Table] = []
-        self._pending_rows = 0
-        self._pending_bytes = 0
-        self._rows_handed = 0  # rows handed to the writing thread
-        self._row_groups = 0  # row groups written
-        self._prepare = prepare
-        self._widen = widen
-        self._trim_every = trim_every
+    writer: RowGroupSink
+    schema: pa.Schema
+    _: KW_ONLY
+    row_group_rows: int
+    row_group_bytes: int
+    prepare: Callable[[pa.Table, int], pa.Table] | None = None
+    widen: Callable[[pa.Table, pa.Schema, int], pa.Table] = cast_to
+    trim_every: int | None = None
+    _pending: list[pa.Table] = attribute(default_factory=list, init=False)
+    _pending_rows: int = attribute(default=0, init=False)
+    _pending_bytes: int = attribute(default=0, init=False)
+    _rows_handed: int = attribute(default=0, init=False)  # rows handed to the writing thread
+    _row_groups: int = attribute(default=0, init=False)  # row groups written
+
+    def __post_init__(self) -> None:
+        positive_int(self.row_group_rows, "row_group_rows")  # a bound of 0 would never fill
         self._behind: WriteBehind[tuple[pa.Table, int]] = WriteBehind(self._write_row_group)
 
     @property
     def bytes_written(self) -> int:
         """Bytes in the object so far; its final size once the stream is closed."""
-        return self._writer.bytes_written
+        return self.writer.bytes_written
 
     def _write_row_group(self, group: tuple[pa.Table, int]) -> None:
-        if self._trim_every and self._row_groups and self._row_groups % self._trim_every == 0:
+        if self.trim_every and self._row_groups and self._row_groups % self.trim_every == 0:
             trim_heap()  # before this row group: the last one is freed by now
         self._row_groups += 1
         table, first_row = group
-        if self._prepare is not None:
-            table = self._prepare(table, first_row)
-        self._writer.write(table)
+        if self.prepare is not None:
+            table = self.prepare(table, first_row)
+        self.writer.write(table)
 
     def add(self, table: pa.Table) -> None:
         """Buffer ``table``; hand a row group to the writing thread each time one is full.
@@ -419,29 +390,25 @@ class ParquetStream:
         pieces has them widened to it first.
         """
         if self._pending and not same_types(self._pending[0].schema, table.schema):
-            self._widen_pending(table.schema)
+            first_row = self._rows_handed
+            for index, piece in enumerate(self._pending):
+                self._pending[index] = self.widen(piece, table.schema, first_row)
+                first_row += piece.num_rows
+            self._pending_bytes = sum(piece.nbytes for piece in self._pending)
         # a piece's bytes are its share of the table's, by rows: one ``nbytes`` a table (~0.1 ms
         # for a block's) rather than one for each slice of it
         row_bytes = table.nbytes / max(table.num_rows, 1)
         while table.num_rows:
-            room = self._row_group_rows - self._pending_rows
+            room = self.row_group_rows - self._pending_rows
             taken, table = table.slice(0, room), table.slice(room)
             self._pending.append(taken)
             self._pending_rows += taken.num_rows
             self._pending_bytes += round(taken.num_rows * row_bytes)
             if (
-                self._pending_rows >= self._row_group_rows
-                or self._pending_bytes >= self._row_group_bytes
+                self._pending_rows >= self.row_group_rows
+                or self._pending_bytes >= self.row_group_bytes
             ):
                 self._submit()
-
-    def _widen_pending(self, schema: pa.Schema) -> None:
-        widened, first_row = [], self._rows_handed
-        for piece in self._pending:
-            widened.append(self._widen(piece, schema, first_row))
-            first_row += piece.num_rows
-        self._pending = widened
-        self._pending_bytes = sum(piece.nbytes for piece in widened)
 
     def _submit(self) -> None:
         if self._pending:
@@ -456,22 +423,25 @@ class ParquetStream:
         self._submit()
         self._behind.drain()
 
-    def _finish(self) -> None:
-        """Write what is buffered, wait for every write and finish the object."""
+    def __enter__(self) -> ParquetStream:
+        return self
+
+    def __exit__(self, failed: type[BaseException] | None, *_: object) -> None:
+        """Write what is buffered, wait for every write and finish the object; after a failure
+        (the block's, or a write's) stop and abandon it."""
+        if failed is not None:
+            self._pending = []
+            with contextlib.suppress(Exception):
+                self._behind.close()
+            self.writer.abandon()
+            return
         try:
             self._submit()
             self._behind.close()
         except BaseException:
-            self._writer.abandon()
+            self.writer.abandon()
             raise
-        self._writer.close(self._schema)
-
-    def _abandon(self) -> None:
-        """Stop after a failure; the object is discarded anyway."""
-        self._pending = []
-        with contextlib.suppress(Exception):
-            self._behind.close()
-        self._writer.abandon()
+        self.writer.close(self.schema)
 
 
 @contextlib.contextmanager
@@ -515,7 +485,7 @@ def parquet_stream(
             open_writer=open_writer,
             widen=widen,
         )
-        with streaming(
+        with ParquetStream(
             writer,
             schema,
             row_group_rows=row_group_rows,
@@ -527,19 +497,6 @@ def parquet_stream(
             yield stream
 
 
-@contextlib.contextmanager
-def streaming(writer: RowGroupSink, schema: pa.Schema, **options: Any) -> Iterator[ParquetStream]:
-    """Yield a :class:`ParquetStream` into ``writer`` (``options``: its keyword arguments);
-    close the writer when the block succeeds, abandon it when the block raises."""
-    stream = ParquetStream(writer, schema, **options)
-    try:
-        yield stream
-    except BaseException:
-        stream._abandon()
-        raise
-    stream._finish()
-
-
 SINK_BUFFER: Final = 1 << 20
 """Bytes gathered before they reach the storage's file object. Arrow's writer hands over every
 page and page header on its own, each a call into Python through fsspec's and Airflow's file
@@ -547,31 +504,13 @@ wrappers with the GIL taken from the other threads of an export: ~4,000 for a 1M
 a few dozen when gathered."""
 
 
-class _Sink:
-    """A storage file opened for writing, behind an Arrow buffer of :data:`SINK_BUFFER` bytes."""
-
-    def __init__(self, path: StoragePath) -> None:
-        self._file = path.open("wb")
-        try:
-            self.stream = pa.BufferedOutputStream(
-                pa.PythonFile(self._file, mode="w"), buffer_size=SINK_BUFFER
-            )
-        except BaseException:
-            self._file.close()
-            raise
-
-    def tell(self) -> int:
-        """Bytes written so far (buffered ones included)."""
-        return int(self.stream.tell())
-
-    def close(self) -> None:
-        """Write what is buffered and close the file (also when the write fails)."""
-        try:
-            self.stream.close()
-        finally:
-            self._file.close()
+def _sink(path: StoragePath) -> pa.NativeFile:
+    """A storage file opened for writing, behind an Arrow buffer of :data:`SINK_BUFFER` bytes;
+    closing it writes what is buffered and closes the file (also when that write fails)."""
+    return pa.output_stream(path.open("wb"), buffer_size=SINK_BUFFER)
 
 
+@dataclass(eq=False, repr=False)
 class SegmentedWriter:
     """Row groups into one Parquet object: the first into the object's temporary, and a new
     segment, in a hidden sibling, each time a row group arrives in a wider schema. When more
@@ -586,28 +525,23 @@ class SegmentedWriter:
         the whole table its first row is; raises when a value cannot be converted exactly.
     """
 
-    def __init__(
-        self,
-        temporary: StoragePath,
-        *,
-        scratch: Callable[[], StoragePath],
-        open_writer: Callable[[Any, pa.Schema], pq.ParquetWriter],
-        widen: Callable[[pa.Table, pa.Schema, int], pa.Table] = cast_to,
-    ) -> None:
-        self._temporary = temporary
-        self._scratch = scratch
-        self._open_writer = open_writer
-        self._widen = widen
-        self._paths: list[StoragePath] = []
-        """The segments' files, in order."""
-        self._schema: pa.Schema | None = None
+    temporary: StoragePath
+    _: KW_ONLY
+    scratch: Callable[[], StoragePath]
+    open_writer: Callable[[Any, pa.Schema], pq.ParquetWriter]
+    widen: Callable[[pa.Table, pa.Schema, int], pa.Table] = cast_to
+    bytes_written: int = attribute(default=0, init=False)
+    """Bytes in the object (and its segments) so far; its final size once closed."""
+    _paths: list[StoragePath] = attribute(default_factory=list, init=False)
+    """The segments' files, in order."""
+    _schema: pa.Schema | None = attribute(default=None, init=False)
+    _writer: pq.ParquetWriter | None = attribute(default=None, init=False)
+    _closed_bytes: int = attribute(default=0, init=False)
+
+    def __post_init__(self) -> None:
         # the first segment's file is opened at once, as a writer of a fixed schema would:
         # a storage fault shows before any data is read, and the temporary exists from the start
-        self._sink: _Sink | None = _Sink(temporary)
-        self._writer: pq.ParquetWriter | None = None
-        self._closed_bytes = 0
-        self.bytes_written = 0
-        """Bytes in the object (and its segments) so far; its final size once closed."""
+        self._sink: pa.NativeFile | None = _sink(self.temporary)
 
     def write(self, table: pa.Table) -> None:
         """Write ``table`` as one row group, in a new segment if its schema is wider."""
@@ -620,26 +554,22 @@ class SegmentedWriter:
     def _start(self, schema: pa.Schema) -> None:
         if self._paths:
             self._close_segment()
-            self._paths.append(self._scratch())
-            self._sink = _Sink(self._paths[-1])
+            self._paths.append(self.scratch())
+            self._sink = _sink(self._paths[-1])
         else:
-            self._paths.append(self._temporary)  # opened already
+            self._paths.append(self.temporary)  # opened already
         assert self._sink is not None
         self._schema = schema
-        self._writer = self._open_writer(self._sink.stream, schema)
+        self._writer = self.open_writer(self._sink, schema)
 
     def _close_segment(self) -> None:
         writer, sink = self._writer, self._sink
         self._writer = self._sink = None
-        try:
-            if writer is not None:
-                writer.close()
-        finally:
-            if sink is not None:
-                try:
-                    self._closed_bytes += sink.tell()
-                finally:
-                    sink.close()
+        if sink is not None:  # a writer is never open without its sink
+            with sink:
+                if writer is not None:
+                    writer.close()
+                self._closed_bytes += sink.tell()
 
     def close(self, schema: pa.Schema) -> None:
         """Finish the object: its footer, or the rewrite of its segments in the widest schema.
@@ -660,19 +590,16 @@ class SegmentedWriter:
     def _rewrite(self) -> None:
         """Every segment's row groups in the last (widest) schema, into the temporary, the
         first segment having been moved aside."""
-        moved = self._scratch()
+        moved = self.scratch()
         self._paths[0].rename(moved)
         self._paths[0] = moved
         assert self._schema is not None
-        sink = _Sink(self._temporary)
-        try:
-            with self._open_writer(sink.stream, self._schema) as writer:
+        with _sink(self.temporary) as sink:
+            with self.open_writer(sink, self._schema) as writer:
                 opens = [lambda path=path: path.open("rb") for path in self._paths]
-                for table in read_row_groups(opens, self._schema, self._widen):
+                for table in read_row_groups(opens, self._schema, self.widen):
                     writer.write_table(table, row_group_size=max(table.num_rows, 1))
             self.bytes_written = sink.tell()
-        finally:
-            sink.close()
 
     def abandon(self) -> None:
         """Stop after a failure: close quietly and remove the further segments (the caller
@@ -683,5 +610,5 @@ class SegmentedWriter:
 
     def _remove_scratch(self) -> None:
         for path in self._paths:
-            if path is not self._temporary:
+            if path is not self.temporary:
                 remove_quietly(path)

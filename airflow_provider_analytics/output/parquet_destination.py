@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from dataclasses import KW_ONLY, dataclass
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -146,22 +147,20 @@ def table_paths(
     }
 
 
+@dataclass(eq=False, repr=False)
 class ParquetDestination:
     """Parquet objects under a prefix (ending in ``/``), or at a full object URI."""
 
-    def __init__(
-        self,
-        destination: str,
-        identity: Identity,
-        *,
-        allowed_roots: Sequence[RootList] = (),
-        compression: str = "zstd",
-    ) -> None:
-        self.destination = checked_destination(destination, allowed_roots)
-        self.identity = identity
-        self.allowed_roots = list(allowed_roots)
-        self.compression = parquet_compression(compression)
-        self.metadata = {IDENTITY_METADATA_KEY: str(identity)}  # every object records it
+    destination: str
+    identity: Identity
+    _: KW_ONLY
+    allowed_roots: Sequence[RootList] = ()
+    compression: str = "zstd"
+
+    def __post_init__(self) -> None:
+        self.destination = checked_destination(self.destination, self.allowed_roots)
+        parquet_compression(self.compression)
+        self.metadata = {IDENTITY_METADATA_KEY: str(self.identity)}  # every object records it
 
     @property
     def is_prefix(self) -> bool:
@@ -244,8 +243,7 @@ class ParquetDestination:
         the roots' gate at each use."""
         root = f"{self.destination.rstrip('/')}.staging/"
         folder = f"{root}{self.identity.folder}/dt={day}/" if self.is_prefix else root
-        staged: ObjectStoragePath = staging_folder(folder, self.allowed_roots, own_from=root)
-        return staged
+        return staging_folder(folder, self.allowed_roots, own_from=root)
 
     def publish_parts(self, day: str, parts: Sequence[StoragePath]) -> CohortFile:
         path = self._cohort_path(day)

@@ -196,21 +196,12 @@ def checked_destination(
     """A rendered destination that leads, however it is read, under an allowed root (or,
     when none is named, not into a system directory); returned unchanged, or refused naming
     ``field`` (``staging``, ``iceberg data file``)."""
-    try:
-        return _checked(destination, allowed)
-    except AnalyticsValidationError as refused:
-        if field == "destination":
-            raise
-        raise AnalyticsValidationError(field, refused.rule, destination) from None
-
-
-def _checked(destination: object, allowed: Sequence[RootList]) -> str:
     if not isinstance(destination, str) or not destination:
-        rules.fail("destination", "must be an object URI or a prefix ending in '/'", destination)
-    rules.sendable(destination, "destination")
+        rules.fail(field, "must be an object URI or a prefix ending in '/'", destination)
+    rules.sendable(destination, field)
     if "?" in destination or "#" in destination:
         rules.fail(
-            "destination",
+            field,
             "must not contain '?' or '#' (some readers take them for a query or a fragment, "
             "fsspec for part of the name)",
             destination,
@@ -218,13 +209,13 @@ def _checked(destination: object, allowed: Sequence[RootList]) -> str:
     try:
         readings = _readings(destination)
     except AnalyticsValidationError as exc:
-        raise AnalyticsValidationError("destination", exc.rule, destination) from None
+        raise AnalyticsValidationError(field, exc.rule, destination) from None
     for origin, roots in allowed:
         for reading in readings:
             if not any(reading.within(root) for root in roots):
                 shown = ", ".join(str(root) for root in roots) or "none"
                 rules.fail(
-                    "destination",
+                    field,
                     f"must lie under a root allowed by {origin} ({shown}); it leads to {reading}",
                     destination,
                 )
@@ -233,7 +224,7 @@ def _checked(destination: object, allowed: Sequence[RootList]) -> str:
             top = reading.path.split("/")[1] if reading.scheme == "file" else ""
             if top in SYSTEM_DIRECTORIES:
                 rules.fail(
-                    "destination",
+                    field,
                     f"must not be under the system directory /{top} (it leads to "
                     f"{reading.path}); write to a data directory or to object storage, or "
                     f"name the allowed roots in [{CONFIG_SECTION}] {CONFIG_OPTION}",
@@ -259,14 +250,11 @@ def open_own(path: StoragePath) -> IO[bytes]:
     disk never through a link and only when it is a plain file (a named pipe would block)."""
     local = local_path(path)
     if local is None:
-        handle: IO[bytes] = path.open("rb")
-        return handle
+        return path.open("rb")
     try:
         descriptor = os.open(local, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError as error:
-        if isinstance(error, FileNotFoundError):
-            raise
-        if os.path.islink(local):
+    except OSError:
+        if os.path.islink(local):  # O_NOFOLLOW refused it (a missing file is no link)
             raise ShardStagingError(
                 f"{local}: is a symbolic link where the package keeps its own file; the "
                 "package does not follow links there: remove it, then run again"
@@ -321,12 +309,10 @@ def staging_folder(location: str, allowed: Sequence[RootList], *, own_from: str)
     checked = checked_destination(location, allowed, "staging")
     local, top = local_path(checked), local_path(own_from)
     if local is not None and top is not None:
-        levels = [top.rstrip("/")]
-        os.makedirs(os.path.dirname(levels[0]), exist_ok=True)
-        for name in local.removeprefix(levels[0]).split("/"):
-            if name:
-                levels.append(f"{levels[-1]}/{name}")
-        for level in levels:
+        level = top.rstrip("/")
+        os.makedirs(os.path.dirname(level), exist_ok=True)
+        for name in local.removeprefix(level).split("/"):  # the first is "": the top itself
+            level = f"{level}/{name}" if name else level
             with contextlib.suppress(FileExistsError):
                 os.mkdir(level)
             info = os.lstat(level)

@@ -14,7 +14,7 @@ import logging
 import os
 import time
 import uuid
-from typing import IO, TYPE_CHECKING, Any, Protocol, TypeGuard
+from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from airflow_provider_analytics.core.errors import (
     AnalyticsConfigurationError,
@@ -50,15 +50,6 @@ class StoragePath(Protocol):
     def iterdir(self) -> Any: ...
 
     def stat(self) -> Any: ...
-
-
-def _is_storage_failure(error: BaseException) -> TypeGuard[OSError]:
-    """An ``OSError`` of the storage, not of the network (which raises its own subclasses)."""
-    if not isinstance(error, OSError) or isinstance(error, AnalyticsError):
-        return False
-    if isinstance(error, ConnectionError | TimeoutError):
-        return False
-    return not type(error).__module__.startswith(("requests", "urllib3", "http"))
 
 
 def remove_quietly(path: StoragePath) -> None:
@@ -97,10 +88,7 @@ def _temporary_prefix(destination: StoragePath) -> str:
 
 def temporary_sibling(destination: StoragePath) -> StoragePath:
     """A fresh hidden sibling of ``destination`` (``.<name>.<id>.inprogress``)."""
-    path: StoragePath = (
-        destination.parent / f"{_temporary_prefix(destination)}{uuid.uuid4().hex}.inprogress"
-    )
-    return path
+    return destination.parent / f"{_temporary_prefix(destination)}{uuid.uuid4().hex}.inprogress"
 
 
 def remove_stale_temporaries(
@@ -167,7 +155,11 @@ def atomic_destination(
         temporary.rename(destination)
     except BaseException as error:
         remove_quietly(temporary)
-        if _is_storage_failure(error):
+        if (  # an OSError of the storage, not of the network (which raises its own subclasses)
+            isinstance(error, OSError)
+            and not isinstance(error, AnalyticsError | ConnectionError | TimeoutError)
+            and not type(error).__module__.startswith(("requests", "urllib3", "http"))
+        ):
             raise AnalyticsStorageError(destination, subject, error) from error
         raise
 

@@ -4,6 +4,7 @@ rewritten once at the end, nothing left beside the object, nothing published on 
 
 from __future__ import annotations
 
+import io
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -140,3 +141,28 @@ def test_nothing_written_gives_the_schema_it_was_opened_with(tmp_path: Path) -> 
         pass
     assert pq.read_schema(target).field("n").type == pa.int64()
     assert pq.read_table(target).num_rows == 0
+
+
+def test_a_segment_file_is_closed_when_writing_what_is_buffered_fails() -> None:
+    """A segment's storage file sits behind Arrow's buffer; when the write of what is buffered
+    fails at close, the error is raised and the file is closed all the same."""
+
+    class Full(io.RawIOBase):
+        def writable(self) -> bool:
+            return True
+
+        def write(self, data: object) -> int:
+            raise OSError("no space left")
+
+    handle = Full()
+
+    class Storage:
+        def open(self, mode: str) -> Full:
+            assert mode == "wb"
+            return handle
+
+    sink = parquet._sink(Storage())  # type: ignore[arg-type]
+    sink.write(b"buffered")
+    with pytest.raises(OSError, match="no space left"):
+        sink.close()
+    assert handle.closed
