@@ -595,25 +595,19 @@ class BlockDecoder:
                 value = record.get(column.name)
                 if value is None:
                     values.append(None)
-                elif (
-                    value == MASKED_MARKER
-                    and not isinstance(value, JsonNumber)
-                    and not is_text(field.type)
-                ):
+                elif value == MASKED_MARKER and not is_text(field.type):  # never a number's text
                     masked += 1
                     values.append(None)
                 else:
+                    row = self.rows + start + i  # 0-based, of the export
                     try:
                         values.append(convert(value))
                     except DecimalFound:
-                        raise DecimalFound({index: self.rows + start + i + 1}) from None
+                        raise DecimalFound({index: row + 1}) from None
                     except NumberRefusal as refusal:
-                        row = self.rows + start + i + 1
-                        raise self._numbers.refused(index, row, value, refusal) from None
+                        raise self._numbers.refused(index, row + 1, value, refusal) from None
                     except (TypeError, ValueError, ArithmeticError) as error:
-                        raise self._refused(
-                            column, self.rows + start + i, value, str(error)
-                        ) from None
+                        raise self._refused(column, row, value, str(error)) from None
             converted.append(values)
         arrays = []
         for (column, _, field), values in zip(columns, converted, strict=True):

@@ -69,17 +69,12 @@ class TypedMarkers:
         return b"".join(pieces), len(pieces) // 2
 
     def _markers(self, data: np.ndarray[Any, np.dtype[np.uint8]]) -> np.ndarray[Any, Any]:
-        """Where the marker starts in ``data``, without overlaps (as ``bytes.find`` steps)."""
+        """Where the marker starts in ``data``. Two can overlap only on a quote, and the
+        second then follows ``)``, not a key: :meth:`null` passes over it."""
         marker, anchor = self.marker, self._anchor
         at = positions(data, marker[anchor]) - anchor
         at = at[(at >= 0) & (at <= len(data) - len(marker))]
         for offset, byte in enumerate(marker):
             if offset != anchor and at.size:
                 at = at[data[at + offset] == byte]
-        if at.size > 1 and np.any(np.diff(at) < len(marker)):  # overlapping: keep the first
-            kept: list[int] = []
-            for start in at.tolist():
-                if not kept or start >= kept[-1] + len(marker):
-                    kept.append(start)
-            at = np.array(kept, dtype=np.intp)
         return at
