@@ -36,13 +36,9 @@ then only be a record's own. Otherwise each line Arrow refuses is decoded in Pyt
 rule (Arrow skipping keys not asked for there) and its row put in place of an empty one in
 Arrow's table.
 
-Keys are checked without decoding a line in Python when Arrow took the whole block and the
-bytes prove every requested key present (:meth:`BlockDecoder._unasked`): a count of the keys
-in the block, less the keys not asked for (found by name, or held by every record), equal to
-rows times the requested keys. Keys not asked for are counted there too, so a server that adds
-a column costs no more than one that does not. Any other block (odd spacing, escapes in keys
-not asked for, nested objects or values the rule refuses in them) has its lines' keys checked
-one by one, by the line rule.
+Keys are checked without decoding a line in Python when Arrow took the whole block and its
+bytes prove every requested key present (:meth:`BlockDecoder._unasked`, which counts the keys
+not asked for too); any other block has its lines' keys checked one by one, by the line rule.
 
 Vectorised steps (datetime texts, markers in them, decimal range) run on whole row groups
 (:meth:`BlockDecoder.complete`), value by value, so a value's outcome never depends on its
@@ -137,9 +133,7 @@ class ParsedBlock(NamedTuple):
     reading: int = 0
     """The :class:`_Reading` it was parsed with (``number`` columns widen between readings)."""
     unasked: dict[str, tuple[int, int]] | None = None
-    """When the block's bytes prove that every record holds every requested key: each key
-    not asked for, with the records that hold it and the offset of its first in the block.
-    None: the lines' keys are checked one by one."""
+    """What :meth:`BlockDecoder._unasked` proved of the block's keys."""
 
 
 class _Reading(NamedTuple):
@@ -342,9 +336,10 @@ class BlockDecoder:
     def _unasked(
         self, block: bytes, table: pa.Table, extra: pa.Table
     ) -> dict[str, tuple[int, int]] | None:
-        """:attr:`ParsedBlock.unasked` of a block Arrow took whole as ``table``, ``extra``
-        the columns it made of keys not asked for; None unless the bytes prove that every
-        record holds every requested key.
+        """Each key not asked for in a block Arrow took whole as ``table`` (``extra``: its
+        columns of them), with the records that hold it and the offset of its first; None
+        unless the bytes prove that every record holds every requested key (the lines' keys
+        are then checked one by one).
 
         Arrow refused a key given twice in a record and an object as a requested value. When
         the values of the keys not asked for hold no object either (whose keys would count)
