@@ -93,6 +93,12 @@ __all__ = ["BlockDecoder", "ExportDataError", "ExportRecordError", "ParsedBlock"
 # import pandas, ~40 MiB of a worker's memory that an export does not need.
 
 
+def _numbers(arrow_type: pa.DataType, code: str, *values: float) -> pa.Array:
+    """``values`` as an Arrow array of ``arrow_type`` (``code``: its ``struct`` format)."""
+    data = struct.pack(f"<{len(values)}{code}", *values)
+    return pa.Array.from_buffers(arrow_type, len(values), [None, pa.py_buffer(data)])
+
+
 def _text(text: str) -> pa.Scalar:
     data = text.encode()
     offsets = pa.py_buffer(struct.pack("<ii", 0, len(data)))
@@ -105,6 +111,7 @@ _DATETIME_TEXT: Final = re.compile(
     r"\d{4}-\d{2}-\d{2}( ([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d{1,3})?)?", re.ASCII
 )
 """The spec's three datetime texts (names the reason when Arrow refused a column's texts)."""
+_DATETIME_LENGTHS: Final = _numbers(pa.int32(), "i", 10, 19, 21, 22, 23)
 _PLAIN_LENGTHS: Final = np.isin(np.arange(25), (0, 10, 19, 21, 22, 23))
 """By a text's length (24: longer): whether :func:`_plain_texts` lets it through; 0 is a null's
 slot (or an empty text, which Arrow's cast refuses)."""
@@ -654,16 +661,21 @@ class BlockDecoder:
                 self._masked_in_columns += masked
                 texts = pc.if_else(marked, _NULL_TEXT, texts)
                 plain = _plain_texts(texts)
-        # else a text is not of the spec's three (or a null's slot holds bytes): each is read
-        bad = None if plain else _first_bad_datetime(texts.to_pylist())
-        if bad is None:
+        if not plain:  # if_else left the markers' bytes in their null slots: Arrow skips those
+            valid = pc.and_(
+                pc.is_in(pc.binary_length(texts), value_set=_DATETIME_LENGTHS),
+                pc.invert(pc.match_substring(texts, "T")),
+            )
+            plain = pc.all(valid).as_py() is not False
+        naive = None
+        if plain:
             try:
                 naive = pc.cast(texts, pa.timestamp(unit))
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-                bad = _first_bad_datetime(texts.to_pylist())
-                bad = bad or (0, None, "Arrow refused the column's datetime texts")
-        if bad is not None:
-            raise self._refused(column, first_row + bad[0], bad[1], bad[2])
+                naive = None
+        if naive is None:
+            index, text, why = _first_bad_datetime(texts.to_pylist())
+            raise self._refused(column, first_row + index, text, why)
         local = pc.assume_timezone(
             naive, self.schema.timezone, ambiguous="earliest", nonexistent="earliest"
         )
@@ -753,8 +765,7 @@ def _first_unfit(values: list[Any], arrow_type: pa.DataType) -> int:
     return 0
 
 
-def _first_bad_datetime(texts: list[Any]) -> tuple[int, Any, str] | None:
-    """The first text that is not one of the spec's three, with why; None when all are."""
+def _first_bad_datetime(texts: list[Any]) -> tuple[int, Any, str]:
     for index, text in enumerate(texts):
         if text is None:
             continue
@@ -764,4 +775,4 @@ def _first_bad_datetime(texts: list[Any]) -> tuple[int, Any, str] | None:
             dt.datetime.fromisoformat(text)
         except ValueError as error:
             return index, text, f"not a calendar date: {error}"
-    return None
+    return 0, None, "Arrow refused the column's datetime texts"
