@@ -567,8 +567,6 @@ class BlockDecoder:
             own[parsed] = self._python(lines[parsed : parsed + 1], start + parsed)
             for_arrow[parsed] = b"{}"
             parsed = self._arrow(b"\n".join(for_arrow) + b"\n", len(lines))
-        if not own:
-            return parsed, 0
         pieces, done = [], 0
         for row in sorted(own):
             pieces += [parsed.slice(done, row - done), own[row][0]]
@@ -586,7 +584,10 @@ class BlockDecoder:
         """
         self.slow_lines += len(lines)
         masked = 0
-        records = [self._record(line, start + i) for i, line in enumerate(lines)]
+        records: list[dict[str, Any]] = []
+        for number, line in enumerate(lines, self.rows + start + 1):
+            records.append(decode_line(line, number, using=DECODER))
+            self.keys.require(records[-1], number)  # before any value: an error object named
         columns = list(
             zip(self.schema.columns, self._converters, self._reading.schema, strict=True)
         )
@@ -620,14 +621,6 @@ class BlockDecoder:
                 row = self.rows + start + index
                 raise self._refused(column, row, values[index], str(error)) from None
         return pa.Table.from_arrays(arrays, schema=self._reading.schema), masked
-
-    def _record(self, line: bytes, row: int) -> dict[str, Any]:
-        """``row``: the 0-based row of the block's lines; checked for the requested keys
-        before any value, so an error object is named as such."""
-        number = self.rows + row + 1
-        record = decode_line(line, number, using=DECODER)
-        self.keys.require(record, number)
-        return record
 
     def _refused(self, column: ExportColumn, row: int, value: Any, why: str) -> ExportDataError:
         """``row``: the 0-based row of the export."""
