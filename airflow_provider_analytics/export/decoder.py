@@ -165,11 +165,6 @@ def _read_type(arrow_type: pa.DataType) -> pa.DataType:
     return arrow_type
 
 
-def _shown(value: Any) -> str:
-    text = repr(str(value) if isinstance(value, JsonNumber) else value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
 def _lines(block: bytes) -> list[bytes]:
     """The block's lines, blank ones dropped (a row each)."""
     return [line for line in block.split(b"\n") if line.strip()]
@@ -631,9 +626,11 @@ class BlockDecoder:
             f"change its type on purpose set schema_overrides={{{column.name!r}: 'double'}} "
             "(and rewrite the earlier days, which readers of the folder read alike)"
         )
+        shown = repr(str(value) if isinstance(value, JsonNumber) else value)
+        shown = shown if len(shown) <= 60 else shown[:57] + "..."
         return ExportDataError(
             f"column {column.name!r} (row {row + 1} of the export): expected "
-            f"{column.arrow_type}, got {_shown(value)} ({why}); nothing was written. {hint}"
+            f"{column.arrow_type}, got {shown} ({why}); nothing was written. {hint}"
         )
 
     # vectorised steps on whole row groups (chunked columns, no copies)
