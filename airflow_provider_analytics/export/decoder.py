@@ -36,13 +36,9 @@ then only be a record's own. Otherwise each line Arrow refuses is decoded in Pyt
 rule (Arrow skipping keys not asked for there) and its row put in place of an empty one in
 Arrow's table.
 
-Keys are checked without decoding a line in Python when Arrow took the whole block and the
-bytes prove every requested key present (:meth:`BlockDecoder._unasked`): a count of the keys
-in the block, less the keys not asked for (found by name, or held by every record), equal to
-rows times the requested keys. Keys not asked for are counted there too, so a server that adds
-a column costs no more than one that does not. Any other block (odd spacing, escapes in keys
-not asked for, nested objects or values the rule refuses in them) has its lines' keys checked
-one by one, by the line rule.
+Keys are checked without decoding a line in Python when Arrow took the whole block and its
+bytes prove every requested key present (:meth:`BlockDecoder._unasked`, which counts the keys
+not asked for too); any other block has its lines' keys checked one by one, by the line rule.
 
 Vectorised steps (datetime texts, markers in them, decimal range) run on whole row groups
 (:meth:`BlockDecoder.complete`), value by value, so a value's outcome never depends on its
@@ -144,9 +140,7 @@ class ParsedBlock(NamedTuple):
     reading: int = 0
     """The :class:`_Reading` it was parsed with (``number`` columns widen between readings)."""
     unasked: dict[str, tuple[int, int]] | None = None
-    """When the block's bytes prove that every record holds every requested key: each key
-    not asked for, with the records that hold it and the offset of its first in the block.
-    None: the lines' keys are checked one by one."""
+    """What :meth:`BlockDecoder._unasked` proved of the block's keys."""
 
 
 class _Reading(NamedTuple):
@@ -169,11 +163,6 @@ def _read_type(arrow_type: pa.DataType) -> pa.DataType:
     if pa.types.is_decimal(arrow_type):
         return pa.decimal256(76, arrow_type.scale)
     return arrow_type
-
-
-def _shown(value: Any) -> str:
-    text = repr(str(value) if isinstance(value, JsonNumber) else value)
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _lines(block: bytes) -> list[bytes]:
@@ -210,7 +199,6 @@ class BlockDecoder:
         self._typed_markers = TypedMarkers(self._reading.schema)
         self._blocks_since_markers = _MARKER_MEMORY  # blocks since one held typed markers
         # keys are counted from the bytes only when every requested key can be found there
-        self._key_count = len(schema.columns)
         self._countable_keys = all(_countable(name) for name in schema.names)
 
     def _new_reading(self, number: int, doubles: Collection[int]) -> _Reading:
@@ -350,9 +338,10 @@ class BlockDecoder:
     def _unasked(
         self, block: bytes, table: pa.Table, extra: pa.Table
     ) -> dict[str, tuple[int, int]] | None:
-        """:attr:`ParsedBlock.unasked` of a block Arrow took whole as ``table``, ``extra``
-        the columns it made of keys not asked for; None unless the bytes prove that every
-        record holds every requested key.
+        """Each key not asked for in a block Arrow took whole as ``table`` (``extra``: its
+        columns of them), with the records that hold it and the offset of its first; None
+        unless the bytes prove that every record holds every requested key (the lines' keys
+        are then checked one by one).
 
         Arrow refused a key given twice in a record and an object as a requested value. When
         the values of the keys not asked for hold no object either (whose keys would count)
@@ -394,7 +383,7 @@ class BlockDecoder:
                     return None
                 keys -= len(found)
                 unasked[name] = (len(found), int(found[0]))
-        return unasked if keys == rows * self._key_count else None
+        return unasked if keys == rows * len(self.schema.columns) else None
 
     def finish(self, block: bytes, parsed_block: ParsedBlock) -> pa.Table:
         """A block's table of :attr:`read_schema`, in stream order: decodes what Arrow refused,
@@ -573,8 +562,6 @@ class BlockDecoder:
             own[parsed] = self._python(lines[parsed : parsed + 1], start + parsed)
             for_arrow[parsed] = b"{}"
             parsed = self._arrow(b"\n".join(for_arrow) + b"\n", len(lines))
-        if not own:
-            return parsed, 0
         pieces, done = [], 0
         for row in sorted(own):
             pieces += [parsed.slice(done, row - done), own[row][0]]
@@ -592,7 +579,10 @@ class BlockDecoder:
         """
         self.slow_lines += len(lines)
         masked = 0
-        records = [self._record(line, start + i) for i, line in enumerate(lines)]
+        records: list[dict[str, Any]] = []
+        for number, line in enumerate(lines, self.rows + start + 1):
+            records.append(decode_line(line, number, using=DECODER))
+            self.keys.require(records[-1], number)  # before any value: an error object named
         columns = list(
             zip(self.schema.columns, self._converters, self._reading.schema, strict=True)
         )
@@ -603,27 +593,19 @@ class BlockDecoder:
                 value = record.get(column.name)
                 if value is None:
                     values.append(None)
-                elif (
-                    value == MASKED_MARKER
-                    and not isinstance(value, JsonNumber)
-                    and not is_text(field.type)
-                ):
+                elif value == MASKED_MARKER and not is_text(field.type):  # never a number's text
                     masked += 1
                     values.append(None)
-                elif _has_surrogates(value):
-                    raise self._refused(column, self.rows + start + i, value, "not valid UTF-8")
                 else:
+                    row = self.rows + start + i  # 0-based, of the export
                     try:
                         values.append(convert(value))
                     except DecimalFound:
-                        raise DecimalFound({index: self.rows + start + i + 1}) from None
+                        raise DecimalFound({index: row + 1}) from None
                     except NumberRefusal as refusal:
-                        row = self.rows + start + i + 1
-                        raise self._numbers.refused(index, row, value, refusal) from None
+                        raise self._numbers.refused(index, row + 1, value, refusal) from None
                     except (TypeError, ValueError, ArithmeticError) as error:
-                        raise self._refused(
-                            column, self.rows + start + i, value, str(error)
-                        ) from None
+                        raise self._refused(column, row, value, str(error)) from None
             converted.append(values)
         arrays = []
         for (column, _, field), values in zip(columns, converted, strict=True):
@@ -635,14 +617,6 @@ class BlockDecoder:
                 raise self._refused(column, row, values[index], str(error)) from None
         return pa.Table.from_arrays(arrays, schema=self._reading.schema), masked
 
-    def _record(self, line: bytes, row: int) -> dict[str, Any]:
-        """``row``: the 0-based row of the block's lines; checked for the requested keys
-        before any value, so an error object is named as such."""
-        number = self.rows + row + 1
-        record = decode_line(line, number, using=DECODER)
-        self.keys.require(record, number)
-        return record
-
     def _refused(self, column: ExportColumn, row: int, value: Any, why: str) -> ExportDataError:
         """``row``: the 0-based row of the export."""
         hint = (
@@ -652,9 +626,11 @@ class BlockDecoder:
             f"change its type on purpose set schema_overrides={{{column.name!r}: 'double'}} "
             "(and rewrite the earlier days, which readers of the folder read alike)"
         )
+        shown = repr(str(value) if isinstance(value, JsonNumber) else value)
+        shown = shown if len(shown) <= 60 else shown[:57] + "..."
         return ExportDataError(
             f"column {column.name!r} (row {row + 1} of the export): expected "
-            f"{column.arrow_type}, got {_shown(value)} ({why}); nothing was written. {hint}"
+            f"{column.arrow_type}, got {shown} ({why}); nothing was written. {hint}"
         )
 
     # vectorised steps on whole row groups (chunked columns, no copies)
@@ -675,7 +651,7 @@ class BlockDecoder:
                 self._masked_in_columns += masked
                 texts = pc.if_else(marked, _NULL_TEXT, texts)
                 plain = _plain_texts(texts)
-        if not plain:
+        if not plain:  # if_else left the markers' bytes in their null slots: Arrow skips those
             valid = pc.and_(
                 pc.is_in(pc.binary_length(texts), value_set=_DATETIME_LENGTHS),
                 pc.invert(pc.match_substring(texts, "T")),
@@ -748,21 +724,6 @@ def _taken_as_read(values: pa.ChunkedArray) -> bool:
         return True
     plain = (pa.types.is_null, pa.types.is_boolean, pa.types.is_integer, pa.types.is_timestamp)
     return any(check(kind) for check in plain)
-
-
-def _has_surrogates(value: Any) -> bool:
-    """Whether a decoded value holds bytes that were not UTF-8 (or an unpaired surrogate)."""
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return True
-        return False
-    if isinstance(value, list):
-        return any(_has_surrogates(item) for item in value)
-    if isinstance(value, dict):
-        return any(_has_surrogates(k) or _has_surrogates(v) for k, v in value.items())
-    return False
 
 
 def _plain_texts(texts: pa.ChunkedArray) -> bool:

@@ -201,23 +201,15 @@ def export_schema(
         rules.fail("properties", f"name a column more than once: {list(properties)}")
     written = column_name_map(names, column_names)
     by_written = {name: column_id for column_id, name in written.items()}
-    by_column: dict[str, pa.DataType | str] = {}
-    keys: dict[str, str] = {}  # two keys naming one column are refused, not the last one kept
-    for key, value in (overrides or {}).items():
+    given = overrides or {}
+    keys: dict[str, str] = {}  # column -> its key; two keys naming one column are refused
+    for key in given:
         target = by_written.get(key) or column_name(key, by_id)
         if target in keys:
             _named_twice(keys[target], key, target)
         keys[target] = key
-        by_column[target] = value
-    overrides = by_column
-    unknown_overrides = set(overrides) - set(names)
-    if from_plan:
-        overrides = {name: kind for name, kind in overrides.items() if name in names}
-    elif unknown_overrides:
-        rules.fail(
-            "schema_overrides",
-            f"name columns that are not exported: {sorted(unknown_overrides)}",
-        )
+    if (unknown := sorted(set(keys) - set(names))) and not from_plan:
+        rules.fail("schema_overrides", f"name columns that are not exported: {unknown}")
     kept_types: dict[str, pa.DataType] = {}
     for field in earlier or ():
         if field.type in (NUMBER_TYPE, DOUBLE_TYPE):
@@ -225,8 +217,8 @@ def export_schema(
             kept_types[field.name] = kept_types[column_id.decode("utf-8", "replace")] = field.type
     columns = []
     for name in names:
-        if name in overrides:
-            override = overrides[name]
+        if name in keys:
+            override = given[keys[name]]
             column = ExportColumn(
                 name, _as_arrow_type(name, override), "override", widens=override == "number"
             )

@@ -382,10 +382,9 @@ def export_prepared(
         ) from error
     rows = decoder.rows
     seconds = time.monotonic() - started
-    cohort_code = query.cohort_code
     log.info(
         "cohort %s: wrote %d rows, %.1f MB in %.1f s to %s (%s)",
-        cohort_code,
+        query.cohort_code,
         rows,
         bytes_written / 1e6,
         seconds,
@@ -394,7 +393,7 @@ def export_prepared(
     )
     return ExportResult(
         uri=str(destination),
-        cohort_code=cohort_code,
+        cohort_code=query.cohort_code,
         rows=rows,
         expected_rows=expected,
         bytes_written=bytes_written,

@@ -7,7 +7,7 @@ line-by-line rule.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -45,15 +45,20 @@ class TypedMarkers:
         bytes before could end a typed key."""
         if not self.prefixes:
             return block, 0
+        marker, anchor, tail = self.marker, self._anchor, self._tail
         data = np.frombuffer(block, dtype=np.uint8)
-        at = self._markers(data)
-        tail = self._tail
-        at = at[at >= tail]
+        # where the marker starts (two overlap only on a quote, the second then after ")",
+        # which ends no typed key: passed over below), found from its rarest byte
+        at = positions(data, marker[anchor]) - anchor
+        at = at[(at >= tail) & (at <= len(data) - len(marker))]
+        for offset, byte in enumerate(marker):
+            if offset != anchor and at.size:
+                at = at[data[at + offset] == byte]
         if not at.size:
             return block, 0
         before = data[at[:, None] + np.arange(-tail, 0)]
         at = at[np.isin(before.view(f"S{tail}").ravel(), self._tails)]
-        pieces, done, size = [], 0, len(self.marker)
+        pieces, done, size = [], 0, len(marker)
         for start in at.tolist():
             matched = [len(p) for p in self.prefixes if block.endswith(p, 0, start)]
             if not matched:
@@ -67,19 +72,3 @@ class TypedMarkers:
             return block, 0
         pieces.append(block[done:])
         return b"".join(pieces), len(pieces) // 2
-
-    def _markers(self, data: np.ndarray[Any, np.dtype[np.uint8]]) -> np.ndarray[Any, Any]:
-        """Where the marker starts in ``data``, without overlaps (as ``bytes.find`` steps)."""
-        marker, anchor = self.marker, self._anchor
-        at = positions(data, marker[anchor]) - anchor
-        at = at[(at >= 0) & (at <= len(data) - len(marker))]
-        for offset, byte in enumerate(marker):
-            if offset != anchor and at.size:
-                at = at[data[at + offset] == byte]
-        if at.size > 1 and np.any(np.diff(at) < len(marker)):  # overlapping: keep the first
-            kept: list[int] = []
-            for start in at.tolist():
-                if not kept or start >= kept[-1] + len(marker):
-                    kept.append(start)
-            at = np.array(kept, dtype=np.intp)
-        return at
