@@ -10,18 +10,19 @@ would outlast it ends the loop with the last error. Each retry is logged at WARN
 
 from __future__ import annotations
 
+import email.utils
 import logging
 import math
 import random
 import re
 import time
+import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tenacity import AsyncRetrying, Retrying, retry_if_exception
 
 from airflow_provider_analytics.core.errors import is_transient
-from airflow_provider_analytics.core.report_dates import sent_at
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -35,15 +36,18 @@ _DELAY_SECONDS = re.compile(r"-?[0-9]+(?:\.[0-9]+)?")
 
 def parse_retry_after(value: str | None, *, now: float) -> float | None:
     """Seconds to wait by a ``Retry-After`` header (RFC 9110: ASCII delay seconds, a fraction
-    or a negative accepted, or an HTTP date read as :func:`sent_at` reads one, measured from
-    epoch ``now``); ``None`` if absent or unreadable (an exponent, digits of other scripts), and
-    the caller backs off."""
+    or a negative accepted, or an HTTP date with its zone, measured from epoch ``now``); ``None``
+    if absent or unreadable (an exponent, digits of other scripts, a date without a zone or
+    beyond what a datetime holds), and the caller backs off."""
     value = (value or "").strip()
     if _DELAY_SECONDS.fullmatch(value):
         seconds = float(value)
     else:
-        when = sent_at(value)
-        seconds = math.nan if when is None else when.timestamp() - now
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+            seconds = math.nan if when.tzinfo is None else when.timestamp() - now
+        except (TypeError, ValueError, IndexError, OverflowError):
+            return None
     return max(seconds, 0.0) if math.isfinite(seconds) else None
 
 
@@ -81,6 +85,15 @@ class RetryPolicy:
             return min(retry_after, self.retry_after_max)
         ceiling = min(self.backoff_max, self.backoff_base * 2.0 ** (attempt - 1))
         return ceiling * (1.0 - self.jitter + self.jitter * self.random())
+
+    def backoff(self, attempt: int) -> float:
+        """Deprecated: :meth:`delay` without a ``retry_after`` (kept for one release)."""
+        warnings.warn(
+            "RetryPolicy.backoff(attempt) is deprecated: use RetryPolicy.delay(attempt)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.delay(attempt)
 
     def _engine(
         self,

@@ -204,6 +204,8 @@ def _requests(changes: Sequence[Change]) -> list[_Request]:
         groups.setdefault(key, []).append(change)
     requests: list[_Request] = []
     for group in sorted(groups.values(), key=lambda g: g[0].target is not Target.USER_PROPERTY):
+        # the event before its properties, however the changes were listed
+        group.sort(key=lambda c: c.target is Target.EVENT_PROPERTY)
         added = tuple(c for c in group if c.kind is ChangeKind.ADD)
         requests += [
             _Request(f"update_{c.target}", _ids(c), {"data_type": c.fields["dataType"].new})

@@ -436,6 +436,12 @@ def test_parse_retry_after() -> None:
     assert parse_retry_after(earlier, now=now) == 0.0
     for bad in (None, "", "soon", "nan", "inf", "Wed, 99 Foo 2024 99:99:99"):
         assert parse_retry_after(bad, now=now) is None
+    # a date without its zone says no moment: the caller backs off
+    assert parse_retry_after("Wed, 01 May 2024 08:00:30", now=now) is None
+    # the far future is a (long) wait, which the policy bounds, never a crash
+    assert parse_retry_after("Fri, 31 Dec 9999 23:00:00 -1200", now=now) == pytest.approx(
+        253_402_340_400.0 - now
+    )
 
 
 class FakeAnswer:

@@ -61,6 +61,12 @@ def test_transient_errors_are_retried_with_doubling_capped_backoff() -> None:
     assert clock.waits == [0.5, 1.0, 1.5, 1.5]
 
 
+def test_the_deprecated_backoff_warns_and_waits_as_delay_does() -> None:
+    policy = RetryPolicy(backoff_base=1.0, backoff_max=8.0, jitter=0.0)
+    with pytest.warns(DeprecationWarning, match=r"use RetryPolicy\.delay"):
+        assert policy.backoff(3) == policy.delay(3) == 4.0
+
+
 def test_jitter_draws_its_share_of_each_wait() -> None:
     for jitter, draw, expected in ((1.0, 0.25, 0.5), (0.5, 0.0, 1.0), (0.5, 1.0, 2.0), (0, 0.3, 2)):
         policy = RetryPolicy(2, 2.0, 10.0, jitter=jitter, random=lambda d=draw: d)

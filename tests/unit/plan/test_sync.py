@@ -17,6 +17,7 @@ from airflow_provider_analytics.client import (
 from airflow_provider_analytics.plan.diff import (
     Change,
     ChangeKind,
+    FieldChange,
     LivePlan,
     Target,
     plan_changes,
@@ -393,6 +394,39 @@ def test_apply_changes_ignores_skips_and_conflicts(
     ]
     assert apply_changes(client, changes) == []
     assert requests_mock.request_history == []
+
+
+def test_an_event_listed_after_its_new_property_is_added_with_its_own_fields(
+    client: AnalyticsClient, requests_mock: rm.Mocker
+) -> None:
+    """apply_changes takes changes in any order: an event's add carries the event's name and
+    remark even when one of its properties comes first in the list, and completes first."""
+    serve_plan(requests_mock)
+    declared = {"name": "Sign up", "remark": "first visit"}
+    event = Change(
+        ChangeKind.ADD,
+        Target.EVENT,
+        "signup",
+        fields={"name": FieldChange(None, "Sign up")},
+        declared=declared,
+    )
+    plan = Change(
+        ChangeKind.ADD,
+        Target.EVENT_PROPERTY,
+        "plan",
+        "signup",
+        fields={"dataType": FieldChange(None, "string")},
+        declared={"dataType": "string"},
+    )
+    assert apply_changes(client, [plan, event]) == [event, plan]
+    assert writes(requests_mock) == [
+        (
+            "POST",
+            "/uba/api/schema/event",
+            {},
+            {"id": "signup", **declared, "properties": [{"id": "plan", "dataType": "string"}]},
+        )
+    ]
 
 
 # --- a reviewed preview, applied -------------------------------------------------------------
