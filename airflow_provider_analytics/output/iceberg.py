@@ -263,7 +263,10 @@ class IcebergDayWriter:
     _files_opened: int = attribute(default=0, init=False)
     _narrow: int = attribute(default=0, init=False)
     """How many of :attr:`paths` hold an earlier, narrower schema (rewritten at commit)."""
-    _widen: Callable[[pa.Table, pa.Schema, int], pa.Table] = attribute(default=cast_to, init=False)
+    # a factory: a plain function as a field's default would be read back as a bound method
+    _widen: Callable[[pa.Table, pa.Schema, int], pa.Table] = attribute(
+        default_factory=lambda: cast_to, init=False
+    )
 
     def __post_init__(self) -> None:
         namespace, _, name = self.identifier.rpartition(".")
@@ -360,12 +363,13 @@ class IcebergDayWriter:
         narrow, self._narrow = self.paths[: self._narrow], 0
         if not narrow:
             return
-        rows, self.paths = self.rows, self.paths[len(narrow) :]
-        data, io = self._data_schema, self.table.io
+        rows, data, io = self.rows, self._data_schema, self.table.io
         assert data is not None
         opens = [lambda path=path: io.new_input(path).open() for path in narrow]
         for group in read_row_groups(opens, data, self._widen, columns=data.names):
             self.write(group)
+        # only now out of paths: until the rewrite is whole, an abort deletes them with the rest
+        self.paths = self.paths[len(narrow) :]
         for path in narrow:
             io.delete(path)
         self.rows = rows  # the rewritten rows were counted once already

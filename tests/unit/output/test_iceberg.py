@@ -215,6 +215,21 @@ def test_a_number_column_that_turns_double_after_a_file_was_written_becomes_doub
     assert _data_files(tmp_path) == {p.rsplit("/", 1)[-1] for p in writer.paths}  # none left
 
 
+def test_batches_written_without_a_stream_widen_the_same_way(
+    catalog: Catalog, tmp_path: Path
+) -> None:
+    """write() and commit() alone (no stream): an int64 column that turns double in a later
+    batch is rewritten and committed as double, with no data file left behind."""
+    writer = IcebergDayWriter(catalog, "lake.written", DAY, identity=COHORT, target_file_bytes=1)
+    writer.open(_scores(0, [1, 2]).schema)
+    writer.write(_scores(0, [1, 2]))
+    writer.write(_scores(2, [3.5]))  # a new file: the first holds the narrower schema
+    writer.commit()
+    table = catalog.load_table("lake.written")
+    assert table.scan().to_arrow().sort_by("user_id")["score"].to_pylist() == [1.0, 2.0, 3.5]
+    assert _data_files(tmp_path) == {p.rsplit("/", 1)[-1] for p in writer.paths}
+
+
 def test_a_column_the_table_held_as_long_does_not_turn_double(catalog: Catalog) -> None:
     IcebergDayWriter(catalog, "lake.kept", DAY, identity=COHORT).replace(
         _scores(0, [1]).schema, [_scores(0, [1])]
