@@ -52,25 +52,30 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def _split_userinfo(url: str) -> tuple[str, str, str]:
+    """``scheme://``, the userinfo, and the rest of a URL, split where ``urlsplit`` splits
+    them (the first ``://``, the last ``@`` before the path), also for a malformed URL."""
+    scheme, separator, tail = url.partition("://")
+    authority, slash, path = tail.partition("/")
+    userinfo, _, host = authority.rpartition("@")
+    return scheme + separator, userinfo, host + slash + path
+
+
 def _proxy_password(url: str) -> str | None:
     """The password of a proxy URL, also when the URL is malformed (``urlsplit`` refuses a
     broken host, ``[proxy:3128``, after the password is written)."""
     try:
         return urlsplit(url).password
     except ValueError:
-        userinfo = url.partition("://")[2].split("/", 1)[0].rpartition("@")[0]
-        return userinfo.partition(":")[2] or None
+        return _split_userinfo(url)[1].partition(":")[2] or None
 
 
 def shown_proxy(url: str) -> str:
     """A proxy URL fit to show: its password, if any, replaced by ``***``."""
-    password = _proxy_password(url)
-    if not password:
+    if not _proxy_password(url):
         return url
-    scheme, _, rest = url.rpartition("://")
-    userinfo, _, host = rest.partition("@")
-    shown = f"{userinfo.partition(':')[0]}:***@{host}"
-    return f"{scheme}://{shown}" if scheme else shown
+    scheme, userinfo, rest = _split_userinfo(url)
+    return f"{scheme}{userinfo.partition(':')[0]}:***@{rest}"
 
 
 def proxy_secrets(url: str) -> list[str]:

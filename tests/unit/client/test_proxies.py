@@ -196,3 +196,18 @@ def test_each_call_masks_the_environment_proxys_password_again() -> None:
     assert known().text("Env-Pw-5580") == "Env-Pw-5580"
     CallAttempts(config, RetryPolicy(), LIST_EVENTS, route=chosen)
     assert known().text("Env-Pw-5580") == "***"
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("http://u:p@ss@proxy:3128", "http://u:***@proxy:3128"),  # an "@" in the password
+        ("http://u:pw@proxy:3128/a://b", "http://u:***@proxy:3128/a://b"),  # "://" in the path
+        ("http://u:pw@[proxy:3128", "http://u:***@[proxy:3128"),  # a host urlsplit refuses
+        ("http://proxy:3128", "http://proxy:3128"),
+    ],
+)
+def test_a_shown_proxy_hides_its_whole_password(url: str, shown: str) -> None:
+    from airflow_provider_analytics.client.config import shown_proxy
+
+    assert shown_proxy(url) == shown
