@@ -164,10 +164,14 @@ class DagRunner:
         if conf is not None:
             command += ["--conf", json.dumps(conf)]
         with tempfile.TemporaryFile("w+") as log, tempfile.TemporaryFile("w+") as answers:
-            responder = Responder(
-                [sys.executable, "-m", "devtools.hitl_responder", dag_id, json.dumps(respond)],
-                airflow_env(self.home, dags, {**(env or {}), **RESPONDER_ENV}),
-                answers,
+            responder = (
+                Responder(
+                    [sys.executable, "-m", "devtools.hitl_responder", dag_id, json.dumps(respond)],
+                    airflow_env(self.home, dags, {**(env or {}), **RESPONDER_ENV}),
+                    answers,
+                )
+                if respond
+                else None
             )
             with subprocess.Popen(
                 command,
@@ -178,9 +182,10 @@ class DagRunner:
                 text=True,
             ) as dag_test:
                 try:
-                    reason = wait(dag_test, responder if respond else None, timeout)
+                    reason = wait(dag_test, responder, timeout)
                 finally:
-                    responder.stop()
+                    if responder is not None:
+                        responder.stop()
             log.seek(0)
             output = log.read() + (f"\n{reason}\n" if reason else "")
             if respond:

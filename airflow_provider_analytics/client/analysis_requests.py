@@ -79,11 +79,6 @@ Param: TypeAlias = str | int | float | bool
 DateLike: TypeAlias = "str | dt.date"
 
 
-def init_arguments(arguments: dict[str, Any]) -> dict[str, Any]:
-    """A typed ``__init__``'s arguments (its ``locals()``), to hand to ``Declared.__init__``."""
-    return {name: value for name, value in arguments.items() if name != "self"}
-
-
 class ExpressionKind(StrEnum):
     """What an analysis expression points at."""
 
@@ -423,7 +418,7 @@ class FunnelRequest(_Analysis):
         use_cache: bool | None = None,
         limit: int | None = None,
     ) -> None:
-        Declared.__init__(self, **init_arguments(locals()))
+        Declared.__init__(self, **self.fields_in(locals()))
 
     @field_validator("steps")
     @classmethod
@@ -486,7 +481,7 @@ class EventRequest(_Analysis):
         sampling_factor: int | None = None,
         use_cache: bool | None = None,
     ) -> None:
-        Declared.__init__(self, **init_arguments(locals()))
+        Declared.__init__(self, **self.fields_in(locals()))
 
     @field_validator("by_fields")
     @classmethod

@@ -302,7 +302,8 @@ class CallAttempts:
         self.read_timeout = read_timeout or config.read_timeout
         self.operation = operation
         self.attempt = 0
-        remember(config.secrets())  # every message masks the credentials of the call
+        # every message masks the credentials of the call, its route's proxy password too
+        remember((*config.secrets(), *(route.secrets if route is not None else ())))
         self._policy = policy
         self._clock = clock
         self._limit = config.request_deadline if time_limit is None else time_limit

@@ -45,12 +45,15 @@ class Route:
         return None if self.refusal is not None else self.url
 
     def __post_init__(self) -> None:
-        remember(proxy_secrets(self.url or ""))  # the password is masked in every message
+        remember(self.secrets)  # the password is masked in every message
+
+    @property
+    def secrets(self) -> list[str]:
+        """The proxy's password (as written and decoded), which every call remembers."""
+        return proxy_secrets(self.url or "")
 
     def check(self, operation: str) -> None:
-        """Raise the refusal, if any, for a call of ``operation`` (before anything is sent);
-        the proxy's password is remembered again first (masked also after a ``forget()``)."""
-        remember(proxy_secrets(self.url or ""))
+        """Raise the refusal, if any, for a call of ``operation`` (before anything is sent)."""
         if self.refusal is not None:
             raise AnalyticsConfigurationError(f"{operation}: {self.refusal}", operation=operation)
 

@@ -26,7 +26,6 @@ from airflow_provider_analytics.client.analysis_requests import (
     ConversionMeasure,
     EventRequest,
     FunnelRequest,
-    init_arguments,
 )
 from airflow_provider_analytics.client.analysis_requests import expression as _expression
 from airflow_provider_analytics.core import identity, rules
@@ -68,7 +67,7 @@ class Arguments(Declared):
     def of(cls, arguments: dict[str, Any]) -> Self:
         """The body of a method's ``locals()``: its fields taken, the rest (``self``, the
         query parameters) left out."""
-        return cls(**{name: value for name, value in arguments.items() if name in cls.model_fields})
+        return cls(**cls.fields_in(arguments))
 
 
 Text = Annotated[str | None, check(rules.string, optional=True)]
@@ -107,7 +106,7 @@ class CohortQuery(Arguments):
         page: int | None = None,
         page_size: int | None = None,
     ) -> None:
-        Declared.__init__(self, **init_arguments(locals()))
+        Declared.__init__(self, **self.fields_in(locals()))
 
     @model_validator(mode="after")
     def _paging(self) -> Self:

@@ -20,8 +20,17 @@ from airflow_provider_analytics.core.identity import PARTITION_COLUMNS, refuse_p
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
+    import pyarrow as pa
+
 ID_METADATA_KEY: Final = "analytics.id"
 """Parquet field metadata key holding the platform id a column was exported from."""
+
+
+def column_id(field: pa.Field) -> str | None:
+    """The platform id a written column was exported from (:data:`ID_METADATA_KEY`), if any."""
+    found = (field.metadata or {}).get(ID_METADATA_KEY.encode())
+    return None if found is None else found.decode("utf-8", "replace")
+
 
 MAX_NAME_LENGTH: Final = 63
 """The longest warehouse name (PostgreSQL keeps 63 bytes of an identifier; names are ASCII)."""

@@ -89,11 +89,6 @@ def non_empty_string(value: Any, field: str, *, max_length: int = STRING_MAX_LEN
     return sendable(value, field, max_length=max_length)
 
 
-def optional_string(value: Any, field: str) -> str | None:
-    """``None`` or a string."""
-    return None if value is None else string(value, field)
-
-
 def is_ref(value: str) -> bool:
     """Whether ``value`` names an existing item: an id (spec 2.5), or a preset id (``$city``)."""
     value = value.removeprefix("$")
@@ -141,6 +136,13 @@ def name(value: Any, field: str = "name") -> str:
 def remark(value: Any, field: str = "remark") -> str:
     """A remark: at most 100 characters, no special characters."""
     return text(value, field, min_length=0, max_length=REMARK_MAX_LENGTH)
+
+
+def table_identifier(value: Any, field: str, rule: str = "must be namespace.table") -> str:
+    """An Iceberg table's identifier: ``namespace.table``, neither part empty."""
+    if not isinstance(value, str) or not all(value.rpartition(".")[::2]):
+        fail(field, rule, value)
+    return value
 
 
 def one_of(value: Any, field: str, choices: Collection[str]) -> str:
@@ -440,6 +442,12 @@ class Declared(BaseModel):
             return super().model_validate(obj, **kwargs)
         except ValidationError as error:
             raise refusal(error, cls._root()) from None
+
+    @classmethod
+    def fields_in(cls, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        """The fields among a typed ``__init__``'s or a method's ``locals()`` (``self`` and
+        whatever else is not a field left out)."""
+        return {name: value for name, value in arguments.items() if name in cls.model_fields}
 
     from_body = model_validate  # the typed form of a body dict (checked by the same rules)
 

@@ -19,6 +19,7 @@ from airflow_provider_analytics.core.arrow_types import is_text
 from airflow_provider_analytics.core.column_names import (
     ID_METADATA_KEY,
     ColumnNames,
+    column_id,
     column_name_map,
     warehouse_name,
 )
@@ -200,7 +201,7 @@ def export_schema(
     if len(set(names)) != len(names):
         rules.fail("properties", f"name a column more than once: {list(properties)}")
     written = column_name_map(names, column_names)
-    by_written = {name: column_id for column_id, name in written.items()}
+    by_written = {name: key for key, name in written.items()}
     given = overrides or {}
     keys: dict[str, str] = {}  # column -> its key; two keys naming one column are refused
     for key in given:
@@ -213,8 +214,9 @@ def export_schema(
     kept_types: dict[str, pa.DataType] = {}
     for field in earlier or ():
         if field.type in (NUMBER_TYPE, DOUBLE_TYPE):
-            column_id = (field.metadata or {}).get(ID_METADATA_KEY.encode(), b"")
-            kept_types[field.name] = kept_types[column_id.decode("utf-8", "replace")] = field.type
+            kept_types[field.name] = field.type
+            if (held_id := column_id(field)) is not None:
+                kept_types[held_id] = field.type
     columns = []
     for name in names:
         if name in keys:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Final
 import pyarrow as pa
 
 from airflow_provider_analytics.core import strict_json
+from airflow_provider_analytics.core.arrow_types import is_text
 from airflow_provider_analytics.core.errors import ExportDataError as ExportDataError
 from airflow_provider_analytics.core.errors import Unfit
 from airflow_provider_analytics.export.number_rule import finite_double, number_converter
@@ -95,7 +96,7 @@ def converter(
         return _numbers_only(number_converter(column.name, double=double, decimal_row=decimal_row))
     if pa.types.is_timestamp(arrow_type):
         return _only(_is_text, "a datetime text")
-    if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type):
+    if is_text(arrow_type):
         # a number keeps its JSON text, a boolean is written as JSON writes it
         as_text = {True: "true", False: "false"}
         return _only(

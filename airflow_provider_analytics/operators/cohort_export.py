@@ -103,6 +103,19 @@ class _CohortOperator(AnalyticsOutputOperator):
 
         return cohort_query(self.cohort_code, limit=self.limit, properties=self.properties)
 
+    def day_target(self, context: Context) -> tuple[CohortQuery, Destination, str]:
+        """The checked request, where it goes, and the run's day (the partition it writes)."""
+        query = self.rendered_query()
+        destination = self.output_destination(
+            cohort_identity(query.cohort_code), staging=self.staging
+        )
+        return query, destination, covered_days(context).partition
+
+    @property
+    def export_timezone(self) -> str | None:
+        """The zone the export reads dates in: the operator's, else the project's (None: UTC)."""
+        return self.timezone or self.hook.project_timezone
+
     def publish_day(
         self,
         context: Context,
@@ -170,11 +183,7 @@ class CohortExportToParquetOperator(_CohortOperator):
     def execute(self, context: Context) -> dict[str, Any]:
         from airflow_provider_analytics.export.cohort_day import export_cohort_day
 
-        query = self.rendered_query()
-        day = covered_days(context).partition
-        destination = self.output_destination(
-            cohort_identity(query.cohort_code), staging=self.staging
-        )
+        query, destination, day = self.day_target(context)
         summary = export_cohort_day(
             self.hook.get_conn(),
             query,
@@ -186,7 +195,7 @@ class CohortExportToParquetOperator(_CohortOperator):
             max_parallel_shards=self.max_parallel_shards,
             id_property=self.id_property,
             consistency=self.consistency,
-            timezone=self.timezone or self.hook.project_timezone,
+            timezone=self.export_timezone,
             schema_overrides=self.schema_overrides,
             column_names=self.column_names,
             settings=self.settings,

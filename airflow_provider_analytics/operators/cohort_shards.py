@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_analytics.core.identity import COHORT_FILE, cohort_identity
+from airflow_provider_analytics.core.identity import COHORT_FILE
 from airflow_provider_analytics.operators.cohort_export import _CohortOperator
-from airflow_provider_analytics.operators.intervals import covered_days
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -37,16 +36,12 @@ class _CohortShardsOperator(_CohortOperator):
         from airflow_provider_analytics.core import rules
         from airflow_provider_analytics.export.shards import CONSISTENCY, check_id_property
 
-        query = self.rendered_query()
+        query, destination, day = self.day_target(context)
         check_id_property(self.id_property, query.properties)
         rules.one_of(self.consistency, "consistency", CONSISTENCY)
-        destination = self.output_destination(
-            cohort_identity(query.cohort_code), staging=self.staging
-        )
-        day = covered_days(context).partition
         destination.check([day], [COHORT_FILE])
         settings = {
-            "timezone": self.timezone or self.hook.project_timezone,
+            "timezone": self.export_timezone,
             "schema_overrides": self.schema_overrides,
             "column_names": self.column_names,
             "settings": self.settings,

@@ -76,8 +76,7 @@ class IcebergMaintenanceOperator(BaseOperator):
         if not isinstance(identifiers, list) or not identifiers:
             rules.fail("iceberg_tables", "must name at least one table", tables)
         for table in identifiers:
-            if not isinstance(table, str) or not all(table.rpartition(".")[::2]):
-                rules.fail("iceberg_tables", "each must be namespace.table", table)
+            rules.table_identifier(table, "iceberg_tables", "each must be namespace.table")
         catalog = IcebergCatalogHook(iceberg_conn_id=self.iceberg_conn_id).get_conn()
         results: dict[str, dict[str, Any]] = {}
         for identifier in identifiers:

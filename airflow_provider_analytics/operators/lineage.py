@@ -43,6 +43,28 @@ def export_origins(summary: Mapping[str, Any]) -> tuple[ColumnOrigin, ...]:
     )
 
 
+_STEP_COLUMNS: Final = (
+    "step_number",
+    "step_expression",
+    "step_event",
+    "converted_users",
+    "conversion_rate",
+    "completion_rate",
+    "median_seconds_to_next",
+)
+"""The funnel table's columns computed from the request's steps (named, not by position: a
+column added to the schema must not shift what they mean)."""
+_MEASURE_COLUMNS: Final = (
+    "measure_index",
+    "measure_label",
+    "measure_expression",
+    "measure_aggregator",
+    "count",
+    "value",
+)
+"""The event table's columns computed from the request's measures."""
+
+
 def report_origins(kind: ReportKind, request: Mapping[str, Any]) -> dict[str, list[ColumnOrigin]]:
     """Each report table's computed columns (by table name) and the request's parts they
     come from; the columns that only place a row (dates, report times) are left out."""
@@ -53,15 +75,12 @@ def report_origins(kind: ReportKind, request: Mapping[str, Any]) -> dict[str, li
     sources: dict[str, tuple[str, ...]] = {}
     if isinstance(model, FunnelRequest):
         steps = tuple(dict.fromkeys(step.expression for step in model.steps))
-        # step_number .. median_seconds_to_next
-        sources.update(dict.fromkeys(schemas.FUNNEL_SCHEMA.names[5:12], steps))
+        sources.update(dict.fromkeys(_STEP_COLUMNS, steps))
         if model.by_field is not None:
             sources.update(dict.fromkeys(("by_field", "by_value"), (model.by_field.expression,)))
     else:
         measures = tuple(dict.fromkeys(f"{m.aggregator}({m.expression})" for m in model.measures))
-        # measure_index .. measure_aggregator, then count and value
-        names = schemas.EVENT_SCHEMA.names
-        sources.update(dict.fromkeys([*names[:4], *names[8:10]], measures))
+        sources.update(dict.fromkeys(_MEASURE_COLUMNS, measures))
         split = model.by_fields or ()
         planned = schemas.plan_by_columns(
             [f.expression for f in split], [bool(f.buckets) for f in split]

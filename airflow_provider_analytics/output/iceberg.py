@@ -45,7 +45,7 @@ from pyiceberg.transforms import IdentityTransform
 from pyiceberg.types import DoubleType, ListType, MapType, StructType
 
 from airflow_provider_analytics.core import rules
-from airflow_provider_analytics.core.column_names import ID_METADATA_KEY, warehouse_name
+from airflow_provider_analytics.core.column_names import column_id, warehouse_name
 from airflow_provider_analytics.core.errors import (
     AnalyticsConfigurationError,
     AnalyticsUsageError,
@@ -269,9 +269,7 @@ class IcebergDayWriter:
     )
 
     def __post_init__(self) -> None:
-        namespace, _, name = self.identifier.rpartition(".")
-        if not namespace or not name:
-            rules.fail("iceberg_table", "must be namespace.table", self.identifier)
+        rules.table_identifier(self.identifier, "iceberg_table")
         rules.positive_int(self.attempts, "attempts")
         if self.target_file_bytes is not None:
             rules.positive_int(self.target_file_bytes, "target_file_bytes")
@@ -296,8 +294,8 @@ class IcebergDayWriter:
         """
         refuse_partition_columns(schema.names, "columns", f"{self.identifier}: the data's columns")
         full = self._with_partition_columns(schema)
-        existing = self._load_or_create(schema, full)
-        self._table = self.catalog.load_table(self.identifier)
+        # the table as the schema update left it (pyiceberg refreshes it in place on commit)
+        self._table, existing = self._load_or_create(schema, full)
         self._file_schema = self._with_field_ids(full, self._table)
         self._data_schema = schema
         if set(schema.names) - existing:
@@ -331,7 +329,7 @@ class IcebergDayWriter:
         self._close_file()
         self._narrow = len(self.paths)
 
-        def turn_to_double() -> None:
+        def turn_to_double() -> Table:
             table = self.catalog.load_table(self.identifier)
             snapshot = table.current_snapshot()
             if (snapshot.snapshot_id if snapshot else None) != self._added_at:
@@ -346,9 +344,9 @@ class IcebergDayWriter:
                         update.update_column(field.name, DoubleType())
             except CommitFailedException as error:
                 raise lost_race(self.identifier, "schema update", self.attempts, error) from error
+            return table
 
-        self._retrying()(turn_to_double)
-        self._table = self.catalog.load_table(self.identifier)
+        self._table = self._retrying()(turn_to_double)
         self._file_schema = self._with_field_ids(self._with_partition_columns(schema), self._table)
         self._data_schema = schema
 
@@ -395,20 +393,21 @@ class IcebergDayWriter:
         the table holds under the other naming (``$city`` against ``city``): evolving would add
         a second column for the same property and leave the first null from this day on."""
         for field in schema:
-            column_id = (field.metadata or {}).get(ID_METADATA_KEY.encode())
-            if column_id is None or field.name in existing:
+            held_id = column_id(field)
+            if held_id is None or field.name in existing:
                 continue
-            for other in {column_id.decode(), warehouse_name(column_id.decode())} - {field.name}:
+            for other in {held_id, warehouse_name(held_id)} - {field.name}:
                 if other in existing:
                     raise IcebergSchemaError(
-                        f"{self.identifier}: the table holds {column_id.decode()!r} as column "
+                        f"{self.identifier}: the table holds {held_id!r} as column "
                         f"{other!r} and this run names it {field.name!r}; write with the "
                         "column_names the table was created with, or to a new table"
                     )
 
-    def _load_or_create(self, schema: pa.Schema, full: pa.Schema) -> set[str]:
+    def _load_or_create(self, schema: pa.Schema, full: pa.Schema) -> tuple[Table, set[str]]:
         """Load the table, or create it, check it and add the columns it lacks (``full``: the
-        data's ``schema`` with the partition columns); the columns it held before.
+        data's ``schema`` with the partition columns); the table as it is then, and the columns
+        it held before.
 
         Writers of a new table (the cohorts of one ``.expand``) may all find it missing and
         create it at once. The catalogs refuse every creation but the first, either when it is
@@ -426,7 +425,7 @@ class IcebergDayWriter:
             if not self.catalog.namespace_exists(namespace):
                 raise
 
-        def attempt() -> set[str]:
+        def attempt() -> tuple[Table, set[str]]:
             try:
                 table = self.catalog.load_table(self.identifier)
                 existing = {field.name for field in table.schema().fields}
@@ -443,7 +442,7 @@ class IcebergDayWriter:
                 ) from error
             except CommitFailedException as error:
                 raise lost_race(self.identifier, "schema update", self.attempts, error) from error
-            return existing
+            return table, existing
 
         return self._retrying()(attempt)
 

@@ -53,9 +53,7 @@ class IcebergDestination:
     allowed_roots: Sequence[RootList] = ()
 
     def __post_init__(self) -> None:
-        namespace, _, table = str(self.identifier).rpartition(".")
-        if not namespace or not table:
-            rules.fail("iceberg_table", "must be namespace.table", self.identifier)
+        rules.table_identifier(self.identifier, "iceberg_table")
         if self.staging_root is not None:
             checked_destination(self.staging_root, self.allowed_roots, "staging")
         self.identifier = str(self.identifier)

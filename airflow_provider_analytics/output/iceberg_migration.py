@@ -53,9 +53,7 @@ def migrate_to_identity(
     and rows migrated, and whether it was needed."""
     from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
 
-    namespace, _, name = identifier.rpartition(".")
-    if not namespace or not name:
-        rules.fail("table", "must be namespace.table", identifier)
+    rules.table_identifier(identifier, "table")
     try:
         table = catalog.load_table(identifier)
     except (NoSuchTableError, NoSuchNamespaceError):

@@ -212,7 +212,7 @@ class _Problems:
                 self.add(f"{field}.{shown}", f"is not a known key{hint}")
         return value
 
-    def listed(self, value: Any, field: str) -> tuple[Any, ...]:
+    def listed(self, value: Any, field: str, *, events: bool = False) -> tuple[Any, ...]:
         """The checked items (:func:`_item`) of an optional list at ``field`` (``None`` and a
         missing key mean none), each id once."""
         if value is None:
@@ -220,7 +220,7 @@ class _Problems:
         if not isinstance(value, list):
             self.add(field, "must be a list")
             return ()
-        items = [_item(raw, f"{field}[{i}]", self) for i, raw in enumerate(value)]
+        items = [_item(raw, f"{field}[{i}]", self, events) for i, raw in enumerate(value)]
         checked = tuple(item for item in items if item is not None)
         first_at: dict[str, str] = {}
         for item in checked:
@@ -232,9 +232,10 @@ class _Problems:
         return checked
 
 
-def _item(raw: Any, at: str, problems: _Problems) -> PlannedProperty | PlannedEvent | None:
-    """The property (or, at ``events[i]``, the event) declared at ``at``, or ``None``."""
-    event = at.startswith("events[") and "." not in at
+def _item(
+    raw: Any, at: str, problems: _Problems, event: bool
+) -> PlannedProperty | PlannedEvent | None:
+    """The property (or the ``event``) declared at ``at``, or ``None``."""
     spec = problems.mapping(raw, at, EVENT_KEYS if event else PROPERTY_KEYS)
     if spec is None:
         return None
@@ -268,7 +269,7 @@ def parse_tracking_plan(data: Any, *, origin: str = "plan") -> DesiredPlan:
         raise TrackingPlanFileError(problems.found, origin=origin)
     plan = DesiredPlan(
         problems.listed(spec.get("user_properties"), "user_properties"),
-        problems.listed(spec.get("events"), "events"),
+        problems.listed(spec.get("events"), "events", events=True),
     )
     if problems.found:
         raise TrackingPlanFileError(problems.found, origin=origin)

@@ -178,7 +178,7 @@ def _query(
     """Each query (a checked request over a window) flattened, each row carrying its window,
     with the seconds it took. Without a timezone the answers are read as UTC and watched, to
     warn once all are read."""
-    unset, leads = timezone is None, []
+    unset, lead = timezone is None, None
     timezone = "UTC" if timezone is None else rules.time_zone(timezone)
     progress = client.progress(
         f"{kind.name} report", total=len(queries), unit=unit, interval=progress_interval
@@ -189,8 +189,8 @@ def _query(
             started = time.monotonic()
             body = checked.sent()
             answer = client.analyze(checked.window(*window))
-            if unset:
-                leads.append(clock_lead(answer.answer.reportUpdateTime, answer.sent_at))
+            if unset and lead is None:  # the first answer that shows a lead is the evidence
+                lead = clock_lead(answer.answer.reportUpdateTime, answer.sent_at)
             table = kind.flatten(answer.answer, body, timezone)
             for window_field, day in zip(WINDOW_FIELDS, window, strict=True):
                 value = pa.scalar(dt.date.fromisoformat(day), pa.date32())
@@ -202,7 +202,7 @@ def _query(
     if len(done) > 1:
         progress.finish(len(done))
     if unset:
-        warn_unset_timezone(kind.name, next(filter(None, leads), None))
+        warn_unset_timezone(kind.name, lead)
     return done
 
 

@@ -7,16 +7,7 @@ import pytest
 from airflow_provider_analytics.client import AnalyticsValidationError
 from airflow_provider_analytics.client.answers import AnswerShapeError
 from airflow_provider_analytics.client.data_ready import DataReadyCheck
-
-
-def counts_response(series: list[str], values: list[float | None]) -> dict:
-    return {
-        "measures": ["event.$Anything"],
-        "byFields": [],
-        "series": series,
-        "rows": [{"byValue": [], "values": [values], "sum": [sum(v or 0 for v in values)]}],
-        "numRows": 1,
-    }
+from tests.data_ready_answers import counts_response
 
 
 def test_events_check_needs_every_day_to_reach_the_threshold() -> None:

@@ -13,19 +13,11 @@ import requests_mock as rm
 from airflow.sdk.exceptions import AirflowFailException, AirflowSensorTimeout, AirflowSkipException
 
 from airflow_provider_analytics.sensors.data_ready import AnalyticsDataSensor
+from tests.data_ready_answers import counts_response
+from tests.run_context import run_context
 
 BASE = "https://analytics.example.com"
 ANALYZE = f"{BASE}/uba/api/events/analyze"
-
-
-def counts_response(series: list[str], values: list[float | None]) -> dict:
-    return {
-        "measures": ["event.$Anything"],
-        "byFields": [],
-        "series": series,
-        "rows": [{"byValue": [], "values": [values], "sum": [sum(v or 0 for v in values)]}],
-        "numRows": 1,
-    }
 
 
 @pytest.fixture
@@ -44,12 +36,7 @@ def connection(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def context(day: str = "2024-01-15") -> dict:
-    start = dt.datetime.fromisoformat(day).replace(tzinfo=dt.UTC)
-    return {
-        "ds": day,
-        "data_interval_start": start,
-        "data_interval_end": start + dt.timedelta(days=1),
-    }
+    return run_context(day)
 
 
 def test_poke_sends_the_check_for_the_interval(connection: None) -> None:
