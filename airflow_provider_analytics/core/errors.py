@@ -28,14 +28,6 @@ TRANSIENT_STATUSES: Final = frozenset({429, 500, 502, 503, 504})
 505 and the other 5xx name a setup fault)."""
 
 
-def _restore(cls: type[AnalyticsError], state: dict[str, Any]) -> AnalyticsError:
-    """Rebuild a pickled error without calling its ``__init__``."""
-    error = cls.__new__(cls)
-    Exception.__init__(error, state.get("message", ""))
-    error.__dict__.update(state)
-    return error
-
-
 class AnalyticsError(Exception):
     """Base of every error raised by the package.
 
@@ -84,8 +76,8 @@ class AnalyticsError(Exception):
     def __repr__(self) -> str:
         return f"{type(self).__name__}({str(self)!r})"
 
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (_restore, (type(self), dict(self.__dict__)))
+    def __reduce__(self) -> tuple[Any, ...]:  # rebuilt without calling its ``__init__``
+        return (type(self).__new__, (type(self),), {**self.__dict__, "args": self.args})
 
 
 def is_transient(error: BaseException) -> bool:

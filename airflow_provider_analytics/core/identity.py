@@ -16,7 +16,7 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final
 
 from airflow_provider_analytics.core import rules
 from airflow_provider_analytics.core.errors import AnalyticsUsageError
@@ -124,19 +124,13 @@ def cohort_identity(cohort_code: str) -> Identity:
     return Identity(COHORT_COLUMN, cohort_code)
 
 
-class SentRequest(Protocol):
-    """A request checked by its declared model: what it sends is :meth:`to_body`."""
-
-    def to_body(self) -> dict[str, Any]: ...
-
-
-def report_identity(report_name: str, request: SentRequest, key: Any = None) -> Identity:
+def report_identity(report_name: str, request: rules.Declared, key: Any = None) -> Identity:
     """The identity of a report's rows: ``key`` if given, else ``<report_name>_<digest>`` of
     the checked request as sent (never a dict as written: a dict and the equal typed request
     get one key)."""
     if key is not None:
         return Identity(REPORT_COLUMN, key)
-    if isinstance(request, Mapping) or not callable(getattr(request, "to_body", None)):
+    if not isinstance(request, rules.Declared):
         raise AnalyticsUsageError(
             "report_identity needs the checked request (its declared model), not "
             f"{type(request).__name__}: the digest covers the request as sent"
@@ -172,7 +166,5 @@ def table_holds(column_names: Iterable[str]) -> str:
     has every :data:`REPORT_MARK_COLUMNS` column (as every report table has), else
     ``cohort_code``."""
     names = set(column_names)
-    for column in (COHORT_COLUMN, REPORT_COLUMN):
-        if column in names:
-            return column
-    return REPORT_COLUMN if names.issuperset(REPORT_MARK_COLUMNS) else COHORT_COLUMN
+    marked = REPORT_COLUMN if names.issuperset(REPORT_MARK_COLUMNS) else COHORT_COLUMN
+    return next((c for c in (COHORT_COLUMN, REPORT_COLUMN) if c in names), marked)

@@ -98,10 +98,11 @@ class RetryPolicy:
     def _engine(
         self,
         subject: str,
-        retries: Callable[[BaseException], bool],
-        deadline: float | None,
-        clock: Callable[[], float],
-        logger: logging.Logger,
+        *,
+        retries: Callable[[BaseException], bool] = is_transient,
+        deadline: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        logger: logging.Logger = log,
     ) -> dict[str, Any]:
         def wait(state: RetryCallState) -> float:
             error = state.outcome.exception() if state.outcome else None
@@ -127,30 +128,17 @@ class RetryPolicy:
         return dict(retry=retry, wait=wait, stop=stop, before_sleep=announce, reraise=True)
 
     def retrying(
-        self,
-        subject: str,
-        *,
-        sleep: Callable[[float], None] = time.sleep,
-        retries: Callable[[BaseException], bool] = is_transient,
-        deadline: float | None = None,
-        clock: Callable[[], float] = time.monotonic,
-        logger: logging.Logger = log,
+        self, subject: str, *, sleep: Callable[[float], None] = time.sleep, **options: Any
     ) -> Retrying:
         """The engine for a blocking loop: ``policy.retrying(...)(function, *args)`` calls
         ``function`` until it returns, raises what ``retries`` refuses (by default what is not
         transient), or the attempts or the ``clock`` moment ``deadline`` run out (its last error
-        raised as it is); ``subject`` names what is tried in the log."""
-        return Retrying(sleep=sleep, **self._engine(subject, retries, deadline, clock, logger))
+        raised as it is, ``clock`` being monotonic by default); ``subject`` names what is tried
+        in the lines of ``logger`` (this module's by default)."""
+        return Retrying(sleep=sleep, **self._engine(subject, **options))
 
     def retrying_async(
-        self,
-        subject: str,
-        *,
-        sleep: Callable[[float], Awaitable[None]],
-        retries: Callable[[BaseException], bool] = is_transient,
-        deadline: float | None = None,
-        clock: Callable[[], float] = time.monotonic,
-        logger: logging.Logger = log,
+        self, subject: str, *, sleep: Callable[[float], Awaitable[None]], **options: Any
     ) -> AsyncRetrying:
         """:meth:`retrying` for a coroutine: ``await policy.retrying_async(...)(function)``."""
-        return AsyncRetrying(sleep=sleep, **self._engine(subject, retries, deadline, clock, logger))
+        return AsyncRetrying(sleep=sleep, **self._engine(subject, **options))
