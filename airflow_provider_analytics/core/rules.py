@@ -190,15 +190,11 @@ def integer(
         or (minimum is not None and value < minimum)
         or (maximum is not None and value > maximum)
     ):
+        kinds = {None: "an integer", 1: "a positive integer"}
+        kind = kinds.get(minimum, f"an integer >= {minimum}")
         if minimum is not None and maximum is not None:
-            rule = f"must be an integer from {minimum} to {maximum}"
-        elif minimum == 1:
-            rule = "must be a positive integer"
-        elif minimum is not None:
-            rule = f"must be an integer >= {minimum}"
-        else:
-            rule = "must be an integer"
-        fail(field, rule, value)
+            kind = f"an integer from {minimum} to {maximum}"
+        fail(field, f"must be {kind}", value)
     if not -INT64_MAX <= value <= INT64_MAX:
         fail(field, "must fit in a 64-bit integer", value)
     return value

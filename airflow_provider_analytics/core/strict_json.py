@@ -82,7 +82,13 @@ def loads(data: bytes | str, *, using: json.JSONDecoder = _DECODER) -> Any:
     except RecursionError:  # brackets that never close: the depth check cannot pair them
         raise _too_deep() from None
     if _SURROGATE_ESCAPE.search(text):  # rare: only then are the decoded strings walked
-        _refuse_lone_surrogates(value)
+        try:  # json pairs the halves of a character; a half left over cannot be UTF-8
+            json.dumps(value, ensure_ascii=False, default=str).encode("utf-8")
+        except UnicodeEncodeError:
+            raise StrictJsonError(
+                "is not strict JSON: a \\u escape names half a surrogate pair, which is no "
+                "character"
+            ) from None
     return value
 
 
@@ -134,13 +140,3 @@ def first_fault(adapter: TypeAdapter[Any]) -> Any:
         elif isinstance(node, list | tuple):
             nodes.extend(node)
     return validator_type(schema)  # type: ignore[call-arg]
-
-
-def _refuse_lone_surrogates(value: Any) -> None:
-    # json pairs the halves of a character; a half left over cannot be written as UTF-8
-    try:
-        json.dumps(value, ensure_ascii=False, default=str).encode("utf-8")
-    except UnicodeEncodeError:
-        raise StrictJsonError(
-            "is not strict JSON: a \\u escape names half a surrogate pair, which is no character"
-        ) from None
