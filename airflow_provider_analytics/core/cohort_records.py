@@ -71,23 +71,6 @@ def _number(value: Any) -> Any:
     return value
 
 
-def _refuse_error_object(record: Mapping[str, Any], row: int) -> None:
-    """Refuse a record shaped as the platform's error body (``code``, ``msg``, ``data``?)."""
-    if "code" not in record or "msg" not in record or not record.keys() <= ERROR_OBJECT_KEYS:
-        return
-    code, msg = _number(record.get("code")), record.get("msg")
-    raise ExportRecordError(
-        f"{OPERATION}: row {row} of the export is the platform's error object (code "
-        f"{bounded_repr(code)}, msg {bounded_repr(msg)}), not a cohort user record; the "
-        "platform failed while it answered with a success status. Nothing was written; run the "
-        "export again later, and report the message to the platform's operators if it stays",
-        code=code,
-        msg=str(msg) if isinstance(msg, str) else None,
-        data=_number(record.get("data")),
-        operation=OPERATION,
-    )
-
-
 class RecordKeys:
     """The ``keys`` every record of one export must hold (``None``: unknown, only the error
     object is refused), and a count of the keys beyond them, named through ``redactor`` (a key
@@ -107,8 +90,21 @@ class RecordKeys:
         expected = self._expected
         if expected is not None and record.keys() >= expected:
             return
-        if expected is None or not expected >= ERROR_OBJECT_KEYS:  # else it may be a record
-            _refuse_error_object(record, row)
+        # the platform's error body (``code``, ``msg``, ``data``?), unless a record may be so
+        error_body = "code" in record and "msg" in record and record.keys() <= ERROR_OBJECT_KEYS
+        if error_body and (expected is None or not expected >= ERROR_OBJECT_KEYS):
+            code, msg = _number(record.get("code")), record.get("msg")
+            raise ExportRecordError(
+                f"{OPERATION}: row {row} of the export is the platform's error object (code "
+                f"{bounded_repr(code)}, msg {bounded_repr(msg)}), not a cohort user record; the "
+                "platform failed while it answered with a success status. Nothing was written; "
+                "run the export again later, and report the message to the platform's operators "
+                "if it stays",
+                code=code,
+                msg=str(msg) if isinstance(msg, str) else None,
+                data=_number(record.get("data")),
+                operation=OPERATION,
+            )
         if expected is None:
             return
         missing = [key for key in self.keys or () if key not in record]
