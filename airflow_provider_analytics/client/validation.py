@@ -126,10 +126,6 @@ class CohortQuery(Arguments):
         """This request for ``properties`` (checked now, e.g. ids read from the plan)."""
         return self.model_copy(update={"properties": properties})
 
-    def paged(self, page: Any, page_size: Any) -> CohortQuery:
-        """This request for one page (both ``None``: not paged)."""
-        return self.model_copy(update={"page": page, "page_size": page_size})
-
     def sizing(self) -> CohortQuery:
         """The smallest request whose answer still holds the cohort's ``count``: one user,
         the first property."""
@@ -160,7 +156,7 @@ def cohort_body(
     """Body of a cohort users request: :func:`cohort_query`, for ``page`` if given."""
     query = cohort_query(cohort_code, limit=limit, properties=properties)
     if page is not None or page_size is not None:
-        query = query.paged(page, page_size)
+        query = query.model_copy(update={"page": page, "page_size": page_size})
     return query.to_body()
 
 
