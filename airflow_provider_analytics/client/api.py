@@ -372,8 +372,7 @@ class AnalyticsClient(ConfiguredClient):
         size = rules.positive_int(page_size, "page_size")
         if query.limit is not None:
             size = min(size, query.limit)
-        body = cohort_body(query, page=1, page_size=size)
-        return self._cohort_pages(body)
+        return self._cohort_pages(cohort_body(query, page=1, page_size=size))
 
     def progress(
         self,
@@ -540,8 +539,7 @@ class AnalyticsClient(ConfiguredClient):
                 "analyze takes a FunnelRequest or an EventRequest; analyze_funnel and "
                 "analyze_events also take the body as a dict"
             )
-        funnel = isinstance(request, FunnelRequest)
-        operation = ops.ANALYZE_FUNNEL if funnel else ops.ANALYZE_EVENTS
+        operation = ops.ANALYZE_FUNNEL if isinstance(request, FunnelRequest) else ops.ANALYZE_EVENTS
         response = self._http.send(operation, json=request.sent())[0]
         reader = ResponseReader(operation.name)
         body = reader.json(response)
