@@ -282,21 +282,20 @@ class Activation(Arguments):
 def validate_funnel_request(request: Any) -> dict[str, Any]:
     """Deprecated: ``FunnelRequest.of(request).sent()``
     (:class:`~airflow_provider_analytics.client.analysis_requests.FunnelRequest`)."""
-    _deprecated("validate_funnel_request", "FunnelRequest.model_validate")
-    return FunnelRequest.of(request).sent()
+    return _deprecated("validate_funnel_request", FunnelRequest, request)
 
 
 def validate_event_request(request: Any) -> dict[str, Any]:
     """Deprecated: ``EventRequest.of(request).sent()``
     (:class:`~airflow_provider_analytics.client.analysis_requests.EventRequest`)."""
-    _deprecated("validate_event_request", "EventRequest.model_validate")
-    return EventRequest.of(request).sent()
+    return _deprecated("validate_event_request", EventRequest, request)
 
 
-def _deprecated(name: str, instead: str) -> None:
+def _deprecated(name: str, typed: type[FunnelRequest | EventRequest], request: Any) -> Any:
     warnings.warn(
-        f"{name} is deprecated; use {instead}(body) from "
+        f"{name} is deprecated; use {typed.__name__}.model_validate(body) from "
         "airflow_provider_analytics.client.analysis_requests, which declares the request",
         DeprecationWarning,
         stacklevel=3,
     )
+    return typed.of(request).sent()
