@@ -64,14 +64,14 @@ _LAZY = {
             "Measure",
             "SplitField",
         ),
-        "analysis_requests",
+        ".analysis_requests",
     ),
-    "AnalyticsClient": "api",
-    "ClientConfig": "config",
-    "CohortExport": "export",
+    "AnalyticsClient": ".api",
+    "ClientConfig": ".config",
+    "CohortExport": ".export",
     "RetryPolicy": "airflow_provider_analytics.core.retry",
-    "validate_event_request": "validation",
-    "validate_funnel_request": "validation",
+    "validate_event_request": ".validation",
+    "validate_funnel_request": ".validation",
     "iter_lines": "airflow_provider_analytics.core.ndjson",
 }
 """Names imported on first use (most of their modules load ``requests`` and the HTTP stack),
@@ -83,8 +83,7 @@ def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    path = module if "." in module else f"{__name__}.{module}"
-    value = getattr(importlib.import_module(path), name)
+    value = getattr(importlib.import_module(module, __name__), name)  # ".api": in this package
     globals()[name] = value
     return value
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from enum import StrEnum
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Self, TypeAlias, get_args
 
@@ -132,12 +132,8 @@ def _relation(value: Any, field: str) -> str:
 
 
 def _buckets(value: Any) -> tuple[int | float, ...] | None:
-    if value is None:
-        return None
-    if isinstance(value, str | bytes | Mapping) or not isinstance(value, Sequence):
-        fail("", "must be null or a list of numbers", value)
-    bounds = tuple(rules.number(v, f"[{i}]") for i, v in enumerate(value))
-    if any(a >= b for a, b in itertools.pairwise(bounds)):
+    bounds = rules.items(value, "numbers (or null)", item=rules.number)
+    if bounds is not None and any(a >= b for a, b in itertools.pairwise(bounds)):
         fail("", "must be strictly increasing", value)
     return bounds
 
@@ -176,9 +172,7 @@ class Condition(Declared):
         params = rules.items(value, "params", item=rules.json_scalar)
         if params is None:
             fail("", "must be a list", value)
-        if function is not None and (
-            len(params) < fewest or (most is not None and len(params) > most)
-        ):
+        if len(params) < fewest or (most is not None and len(params) > most):
             if fewest == most:
                 count = "no params" if most == 0 else f"exactly {most} param(s)"
             else:
@@ -365,9 +359,6 @@ class _Analysis(Declared):
         if not str(self.from_date) <= from_date <= to_date <= str(self.to_date):
             fail("window", f"{from_date}..{to_date} is not inside {self.from_date}..{self.to_date}")
         return BaseModel.model_copy(self, update={"from_date": from_date, "to_date": to_date})
-
-    def asked(self) -> Asked:
-        return Asked(from_date=self.from_date, to_date=self.to_date)
 
 
 class FunnelRequest(_Analysis):

@@ -495,30 +495,28 @@ class EventAnswer(_Shape):
 
 # The operations, by the client method's name
 
-ANSWERS: Final[dict[str, TypeAdapter[Any]]] = {
-    "create_utm": TypeAdapter(UtmCreated),
-    "get_utm": TypeAdapter(UtmRecord),
-    "get_utm_conversion": TypeAdapter(UtmConversion),
-    "delete_utm": TypeAdapter(Succeeded),
-    "list_user_properties": TypeAdapter(list[UserProperty]),
-    "list_events": TypeAdapter(list[PlanEvent]),
-    "list_event_properties": TypeAdapter(list[EventProperty]),
-    "add_user_property": TypeAdapter(Succeeded),
-    "add_event": TypeAdapter(Succeeded),
-    "update_user_property": TypeAdapter(Succeeded),
-    "update_event": TypeAdapter(Succeeded),
-    "update_event_property": TypeAdapter(Succeeded),
-    "get_cohort_users": TypeAdapter(CohortPage),
-    "export_cohort_users": TypeAdapter(ErrorBody),
-    "register_account": TypeAdapter(AccountRegistered),
-    "set_account_activation": TypeAdapter(Succeeded),
-    "analyze_funnel": TypeAdapter(FunnelAnswer),
-    "analyze_events": TypeAdapter(EventAnswer),
+ANSWERS: Final[dict[str, Any]] = {
+    "create_utm": UtmCreated,
+    "get_utm": UtmRecord,
+    "get_utm_conversion": UtmConversion,
+    "delete_utm": Succeeded,
+    "list_user_properties": list[UserProperty],
+    "list_events": list[PlanEvent],
+    "list_event_properties": list[EventProperty],
+    "add_user_property": Succeeded,
+    "add_event": Succeeded,
+    "update_user_property": Succeeded,
+    "update_event": Succeeded,
+    "update_event_property": Succeeded,
+    "get_cohort_users": CohortPage,
+    "export_cohort_users": ErrorBody,
+    "register_account": AccountRegistered,
+    "set_account_activation": Succeeded,
+    "analyze_funnel": FunnelAnswer,
+    "analyze_events": EventAnswer,
 }
 """Each operation's declared answer; for the streamed export, the platform's error object
 (its records are declared by :mod:`~airflow_provider_analytics.export.schema`)."""
-
-_LIST_ANSWERS: Final = frozenset({"list_user_properties", "list_events", "list_event_properties"})
 
 _PROBLEMS: Final = {
     "int_type": "must be a JSON integer (not text, a boolean or a fraction)",
@@ -620,7 +618,7 @@ def decode(
         message = f"{operation}: {'; '.join(problems[:3])}{more}"  # the first three faults
         raise AnswerShapeError(message, operation=operation) from None
     seen: dict[str, int] = {}
-    for position, item in enumerate(value if operation in _LIST_ANSWERS else ()):
+    for position, item in enumerate(value if isinstance(value, list) else ()):  # plan listings
         if item.id in seen:
             raise AnswerShapeError(
                 f"{operation}: [{position}].id {item.id[:80]!r} is listed twice (first at "
@@ -634,7 +632,7 @@ def decode(
 @functools.cache
 def _validator(operation: str) -> Any:
     """Stops at an array's first fault (:func:`~.strict_json.first_fault`)."""
-    return strict_json.first_fault(ANSWERS[operation])
+    return strict_json.first_fault(TypeAdapter(ANSWERS[operation]))
 
 
 _Analysed = TypeVar("_Analysed", "FunnelAnswer", "EventAnswer")

@@ -51,8 +51,8 @@ TEST_CONNECTION_DEADLINE = 15.0
 """Seconds :meth:`AnalyticsClient.test_connection` waits in all before it reports failure."""
 
 
-def _optional_text(value: Any, field: str) -> str | None:
-    return None if value is None else rules.non_empty_string(value, field)
+def _login_user(value: Any) -> dict[str, str | None]:
+    return {"loginUser": None if value is None else rules.non_empty_string(value, "login_user")}
 
 
 def _plan_filters(plan: Any, data_status: Any) -> dict[str, int | None]:
@@ -148,7 +148,7 @@ class AnalyticsClient(ConfiguredClient):
         :param login_user: operator recorded as creator (query ``loginUser``).
         """
         body = validation.UtmLink.of(locals()).to_body()
-        params = {"loginUser": _optional_text(login_user, "login_user")}
+        params = _login_user(login_user)
         return str(self._call(ops.CREATE_UTM, params=params, json=body)["campaignId"])
 
     def get_utm(self, campaign_id: str | int) -> dict[str, Any]:
@@ -372,8 +372,7 @@ class AnalyticsClient(ConfiguredClient):
         size = rules.positive_int(page_size, "page_size")
         if query.limit is not None:
             size = min(size, query.limit)
-        body = cohort_body(query, page=1, page_size=size)
-        return self._cohort_pages(body)
+        return self._cohort_pages(cohort_body(query, page=1, page_size=size))
 
     def progress(
         self,
@@ -492,7 +491,7 @@ class AnalyticsClient(ConfiguredClient):
         :param login_user: operator recorded for the change (query ``loginUser``).
         """
         body = validation.Account.of(locals()).to_body()
-        params = {"loginUser": _optional_text(login_user, "login_user")}
+        params = _login_user(login_user)
         remember((password,))  # masked in any error, like the credentials
         return self._call(ops.REGISTER_ACCOUNT, params=params, json=body)
 
@@ -505,10 +504,7 @@ class AnalyticsClient(ConfiguredClient):
         :param activation: a real bool; 0/1 or strings are refused.
         :param login_user: operator recorded for the change (query ``loginUser``).
         """
-        params = {
-            "email": rules.email(email),
-            "loginUser": _optional_text(login_user, "login_user"),
-        }
+        params = {"email": rules.email(email), **_login_user(login_user)}
         body = validation.Activation.of(locals()).to_body()
         self._call(ops.SET_ACCOUNT_ACTIVATION, params=params, json=body)
 
@@ -543,8 +539,7 @@ class AnalyticsClient(ConfiguredClient):
                 "analyze takes a FunnelRequest or an EventRequest; analyze_funnel and "
                 "analyze_events also take the body as a dict"
             )
-        funnel = isinstance(request, FunnelRequest)
-        operation = ops.ANALYZE_FUNNEL if funnel else ops.ANALYZE_EVENTS
+        operation = ops.ANALYZE_FUNNEL if isinstance(request, FunnelRequest) else ops.ANALYZE_EVENTS
         response = self._http.send(operation, json=request.sent())[0]
         reader = ResponseReader(operation.name)
         body = reader.json(response)

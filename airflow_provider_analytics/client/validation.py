@@ -126,10 +126,6 @@ class CohortQuery(Arguments):
         """This request for ``properties`` (checked now, e.g. ids read from the plan)."""
         return self.model_copy(update={"properties": properties})
 
-    def paged(self, page: Any, page_size: Any) -> CohortQuery:
-        """This request for one page (both ``None``: not paged)."""
-        return self.model_copy(update={"page": page, "page_size": page_size})
-
     def sizing(self) -> CohortQuery:
         """The smallest request whose answer still holds the cohort's ``count``: one user,
         the first property."""
@@ -160,7 +156,7 @@ def cohort_body(
     """Body of a cohort users request: :func:`cohort_query`, for ``page`` if given."""
     query = cohort_query(cohort_code, limit=limit, properties=properties)
     if page is not None or page_size is not None:
-        query = query.paged(page, page_size)
+        query = query.model_copy(update={"page": page, "page_size": page_size})
     return query.to_body()
 
 
@@ -286,21 +282,20 @@ class Activation(Arguments):
 def validate_funnel_request(request: Any) -> dict[str, Any]:
     """Deprecated: ``FunnelRequest.of(request).sent()``
     (:class:`~airflow_provider_analytics.client.analysis_requests.FunnelRequest`)."""
-    _deprecated("validate_funnel_request", "FunnelRequest.model_validate")
-    return FunnelRequest.of(request).sent()
+    return _deprecated("validate_funnel_request", FunnelRequest, request)
 
 
 def validate_event_request(request: Any) -> dict[str, Any]:
     """Deprecated: ``EventRequest.of(request).sent()``
     (:class:`~airflow_provider_analytics.client.analysis_requests.EventRequest`)."""
-    _deprecated("validate_event_request", "EventRequest.model_validate")
-    return EventRequest.of(request).sent()
+    return _deprecated("validate_event_request", EventRequest, request)
 
 
-def _deprecated(name: str, instead: str) -> None:
+def _deprecated(name: str, typed: type[FunnelRequest | EventRequest], request: Any) -> Any:
     warnings.warn(
-        f"{name} is deprecated; use {instead}(body) from "
+        f"{name} is deprecated; use {typed.__name__}.model_validate(body) from "
         "airflow_provider_analytics.client.analysis_requests, which declares the request",
         DeprecationWarning,
         stacklevel=3,
     )
+    return typed.of(request).sent()

@@ -1009,3 +1009,20 @@ def test_a_checked_request_cannot_be_made_or_changed_without_its_check() -> None
         query.limit = -5  # type: ignore[misc]
     with pytest.raises(AnalyticsValidationError, match=r"^bogus: is not a known key"):
         EventRequest.model_validate({"bogus": 1})
+
+
+@pytest.mark.parametrize(
+    ("old", "typed", "body"),
+    [
+        (v.validate_funnel_request, FunnelRequest, funnel),
+        (v.validate_event_request, EventRequest, events),
+    ],
+)
+def test_the_deprecated_validators_warn_and_give_the_declared_body(
+    old: Callable[[Any], Any], typed: type[FunnelRequest | EventRequest], body: Callable[[], Any]
+) -> None:
+    with pytest.deprecated_call(match=rf"{old.__name__} is deprecated; use {typed.__name__}\."):
+        sent = old(body())
+    assert sent == typed.of(body()).sent()
+    with pytest.deprecated_call(), pytest.raises(AnalyticsValidationError):
+        old({**body(), "fromDate": "2024-13-01"})
