@@ -47,19 +47,43 @@ NOT_PROCESSED_STATUSES = frozenset({429})
 """Statuses that say the request was not processed, so even a create may be repeated."""
 
 
-_NOT_FOUND_ADVICE = (
-    "no such API: check the connection's base URL and the ad tracking path prefix "
-    "(utm_prefix: '/svc' in the spec, '/ark' on many deployments)"
-)
 _BY_STATUS: dict[int, tuple[type[errors.AnalyticsApiError], str]] = {
     400: (errors.AnalyticsBadRequestError, "the server rejected the request's parameters"),
-    404: (errors.AnalyticsNotFoundError, _NOT_FOUND_ADVICE),
+    401: (
+        errors.AnalyticsAuthenticationError,
+        "authentication failed: check {which} of the connection",
+    ),
+    404: (
+        errors.AnalyticsNotFoundError,
+        "no such API: check the connection's base URL and the ad tracking path prefix "
+        "(utm_prefix: '/svc' in the spec, '/ark' on many deployments)",
+    ),
     415: (
         errors.AnalyticsUnsupportedMediaTypeError,
         "the server refused the content type; a proxy between may be rewriting requests",
     ),
+    429: (
+        errors.AnalyticsRateLimitError,
+        "still rate limited after {attempts} attempt(s); lower the request rate or raise "
+        "max_attempts",
+    ),
 }
 _BY_STATUS[498] = _BY_STATUS[400]
+_CREDENTIALS = {
+    AuthKind.PLATFORM: "the xtoken (platform credential)",
+    AuthKind.PROJECT: "the token and appKey (project credentials)",
+}
+_BY_CLASS = {  # status // 100
+    3: (
+        errors.AnalyticsApiError,
+        "unexpected redirect (not followed, so credentials stay with the configured host); "
+        "check the scheme, host and path of the base URL",
+    ),
+    5: (
+        errors.AnalyticsServerError,
+        "server error after {attempts} attempt(s); the platform or a proxy failed",
+    ),
+}
 
 _NOT_COMPLETED_BY_CODE: dict[int, tuple[type[errors.AnalyticsNotCompletedError], str]] = {
     501: (
@@ -103,41 +127,15 @@ def _unknown_outcome(operation: Operation) -> str:
 def _classify(
     status: int, code: Any, operation: Operation, attempts: int
 ) -> tuple[type[errors.AnalyticsApiError], str]:
-    if status in _BY_STATUS:
-        return _BY_STATUS[status]
-    if status == 401:
-        which = (
-            "the xtoken (platform credential)"
-            if operation.auth is AuthKind.PLATFORM
-            else "the token and appKey (project credentials)"
-        )
-        return (
-            errors.AnalyticsAuthenticationError,
-            f"authentication failed: check {which} of the connection",
-        )
-    if status == 429:
-        return (
-            errors.AnalyticsRateLimitError,
-            f"still rate limited after {attempts} attempt(s); lower the request rate or "
-            "raise max_attempts",
-        )
     if status in (499, 501):
         return _NOT_COMPLETED_BY_CODE.get(
             code if isinstance(code, int) else -1,
             (errors.AnalyticsNotCompletedError, "the operation was not completed"),
         )
-    if 500 <= status < 600:
-        return (
-            errors.AnalyticsServerError,
-            f"server error after {attempts} attempt(s); the platform or a proxy failed",
-        )
-    if 300 <= status < 400:
-        return (
-            errors.AnalyticsApiError,
-            "unexpected redirect (not followed, so credentials stay with the configured "
-            "host); check the scheme, host and path of the base URL",
-        )
-    return errors.AnalyticsApiError, "unexpected answer"
+    unexpected = (errors.AnalyticsApiError, "unexpected answer")
+    cls, advice = _BY_STATUS.get(status) or _BY_CLASS.get(status // 100, unexpected)
+    which = _CREDENTIALS[operation.auth]
+    return cls, advice.format(attempts=attempts, which=which)
 
 
 def error_from_response(

@@ -131,9 +131,12 @@ def _flag(value: Any) -> bool:
     return value
 
 
-def _secret(value: Any) -> Secret | None:
-    if value is None or value == "":
-        return None
+def _optional(check: Callable[[Any], Any]) -> PlainValidator:
+    """``check`` for a setting that may be unset: ``None`` and ``""`` both read as ``None``."""
+    return PlainValidator(lambda value: None if value is None or value == "" else check(value))
+
+
+def _secret(value: Any) -> Secret:
     if not isinstance(value, str):
         raise _Refused("must be a string or None", echo=False)
     if not _HEADER_SECRET.fullmatch(value) or value != value.strip():
@@ -200,9 +203,7 @@ def _base_url(value: Any) -> str:
     return value
 
 
-def _proxy(value: Any) -> str | None:
-    if value is None or value == "":
-        return None
+def _proxy(value: Any) -> str:
     rule = "must be the URL of an http:// or https:// proxy: http://host:port"
     if not isinstance(value, str) or _HEADER_UNSAFE.search(value):
         raise _Refused(rule, echo=False)
@@ -220,15 +221,13 @@ def _user_agent(value: Any) -> str:
     return value
 
 
-def _text(value: Any) -> str | None:
-    if value is None or value == "":
-        return None
+def _text(value: Any) -> str:
     if not isinstance(value, str):
         raise _Refused("must be text")
     return value
 
 
-def _roots(value: Any) -> str | list[str] | None:
+def _roots(value: Any) -> str | list[str]:
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return value
     return _text(value)
@@ -239,7 +238,7 @@ Pause = Annotated[float, PlainValidator(_number(False, 0, above=False))]
 Count = Annotated[int, PlainValidator(_number(True, 1, above=False))]
 Flag = Annotated[bool, PlainValidator(_flag)]
 MaybeFlag = Annotated[bool | None, PlainValidator(lambda v: v if v is None else _flag(v))]
-Credential = Annotated[str | None, PlainValidator(_secret)]
+Credential = Annotated[str | None, _optional(_secret)]
 
 
 def _setting(default: Any, label: str | None, doc: str, **shown: Any) -> Any:
@@ -333,7 +332,7 @@ class ClientConfig(BaseModel):
         "Allow plain http",
         "allow `http://` to a host other than loopback (the tokens cross the network in clear)",
     )
-    proxy: Annotated[str | None, PlainValidator(_proxy)] = _setting(
+    proxy: Annotated[str | None, _optional(_proxy)] = _setting(
         None,
         "HTTPS proxy",
         "`http://host:port` of a proxy to tunnel `https://` calls through, instead of "
@@ -443,13 +442,13 @@ class ConnectionSettings(ClientConfig):
     """What an Airflow connection of type ``analytics`` holds: the client's settings, and
     the project's timezone and the allowed destination roots, which the jobs read."""
 
-    timezone: Annotated[str | None, PlainValidator(_text)] = _setting(
+    timezone: Annotated[str | None, _optional(_text)] = _setting(
         None,
         "Project timezone",
         "the IANA zone (or an offset such as `+08:00`) the platform writes datetimes in",
         default_text="UTC, with a warning on exports",
     )
-    allowed_destinations: Annotated[str | list[str] | None, PlainValidator(_roots)] = _setting(
+    allowed_destinations: Annotated[str | list[str] | None, _optional(_roots)] = _setting(
         None,
         "Allowed destinations",
         "roots that every destination must lie under, comma-separated or a JSON list, e.g. "

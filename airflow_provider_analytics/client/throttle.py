@@ -263,24 +263,19 @@ def platform_key(base_url: str) -> str:
 
 
 _registry: dict[str, PlatformThrottle] = {}
-_registry_lock = threading.Lock()
 
 
 def throttle_for(base_url: str) -> PlatformThrottle:
-    """This process' throttle of the platform at ``base_url`` (made on first use)."""
+    """This process' throttle of the platform at ``base_url`` (made on first use; ``setdefault``
+    is atomic, so threads asking at once share the one throttle)."""
     key = platform_key(base_url)
-    with _registry_lock:
-        if key not in _registry:
-            _registry[key] = PlatformThrottle()
-        return _registry[key]
+    return _registry.get(key) or _registry.setdefault(key, PlatformThrottle())
 
 
 def forget_platforms() -> None:
     """Drop every platform's throttle (in a forked child, whose parent's calls are not its
     own, and between tests)."""
-    global _registry, _registry_lock
-    _registry = {}
-    _registry_lock = threading.Lock()
+    _registry.clear()
 
 
 os.register_at_fork(after_in_child=forget_platforms)
