@@ -192,17 +192,10 @@ def _causes(exc: BaseException) -> list[BaseException]:
     pending: list[BaseException] = [exc]
     while pending:
         current = pending.pop()
-        if any(current is s for s in seen):
-            continue
-        seen.append(current)
-        for nested in (
-            getattr(current, "reason", None),
-            current.__cause__,
-            current.__context__,
-            *current.args,
-        ):
-            if isinstance(nested, BaseException):
-                pending.append(nested)
+        if not any(current is s for s in seen):
+            seen.append(current)
+            nested = (getattr(current, "reason", None), current.__cause__, current.__context__)
+            pending += [n for n in (*nested, *current.args) if isinstance(n, BaseException)]
     return seen
 
 
@@ -227,18 +220,10 @@ def classify_transport_error(exc: BaseException) -> FailurePhase:
     import httpx
 
     if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout | httpx.PoolTimeout):
-        if any(isinstance(c, ssl.SSLError) for c in _causes(exc)):
-            return FailurePhase.TLS
-        return FailurePhase.CONNECT
-    if isinstance(
-        exc,
-        httpx.TimeoutException
-        | httpx.ReadError
-        | httpx.WriteError
-        | httpx.CloseError
-        | httpx.RemoteProtocolError
-        | httpx.DecodingError,
-    ):
+        tls = any(isinstance(c, ssl.SSLError) for c in _causes(exc))
+        return FailurePhase.TLS if tls else FailurePhase.CONNECT
+    exchange = httpx.TimeoutException | httpx.NetworkError | httpx.RemoteProtocolError
+    if isinstance(exc, exchange | httpx.DecodingError):  # NetworkError: read, write, close
         return FailurePhase.EXCHANGE
     return FailurePhase.OTHER
 
