@@ -26,8 +26,12 @@ _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 def _address(url: str) -> str:
-    parts = urlsplit(url)
-    port = parts.port or _DEFAULT_PORTS.get(parts.scheme.lower(), 80)
+    """``host:port`` of a proxy URL (``?`` for one ``urlsplit`` cannot read)."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port or _DEFAULT_PORTS.get(parts.scheme.lower(), 80)
+    except ValueError:
+        return "?"
     host = parts.hostname or "?"
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 

@@ -28,6 +28,8 @@ def route(base_url: str, environ: dict[str, str], **settings: str) -> Route:
         ({"all_proxy": "socks5://proxy.corp:1080"}, "all_proxy"),
         ({"HTTP_PROXY": "http://127.0.0.1:3128"}, "HTTP_PROXY"),  # loopback too
         ({"HTTP_PROXY": "http://proxy.corp:3128", "NO_PROXY": "example.com"}, "HTTP_PROXY"),
+        ({"HTTP_PROXY": "http://ops:pw@[proxy.corp:3128"}, "HTTP_PROXY"),  # urlsplit refuses it
+        ({"HTTP_PROXY": "http://proxy.corp:port"}, "HTTP_PROXY"),
     ],
 )
 def test_plain_http_is_refused_when_the_environment_names_a_proxy(
