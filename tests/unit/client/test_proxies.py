@@ -136,6 +136,7 @@ def test_an_unusable_environment_proxy_is_refused_by_name(value: str, says: str)
         ("::1", 443, "::1", True),
         ("EXAMPLE.com", 443, " Example.COM ", True),
         ("example.com", 443, "", False),
+        ("example.com", 443, "example.com:\u00b2", True),  # a port int() cannot read: any port
     ],
 )
 def test_no_proxy_entries(host: str, port: int, no_proxy: str, bypassed: bool) -> None:
