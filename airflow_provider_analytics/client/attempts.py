@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 import ssl
 import time
 from typing import TYPE_CHECKING, Any
@@ -39,6 +40,8 @@ if TYPE_CHECKING:
     from airflow_provider_analytics.core.retry import RetryPolicy
 
 logger = logging.getLogger("airflow_provider_analytics.client")
+# decimal digits of any script, as int() reads them, up to its default length limit
+_INTEGER = re.compile(r"-?\d{1,4300}")
 
 RETRY_AFTER_STATUSES = frozenset({429, 503})
 """Statuses whose ``Retry-After`` header is honoured."""
@@ -112,7 +115,7 @@ def _error_body(response: HttpAnswer, redactor: Redactor) -> tuple[Any, str | No
     if not isinstance(body, dict):
         return None, None, None
     msg, code = body.get("msg"), body.get("code")
-    if isinstance(code, str) and code.strip().lstrip("-").isdigit():
+    if isinstance(code, str) and _INTEGER.fullmatch(code.strip()):
         code = int(code)
     return code, None if msg is None else redactor.excerpt(msg), body.get("data")
 
