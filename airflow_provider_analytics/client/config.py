@@ -12,6 +12,7 @@ import ipaddress
 import math
 import os
 import re
+import sys
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Annotated, Any
 from urllib.parse import SplitResult, unquote, urlsplit
@@ -108,10 +109,12 @@ def _number(whole: bool, low: float, *, above: bool) -> Callable[[Any], Any]:
                 value = float(value)
             if whole and isinstance(value, float) and value.is_integer():
                 value = int(value)
+        if not whole and isinstance(value, int) and abs(value) > sys.float_info.max:
+            value = math.inf  # an int no float can hold
         ok = (
             isinstance(value, int if whole else int | float)
             and not isinstance(value, bool)
-            and math.isfinite(value)
+            and (whole or math.isfinite(value))  # an int is finite, however long
             and (value > low if above else value >= low)
         )
         if not ok:

@@ -250,6 +250,19 @@ def test_every_numeric_setting_refuses_the_same_values_in_python(name: str, valu
 
 
 @pytest.mark.parametrize("name", NUMERIC)
+def test_an_int_too_long_for_a_float_is_an_integer_or_refused(name: str) -> None:
+    """Huge ints never raise ``OverflowError``: an integer setting takes one, a setting in
+    seconds refuses one as no finite number, and every setting refuses a huge negative one."""
+    if isinstance(ClientConfig.model_fields[name].default, int):
+        assert getattr(ClientConfig("https://h", **{name: 10**400}), name) == 10**400
+    else:
+        with pytest.raises(AnalyticsConfigurationError, match="must be a finite number"):
+            ClientConfig("https://h", **{name: 10**400})
+    with pytest.raises(AnalyticsConfigurationError, match=rf"^ClientConfig\.{name}: must be"):
+        ClientConfig("https://h", **{name: -(10**400)})
+
+
+@pytest.mark.parametrize("name", NUMERIC)
 def test_every_numeric_extra_reads_text_numbers_and_refuses_bools_alike(name: str) -> None:
     """Text numbers are read for every numeric extra alike (Airflow's URI form and command
     line give every extra as text); true, false and words are refused for every one."""
