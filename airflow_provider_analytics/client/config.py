@@ -38,7 +38,7 @@ _PREFIX_SEGMENT = re.compile(r"[A-Za-z0-9._~-]+")
 _HEADER_UNSAFE = re.compile(r"[\x00-\x1f\x7f]")
 # A header value travels as Latin-1: printable ASCII and printable Latin-1 only, no C0/C1
 # controls (which could split a header) and nothing that Latin-1 cannot encode.
-_HEADER_SECRET = re.compile(r"[\x20-\x7e\xa0-\xff]+")
+_HEADER_VALUE = re.compile(r"[\x20-\x7e\xa0-\xff]+")
 _NUMBER_TEXT = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
 _TRUE, _FALSE = {"true", "yes", "on", "1"}, {"false", "no", "off", "0"}
 
@@ -142,7 +142,7 @@ def _optional(check: Callable[[Any], Any]) -> PlainValidator:
 def _secret(value: Any) -> Secret:
     if not isinstance(value, str):
         raise _Refused("must be a string or None", echo=False)
-    if not _HEADER_SECRET.fullmatch(value) or value != value.strip():
+    if not _HEADER_VALUE.fullmatch(value) or value != value.strip():
         raise _Refused(
             "must be printable Latin-1 characters (no control characters, no characters "
             "beyond Latin-1) without surrounding whitespace: it is sent as an HTTP header",
@@ -219,8 +219,11 @@ def _proxy(value: Any) -> str:
 
 
 def _user_agent(value: Any) -> str:
-    if not isinstance(value, str) or not value or _HEADER_UNSAFE.search(value):
-        raise _Refused("must be a non-empty string without control characters")
+    if not isinstance(value, str) or not _HEADER_VALUE.fullmatch(value):
+        raise _Refused(
+            "must be a non-empty string without control characters, in Latin-1 (it is sent as "
+            "an HTTP header)"
+        )
     return value
 
 

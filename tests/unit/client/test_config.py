@@ -122,6 +122,8 @@ def test_timeouts_must_be_positive_numbers(name: str, value: object) -> None:
         ("allow_insecure_http", "yes"),
         ("user_agent", ""),
         ("user_agent", "bad\r\nheader"),
+        ("user_agent", "bad\x85header"),  # a C1 control
+        ("user_agent", "\u0430\u0433\u0435\u043d\u0442"),  # beyond Latin-1: no header holds it
     ],
 )
 def test_other_settings_are_checked(name: str, value: object) -> None:
