@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
@@ -41,7 +41,7 @@ class Route:
     """How the calls reach the base URL: directly, through the proxy at ``url``, or not at all
     (``refusal`` says why)."""
 
-    url: str | None = None
+    url: str | None = field(default=None, repr=False)  # it may hold the proxy's password
     refusal: str | None = None
 
     @property

@@ -52,6 +52,7 @@ def test_the_refusal_shows_no_proxy_password() -> None:
         chosen.check("list_events")
     assert "proxy.corp:3128" in str(caught.value)
     assert "Pr0xy-Secret-77" not in str(caught.value)
+    assert "Pr0xy-Secret-77" not in repr(chosen)
     assert known().text("ops:Pr0xy-Secret-77 ops:Pr0xy%2DSecret") == "ops:*** ops:Pr0xy%2DSecret"
 
 
