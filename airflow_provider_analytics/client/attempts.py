@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 import ssl
 import time
 from typing import TYPE_CHECKING, Any
@@ -39,6 +40,8 @@ if TYPE_CHECKING:
     from airflow_provider_analytics.core.retry import RetryPolicy
 
 logger = logging.getLogger("airflow_provider_analytics.client")
+# decimal digits of any script, as int() reads them, up to its default length limit
+_INTEGER = re.compile(r"-?\d{1,4300}")
 
 RETRY_AFTER_STATUSES = frozenset({429, 503})
 """Statuses whose ``Retry-After`` header is honoured."""
@@ -47,19 +50,43 @@ NOT_PROCESSED_STATUSES = frozenset({429})
 """Statuses that say the request was not processed, so even a create may be repeated."""
 
 
-_NOT_FOUND_ADVICE = (
-    "no such API: check the connection's base URL and the ad tracking path prefix "
-    "(utm_prefix: '/svc' in the spec, '/ark' on many deployments)"
-)
 _BY_STATUS: dict[int, tuple[type[errors.AnalyticsApiError], str]] = {
     400: (errors.AnalyticsBadRequestError, "the server rejected the request's parameters"),
-    404: (errors.AnalyticsNotFoundError, _NOT_FOUND_ADVICE),
+    401: (
+        errors.AnalyticsAuthenticationError,
+        "authentication failed: check {which} of the connection",
+    ),
+    404: (
+        errors.AnalyticsNotFoundError,
+        "no such API: check the connection's base URL and the ad tracking path prefix "
+        "(utm_prefix: '/svc' in the spec, '/ark' on many deployments)",
+    ),
     415: (
         errors.AnalyticsUnsupportedMediaTypeError,
         "the server refused the content type; a proxy between may be rewriting requests",
     ),
+    429: (
+        errors.AnalyticsRateLimitError,
+        "still rate limited after {attempts} attempt(s); lower the request rate or raise "
+        "max_attempts",
+    ),
 }
 _BY_STATUS[498] = _BY_STATUS[400]
+_CREDENTIALS = {
+    AuthKind.PLATFORM: "the xtoken (platform credential)",
+    AuthKind.PROJECT: "the token and appKey (project credentials)",
+}
+_BY_CLASS = {  # status // 100
+    3: (
+        errors.AnalyticsApiError,
+        "unexpected redirect (not followed, so credentials stay with the configured host); "
+        "check the scheme, host and path of the base URL",
+    ),
+    5: (
+        errors.AnalyticsServerError,
+        "server error after {attempts} attempt(s); the platform or a proxy failed",
+    ),
+}
 
 _NOT_COMPLETED_BY_CODE: dict[int, tuple[type[errors.AnalyticsNotCompletedError], str]] = {
     501: (
@@ -88,7 +115,7 @@ def _error_body(response: HttpAnswer, redactor: Redactor) -> tuple[Any, str | No
     if not isinstance(body, dict):
         return None, None, None
     msg, code = body.get("msg"), body.get("code")
-    if isinstance(code, str) and code.strip().lstrip("-").isdigit():
+    if isinstance(code, str) and _INTEGER.fullmatch(code.strip()):
         code = int(code)
     return code, None if msg is None else redactor.excerpt(msg), body.get("data")
 
@@ -103,41 +130,15 @@ def _unknown_outcome(operation: Operation) -> str:
 def _classify(
     status: int, code: Any, operation: Operation, attempts: int
 ) -> tuple[type[errors.AnalyticsApiError], str]:
-    if status in _BY_STATUS:
-        return _BY_STATUS[status]
-    if status == 401:
-        which = (
-            "the xtoken (platform credential)"
-            if operation.auth is AuthKind.PLATFORM
-            else "the token and appKey (project credentials)"
-        )
-        return (
-            errors.AnalyticsAuthenticationError,
-            f"authentication failed: check {which} of the connection",
-        )
-    if status == 429:
-        return (
-            errors.AnalyticsRateLimitError,
-            f"still rate limited after {attempts} attempt(s); lower the request rate or "
-            "raise max_attempts",
-        )
     if status in (499, 501):
         return _NOT_COMPLETED_BY_CODE.get(
             code if isinstance(code, int) else -1,
             (errors.AnalyticsNotCompletedError, "the operation was not completed"),
         )
-    if 500 <= status < 600:
-        return (
-            errors.AnalyticsServerError,
-            f"server error after {attempts} attempt(s); the platform or a proxy failed",
-        )
-    if 300 <= status < 400:
-        return (
-            errors.AnalyticsApiError,
-            "unexpected redirect (not followed, so credentials stay with the configured "
-            "host); check the scheme, host and path of the base URL",
-        )
-    return errors.AnalyticsApiError, "unexpected answer"
+    unexpected = (errors.AnalyticsApiError, "unexpected answer")
+    cls, advice = _BY_STATUS.get(status) or _BY_CLASS.get(status // 100, unexpected)
+    which = _CREDENTIALS[operation.auth]
+    return cls, advice.format(attempts=attempts, which=which)
 
 
 def error_from_response(
@@ -194,17 +195,10 @@ def _causes(exc: BaseException) -> list[BaseException]:
     pending: list[BaseException] = [exc]
     while pending:
         current = pending.pop()
-        if any(current is s for s in seen):
-            continue
-        seen.append(current)
-        for nested in (
-            getattr(current, "reason", None),
-            current.__cause__,
-            current.__context__,
-            *current.args,
-        ):
-            if isinstance(nested, BaseException):
-                pending.append(nested)
+        if not any(current is s for s in seen):
+            seen.append(current)
+            nested = (getattr(current, "reason", None), current.__cause__, current.__context__)
+            pending += [n for n in (*nested, *current.args) if isinstance(n, BaseException)]
     return seen
 
 
@@ -229,18 +223,10 @@ def classify_transport_error(exc: BaseException) -> FailurePhase:
     import httpx
 
     if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout | httpx.PoolTimeout):
-        if any(isinstance(c, ssl.SSLError) for c in _causes(exc)):
-            return FailurePhase.TLS
-        return FailurePhase.CONNECT
-    if isinstance(
-        exc,
-        httpx.TimeoutException
-        | httpx.ReadError
-        | httpx.WriteError
-        | httpx.CloseError
-        | httpx.RemoteProtocolError
-        | httpx.DecodingError,
-    ):
+        tls = any(isinstance(c, ssl.SSLError) for c in _causes(exc))
+        return FailurePhase.TLS if tls else FailurePhase.CONNECT
+    exchange = httpx.TimeoutException | httpx.NetworkError | httpx.RemoteProtocolError
+    if isinstance(exc, exchange | httpx.DecodingError):  # NetworkError: read, write, close
         return FailurePhase.EXCHANGE
     return FailurePhase.OTHER
 

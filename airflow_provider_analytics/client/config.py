@@ -12,6 +12,7 @@ import ipaddress
 import math
 import os
 import re
+import sys
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Annotated, Any
 from urllib.parse import SplitResult, unquote, urlsplit
@@ -37,7 +38,7 @@ _PREFIX_SEGMENT = re.compile(r"[A-Za-z0-9._~-]+")
 _HEADER_UNSAFE = re.compile(r"[\x00-\x1f\x7f]")
 # A header value travels as Latin-1: printable ASCII and printable Latin-1 only, no C0/C1
 # controls (which could split a header) and nothing that Latin-1 cannot encode.
-_HEADER_SECRET = re.compile(r"[\x20-\x7e\xa0-\xff]+")
+_HEADER_VALUE = re.compile(r"[\x20-\x7e\xa0-\xff]+")
 _NUMBER_TEXT = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
 _TRUE, _FALSE = {"true", "yes", "on", "1"}, {"false", "no", "off", "0"}
 
@@ -108,10 +109,12 @@ def _number(whole: bool, low: float, *, above: bool) -> Callable[[Any], Any]:
                 value = float(value)
             if whole and isinstance(value, float) and value.is_integer():
                 value = int(value)
+        if not whole and isinstance(value, int) and abs(value) > sys.float_info.max:
+            value = math.inf  # an int no float can hold
         ok = (
             isinstance(value, int if whole else int | float)
             and not isinstance(value, bool)
-            and math.isfinite(value)
+            and (whole or math.isfinite(value))  # an int is finite, however long
             and (value > low if above else value >= low)
         )
         if not ok:
@@ -131,12 +134,15 @@ def _flag(value: Any) -> bool:
     return value
 
 
-def _secret(value: Any) -> Secret | None:
-    if value is None or value == "":
-        return None
+def _optional(check: Callable[[Any], Any]) -> PlainValidator:
+    """``check`` for a setting that may be unset: ``None`` and ``""`` both read as ``None``."""
+    return PlainValidator(lambda value: None if value is None or value == "" else check(value))
+
+
+def _secret(value: Any) -> Secret:
     if not isinstance(value, str):
         raise _Refused("must be a string or None", echo=False)
-    if not _HEADER_SECRET.fullmatch(value) or value != value.strip():
+    if not _HEADER_VALUE.fullmatch(value) or value != value.strip():
         raise _Refused(
             "must be printable Latin-1 characters (no control characters, no characters "
             "beyond Latin-1) without surrounding whitespace: it is sent as an HTTP header",
@@ -200,9 +206,7 @@ def _base_url(value: Any) -> str:
     return value
 
 
-def _proxy(value: Any) -> str | None:
-    if value is None or value == "":
-        return None
+def _proxy(value: Any) -> str:
     rule = "must be the URL of an http:// or https:// proxy: http://host:port"
     if not isinstance(value, str) or _HEADER_UNSAFE.search(value):
         raise _Refused(rule, echo=False)
@@ -215,20 +219,21 @@ def _proxy(value: Any) -> str | None:
 
 
 def _user_agent(value: Any) -> str:
-    if not isinstance(value, str) or not value or _HEADER_UNSAFE.search(value):
-        raise _Refused("must be a non-empty string without control characters")
+    if not isinstance(value, str) or not _HEADER_VALUE.fullmatch(value):
+        raise _Refused(
+            "must be a non-empty string without control characters, in Latin-1 (it is sent as "
+            "an HTTP header)"
+        )
     return value
 
 
-def _text(value: Any) -> str | None:
-    if value is None or value == "":
-        return None
+def _text(value: Any) -> str:
     if not isinstance(value, str):
         raise _Refused("must be text")
     return value
 
 
-def _roots(value: Any) -> str | list[str] | None:
+def _roots(value: Any) -> str | list[str]:
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return value
     return _text(value)
@@ -239,7 +244,7 @@ Pause = Annotated[float, PlainValidator(_number(False, 0, above=False))]
 Count = Annotated[int, PlainValidator(_number(True, 1, above=False))]
 Flag = Annotated[bool, PlainValidator(_flag)]
 MaybeFlag = Annotated[bool | None, PlainValidator(lambda v: v if v is None else _flag(v))]
-Credential = Annotated[str | None, PlainValidator(_secret)]
+Credential = Annotated[str | None, _optional(_secret)]
 
 
 def _setting(default: Any, label: str | None, doc: str, **shown: Any) -> Any:
@@ -333,7 +338,7 @@ class ClientConfig(BaseModel):
         "Allow plain http",
         "allow `http://` to a host other than loopback (the tokens cross the network in clear)",
     )
-    proxy: Annotated[str | None, PlainValidator(_proxy)] = _setting(
+    proxy: Annotated[str | None, _optional(_proxy)] = _setting(
         None,
         "HTTPS proxy",
         "`http://host:port` of a proxy to tunnel `https://` calls through, instead of "
@@ -443,13 +448,13 @@ class ConnectionSettings(ClientConfig):
     """What an Airflow connection of type ``analytics`` holds: the client's settings, and
     the project's timezone and the allowed destination roots, which the jobs read."""
 
-    timezone: Annotated[str | None, PlainValidator(_text)] = _setting(
+    timezone: Annotated[str | None, _optional(_text)] = _setting(
         None,
         "Project timezone",
         "the IANA zone (or an offset such as `+08:00`) the platform writes datetimes in",
         default_text="UTC, with a warning on exports",
     )
-    allowed_destinations: Annotated[str | list[str] | None, PlainValidator(_roots)] = _setting(
+    allowed_destinations: Annotated[str | list[str] | None, _optional(_roots)] = _setting(
         None,
         "Allowed destinations",
         "roots that every destination must lie under, comma-separated or a JSON list, e.g. "

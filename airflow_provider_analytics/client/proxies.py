@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
@@ -26,8 +26,12 @@ _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 def _address(url: str) -> str:
-    parts = urlsplit(url)
-    port = parts.port or _DEFAULT_PORTS.get(parts.scheme.lower(), 80)
+    """``host:port`` of a proxy URL (``?`` for one ``urlsplit`` cannot read)."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port or _DEFAULT_PORTS.get(parts.scheme.lower(), 80)
+    except ValueError:
+        return "?"
     host = parts.hostname or "?"
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
@@ -37,7 +41,7 @@ class Route:
     """How the calls reach the base URL: directly, through the proxy at ``url``, or not at all
     (``refusal`` says why)."""
 
-    url: str | None = None
+    url: str | None = field(default=None, repr=False)  # it may hold the proxy's password
     refusal: str | None = None
 
     @property
@@ -85,7 +89,7 @@ def _split_entry(entry: str) -> tuple[str, int | None]:
         host, _, port = entry.partition(":")
     else:
         host, port = entry, ""  # a bare IPv6 address or network keeps its colons
-    return host, int(port) if port.isdigit() else None
+    return host, int(port) if port.isdecimal() else None  # "²" is a digit int() refuses
 
 
 def bypasses_proxy(host: str, port: int, no_proxy: str) -> bool:

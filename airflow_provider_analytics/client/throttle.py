@@ -164,14 +164,8 @@ class PlatformThrottle:
             seconds = record.observe()
             if seconds is not None:
                 self.hold_off(seconds)
-        with self._lock:
-            moment = self._resume_at
-        if moment <= covered:
-            return None
-        now = self._clock()
-        if moment <= now:
-            return None
-        return moment, moment - now
+        moment, now = self._resume_at, self._clock()
+        return (moment, moment - now) if moment > max(covered, now) else None
 
     def acquire(self, limit: int, timeout: float) -> Slot | None:
         """Wait (blocking) for a place while fewer than ``limit`` calls are in flight; ``None``
@@ -183,25 +177,18 @@ class PlatformThrottle:
             return True
 
         waiter = self._enqueue(limit, wake)
-        if waiter is None:
+        if waiter is None or ready.wait(max(timeout, 0.0)) or self._withdraw(waiter):
             return Slot(self)
-        if ready.wait(max(timeout, 0.0)):
-            return Slot(self)
-        return Slot(self) if self._withdraw(waiter) else None
+        return None
 
     async def acquire_async(self, limit: int, timeout: float) -> Slot | None:
         """:meth:`acquire` for a coroutine; a cancelled wait gives back a place granted
         meanwhile."""
-        loop = asyncio.get_running_loop()
-        granted: asyncio.Future[None] = loop.create_future()
-
-        def settle() -> None:
-            if not granted.done():
-                granted.set_result(None)
+        loop, granted = asyncio.get_running_loop(), asyncio.Event()
 
         def wake() -> bool:
             try:
-                loop.call_soon_threadsafe(settle)
+                loop.call_soon_threadsafe(granted.set)
             except RuntimeError:  # the loop has closed: nobody is waiting any more
                 return False
             return True
@@ -211,7 +198,7 @@ class PlatformThrottle:
             return Slot(self)
         try:
             async with asyncio.timeout(max(timeout, 0.0)):
-                await granted
+                await granted.wait()
         except TimeoutError:
             return Slot(self) if self._withdraw(waiter) else None
         except BaseException:
@@ -263,24 +250,19 @@ def platform_key(base_url: str) -> str:
 
 
 _registry: dict[str, PlatformThrottle] = {}
-_registry_lock = threading.Lock()
 
 
 def throttle_for(base_url: str) -> PlatformThrottle:
-    """This process' throttle of the platform at ``base_url`` (made on first use)."""
+    """This process' throttle of the platform at ``base_url`` (made on first use; ``setdefault``
+    is atomic, so threads asking at once share the one throttle)."""
     key = platform_key(base_url)
-    with _registry_lock:
-        if key not in _registry:
-            _registry[key] = PlatformThrottle()
-        return _registry[key]
+    return _registry.get(key) or _registry.setdefault(key, PlatformThrottle())
 
 
 def forget_platforms() -> None:
     """Drop every platform's throttle (in a forked child, whose parent's calls are not its
     own, and between tests)."""
-    global _registry, _registry_lock
-    _registry = {}
-    _registry_lock = threading.Lock()
+    _registry.clear()
 
 
 os.register_at_fork(after_in_child=forget_platforms)

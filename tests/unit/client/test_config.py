@@ -122,6 +122,8 @@ def test_timeouts_must_be_positive_numbers(name: str, value: object) -> None:
         ("allow_insecure_http", "yes"),
         ("user_agent", ""),
         ("user_agent", "bad\r\nheader"),
+        ("user_agent", "bad\x85header"),  # a C1 control
+        ("user_agent", "\u0430\u0433\u0435\u043d\u0442"),  # beyond Latin-1: no header holds it
     ],
 )
 def test_other_settings_are_checked(name: str, value: object) -> None:
@@ -247,6 +249,19 @@ def test_every_numeric_setting_is_declared_with_one_rule() -> None:
 def test_every_numeric_setting_refuses_the_same_values_in_python(name: str, value: object) -> None:
     with pytest.raises(AnalyticsConfigurationError, match=rf"^ClientConfig\.{name}: must be an? "):
         ClientConfig("https://h", **{name: value})
+
+
+@pytest.mark.parametrize("name", NUMERIC)
+def test_an_int_too_long_for_a_float_is_an_integer_or_refused(name: str) -> None:
+    """Huge ints never raise ``OverflowError``: an integer setting takes one, a setting in
+    seconds refuses one as no finite number, and every setting refuses a huge negative one."""
+    if isinstance(ClientConfig.model_fields[name].default, int):
+        assert getattr(ClientConfig("https://h", **{name: 10**400}), name) == 10**400
+    else:
+        with pytest.raises(AnalyticsConfigurationError, match="must be a finite number"):
+            ClientConfig("https://h", **{name: 10**400})
+    with pytest.raises(AnalyticsConfigurationError, match=rf"^ClientConfig\.{name}: must be"):
+        ClientConfig("https://h", **{name: -(10**400)})
 
 
 @pytest.mark.parametrize("name", NUMERIC)

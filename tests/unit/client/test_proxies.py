@@ -28,6 +28,8 @@ def route(base_url: str, environ: dict[str, str], **settings: str) -> Route:
         ({"all_proxy": "socks5://proxy.corp:1080"}, "all_proxy"),
         ({"HTTP_PROXY": "http://127.0.0.1:3128"}, "HTTP_PROXY"),  # loopback too
         ({"HTTP_PROXY": "http://proxy.corp:3128", "NO_PROXY": "example.com"}, "HTTP_PROXY"),
+        ({"HTTP_PROXY": "http://ops:pw@[proxy.corp:3128"}, "HTTP_PROXY"),  # urlsplit refuses it
+        ({"HTTP_PROXY": "http://proxy.corp:port"}, "HTTP_PROXY"),
     ],
 )
 def test_plain_http_is_refused_when_the_environment_names_a_proxy(
@@ -50,6 +52,7 @@ def test_the_refusal_shows_no_proxy_password() -> None:
         chosen.check("list_events")
     assert "proxy.corp:3128" in str(caught.value)
     assert "Pr0xy-Secret-77" not in str(caught.value)
+    assert "Pr0xy-Secret-77" not in repr(chosen)
     assert known().text("ops:Pr0xy-Secret-77 ops:Pr0xy%2DSecret") == "ops:*** ops:Pr0xy%2DSecret"
 
 
@@ -134,6 +137,7 @@ def test_an_unusable_environment_proxy_is_refused_by_name(value: str, says: str)
         ("::1", 443, "::1", True),
         ("EXAMPLE.com", 443, " Example.COM ", True),
         ("example.com", 443, "", False),
+        ("example.com", 443, "example.com:\u00b2", True),  # a port int() cannot read: any port
     ],
 )
 def test_no_proxy_entries(host: str, port: int, no_proxy: str, bypassed: bool) -> None:
