@@ -65,10 +65,10 @@ from airflow_provider_analytics.core.cohort_records import (
     RecordKeys,
     decode_line,
 )
+from airflow_provider_analytics.core.errors import DecimalFound, ExportDataError, NumberRefusal
 from airflow_provider_analytics.core.redaction import Redactor
 from airflow_provider_analytics.export import number_rule
 from airflow_provider_analytics.export.number_columns import NumberColumns
-from airflow_provider_analytics.export.number_rule import DecimalFound, NumberRefusal
 from airflow_provider_analytics.export.schema import (
     DOUBLE_TYPE,
     MASKED_MARKER,
@@ -76,12 +76,7 @@ from airflow_provider_analytics.export.schema import (
     ExportSchema,
 )
 from airflow_provider_analytics.export.typed_markers import TypedMarkers
-from airflow_provider_analytics.export.value_rule import (
-    DECODER,
-    ExportDataError,
-    JsonNumber,
-    converter,
-)
+from airflow_provider_analytics.export.value_rule import DECODER, JsonNumber, converter
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Iterable
