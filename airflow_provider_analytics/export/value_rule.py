@@ -18,6 +18,7 @@ import pyarrow as pa
 
 from airflow_provider_analytics.core import strict_json
 from airflow_provider_analytics.core.arrow_types import is_text
+from airflow_provider_analytics.core.errors import ExportDataError as ExportDataError
 from airflow_provider_analytics.core.errors import Unfit
 from airflow_provider_analytics.export.number_rule import finite_double, number_converter
 
