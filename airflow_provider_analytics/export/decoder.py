@@ -506,10 +506,8 @@ class BlockDecoder:
             column = self.schema.columns[index]
             # a double set by the caller takes integers as their nearest double: only NaN and
             # the infinities need their tokens
-            if column.widens:
-                odd = number_rule.beyond_exact(values)
-            else:
-                odd = number_rule.not_finite(values)
+            find_odd = number_rule.beyond_exact if column.widens else number_rule.not_finite
+            odd = find_odd(values)
             if not odd:
                 continue
             lines = lines or _lines(block)
@@ -652,12 +650,10 @@ class BlockDecoder:
                 pc.invert(pc.match_substring(texts, "T")),
             )
             plain = pc.all(valid).as_py() is not False
-        naive = None
-        if plain:
-            try:
-                naive = pc.cast(texts, pa.timestamp(unit))
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-                naive = None
+        try:
+            naive = pc.cast(texts, pa.timestamp(unit)) if plain else None
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            naive = None
         if naive is None:
             index, text, why = _first_bad_datetime(texts.to_pylist())
             raise self._refused(column, first_row + index, text, why)
