@@ -10,6 +10,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
+from airflow_provider_analytics.client.validation import CohortQuery, cohort_query
 from airflow_provider_analytics.core import rules
 from airflow_provider_analytics.core.errors import (
     AnalyticsServerError,
@@ -31,7 +32,6 @@ from airflow_provider_analytics.export.stream import (
 
 if TYPE_CHECKING:
     from airflow_provider_analytics.client import AnalyticsClient
-    from airflow_provider_analytics.client.validation import CohortQuery
     from airflow_provider_analytics.output.destination import Destination
 
 log = logging.getLogger(__name__)
@@ -167,8 +167,6 @@ def shard_reader(
     """
     staging = destination.staging(day)
     plan = shards.read_plan(staging)
-    from airflow_provider_analytics.client.validation import cohort_query
-
     query = cohort_query(plan.cohort_code, limit=plan.limit, properties=list(plan.properties))
     prepared = prepare_export(client, query, from_plan=True, **export)
     mine = shards.plan_of(

@@ -65,10 +65,10 @@ from airflow_provider_analytics.core.cohort_records import (
     RecordKeys,
     decode_line,
 )
+from airflow_provider_analytics.core.errors import DecimalFound, ExportDataError, NumberRefusal
 from airflow_provider_analytics.core.redaction import Redactor
 from airflow_provider_analytics.export import number_rule
 from airflow_provider_analytics.export.number_columns import NumberColumns
-from airflow_provider_analytics.export.number_rule import DecimalFound, NumberRefusal
 from airflow_provider_analytics.export.schema import (
     DOUBLE_TYPE,
     MASKED_MARKER,
@@ -76,12 +76,7 @@ from airflow_provider_analytics.export.schema import (
     ExportSchema,
 )
 from airflow_provider_analytics.export.typed_markers import TypedMarkers
-from airflow_provider_analytics.export.value_rule import (
-    DECODER,
-    ExportDataError,
-    JsonNumber,
-    converter,
-)
+from airflow_provider_analytics.export.value_rule import DECODER, JsonNumber, converter
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Iterable
@@ -511,10 +506,8 @@ class BlockDecoder:
             column = self.schema.columns[index]
             # a double set by the caller takes integers as their nearest double: only NaN and
             # the infinities need their tokens
-            if column.widens:
-                odd = number_rule.beyond_exact(values)
-            else:
-                odd = number_rule.not_finite(values)
+            find_odd = number_rule.beyond_exact if column.widens else number_rule.not_finite
+            odd = find_odd(values)
             if not odd:
                 continue
             lines = lines or _lines(block)
@@ -657,12 +650,10 @@ class BlockDecoder:
                 pc.invert(pc.match_substring(texts, "T")),
             )
             plain = pc.all(valid).as_py() is not False
-        naive = None
-        if plain:
-            try:
-                naive = pc.cast(texts, pa.timestamp(unit))
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-                naive = None
+        try:
+            naive = pc.cast(texts, pa.timestamp(unit)) if plain else None
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            naive = None
         if naive is None:
             index, text, why = _first_bad_datetime(texts.to_pylist())
             raise self._refused(column, first_row + index, text, why)

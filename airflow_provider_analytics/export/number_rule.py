@@ -94,13 +94,6 @@ def inexact_in_double(column: str, value: int, decimal_row: int | None) -> Numbe
     )
 
 
-def beyond_double(column: str) -> NumberRefusal:
-    return NumberRefusal(
-        "a decimal beyond the range of a double",
-        _accepting(f"{_setting(column, 'string')} (its text)"),
-    )
-
-
 def integer_of(text: str, column: str) -> int:
     """An integer token as its exact integer, refused beyond int64."""
     value = int(text)
@@ -140,7 +133,8 @@ def finite_double(text: str, column: str) -> float:
     """A number token's nearest double, refused when it is beyond the range of a double."""
     value = float(text)
     if math.isinf(value):
-        raise beyond_double(column)
+        accept = _accepting(f"{_setting(column, 'string')} (its text)")
+        raise NumberRefusal("a decimal beyond the range of a double", accept)
     return value
 
 

@@ -14,6 +14,7 @@ import os
 import socket
 import threading
 import time
+from dataclasses import KW_ONLY, dataclass, field
 from typing import TYPE_CHECKING, Final, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -72,36 +73,29 @@ class HoldRecord(BaseModel):
     set_by: str = Field(max_length=200)  # which shard got it, in which process on which host
 
 
+@dataclass(eq=False)
 class SharedHold:
     """The hold-off record of one staging folder as one process sees it (every thread of a
     reader): the last record read (for ``refresh`` seconds) and the last one honoured, which
     held this process at most ``retry_after_max`` seconds. ``wall`` gives epoch seconds,
     ``clock`` monotonic ones."""
 
-    def __init__(
-        self,
-        path: StoragePath,
-        *,
-        retry_after_max: float,
-        refresh: float = REFRESH_SECONDS,
-        wall: Callable[[], float] = time.time,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self.path = path
-        self.retry_after_max = retry_after_max
-        self._refresh = refresh
-        self._wall = wall
-        self._clock = clock
-        self._lock = threading.Lock()
-        self._known: HoldRecord | None = None
-        self._read_at = -math.inf
-        self._honoured: HoldRecord | None = None
+    path: StoragePath
+    _: KW_ONLY
+    retry_after_max: float
+    refresh: float = REFRESH_SECONDS
+    wall: Callable[[], float] = time.time
+    clock: Callable[[], float] = time.monotonic
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
+    _known: HoldRecord | None = field(default=None, init=False)
+    _read_at: float = field(default=-math.inf, init=False)
+    _honoured: HoldRecord | None = field(default=None, init=False)
 
     def publish(self, seconds: float, status: int, who: str) -> None:
         """Ask every shard to hold off ``seconds`` from now, because of an answer ``who`` got
         with ``status``. Never raises: a record that cannot be written is logged."""
         where = f"{who} (pid {os.getpid()} on {socket.gethostname()})"[:200]
-        now = self._wall()
+        now = self.wall()
         try:
             record = HoldRecord.model_validate(
                 {"until": now + seconds, "status": status, "set_by": where}
@@ -134,8 +128,8 @@ class SharedHold:
         :raises ShardStagingError: the record is not of the declared shape.
         """
         with self._lock:
-            now = self._clock()
-            if now - self._read_at >= self._refresh:
+            now = self.clock()
+            if now - self._read_at >= self.refresh:
                 self._read_at = now  # one read per process per interval, whatever the threads
                 try:
                     # an object-storage file system (s3fs) answers "not found" from a listing
@@ -151,7 +145,7 @@ class SharedHold:
             if record is None or record == self._honoured:
                 return None
             self._honoured = record
-        seconds = record.until - self._wall()
+        seconds = record.until - self.wall()
         if seconds <= 0:
             return None
         if seconds > self.retry_after_max:

@@ -253,9 +253,6 @@ class ShardReader:
         max_wait = self.client.config.retry_after_max
         self.hold = SharedHold(self.staging / HOLD_FILE, retry_after_max=max_wait)
 
-    def finished(self, shard: Shard) -> bool:
-        return finished(self.staging, self.plan, shard)
-
     def read(self, shard: Shard) -> int:
         """Read the shard's pages into its part (atomically), then record it; retried on its
         own up to ``settings.attempts`` times, while this process' throttle (looked up at each
@@ -325,7 +322,6 @@ class ShardReader:
 
 
 def _sha256(part: StoragePath) -> str:
-    """The SHA-256 of the part's bytes, read a piece at a time."""
     with open_own(part) as handle:
         return hashlib.file_digest(handle, "sha256").hexdigest()  # type: ignore[arg-type]
 
@@ -395,7 +391,7 @@ def read_shards(
 ) -> dict[int, int]:
     """Read the shards not finished yet, ``parallel`` at a time (each its own connection);
     returns rows per shard index. The first failure stops the others and is raised."""
-    todo = [shard for shard in shards if not reader.finished(shard)]
+    todo = [shard for shard in shards if not finished(reader.staging, reader.plan, shard)]
     done = {shard.index: shard.rows for shard in shards if shard not in todo}
     code = reader.plan.cohort_code
     if done:

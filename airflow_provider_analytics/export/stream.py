@@ -51,7 +51,6 @@ from airflow_provider_analytics.export.schema import (
 )
 from airflow_provider_analytics.export.settings import ExportSettings
 from airflow_provider_analytics.output.parquet import (
-    ParquetStream,
     StreamOpener,
     parquet_compression,
     parquet_stream,
@@ -95,18 +94,6 @@ class ExportResult:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-
-def _raise_refused_value(parquet: ParquetStream, error: BaseException) -> None:
-    """Raise the refusal of a value the stream delivered before ``error`` (a cut stream, a
-    damaged line), if any: values are checked once per row group, and a refused value fails
-    the export by name, where another attempt would not help."""
-    try:
-        parquet.flush()
-    except ExportDataError as refused:
-        raise refused from error
-    except Exception:  # ``error`` is what the caller raises
-        return
 
 
 @dataclass(frozen=True)
@@ -188,12 +175,13 @@ def _deprecated_earlier_types(
     earlier_types: Mapping[str, pa.DataType], destination_schema: pa.Schema | None
 ) -> pa.Schema:
     """0.2.0's ``earlier_types`` as the destination's columns it described (each named and
-    identified by its key), for one release."""
+    identified by its key), for one release; the warning names the caller of the public
+    function (:func:`export_cohort_to_parquet` or ``export_cohort_day``) that took it."""
     warnings.warn(
         "earlier_types= is deprecated; give the destination's columns as destination_schema= "
         "(a pyarrow.Schema whose fields carry their id in the 'analytics.id' metadata)",
         DeprecationWarning,
-        stacklevel=3,
+        stacklevel=4,
     )
     if destination_schema is not None:
         rules.fail("earlier_types", "must not be given with destination_schema")
@@ -256,8 +244,6 @@ def export_cohort_to_parquet(
         name -> the int64 or double type an earlier day holds a ``number`` column with.
     """
     started = time.monotonic()
-    if earlier_types is not None:
-        destination_schema = _deprecated_earlier_types(earlier_types, destination_schema)
     prepared = prepare_export(
         client,
         cohort_code,
@@ -268,6 +254,7 @@ def export_cohort_to_parquet(
         column_names=column_names,
         settings=settings,
         destination_schema=destination_schema,
+        earlier_types=earlier_types,
     )
     return export_prepared(
         client, prepared, destination, sleep=sleep, file_metadata=file_metadata, started=started
@@ -355,8 +342,15 @@ def export_prepared(
                         parquet.add(decoder.finish(block, parsed))
                         progress.update(decoder.rows, export.bytes_read)
                 except AnalyticsError as error:
+                    # values are checked once per row group: one delivered before a cut stream
+                    # or a damaged line fails the export by name (another attempt would not help)
                     if error.transient:
-                        _raise_refused_value(parquet, error)
+                        try:
+                            parquet.flush()
+                        except ExportDataError as refused:
+                            raise refused from error
+                        except Exception:  # ``error`` is what is raised
+                            pass
                     raise
                 finally:
                     progress.close()

@@ -89,7 +89,7 @@ class CohortShardReadOperator(_CohortShardsOperator):
     def execute(self, context: Context) -> dict[str, Any]:
         from airflow_provider_analytics.core import rules
         from airflow_provider_analytics.export.cohort_day import shard_reader
-        from airflow_provider_analytics.export.shards import read_shards
+        from airflow_provider_analytics.export.shards import finished, read_shards
         from airflow_provider_analytics.operators.lineage import report_hook_lineage
 
         client, _, destination, day, settings = self._run(context)
@@ -97,7 +97,7 @@ class CohortShardReadOperator(_CohortShardsOperator):
         shards = reader.plan.shards
         index = rules.integer(self.shard_index, "shard_index", minimum=0, maximum=len(shards) - 1)
         shard = shards[index]
-        if reader.finished(shard):
+        if finished(reader.staging, reader.plan, shard):
             self.log.info("shard %d of cohort %s was read already", index, self.cohort_code)
             return {"shard": index, "rows": shard.rows, "read": False}
         # as the one-task export reads them: Arrow's system allocator, the heap trimmed after
