@@ -41,6 +41,7 @@ from pyiceberg.exceptions import (
 )
 from pyiceberg.expressions import And, BooleanExpression, EqualTo, IsNull
 from pyiceberg.table import TableProperties
+from pyiceberg.table.snapshots import ancestors_of
 from pyiceberg.transforms import IdentityTransform
 from pyiceberg.types import DoubleType, ListType, MapType, StructType
 
@@ -263,9 +264,8 @@ class IcebergDayWriter:
     _files_opened: int = attribute(default=0, init=False)
     _narrow: int = attribute(default=0, init=False)
     """How many of :attr:`paths` hold an earlier, narrower schema (rewritten at commit)."""
-    # a factory: a plain function as a field's default would be read back as a bound method
-    _widen: Callable[[pa.Table, pa.Schema, int], pa.Table] = attribute(
-        default_factory=lambda: cast_to, init=False
+    _widen: Callable[[pa.Table, pa.Schema, int], pa.Table] | None = attribute(
+        default=None, init=False
     )
 
     def __post_init__(self) -> None:
@@ -300,8 +300,7 @@ class IcebergDayWriter:
         self._data_schema = schema
         if set(schema.names) - existing:
             self._added |= set(schema.names) - existing
-            snapshot = self._table.current_snapshot()
-            self._added_at = snapshot.snapshot_id if snapshot else None
+            self._added_at = self._table.metadata.current_snapshot_id
 
     def _widen_to(self, schema: pa.Schema) -> None:
         """Write the coming batches in ``schema``: the data's own with ``number`` columns turned
@@ -331,8 +330,7 @@ class IcebergDayWriter:
 
         def turn_to_double() -> Table:
             table = self.catalog.load_table(self.identifier)
-            snapshot = table.current_snapshot()
-            if (snapshot.snapshot_id if snapshot else None) != self._added_at:
+            if table.metadata.current_snapshot_id != self._added_at:
                 raise IcebergSchemaError(
                     f"{self.identifier}: columns {[field.name for field in turned]} turned to "
                     "double after another writer committed to the table; export again, or set "
@@ -364,7 +362,7 @@ class IcebergDayWriter:
         rows, data, io = self.rows, self._data_schema, self.table.io
         assert data is not None
         opens = [lambda path=path: io.new_input(path).open() for path in narrow]
-        for group in read_row_groups(opens, data, self._widen, columns=data.names):
+        for group in read_row_groups(opens, data, self._widen or cast_to, columns=data.names):
             self.write(group)
         # only now out of paths: until the rewrite is whole, an abort deletes them with the rest
         self.paths = self.paths[len(narrow) :]
@@ -630,20 +628,17 @@ class IcebergDayWriter:
         )
         attempts = self._retrying()
         committed = attempts(self._commit_once, replaced, properties)
-        current = snapshot = committed.current_snapshot()
-        replaced_files = 0  # counted over this commit's snapshots, the current one's parents
-        while snapshot is not None and snapshot.summary is not None:
-            if snapshot.summary.get(COMMIT_PROPERTY) != ours:
+        replaced_files = 0  # counted over this commit's snapshots: the current one, its parents
+        for snapshot in ancestors_of(committed.current_snapshot(), committed.metadata):
+            if snapshot.summary is None or snapshot.summary.get(COMMIT_PROPERTY) != ours:
                 break
             replaced_files += int(snapshot.summary.get("deleted-data-files") or 0)
-            parent = snapshot.parent_snapshot_id
-            snapshot = committed.snapshot_by_id(parent) if parent is not None else None
         self.summary = {
             "uri": self.identifier,
             "rows": self.rows,
             "data_files": len(self.paths),
             "replaced_files": replaced_files,
-            "snapshot_id": current.snapshot_id if current else None,
+            "snapshot_id": committed.metadata.current_snapshot_id,
             "commit_attempts": attempts.statistics["attempt_number"],
         }
         return self.summary
