@@ -27,7 +27,7 @@ import uuid
 import warnings
 from dataclasses import KW_ONLY, dataclass
 from dataclasses import field as attribute
-from typing import TYPE_CHECKING, Any, Final, NoReturn
+from typing import TYPE_CHECKING, Any, Final
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -468,19 +468,16 @@ class IcebergDayWriter:
     def _with_field_ids(self, schema: pa.Schema, table: Table) -> pa.Schema:
         """``schema`` with each column (nested ones too) carrying the table's field id for it,
         so that readers match the files' columns by id, as Iceberg's own writers do."""
-        columns = {column.name: column for column in table.schema().fields}
-        fields = []
+        columns = table.schema().as_struct()
         for field in schema:
-            column = columns.get(field.name)
-            if column is None:
-                self._unknown(field.name)
-            if column.required and field.nullable:
+            column = columns.field_by_name(field.name)
+            if column is not None and column.required and field.nullable:
                 raise IcebergSchemaError(
                     f"{self.identifier}: column {field.name!r} is required in the table and "
                     "may be null in the data"
                 )
-            fields.append(self._field_with_id(field, column, field.name))
-        return pa.schema(fields, metadata=schema.metadata)
+        with_ids = self._type_with_ids(pa.struct(list(schema)), columns, "")
+        return pa.schema(list(with_ids), metadata=schema.metadata)
 
     def _field_with_id(self, field: pa.Field, column: NestedField, path: str) -> pa.Field:
         metadata = {**(field.metadata or {}), FIELD_ID_KEY: str(column.field_id).encode()}
@@ -491,10 +488,12 @@ class IcebergDayWriter:
         if pa.types.is_struct(arrow_type) and isinstance(iceberg, StructType):
             children = []
             for child in arrow_type:
-                child_path = f"{path}.{child.name}"
+                child_path = f"{path}.{child.name}" if path else child.name
                 column = iceberg.field_by_name(child.name)
                 if column is None:
-                    self._unknown(child_path)
+                    raise IcebergSchemaError(
+                        f"{self.identifier}: the table has no column {child_path!r}"
+                    )
                 children.append(self._field_with_id(child, column, child_path))
             return pa.struct(children)
         if pa.types.is_map(arrow_type) and isinstance(iceberg, MapType):
@@ -511,9 +510,6 @@ class IcebergDayWriter:
                 f"{arrow_type} in the data"
             )
         return arrow_type
-
-    def _unknown(self, path: str) -> NoReturn:
-        raise IcebergSchemaError(f"{self.identifier}: the table has no column {path!r}")
 
     def write(self, batch: pa.Table | pa.RecordBatch) -> None:
         """Write ``batch`` into the day's data files: the columns given to :meth:`open`, or
