@@ -293,11 +293,9 @@ class IcebergDayWriter:
             and ``dt`` (an earlier version's table), naming the migration.
         """
         refuse_partition_columns(schema.names, "columns", f"{self.identifier}: the data's columns")
-        full = self._with_partition_columns(schema)
         # the table as the schema update left it (pyiceberg refreshes it in place on commit)
-        self._table, existing = self._load_or_create(schema, full)
-        self._file_schema = self._with_field_ids(full, self._table)
-        self._data_schema = schema
+        self._table, existing = self._load_or_create(schema, self._with_partition_columns(schema))
+        self._use(schema)
         if set(schema.names) - existing:
             self._added |= set(schema.names) - existing
             self._added_at = self._table.metadata.current_snapshot_id
@@ -345,8 +343,7 @@ class IcebergDayWriter:
             return table
 
         self._table = self._retrying()(turn_to_double)
-        self._file_schema = self._with_field_ids(self._with_partition_columns(schema), self._table)
-        self._data_schema = schema
+        self._use(schema)
 
     def _with_partition_columns(self, schema: pa.Schema) -> pa.Schema:
         """The data's columns and the two the writer adds: the identity and ``dt``."""
@@ -465,19 +462,22 @@ class IcebergDayWriter:
         )
         return self.catalog.load_table(self.identifier)
 
-    def _with_field_ids(self, schema: pa.Schema, table: Table) -> pa.Schema:
-        """``schema`` with each column (nested ones too) carrying the table's field id for it,
-        so that readers match the files' columns by id, as Iceberg's own writers do."""
-        columns = table.schema().as_struct()
-        for field in schema:
+    def _use(self, schema: pa.Schema) -> None:
+        """Write the coming batches in ``schema`` and the partition columns, each column (nested
+        ones too) carrying the table's field id for it, so that readers match the files'
+        columns by id, as Iceberg's own writers do."""
+        full = self._with_partition_columns(schema)
+        columns = self.table.schema().as_struct()
+        for field in full:
             column = columns.field_by_name(field.name)
             if column is not None and column.required and field.nullable:
                 raise IcebergSchemaError(
                     f"{self.identifier}: column {field.name!r} is required in the table and "
                     "may be null in the data"
                 )
-        with_ids = self._type_with_ids(pa.struct(list(schema)), columns, "")
-        return pa.schema(list(with_ids), metadata=schema.metadata)
+        with_ids = self._type_with_ids(pa.struct(list(full)), columns, "")
+        self._file_schema = pa.schema(list(with_ids), metadata=full.metadata)
+        self._data_schema = schema
 
     def _field_with_id(self, field: pa.Field, column: NestedField, path: str) -> pa.Field:
         metadata = {**(field.metadata or {}), FIELD_ID_KEY: str(column.field_id).encode()}
