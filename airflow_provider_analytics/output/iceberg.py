@@ -346,7 +346,6 @@ class IcebergDayWriter:
         self._use(schema)
 
     def _with_partition_columns(self, schema: pa.Schema) -> pa.Schema:
-        """The data's columns and the two the writer adds: the identity and ``dt``."""
         full = schema.append(pa.field(self.identity.column, pa.string(), nullable=False))
         return full.append(pa.field(DAY_COLUMN, pa.date32(), nullable=False))
 
@@ -442,7 +441,6 @@ class IcebergDayWriter:
         return self._retrying()(attempt)
 
     def _create(self, schema: pa.Schema) -> Table:
-        """Create the table partitioned by the identity column and ``dt``."""
         try:
             with (
                 self.catalog.create_table_transaction(
@@ -640,7 +638,6 @@ class IcebergDayWriter:
         return self.summary
 
     def _retrying(self) -> Retrying:
-        """The retry engine for commits that lose to other writers."""
         policy = RetryPolicy.doubling(self.attempts, self.retry_delay)
         return policy.retrying(self.identifier, sleep=self.sleep, logger=log)
 
