@@ -295,7 +295,7 @@ class IcebergDayWriter:
         refuse_partition_columns(schema.names, "columns", f"{self.identifier}: the data's columns")
         # the table as the schema update left it (pyiceberg refreshes it in place on commit)
         self._table, existing = self._load_or_create(schema, self._with_partition_columns(schema))
-        self._use(schema)
+        self._use_schema(schema)
         if set(schema.names) - existing:
             self._added |= set(schema.names) - existing
             self._added_at = self._table.metadata.current_snapshot_id
@@ -343,7 +343,7 @@ class IcebergDayWriter:
             return table
 
         self._table = self._retrying()(turn_to_double)
-        self._use(schema)
+        self._use_schema(schema)
 
     def _with_partition_columns(self, schema: pa.Schema) -> pa.Schema:
         full = schema.append(pa.field(self.identity.column, pa.string(), nullable=False))
@@ -460,7 +460,7 @@ class IcebergDayWriter:
         )
         return self.catalog.load_table(self.identifier)
 
-    def _use(self, schema: pa.Schema) -> None:
+    def _use_schema(self, schema: pa.Schema) -> None:
         """Write the coming batches in ``schema`` and the partition columns, each column (nested
         ones too) carrying the table's field id for it, so that readers match the files'
         columns by id, as Iceberg's own writers do."""
