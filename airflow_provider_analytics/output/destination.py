@@ -32,11 +32,6 @@ def object_target(path: ObjectStoragePath) -> LineageTarget:
     return LineageTarget(path.namespace or "file", path.key)
 
 
-def iceberg_target(catalog_name: str, identifier: str) -> LineageTarget:
-    """An Iceberg table's lineage name (``iceberg://<catalog>``, ``<namespace>.<table>``)."""
-    return LineageTarget(f"iceberg://{catalog_name}", identifier)
-
-
 def iceberg_table_uri(catalog_name: str, identifier: str) -> str:
     """``iceberg://<catalog>/<namespace>/<table>``: how assets and lineage name a table."""
     namespace, _, table = identifier.rpartition(".")

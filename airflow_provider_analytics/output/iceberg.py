@@ -27,7 +27,7 @@ import uuid
 import warnings
 from dataclasses import KW_ONLY, dataclass
 from dataclasses import field as attribute
-from typing import TYPE_CHECKING, Any, Final, NoReturn
+from typing import TYPE_CHECKING, Any, Final
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -41,6 +41,7 @@ from pyiceberg.exceptions import (
 )
 from pyiceberg.expressions import And, BooleanExpression, EqualTo, IsNull
 from pyiceberg.table import TableProperties
+from pyiceberg.table.snapshots import ancestors_of
 from pyiceberg.transforms import IdentityTransform
 from pyiceberg.types import DoubleType, ListType, MapType, StructType
 
@@ -263,9 +264,8 @@ class IcebergDayWriter:
     _files_opened: int = attribute(default=0, init=False)
     _narrow: int = attribute(default=0, init=False)
     """How many of :attr:`paths` hold an earlier, narrower schema (rewritten at commit)."""
-    # a factory: a plain function as a field's default would be read back as a bound method
-    _widen: Callable[[pa.Table, pa.Schema, int], pa.Table] = attribute(
-        default_factory=lambda: cast_to, init=False
+    _widen: Callable[[pa.Table, pa.Schema, int], pa.Table] | None = attribute(
+        default=None, init=False
     )
 
     def __post_init__(self) -> None:
@@ -293,15 +293,12 @@ class IcebergDayWriter:
             and ``dt`` (an earlier version's table), naming the migration.
         """
         refuse_partition_columns(schema.names, "columns", f"{self.identifier}: the data's columns")
-        full = self._with_partition_columns(schema)
         # the table as the schema update left it (pyiceberg refreshes it in place on commit)
-        self._table, existing = self._load_or_create(schema, full)
-        self._file_schema = self._with_field_ids(full, self._table)
-        self._data_schema = schema
+        self._table, existing = self._load_or_create(schema, self._with_partition_columns(schema))
+        self._use_schema(schema)
         if set(schema.names) - existing:
             self._added |= set(schema.names) - existing
-            snapshot = self._table.current_snapshot()
-            self._added_at = snapshot.snapshot_id if snapshot else None
+            self._added_at = self._table.metadata.current_snapshot_id
 
     def _widen_to(self, schema: pa.Schema) -> None:
         """Write the coming batches in ``schema``: the data's own with ``number`` columns turned
@@ -331,8 +328,7 @@ class IcebergDayWriter:
 
         def turn_to_double() -> Table:
             table = self.catalog.load_table(self.identifier)
-            snapshot = table.current_snapshot()
-            if (snapshot.snapshot_id if snapshot else None) != self._added_at:
+            if table.metadata.current_snapshot_id != self._added_at:
                 raise IcebergSchemaError(
                     f"{self.identifier}: columns {[field.name for field in turned]} turned to "
                     "double after another writer committed to the table; export again, or set "
@@ -347,11 +343,9 @@ class IcebergDayWriter:
             return table
 
         self._table = self._retrying()(turn_to_double)
-        self._file_schema = self._with_field_ids(self._with_partition_columns(schema), self._table)
-        self._data_schema = schema
+        self._use_schema(schema)
 
     def _with_partition_columns(self, schema: pa.Schema) -> pa.Schema:
-        """The data's columns and the two the writer adds: the identity and ``dt``."""
         full = schema.append(pa.field(self.identity.column, pa.string(), nullable=False))
         return full.append(pa.field(DAY_COLUMN, pa.date32(), nullable=False))
 
@@ -364,7 +358,7 @@ class IcebergDayWriter:
         rows, data, io = self.rows, self._data_schema, self.table.io
         assert data is not None
         opens = [lambda path=path: io.new_input(path).open() for path in narrow]
-        for group in read_row_groups(opens, data, self._widen, columns=data.names):
+        for group in read_row_groups(opens, data, self._widen or cast_to, columns=data.names):
             self.write(group)
         # only now out of paths: until the rewrite is whole, an abort deletes them with the rest
         self.paths = self.paths[len(narrow) :]
@@ -447,7 +441,6 @@ class IcebergDayWriter:
         return self._retrying()(attempt)
 
     def _create(self, schema: pa.Schema) -> Table:
-        """Create the table partitioned by the identity column and ``dt``."""
         try:
             with (
                 self.catalog.create_table_transaction(
@@ -467,22 +460,22 @@ class IcebergDayWriter:
         )
         return self.catalog.load_table(self.identifier)
 
-    def _with_field_ids(self, schema: pa.Schema, table: Table) -> pa.Schema:
-        """``schema`` with each column (nested ones too) carrying the table's field id for it,
-        so that readers match the files' columns by id, as Iceberg's own writers do."""
-        columns = {column.name: column for column in table.schema().fields}
-        fields = []
-        for field in schema:
-            column = columns.get(field.name)
-            if column is None:
-                self._unknown(field.name)
-            if column.required and field.nullable:
+    def _use_schema(self, schema: pa.Schema) -> None:
+        """Write the coming batches in ``schema`` and the partition columns, each column (nested
+        ones too) carrying the table's field id for it, so that readers match the files'
+        columns by id, as Iceberg's own writers do."""
+        full = self._with_partition_columns(schema)
+        columns = self.table.schema().as_struct()
+        for field in full:
+            column = columns.field_by_name(field.name)
+            if column is not None and column.required and field.nullable:
                 raise IcebergSchemaError(
                     f"{self.identifier}: column {field.name!r} is required in the table and "
                     "may be null in the data"
                 )
-            fields.append(self._field_with_id(field, column, field.name))
-        return pa.schema(fields, metadata=schema.metadata)
+        with_ids = self._type_with_ids(pa.struct(list(full)), columns, "")
+        self._file_schema = pa.schema(list(with_ids), metadata=full.metadata)
+        self._data_schema = schema
 
     def _field_with_id(self, field: pa.Field, column: NestedField, path: str) -> pa.Field:
         metadata = {**(field.metadata or {}), FIELD_ID_KEY: str(column.field_id).encode()}
@@ -493,10 +486,12 @@ class IcebergDayWriter:
         if pa.types.is_struct(arrow_type) and isinstance(iceberg, StructType):
             children = []
             for child in arrow_type:
-                child_path = f"{path}.{child.name}"
+                child_path = f"{path}.{child.name}" if path else child.name
                 column = iceberg.field_by_name(child.name)
                 if column is None:
-                    self._unknown(child_path)
+                    raise IcebergSchemaError(
+                        f"{self.identifier}: the table has no column {child_path!r}"
+                    )
                 children.append(self._field_with_id(child, column, child_path))
             return pa.struct(children)
         if pa.types.is_map(arrow_type) and isinstance(iceberg, MapType):
@@ -513,9 +508,6 @@ class IcebergDayWriter:
                 f"{arrow_type} in the data"
             )
         return arrow_type
-
-    def _unknown(self, path: str) -> NoReturn:
-        raise IcebergSchemaError(f"{self.identifier}: the table has no column {path!r}")
 
     def write(self, batch: pa.Table | pa.RecordBatch) -> None:
         """Write ``batch`` into the day's data files: the columns given to :meth:`open`, or
@@ -630,26 +622,22 @@ class IcebergDayWriter:
         )
         attempts = self._retrying()
         committed = attempts(self._commit_once, replaced, properties)
-        current = snapshot = committed.current_snapshot()
-        replaced_files = 0  # counted over this commit's snapshots, the current one's parents
-        while snapshot is not None and snapshot.summary is not None:
-            if snapshot.summary.get(COMMIT_PROPERTY) != ours:
+        replaced_files = 0  # counted over this commit's snapshots: the current one, its parents
+        for snapshot in ancestors_of(committed.current_snapshot(), committed.metadata):
+            if snapshot.summary is None or snapshot.summary.get(COMMIT_PROPERTY) != ours:
                 break
             replaced_files += int(snapshot.summary.get("deleted-data-files") or 0)
-            parent = snapshot.parent_snapshot_id
-            snapshot = committed.snapshot_by_id(parent) if parent is not None else None
         self.summary = {
             "uri": self.identifier,
             "rows": self.rows,
             "data_files": len(self.paths),
             "replaced_files": replaced_files,
-            "snapshot_id": current.snapshot_id if current else None,
+            "snapshot_id": committed.metadata.current_snapshot_id,
             "commit_attempts": attempts.statistics["attempt_number"],
         }
         return self.summary
 
     def _retrying(self) -> Retrying:
-        """The retry engine for commits that lose to other writers."""
         policy = RetryPolicy.doubling(self.attempts, self.retry_delay)
         return policy.retrying(self.identifier, sleep=self.sleep, logger=log)
 

@@ -19,7 +19,6 @@ from airflow_provider_analytics.output.destination import (
     CohortFile,
     LineageTarget,
     iceberg_table_uri,
-    iceberg_target,
 )
 from airflow_provider_analytics.output.roots import (
     allowed_roots,
@@ -133,7 +132,8 @@ class IcebergDestination:
         return iceberg_table_uri(self.catalog_name, self.identifier)
 
     def lineage(self, days: Sequence[str], names: Sequence[str]) -> list[LineageTarget]:
-        return [iceberg_target(self.catalog_name, self.identifier_for(names, n)) for n in names]
+        namespace = f"iceberg://{self.catalog_name}"  # the table's name: <namespace>.<table>
+        return [LineageTarget(namespace, self.identifier_for(names, name)) for name in names]
 
 
 @dataclass

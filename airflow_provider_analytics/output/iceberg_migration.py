@@ -69,7 +69,6 @@ def migrate_to_identity(
             f"give it {holds}=<{'key' if holds == REPORT_COLUMN else 'code'}>"
         )
     partitioned = identity_partitions(table)
-    summary: dict[str, Any] = {"table": identifier, "identity": str(identity), "dry_run": dry_run}
     if DAY_COLUMN not in partitioned:
         raise IcebergSchemaError(
             f"{identifier} is not partitioned by identity({DAY_COLUMN}): it was not "
@@ -93,11 +92,10 @@ def migrate_to_identity(
     unmigrated = column_is_null(identity.column) if has_column or not dry_run else AlwaysTrue()
     rows = table.scan(row_filter=unmigrated, selected_fields=(DAY_COLUMN,)).to_arrow()
     days = sorted(set(rows[DAY_COLUMN].to_pylist()))
+    summary = {"table": identifier, "identity": str(identity), "dry_run": dry_run}
     summary["days"] = [day.isoformat() for day in days]
     if dry_run or not days:
-        summary["rows"] = 0
-        summary["migrated"] = False
-        return summary
+        return {**summary, "rows": 0, "migrated": False}
     properties = {IDENTITY_PROPERTY: str(identity), COMMIT_PROPERTY: "migration"}
     writers: list[IcebergDayWriter] = []
     try:

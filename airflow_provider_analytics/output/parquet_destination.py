@@ -104,16 +104,12 @@ def _held_columns(source: StoragePath, what: str) -> pa.Schema:
 
 
 def output_path(
-    destination: str,
-    partitions: Mapping[str, str],
-    file_name: str,
-    allowed: Sequence[RootList] = (),
+    destination: str, partitions: Mapping[str, str], file_name: str
 ) -> ObjectStoragePath:
-    """The object to write: under a prefix (ending in ``/``) the partitions Hive-style
-    (``key=value/``, escaped as Hive escapes them) and ``file_name``; else the object itself."""
+    """The object to write at a checked ``destination``: below a prefix (``/``) the partitions
+    Hive-style (``key=value/``, as Hive escapes them) and ``file_name``, else the object."""
     from airflow.sdk import ObjectStoragePath
 
-    destination = checked_destination(destination, allowed)
     if destination.endswith("/"):
         layout = "".join(
             f"{folder_name(key, partition_value(value, key))}/" for key, value in partitions.items()
@@ -123,10 +119,7 @@ def output_path(
 
 
 def table_paths(
-    destination: str,
-    names: Sequence[str],
-    partitions: Mapping[str, str],
-    allowed: Sequence[RootList] = (),
+    destination: str, names: Sequence[str], partitions: Mapping[str, str]
 ) -> dict[str, ObjectStoragePath]:
     """The objects of a report's tables, main table first: under a prefix a folder per table;
     a full object URI is the main table's, the others its siblings named the way the tables
@@ -134,10 +127,10 @@ def table_paths(
     main_name = names[0]
     if destination.endswith("/"):
         return {
-            name: output_path(f"{destination}{name}/", partitions, f"{name}.parquet", allowed)
+            name: output_path(f"{destination}{name}/", partitions, f"{name}.parquet")
             for name in names
         }
-    main = output_path(destination, partitions, f"{main_name}.parquet", allowed)
+    main = output_path(destination, partitions, f"{main_name}.parquet")
     stem, dot, extension = main.name.partition(".")
     return {
         name: main
@@ -170,10 +163,9 @@ class ParquetDestination:
         """The object of each table of the day (for a cohort, ``users``)."""
         partitions = {self.identity.column: self.identity.value, "dt": day}
         if self.identity.column == COHORT_COLUMN:  # one table: no folder of its own
-            file_name = f"{COHORT_FILE}.parquet"
-            path = output_path(self.destination, partitions, file_name, self.allowed_roots)
-            return {COHORT_FILE: path}
-        return table_paths(self.destination, names, partitions, self.allowed_roots)
+            name = f"{COHORT_FILE}.parquet"
+            return {COHORT_FILE: output_path(self.destination, partitions, name)}
+        return table_paths(self.destination, names, partitions)
 
     def _cohort_path(self, day: str) -> ObjectStoragePath:
         return self.paths(day, (COHORT_FILE,))[COHORT_FILE]

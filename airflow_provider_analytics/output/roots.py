@@ -240,7 +240,7 @@ def local_path(path: StoragePath | str) -> str | None:
         if scheme not in LOCAL_SCHEMES:
             return None
         return _absolute(rest[2:] if rest.startswith("//") else rest)
-    if getattr(path, "protocol", "") in ("", "file", "local"):
+    if getattr(path, "protocol", "") in LOCAL_SCHEMES:
         return _absolute(str(getattr(path, "path", path)))
     return None
 

@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 
 from airflow_provider_analytics.client import AnalyticsConfigurationError, AnalyticsValidationError
 from airflow_provider_analytics.core.errors import ShardStagingError
-from airflow_provider_analytics.core.identity import hive_escape
-from airflow_provider_analytics.output.parquet_destination import output_path
+from airflow_provider_analytics.core.identity import cohort_identity, hive_escape
+from airflow_provider_analytics.output.parquet_destination import ParquetDestination, output_path
 from airflow_provider_analytics.output.roots import (
     PRIVATE_FOLDER,
     allowed_roots,
@@ -75,7 +75,7 @@ ROOTS: list[RootList] = [("the test's roots", allowed_roots(ROOTS_TEXT, "the tes
 )
 def test_destinations_that_escape_or_point_into_the_system_are_refused(destination: str) -> None:
     with pytest.raises(AnalyticsValidationError) as caught:
-        output_path(destination, {"dt": "2024-01-15"}, "x.parquet")
+        ParquetDestination(destination, cohort_identity("vip"))
     assert caught.value.field == "destination"
 
 
@@ -84,8 +84,8 @@ def test_destinations_that_escape_or_point_into_the_system_are_refused(destinati
     ["file:///data/out/", "/srv/etc/", "s3://aws@bucket/etc/", "file:///data/out/x..y.parquet"],
 )
 def test_ordinary_destinations_are_accepted(destination: str) -> None:
-    path = output_path(destination, {"dt": "2024-01-15"}, "x.parquet")
-    assert str(path).endswith(("x.parquet", "x..y.parquet"))
+    path = ParquetDestination(destination, cohort_identity("vip")).paths("2024-01-15", ())
+    assert str(path["users"]).endswith(("users.parquet", "x..y.parquet"))
 
 
 @pytest.mark.parametrize("value", ["..", "a/b", "a\\b", "a=b", " a", "a\n", "", "x..y"])
