@@ -74,6 +74,8 @@ class RegisterAccountOperator(AnalyticsBaseOperator):
     def execute(self, context: Context) -> dict[str, Any]:
         if self._password:
             mask_secret(self._password)
+        account: dict[str, Any] = {}
+        created, disabled = True, False
         try:
             account = self.hook.get_conn().register_account(
                 self.account_email,
@@ -87,21 +89,15 @@ class RegisterAccountOperator(AnalyticsBaseOperator):
         except (AnalyticsAlreadyExistsError, AnalyticsDisabledError) as error:
             if not self.ensure_exists:
                 raise
-            disabled = isinstance(error, AnalyticsDisabledError)
+            created, disabled = False, isinstance(error, AnalyticsDisabledError)
             self.log.info(
                 "account %s already exists%s", self.account_email, " (disabled)" if disabled else ""
             )
-            return {
-                "email": self.account_email,
-                "user_id": None,
-                "created": False,
-                "disabled": disabled,
-            }
         return {
             "email": account.get("email", self.account_email),
             "user_id": account.get("userId"),
-            "created": True,
-            "disabled": False,
+            "created": created,
+            "disabled": disabled,
         }
 
 

@@ -96,16 +96,12 @@ class _CohortOperator(AnalyticsOutputOperator):
         self.id_property = id_property
         self.consistency = consistency
 
-    def rendered_query(self) -> CohortQuery:
-        """The rendered cohort code, limit and properties, checked as they are by the client's
-        rules, never coerced (``limit=True`` or ``1.9`` would export one user and succeed)."""
-        from airflow_provider_analytics.client.validation import cohort_query
-
-        return cohort_query(self.cohort_code, limit=self.limit, properties=self.properties)
-
     def day_target(self, context: Context) -> tuple[CohortQuery, Destination, str]:
         """The checked request, where it goes, and the run's day (the partition it writes)."""
-        query = self.rendered_query()
+        from airflow_provider_analytics.client.validation import cohort_query
+
+        # rendered values checked as they are, never coerced (limit=True would export one user)
+        query = cohort_query(self.cohort_code, limit=self.limit, properties=self.properties)
         destination = self.output_destination(
             cohort_identity(query.cohort_code), staging=self.staging
         )

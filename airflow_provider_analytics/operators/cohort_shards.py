@@ -31,8 +31,7 @@ class _CohortShardsOperator(_CohortOperator):
         super().__init__(**kwargs)
 
     def _run(self, context: Context) -> tuple[Any, CohortQuery, Destination, str, dict[str, Any]]:
-        """The client, the request, the destination, the day and the export's settings, all
-        checked."""
+        """Client, request, destination, day and the export's settings, all checked."""
         from airflow_provider_analytics.core import rules
         from airflow_provider_analytics.export.shards import CONSISTENCY, check_id_property
 

@@ -33,7 +33,6 @@ class AnalyticsDataSensor(BaseSensorOperator, AnalyticsBaseOperator):
     :param from_date: first day, default the first day the run covers (templated).
     :param to_date: last day, default the last day the run covers (templated).
     :param deferrable: wait in the triggerer instead of a worker slot.
-    :param analytics_conn_id: id of the ``analytics`` connection (templated).
     """
 
     template_fields: Sequence[str] = (
