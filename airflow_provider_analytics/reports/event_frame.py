@@ -84,17 +84,11 @@ def event_table(
         answer = as_model(EventAnswer, "analyze_events", response, asked)
         measure_labels = [label_text(label) for label in answer.measures or [None] * len(measures)]
     by_columns, by_labels = _split_columns(answer, request)
-    rows = answer.rows
     series = answer.series
     counting = [aggregator in COUNTING_AGGREGATORS for _, aggregator in measures]
-    counts, values = _gather_values(rows, counting, len(series))
-
-    n_rows, n_measures, n_block = len(rows), len(measure_labels), len(series) + 1
-    size = n_rows * n_measures * n_block
-    row_at = np.repeat(np.arange(n_rows), n_measures * n_block)
-    measure_at = np.tile(np.repeat(np.arange(n_measures), n_block), n_rows)
-    period_at = np.tile(np.arange(n_block), n_rows * n_measures)
-    starts = answer.days
+    counts, values = _gather_values(answer.rows, counting, len(series))
+    starts, shape = answer.days, (len(answer.rows), len(measure_labels), len(series) + 1)
+    row_at, measure_at, period_at = np.indices(shape).reshape(3, -1)
 
     columns: dict[str, pa.Array | pa.ChunkedArray] = {}
     for column, labels in zip(by_columns, by_labels, strict=True):
@@ -113,7 +107,7 @@ def event_table(
             "is_total": pa.array(period_at == len(series)),
             "count": counts,
             "value": values,
-            **report_time_columns(answer.reportUpdateTime, timezone, size, what="event"),
+            **report_time_columns(answer.reportUpdateTime, timezone, row_at.size, what="event"),
         }
     )
     return table_from_columns(event_schema_for(by_columns), columns)
@@ -212,16 +206,12 @@ def _gather_values(
     try:
         values = pa.array(value_cells, type=pa.float64())
     except (pa.ArrowInvalid, OverflowError):
-        beyond = (
+        # the answer admits only finite numbers (EventAnswer), so it is an integer beyond 2**53
+        at = next(
             i
             for i, value in enumerate(value_cells)
             if isinstance(value, int) and abs(value) > EXACT_IN_A_DOUBLE
         )
-        at = next(beyond, None)
-        if at is None:  # refused for another reason: not a number
-            raise AnswerShapeError(
-                "analyze_events: a row's values are not numbers", operation="analyze_events"
-            ) from None
         position, offset = divmod(at, len(counting) * (n_series + 1))
         measure, period = divmod(offset, n_series + 1)
         place = f"values[{measure}][{period}]" if period < n_series else f"sum[{measure}]"

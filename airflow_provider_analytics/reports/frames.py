@@ -57,8 +57,7 @@ class Grain:
 
     def cut(self, flattened: pa.Table) -> pa.Table:
         rows = [pc.equal(flattened.column(name), value) for name, value in self.flags.items()]
-        kept = flattened.filter(functools.reduce(pc.and_, rows))
-        return kept.drop_columns([name for name in self.dropped if name in kept.column_names])
+        return flattened.filter(functools.reduce(pc.and_, rows)).drop_columns(list(self.dropped))
 
 
 _SPLIT: Final = ("by_field", "by_value")

@@ -51,11 +51,8 @@ def funnel_table(response: Mapping[str, Any] | FunnelAnswer, *, timezone: str = 
     steps = answer.steps
     by_values, converted, median = _gather_cells(answer, steps)
 
-    n_rows, n_dates, n_steps = converted.shape
-    size = n_rows * n_dates * n_steps
-    row_at = np.repeat(np.arange(n_rows), n_dates * n_steps)
-    date_at = np.tile(np.repeat(np.arange(n_dates), n_steps), n_rows)
-    step_at = np.tile(np.arange(n_steps), n_rows * n_dates)
+    size = converted.size
+    row_at, date_at, step_at = np.indices(converted.shape).reshape(3, size)
 
     is_all = np.array([label == ALL_DATES_LABEL for label in answer.dateList], dtype=bool)
     overall = by_values[:1] == [OVERALL_BY_VALUE]  # only the first row can be the overall one

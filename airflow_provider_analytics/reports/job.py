@@ -320,16 +320,11 @@ def report_to_destination(
     *repulled, own = results
     return {
         **own.as_dict(),
-        "uri": destination.uri(days[-1], names),
         "seconds": round(sum(result.seconds for result in results), 3),
         destination.identity.column: destination.identity.value,
         "days_written": list(days),
         "repulled": {
-            result.from_date: {
-                "rows": result.rows,
-                "headline": result.headline,
-                "tables": result.tables,
-            }
+            result.from_date: {key: getattr(result, key) for key in ("rows", "headline", "tables")}
             for result in repulled
         },
     }

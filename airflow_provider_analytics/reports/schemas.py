@@ -118,6 +118,11 @@ def column_slug(expression: str) -> str:
 TIMESTAMP: Final = pa.timestamp("us", tz="UTC")
 """An instant, microseconds, UTC: the platform's wall-clock times read in the project's zone."""
 
+REPORT_TIME_COLUMNS: Final = REPORT_MARK_COLUMNS
+"""When the platform computed a report: the only columns that differ between reruns of a day
+(and the columns that tell a report table from a cohort table, ``core.identity.table_holds``)."""
+_REPORT_TIME_FIELDS: Final = list(zip(REPORT_TIME_COLUMNS, (TIMESTAMP, pa.string()), strict=True))
+
 FUNNEL_SCHEMA: Final = pa.schema(
     [
         ("by_field", pa.string()),
@@ -132,8 +137,7 @@ FUNNEL_SCHEMA: Final = pa.schema(
         ("conversion_rate", pa.float64()),
         ("completion_rate", pa.float64()),
         ("median_seconds_to_next", pa.int64()),
-        ("report_updated_at", TIMESTAMP),
-        ("report_updated_at_text", pa.string()),
+        *_REPORT_TIME_FIELDS,
     ]
 )
 """Columns of :func:`~airflow_provider_analytics.reports.funnel_frame.funnel_table`."""
@@ -150,8 +154,7 @@ EVENT_SCHEMA: Final = pa.schema(
         ("is_total", pa.bool_()),
         ("count", pa.int64()),
         ("value", pa.float64()),
-        ("report_updated_at", TIMESTAMP),
-        ("report_updated_at_text", pa.string()),
+        *_REPORT_TIME_FIELDS,
     ]
 )
 """Columns every event frame has after its split columns; the whole schema when unsplit."""
@@ -232,10 +235,6 @@ def local_times_as_utc(values: Sequence[object], timezone: str) -> pa.Array:
     local = pc.assume_timezone(naive, timezone, ambiguous="earliest", nonexistent="earliest")
     return local.cast(TIMESTAMP)
 
-
-REPORT_TIME_COLUMNS: Final = REPORT_MARK_COLUMNS
-"""When the platform computed a report: the only columns that differ between reruns of a day
-(and the columns that tell a report table from a cohort table, ``core.identity.table_holds``)."""
 
 REPORT_TIME_TEXT_LIMIT: Final = 200
 """Characters of ``reportUpdateTime`` kept as sent; a longer value is cut."""
