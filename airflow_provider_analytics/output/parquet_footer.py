@@ -11,6 +11,7 @@ import io
 import struct
 from typing import TYPE_CHECKING, Any, Final
 
+from airflow_provider_analytics.core.errors import AnalyticsError
 from airflow_provider_analytics.output.roots import open_own
 
 if TYPE_CHECKING:
@@ -33,6 +34,10 @@ _MOST_GROUPS: Final = 2**15 - 1  # a row group's ordinal is a 16-bit integer
 
 Fields = dict[int, tuple[int, Any]]
 """A Thrift struct: field id -> (type, value); a list is (element type, items)."""
+
+
+class FooterUnreadable(AnalyticsError, ValueError):
+    """A part's footer this module cannot read: the merge falls back to decoding the part."""
 
 
 def _varint(data: bytes, at: int) -> tuple[int, int]:
@@ -86,7 +91,7 @@ def _read(data: bytes, at: int, kind: int) -> tuple[Any, int]:
             value, at = _read(data, at, head & 0x0F)
             fields[field] = (_TRUE if head & 0x0F in (_TRUE, _FALSE) else head & 0x0F, value)
         return fields, at + 1
-    raise ValueError(f"Thrift type {kind} is not in a Parquet footer")
+    raise FooterUnreadable(f"Thrift type {kind} is not in a Parquet footer")
 
 
 def _put_varint(out: bytearray, value: int) -> None:
@@ -146,7 +151,7 @@ def _footer(handle: Any) -> tuple[int, Fields]:
     tail = handle.read(8)
     length = struct.unpack("<i", tail[:4])[0]
     if tail[4:] != _MAGIC or not 0 < length <= size - 12:
-        raise ValueError("not a Parquet file")
+        raise FooterUnreadable("not a Parquet file")
     handle.seek(size - 8 - length)
     return size - 8 - length, _read(handle.read(length), 0, _STRUCT)[0]
 
