@@ -206,12 +206,16 @@ def _gather_values(
     try:
         values = pa.array(value_cells, type=pa.float64())
     except (pa.ArrowInvalid, OverflowError):
-        # the answer admits only finite numbers (EventAnswer), so it is an integer beyond 2**53
-        at = next(
+        beyond = (
             i
             for i, value in enumerate(value_cells)
             if isinstance(value, int) and abs(value) > EXACT_IN_A_DOUBLE
         )
+        at = next(beyond, None)
+        if at is None:  # refused for another reason: not a number
+            raise AnswerShapeError(
+                "analyze_events: a row's values are not numbers", operation="analyze_events"
+            ) from None
         position, offset = divmod(at, len(counting) * (n_series + 1))
         measure, period = divmod(offset, n_series + 1)
         place = f"values[{measure}][{period}]" if period < n_series else f"sum[{measure}]"
