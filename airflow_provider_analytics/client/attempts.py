@@ -115,8 +115,8 @@ def _error_body(response: HttpAnswer, redactor: Redactor) -> tuple[Any, str | No
     if not isinstance(body, dict):
         return None, None, None
     msg, code = body.get("msg"), body.get("code")
-    if isinstance(code, str) and _INTEGER.fullmatch(code.strip()):
-        code = int(code)
+    if isinstance(code, str) and _INTEGER.fullmatch(digits := code.strip()):
+        code = int(digits)  # the stripped text: int() keeps some separators strip() takes
     return code, None if msg is None else redactor.excerpt(msg), body.get("data")
 
 

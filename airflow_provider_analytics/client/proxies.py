@@ -89,7 +89,8 @@ def _split_entry(entry: str) -> tuple[str, int | None]:
         host, _, port = entry.partition(":")
     else:
         host, port = entry, ""  # a bare IPv6 address or network keeps its colons
-    return host, int(port) if port.isdecimal() else None  # "²" is a digit int() refuses
+    # "²" is a digit int() refuses, and thousands of digits are past its limit
+    return host, int(port) if port.isdecimal() and len(port) <= 10 else None
 
 
 def bypasses_proxy(host: str, port: int, no_proxy: str) -> bool:

@@ -64,6 +64,7 @@ def body(code: Any, msg: str, data: Any = None) -> dict[str, Any]:
         (501, body("\u00b2", "a digit int() refuses"), AnalyticsNotCompletedError, "\u00b2"),
         (501, body("--5", "two signs"), AnalyticsNotCompletedError, "--5"),
         (501, body("9" * 5000, "too long"), AnalyticsNotCompletedError, "9" * 5000),
+        (501, body("\x1c50102", "a separator strip() takes"), AnalyticsDisabledError, 50102),
         (499, body(50101, "already exists (legacy)"), AnalyticsAlreadyExistsError, 50101),
         (500, body(500, "internal"), AnalyticsServerError, 500),
         (502, body(502, "bad gateway"), AnalyticsServerError, 502),

@@ -138,6 +138,7 @@ def test_an_unusable_environment_proxy_is_refused_by_name(value: str, says: str)
         ("EXAMPLE.com", 443, " Example.COM ", True),
         ("example.com", 443, "", False),
         ("example.com", 443, "example.com:\u00b2", True),  # a port int() cannot read: any port
+        ("example.com", 443, "example.com:" + "4" * 5000, True),  # past int()'s digits
     ],
 )
 def test_no_proxy_entries(host: str, port: int, no_proxy: str, bypassed: bool) -> None:
