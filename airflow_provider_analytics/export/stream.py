@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import sys
 import time
 import warnings
 from dataclasses import asdict, dataclass, field
@@ -175,13 +176,18 @@ def _deprecated_earlier_types(
     earlier_types: Mapping[str, pa.DataType], destination_schema: pa.Schema | None
 ) -> pa.Schema:
     """0.2.0's ``earlier_types`` as the destination's columns it described (each named and
-    identified by its key), for one release; the warning names the caller of the public
-    function (:func:`export_cohort_to_parquet` or ``export_cohort_day``) that took it."""
+    identified by its key), for one release; the warning names the first caller outside the
+    package, whichever public function took it."""
+    level, frame = 2, sys._getframe(1)
+    while frame.f_back and frame.f_globals.get("__name__", "").startswith(
+        __name__.partition(".")[0] + "."
+    ):
+        level, frame = level + 1, frame.f_back
     warnings.warn(
         "earlier_types= is deprecated; give the destination's columns as destination_schema= "
         "(a pyarrow.Schema whose fields carry their id in the 'analytics.id' metadata)",
         DeprecationWarning,
-        stacklevel=4,
+        stacklevel=level,
     )
     if destination_schema is not None:
         rules.fail("earlier_types", "must not be given with destination_schema")

@@ -17,7 +17,7 @@ import pytest
 from airflow_provider_analytics.client import AnalyticsClient, ClientConfig
 from airflow_provider_analytics.export.decoder import ExportDataError
 from airflow_provider_analytics.export.settings import ExportSettings
-from airflow_provider_analytics.export.stream import export_cohort_to_parquet
+from airflow_provider_analytics.export.stream import export_cohort_to_parquet, prepare_export
 from airflow_provider_analytics.output.parquet_destination import (
     EarlierDayUnreadableError,
     earlier_schema,
@@ -297,15 +297,17 @@ def test_an_unreadable_earlier_day_is_refused_naming_its_file(tmp_path: Path) ->
 
 def test_earlier_types_still_keeps_a_number_columns_type_and_warns(tmp_path: Path) -> None:
     """0.2.0's ``earlier_types=`` keeps working for one release: it names the number types an
-    earlier day holds, and warns with its new name."""
+    earlier day holds, and warns with its new name, naming the caller's line."""
     target = tmp_path / "users.parquet"
     with ExportServer(plan=PLAN, count=1, body=body_of({"user_id": 1, "amount": 3})) as server:
         config = ClientConfig(server.base_url, token="t0k", app_key="app")
         with (
             AnalyticsClient(config) as client,
-            pytest.warns(DeprecationWarning, match="destination_schema="),
+            pytest.warns(DeprecationWarning, match="destination_schema=") as warned,
         ):
             export_cohort_to_parquet(
                 client, "c1", target, settings=ONCE, earlier_types={"amount": pa.float64()}
             )
+            prepare_export(client, "c1", earlier_types={"amount": pa.float64()})
     assert pq.read_table(target).schema.field("amount").type == pa.float64()
+    assert [w.filename for w in warned] == [__file__, __file__]
