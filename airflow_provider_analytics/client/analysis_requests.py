@@ -119,7 +119,7 @@ def expression(value: Any, field: str, allowed: Collection[ExpressionKind]) -> s
 
 def _function(value: Any, field: str) -> str:
     if not isinstance(value, str) or not (
-        value in FILTER_ARITY or _RELATIVE_FUNCTION.fullmatch(value)
+        value in FILTER_ARITY or _RELATIVE_FUNCTION.fullmatch(rules.sendable(value, field))
     ):
         fail(field, f"must be one of {', '.join(FILTER_ARITY)} or RELATIVE_...", value)
     return value

@@ -238,8 +238,10 @@ def number(value: Any, field: str) -> int | float:
 
 
 def json_scalar(value: Any, field: str) -> str | int | float | bool:
-    """A string, bool or finite number: what a filter parameter may be."""
-    if isinstance(value, str | bool):
+    """A string fit to be sent, a bool or a finite number: what a filter parameter may be."""
+    if isinstance(value, str):
+        return sendable(value, field)
+    if isinstance(value, bool):
         return value
     if isinstance(value, int | float):
         return number(value, field)

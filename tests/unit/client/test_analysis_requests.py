@@ -302,6 +302,22 @@ def test_a_request_dict_and_its_typed_form_send_the_same_body() -> None:
         (lambda: Filter.from_body(None), r"^Filter: must be a Filter or an object"),
         (lambda: Condition("user.age", "GT"), r"^Condition.params: GT takes exactly 1"),
         (lambda: Condition("user.age", "NEAR", [1]), r"^Condition.function: must be one of"),
+        (  # a param is sent as every string is: bounded, no control characters or surrogates
+            lambda: Condition("user.age", "EQ", ["ok", "a\x00b"]),
+            r"^Condition.params\[1\]: must not contain control characters .*'\\x00' at position 1",
+        ),
+        (
+            lambda: Condition("user.age", "EQ", ["\ud800"]),
+            r"^Condition.params\[0\]: must not contain control characters or lone surrogates",
+        ),
+        (
+            lambda: Condition("user.age", "EQ", ["x" * 5000]),
+            r"^Condition.params\[0\]: must be at most 4096 characters long \(got 5000\)",
+        ),
+        (
+            lambda: Condition("user.age", "RELATIVE_" + "A" * 5000),
+            r"^Condition.function: must be at most 4096 characters long",
+        ),
         (lambda: Filter([], "AND"), r"^Filter.conditions: must be a non-empty list"),
         (lambda: Filter([Condition("user.a", "NULL")], "XOR"), r"^Filter.relation: must be"),
         (lambda: SplitField("user.age", [5, 1]), r"^SplitField.buckets: must be strictly"),
