@@ -26,6 +26,7 @@ from pydantic import (
 )
 
 from airflow_provider_analytics.core import strict_json
+from airflow_provider_analytics.core.cohort_records import ERROR_OBJECT_KEYS
 from airflow_provider_analytics.core.errors import (
     AnalyticsOperationFailedError,
     AnalyticsProtocolError,
@@ -659,7 +660,8 @@ _CHECK_ADDRESS = "check that the base URL points at the platform's open API"
 class ResponseReader:
     """Reads the successful answers of one operation: a 2xx that is not strict JSON raises
     :class:`AnalyticsProtocolError`, one reporting ``success`` other than 0
-    :class:`AnalyticsOperationFailedError`, one that does not fit :class:`AnswerShapeError`."""
+    :class:`AnalyticsOperationFailedError`, one that does not fit (or is the platform's error
+    object) :class:`AnswerShapeError`."""
 
     def __init__(self, operation: str) -> None:
         self._operation = operation
@@ -673,25 +675,39 @@ class ResponseReader:
         )
 
     def json(self, response: HttpAnswer) -> Any:
-        """The decoded JSON body, checked for a failed ``success``."""
+        """The decoded JSON body, checked for a reported failure."""
         try:
             body = strict_json.loads(response.content)
         except strict_json.StrictJsonError as exc:
             raise self._unreadable(response, exc) from None
-        if isinstance(body, dict) and "success" in body and body["success"] != 0:
-            redactor = known()
-            msg = None if body.get("msg") is None else redactor.excerpt(body["msg"])
+        if isinstance(body, dict):
+            self._refuse_failure(body, response.status_code)
+        return body
+
+    def _refuse_failure(self, body: Mapping[str, Any], status: int) -> None:
+        redactor = known()
+        msg = None if body.get("msg") is None else redactor.excerpt(body["msg"])
+        if "code" in body and "msg" in body and body.keys() <= ERROR_OBJECT_KEYS:
+            raise AnswerShapeError(  # a protocol fault, as a body of another shape is
+                f"{self._operation}: the answer is the platform's error object (code="
+                f"{redactor.excerpt(repr(body['code']), 80)}, msg: {msg}), not a result; the "
+                "platform failed while it answered with a success status",
+                code=body["code"],
+                msg=msg,
+                data=body.get("data"),
+                operation=self._operation,
+            )
+        if "success" in body and body["success"] != 0:
             raise AnalyticsOperationFailedError(
                 f"{self._operation}: the server reported failure "
                 f"(success={redactor.excerpt(repr(body['success']), 80)}"
                 f"{', msg: ' + msg if msg else ''}); the operation was not carried out",
-                status=response.status_code,
+                status=status,
                 code=body.get("code"),
                 msg=msg,
                 data=body.get("data"),
                 operation=self._operation,
             )
-        return body
 
     def answer(self, response: HttpAnswer, asked: Asked | None = None) -> Any:
         """The JSON body, once it has passed the operation's declared answer."""
@@ -716,6 +732,7 @@ class ResponseReader:
             parts = split_page(response.content)
         except strict_json.StrictJsonError as exc:
             raise self._unreadable(response, exc) from None
+        self._refuse_failure(parts.envelope, response.status_code)
         body = dict(parts.envelope)
         if parts.rows is not None:
             body["users"] = [{}] * parts.rows  # the relations count them; the lines hold them
