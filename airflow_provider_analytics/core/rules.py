@@ -450,8 +450,11 @@ class Declared(BaseModel):
     from_body = model_validate  # the typed form of a body dict (checked by the same rules)
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
-        """A copy with ``update`` applied, checked as a new body is."""
-        return type(self)(**{**dict(self), **(update or {})})
+        """A copy with ``update`` applied, checked as a new body is (an unknown key refused by
+        name, not by a typed ``__init__``'s signature)."""
+        copy = type(self).__new__(type(self))
+        Declared.__init__(copy, **{**dict(self), **(update or {})})
+        return copy
 
     def to_body(self) -> dict[str, Any]:
         """The body as the client sends it: the spec's keys, ``None`` left out."""

@@ -419,6 +419,10 @@ def test_a_checked_request_cannot_be_changed_unchecked() -> None:
         request.model_copy(update={"limit": -5})
     with pytest.raises(AnalyticsValidationError, match=r"^steps: must be a list of at least 2"):
         request.model_copy(update={"steps": ["event.a"]})
+    with pytest.raises(AnalyticsValidationError, match=r"^bogus: is not a known key"):
+        request.model_copy(update={"bogus": 1})  # named, not a TypeError of __init__
+    with pytest.raises(AnalyticsValidationError, match=r"^Condition.x: is not a known key"):
+        Condition("user.age", "GT", [1]).model_copy(update={"x": 1})
     step_filter = request.steps[1].filter
     assert step_filter is not None
     assert isinstance(request.steps, tuple) and isinstance(step_filter.conditions, tuple)
