@@ -30,6 +30,7 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
+from airflow_provider_analytics.core import strict_json
 from airflow_provider_analytics.core.errors import AnalyticsValidationError
 
 if TYPE_CHECKING:
@@ -446,6 +447,16 @@ class Declared(BaseModel):
         """The fields among a typed ``__init__``'s or a method's ``locals()`` (``self`` and
         whatever else is not a field left out)."""
         return {name: value for name, value in arguments.items() if name in cls.model_fields}
+
+    @classmethod
+    def model_validate_json(cls, json_data: str | bytes | bytearray, **kwargs: Any) -> Self:
+        """``json_data`` read by the strict JSON rules (a repeated key, ``NaN`` refused), then
+        as :meth:`model_validate`."""
+        try:
+            body = strict_json.loads(json_data)
+        except strict_json.StrictJsonError as error:
+            fail(cls._root() or "request", str(error))
+        return cls.model_validate(body, **kwargs)
 
     from_body = model_validate  # the typed form of a body dict (checked by the same rules)
 

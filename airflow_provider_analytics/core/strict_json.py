@@ -70,7 +70,7 @@ def decoder(**number_hooks: Any) -> json.JSONDecoder:
 _DECODER: Final = decoder()
 
 
-def loads(data: bytes | str, *, using: json.JSONDecoder = _DECODER) -> Any:
+def loads(data: bytes | bytearray | str, *, using: json.JSONDecoder = _DECODER) -> Any:
     """Decode one JSON document (UTF-8 bytes or text) by the strict rules, ``using`` a
     :func:`decoder`; :class:`StrictJsonError` says why not."""
     if len(data) > MAX_BYTES:

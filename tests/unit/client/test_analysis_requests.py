@@ -430,3 +430,31 @@ def test_a_checked_request_cannot_be_changed_unchecked() -> None:
     with pytest.raises(ValueError, match="frozen"):
         step_filter.relation = "OR"  # type: ignore[misc]
     assert hash(request) == hash(FunnelRequest.from_body(request.to_body()))
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (  # pydantic's own JSON reader keeps the last of a repeated key without a word
+            '{"crowds": ["$ALL"], "crowds": ["vip"], "steps": ["event.a", "event.b"]}',
+            r"^request: is not strict JSON: the key 'crowds' is given twice",
+        ),
+        ('{"crowds": ["$ALL"], "steps": ["event.a", "event.b"], "limit": NaN}', r"NaN is not"),
+        ("[", r"^request: is not valid JSON"),
+        (  # the rules' refusal names its field, not a pydantic ValidationError naming none
+            b'{"crowds": ["$ALL"], "steps": ["event.a", "event.b"], "limit": -1}',
+            r"^limit: must be a positive integer",
+        ),
+    ],
+)
+def test_a_request_read_from_json_text_is_read_by_the_strict_rules(
+    text: str | bytes, message: str
+) -> None:
+    with pytest.raises(AnalyticsValidationError, match=message):
+        FunnelRequest.model_validate_json(text)
+
+
+def test_a_request_read_from_json_text_is_the_request_of_its_dict() -> None:
+    body = {"crowds": ["$ALL"], "steps": ["event.a", "event.b"], "fromDate": "2024-01-01"}
+    body["toDate"] = "2024-01-02"
+    assert FunnelRequest.model_validate_json(json.dumps(body)) == FunnelRequest.from_body(body)
