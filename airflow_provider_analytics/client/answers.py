@@ -350,12 +350,11 @@ class FunnelAnswer(_Shape):
                 _within(day, asked, where)
         if len(days) != len(seen) - (ALL_DATES_LABEL in seen):
             raise _RelationFault("dateList", " names one day twice in two forms")
-        steps = self.steps
-        if asked.steps is not None:
-            _length("stepEvents", self.stepEvents, asked.steps, "one per step asked")
+        n_steps = len(self.steps) if asked.steps is None else asked.steps  # rows hold them all
+        _length("stepEvents", self.stepEvents, n_steps, "one per step asked")
         _length("byValues", self.byValues, len(self.rows), "one per row")
         for position, row in enumerate(self.rows):
-            self._check_row(position, row, len(steps))
+            self._check_row(position, row, n_steps)
         return self
 
     def _check_row(self, position: int, row: FunnelRow, n_steps: int) -> None:
