@@ -437,7 +437,7 @@ class AnalyticsClient(ConfiguredClient):
             percentage; unknown and a bar shown, the count is asked with a one-user page.
         :param progress: ``False`` to report no progress (a caller that reports its own).
         """
-        body = cohort_body(cohort_code, limit=limit, properties=properties)
+        body = cohort_query(cohort_code, limit=limit, properties=properties).to_body()
         if expected_rows is not None:
             rules.integer(expected_rows, "expected_rows", minimum=0)
         elif progress and bar_wanted(self._config.progress_bar):

@@ -768,6 +768,19 @@ CASES: list[Case] = [
         "data_status",
         "0 or 1",
     ),
+    # a page asked of a whole-cohort reader (the export would send it, the pages drop it)
+    (
+        "export_paged_query",
+        lambda c: c.export_cohort_users(v.CohortQuery("vip", page=2, page_size=10)),
+        "page",
+        "reads the whole cohort",
+    ),
+    (
+        "iter_pages_paged_query",
+        lambda c: c.iter_cohort_user_pages(v.CohortQuery("vip", page=2, page_size=10)),
+        "page",
+        "is for get_cohort_users",
+    ),
 ]
 
 
