@@ -273,7 +273,7 @@ class Account(Arguments):
     email: Annotated[str, check(rules.email)]
     user_name: Given = None
     name: Given = None
-    password: Annotated[str | None, check(_password, optional=True)] = None
+    password: Annotated[str | None, check(_password, optional=True)] = Field(None, repr=False)
     phone: Given = None
     department: Given = None
 

@@ -822,6 +822,12 @@ def test_password_is_never_shown_in_a_validation_message(
     assert requests_mock.request_history == []
 
 
+def test_an_account_body_never_shows_its_password() -> None:
+    account = v.Account(email="a@example.com", password="Secret-Pw-2")
+    assert "Secret-Pw-2" not in repr(account) + str(account)
+    assert account.to_body() == {"email": "a@example.com", "password": "Secret-Pw-2"}
+
+
 @pytest.mark.parametrize(
     "text",
     ["Page view", "页面浏览", "结账（移动端），第一步。", "v1.2-beta_(x)", "Größe", "नमस्ते", "a,b"],
