@@ -458,6 +458,11 @@ class Declared(BaseModel):
             fail(cls._root() or "request", str(error))
         return cls.model_validate(body, **kwargs)
 
+    @classmethod
+    def model_validate_strings(cls, obj: Any, **kwargs: Any) -> Self:
+        """As :meth:`model_validate`: the rules take a string as a string, never as a number."""
+        return cls.model_validate(obj, **kwargs)
+
     from_body = model_validate  # the typed form of a body dict (checked by the same rules)
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:

@@ -458,3 +458,11 @@ def test_a_request_read_from_json_text_is_the_request_of_its_dict() -> None:
     body = {"crowds": ["$ALL"], "steps": ["event.a", "event.b"], "fromDate": "2024-01-01"}
     body["toDate"] = "2024-01-02"
     assert FunnelRequest.model_validate_json(json.dumps(body)) == FunnelRequest.from_body(body)
+
+
+def test_a_request_of_strings_is_read_by_the_same_rules() -> None:
+    """``model_validate_strings`` names the field as ``model_validate`` does (pydantic's own
+    ValidationError named none)."""
+    body = {"crowds": ["$ALL"], "steps": ["event.a", "event.b"], "limit": "5"}
+    with pytest.raises(AnalyticsValidationError, match=r"^limit: must be a positive integer"):
+        FunnelRequest.model_validate_strings(body)
