@@ -110,6 +110,7 @@ class Asked:
     :param split_fields: event-analysis ``byFields`` asked.
     :param page: cohort page asked.
     :param page_size: cohort page size asked.
+    :param limit: most cohort users asked (bounds an unpaged answer).
     """
 
     from_date: str | None = None
@@ -119,6 +120,7 @@ class Asked:
     split_fields: int | None = None
     page: int | None = None
     page_size: int | None = None
+    limit: int | None = None
 
 
 def _asked(info: ValidationInfo) -> Asked:
@@ -251,6 +253,10 @@ class CohortPage(_Shape):
             raise _RelationFault(
                 "users",
                 f" holds {len(self.users)} users, more than the page size {asked.page_size}",
+            )
+        if asked.page is None and asked.limit is not None and len(self.users) > asked.limit:
+            raise _RelationFault(
+                "users", f" holds {len(self.users)} users, more than the limit {asked.limit} asked"
             )
         if len(self.users) > self.count:
             raise _RelationFault(

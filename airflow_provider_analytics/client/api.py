@@ -302,7 +302,9 @@ class AnalyticsClient(ConfiguredClient):
     # Cohort users (spec 4.12, 4.13)
 
     def _cohort_page(self, body: dict[str, Any]) -> Any:
-        asked = Asked(page=body.get("page"), page_size=body.get("pageSize"))
+        asked = Asked(
+            page=body.get("page"), page_size=body.get("pageSize"), limit=body.get("limit")
+        )
         return self._call(ops.GET_COHORT_USERS, json=body, asked=asked)
 
     def get_cohort_users(

@@ -223,6 +223,16 @@ def test_the_platforms_error_object_with_a_200_is_refused_naming_it(
     assert caught.value.transient  # as any answer of the wrong shape
 
 
+def test_an_unpaged_answer_of_more_users_than_the_limit_asked_is_refused(
+    client: AnalyticsClient, requests_mock: rm.Mocker
+) -> None:
+    users = [{"distinct_id": n} for n in range(5)]
+    requests_mock.post(BASE + COHORT_USERS, json={"count": 5, "users": users})
+    with pytest.raises(AnalyticsProtocolError, match="users holds 5 users, more than the limit 2"):
+        client.get_cohort_users("vip", limit=2)
+    assert len(client.get_cohort_users("vip", limit=5)["users"]) == 5
+
+
 def test_a_page_kept_as_lines_reporting_failure_is_an_operation_failure(
     client: AnalyticsClient, requests_mock: rm.Mocker
 ) -> None:
