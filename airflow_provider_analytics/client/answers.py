@@ -155,18 +155,22 @@ class Succeeded(_Shape):
 
 # Ad tracking (spec 2.1, 4.1 to 4.4)
 
+CampaignText = Annotated[str, Field(min_length=1, pattern=r"^[A-Za-z0-9_-]{1,64}$")]
+"""A campaign id sent as text, as the client's methods take it back
+(:func:`~airflow_provider_analytics.core.rules.campaign_id`)."""
+
 
 class UtmCreated(Succeeded):
     """Answer of 4.1: the new campaign's id, a number by the spec, text in some deployments."""
 
-    campaignId: Annotated[int, Field(ge=0)] | Annotated[str, Field(min_length=1)]
+    campaignId: Count | CampaignText
 
 
 class UtmRecord(_Shape):
     """The ad tracking record (spec 2.1)."""
 
     id: int | None = None
-    campaignId: int | Annotated[str, Field(min_length=1)]
+    campaignId: int | CampaignText
     utmType: str | None = None
     callbackUrl: str | None = None
     pageUrl: str
@@ -546,6 +550,9 @@ _UNION_PROBLEMS: Final = {
     frozenset({"int_type", "finite_number"}): "must be a finite number",
     frozenset({"int_type", "string_type"}): "must be a JSON integer or string",
     frozenset({"int_type", "string_too_short"}): "must be a JSON integer or non-empty text",
+    frozenset({"int_type", "string_pattern_mismatch"}): (
+        "must be a JSON integer or text of 1 to 64 letters, digits, '_' or '-'"
+    ),
     frozenset({"greater_than_equal", "string_type"}): "must be an id >= 0 or a string",
 }
 """What the alternatives of a union say together (a count-or-id, a finite number)."""

@@ -215,6 +215,12 @@ def test_an_undeclared_field_is_kept_as_sent() -> None:
             {"success": 0, "campaignId": ""},
             "campaignId must be a JSON integer or non-empty text",
         ),
+        (  # an id the client's methods would refuse to take back (a path, a blank)
+            "create_utm",
+            {"success": 0, "campaignId": "../drop/7"},
+            "campaignId must be a JSON integer or text of 1 to 64 letters",
+        ),
+        ("get_utm", {**UTM_RECORD, "campaignId": " "}, "campaignId must be a JSON integer or text"),
         ("list_events", [{**EVENT, "plan": 2}], r"\[0\]\.plan must be <= 1, got 2"),
         ("list_events", [{**EVENT, "plan": True}], r"\[0\]\.plan must be a JSON integer"),
         ("list_user_properties", [{**USER_PROPERTY, "dataType": "int"}], "dataType must be one of"),
