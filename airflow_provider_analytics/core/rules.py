@@ -257,13 +257,23 @@ def email(value: Any, field: str = "email") -> str:
 
 
 def http_url(value: Any, field: str) -> str:
-    """An absolute ``http``/``https`` URL with a host."""
+    """An absolute ``http``/``https`` URL with a host (and a valid port, if any), without
+    ``user:password@`` (which a published link would show) or a backslash in its authority
+    (which browsers and Python read as different hosts)."""
     if isinstance(value, str) and not any(c.isspace() for c in sendable(value, field)):
         try:
             parts = urlsplit(value)
+            _ = parts.port  # a port that is no number from 0 to 65535 raises
         except ValueError:
             parts = None
-        if parts is not None and parts.scheme in ("http", "https") and parts.hostname:
+        if parts is not None and "@" in parts.netloc:
+            fail(field, "must not carry user:password@ (a published link would show it)")
+        if (
+            parts is not None
+            and parts.scheme in ("http", "https")
+            and parts.hostname
+            and "\\" not in parts.netloc
+        ):
             return value
     fail(field, "must be an absolute http:// or https:// URL with a host", value)
 

@@ -737,6 +737,24 @@ CASES: list[Case] = [
         "utm_content",
         "string",
     ),
+    (  # the published tracking link would show the credentials
+        "page_url_userinfo",
+        lambda c: c.create_utm("https://ana:Pw-7@shop.example.com/", "c", "m", "s"),
+        "page_url",
+        "must not carry user:password@",
+    ),
+    (
+        "page_url_port",
+        lambda c: c.create_utm("https://shop.example.com:99999/", "c", "m", "s"),
+        "page_url",
+        "URL with a host",
+    ),
+    (  # browsers read shop.example.com, Python evil.example
+        "page_url_backslash",
+        lambda c: c.create_utm("https://shop.example.com\\@evil.example/", "c", "m", "s"),
+        "page_url",
+        "must not carry user:password@",
+    ),
     ("campaign_slash", lambda c: c.get_utm("a/b"), "campaign_id", "letters, digits"),
     ("campaign_dots", lambda c: c.delete_utm(".."), "campaign_id", "letters, digits"),
     (
