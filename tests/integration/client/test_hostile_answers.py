@@ -123,6 +123,10 @@ HOSTILE_COUNTS = {
         counts(["2024-01-15", "2024-01-15 00:00:00"], "[0, 1]"),
         r"series\[1\] '2024-01-15 00:00:00' repeats series\[0\]",
     ),
+    "a day in other digits": (  # strptime reads fullwidth or Arabic-Indic digits as ASCII
+        counts(["2024-01-14", "\uff12\uff10\uff12\uff14-01-15"], "[5, 5]"),
+        r"series\[1\] '２０２４-01-15' is not a date",
+    ),
     "a day outside the window": (
         counts(["2024-01-15", "2024-01-16"], "[5, 5]"),
         r"series\[1\] is 2024-01-16, outside the asked range",
