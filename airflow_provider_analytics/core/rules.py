@@ -289,7 +289,7 @@ def campaign_id(value: Any, field: str = "campaign_id") -> str:
     return value
 
 
-_UTC_OFFSET = re.compile(r"[+-](?:[01]\d|2[0-3]):[0-5]\d")
+_UTC_OFFSET = re.compile(r"[+-](?:[01][0-9]|2[0-3]):[0-5][0-9]")  # ASCII digits
 
 
 @functools.cache

@@ -23,6 +23,7 @@ from airflow_provider_analytics.client.analysis_requests import (
     PROPERTY_AGGREGATORS,
     ConversionMeasure,
 )
+from airflow_provider_analytics.core import rules
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -1063,3 +1064,11 @@ def test_the_deprecated_validators_warn_and_give_the_declared_body(
     assert sent == typed.of(body()).sent()
     with pytest.deprecated_call(), pytest.raises(AnalyticsValidationError):
         old({**body(), "fromDate": "2024-13-01"})
+
+
+@pytest.mark.parametrize("zone", ["+0\u0668:00", "+08:0\uff10", "-\u0661\u0660:00"])
+def test_an_offset_in_other_than_ascii_digits_is_no_time_zone(zone: str) -> None:
+    """Arrow and zoneinfo read no such offset: refused by name before anything runs."""
+    with pytest.raises(AnalyticsValidationError, match=r"^timezone: must be a time zone name"):
+        rules.time_zone(zone)
+    assert rules.time_zone("+08:00") == "+08:00"
