@@ -1027,6 +1027,9 @@ def test_an_analysis_request_is_checked_once_and_windowed_inside_its_range() -> 
         EventRequest.of(checked)
     with pytest.raises(AnalyticsValidationError, match=r"^toDate: "):
         checked.window("2024-01-08", "2024-01-0x")
+    dated = checked.window(datetime.date(2024, 1, 8), datetime.date(2024, 1, 14))  # type: ignore[arg-type]
+    assert dated == checked.window("2024-01-08", "2024-01-14")  # the days as text, no TypeError
+    assert dated.asked().from_date == "2024-01-08"
 
 
 def test_a_checked_request_cannot_be_made_or_changed_without_its_check() -> None:
