@@ -111,6 +111,7 @@ class Asked:
     :param page: cohort page asked.
     :param page_size: cohort page size asked.
     :param limit: most cohort users asked (bounds an unpaged answer).
+    :param campaign_id: ad tracking record asked.
     """
 
     from_date: str | None = None
@@ -121,6 +122,7 @@ class Asked:
     page: int | None = None
     page_size: int | None = None
     limit: int | None = None
+    campaign_id: str | None = None
 
 
 def _asked(info: ValidationInfo) -> Asked:
@@ -189,6 +191,13 @@ class UtmRecord(_Shape):
     updateTime: Count | None = None
     canOperated: int | None = None
     uniqueSign: str | None = None
+
+    @model_validator(mode="after")
+    def _asked_for(self, info: ValidationInfo) -> UtmRecord:
+        asked = _asked(info).campaign_id
+        if asked is not None and str(self.campaignId) != asked:
+            raise _RelationFault("campaignId", f" is {self.campaignId!r}, but {asked!r} was asked")
+        return self
 
 
 class UtmConversion(_Shape):

@@ -157,7 +157,9 @@ class AnalyticsClient(ConfiguredClient):
         :param campaign_id: as returned by :meth:`create_utm`.
         """
         cid = rules.campaign_id(campaign_id)
-        return self._call(ops.GET_UTM, path_params={"campaign_id": cid})
+        return self._call(
+            ops.GET_UTM, path_params={"campaign_id": cid}, asked=Asked(campaign_id=cid)
+        )
 
     def get_utm_conversion(
         self,

@@ -233,6 +233,17 @@ def test_an_unpaged_answer_of_more_users_than_the_limit_asked_is_refused(
     assert len(client.get_cohort_users("vip", limit=5)["users"]) == 5
 
 
+def test_the_record_of_another_campaign_than_asked_is_refused(
+    client: AnalyticsClient, requests_mock: rm.Mocker
+) -> None:
+    record = {"campaignId": 7, "pageUrl": "https://shop.example.com/", "url": "https://t.example/7"}
+    requests_mock.get(BASE + "/svc/uba/api/operations/utm/8", json=record)
+    with pytest.raises(AnalyticsProtocolError, match="campaignId is 7, but '8' was asked"):
+        client.get_utm(8)
+    requests_mock.get(BASE + "/svc/uba/api/operations/utm/7", json=record)
+    assert client.get_utm("7")["campaignId"] == 7
+
+
 def test_a_page_kept_as_lines_reporting_failure_is_an_operation_failure(
     client: AnalyticsClient, requests_mock: rm.Mocker
 ) -> None:
