@@ -119,7 +119,7 @@ def expression(value: Any, field: str, allowed: Collection[ExpressionKind]) -> s
 
 def _function(value: Any, field: str) -> str:
     if not isinstance(value, str) or not (
-        value in FILTER_ARITY or _RELATIVE_FUNCTION.fullmatch(value)
+        value in FILTER_ARITY or _RELATIVE_FUNCTION.fullmatch(rules.sendable(value, field))
     ):
         fail(field, f"must be one of {', '.join(FILTER_ARITY)} or RELATIVE_...", value)
     return value
@@ -355,10 +355,10 @@ class _Analysis(Declared):
     def window(self, from_date: str, to_date: str) -> Self:
         """The same request over a part of its own range (every other rule still holds, so it
         is not checked again)."""
-        rules.date_range(from_date, to_date)
-        if not str(self.from_date) <= from_date <= to_date <= str(self.to_date):
-            fail("window", f"{from_date}..{to_date} is not inside {self.from_date}..{self.to_date}")
-        return BaseModel.model_copy(self, update={"from_date": from_date, "to_date": to_date})
+        first, last = rules.date_range(from_date, to_date)  # a datetime.date as its text
+        if not str(self.from_date) <= first <= last <= str(self.to_date):
+            fail("window", f"{first}..{last} is not inside {self.from_date}..{self.to_date}")
+        return BaseModel.model_copy(self, update={"from_date": first, "to_date": last})
 
 
 class FunnelRequest(_Analysis):

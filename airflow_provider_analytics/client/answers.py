@@ -26,6 +26,7 @@ from pydantic import (
 )
 
 from airflow_provider_analytics.core import strict_json
+from airflow_provider_analytics.core.cohort_records import ERROR_OBJECT_KEYS
 from airflow_provider_analytics.core.errors import (
     AnalyticsOperationFailedError,
     AnalyticsProtocolError,
@@ -109,6 +110,8 @@ class Asked:
     :param split_fields: event-analysis ``byFields`` asked.
     :param page: cohort page asked.
     :param page_size: cohort page size asked.
+    :param limit: most cohort users asked (bounds an unpaged answer).
+    :param campaign_id: ad tracking record asked.
     """
 
     from_date: str | None = None
@@ -118,6 +121,8 @@ class Asked:
     split_fields: int | None = None
     page: int | None = None
     page_size: int | None = None
+    limit: int | None = None
+    campaign_id: str | None = None
 
 
 def _asked(info: ValidationInfo) -> Asked:
@@ -152,18 +157,22 @@ class Succeeded(_Shape):
 
 # Ad tracking (spec 2.1, 4.1 to 4.4)
 
+CampaignText = Annotated[str, Field(min_length=1, pattern=r"^[A-Za-z0-9_-]{1,64}$")]
+"""A campaign id sent as text, as the client's methods take it back
+(:func:`~airflow_provider_analytics.core.rules.campaign_id`)."""
+
 
 class UtmCreated(Succeeded):
     """Answer of 4.1: the new campaign's id, a number by the spec, text in some deployments."""
 
-    campaignId: Annotated[int, Field(ge=0)] | Annotated[str, Field(min_length=1)]
+    campaignId: Count | CampaignText
 
 
 class UtmRecord(_Shape):
     """The ad tracking record (spec 2.1)."""
 
     id: int | None = None
-    campaignId: int | Annotated[str, Field(min_length=1)]
+    campaignId: int | CampaignText
     utmType: str | None = None
     callbackUrl: str | None = None
     pageUrl: str
@@ -182,6 +191,13 @@ class UtmRecord(_Shape):
     updateTime: Count | None = None
     canOperated: int | None = None
     uniqueSign: str | None = None
+
+    @model_validator(mode="after")
+    def _asked_for(self, info: ValidationInfo) -> UtmRecord:
+        asked = _asked(info).campaign_id
+        if asked is not None and str(self.campaignId) != asked:
+            raise _RelationFault("campaignId", f" is {self.campaignId!r}, but {asked!r} was asked")
+        return self
 
 
 class UtmConversion(_Shape):
@@ -250,6 +266,10 @@ class CohortPage(_Shape):
             raise _RelationFault(
                 "users",
                 f" holds {len(self.users)} users, more than the page size {asked.page_size}",
+            )
+        if asked.page is None and asked.limit is not None and len(self.users) > asked.limit:
+            raise _RelationFault(
+                "users", f" holds {len(self.users)} users, more than the limit {asked.limit} asked"
             )
         if len(self.users) > self.count:
             raise _RelationFault(
@@ -349,12 +369,11 @@ class FunnelAnswer(_Shape):
                 _within(day, asked, where)
         if len(days) != len(seen) - (ALL_DATES_LABEL in seen):
             raise _RelationFault("dateList", " names one day twice in two forms")
-        steps = self.steps
-        if asked.steps is not None:
-            _length("stepEvents", self.stepEvents, asked.steps, "one per step asked")
+        n_steps = len(self.steps) if asked.steps is None else asked.steps  # rows hold them all
+        _length("stepEvents", self.stepEvents, n_steps, "one per step asked")
         _length("byValues", self.byValues, len(self.rows), "one per row")
         for position, row in enumerate(self.rows):
-            self._check_row(position, row, len(steps))
+            self._check_row(position, row, n_steps)
         return self
 
     def _check_row(self, position: int, row: FunnelRow, n_steps: int) -> None:
@@ -540,6 +559,9 @@ _UNION_PROBLEMS: Final = {
     frozenset({"int_type", "finite_number"}): "must be a finite number",
     frozenset({"int_type", "string_type"}): "must be a JSON integer or string",
     frozenset({"int_type", "string_too_short"}): "must be a JSON integer or non-empty text",
+    frozenset({"int_type", "string_pattern_mismatch"}): (
+        "must be a JSON integer or text of 1 to 64 letters, digits, '_' or '-'"
+    ),
     frozenset({"greater_than_equal", "string_type"}): "must be an id >= 0 or a string",
 }
 """What the alternatives of a union say together (a count-or-id, a finite number)."""
@@ -659,7 +681,8 @@ _CHECK_ADDRESS = "check that the base URL points at the platform's open API"
 class ResponseReader:
     """Reads the successful answers of one operation: a 2xx that is not strict JSON raises
     :class:`AnalyticsProtocolError`, one reporting ``success`` other than 0
-    :class:`AnalyticsOperationFailedError`, one that does not fit :class:`AnswerShapeError`."""
+    :class:`AnalyticsOperationFailedError`, one that does not fit (or is the platform's error
+    object) :class:`AnswerShapeError`."""
 
     def __init__(self, operation: str) -> None:
         self._operation = operation
@@ -673,25 +696,39 @@ class ResponseReader:
         )
 
     def json(self, response: HttpAnswer) -> Any:
-        """The decoded JSON body, checked for a failed ``success``."""
+        """The decoded JSON body, checked for a reported failure."""
         try:
             body = strict_json.loads(response.content)
         except strict_json.StrictJsonError as exc:
             raise self._unreadable(response, exc) from None
-        if isinstance(body, dict) and "success" in body and body["success"] != 0:
-            redactor = known()
-            msg = None if body.get("msg") is None else redactor.excerpt(body["msg"])
+        if isinstance(body, dict):
+            self._refuse_failure(body, response.status_code)
+        return body
+
+    def _refuse_failure(self, body: Mapping[str, Any], status: int) -> None:
+        redactor = known()
+        msg = None if body.get("msg") is None else redactor.excerpt(body["msg"])
+        if "code" in body and "msg" in body and body.keys() <= ERROR_OBJECT_KEYS:
+            raise AnswerShapeError(  # a protocol fault, as a body of another shape is
+                f"{self._operation}: the answer is the platform's error object (code="
+                f"{redactor.excerpt(repr(body['code']), 80)}, msg: {msg}), not a result; the "
+                "platform failed while it answered with a success status",
+                code=body["code"],
+                msg=msg,
+                data=body.get("data"),
+                operation=self._operation,
+            )
+        if "success" in body and body["success"] != 0:
             raise AnalyticsOperationFailedError(
                 f"{self._operation}: the server reported failure "
                 f"(success={redactor.excerpt(repr(body['success']), 80)}"
                 f"{', msg: ' + msg if msg else ''}); the operation was not carried out",
-                status=response.status_code,
+                status=status,
                 code=body.get("code"),
                 msg=msg,
                 data=body.get("data"),
                 operation=self._operation,
             )
-        return body
 
     def answer(self, response: HttpAnswer, asked: Asked | None = None) -> Any:
         """The JSON body, once it has passed the operation's declared answer."""
@@ -716,6 +753,7 @@ class ResponseReader:
             parts = split_page(response.content)
         except strict_json.StrictJsonError as exc:
             raise self._unreadable(response, exc) from None
+        self._refuse_failure(parts.envelope, response.status_code)
         body = dict(parts.envelope)
         if parts.rows is not None:
             body["users"] = [{}] * parts.rows  # the relations count them; the lines hold them

@@ -157,7 +157,9 @@ class AnalyticsClient(ConfiguredClient):
         :param campaign_id: as returned by :meth:`create_utm`.
         """
         cid = rules.campaign_id(campaign_id)
-        return self._call(ops.GET_UTM, path_params={"campaign_id": cid})
+        return self._call(
+            ops.GET_UTM, path_params={"campaign_id": cid}, asked=Asked(campaign_id=cid)
+        )
 
     def get_utm_conversion(
         self,
@@ -302,7 +304,9 @@ class AnalyticsClient(ConfiguredClient):
     # Cohort users (spec 4.12, 4.13)
 
     def _cohort_page(self, body: dict[str, Any]) -> Any:
-        asked = Asked(page=body.get("page"), page_size=body.get("pageSize"))
+        asked = Asked(
+            page=body.get("page"), page_size=body.get("pageSize"), limit=body.get("limit")
+        )
         return self._call(ops.GET_COHORT_USERS, json=body, asked=asked)
 
     def get_cohort_users(
@@ -437,7 +441,7 @@ class AnalyticsClient(ConfiguredClient):
             percentage; unknown and a bar shown, the count is asked with a one-user page.
         :param progress: ``False`` to report no progress (a caller that reports its own).
         """
-        body = cohort_body(cohort_code, limit=limit, properties=properties)
+        body = cohort_query(cohort_code, limit=limit, properties=properties).to_body()
         if expected_rows is not None:
             rules.integer(expected_rows, "expected_rows", minimum=0)
         elif progress and bar_wanted(self._config.progress_bar):

@@ -39,7 +39,11 @@ class DataReadyCheck:
     event_property: str | None = None
 
     def __post_init__(self) -> None:
-        rules.date_range(self.from_date, self.to_date, from_field="from_date", to_field="to_date")
+        days = rules.date_range(
+            self.from_date, self.to_date, from_field="from_date", to_field="to_date"
+        )
+        for name, day in zip(("from_date", "to_date"), days, strict=True):  # a date as its text
+            object.__setattr__(self, name, day)
         rules.id_ref(self.event, "event")
         rules.one_of(self.source, "source", ("events", "plan"))
         if self.event_property is not None:

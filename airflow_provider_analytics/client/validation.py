@@ -134,13 +134,18 @@ class CohortQuery(Arguments):
         return BaseModel.model_copy(self, update=update)  # a part of this one: valid as it is
 
 
-def cohort_query(cohort_code: Any, *, limit: Any = None, properties: Any = None) -> CohortQuery:
+def cohort_query(
+    cohort_code: Any, *, limit: Any = None, properties: Any = None, paged: bool = False
+) -> CohortQuery:
     """The :class:`CohortQuery` of these arguments; one given as ``cohort_code`` is returned
-    as it is (then ``limit`` and ``properties`` belong inside it, not beside it)."""
+    as it is (then ``limit`` and ``properties`` belong inside it, not beside it, and a page in
+    it only where one page is read: ``paged``; a reader of the whole cohort would drop it)."""
     if isinstance(cohort_code, CohortQuery):
         for field, value in (("limit", limit), ("properties", properties)):
             if value is not None:
                 fail(field, "give it inside the CohortQuery, not beside it", value)
+        if cohort_code.page is not None and not paged:
+            fail("page", "is for get_cohort_users: this reads the whole cohort, up to limit")
         return cohort_code
     return CohortQuery(cohort_code, limit, properties)
 
@@ -154,7 +159,7 @@ def cohort_body(
     page_size: Any = None,
 ) -> dict[str, Any]:
     """Body of a cohort users request: :func:`cohort_query`, for ``page`` if given."""
-    query = cohort_query(cohort_code, limit=limit, properties=properties)
+    query = cohort_query(cohort_code, limit=limit, properties=properties, paged=True)
     if page is not None or page_size is not None:
         query = query.model_copy(update={"page": page, "page_size": page_size})
     return query.to_body()
@@ -268,7 +273,7 @@ class Account(Arguments):
     email: Annotated[str, check(rules.email)]
     user_name: Given = None
     name: Given = None
-    password: Annotated[str | None, check(_password, optional=True)] = None
+    password: Annotated[str | None, check(_password, optional=True)] = Field(None, repr=False)
     phone: Given = None
     department: Given = None
 

@@ -36,7 +36,7 @@ ACCEPTED_DATETIME_FORMATS: Final = (
 def parse_report_datetime(text: object, *, what: str) -> datetime:
     """A label in one of :data:`ACCEPTED_DATETIME_FORMATS`; anything else is refused naming
     ``what`` (``funnel dateList[2]``), not guessed: a misread date moves numbers to another day."""
-    if isinstance(text, str):
+    if isinstance(text, str) and text.isascii():  # strptime reads "２０２４" as 2024
         for pattern, fmt in _REPORT_DATETIME_FORMATS:
             if pattern.fullmatch(text):
                 try:

@@ -30,6 +30,7 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
+from airflow_provider_analytics.core import strict_json
 from airflow_provider_analytics.core.errors import AnalyticsValidationError
 
 if TYPE_CHECKING:
@@ -238,8 +239,10 @@ def number(value: Any, field: str) -> int | float:
 
 
 def json_scalar(value: Any, field: str) -> str | int | float | bool:
-    """A string, bool or finite number: what a filter parameter may be."""
-    if isinstance(value, str | bool):
+    """A string fit to be sent, a bool or a finite number: what a filter parameter may be."""
+    if isinstance(value, str):
+        return sendable(value, field)
+    if isinstance(value, bool):
         return value
     if isinstance(value, int | float):
         return number(value, field)
@@ -254,13 +257,23 @@ def email(value: Any, field: str = "email") -> str:
 
 
 def http_url(value: Any, field: str) -> str:
-    """An absolute ``http``/``https`` URL with a host."""
+    """An absolute ``http``/``https`` URL with a host (and a valid port, if any), without
+    ``user:password@`` (which a published link would show) or a backslash in its authority
+    (which browsers and Python read as different hosts)."""
     if isinstance(value, str) and not any(c.isspace() for c in sendable(value, field)):
         try:
             parts = urlsplit(value)
+            _ = parts.port  # a port that is no number from 0 to 65535 raises
         except ValueError:
             parts = None
-        if parts is not None and parts.scheme in ("http", "https") and parts.hostname:
+        if parts is not None and "@" in parts.netloc:
+            fail(field, "must not carry user:password@ (a published link would show it)")
+        if (
+            parts is not None
+            and parts.scheme in ("http", "https")
+            and parts.hostname
+            and "\\" not in parts.netloc
+        ):
             return value
     fail(field, "must be an absolute http:// or https:// URL with a host", value)
 
@@ -276,7 +289,7 @@ def campaign_id(value: Any, field: str = "campaign_id") -> str:
     return value
 
 
-_UTC_OFFSET = re.compile(r"[+-](?:[01]\d|2[0-3]):[0-5]\d")
+_UTC_OFFSET = re.compile(r"[+-](?:[01][0-9]|2[0-3]):[0-5][0-9]")  # ASCII digits
 
 
 @functools.cache
@@ -445,11 +458,29 @@ class Declared(BaseModel):
         whatever else is not a field left out)."""
         return {name: value for name, value in arguments.items() if name in cls.model_fields}
 
+    @classmethod
+    def model_validate_json(cls, json_data: str | bytes | bytearray, **kwargs: Any) -> Self:
+        """``json_data`` read by the strict JSON rules (a repeated key, ``NaN`` refused), then
+        as :meth:`model_validate`."""
+        try:
+            body = strict_json.loads(json_data)
+        except strict_json.StrictJsonError as error:
+            fail(cls._root() or "request", str(error))
+        return cls.model_validate(body, **kwargs)
+
+    @classmethod
+    def model_validate_strings(cls, obj: Any, **kwargs: Any) -> Self:
+        """As :meth:`model_validate`: the rules take a string as a string, never as a number."""
+        return cls.model_validate(obj, **kwargs)
+
     from_body = model_validate  # the typed form of a body dict (checked by the same rules)
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
-        """A copy with ``update`` applied, checked as a new body is."""
-        return type(self)(**{**dict(self), **(update or {})})
+        """A copy with ``update`` applied, checked as a new body is (an unknown key refused by
+        name, not by a typed ``__init__``'s signature)."""
+        copy = type(self).__new__(type(self))
+        Declared.__init__(copy, **{**dict(self), **(update or {})})
+        return copy
 
     def to_body(self) -> dict[str, Any]:
         """The body as the client sends it: the spec's keys, ``None`` left out."""

@@ -1,9 +1,11 @@
 """The one strict JSON decoder every answer, export line and file read as JSON goes through.
 
-It refuses what ``json.loads`` accepts silently: ``NaN`` and the infinities, a key repeated in
-one object, bytes that are not UTF-8, and an escape of half a surrogate pair (no UTF-8 writer
-can hold it). It keeps the bounds, before decoding: :data:`MAX_BYTES` long, :data:`MAX_DEPTH`
-deep (not a bare ``RecursionError``), and :func:`first_fault` stops validation at an array's
+It refuses what ``json.loads`` accepts silently: ``NaN`` and the infinities (written, or a
+number beyond a double's range such as ``1e400``), a key repeated in one object, bytes that
+are not UTF-8, and an escape of half a surrogate pair (no UTF-8 writer can hold it); an
+integer too long for ``int`` is refused by name, not with a bare ``ValueError``. It keeps the
+bounds, before decoding: :data:`MAX_BYTES` long, :data:`MAX_DEPTH` deep (not a bare
+``RecursionError``), and :func:`first_fault` stops validation at an array's
 first fault (a 50 MB array of zeros would otherwise take gigabytes of errors).
 """
 
@@ -11,7 +13,9 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import re
+import sys
 from collections import Counter
 from typing import TYPE_CHECKING, Any, Final
 
@@ -36,6 +40,14 @@ def refuse_constant(name: str) -> Any:
     raise StrictJsonError(f"is not strict JSON: {name} is not a JSON value")
 
 
+def finite_float(text: str) -> float:
+    """``parse_float`` hook: a number beyond a double's range is refused, not read as infinity."""
+    value = float(text)
+    if math.isinf(value):
+        raise StrictJsonError(f"is not strict JSON: {text[:40]} is beyond a double's range")
+    return value
+
+
 def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     """``object_pairs_hook``: an object whose key is repeated is refused, naming the key."""
     record = dict(pairs)
@@ -51,15 +63,14 @@ def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 def decoder(**number_hooks: Any) -> json.JSONDecoder:
     """A decoder with the strict rules; ``number_hooks`` (``parse_int``, ``parse_float``) let
     a caller keep numbers as it needs them (the export keeps their text)."""
-    return json.JSONDecoder(
-        parse_constant=refuse_constant, object_pairs_hook=unique_keys, **number_hooks
-    )
+    hooks = {"parse_float": finite_float, **number_hooks}
+    return json.JSONDecoder(parse_constant=refuse_constant, object_pairs_hook=unique_keys, **hooks)
 
 
 _DECODER: Final = decoder()
 
 
-def loads(data: bytes | str, *, using: json.JSONDecoder = _DECODER) -> Any:
+def loads(data: bytes | bytearray | str, *, using: json.JSONDecoder = _DECODER) -> Any:
     """Decode one JSON document (UTF-8 bytes or text) by the strict rules, ``using`` a
     :func:`decoder`; :class:`StrictJsonError` says why not."""
     if len(data) > MAX_BYTES:
@@ -81,6 +92,12 @@ def loads(data: bytes | str, *, using: json.JSONDecoder = _DECODER) -> Any:
         ) from None
     except RecursionError:  # brackets that never close: the depth check cannot pair them
         raise _too_deep() from None
+    except ValueError as exc:  # an integer too long for int(); a hook's refusal passes as it is
+        if isinstance(exc, StrictJsonError):
+            raise
+        raise StrictJsonError(
+            f"is not strict JSON: an integer has more than {sys.get_int_max_str_digits()} digits"
+        ) from None
     if _SURROGATE_ESCAPE.search(text):  # rare: only then are the decoded strings walked
         try:  # json pairs the halves of a character; a half left over cannot be UTF-8
             json.dumps(value, ensure_ascii=False, default=str).encode("utf-8")

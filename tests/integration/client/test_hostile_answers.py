@@ -111,6 +111,8 @@ HOSTILE_COUNTS = {
     "a numeric string": (counts(TWO_DAYS, '[5, "7"]'), r"rows\[0\]\.values\[0\]\[1\].*got '7'"),
     "an exponent string": (counts(TWO_DAYS, '[5, "1e3"]'), r"values\[0\]\[1\].*got '1e3'"),
     "a boolean": (counts(TWO_DAYS, "[5, true]"), r"values\[0\]\[1\].*got True"),
+    "a count beyond a double": (counts(TWO_DAYS, "[5, 1e400]"), "1e400 is beyond a double's"),
+    "an integer of 5000 digits": (counts(TWO_DAYS, "[5, " + "9" * 5000 + "]"), "than 4300 digits"),
     "a negative count": (counts(TWO_DAYS, "[5, -1]"), r"values\[0\]\[1\] is -1, .* counts"),
     "a fraction": (counts(TWO_DAYS, "[5, 2.5]"), r"values\[0\]\[1\] is 2\.5, .* counts"),
     "the same day twice, 0 and 1": (
@@ -120,6 +122,10 @@ HOSTILE_COUNTS = {
     "the same day in two forms": (
         counts(["2024-01-15", "2024-01-15 00:00:00"], "[0, 1]"),
         r"series\[1\] '2024-01-15 00:00:00' repeats series\[0\]",
+    ),
+    "a day in other digits": (  # strptime reads fullwidth or Arabic-Indic digits as ASCII
+        counts(["2024-01-14", "\uff12\uff10\uff12\uff14-01-15"], "[5, 5]"),
+        r"series\[1\] '２０２４-01-15' is not a date",
     ),
     "a day outside the window": (
         counts(["2024-01-15", "2024-01-16"], "[5, 5]"),

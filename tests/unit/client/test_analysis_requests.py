@@ -302,6 +302,22 @@ def test_a_request_dict_and_its_typed_form_send_the_same_body() -> None:
         (lambda: Filter.from_body(None), r"^Filter: must be a Filter or an object"),
         (lambda: Condition("user.age", "GT"), r"^Condition.params: GT takes exactly 1"),
         (lambda: Condition("user.age", "NEAR", [1]), r"^Condition.function: must be one of"),
+        (  # a param is sent as every string is: bounded, no control characters or surrogates
+            lambda: Condition("user.age", "EQ", ["ok", "a\x00b"]),
+            r"^Condition.params\[1\]: must not contain control characters .*'\\x00' at position 1",
+        ),
+        (
+            lambda: Condition("user.age", "EQ", ["\ud800"]),
+            r"^Condition.params\[0\]: must not contain control characters or lone surrogates",
+        ),
+        (
+            lambda: Condition("user.age", "EQ", ["x" * 5000]),
+            r"^Condition.params\[0\]: must be at most 4096 characters long \(got 5000\)",
+        ),
+        (
+            lambda: Condition("user.age", "RELATIVE_" + "A" * 5000),
+            r"^Condition.function: must be at most 4096 characters long",
+        ),
         (lambda: Filter([], "AND"), r"^Filter.conditions: must be a non-empty list"),
         (lambda: Filter([Condition("user.a", "NULL")], "XOR"), r"^Filter.relation: must be"),
         (lambda: SplitField("user.age", [5, 1]), r"^SplitField.buckets: must be strictly"),
@@ -403,6 +419,10 @@ def test_a_checked_request_cannot_be_changed_unchecked() -> None:
         request.model_copy(update={"limit": -5})
     with pytest.raises(AnalyticsValidationError, match=r"^steps: must be a list of at least 2"):
         request.model_copy(update={"steps": ["event.a"]})
+    with pytest.raises(AnalyticsValidationError, match=r"^bogus: is not a known key"):
+        request.model_copy(update={"bogus": 1})  # named, not a TypeError of __init__
+    with pytest.raises(AnalyticsValidationError, match=r"^Condition.x: is not a known key"):
+        Condition("user.age", "GT", [1]).model_copy(update={"x": 1})
     step_filter = request.steps[1].filter
     assert step_filter is not None
     assert isinstance(request.steps, tuple) and isinstance(step_filter.conditions, tuple)
@@ -410,3 +430,39 @@ def test_a_checked_request_cannot_be_changed_unchecked() -> None:
     with pytest.raises(ValueError, match="frozen"):
         step_filter.relation = "OR"  # type: ignore[misc]
     assert hash(request) == hash(FunnelRequest.from_body(request.to_body()))
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (  # pydantic's own JSON reader keeps the last of a repeated key without a word
+            '{"crowds": ["$ALL"], "crowds": ["vip"], "steps": ["event.a", "event.b"]}',
+            r"^request: is not strict JSON: the key 'crowds' is given twice",
+        ),
+        ('{"crowds": ["$ALL"], "steps": ["event.a", "event.b"], "limit": NaN}', r"NaN is not"),
+        ("[", r"^request: is not valid JSON"),
+        (  # the rules' refusal names its field, not a pydantic ValidationError naming none
+            b'{"crowds": ["$ALL"], "steps": ["event.a", "event.b"], "limit": -1}',
+            r"^limit: must be a positive integer",
+        ),
+    ],
+)
+def test_a_request_read_from_json_text_is_read_by_the_strict_rules(
+    text: str | bytes, message: str
+) -> None:
+    with pytest.raises(AnalyticsValidationError, match=message):
+        FunnelRequest.model_validate_json(text)
+
+
+def test_a_request_read_from_json_text_is_the_request_of_its_dict() -> None:
+    body = {"crowds": ["$ALL"], "steps": ["event.a", "event.b"], "fromDate": "2024-01-01"}
+    body["toDate"] = "2024-01-02"
+    assert FunnelRequest.model_validate_json(json.dumps(body)) == FunnelRequest.from_body(body)
+
+
+def test_a_request_of_strings_is_read_by_the_same_rules() -> None:
+    """``model_validate_strings`` names the field as ``model_validate`` does (pydantic's own
+    ValidationError named none)."""
+    body = {"crowds": ["$ALL"], "steps": ["event.a", "event.b"], "limit": "5"}
+    with pytest.raises(AnalyticsValidationError, match=r"^limit: must be a positive integer"):
+        FunnelRequest.model_validate_strings(body)

@@ -215,6 +215,12 @@ def test_an_undeclared_field_is_kept_as_sent() -> None:
             {"success": 0, "campaignId": ""},
             "campaignId must be a JSON integer or non-empty text",
         ),
+        (  # an id the client's methods would refuse to take back (a path, a blank)
+            "create_utm",
+            {"success": 0, "campaignId": "../drop/7"},
+            "campaignId must be a JSON integer or text of 1 to 64 letters",
+        ),
+        ("get_utm", {**UTM_RECORD, "campaignId": " "}, "campaignId must be a JSON integer or text"),
         ("list_events", [{**EVENT, "plan": 2}], r"\[0\]\.plan must be <= 1, got 2"),
         ("list_events", [{**EVENT, "plan": True}], r"\[0\]\.plan must be a JSON integer"),
         ("list_user_properties", [{**USER_PROPERTY, "dataType": "int"}], "dataType must be one of"),
@@ -240,3 +246,18 @@ def test_secrets_given_to_decode_still_reach_every_message() -> None:
         decode("get_utm", {"campaignId": "Answer-Secret-77"}, secrets=("Answer-Secret-77",))
     assert "Answer-Secret-77" not in str(caught.value)
     assert known().text("Answer-Secret-77") == "***"
+
+
+@pytest.mark.parametrize("steps", [1, 3])
+def test_rows_of_another_step_count_than_asked_are_refused_without_step_events(
+    steps: int,
+) -> None:
+    """The rows' steps keep their relation with the request when ``stepEvents`` is left out
+    (the steps are then read from the rows)."""
+    answer = {key: value for key, value in FUNNEL.items() if key != "stepEvents"}
+    asked = Asked(from_date="2019-06-17", to_date="2019-06-18", steps=steps)
+    with pytest.raises(
+        AnswerShapeError, match=rf"rows\[0\]\.stepsDetail has 2 entries, expected {steps}"
+    ):
+        decode("analyze_funnel", answer, asked=asked)
+    assert decode("analyze_funnel", answer, asked=Asked(steps=2)).steps == FUNNEL["stepEvents"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime as dt
+
 import pytest
 
 from airflow_provider_analytics.client import AnalyticsValidationError
@@ -27,6 +29,16 @@ def test_events_check_needs_every_day_to_reach_the_threshold() -> None:
     assert low.detail["missing"] == ["2024-01-15", "2024-01-16"]
     full = check.evaluate(counts_response(["2024-01-14", "2024-01-15", "2024-01-16"], [9, 5, 6]))
     assert full.ready and full.detail["counts"]["2024-01-16"] == 6
+
+
+def test_a_check_of_date_objects_holds_their_text_and_judges_as_one_of_strings() -> None:
+    """The rule accepts a ``datetime.date``; the check keeps its text (days, the trigger's
+    kwargs), not the object (which failed ``days()`` with a bare TypeError)."""
+    check = DataReadyCheck(dt.date(2024, 1, 14), dt.date(2024, 1, 15))  # type: ignore[arg-type]
+    assert check == DataReadyCheck("2024-01-14", "2024-01-15")
+    assert check.as_dict()["from_date"] == "2024-01-14"
+    ready = check.evaluate(counts_response(["2024-01-14", "2024-01-15"], [1, 2]))
+    assert ready.ready and list(ready.detail["counts"]) == ["2024-01-14", "2024-01-15"]
 
 
 def test_events_check_with_no_rows_is_not_ready() -> None:

@@ -194,6 +194,66 @@ def test_success_other_than_zero_is_an_operation_failure(
     assert "success=" in str(error)
 
 
+CONVERSION = "/svc/uba/api/operations/utm/analysys/5"
+COHORT_USERS = "/uba/api/cohort/users"
+
+
+def conversion(c: AnalyticsClient) -> Any:
+    return c.get_utm_conversion(5, "2024-01-01", "2024-01-02")
+
+
+def page_lines(c: AnalyticsClient) -> Any:
+    return c.get_cohort_user_lines("vip", page=1, page_size=2)
+
+
+@pytest.mark.parametrize(
+    ("path", "call", "code"),
+    [  # the conversion's answer is undeclared beyond success: the object was its result
+        (CONVERSION, conversion, 500),
+        (COHORT_USERS, page_lines, "E42"),
+        (COHORT_USERS, lambda c: c.get_cohort_users("vip"), 503),
+    ],
+)
+def test_the_platforms_error_object_with_a_200_is_refused_naming_it(
+    client: AnalyticsClient, requests_mock: rm.Mocker, path: str, call: Any, code: Any
+) -> None:
+    requests_mock.post(BASE + path, json=body(code, "query engine failed"))
+    with pytest.raises(AnalyticsProtocolError, match="the platform's error object") as caught:
+        call(client)
+    assert (caught.value.code, caught.value.msg) == (code, "query engine failed")
+    assert caught.value.transient  # as any answer of the wrong shape
+
+
+def test_an_unpaged_answer_of_more_users_than_the_limit_asked_is_refused(
+    client: AnalyticsClient, requests_mock: rm.Mocker
+) -> None:
+    users = [{"distinct_id": n} for n in range(5)]
+    requests_mock.post(BASE + COHORT_USERS, json={"count": 5, "users": users})
+    with pytest.raises(AnalyticsProtocolError, match="users holds 5 users, more than the limit 2"):
+        client.get_cohort_users("vip", limit=2)
+    assert len(client.get_cohort_users("vip", limit=5)["users"]) == 5
+
+
+def test_the_record_of_another_campaign_than_asked_is_refused(
+    client: AnalyticsClient, requests_mock: rm.Mocker
+) -> None:
+    record = {"campaignId": 7, "pageUrl": "https://shop.example.com/", "url": "https://t.example/7"}
+    requests_mock.get(BASE + "/svc/uba/api/operations/utm/8", json=record)
+    with pytest.raises(AnalyticsProtocolError, match="campaignId is 7, but '8' was asked"):
+        client.get_utm(8)
+    requests_mock.get(BASE + "/svc/uba/api/operations/utm/7", json=record)
+    assert client.get_utm("7")["campaignId"] == 7
+
+
+def test_a_page_kept_as_lines_reporting_failure_is_an_operation_failure(
+    client: AnalyticsClient, requests_mock: rm.Mocker
+) -> None:
+    failed = {"success": 1, "msg": "query engine failed", "count": 0, "users": []}
+    requests_mock.post(BASE + COHORT_USERS, json=failed)
+    with pytest.raises(AnalyticsOperationFailedError, match="success=1, msg: query engine"):
+        page_lines(client)
+
+
 def test_success_other_than_zero_fails_reads_too(
     client: AnalyticsClient, requests_mock: rm.Mocker
 ) -> None:

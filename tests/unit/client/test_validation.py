@@ -23,6 +23,7 @@ from airflow_provider_analytics.client.analysis_requests import (
     PROPERTY_AGGREGATORS,
     ConversionMeasure,
 )
+from airflow_provider_analytics.core import rules
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -737,6 +738,24 @@ CASES: list[Case] = [
         "utm_content",
         "string",
     ),
+    (  # the published tracking link would show the credentials
+        "page_url_userinfo",
+        lambda c: c.create_utm("https://ana:Pw-7@shop.example.com/", "c", "m", "s"),
+        "page_url",
+        "must not carry user:password@",
+    ),
+    (
+        "page_url_port",
+        lambda c: c.create_utm("https://shop.example.com:99999/", "c", "m", "s"),
+        "page_url",
+        "URL with a host",
+    ),
+    (  # browsers read shop.example.com, Python evil.example
+        "page_url_backslash",
+        lambda c: c.create_utm("https://shop.example.com\\@evil.example/", "c", "m", "s"),
+        "page_url",
+        "must not carry user:password@",
+    ),
     ("campaign_slash", lambda c: c.get_utm("a/b"), "campaign_id", "letters, digits"),
     ("campaign_dots", lambda c: c.delete_utm(".."), "campaign_id", "letters, digits"),
     (
@@ -767,6 +786,19 @@ CASES: list[Case] = [
         lambda c: c.list_event_properties("a", data_status="1"),
         "data_status",
         "0 or 1",
+    ),
+    # a page asked of a whole-cohort reader (the export would send it, the pages drop it)
+    (
+        "export_paged_query",
+        lambda c: c.export_cohort_users(v.CohortQuery("vip", page=2, page_size=10)),
+        "page",
+        "reads the whole cohort",
+    ),
+    (
+        "iter_pages_paged_query",
+        lambda c: c.iter_cohort_user_pages(v.CohortQuery("vip", page=2, page_size=10)),
+        "page",
+        "is for get_cohort_users",
     ),
 ]
 
@@ -807,6 +839,12 @@ def test_password_is_never_shown_in_a_validation_message(
     assert "Secret-Pw-1" not in str(caught.value)
     assert caught.value.field == "password"
     assert requests_mock.request_history == []
+
+
+def test_an_account_body_never_shows_its_password() -> None:
+    account = v.Account(email="a@example.com", password="Secret-Pw-2")
+    assert "Secret-Pw-2" not in repr(account) + str(account)
+    assert account.to_body() == {"email": "a@example.com", "password": "Secret-Pw-2"}
 
 
 @pytest.mark.parametrize(
@@ -989,6 +1027,9 @@ def test_an_analysis_request_is_checked_once_and_windowed_inside_its_range() -> 
         EventRequest.of(checked)
     with pytest.raises(AnalyticsValidationError, match=r"^toDate: "):
         checked.window("2024-01-08", "2024-01-0x")
+    dated = checked.window(datetime.date(2024, 1, 8), datetime.date(2024, 1, 14))  # type: ignore[arg-type]
+    assert dated == checked.window("2024-01-08", "2024-01-14")  # the days as text, no TypeError
+    assert dated.asked().from_date == "2024-01-08"
 
 
 def test_a_checked_request_cannot_be_made_or_changed_without_its_check() -> None:
@@ -1026,3 +1067,11 @@ def test_the_deprecated_validators_warn_and_give_the_declared_body(
     assert sent == typed.of(body()).sent()
     with pytest.deprecated_call(), pytest.raises(AnalyticsValidationError):
         old({**body(), "fromDate": "2024-13-01"})
+
+
+@pytest.mark.parametrize("zone", ["+0\u0668:00", "+08:0\uff10", "-\u0661\u0660:00"])
+def test_an_offset_in_other_than_ascii_digits_is_no_time_zone(zone: str) -> None:
+    """Arrow and zoneinfo read no such offset: refused by name before anything runs."""
+    with pytest.raises(AnalyticsValidationError, match=r"^timezone: must be a time zone name"):
+        rules.time_zone(zone)
+    assert rules.time_zone("+08:00") == "+08:00"

@@ -4,6 +4,7 @@ decoding, and a declared answer's validation stopped at an array's first fault."
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -78,3 +79,30 @@ def test_validation_stops_at_an_arrays_first_fault() -> None:
         strict_json.first_fault(adapter).validate_python(payload, strict=True)
     assert caught.value.error_count() == 1  # type: ignore[attr-defined]
     assert strict_json.first_fault(adapter).validate_python([{"a": [1]}]) == [{"a": [1]}]
+
+
+@pytest.mark.parametrize(
+    ("document", "says"),
+    [
+        (b"[1e400]", "1e400 is beyond a double's range"),
+        (b'{"a": -1.5E+309}', "-1.5E+309 is beyond a double's range"),
+        (b"9" * 5000, "an integer has more than 4300 digits"),
+    ],
+)
+def test_a_number_json_would_misread_or_crash_on_is_refused_by_name(
+    document: bytes, says: str
+) -> None:
+    """``json`` reads 1e400 as infinity (no JSON value) and raises a bare ValueError on an
+    integer longer than ``int`` converts; both are refused as strict JSON faults."""
+    with pytest.raises(StrictJsonError, match=re.escape(says)):
+        strict_json.loads(document)
+
+
+def test_numbers_in_range_stay_exact_and_a_callers_hooks_still_apply() -> None:
+    assert strict_json.loads(b"[1e308, 1e-400, 4255875062385414000]") == [
+        1e308,
+        0.0,
+        4255875062385414000,
+    ]
+    as_text = strict_json.decoder(parse_float=str, parse_int=str)
+    assert strict_json.loads(b"[1e400, 12]", using=as_text) == ["1e400", "12"]
