@@ -454,16 +454,6 @@ class EventAnswer(_Shape):
             self._check_counts(where, row, asked)
         return self
 
-    def check_counts(self, aggregators: tuple[str, ...]) -> None:
-        """Check the counting measures' numbers once the aggregators are known (from the
-        answer's own labels when no request says them)."""
-        asked = Asked(aggregators=aggregators)
-        try:
-            for position, row in enumerate(self.rows):
-                self._check_counts(f"rows[{position}]", row, asked)
-        except _RelationFault as fault:
-            raise fault.refused("analyze_events") from None
-
     @staticmethod
     def _check_counts(where: str, row: EventRow, asked: Asked) -> None:
         if asked.aggregators is None:

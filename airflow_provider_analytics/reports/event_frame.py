@@ -65,11 +65,14 @@ def event_table(
     """
     if request is None:
         answer = as_model(EventAnswer, "analyze_events", response)
-        measure_labels = [label_text(label) for label in answer.measures or []]
+        unnamed = [None] * len(answer.rows[0].values if answer.rows else ())
+        measure_labels = [label_text(label) for label in answer.measures or unnamed]
         measures: list[tuple[str | None, str | None]] = [
             split_measure_label(t) if t is not None else (None, None) for t in measure_labels
         ]
-        answer.check_counts(tuple(aggregator or "" for _, aggregator in measures))
+        # every row holds as many measures as the first, and counts are counts
+        aggregators = tuple(aggregator or "" for _, aggregator in measures)
+        answer = as_model(EventAnswer, "analyze_events", answer, Asked(aggregators=aggregators))
     else:
         requested = _request_objects(request, "measures")
         measures = [

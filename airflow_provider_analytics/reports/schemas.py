@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Final, NamedTuple
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from airflow_provider_analytics.core import rules
 from airflow_provider_analytics.core.errors import AnalyticsUsageError, bounded_repr
 from airflow_provider_analytics.core.identity import REPORT_MARK_COLUMNS
 from airflow_provider_analytics.core.report_dates import (
@@ -230,9 +231,11 @@ def gathered(
 def local_times_as_utc(values: Sequence[object], timezone: str) -> pa.Array:
     """Naive wall-clock datetimes, read in ``timezone``, as UTC instants; a time that occurs
     twice or not at all (summer time) is read as the earlier instant, so a report never fails
-    over a clock change."""
+    over a clock change; a ``timezone`` that is no zone is refused by name."""
     naive = pa.array(values, type=pa.timestamp("us"))
-    local = pc.assume_timezone(naive, timezone, ambiguous="earliest", nonexistent="earliest")
+    local = pc.assume_timezone(
+        naive, rules.time_zone(timezone), ambiguous="earliest", nonexistent="earliest"
+    )
     return local.cast(TIMESTAMP)
 
 

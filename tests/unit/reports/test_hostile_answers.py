@@ -1,0 +1,56 @@
+"""Hostile answers and arguments given to the report tables: each is refused by name."""
+
+from __future__ import annotations
+
+import pytest
+
+from airflow_provider_analytics.client.answers import AnswerShapeError
+from airflow_provider_analytics.core.errors import AnalyticsValidationError
+from airflow_provider_analytics.reports.frames import event_tables, funnel_tables
+
+
+def funnel_answer() -> dict:
+    return {
+        "dateList": ["$ALL", "2024-05-01"],
+        "stepEvents": ["event.a", "event.b"],
+        "rows": [
+            {
+                "byValue": "-1",
+                "stepsDetail": [{"convertedUser": [3, 3]}, {"convertedUser": [1, 1]}],
+            }
+        ],
+        "reportUpdateTime": "2024-05-02 08:00:00",
+    }
+
+
+def event_answer() -> dict:
+    return {
+        "series": ["2024-05-01"],
+        "measures": ["event.a.TOTAL_COUNT"],
+        "rows": [{"byValue": [], "values": [[5]], "sum": [5]}],
+        "reportUpdateTime": "2024-05-02 08:00:00",
+    }
+
+
+@pytest.mark.parametrize("zone", ["Mars/Olympus", "", "UTC\x00", "\ud800", 8])
+def test_a_timezone_that_is_no_zone_is_refused_by_name(zone: object) -> None:
+    for tables, answer in ((funnel_tables, funnel_answer()), (event_tables, event_answer())):
+        with pytest.raises(AnalyticsValidationError, match="timezone: must be a time zone"):
+            tables(answer, timezone=zone)  # type: ignore[operator]
+
+
+def test_an_event_answer_without_measures_or_request_has_one_unnamed_measure_per_number() -> None:
+    answer = {"series": ["2024-05-01"], "rows": [{"values": [[5]], "sum": [6]}]}
+    table = event_tables(answer)["events"]
+    assert table.select(["measure_index", "measure_label", "count", "value"]).to_pylist() == [
+        {"measure_index": 0, "measure_label": None, "count": None, "value": 5.0}
+    ]
+
+
+def test_an_event_answer_without_measures_whose_rows_differ_is_refused_by_name() -> None:
+    answer = {
+        "series": ["2024-05-01"],
+        "rows": [{"values": [[5]], "sum": [5]}, {"values": [[5], [7]], "sum": [5, 6]}],
+    }
+    with pytest.raises(AnswerShapeError, match=r"rows\[1\]\.values has 2 entries, expected 1"):
+        event_tables(answer)
