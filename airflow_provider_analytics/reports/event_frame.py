@@ -78,9 +78,11 @@ def event_table(
         measures = [
             (label_text(m.get("expression")), label_text(m.get("aggregator"))) for m in requested
         ]
+        dates = (request.get("fromDate"), request.get("toDate"))
+        first, last = rules.date_range(*dates) if None not in dates else (None, None)
         asked = Asked(
-            from_date=request.get("fromDate"),
-            to_date=request.get("toDate"),
+            from_date=first,
+            to_date=last,
             aggregators=tuple(aggregator or "" for _, aggregator in measures),
             split_fields=len(_request_objects(request, "byFields")),
         )
@@ -134,6 +136,8 @@ def event_schema(
 def _request_objects(request: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
     """The request's ``measures`` or ``byFields`` objects (the caller's input, not an answer)."""
     items = request.get(key) or []
+    if not isinstance(items, list):
+        rules.fail(f"request {key}", "must be an array", items)
     for position, item in enumerate(items):
         if not isinstance(item, dict):
             rules.fail(f"request {key}[{position}]", "must be an object", item)

@@ -54,3 +54,21 @@ def test_an_event_answer_without_measures_whose_rows_differ_is_refused_by_name()
     }
     with pytest.raises(AnswerShapeError, match=r"rows\[1\]\.values has 2 entries, expected 1"):
         event_tables(answer)
+
+
+@pytest.mark.parametrize(
+    ("request_body", "refusal"),
+    [
+        ({"measures": "abc"}, "request measures: must be an array"),
+        ({"measures": [], "byFields": 5}, "request byFields: must be an array"),
+        ({"fromDate": 20240501, "toDate": 20240502}, "fromDate: must be a date written"),
+        ({"fromDate": "2024-13-01", "toDate": "2024-05-01"}, "fromDate: must be a date that"),
+        ({"fromDate": "2024-05-02", "toDate": "2024-05-01"}, "toDate: must not be before"),
+    ],
+)
+def test_a_request_of_the_wrong_shape_is_refused_as_the_request(
+    request_body: dict, refusal: str
+) -> None:
+    request = {"measures": [{"expression": "event.a", "aggregator": "TOTAL_COUNT"}]}
+    with pytest.raises(AnalyticsValidationError, match=refusal):
+        event_tables(event_answer(), {**request, **request_body})
