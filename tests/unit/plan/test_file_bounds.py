@@ -152,3 +152,37 @@ def test_bounded_repr_is_short_for_any_value(value: Any) -> None:
     shared = [value] * 1000
     assert len(bounded_repr([shared] * 1000)) <= 80
     assert len(bounded_repr(value, 30)) <= 30
+
+
+@pytest.mark.parametrize(
+    ("text", "refusal_text"),
+    [
+        ("events:\n  - id: a\n    remark: 2024-02-30\n", "line 3, column 13: '2024-02-30' cannot"),
+        ("events:\n  - id: !!int 0xZZ\n", "line 2, column 9: '0xZZ' cannot be read as int"),
+        ("events:\n  - id: " + "9" * 5000 + "\n", "cannot be read as int"),
+        ("events: !!map [1]\n", "cannot be read as YAML"),
+        ("events:\n  - id: a\x07\n", "cannot be read as YAML: 'unacceptable character #x0007"),
+    ],
+)
+def test_a_scalar_its_tag_cannot_hold_is_refused_naming_its_place(
+    tmp_path: Path, text: str, refusal_text: str
+) -> None:
+    """PyYAML's constructors raise a bare ValueError (a date that does not exist, an integer
+    of 5000 digits), a TypeError, or refuse a control character before the loader exists."""
+    assert refusal_text in refusal(tmp_path, text)
+
+
+@pytest.mark.parametrize(
+    ("source", "base_dir"),
+    [
+        ("pl\x00an.yaml", None),
+        ("pl\ud800an.yaml", None),
+        ("plan.yaml", "x\x00"),
+        ("~nobody_x/p", None),
+    ],
+)
+def test_a_path_that_cannot_name_a_file_is_refused_by_name(
+    source: str, base_dir: str | None
+) -> None:
+    with pytest.raises(TrackingPlanFileError, match="file: cannot be read: "):
+        load_tracking_plan(source, base_dir=base_dir)
