@@ -72,3 +72,37 @@ def test_a_request_of_the_wrong_shape_is_refused_as_the_request(
     request = {"measures": [{"expression": "event.a", "aggregator": "TOTAL_COUNT"}]}
     with pytest.raises(AnalyticsValidationError, match=refusal):
         event_tables(event_answer(), {**request, **request_body})
+
+
+def _with_row_label(label: str) -> dict:
+    answer = funnel_answer()
+    answer["rows"][0]["byValue"] = label
+    return answer
+
+
+@pytest.mark.parametrize(
+    ("tables", "answer", "field"),
+    [
+        (funnel_tables, _with_row_label("\ud800"), r"rows\[0\]\.byValue"),
+        (funnel_tables, {**funnel_answer(), "byField": "user.\udc80"}, "byField"),
+        (
+            funnel_tables,
+            {**funnel_answer(), "stepEvents": ["event.\ud800", "b"]},
+            r"stepEvents\[0\]",
+        ),
+        (funnel_tables, {**funnel_answer(), "reportUpdateTime": "\ud800"}, "reportUpdateTime"),
+        (event_tables, {**event_answer(), "measures": ["event.\ud800.SUM"]}, r"measures\[0\]"),
+    ],
+)
+def test_text_holding_a_lone_surrogate_is_refused_naming_the_field(
+    tables: object, answer: dict, field: str
+) -> None:
+    """json.loads reads a lone surrogate escape; no UTF-8 (so no Arrow string) can hold it,
+    which let UnicodeEncodeError escape from the table's columns."""
+    with pytest.raises(AnswerShapeError, match=f"{field} holds a lone surrogate"):
+        tables(answer)  # type: ignore[operator]
+
+
+def test_a_label_with_a_nul_arrives_exactly() -> None:
+    table = funnel_tables(_with_row_label("a\x00b"))["funnel_by_value"]
+    assert set(table.column("by_value").to_pylist()) == {"a\x00b"}
