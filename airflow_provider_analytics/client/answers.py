@@ -364,6 +364,9 @@ class FunnelAnswer(_Shape):
         if len(days) != len(seen) - (ALL_DATES_LABEL in seen):
             raise _RelationFault("dateList", " names one day twice in two forms")
         steps = self.steps
+        unnamed = self.rows and any(d.expression is None for d in self.rows[0].stepsDetail)
+        if self.stepEvents is None and unnamed:
+            raise _RelationFault("stepEvents", " is missing, and rows[0] does not name each step")
         if asked.steps is not None:
             _length("stepEvents", self.stepEvents, asked.steps, "one per step asked")
         _length("byValues", self.byValues, len(self.rows), "one per row")

@@ -106,3 +106,16 @@ def test_text_holding_a_lone_surrogate_is_refused_naming_the_field(
 def test_a_label_with_a_nul_arrives_exactly() -> None:
     table = funnel_tables(_with_row_label("a\x00b"))["funnel_by_value"]
     assert set(table.column("by_value").to_pylist()) == {"a\x00b"}
+
+
+def test_a_funnel_answer_that_names_its_steps_nowhere_is_refused() -> None:
+    """Without stepEvents the steps are the first row's expressions; a missing one became
+    the text "None" in step_expression and step_event."""
+    answer = funnel_answer()
+    del answer["stepEvents"]
+    with pytest.raises(AnswerShapeError, match=r"stepEvents is missing, and rows\[0\] does not"):
+        funnel_tables(answer)
+    answer["rows"][0]["stepsDetail"][0]["expression"] = "event.a"
+    answer["rows"][0]["stepsDetail"][1]["expression"] = "event.b"
+    table = funnel_tables(answer)["funnel"]
+    assert table.column("step_expression").to_pylist() == ["event.a", "event.b"]
