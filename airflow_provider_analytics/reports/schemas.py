@@ -7,6 +7,7 @@ strings analysis responses carry (split values such as ``-1`` or ``600~800``, me
 from __future__ import annotations
 
 import logging
+import math
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, NamedTuple
@@ -58,15 +59,14 @@ class BucketBounds(NamedTuple):
 def parse_bucket_label(label: str | None) -> BucketBounds | None:
     """Bounds of a bucketed split value such as ``-∞~600``, ``600~800`` or ``800~+∞`` (``None``
     for an open side, both for the unknown-value label or a missing value); ``None`` when the
-    label is not a bucket."""
+    label is not a bucket, or a bound is beyond a double (``1e400`` is no open side)."""
     if label is None or label == UNKNOWN_BUCKET_LABEL:
         return BucketBounds(None, None)
     match = _BUCKET_LABEL.fullmatch(label)
     if match is None:
         return None
-    return BucketBounds(
-        *(None if bound.endswith("∞") else float(bound) for bound in match.groups())
-    )
+    bounds = [None if bound.endswith("∞") else float(bound) for bound in match.groups()]
+    return None if any(b is not None and math.isinf(b) for b in bounds) else BucketBounds(*bounds)
 
 
 def label_text(value: object) -> str | None:

@@ -119,3 +119,18 @@ def test_a_funnel_answer_that_names_its_steps_nowhere_is_refused() -> None:
     answer["rows"][0]["stepsDetail"][1]["expression"] = "event.b"
     table = funnel_tables(answer)["funnel"]
     assert table.column("step_expression").to_pylist() == ["event.a", "event.b"]
+
+
+@pytest.mark.parametrize("label", ["600~1e400", "-1e999~5"])
+def test_a_bucket_bound_beyond_a_double_is_no_open_side(label: str) -> None:
+    """float("1e400") is inf: the bound became infinite, as an open side is not (null)."""
+    answer = {**event_answer(), "byFields": ["event.a.x"]}
+    answer["rows"] = [{"byValue": [label], "values": [[5]], "sum": [5]}]
+    unbucketed = event_tables(answer)["events"]
+    assert "by_event_a_x_lower" not in unbucketed.column_names  # read as text, as sent
+    request = {
+        "measures": [{"expression": "event.a", "aggregator": "TOTAL_COUNT"}],
+        "byFields": [{"expression": "event.a.x", "buckets": [600]}],
+    }
+    with pytest.raises(AnswerShapeError, match="is not a bucket label"):
+        event_tables(answer, request)
