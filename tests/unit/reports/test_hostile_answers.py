@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import pyarrow as pa
 import pytest
 
 from airflow_provider_analytics.client.answers import AnswerShapeError
 from airflow_provider_analytics.core.errors import AnalyticsValidationError
 from airflow_provider_analytics.reports.frames import event_tables, funnel_tables
+from airflow_provider_analytics.reports.job import event_headline, funnel_headline
 
 
 def funnel_answer() -> dict:
@@ -134,3 +136,18 @@ def test_a_bucket_bound_beyond_a_double_is_no_open_side(label: str) -> None:
     }
     with pytest.raises(AnswerShapeError, match="is not a bucket label"):
         event_tables(answer, request)
+
+
+def test_headline_totals_beyond_int64_are_exact() -> None:
+    """Arrow's int64 sum wrapped around: two split values of 2**62 events made -2**63."""
+    answer = {**event_answer(), "byFields": ["x"]}
+    answer["rows"] = [
+        {"byValue": [value], "values": [[2**62]], "sum": [2**62]} for value in ("a", "b")
+    ]
+    (measure,) = event_headline(event_tables(answer))["measures"]
+    assert measure["total"] == 2**63
+    funnel = funnel_answer()
+    funnel["rows"][0]["stepsDetail"] = [{"convertedUser": [2**62, 2**62]}] * 2
+    totals = funnel_tables(funnel)["funnel_totals"]
+    windows = {"funnel_totals": pa.concat_tables([totals, totals])}  # two query windows
+    assert funnel_headline(windows)["first_step_users"] == 2**63
