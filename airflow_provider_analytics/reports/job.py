@@ -45,14 +45,15 @@ WINDOW_FIELDS = (pa.field("query_from_date", pa.date32()), pa.field("query_to_da
 def date_windows(from_date: str, to_date: str, window_days: int | None) -> list[tuple[str, str]]:
     """Split an inclusive ``yyyy-MM-dd`` range into consecutive windows of ``window_days``
     (None or 0: one window); a window that is not a whole number of days >= 0 is refused."""
-    start, end = dt.date.fromisoformat(from_date), dt.date.fromisoformat(to_date)
+    start, end = map(dt.date.fromisoformat, rules.date_range(from_date, to_date))
     if window_days is not None:
         rules.integer(window_days, "window_days", minimum=0)
     if not window_days:
         return [(from_date, to_date)]
-    starts = [start + dt.timedelta(n) for n in range(0, (end - start).days + 1, window_days)]
-    last = dt.timedelta(days=window_days - 1)
-    return [(first.isoformat(), min(first + last, end).isoformat()) for first in starts]
+    days = (end - start).days + 1
+    last = dt.timedelta(days=min(window_days, days) - 1)  # within the range: no overflow
+    starts = [start + dt.timedelta(n) for n in range(0, days, window_days)]
+    return [(first.isoformat(), (first + min(last, end - first)).isoformat()) for first in starts]
 
 
 def funnel_headline(tables: Mapping[str, pa.Table]) -> dict[str, Any]:

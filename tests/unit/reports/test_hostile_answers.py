@@ -8,7 +8,7 @@ import pytest
 from airflow_provider_analytics.client.answers import AnswerShapeError
 from airflow_provider_analytics.core.errors import AnalyticsValidationError
 from airflow_provider_analytics.reports.frames import event_tables, funnel_tables
-from airflow_provider_analytics.reports.job import event_headline, funnel_headline
+from airflow_provider_analytics.reports.job import date_windows, event_headline, funnel_headline
 
 
 def funnel_answer() -> dict:
@@ -151,3 +151,14 @@ def test_headline_totals_beyond_int64_are_exact() -> None:
     totals = funnel_tables(funnel)["funnel_totals"]
     windows = {"funnel_totals": pa.concat_tables([totals, totals])}  # two query windows
     assert funnel_headline(windows)["first_step_users"] == 2**63
+
+
+def test_windows_wider_than_any_range_or_at_the_calendars_end_do_not_overflow() -> None:
+    """A window of 10**10 days, or one ending past 9999-12-31, let OverflowError escape."""
+    assert date_windows("2024-01-01", "2024-01-05", 10**10) == [("2024-01-01", "2024-01-05")]
+    assert date_windows("9999-12-29", "9999-12-31", 2) == [
+        ("9999-12-29", "9999-12-30"),
+        ("9999-12-31", "9999-12-31"),
+    ]
+    with pytest.raises(AnalyticsValidationError, match="fromDate: must be a date that exists"):
+        date_windows("2024-13-01", "2024-12-31", 2)
