@@ -300,7 +300,7 @@ def load_tracking_plan(
         path = path.expanduser()
         if not path.is_absolute() and base_dir is not None:
             path = Path(base_dir) / path
-        with path.open(encoding="utf-8") as stream:
+        with path.open(encoding="utf-8-sig") as stream:  # a BOM (Windows editors) is no text
             text = stream.read(MAX_CHARACTERS + 1)  # one more than allowed: enough to refuse
         if len(text) > MAX_CHARACTERS:
             raise DecodeError(

@@ -186,3 +186,12 @@ def test_a_path_that_cannot_name_a_file_is_refused_by_name(
 ) -> None:
     with pytest.raises(TrackingPlanFileError, match="file: cannot be read: "):
         load_tracking_plan(source, base_dir=base_dir)
+
+
+@pytest.mark.parametrize("name", ["plan.json", "plan.yaml"])
+def test_a_byte_order_mark_is_no_part_of_the_plan(tmp_path: Path, name: str) -> None:
+    """A JSON file saved with a BOM was refused as 'Expecting value at line 1, column 1'."""
+    path = tmp_path / name
+    plan = {"user_properties": [{"id": "age", "data_type": "number"}]}
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps(plan).encode())
+    assert load_tracking_plan(path) == parse_tracking_plan(plan)
