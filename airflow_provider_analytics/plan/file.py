@@ -110,6 +110,8 @@ class _BoundedLoader(yaml.SafeLoader):
     def construct_mapping(self, node: MappingNode, deep: bool = False) -> dict[Any, Any]:
         first_at: dict[Any, Node] = {}
         for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":  # <<: *defaults, merged below
+                continue
             key = self.construct_object(key_node, deep=deep)
             try:
                 earlier = first_at.get(key)

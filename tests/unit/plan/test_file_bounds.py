@@ -195,3 +195,21 @@ def test_a_byte_order_mark_is_no_part_of_the_plan(tmp_path: Path, name: str) -> 
     plan = {"user_properties": [{"id": "age", "data_type": "number"}]}
     path.write_bytes(b"\xef\xbb\xbf" + json.dumps(plan).encode())
     assert load_tracking_plan(path) == parse_tracking_plan(plan)
+
+
+def test_a_merge_key_reads_as_yaml_reads_it(tmp_path: Path) -> None:
+    """The duplicate-key check built ``<<`` as a key, which no constructor knows: a plan using
+    ``<<: *defaults`` was refused with "could not determine a constructor"."""
+    path = tmp_path / "plan.yaml"
+    path.write_text(
+        "user_properties:\n"
+        "  - &number {id: age, data_type: number}\n"
+        "  - <<: *number\n"
+        "    id: height\n",
+        encoding="utf-8",
+    )
+    plan = load_tracking_plan(path)
+    assert [(p.id, p.data_type) for p in plan.user_properties] == [
+        ("age", "number"),
+        ("height", "number"),
+    ]
