@@ -6,6 +6,7 @@ numbers go to the int64 ``count`` column, any other's to the float ``value`` col
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -37,7 +38,7 @@ from airflow_provider_analytics.reports.schemas import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Sequence
 
 _Labels = list[str | None]
 
@@ -134,13 +135,19 @@ def event_schema(
 
 
 def _request_objects(request: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
-    """The request's ``measures`` or ``byFields`` objects (the caller's input, not an answer)."""
+    """The request's ``measures`` or ``byFields`` objects (the caller's input, not an answer),
+    their expressions and aggregators text fit to be sent."""
+    if not isinstance(request, Mapping):
+        rules.fail("request", "must be an object", request)
     items = request.get(key) or []
     if not isinstance(items, list):
         rules.fail(f"request {key}", "must be an array", items)
     for position, item in enumerate(items):
         if not isinstance(item, dict):
             rules.fail(f"request {key}[{position}]", "must be an object", item)
+        for name in ("expression", "aggregator"):
+            if item.get(name) is not None:
+                rules.string(item[name], f"request {key}[{position}].{name}")
     return list(items)
 
 

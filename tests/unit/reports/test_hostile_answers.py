@@ -66,6 +66,9 @@ def test_an_event_answer_without_measures_whose_rows_differ_is_refused_by_name()
         ({"fromDate": 20240501, "toDate": 20240502}, "fromDate: must be a date written"),
         ({"fromDate": "2024-13-01", "toDate": "2024-05-01"}, "fromDate: must be a date that"),
         ({"fromDate": "2024-05-02", "toDate": "2024-05-01"}, "toDate: must not be before"),
+        ({"measures": [{"expression": "\ud800"}]}, r"measures\[0\]\.expression: must not"),
+        ({"measures": [{"expression": 5}]}, r"measures\[0\]\.expression: must be a string"),
+        ({"measures": [{"aggregator": ["SUM"]}]}, r"measures\[0\]\.aggregator: must be a"),
     ],
 )
 def test_a_request_of_the_wrong_shape_is_refused_as_the_request(
@@ -162,3 +165,8 @@ def test_windows_wider_than_any_range_or_at_the_calendars_end_do_not_overflow() 
     ]
     with pytest.raises(AnalyticsValidationError, match="fromDate: must be a date that exists"):
         date_windows("2024-13-01", "2024-12-31", 2)
+
+
+def test_a_request_that_is_no_object_is_refused_by_name() -> None:
+    with pytest.raises(AnalyticsValidationError, match="request: must be an object"):
+        event_tables(event_answer(), "measures")  # type: ignore[arg-type]
