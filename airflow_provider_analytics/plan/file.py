@@ -66,6 +66,10 @@ def _where(mark: Mark) -> str:
     return f"line {mark.line + 1}, column {mark.column + 1}"
 
 
+_CONSTRUCTOR_FAULTS = (ValueError, TypeError, LookupError, AttributeError)
+"""What PyYAML's constructors raise, bare, for a node its tag cannot hold."""
+
+
 class _BoundedLoader(yaml.SafeLoader):
     """``yaml.SafeLoader`` that refuses duplicate keys and documents too large once expanded."""
 
@@ -131,7 +135,7 @@ class _BoundedLoader(yaml.SafeLoader):
             return super().construct_object(node, deep=deep)
         except DecodeError:
             raise
-        except (ValueError, TypeError) as exc:  # 2024-02-30, !!int 0xZZ, 5000 digits
+        except _CONSTRUCTOR_FAULTS as exc:  # 2024-02-30, !!int 0xZZ, !!bool x, 5000 digits
             raise DecodeError(
                 f"{_where(node.start_mark)}: {bounded_repr(node.value)} cannot be read as "
                 f"{node.tag.rpartition(':')[2]}: {bounded_repr(str(exc), 200)}"
@@ -143,7 +147,9 @@ def decode_yaml(text: str) -> Any:
     try:
         loader = _BoundedLoader(text)  # refuses control characters already
         return loader.get_single_data()
-    except (yaml.YAMLError, TypeError) as exc:  # TypeError: a mapping tag on a sequence
+    except DecodeError:
+        raise
+    except (yaml.YAMLError, *_CONSTRUCTOR_FAULTS) as exc:  # !!map on a sequence, !!omap...
         raise DecodeError(f"cannot be read as YAML: {bounded_repr(str(exc), 400)}") from None
 
 

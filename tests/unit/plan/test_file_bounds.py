@@ -161,6 +161,9 @@ def test_bounded_repr_is_short_for_any_value(value: Any) -> None:
         ("events:\n  - id: !!int 0xZZ\n", "line 2, column 9: '0xZZ' cannot be read as int"),
         ("events:\n  - id: " + "9" * 5000 + "\n", "cannot be read as int"),
         ("events: !!map [1]\n", "cannot be read as YAML"),
+        ("events:\n  - id: !!bool x\n", "line 2, column 9: 'x' cannot be read as bool"),
+        ("events:\n  - id: !!int ''\n", "line 2, column 9: '' cannot be read as int"),
+        ("events:\n  - id: !!timestamp 2024-1\n", "'2024-1' cannot be read as timestamp"),
         ("events:\n  - id: a\x07\n", "cannot be read as YAML: 'unacceptable character #x0007"),
     ],
 )
