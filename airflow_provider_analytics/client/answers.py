@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Final, Literal, Protocol, TypeVar, cast
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -69,10 +70,23 @@ Flag = Annotated[int, Field(ge=0, le=1)]
 Zero = Annotated[int, Field(ge=0, le=0)]
 """``success`` of a carried-out operation (a JSON integer: ``false`` is not 0)."""
 
+
+def _utf8(text: str) -> str:
+    if not text.isascii():
+        try:
+            text.encode()
+        except UnicodeEncodeError as exc:
+            raise _RelationFault("", f" holds a lone surrogate at position {exc.start}") from None
+    return text
+
+
+Text = Annotated[str, AfterValidator(_utf8)]
+"""Text a table can hold: a lone surrogate (no UTF-8 can carry it) is refused by name."""
+
 FiniteNumber = int | Annotated[float, Field(allow_inf_nan=False)]
 """A finite JSON number; integers stay exact integers (where a table holds them as doubles,
 one beyond +-2**53 is refused by name there)."""
-Label = str | int | Annotated[float, Field(allow_inf_nan=False)] | None
+Label = Text | int | Annotated[float, Field(allow_inf_nan=False)] | None
 """A split value as the platform writes it (text, sometimes a number)."""
 
 DataType = Literal["string", "number", "boolean", "datetime", "array<string>"]
@@ -300,12 +314,12 @@ class AccountRegistered(_Shape):
 
 
 class FunnelStep(_Shape):
-    expression: str | None = None
+    expression: Text | None = None
     convertedUser: list[Count]
 
 
 class FunnelMedian(_Shape):
-    stepsExpress: str | None = None
+    stepsExpress: Text | None = None
     median: list[Count | None] | None = None
 
 
@@ -321,9 +335,9 @@ class FunnelAnswer(_Shape):
     dateList: list[str]
     byField: Label = None
     byValues: list[Label] | None = None
-    stepEvents: list[str] | None = None
+    stepEvents: list[Text] | None = None
     rows: list[FunnelRow]
-    reportUpdateTime: str | None = None
+    reportUpdateTime: Text | None = None
 
     @property
     def steps(self) -> list[str]:
@@ -370,6 +384,9 @@ class FunnelAnswer(_Shape):
         if len(days) != len(seen) - (ALL_DATES_LABEL in seen):
             raise _RelationFault("dateList", " names one day twice in two forms")
         n_steps = len(self.steps) if asked.steps is None else asked.steps  # rows hold them all
+        unnamed = self.rows and any(d.expression is None for d in self.rows[0].stepsDetail)
+        if self.stepEvents is None and unnamed:
+            raise _RelationFault("stepEvents", " is missing, and rows[0] does not name each step")
         _length("stepEvents", self.stepEvents, n_steps, "one per step asked")
         _length("byValues", self.byValues, len(self.rows), "one per row")
         for position, row in enumerate(self.rows):
@@ -425,11 +442,11 @@ class EventAnswer(_Shape):
     """Answer of 4.17: one number per (split values, measure, period)."""
 
     measures: list[Label] | None = None
-    byFields: list[str] | None = None
+    byFields: list[Text] | None = None
     series: list[str]
     rows: list[EventRow]
     numRows: Count | None = None
-    reportUpdateTime: str | None = None
+    reportUpdateTime: Text | None = None
 
     @property
     def days(self) -> list[dt.datetime]:
@@ -472,16 +489,6 @@ class EventAnswer(_Shape):
                 )
             self._check_counts(where, row, asked)
         return self
-
-    def check_counts(self, aggregators: tuple[str, ...]) -> None:
-        """Check the counting measures' numbers once the aggregators are known (from the
-        answer's own labels when no request says them)."""
-        asked = Asked(aggregators=aggregators)
-        try:
-            for position, row in enumerate(self.rows):
-                self._check_counts(f"rows[{position}]", row, asked)
-        except _RelationFault as fault:
-            raise fault.refused("analyze_events") from None
 
     @staticmethod
     def _check_counts(where: str, row: EventRow, asked: Asked) -> None:

@@ -67,8 +67,6 @@ def sent_at(date_header: str | None) -> datetime | None:
         return None
     try:
         moment = parsedate_to_datetime(date_header)
-    except (TypeError, ValueError, IndexError):
+        return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).astimezone(UTC)
+    except (TypeError, ValueError, IndexError, OverflowError):  # 31 Dec 9999 -0200: year 10000
         return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC)

@@ -66,6 +66,10 @@ def _where(mark: Mark) -> str:
     return f"line {mark.line + 1}, column {mark.column + 1}"
 
 
+_CONSTRUCTOR_FAULTS = (ValueError, TypeError, LookupError, AttributeError)
+"""What PyYAML's constructors raise, bare, for a node its tag cannot hold."""
+
+
 class _BoundedLoader(yaml.SafeLoader):
     """``yaml.SafeLoader`` that refuses duplicate keys and documents too large once expanded."""
 
@@ -110,6 +114,8 @@ class _BoundedLoader(yaml.SafeLoader):
     def construct_mapping(self, node: MappingNode, deep: bool = False) -> dict[Any, Any]:
         first_at: dict[Any, Node] = {}
         for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":  # <<: *defaults, merged below
+                continue
             key = self.construct_object(key_node, deep=deep)
             try:
                 earlier = first_at.get(key)
@@ -124,16 +130,27 @@ class _BoundedLoader(yaml.SafeLoader):
             first_at[key] = key_node
         return super().construct_mapping(node, deep=deep)
 
+    def construct_object(self, node: Node, deep: bool = False) -> Any:
+        try:
+            return super().construct_object(node, deep=deep)
+        except DecodeError:
+            raise
+        except _CONSTRUCTOR_FAULTS as exc:  # 2024-02-30, !!int 0xZZ, !!bool x, 5000 digits
+            raise DecodeError(
+                f"{_where(node.start_mark)}: {bounded_repr(node.value)} cannot be read as "
+                f"{node.tag.rpartition(':')[2]}: {bounded_repr(str(exc), 200)}"
+            ) from None
+
 
 def decode_yaml(text: str) -> Any:
     """The one YAML document in ``text``, within the module's bounds (else :class:`DecodeError`)."""
-    loader = _BoundedLoader(text)
     try:
+        loader = _BoundedLoader(text)  # refuses control characters already
         return loader.get_single_data()
-    except yaml.YAMLError as exc:
+    except DecodeError:
+        raise
+    except (yaml.YAMLError, *_CONSTRUCTOR_FAULTS) as exc:  # !!map on a sequence, !!omap...
         raise DecodeError(f"cannot be read as YAML: {bounded_repr(str(exc), 400)}") from None
-    finally:
-        loader.dispose()
 
 
 @dataclass(frozen=True)
@@ -286,11 +303,12 @@ def load_tracking_plan(
     wrong."""
     if isinstance(source, Mapping):
         return parse_tracking_plan(source)
-    path = Path(source).expanduser()
-    if not path.is_absolute() and base_dir is not None:
-        path = Path(base_dir) / path
+    path = Path(source)
     try:
-        with path.open(encoding="utf-8") as stream:
+        path = path.expanduser()
+        if not path.is_absolute() and base_dir is not None:
+            path = Path(base_dir) / path
+        with path.open(encoding="utf-8-sig") as stream:  # a BOM (Windows editors) is no text
             text = stream.read(MAX_CHARACTERS + 1)  # one more than allowed: enough to refuse
         if len(text) > MAX_CHARACTERS:
             raise DecodeError(
@@ -306,6 +324,8 @@ def load_tracking_plan(
         problem = f"cannot be read as JSON: it {exc}"
     except DecodeError as exc:
         problem = str(exc)
+    except (ValueError, RuntimeError) as exc:  # a NUL or lone surrogate in the path, ~nobody
+        problem = f"cannot be read: {exc}"
     else:
         return parse_tracking_plan(data, origin=str(path))
     raise TrackingPlanFileError([f"file: {problem}"], origin=str(path)) from None

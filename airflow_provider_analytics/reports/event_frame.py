@@ -6,6 +6,7 @@ numbers go to the int64 ``count`` column, any other's to the float ``value`` col
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -37,7 +38,7 @@ from airflow_provider_analytics.reports.schemas import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Sequence
 
 _Labels = list[str | None]
 
@@ -65,19 +66,24 @@ def event_table(
     """
     if request is None:
         answer = as_model(EventAnswer, "analyze_events", response)
-        measure_labels = [label_text(label) for label in answer.measures or []]
+        unnamed = [None] * len(answer.rows[0].values if answer.rows else ())
+        measure_labels = [label_text(label) for label in answer.measures or unnamed]
         measures: list[tuple[str | None, str | None]] = [
             split_measure_label(t) if t is not None else (None, None) for t in measure_labels
         ]
-        answer.check_counts(tuple(aggregator or "" for _, aggregator in measures))
+        # every row holds as many measures as the first, and counts are counts
+        aggregators = tuple(aggregator or "" for _, aggregator in measures)
+        answer = as_model(EventAnswer, "analyze_events", answer, Asked(aggregators=aggregators))
     else:
         requested = _request_objects(request, "measures")
         measures = [
             (label_text(m.get("expression")), label_text(m.get("aggregator"))) for m in requested
         ]
+        dates = (request.get("fromDate"), request.get("toDate"))
+        first, last = rules.date_range(*dates) if None not in dates else (None, None)
         asked = Asked(
-            from_date=request.get("fromDate"),
-            to_date=request.get("toDate"),
+            from_date=first,
+            to_date=last,
             aggregators=tuple(aggregator or "" for _, aggregator in measures),
             split_fields=len(_request_objects(request, "byFields")),
         )
@@ -129,11 +135,19 @@ def event_schema(
 
 
 def _request_objects(request: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
-    """The request's ``measures`` or ``byFields`` objects (the caller's input, not an answer)."""
+    """The request's ``measures`` or ``byFields`` objects (the caller's input, not an answer),
+    their expressions and aggregators text fit to be sent."""
+    if not isinstance(request, Mapping):
+        rules.fail("request", "must be an object", request)
     items = request.get(key) or []
+    if not isinstance(items, list):
+        rules.fail(f"request {key}", "must be an array", items)
     for position, item in enumerate(items):
         if not isinstance(item, dict):
             rules.fail(f"request {key}[{position}]", "must be an object", item)
+        for name in ("expression", "aggregator"):
+            if item.get(name) is not None:
+                rules.string(item[name], f"request {key}[{position}].{name}")
     return list(items)
 
 

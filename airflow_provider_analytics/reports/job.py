@@ -45,21 +45,23 @@ WINDOW_FIELDS = (pa.field("query_from_date", pa.date32()), pa.field("query_to_da
 def date_windows(from_date: str, to_date: str, window_days: int | None) -> list[tuple[str, str]]:
     """Split an inclusive ``yyyy-MM-dd`` range into consecutive windows of ``window_days``
     (None or 0: one window); a window that is not a whole number of days >= 0 is refused."""
-    start, end = dt.date.fromisoformat(from_date), dt.date.fromisoformat(to_date)
+    start, end = map(dt.date.fromisoformat, rules.date_range(from_date, to_date))
     if window_days is not None:
         rules.integer(window_days, "window_days", minimum=0)
     if not window_days:
         return [(from_date, to_date)]
-    starts = [start + dt.timedelta(n) for n in range(0, (end - start).days + 1, window_days)]
-    last = dt.timedelta(days=window_days - 1)
-    return [(first.isoformat(), min(first + last, end).isoformat()) for first in starts]
+    days = (end - start).days + 1
+    last = dt.timedelta(days=min(window_days, days) - 1)  # within the range: no overflow
+    starts = [start + dt.timedelta(n) for n in range(0, days, window_days)]
+    return [(first.isoformat(), (first + min(last, end - first)).isoformat()) for first in starts]
 
 
 def funnel_headline(tables: Mapping[str, pa.Table]) -> dict[str, Any]:
     """Overall conversion (last step over first step) of the whole range, all users."""
-    by = tables["funnel_totals"].group_by("step_number").aggregate([("converted_users", "sum")])
-    users = by.to_pydict()
-    by_step = dict(zip(users["step_number"], users["converted_users_sum"], strict=True))
+    totals = tables["funnel_totals"].select(["step_number", "converted_users"]).to_pydict()
+    by_step: dict[int, int] = {}  # summed in Python: Arrow's int64 sum wraps around silently
+    for step, users in zip(totals["step_number"], totals["converted_users"], strict=True):
+        by_step[step] = by_step.get(step, 0) + users
     steps = max(by_step, default=0)
     first, last = (by_step.get(n) or 0 for n in (1, steps))
     return {
@@ -77,12 +79,15 @@ def event_headline(tables: Mapping[str, pa.Table]) -> dict[str, Any]:
     for index in sorted(set(totals.column("measure_index").to_pylist())):
         rows = totals.filter(pc.equal(totals.column("measure_index"), index))
         counted = rows.column("count").null_count < rows.num_rows
+        numbers = [
+            n for n in rows.column("count" if counted else "value").to_pylist() if n is not None
+        ]
         measures.append(
             {
                 "measure": rows.column("measure_label")[0].as_py(),
                 "expression": rows.column("measure_expression")[0].as_py(),
                 "aggregator": rows.column("measure_aggregator")[0].as_py(),
-                "total": pc.sum(rows.column("count" if counted else "value")).as_py(),
+                "total": sum(numbers) if numbers else None,  # exact beyond int64
             }
         )
     return {"measures": measures}

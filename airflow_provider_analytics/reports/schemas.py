@@ -7,6 +7,7 @@ strings analysis responses carry (split values such as ``-1`` or ``600~800``, me
 from __future__ import annotations
 
 import logging
+import math
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, NamedTuple
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING, Final, NamedTuple
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from airflow_provider_analytics.core import rules
 from airflow_provider_analytics.core.errors import AnalyticsUsageError, bounded_repr
 from airflow_provider_analytics.core.identity import REPORT_MARK_COLUMNS
 from airflow_provider_analytics.core.report_dates import (
@@ -57,15 +59,14 @@ class BucketBounds(NamedTuple):
 def parse_bucket_label(label: str | None) -> BucketBounds | None:
     """Bounds of a bucketed split value such as ``-∞~600``, ``600~800`` or ``800~+∞`` (``None``
     for an open side, both for the unknown-value label or a missing value); ``None`` when the
-    label is not a bucket."""
+    label is not a bucket, or a bound is beyond a double (``1e400`` is no open side)."""
     if label is None or label == UNKNOWN_BUCKET_LABEL:
         return BucketBounds(None, None)
     match = _BUCKET_LABEL.fullmatch(label)
     if match is None:
         return None
-    return BucketBounds(
-        *(None if bound.endswith("∞") else float(bound) for bound in match.groups())
-    )
+    bounds = [None if bound.endswith("∞") else float(bound) for bound in match.groups()]
+    return None if any(b is not None and math.isinf(b) for b in bounds) else BucketBounds(*bounds)
 
 
 def label_text(value: object) -> str | None:
@@ -230,9 +231,11 @@ def gathered(
 def local_times_as_utc(values: Sequence[object], timezone: str) -> pa.Array:
     """Naive wall-clock datetimes, read in ``timezone``, as UTC instants; a time that occurs
     twice or not at all (summer time) is read as the earlier instant, so a report never fails
-    over a clock change."""
+    over a clock change; a ``timezone`` that is no zone is refused by name."""
     naive = pa.array(values, type=pa.timestamp("us"))
-    local = pc.assume_timezone(naive, timezone, ambiguous="earliest", nonexistent="earliest")
+    local = pc.assume_timezone(
+        naive, rules.time_zone(timezone), ambiguous="earliest", nonexistent="earliest"
+    )
     return local.cast(TIMESTAMP)
 
 

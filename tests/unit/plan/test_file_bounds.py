@@ -152,3 +152,67 @@ def test_bounded_repr_is_short_for_any_value(value: Any) -> None:
     shared = [value] * 1000
     assert len(bounded_repr([shared] * 1000)) <= 80
     assert len(bounded_repr(value, 30)) <= 30
+
+
+@pytest.mark.parametrize(
+    ("text", "refusal_text"),
+    [
+        ("events:\n  - id: a\n    remark: 2024-02-30\n", "line 3, column 13: '2024-02-30' cannot"),
+        ("events:\n  - id: !!int 0xZZ\n", "line 2, column 9: '0xZZ' cannot be read as int"),
+        ("events:\n  - id: " + "9" * 5000 + "\n", "cannot be read as int"),
+        ("events: !!map [1]\n", "cannot be read as YAML"),
+        ("events:\n  - id: !!bool x\n", "line 2, column 9: 'x' cannot be read as bool"),
+        ("events:\n  - id: !!int ''\n", "line 2, column 9: '' cannot be read as int"),
+        ("events:\n  - id: !!timestamp 2024-1\n", "'2024-1' cannot be read as timestamp"),
+        ("events:\n  - id: a\x07\n", "cannot be read as YAML: 'unacceptable character #x0007"),
+    ],
+)
+def test_a_scalar_its_tag_cannot_hold_is_refused_naming_its_place(
+    tmp_path: Path, text: str, refusal_text: str
+) -> None:
+    """PyYAML's constructors raise a bare ValueError (a date that does not exist, an integer
+    of 5000 digits), a TypeError, or refuse a control character before the loader exists."""
+    assert refusal_text in refusal(tmp_path, text)
+
+
+@pytest.mark.parametrize(
+    ("source", "base_dir"),
+    [
+        ("pl\x00an.yaml", None),
+        ("pl\ud800an.yaml", None),
+        ("plan.yaml", "x\x00"),
+        ("~nobody_x/p", None),
+    ],
+)
+def test_a_path_that_cannot_name_a_file_is_refused_by_name(
+    source: str, base_dir: str | None
+) -> None:
+    with pytest.raises(TrackingPlanFileError, match="file: cannot be read: "):
+        load_tracking_plan(source, base_dir=base_dir)
+
+
+@pytest.mark.parametrize("name", ["plan.json", "plan.yaml"])
+def test_a_byte_order_mark_is_no_part_of_the_plan(tmp_path: Path, name: str) -> None:
+    """A JSON file saved with a BOM was refused as 'Expecting value at line 1, column 1'."""
+    path = tmp_path / name
+    plan = {"user_properties": [{"id": "age", "data_type": "number"}]}
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps(plan).encode())
+    assert load_tracking_plan(path) == parse_tracking_plan(plan)
+
+
+def test_a_merge_key_reads_as_yaml_reads_it(tmp_path: Path) -> None:
+    """The duplicate-key check built ``<<`` as a key, which no constructor knows: a plan using
+    ``<<: *defaults`` was refused with "could not determine a constructor"."""
+    path = tmp_path / "plan.yaml"
+    path.write_text(
+        "user_properties:\n"
+        "  - &number {id: age, data_type: number}\n"
+        "  - <<: *number\n"
+        "    id: height\n",
+        encoding="utf-8",
+    )
+    plan = load_tracking_plan(path)
+    assert [(p.id, p.data_type) for p in plan.user_properties] == [
+        ("age", "number"),
+        ("height", "number"),
+    ]

@@ -21,6 +21,8 @@ SENT = dt.datetime(2024, 5, 1, 8, 0, 0, tzinfo=dt.UTC)
         ("yesterday at noon", None),
         ("", None),
         (None, None),
+        ("Fri, 31 Dec 9999 23:00:00 -0200", None),  # year 10000 in UTC: OverflowError escaped
+        ("Wed, 01 May 99999999999999999999 08:00:01 GMT", None),  # so did a year beyond C long
     ],
 )
 def test_the_date_header_is_read_as_a_utc_moment_or_not_at_all(
