@@ -44,6 +44,7 @@ PARTITION_RULE = (
 _PARTITION_UNSAFE = re.compile(r"[/\\=\x00-\x1f\x7f-\x9f]|\.\.")
 _SCHEME = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*):")
 _SLASHES = re.compile(r"/{2,}")
+_PASSWORD = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://[^/]*:[^/]*@")  # scheme://user:password@
 _CLIMB_RULE = (
     "must not contain '.' or '..' path segments or backslashes, also when percent-escapes "
     "are decoded (a rendered destination may not climb out of its prefix)"
@@ -199,6 +200,12 @@ def checked_destination(
     if not isinstance(destination, str) or not destination:
         rules.fail(field, "must be an object URI or a prefix ending in '/'", destination)
     rules.sendable(destination, field)
+    if _PASSWORD.match(destination):  # the value is not shown: it holds a secret
+        rules.fail(
+            field,
+            "must not carry a password (user:password@); name an Airflow connection "
+            "instead: <scheme>://<conn_id>@<bucket>/<path>",
+        )
     if "?" in destination or "#" in destination:
         rules.fail(
             field,

@@ -367,3 +367,15 @@ def test_the_packages_own_files_are_read_only_as_plain_files(tmp_path: Path, kin
     plain.write_bytes(b"x")
     with open_own(ObjectStoragePath(plain.as_uri())) as handle:
         assert handle.read() == b"x"
+
+
+@pytest.mark.parametrize(
+    "destination",
+    ["s3://AKIAKEY:s3cr3t-pw@bucket/data/", "file://u:s3cr3t-pw@/data/x", "s3://u:s3cr3t-pw@b/x?y"],
+)
+def test_a_password_in_a_destination_is_refused_without_being_shown(destination: str) -> None:
+    with pytest.raises(AnalyticsValidationError, match="must not carry a password") as caught:
+        checked_destination(destination, ROOTS)
+    assert "s3cr3t-pw" not in str(caught.value)
+    with pytest.raises(AnalyticsValidationError, match="must not carry a password"):
+        ParquetDestination(destination, cohort_identity("vip"))
