@@ -63,15 +63,15 @@ def stored_identity(path: ObjectStoragePath) -> str | None:
     try:
         with path.open("rb") as handle:
             metadata = pq.read_schema(handle).metadata or {}
-    except (pa.ArrowException, OSError) as error:
+        value = metadata.get(IDENTITY_METADATA_KEY.encode())
+        return value.decode() if value is not None else None
+    except (pa.ArrowException, OSError, UnicodeDecodeError) as error:
         rules.fail(
             "destination",
             f"holds an object that is not readable Parquet ({type(error).__name__}); "
             "remove it or choose another destination",
             str(path),
         )
-    value = metadata.get(IDENTITY_METADATA_KEY.encode())
-    return value.decode() if value is not None else None
 
 
 def earlier_schema(days: StoragePath, day: str, file_name: str) -> pa.Schema | None:
