@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pyiceberg.catalog import load_catalog
+from pyiceberg.catalog import CatalogType, load_catalog
 from pyiceberg.exceptions import (
     CommitFailedException,
     NoSuchTableError,
@@ -174,11 +174,23 @@ def catalog_properties(
         properties["uri"] = f"{schema or 'http'}://{address}"
     uri = properties["uri"]
     is_database = uri.startswith(("sqlite:", "postgresql"))
-    properties.setdefault("type", "sql" if is_database else "rest")
-    if password and properties["type"] == "sql":  # the database URL carries login and password
-        from sqlalchemy.engine import make_url
+    kind = properties.setdefault("type", "sql" if is_database else "rest")
+    kinds = [known.value for known in CatalogType]
+    if kind.lower() not in kinds:
+        raise AnalyticsConfigurationError(
+            f"iceberg connection: type must be one of {', '.join(kinds)} (got {kind[:40]!r})"
+        )
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
 
+    try:  # the value is not shown: a URL may carry a password
         url = make_url(uri)
+    except (ArgumentError, ValueError) as error:
+        raise AnalyticsConfigurationError(
+            f"iceberg connection: uri must be a URL (scheme://host:port/...), its port a "
+            f"number ({type(error).__name__})"
+        ) from None
+    if password and kind == "sql":  # the database URL carries login and password
         url = url.set(username=url.username or login, password=password)
         properties["uri"] = url.render_as_string(hide_password=False)
     elif password:

@@ -102,6 +102,24 @@ def test_rest_catalog_properties_from_host_and_token() -> None:
         catalog_properties(extra={"warehouse": "s3://lake/"})
 
 
+@pytest.mark.parametrize(
+    ("fields", "rule"),
+    [
+        ({"extra": {"uri": "postgresql://u:pw-3e8b1d@db:notaport/catalog"}}, "its port a number"),
+        ({"password": "pw-3e8b1d", "extra": {"uri": "sqlite-not-a-url pw-3e8b1d"}}, "a URL"),
+        ({"host": "catalog.internal", "port": "8x", "password": "pw-3e8b1d"}, "its port"),
+        ({"extra": {"uri": "https://catalog.internal/", "type": "nonesuch"}}, "type must be"),
+    ],
+)
+def test_unusable_catalog_properties_are_refused_by_name(fields: dict, rule: str) -> None:
+    """A bad port or catalog type let a bare ValueError out (at times when the catalog
+    opened); the refusal never shows the URL, which may carry the password."""
+    with pytest.raises(AnalyticsConfigurationError, match=rule) as caught:
+        catalog_properties(**fields)
+    assert "pw-3e8b1d" not in str(caught.value)
+    assert caught.value.__cause__ is None
+
+
 def test_glue_catalog_properties_need_no_host() -> None:
     """Glue is found by region and credentials: no uri, no dummy host; the standard AWS chain
     applies when the connection gives no keys."""
