@@ -188,3 +188,22 @@ def test_an_operator_needs_exactly_one_destination() -> None:
         FunnelReportOperator(
             task_id="f", request=request, destination="file:///x/", iceberg_table="a.b"
         )
+
+
+@pytest.mark.parametrize(
+    "identifier",
+    ["a..b", ".a.b", "ns.t/x", "ns/../x.t", "ns.t\\x", "ns. t", "ns.\x00t", "ns." + "t" * 256],
+)
+def test_a_table_identifier_that_is_no_warehouse_folder_is_refused_before_the_catalog(
+    identifier: str,
+) -> None:
+    """An empty name failed in pyiceberg, a long one with a bare OSError, a NUL one after the
+    table was made; ``ns.t/x`` put its files inside ns.t's folder, where ns.t's orphan-file
+    removal deletes them."""
+
+    def no_catalog() -> None:
+        raise AssertionError("the catalog was opened")
+
+    with pytest.raises(AnalyticsValidationError, match="each names a folder") as caught:
+        IcebergDestination(no_catalog, "lake", identifier, Identity("cohort_code", "vip"))
+    assert caught.value.field == "iceberg_table"
