@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import logging
+import re
 import time
 import uuid
 import warnings
@@ -59,6 +60,7 @@ from airflow_provider_analytics.core.retry import RetryPolicy
 from airflow_provider_analytics.output.parquet import (
     ParquetStream,
     cast_to,
+    parquet_compression,
     parquet_writer,
     read_row_groups,
     same_types,
@@ -549,12 +551,19 @@ class IcebergDayWriter:
         if self.target_file_bytes is not None:
             return self.target_file_bytes
         key = TableProperties.WRITE_TARGET_FILE_SIZE_BYTES
+        value = self._int_property(key, 1, 2**63 - 1, blank=True)
+        return TableProperties.WRITE_TARGET_FILE_SIZE_BYTES_DEFAULT if value is None else value
+
+    def _int_property(self, key: str, least: int, most: int, *, blank: bool) -> int | None:
+        """An integer table property (``None`` when unset, or blank where ``blank``), in ASCII
+        digits and bounds (a ``²`` or 5,000 digits escaped as a bare ValueError)."""
         value = self.table.properties.get(key)
-        if not value:
-            return TableProperties.WRITE_TARGET_FILE_SIZE_BYTES_DEFAULT
-        if not value.isdigit() or int(value) < 1:
+        if value is None or (blank and not value):
+            return None
+        if not re.fullmatch(r"-?[0-9]{1,19}", value) or not least <= int(value) <= most:
             raise AnalyticsConfigurationError(
-                f"{self.identifier}: table property {key} must be a positive integer, not {value!r}"
+                f"{self.identifier}: table property {key} must be an integer from {least} to "
+                f"{most}, not {value[:40]!r}"
             )
         return int(value)
 
@@ -571,12 +580,14 @@ class IcebergDayWriter:
         codec = properties.get(
             TableProperties.PARQUET_COMPRESSION, TableProperties.PARQUET_COMPRESSION_DEFAULT
         )
-        level = properties.get(TableProperties.PARQUET_COMPRESSION_LEVEL)
-        if level is not None and not level.lstrip("-").isdigit():
-            raise AnalyticsConfigurationError(
-                f"{self.identifier}: table property {TableProperties.PARQUET_COMPRESSION_LEVEL}"
-                f" must be an integer, not {level!r}"
+        if codec != "uncompressed":
+            table_property = (
+                f"{self.identifier}: table property {TableProperties.PARQUET_COMPRESSION}"
             )
+            parquet_compression(codec, table_property)
+        level = self._int_property(
+            TableProperties.PARQUET_COMPRESSION_LEVEL, -(2**31), 2**31 - 1, blank=False
+        )
         self.paths.append(path)
         stream = table.io.new_output(path).create(overwrite=False)
         try:
@@ -584,7 +595,7 @@ class IcebergDayWriter:
                 stream,
                 self._file_schema,
                 compression="none" if codec == "uncompressed" else codec,
-                compression_level=int(level) if level else None,
+                compression_level=level,
                 # the table reads a file's partition from its statistics
                 statistics_also=(self.identity.column,),
             )
