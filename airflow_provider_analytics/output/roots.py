@@ -104,7 +104,8 @@ def _absolute(path: str) -> str:
 
 
 def _local_readings(destination: str, rest: str, scheme: str | None) -> list[str]:
-    """The URI's own path and the one ``ObjectStoragePath`` gives it."""
+    """The URI's own path and the one ``ObjectStoragePath`` gives it, each as written and
+    with the links on the worker's disk resolved (a link under a root may lead out of it)."""
     if scheme and rest.startswith("//"):
         authority, _, tail = rest[2:].partition("/")
         if authority:
@@ -124,7 +125,8 @@ def _local_readings(destination: str, rest: str, scheme: str | None) -> list[str
         storage = ObjectStoragePath(destination).path
     except Exception as exc:  # whatever the path library refuses
         rules.fail("destination", f"cannot be read as a local path ({type(exc).__name__})")
-    return [_absolute(own), _absolute(storage)]
+    paths = [_absolute(own), _absolute(storage)]
+    return paths + [os.path.realpath(path) for path in paths]  # through the links on the disk
 
 
 def _readings(destination: str) -> list[Location]:
@@ -176,7 +178,9 @@ def allowed_roots(value: Any, origin: str) -> tuple[Location, ...]:
                 f"{origin}: {text!r} is not a usable root: {exc.rule}"
             ) from None
         roots.append(Location(scheme, bucket, path.rstrip("/") + "/", conn_id))
-    return tuple(roots)
+        if scheme == "file":  # a root reached through a link holds where the link leads
+            roots.append(Location(scheme, bucket, os.path.realpath(path).rstrip("/") + "/"))
+    return tuple(dict.fromkeys(roots))
 
 
 def partition_value(value: object, field: str) -> str:

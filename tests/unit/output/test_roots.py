@@ -379,3 +379,29 @@ def test_a_password_in_a_destination_is_refused_without_being_shown(destination:
     assert "s3cr3t-pw" not in str(caught.value)
     with pytest.raises(AnalyticsValidationError, match="must not carry a password"):
         ParquetDestination(destination, cohort_identity("vip"))
+
+
+def test_a_link_under_a_root_that_leads_out_of_it_is_refused(tmp_path: Path) -> None:
+    """The roots were checked on the path as written: a link planted under a root led the
+    write (and the clearing of stale temporaries beside it) anywhere."""
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    (root / "link").symlink_to(outside)
+    roots: list[RootList] = [("roots", allowed_roots(root.as_uri() + "/", "roots"))]
+    for destination in (f"{root}/link/users.parquet", f"{root.as_uri()}/link/x/"):
+        with pytest.raises(AnalyticsValidationError, match="must lie under a root") as caught:
+            checked_destination(destination, roots)
+        assert str(outside) in str(caught.value)
+    assert checked_destination(f"{root}/real/users.parquet", roots)
+    (tmp_path / "etc").symlink_to("/etc")  # without roots, no link into a system directory
+    with pytest.raises(AnalyticsValidationError, match="system directory /etc"):
+        checked_destination(f"{tmp_path}/etc/cron.d/", ())
+
+
+def test_a_root_named_through_a_link_holds_where_the_link_leads(tmp_path: Path) -> None:
+    (tmp_path / "real").mkdir()
+    (tmp_path / "named").symlink_to(tmp_path / "real")
+    roots: list[RootList] = [("roots", allowed_roots(f"{tmp_path}/named/", "roots"))]
+    assert checked_destination(f"{tmp_path}/named/users/", roots)
+    assert checked_destination(f"{tmp_path}/real/users/", roots)
