@@ -77,14 +77,27 @@ def stored_identity(path: ObjectStoragePath) -> str | None:
 def earlier_schema(days: StoragePath, day: str, file_name: str) -> pa.Schema | None:
     """The columns of ``file_name`` in the newest ``dt=`` folder of ``days`` before ``day``
     (``None`` when there is none: the first day decides for itself)."""
-    if not days.exists():
-        return None
-    earlier = (entry.name for entry in days.iterdir() if entry.name.startswith("dt="))
-    for name in sorted((name for name in earlier if name[len("dt=") :] < day), reverse=True):
+    earlier = (name for name in _day_folders(days) if name[len("dt=") :] < day)
+    for name in sorted(earlier, reverse=True):
         source = days / name / file_name
         if source.exists():
             return _held_columns(source, "the newest earlier day's file")
     return None
+
+
+def _day_folders(folder: StoragePath) -> list[str]:
+    """The ``dt=`` folder names in ``folder`` (none when it is missing), refusing by name a
+    file where the folder goes (it let a bare NotADirectoryError out)."""
+    if not folder.exists():
+        return []
+    try:
+        return sorted(entry.name for entry in folder.iterdir() if entry.name.startswith("dt="))
+    except NotADirectoryError:
+        rules.fail(
+            "destination",
+            f"holds a file at {folder}, where its folders go: remove it or choose another "
+            "destination",
+        )
 
 
 def _held_columns(source: StoragePath, what: str) -> pa.Schema:
@@ -211,11 +224,7 @@ class ParquetDestination:
             return
         for name in names:
             folder = ObjectStoragePath(f"{root}{name}/")
-            if not folder.exists():
-                continue
-            old_days = sorted(
-                entry.name for entry in folder.iterdir() if entry.name.startswith("dt=")
-            )
+            old_days = _day_folders(folder)
             if old_days:
                 rules.fail(
                     "destination",

@@ -269,3 +269,21 @@ def test_an_object_of_a_foreign_or_broken_identity_is_refused_by_name(
         destination.check(["2024-01-15"], ["users"])
     assert caught.value.field == "destination"
     assert target.read_bytes() == before
+
+
+def test_a_file_where_the_destination_keeps_its_folders_is_refused_by_name(
+    tmp_path: Path,
+) -> None:
+    """A file at ``cohort_code=vip`` (or at a report table's folder) let a bare
+    NotADirectoryError out of the destination's reading."""
+    from airflow_provider_analytics.core.identity import Identity, cohort_identity
+    from airflow_provider_analytics.output.parquet_destination import ParquetDestination
+
+    (tmp_path / "cohort_code=vip").write_text("x")
+    cohorts = ParquetDestination(f"{tmp_path.as_uri()}/", cohort_identity("vip"))
+    with pytest.raises(AnalyticsValidationError, match=r"holds a file at .*cohort_code=vip"):
+        cohorts.held_schema("2024-01-15")
+    (tmp_path / "funnel").write_text("x")
+    reports = ParquetDestination(f"{tmp_path.as_uri()}/", Identity("report_key", "k"))
+    with pytest.raises(AnalyticsValidationError, match=r"holds a file at .*funnel"):
+        reports.check(["2024-01-15"], ["funnel"])
