@@ -210,6 +210,8 @@ def checked_destination(
             "must not carry a password (user:password@); name an Airflow connection "
             "instead: <scheme>://<conn_id>@<bucket>/<path>",
         )
+    if destination != destination.strip():  # " s3://b/x" is a relative local path
+        rules.fail(field, "must not begin or end with whitespace", destination)
     if "?" in destination or "#" in destination:
         rules.fail(
             field,

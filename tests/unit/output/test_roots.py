@@ -381,6 +381,15 @@ def test_a_password_in_a_destination_is_refused_without_being_shown(destination:
         ParquetDestination(destination, cohort_identity("vip"))
 
 
+@pytest.mark.parametrize("destination", [" s3://analytics-bucket/x/", "/data/x/ ", "\u3000/data/x"])
+def test_a_destination_with_surrounding_whitespace_is_refused(destination: str) -> None:
+    """A stray space before ``s3://`` made a relative path: the rows went to the worker's
+    working directory (without roots, silently)."""
+    for roots in (ROOTS, []):
+        with pytest.raises(AnalyticsValidationError, match="whitespace"):
+            checked_destination(destination, roots)
+
+
 def test_a_link_under_a_root_that_leads_out_of_it_is_refused(tmp_path: Path) -> None:
     """The roots were checked on the path as written: a link planted under a root led the
     write (and the clearing of stale temporaries beside it) anywhere."""
