@@ -164,6 +164,10 @@ def allowed_roots(value: Any, origin: str) -> tuple[Location, ...]:
         text = str(item).strip()
         if not text:
             continue
+        if _PASSWORD.match(text):  # not shown: refusals of destinations name the roots
+            raise AnalyticsConfigurationError(
+                f"{origin}: a root must not carry a password (user:password@); name a connection"
+            )
         try:
             scheme, conn_id, bucket, rest = _split(text)
             if scheme in LOCAL_SCHEMES:

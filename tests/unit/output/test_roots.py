@@ -379,6 +379,9 @@ def test_a_password_in_a_destination_is_refused_without_being_shown(destination:
     assert "s3cr3t-pw" not in str(caught.value)
     with pytest.raises(AnalyticsValidationError, match="must not carry a password"):
         ParquetDestination(destination, cohort_identity("vip"))
+    with pytest.raises(AnalyticsConfigurationError, match="must not carry a password") as bad:
+        allowed_roots(f"s3://lake/, {destination}", "the extra")
+    assert "s3cr3t-pw" not in str(bad.value)
 
 
 @pytest.mark.parametrize("destination", [" s3://analytics-bucket/x/", "/data/x/ ", "\u3000/data/x"])
