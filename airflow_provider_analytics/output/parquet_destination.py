@@ -37,6 +37,7 @@ from airflow_provider_analytics.output.parquet import (
 )
 from airflow_provider_analytics.output.roots import (
     checked_destination,
+    local_path,
     partition_value,
     staging_folder,
 )
@@ -241,8 +242,11 @@ class ParquetDestination:
 
     def staging(self, day: str) -> ObjectStoragePath:
         """Beside the prefix or the object (``<prefix>.staging/...``), not under it, through
-        the roots' gate at each use."""
-        root = f"{self.destination.rstrip('/')}.staging/"
+        the roots' gate at each use; a bucket's root keeps it hidden under it
+        (``<bucket>/.staging/``: beside it, ``<bucket>.staging`` is another bucket)."""
+        stem = self.destination.rstrip("/")
+        bucket = local_path(stem) is None and "/" not in stem.partition("://")[2]
+        root = f"{stem}/.staging/" if bucket else f"{stem}.staging/"
         folder = f"{root}{self.identity.folder}/dt={day}/" if self.is_prefix else root
         return staging_folder(folder, self.allowed_roots, own_from=root)
 

@@ -417,3 +417,14 @@ def test_a_root_named_through_a_link_holds_where_the_link_leads(tmp_path: Path) 
     roots: list[RootList] = [("roots", allowed_roots(f"{tmp_path}/named/", "roots"))]
     assert checked_destination(f"{tmp_path}/named/users/", roots)
     assert checked_destination(f"{tmp_path}/real/users/", roots)
+
+
+def test_the_staging_of_a_buckets_root_stays_in_that_bucket() -> None:
+    """``<bucket>.staging`` beside a bucket's root prefix was another bucket (bucket names are
+    global): without roots the parts went to whoever owns it."""
+    roots: list[RootList] = [("roots", allowed_roots("memory://lake/", "roots"))]
+    destination = ParquetDestination("memory://lake/", cohort_identity("vip"), allowed_roots=roots)
+    staging = str(destination.staging("2024-01-15"))
+    assert staging.startswith("memory://lake/.staging/cohort_code=vip/dt=2024-01-15")
+    beside = ParquetDestination("memory://lake/users/", cohort_identity("vip"))
+    assert str(beside.staging("2024-01-15")).startswith("memory://lake/users.staging/")
