@@ -149,6 +149,10 @@ def catalog_properties(
     :raises AnalyticsConfigurationError: naming the field when a catalog that needs a ``uri``
         has neither ``uri`` nor ``host``, or a Glue password comes without an access key id.
     """
+    if not isinstance(extra or {}, dict):
+        raise AnalyticsConfigurationError(
+            f"iceberg connection: the extra must be a JSON object (got {type(extra).__name__})"
+        )
     properties = {key: str(value) for key, value in (extra or {}).items() if value is not None}
     properties.pop("catalog_name", None)
     address = f"{host}" + (f":{port}" if port else "")

@@ -109,11 +109,13 @@ def test_rest_catalog_properties_from_host_and_token() -> None:
         ({"password": "pw-3e8b1d", "extra": {"uri": "sqlite-not-a-url pw-3e8b1d"}}, "a URL"),
         ({"host": "catalog.internal", "port": "8x", "password": "pw-3e8b1d"}, "its port"),
         ({"extra": {"uri": "https://catalog.internal/", "type": "nonesuch"}}, "type must be"),
+        ({"extra": ["uri", "pw-3e8b1d"]}, "extra must be a JSON object"),
     ],
 )
 def test_unusable_catalog_properties_are_refused_by_name(fields: dict, rule: str) -> None:
     """A bad port or catalog type let a bare ValueError out (at times when the catalog
-    opened); the refusal never shows the URL, which may carry the password."""
+    opened), an extra that is no object an AttributeError; the refusal never shows the URL,
+    which may carry the password."""
     with pytest.raises(AnalyticsConfigurationError, match=rule) as caught:
         catalog_properties(**fields)
     assert "pw-3e8b1d" not in str(caught.value)
