@@ -93,7 +93,7 @@ def warehouse_name(column_id: str) -> str:
     if name in RESERVED_WORDS or name in PARTITION_COLUMNS:
         name = f"{name}_"
     if len(name) > MAX_NAME_LENGTH:
-        digest = hashlib.sha256(column_id.encode()).hexdigest()[:8]
+        digest = hashlib.sha256(column_id.encode("utf-8", "surrogatepass")).hexdigest()[:8]
         name = f"{name[: MAX_NAME_LENGTH - 9]}_{digest}"
     return name
 

@@ -37,6 +37,11 @@ if TYPE_CHECKING:
     from collections.abc import Collection
 
 ID_MAX_LENGTH = 100
+TABLE_NAMES_RULE = (
+    "dot-separated names, none empty, with surrounding whitespace, '/', '\\' or control "
+    "characters, or over 255 bytes: each names a folder"
+)
+_NOT_IN_NAME = re.compile(r"[/\\\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 NAME_MAX_LENGTH = 50
 REMARK_MAX_LENGTH = 100
 STRING_MAX_LENGTH = 4096  # far beyond any real value; a runaway template cannot ship megabytes
@@ -140,9 +145,15 @@ def remark(value: Any, field: str = "remark") -> str:
 
 
 def table_identifier(value: Any, field: str, rule: str = "must be namespace.table") -> str:
-    """An Iceberg table's identifier: ``namespace.table``, neither part empty."""
-    if not isinstance(value, str) or not all(value.rpartition(".")[::2]):
-        fail(field, rule, value)
+    """An Iceberg table's identifier: ``namespace.table``, each dot-separated name fit to be
+    a folder of the warehouse (a ``/`` would put one table's files inside another's, which
+    that table's orphan-file removal then deletes)."""
+    names = value.split(".") if isinstance(value, str) else []
+    if len(names) < 2 or not all(
+        name == name.strip() != "" and not _NOT_IN_NAME.search(name) and len(name.encode()) <= 255
+        for name in names
+    ):
+        fail(field, f"{rule} ({TABLE_NAMES_RULE})", value)
     return value
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import logging
+import re
 import time
 import uuid
 import warnings
@@ -31,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pyiceberg.catalog import load_catalog
+from pyiceberg.catalog import CatalogType, load_catalog
 from pyiceberg.exceptions import (
     CommitFailedException,
     NoSuchTableError,
@@ -59,6 +60,7 @@ from airflow_provider_analytics.core.retry import RetryPolicy
 from airflow_provider_analytics.output.parquet import (
     ParquetStream,
     cast_to,
+    parquet_compression,
     parquet_writer,
     read_row_groups,
     same_types,
@@ -147,6 +149,10 @@ def catalog_properties(
     :raises AnalyticsConfigurationError: naming the field when a catalog that needs a ``uri``
         has neither ``uri`` nor ``host``, or a Glue password comes without an access key id.
     """
+    if not isinstance(extra or {}, dict):
+        raise AnalyticsConfigurationError(
+            f"iceberg connection: the extra must be a JSON object (got {type(extra).__name__})"
+        )
     properties = {key: str(value) for key, value in (extra or {}).items() if value is not None}
     properties.pop("catalog_name", None)
     address = f"{host}" + (f":{port}" if port else "")
@@ -174,11 +180,23 @@ def catalog_properties(
         properties["uri"] = f"{schema or 'http'}://{address}"
     uri = properties["uri"]
     is_database = uri.startswith(("sqlite:", "postgresql"))
-    properties.setdefault("type", "sql" if is_database else "rest")
-    if password and properties["type"] == "sql":  # the database URL carries login and password
-        from sqlalchemy.engine import make_url
+    kind = properties.setdefault("type", "sql" if is_database else "rest")
+    kinds = [known.value for known in CatalogType]
+    if kind.lower() not in kinds:
+        raise AnalyticsConfigurationError(
+            f"iceberg connection: type must be one of {', '.join(kinds)} (got {kind[:40]!r})"
+        )
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
 
+    try:  # the value is not shown: a URL may carry a password
         url = make_url(uri)
+    except (ArgumentError, ValueError) as error:
+        raise AnalyticsConfigurationError(
+            f"iceberg connection: uri must be a URL (scheme://host:port/...), its port a "
+            f"number ({type(error).__name__})"
+        ) from None
+    if password and kind == "sql":  # the database URL carries login and password
         url = url.set(username=url.username or login, password=password)
         properties["uri"] = url.render_as_string(hide_password=False)
     elif password:
@@ -537,12 +555,19 @@ class IcebergDayWriter:
         if self.target_file_bytes is not None:
             return self.target_file_bytes
         key = TableProperties.WRITE_TARGET_FILE_SIZE_BYTES
+        value = self._int_property(key, 1, 2**63 - 1, blank=True)
+        return TableProperties.WRITE_TARGET_FILE_SIZE_BYTES_DEFAULT if value is None else value
+
+    def _int_property(self, key: str, least: int, most: int, *, blank: bool) -> int | None:
+        """An integer table property (``None`` when unset, or blank where ``blank``), in ASCII
+        digits and bounds (a ``²`` or 5,000 digits escaped as a bare ValueError)."""
         value = self.table.properties.get(key)
-        if not value:
-            return TableProperties.WRITE_TARGET_FILE_SIZE_BYTES_DEFAULT
-        if not value.isdigit() or int(value) < 1:
+        if value is None or (blank and not value):
+            return None
+        if not re.fullmatch(r"-?[0-9]{1,19}", value) or not least <= int(value) <= most:
             raise AnalyticsConfigurationError(
-                f"{self.identifier}: table property {key} must be a positive integer, not {value!r}"
+                f"{self.identifier}: table property {key} must be an integer from {least} to "
+                f"{most}, not {value[:40]!r}"
             )
         return int(value)
 
@@ -559,12 +584,14 @@ class IcebergDayWriter:
         codec = properties.get(
             TableProperties.PARQUET_COMPRESSION, TableProperties.PARQUET_COMPRESSION_DEFAULT
         )
-        level = properties.get(TableProperties.PARQUET_COMPRESSION_LEVEL)
-        if level is not None and not level.lstrip("-").isdigit():
-            raise AnalyticsConfigurationError(
-                f"{self.identifier}: table property {TableProperties.PARQUET_COMPRESSION_LEVEL}"
-                f" must be an integer, not {level!r}"
+        if codec != "uncompressed":
+            table_property = (
+                f"{self.identifier}: table property {TableProperties.PARQUET_COMPRESSION}"
             )
+            parquet_compression(codec, table_property)
+        level = self._int_property(
+            TableProperties.PARQUET_COMPRESSION_LEVEL, -(2**31), 2**31 - 1, blank=False
+        )
         self.paths.append(path)
         stream = table.io.new_output(path).create(overwrite=False)
         try:
@@ -572,7 +599,7 @@ class IcebergDayWriter:
                 stream,
                 self._file_schema,
                 compression="none" if codec == "uncompressed" else codec,
-                compression_level=int(level) if level else None,
+                compression_level=level,
                 # the table reads a file's partition from its statistics
                 statistics_also=(self.identity.column,),
             )

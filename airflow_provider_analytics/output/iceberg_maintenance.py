@@ -149,6 +149,13 @@ def _utc(moment: Any) -> dt.datetime:
     return moment if moment.tzinfo else moment.replace(tzinfo=dt.UTC)
 
 
+def _before(now: dt.datetime, age: dt.timedelta) -> dt.datetime:
+    """``now - age``, or the earliest moment when ``age`` reaches past it (a retention of
+    thousands of years keeps everything; the subtraction raised a bare OverflowError)."""
+    earliest = dt.datetime.min.replace(tzinfo=dt.UTC)
+    return earliest if age >= now - earliest else now - age
+
+
 def maintain_table(
     catalog: Catalog,
     identifier: str,
@@ -178,7 +185,7 @@ def maintain_table(
         try:
             return expire_snapshots(
                 table,
-                older_than=now - snapshot_retention,
+                older_than=_before(now, snapshot_retention),
                 retain_last=retain_last,
                 dry_run=dry_run,
             )
@@ -198,10 +205,9 @@ def maintain_table(
     table = catalog.load_table(identifier)
     reachable = reachable_files(table)
     result.files_scanned = len(listed)
+    cutoff = _before(now, orphan_file_age)
     result.orphan_files = sorted(
-        path
-        for path, modified in listed
-        if modified < now - orphan_file_age and file_key(path) not in reachable
+        path for path, modified in listed if modified < cutoff and file_key(path) not in reachable
     )
     if not dry_run:
         for path in result.orphan_files:

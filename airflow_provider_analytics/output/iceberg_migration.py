@@ -11,6 +11,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
+from pyiceberg.exceptions import CommitFailedException, ValidationException
 from pyiceberg.expressions import AlwaysTrue, And
 from pyiceberg.types import StringType
 
@@ -121,7 +122,13 @@ def migrate_to_identity(
             transaction.add_files(
                 paths, snapshot_properties=properties, check_duplicate_files=False
             )
-        transaction.commit_transaction()
+        try:
+            transaction.commit_transaction()
+        except (CommitFailedException, ValidationException):
+            raise  # nothing landed: the files go
+        except BaseException:
+            writers = []  # the commit may have landed (a lost answer): its files must stay
+            raise
         summary["rows"] = sum(writer.rows for writer in writers)
     except BaseException:
         for writer in writers:

@@ -37,6 +37,7 @@ from airflow_provider_analytics.output.parquet import (
 )
 from airflow_provider_analytics.output.roots import (
     checked_destination,
+    local_path,
     partition_value,
     staging_folder,
 )
@@ -63,28 +64,41 @@ def stored_identity(path: ObjectStoragePath) -> str | None:
     try:
         with path.open("rb") as handle:
             metadata = pq.read_schema(handle).metadata or {}
-    except (pa.ArrowException, OSError) as error:
+        value = metadata.get(IDENTITY_METADATA_KEY.encode())
+        return value.decode() if value is not None else None
+    except (pa.ArrowException, OSError, UnicodeDecodeError) as error:
         rules.fail(
             "destination",
             f"holds an object that is not readable Parquet ({type(error).__name__}); "
             "remove it or choose another destination",
             str(path),
         )
-    value = metadata.get(IDENTITY_METADATA_KEY.encode())
-    return value.decode() if value is not None else None
 
 
 def earlier_schema(days: StoragePath, day: str, file_name: str) -> pa.Schema | None:
     """The columns of ``file_name`` in the newest ``dt=`` folder of ``days`` before ``day``
     (``None`` when there is none: the first day decides for itself)."""
-    if not days.exists():
-        return None
-    earlier = (entry.name for entry in days.iterdir() if entry.name.startswith("dt="))
-    for name in sorted((name for name in earlier if name[len("dt=") :] < day), reverse=True):
+    earlier = (name for name in _day_folders(days) if name[len("dt=") :] < day)
+    for name in sorted(earlier, reverse=True):
         source = days / name / file_name
         if source.exists():
             return _held_columns(source, "the newest earlier day's file")
     return None
+
+
+def _day_folders(folder: StoragePath) -> list[str]:
+    """The ``dt=`` folder names in ``folder`` (none when it is missing), refusing by name a
+    file where the folder goes (it let a bare NotADirectoryError out)."""
+    if not folder.exists():
+        return []
+    try:
+        return sorted(entry.name for entry in folder.iterdir() if entry.name.startswith("dt="))
+    except NotADirectoryError:
+        rules.fail(
+            "destination",
+            f"holds a file at {folder}, where its folders go: remove it or choose another "
+            "destination",
+        )
 
 
 def _held_columns(source: StoragePath, what: str) -> pa.Schema:
@@ -211,11 +225,7 @@ class ParquetDestination:
             return
         for name in names:
             folder = ObjectStoragePath(f"{root}{name}/")
-            if not folder.exists():
-                continue
-            old_days = sorted(
-                entry.name for entry in folder.iterdir() if entry.name.startswith("dt=")
-            )
+            old_days = _day_folders(folder)
             if old_days:
                 rules.fail(
                     "destination",
@@ -232,8 +242,11 @@ class ParquetDestination:
 
     def staging(self, day: str) -> ObjectStoragePath:
         """Beside the prefix or the object (``<prefix>.staging/...``), not under it, through
-        the roots' gate at each use."""
-        root = f"{self.destination.rstrip('/')}.staging/"
+        the roots' gate at each use; a bucket's root keeps it hidden under it
+        (``<bucket>/.staging/``: beside it, ``<bucket>.staging`` is another bucket)."""
+        stem = self.destination.rstrip("/")
+        bucket = local_path(stem) is None and "/" not in stem.partition("://")[2]
+        root = f"{stem}/.staging/" if bucket else f"{stem}.staging/"
         folder = f"{root}{self.identity.folder}/dt={day}/" if self.is_prefix else root
         return staging_folder(folder, self.allowed_roots, own_from=root)
 

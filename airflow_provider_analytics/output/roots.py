@@ -44,6 +44,7 @@ PARTITION_RULE = (
 _PARTITION_UNSAFE = re.compile(r"[/\\=\x00-\x1f\x7f-\x9f]|\.\.")
 _SCHEME = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*):")
 _SLASHES = re.compile(r"/{2,}")
+_PASSWORD = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://[^/]*:[^/]*@")  # scheme://user:password@
 _CLIMB_RULE = (
     "must not contain '.' or '..' path segments or backslashes, also when percent-escapes "
     "are decoded (a rendered destination may not climb out of its prefix)"
@@ -103,7 +104,8 @@ def _absolute(path: str) -> str:
 
 
 def _local_readings(destination: str, rest: str, scheme: str | None) -> list[str]:
-    """The URI's own path and the one ``ObjectStoragePath`` gives it."""
+    """The URI's own path and the one ``ObjectStoragePath`` gives it, each as written and
+    with the links on the worker's disk resolved (a link under a root may lead out of it)."""
     if scheme and rest.startswith("//"):
         authority, _, tail = rest[2:].partition("/")
         if authority:
@@ -123,7 +125,8 @@ def _local_readings(destination: str, rest: str, scheme: str | None) -> list[str
         storage = ObjectStoragePath(destination).path
     except Exception as exc:  # whatever the path library refuses
         rules.fail("destination", f"cannot be read as a local path ({type(exc).__name__})")
-    return [_absolute(own), _absolute(storage)]
+    paths = [_absolute(own), _absolute(storage)]
+    return paths + [os.path.realpath(path) for path in paths]  # through the links on the disk
 
 
 def _readings(destination: str) -> list[Location]:
@@ -161,6 +164,10 @@ def allowed_roots(value: Any, origin: str) -> tuple[Location, ...]:
         text = str(item).strip()
         if not text:
             continue
+        if _PASSWORD.match(text):  # not shown: refusals of destinations name the roots
+            raise AnalyticsConfigurationError(
+                f"{origin}: a root must not carry a password (user:password@); name a connection"
+            )
         try:
             scheme, conn_id, bucket, rest = _split(text)
             if scheme in LOCAL_SCHEMES:
@@ -175,7 +182,9 @@ def allowed_roots(value: Any, origin: str) -> tuple[Location, ...]:
                 f"{origin}: {text!r} is not a usable root: {exc.rule}"
             ) from None
         roots.append(Location(scheme, bucket, path.rstrip("/") + "/", conn_id))
-    return tuple(roots)
+        if scheme == "file":  # a root reached through a link holds where the link leads
+            roots.append(Location(scheme, bucket, os.path.realpath(path).rstrip("/") + "/"))
+    return tuple(dict.fromkeys(roots))
 
 
 def partition_value(value: object, field: str) -> str:
@@ -199,6 +208,14 @@ def checked_destination(
     if not isinstance(destination, str) or not destination:
         rules.fail(field, "must be an object URI or a prefix ending in '/'", destination)
     rules.sendable(destination, field)
+    if _PASSWORD.match(destination):  # the value is not shown: it holds a secret
+        rules.fail(
+            field,
+            "must not carry a password (user:password@); name an Airflow connection "
+            "instead: <scheme>://<conn_id>@<bucket>/<path>",
+        )
+    if destination != destination.strip():  # " s3://b/x" is a relative local path
+        rules.fail(field, "must not begin or end with whitespace", destination)
     if "?" in destination or "#" in destination:
         rules.fail(
             field,

@@ -71,15 +71,16 @@ def stale_temporary_age() -> dt.timedelta:
     raw = os.environ.get(STALE_TEMPORARY_AGE_VARIABLE)
     if raw is None or raw.strip() == "":
         return dt.timedelta(hours=1)
-    try:
-        seconds = float(raw)
-    except ValueError:
-        seconds = -1.0
-    if not seconds >= 0:
+    try:  # NaN, inf and past timedelta's range (1e20) raise here
+        age = dt.timedelta(seconds=float(raw))
+    except (ValueError, OverflowError):
+        age = dt.timedelta(-1)
+    if age < dt.timedelta(0):
         raise AnalyticsConfigurationError(
-            f"{STALE_TEMPORARY_AGE_VARIABLE} must be a number of seconds >= 0 (got {raw!r})"
+            f"{STALE_TEMPORARY_AGE_VARIABLE} must be a finite number of seconds >= 0, at most "
+            f"8.6e13 (got {raw!r})"
         )
-    return dt.timedelta(seconds=seconds)
+    return age
 
 
 def _temporary_prefix(destination: StoragePath) -> str:

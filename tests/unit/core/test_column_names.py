@@ -100,6 +100,16 @@ def test_a_long_id_is_cut_to_63_characters_and_stays_distinct() -> None:
     assert warehouse_name("a" * 63) == "a" * 63
 
 
+def test_a_long_id_holding_a_lone_surrogate_gets_a_name() -> None:
+    """A JSON answer may decode to a lone surrogate; the digest of a long id raised a bare
+    UnicodeEncodeError."""
+    first, second = "a" * 70 + "\ud800", "a" * 70 + "\udc00"
+    names = column_name_map([first, second], ColumnNames.WAREHOUSE)
+    assert [len(name) for name in names.values()] == [63, 63]
+    assert names[first] != names[second]
+    assert all(name.isascii() for name in names.values())
+
+
 def test_an_id_that_leaves_no_name_is_refused() -> None:
     with pytest.raises(AnalyticsValidationError, match=r"'\$' leaves no warehouse column name"):
         column_name_map(["age", "$"], ColumnNames.WAREHOUSE)

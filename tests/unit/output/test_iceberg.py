@@ -263,3 +263,31 @@ def test_a_stream_that_fails_leaves_no_data_file_and_no_commit(
     assert _data_files(tmp_path) == set()
     assert catalog.load_table("lake.failed").current_snapshot() is None
     assert writer.summary is None
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("write.target-file-size-bytes", "²"),
+        ("write.target-file-size-bytes", "1" * 5000),
+        ("write.parquet.compression-level", "-²"),
+        ("write.parquet.compression-level", "9" * 20),
+        ("write.parquet.compression-codec", "nonesuch"),
+    ],
+)
+def test_an_unusable_table_property_is_refused_by_name_and_leaves_nothing(
+    catalog: Catalog, tmp_path: Path, key: str, value: str
+) -> None:
+    """A ``²``, 5,000 digits or a level past a C long let a bare ValueError or OverflowError
+    out (an unknown codec, pyarrow's error) after the table was opened."""
+    data = pa.table({"n": pa.array([1, 2], pa.int64())})
+    IcebergDayWriter(catalog, "lake.props", DAY, identity=COHORT).replace(data.schema, [data])
+    table = catalog.load_table("lake.props")
+    with table.transaction() as transaction:
+        transaction.set_properties({key: value})
+    before = _data_files(tmp_path)
+    writer = IcebergDayWriter(catalog, "lake.props", DAY, identity=COHORT)
+    with pytest.raises(AnalyticsError, match=f"table property {key}"):
+        writer.replace(data.schema, [data])
+    assert _data_files(tmp_path) == before
+    assert len(catalog.load_table("lake.props").snapshots()) == 1

@@ -100,3 +100,25 @@ def test_the_operator_refuses_what_it_cannot_use() -> None:
     operator = IcebergMaintenanceOperator(task_id="m", iceberg_tables=["a.b", "no_namespace"])
     with pytest.raises(AnalyticsValidationError, match="iceberg_tables"):
         operator.execute({})  # type: ignore[arg-type]
+
+
+def test_an_age_reaching_past_the_calendar_keeps_everything(tmp_path: Path) -> None:
+    """``timedelta.max`` as a retention or an orphan age let a bare OverflowError out."""
+    extra = {"uri": f"sqlite:///{tmp_path}/catalog.db", "warehouse": f"file://{tmp_path}/wh"}
+    catalog = open_catalog("lake", catalog_properties(extra=extra))
+    write(catalog, 1, 1)
+    write(catalog, 1, 10)
+    table = catalog.load_table("lake.t")
+    snapshots = len(table.snapshots())
+    stray = f"{table.location()}/data/killed-00000.parquet"
+    with table.io.new_output(stray).create() as out:
+        out.write(b"PAR1")
+    result = maintain_table(
+        catalog,
+        "lake.t",
+        snapshot_retention=dt.timedelta.max,
+        orphan_file_age=dt.timedelta.max,
+    )
+    assert (result.expired_snapshots, result.orphan_files) == ([], [])
+    assert len(catalog.load_table("lake.t").snapshots()) == snapshots > 1
+    assert table.io.new_input(stray).exists()

@@ -8,6 +8,7 @@ in tests/iceberg_cases.py.)"""
 from __future__ import annotations
 
 import datetime as dt
+import sys
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -132,3 +133,27 @@ def test_a_column_of_the_identitys_name_that_is_no_partition_is_refused(
     after = catalog.load_table("lake.users")
     assert len(after.snapshots()) == len(before.snapshots())
     assert [field.name for field in after.spec().fields] == ["dt"]
+
+
+def test_a_migration_commit_of_unknown_outcome_keeps_its_files(
+    catalog: Catalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rewritten files were deleted whatever the commit's failure: after a lost answer of
+    a commit that landed, the table named files that were gone."""
+    from pyiceberg.table import Transaction
+
+    old_table(catalog, "lake.users_daily")
+    commit = Transaction.commit_transaction
+
+    def lost_answer(self: Transaction) -> object:
+        committed = commit(self)
+        if sys._getframe(1).f_code.co_name == "migrate_to_identity":  # the rows' commit
+            raise OSError("connection reset while the catalog committed")
+        return committed
+
+    monkeypatch.setattr(Transaction, "commit_transaction", lost_answer)
+    with pytest.raises(OSError, match="connection reset"):
+        migrate_to_identity(catalog, "lake.users_daily", COHORT)
+    rows = catalog.load_table("lake.users_daily").scan().to_arrow()
+    assert sorted(rows["user_id"].to_pylist()) == [0, 1, 10, 11]
+    assert set(rows["cohort_code"].to_pylist()) == {"to_cart"}

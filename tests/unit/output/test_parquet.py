@@ -248,3 +248,42 @@ def test_a_row_bound_below_one_is_refused_by_name(tmp_path: Path, rows: int) -> 
         pass
     assert caught.value.field == "row_group_rows"
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("held", [b"\xff\xfe", b"not parquet at all", b"PAR1\x00\x00"])
+def test_an_object_of_a_foreign_or_broken_identity_is_refused_by_name(
+    tmp_path: Path, held: bytes
+) -> None:
+    from airflow_provider_analytics.core.identity import cohort_identity
+    from airflow_provider_analytics.output.parquet_destination import ParquetDestination
+
+    target = tmp_path / "users.parquet"
+    if held.startswith(b"\xff"):  # readable Parquet whose identity is not UTF-8
+        table = pa.table({"a": [1]}).replace_schema_metadata({b"analytics.identity": held})
+        pq.write_table(table, target)
+    else:
+        target.write_bytes(held)
+    before = target.read_bytes()
+    destination = ParquetDestination(target.as_uri(), cohort_identity("vip"))
+    with pytest.raises(AnalyticsValidationError, match="not readable Parquet") as caught:
+        destination.check(["2024-01-15"], ["users"])
+    assert caught.value.field == "destination"
+    assert target.read_bytes() == before
+
+
+def test_a_file_where_the_destination_keeps_its_folders_is_refused_by_name(
+    tmp_path: Path,
+) -> None:
+    """A file at ``cohort_code=vip`` (or at a report table's folder) let a bare
+    NotADirectoryError out of the destination's reading."""
+    from airflow_provider_analytics.core.identity import Identity, cohort_identity
+    from airflow_provider_analytics.output.parquet_destination import ParquetDestination
+
+    (tmp_path / "cohort_code=vip").write_text("x")
+    cohorts = ParquetDestination(f"{tmp_path.as_uri()}/", cohort_identity("vip"))
+    with pytest.raises(AnalyticsValidationError, match=r"holds a file at .*cohort_code=vip"):
+        cohorts.held_schema("2024-01-15")
+    (tmp_path / "funnel").write_text("x")
+    reports = ParquetDestination(f"{tmp_path.as_uri()}/", Identity("report_key", "k"))
+    with pytest.raises(AnalyticsValidationError, match=r"holds a file at .*funnel"):
+        reports.check(["2024-01-15"], ["funnel"])

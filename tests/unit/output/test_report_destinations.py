@@ -102,6 +102,26 @@ def test_rest_catalog_properties_from_host_and_token() -> None:
         catalog_properties(extra={"warehouse": "s3://lake/"})
 
 
+@pytest.mark.parametrize(
+    ("fields", "rule"),
+    [
+        ({"extra": {"uri": "postgresql://u:pw-3e8b1d@db:notaport/catalog"}}, "its port a number"),
+        ({"password": "pw-3e8b1d", "extra": {"uri": "sqlite-not-a-url pw-3e8b1d"}}, "a URL"),
+        ({"host": "catalog.internal", "port": "8x", "password": "pw-3e8b1d"}, "its port"),
+        ({"extra": {"uri": "https://catalog.internal/", "type": "nonesuch"}}, "type must be"),
+        ({"extra": ["uri", "pw-3e8b1d"]}, "extra must be a JSON object"),
+    ],
+)
+def test_unusable_catalog_properties_are_refused_by_name(fields: dict, rule: str) -> None:
+    """A bad port or catalog type let a bare ValueError out (at times when the catalog
+    opened), an extra that is no object an AttributeError; the refusal never shows the URL,
+    which may carry the password."""
+    with pytest.raises(AnalyticsConfigurationError, match=rule) as caught:
+        catalog_properties(**fields)
+    assert "pw-3e8b1d" not in str(caught.value)
+    assert caught.value.__cause__ is None
+
+
 def test_glue_catalog_properties_need_no_host() -> None:
     """Glue is found by region and credentials: no uri, no dummy host; the standard AWS chain
     applies when the connection gives no keys."""
@@ -170,3 +190,22 @@ def test_an_operator_needs_exactly_one_destination() -> None:
         FunnelReportOperator(
             task_id="f", request=request, destination="file:///x/", iceberg_table="a.b"
         )
+
+
+@pytest.mark.parametrize(
+    "identifier",
+    ["a..b", ".a.b", "ns.t/x", "ns/../x.t", "ns.t\\x", "ns. t", "ns.\x00t", "ns." + "t" * 256],
+)
+def test_a_table_identifier_that_is_no_warehouse_folder_is_refused_before_the_catalog(
+    identifier: str,
+) -> None:
+    """An empty name failed in pyiceberg, a long one with a bare OSError, a NUL one after the
+    table was made; ``ns.t/x`` put its files inside ns.t's folder, where ns.t's orphan-file
+    removal deletes them."""
+
+    def no_catalog() -> None:
+        raise AssertionError("the catalog was opened")
+
+    with pytest.raises(AnalyticsValidationError, match="each names a folder") as caught:
+        IcebergDestination(no_catalog, "lake", identifier, Identity("cohort_code", "vip"))
+    assert caught.value.field == "iceberg_table"

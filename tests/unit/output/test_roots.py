@@ -367,3 +367,64 @@ def test_the_packages_own_files_are_read_only_as_plain_files(tmp_path: Path, kin
     plain.write_bytes(b"x")
     with open_own(ObjectStoragePath(plain.as_uri())) as handle:
         assert handle.read() == b"x"
+
+
+@pytest.mark.parametrize(
+    "destination",
+    ["s3://AKIAKEY:s3cr3t-pw@bucket/data/", "file://u:s3cr3t-pw@/data/x", "s3://u:s3cr3t-pw@b/x?y"],
+)
+def test_a_password_in_a_destination_is_refused_without_being_shown(destination: str) -> None:
+    with pytest.raises(AnalyticsValidationError, match="must not carry a password") as caught:
+        checked_destination(destination, ROOTS)
+    assert "s3cr3t-pw" not in str(caught.value)
+    with pytest.raises(AnalyticsValidationError, match="must not carry a password"):
+        ParquetDestination(destination, cohort_identity("vip"))
+    with pytest.raises(AnalyticsConfigurationError, match="must not carry a password") as bad:
+        allowed_roots(f"s3://lake/, {destination}", "the extra")
+    assert "s3cr3t-pw" not in str(bad.value)
+
+
+@pytest.mark.parametrize("destination", [" s3://analytics-bucket/x/", "/data/x/ ", "\u3000/data/x"])
+def test_a_destination_with_surrounding_whitespace_is_refused(destination: str) -> None:
+    """A stray space before ``s3://`` made a relative path: the rows went to the worker's
+    working directory (without roots, silently)."""
+    for roots in (ROOTS, []):
+        with pytest.raises(AnalyticsValidationError, match="whitespace"):
+            checked_destination(destination, roots)
+
+
+def test_a_link_under_a_root_that_leads_out_of_it_is_refused(tmp_path: Path) -> None:
+    """The roots were checked on the path as written: a link planted under a root led the
+    write (and the clearing of stale temporaries beside it) anywhere."""
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    (root / "link").symlink_to(outside)
+    roots: list[RootList] = [("roots", allowed_roots(root.as_uri() + "/", "roots"))]
+    for destination in (f"{root}/link/users.parquet", f"{root.as_uri()}/link/x/"):
+        with pytest.raises(AnalyticsValidationError, match="must lie under a root") as caught:
+            checked_destination(destination, roots)
+        assert str(outside) in str(caught.value)
+    assert checked_destination(f"{root}/real/users.parquet", roots)
+    (tmp_path / "etc").symlink_to("/etc")  # without roots, no link into a system directory
+    with pytest.raises(AnalyticsValidationError, match="system directory /etc"):
+        checked_destination(f"{tmp_path}/etc/cron.d/", ())
+
+
+def test_a_root_named_through_a_link_holds_where_the_link_leads(tmp_path: Path) -> None:
+    (tmp_path / "real").mkdir()
+    (tmp_path / "named").symlink_to(tmp_path / "real")
+    roots: list[RootList] = [("roots", allowed_roots(f"{tmp_path}/named/", "roots"))]
+    assert checked_destination(f"{tmp_path}/named/users/", roots)
+    assert checked_destination(f"{tmp_path}/real/users/", roots)
+
+
+def test_the_staging_of_a_buckets_root_stays_in_that_bucket() -> None:
+    """``<bucket>.staging`` beside a bucket's root prefix was another bucket (bucket names are
+    global): without roots the parts went to whoever owns it."""
+    roots: list[RootList] = [("roots", allowed_roots("memory://lake/", "roots"))]
+    destination = ParquetDestination("memory://lake/", cohort_identity("vip"), allowed_roots=roots)
+    staging = str(destination.staging("2024-01-15"))
+    assert staging.startswith("memory://lake/.staging/cohort_code=vip/dt=2024-01-15")
+    beside = ParquetDestination("memory://lake/users/", cohort_identity("vip"))
+    assert str(beside.staging("2024-01-15")).startswith("memory://lake/users.staging/")

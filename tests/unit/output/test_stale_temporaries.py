@@ -106,7 +106,7 @@ def test_the_age_comes_from_the_environment(monkeypatch, raw: str, seconds: floa
     assert stale_temporary_age().total_seconds() == seconds
 
 
-@pytest.mark.parametrize("raw", ["-1", "an hour", "nan"])
+@pytest.mark.parametrize("raw", ["-1", "an hour", "nan", "inf", "1e309", "1e20"])
 def test_a_bad_age_names_the_variable(monkeypatch, raw: str) -> None:
     monkeypatch.setenv(STALE_TEMPORARY_AGE_VARIABLE, raw)
     with pytest.raises(AnalyticsConfigurationError, match=STALE_TEMPORARY_AGE_VARIABLE):
