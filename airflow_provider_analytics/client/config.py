@@ -472,7 +472,7 @@ class ConnectionSettings(ClientConfig):
             ``password``, ``extra_dejson``).
         :raises AnalyticsConfigurationError: naming the connection and the setting.
         """
-        extras = conn.extra_dejson or {}
+        extras = connection_extras(conn)
         values: dict[str, Any] = {"base_url": _connection_url(conn, extras)}
         for name in connection_settings():
             names = (extra_name(name), name, "appKey") if name == "app_key" else (name,)
@@ -488,6 +488,19 @@ class ConnectionSettings(ClientConfig):
             return cls(**values)
         finally:
             _READING.reset(reading)
+
+
+def connection_extras(conn: Any) -> dict[str, Any]:
+    """The extras of an Airflow connection: a JSON object (Airflow hands over whatever JSON
+    the extra holds, a list or a number too), refused by name otherwise (not echoed: an extra
+    may hold secrets)."""
+    extras = conn.extra_dejson or {}
+    if not isinstance(extras, dict):
+        raise AnalyticsConfigurationError(
+            f"connection {conn.conn_id!r}: extra: must be a JSON object of settings "
+            f"(got a JSON {type(extras).__name__})"
+        )
+    return extras
 
 
 def _connection_url(conn: Any, extras: Mapping[str, Any]) -> str:

@@ -116,6 +116,24 @@ def test_unusable_connections_fail_with_a_clear_message(
     assert TOKEN not in str(info.value)
 
 
+@pytest.mark.parametrize("extra", [[1, 2], "5", '"text"', f'["{TOKEN}"]'])
+def test_an_extra_that_is_not_a_json_object_is_refused_by_name(
+    monkeypatch: pytest.MonkeyPatch, extra: object
+) -> None:
+    """Airflow hands over whatever JSON the extra holds: a list or a number escaped as
+    ``AttributeError: 'list' object has no attribute 'get'`` from both hooks."""
+    from airflow_provider_analytics.hooks.iceberg import IcebergCatalogHook
+
+    set_connection(monkeypatch, password=TOKEN, extra=extra)
+    set_connection(monkeypatch, "iceberg_default", conn_type="iceberg", extra=extra)
+    for read in (lambda: AnalyticsHook().client_config, lambda: IcebergCatalogHook().get_conn()):
+        with pytest.raises(AnalyticsConfigurationError, match="extra: must be a JSON object"):
+            read()
+    with pytest.raises(AnalyticsConfigurationError) as info:
+        _ = IcebergCatalogHook().catalog_name
+    assert TOKEN not in str(info.value)
+
+
 def test_secrets_are_masked_and_never_in_reprs(monkeypatch: pytest.MonkeyPatch) -> None:
     set_connection(monkeypatch, password=TOKEN, extra={"app_key": APP_KEY, "xtoken": XTOKEN})
     hook = AnalyticsHook()
