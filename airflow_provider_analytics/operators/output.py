@@ -79,6 +79,9 @@ class AnalyticsOutputOperator(AnalyticsBaseOperator):
     ) -> None:
         if partition_outputs is not None:
             rules.boolean(partition_outputs, "partition_outputs")
+        for field, value in (("destination", destination), ("iceberg_conn_id", iceberg_conn_id)):
+            if value is not None:  # the Asset is read from it now: not text raised TypeError
+                rules.string(value, field)
         if (destination is None) == (iceberg_table is None):
             rules.fail("destination", "give exactly one of destination and iceberg_table")
         if "outlets" not in kwargs:

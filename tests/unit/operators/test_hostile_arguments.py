@@ -3,12 +3,14 @@ never with a bare built-in exception."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 import requests_mock as rm
 
 from airflow_provider_analytics.core.errors import AnalyticsValidationError
+from airflow_provider_analytics.operators.intervals import covered_days
 from airflow_provider_analytics.operators.reports import EventReportOperator, FunnelReportOperator
 from tests.run_context import run_context
 
@@ -35,3 +37,28 @@ def test_a_request_rendered_as_text_is_refused_by_name(
     with pytest.raises(AnalyticsValidationError, match=r"^request: must be a dict") as refused:
         task.execute(run_context("2024-01-15"))
     assert refused.value.field == "request"
+
+
+@pytest.mark.parametrize(
+    ("arguments", "field"),
+    [
+        ({"destination": 5}, "destination"),
+        ({"destination": Path("/data/reports/")}, "destination"),
+        ({"iceberg_table": "lake.funnel", "iceberg_conn_id": 5}, "iceberg_conn_id"),
+    ],
+)
+def test_a_destination_that_is_not_text_is_refused_by_name_when_the_dag_is_parsed(
+    arguments: dict[str, Any], field: str
+) -> None:
+    """The Asset is read from the destination when the operator is made: a number or a path
+    raised a bare AttributeError or TypeError."""
+    with pytest.raises(AnalyticsValidationError, match=rf"^{field}: must be a string"):
+        FunnelReportOperator(task_id="r", request={}, **arguments)
+
+
+@pytest.mark.parametrize("ds", ["2024-02-30", "yesterday", "20240115"])
+def test_a_ds_that_is_no_day_is_refused_by_name(ds: str) -> None:
+    """A context handed over by hand (its ``ds`` stands for the logical date) raised a bare
+    ValueError from ``date.fromisoformat``."""
+    with pytest.raises(AnalyticsValidationError, match=r"^ds: must be a date"):
+        covered_days({"ds": ds})
