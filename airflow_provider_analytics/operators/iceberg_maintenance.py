@@ -62,7 +62,7 @@ class IcebergMaintenanceOperator(BaseOperator):
         self.snapshot_retention = snapshot_retention
         self.retain_last = retain_last
         self.orphan_file_age = orphan_file_age
-        self.report_only = report_only
+        self.report_only = rules.boolean(report_only, "report_only")
 
     def execute(self, context: Context) -> dict[str, Any]:
         from pyiceberg.exceptions import NoSuchTableError

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
+from airflow_provider_analytics.core import rules
 from airflow_provider_analytics.operators.base import AnalyticsBaseOperator
 
 if TYPE_CHECKING:
@@ -50,7 +51,9 @@ class TrackingPlanSyncOperator(AnalyticsBaseOperator):
     ) -> None:
         super().__init__(**kwargs)
         self.plan = os.fspath(plan) if isinstance(plan, os.PathLike) else plan
-        self.apply_despite_conflicts = apply_despite_conflicts
+        self.apply_despite_conflicts = rules.boolean(
+            apply_despite_conflicts, "apply_despite_conflicts"
+        )
         self.review_arguments(dry_run, reviewed_preview)
 
     def execute(self, context: Context) -> dict[str, Any]:

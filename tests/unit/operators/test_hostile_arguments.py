@@ -10,8 +10,14 @@ import pytest
 import requests_mock as rm
 
 from airflow_provider_analytics.core.errors import AnalyticsValidationError
+from airflow_provider_analytics.operators.accounts import (
+    AccountActivationOperator,
+    RegisterAccountOperator,
+)
+from airflow_provider_analytics.operators.iceberg_maintenance import IcebergMaintenanceOperator
 from airflow_provider_analytics.operators.intervals import covered_days
 from airflow_provider_analytics.operators.reports import EventReportOperator, FunnelReportOperator
+from airflow_provider_analytics.operators.tracking_plan import TrackingPlanSyncOperator
 from tests.run_context import run_context
 
 
@@ -62,3 +68,37 @@ def test_a_ds_that_is_no_day_is_refused_by_name(ds: str) -> None:
     ValueError from ``date.fromisoformat``."""
     with pytest.raises(AnalyticsValidationError, match=r"^ds: must be a date"):
         covered_days({"ds": ds})
+
+
+@pytest.mark.parametrize(
+    ("make", "field"),
+    [
+        (lambda v: TrackingPlanSyncOperator(task_id="p", plan={}, dry_run=v), "dry_run"),
+        (
+            lambda v: TrackingPlanSyncOperator(task_id="p", plan={}, apply_despite_conflicts=v),
+            "apply_despite_conflicts",
+        ),
+        (
+            lambda v: AccountActivationOperator(
+                task_id="a", account_email="a@example.com", activation=True, dry_run=v
+            ),
+            "dry_run",
+        ),
+        (
+            lambda v: RegisterAccountOperator(
+                task_id="r", account_email="a@example.com", ensure_exists=v
+            ),
+            "ensure_exists",
+        ),
+        (
+            lambda v: IcebergMaintenanceOperator(task_id="m", iceberg_tables="a.b", report_only=v),
+            "report_only",
+        ),
+    ],
+)
+@pytest.mark.parametrize("value", ["false", "False", 0, None])
+def test_a_switch_must_be_a_real_bool(make: Any, field: str, value: Any) -> None:
+    """``"false"`` is truthy: ``apply_despite_conflicts="false"`` applied a plan despite its
+    conflicts, ``dry_run="False"`` only previewed."""
+    with pytest.raises(AnalyticsValidationError, match=rf"^{field}: must be True or False"):
+        make(value)
