@@ -20,7 +20,12 @@ from urllib.parse import SplitResult, unquote, urlsplit
 from pydantic import BaseModel, ConfigDict, Field, PlainValidator, ValidationError, model_validator
 
 from airflow_provider_analytics.client.throttle import DEFAULT_MAX_CONCURRENT_CALLS
-from airflow_provider_analytics.core.errors import AnalyticsConfigurationError, bounded_repr
+from airflow_provider_analytics.core import rules
+from airflow_provider_analytics.core.errors import (
+    AnalyticsConfigurationError,
+    AnalyticsValidationError,
+    bounded_repr,
+)
 from airflow_provider_analytics.core.progress import DEFAULT_PROGRESS_INTERVAL
 from airflow_provider_analytics.core.redaction import Secret
 from airflow_provider_analytics.core.version import __version__
@@ -231,6 +236,13 @@ def _text(value: Any) -> str:
     if not isinstance(value, str):
         raise _Refused("must be text")
     return value
+
+
+def _zone(value: Any) -> str:
+    try:  # the jobs' rule, checked where the connection is read (not at the first export)
+        return rules.time_zone(value)
+    except AnalyticsValidationError as error:
+        raise _Refused(error.rule) from None
 
 
 def _roots(value: Any) -> str | list[str]:
@@ -448,7 +460,7 @@ class ConnectionSettings(ClientConfig):
     """What an Airflow connection of type ``analytics`` holds: the client's settings, and
     the project's timezone and the allowed destination roots, which the jobs read."""
 
-    timezone: Annotated[str | None, _optional(_text)] = _setting(
+    timezone: Annotated[str | None, _optional(_zone)] = _setting(
         None,
         "Project timezone",
         "the IANA zone (or an offset such as `+08:00`) the platform writes datetimes in",

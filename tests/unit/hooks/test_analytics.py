@@ -105,6 +105,8 @@ def test_ui_prefixed_extras_and_ca_bundle(monkeypatch: pytest.MonkeyPatch, tmp_p
         ({"extra": {"max_attempts": "many"}}, "max_attempts"),
         ({"extra": {"allow_insecure_http": "maybe"}}, "allow_insecure_http"),
         ({"host": "http://analytics.example.com"}, "http"),
+        # the jobs refused it at the first export, naming an operator argument not given
+        ({"extra": {"timezone": "Mars/Olympus"}}, "extra 'timezone': must be a time zone"),
     ],
 )
 def test_unusable_connections_fail_with_a_clear_message(
