@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_analytics.core import rules
 from airflow_provider_analytics.operators.base import AnalyticsBaseOperator
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Sequence
 
     from airflow.sdk import Context
 
@@ -65,6 +66,8 @@ class TrackingPlanSyncOperator(AnalyticsBaseOperator):
         dag = context.get("dag") or (self.dag if self.has_dag() else None)
         fileloc = getattr(dag, "fileloc", None)
         base_dir = os.path.dirname(fileloc) if fileloc else None
+        if not isinstance(self.plan, Mapping):  # a path: text (a list or a NUL raised TypeError)
+            rules.string(self.plan, "plan")
         desired = load_tracking_plan(self.plan, base_dir=base_dir)
         result = sync_tracking_plan(
             self.hook.get_conn(),

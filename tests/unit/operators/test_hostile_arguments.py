@@ -102,3 +102,17 @@ def test_a_switch_must_be_a_real_bool(make: Any, field: str, value: Any) -> None
     conflicts, ``dry_run="False"`` only previewed."""
     with pytest.raises(AnalyticsValidationError, match=rf"^{field}: must be True or False"):
         make(value)
+
+
+@pytest.mark.parametrize(
+    ("plan", "rule"),
+    [([1, 2], "must be a string"), (5, "must be a string"), ("plans/a\x00.yaml", "control")],
+)
+def test_a_plan_that_is_no_path_nor_dict_is_refused_by_name(
+    no_requests: Any, plan: Any, rule: str
+) -> None:
+    """``Path()`` of a list raised a bare TypeError, opening a path with a NUL a bare
+    ValueError."""
+    task = TrackingPlanSyncOperator(task_id="p", plan=plan)
+    with pytest.raises(AnalyticsValidationError, match=rf"^plan: .*{rule}"):
+        task.execute(run_context("2024-01-15"))  # type: ignore[arg-type]
