@@ -527,8 +527,12 @@ def _connection_url(conn: Any, extras: Mapping[str, Any]) -> str:
     scheme = extras.get("scheme") or conn.schema
     if "://" not in host and scheme in ("http", "https"):
         host = f"{scheme}://{host}"
-    if conn.port and not re.search(r":\d+$", host.split("://")[-1].split("/")[0]):
-        host = f"{host.rstrip('/')}:{conn.port}"
+    if conn.port:  # into the authority: after a path it made another path, and no port
+        prefix, separator, rest = host.partition("://")
+        prefix, rest = (prefix + separator, rest) if separator else ("", host)
+        authority = re.split(r"[/?#]", rest, maxsplit=1)[0]
+        if not re.search(r":\d+$", authority):
+            host = f"{prefix}{authority}:{conn.port}{rest[len(authority) :]}"
     return host
 
 

@@ -70,6 +70,26 @@ def test_host_without_scheme_uses_schema_and_port(monkeypatch: pytest.MonkeyPatc
     )
 
 
+@pytest.mark.parametrize(
+    ("fields", "base_url"),
+    [
+        ({"host": "https://analytics.example.com/api"}, "https://analytics.example.com:4005/api"),
+        (
+            {"host": "analytics.example.com/api", "schema": "https"},
+            "https://analytics.example.com:4005/api",
+        ),
+        ({"host": "https://[::1]/api"}, "https://[::1]:4005/api"),
+    ],
+)
+def test_the_port_goes_before_the_hosts_path(
+    monkeypatch: pytest.MonkeyPatch, fields: dict, base_url: str
+) -> None:
+    """It was appended after the path: ``https://analytics.example.com/api:4005``, another
+    path on the default port."""
+    set_connection(monkeypatch, port=4005, password=TOKEN, **fields)
+    assert AnalyticsHook().client_config.base_url == base_url
+
+
 @pytest.mark.parametrize(("host", "port"), [("127.0.0.1:4005", None), ("127.0.0.1", 4005)])
 def test_a_host_naming_no_scheme_is_refused_saying_how_to_write_it(
     monkeypatch: pytest.MonkeyPatch, host: str, port: int | None
