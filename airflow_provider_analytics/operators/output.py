@@ -39,7 +39,10 @@ def destination_asset(destination: str) -> Asset | None:
     static = static[: static.rfind("/") + 1]  # nothing without a "/"
     if static.startswith("/"):
         static = f"file://{static}"
-    parts = urlsplit(static)
+    try:
+        parts = urlsplit(static)
+    except ValueError:  # a broken authority, "s3://[bucket/": refused by name, at parse time
+        rules.fail("destination", "must be an object URI or a prefix URI", destination)
     if not parts.scheme:
         return None
     uri = parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()
