@@ -48,7 +48,7 @@ def destination_asset(destination: str) -> Asset | None:
     uri = parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()
     if parts.scheme == "file" and not parts.netloc:
         uri = f"file://{parts.path}"  # geturl() drops the empty authority of file:///x
-    return Asset(uri=uri, name=uri)
+    return _asset(uri, "destination")
 
 
 def iceberg_asset(iceberg_conn_id: str, iceberg_table: str) -> Asset | None:
@@ -56,7 +56,14 @@ def iceberg_asset(iceberg_conn_id: str, iceberg_table: str) -> Asset | None:
     if "{{" in iceberg_table or "{{" in iceberg_conn_id:
         return None
     uri = iceberg_table_uri(iceberg_conn_id, iceberg_table)
-    return Asset(uri=uri, name=uri)
+    return _asset(uri, "iceberg_table")
+
+
+def _asset(uri: str, field: str) -> Asset:
+    try:
+        return Asset(uri=uri, name=uri)
+    except ValueError as error:  # Airflow's rule for an Asset: a name of at most 1,500 characters
+        rules.fail(field, f"must fit in an Airflow Asset's name ({error})", uri)
 
 
 class AnalyticsOutputOperator(AnalyticsBaseOperator):

@@ -52,14 +52,16 @@ def test_a_request_rendered_as_text_is_refused_by_name(
         ({"destination": Path("/data/reports/")}, "destination"),
         ({"iceberg_table": "lake.funnel", "iceberg_conn_id": 5}, "iceberg_conn_id"),
         ({"destination": "s3://[bucket/reports/"}, "destination"),  # ValueError: Invalid IPv6
+        ({"destination": f"s3://bucket/{'x' * 1600}/"}, "destination"),  # Airflow's ValueError
+        ({"iceberg_table": f"lake.{'x' * 1600}"}, "iceberg_table"),
     ],
 )
-def test_a_destination_that_is_not_text_is_refused_by_name_when_the_dag_is_parsed(
+def test_a_destination_no_asset_can_name_is_refused_by_name_when_the_dag_is_parsed(
     arguments: dict[str, Any], field: str
 ) -> None:
     """The Asset is read from the destination when the operator is made: a number or a path
-    raised a bare AttributeError or TypeError."""
-    with pytest.raises(AnalyticsValidationError, match=rf"^{field}: must be a"):
+    raised a bare AttributeError or TypeError, a name too long for an Asset a ValueError."""
+    with pytest.raises(AnalyticsValidationError, match=rf"^{field}: must (be a|fit)"):
         FunnelReportOperator(task_id="r", request={}, **arguments)
 
 
