@@ -488,12 +488,17 @@ class ConnectionSettings(ClientConfig):
         values: dict[str, Any] = {"base_url": _connection_url(conn, extras)}
         for name in connection_settings():
             names = (extra_name(name), name, "appKey") if name == "app_key" else (name,)
-            for key in (k for n in names for k in (n, f"extra__analytics__{n}")):
-                if extras.get(key) not in (None, ""):
-                    values[name] = extras[key]
-                    break
-        if conn.password:
-            values["token"] = conn.password
+            keys = [k for n in names for k in (n, f"extra__analytics__{n}")]
+            found = {k: extras[k] for k in keys if extras.get(k) not in (None, "")}
+            if name == "token" and conn.password:
+                found = {"password": conn.password, **found}
+            if len({repr(value) for value in found.values()}) > 1:  # the first won, silently
+                raise AnalyticsConfigurationError(
+                    f"connection {conn.conn_id!r}: {', '.join(found)} all set {name}, to "
+                    "different values: keep one"
+                )
+            if found:
+                values[name] = next(iter(found.values()))
         values["progress_bar"] = False  # a task's progress goes to its log, in lines
         reading = _READING.set(conn.conn_id)
         try:

@@ -156,6 +156,28 @@ def test_an_extra_that_is_not_a_json_object_is_refused_by_name(
     assert TOKEN not in str(info.value)
 
 
+@pytest.mark.parametrize(
+    ("fields", "keys"),
+    [
+        ({"extra": {"app_api_key": APP_KEY, "appKey": XTOKEN}}, "app_api_key, appKey"),
+        ({"extra": {"read_timeout": 5, "extra__analytics__read_timeout": 60}}, "read_timeout, "),
+        ({"password": TOKEN, "extra": {"token": XTOKEN}}, "password, token"),
+    ],
+)
+def test_one_setting_given_twice_with_different_values_is_refused(
+    monkeypatch: pytest.MonkeyPatch, fields: dict, keys: str
+) -> None:
+    """The first of its spellings won silently (a connection edited over time may hold the
+    UI's prefixed extra beside the plain one); the values are not shown."""
+    set_connection(monkeypatch, **{"password": TOKEN, **fields})
+    with pytest.raises(AnalyticsConfigurationError, match="to different values") as info:
+        _ = AnalyticsHook().client_config
+    assert keys in str(info.value)
+    assert all(secret not in str(info.value) for secret in (TOKEN, APP_KEY, XTOKEN))
+    set_connection(monkeypatch, password=TOKEN, extra={"app_key": APP_KEY, "appKey": APP_KEY})
+    assert AnalyticsHook().client_config.app_key == APP_KEY  # the same value twice is one
+
+
 def test_secrets_are_masked_and_never_in_reprs(monkeypatch: pytest.MonkeyPatch) -> None:
     set_connection(monkeypatch, password=TOKEN, extra={"app_key": APP_KEY, "xtoken": XTOKEN})
     hook = AnalyticsHook()
