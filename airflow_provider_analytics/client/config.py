@@ -511,11 +511,14 @@ def connection_extras(conn: Any) -> dict[str, Any]:
     """The extras of an Airflow connection: a JSON object (Airflow hands over whatever JSON
     the extra holds, a list or a number too), refused by name otherwise (not echoed: an extra
     may hold secrets)."""
-    extras = conn.extra_dejson or {}
+    try:
+        extras = conn.extra_dejson or {}
+        got = f"a JSON {type(extras).__name__}"
+    except RecursionError:  # Airflow's json.loads, of an extra nested past Python's limit
+        extras, got = None, "one nested too deeply to read"
     if not isinstance(extras, dict):
         raise AnalyticsConfigurationError(
-            f"connection {conn.conn_id!r}: extra: must be a JSON object of settings "
-            f"(got a JSON {type(extras).__name__})"
+            f"connection {conn.conn_id!r}: extra: must be a JSON object of settings (got {got})"
         )
     return extras
 

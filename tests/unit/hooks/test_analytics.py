@@ -156,6 +156,21 @@ def test_an_extra_that_is_not_a_json_object_is_refused_by_name(
     assert TOKEN not in str(info.value)
 
 
+def test_an_extra_nested_too_deeply_to_read_is_refused_by_name() -> None:
+    """A connection from the database or a secrets backend hands its extra over as stored:
+    Airflow's ``json.loads`` of one nested past Python's limit let a bare RecursionError out."""
+    from airflow.sdk import Connection
+
+    from airflow_provider_analytics.hooks.analytics import client_config_from_connection
+
+    extra = "[" * 100_000 + "]" * 100_000
+    conn = Connection(
+        conn_id="deep", conn_type="analytics", host="https://a.example.com", extra=extra
+    )
+    with pytest.raises(AnalyticsConfigurationError, match=r"extra: .* nested too deeply"):
+        client_config_from_connection(conn)
+
+
 @pytest.mark.parametrize(
     ("fields", "keys"),
     [
