@@ -72,6 +72,8 @@ class IcebergMaintenanceOperator(BaseOperator):
         from airflow_provider_analytics.output.roots import deployment_roots
 
         tables = self.iceberg_tables
+        if isinstance(tables, str) and tables.lstrip().startswith("["):  # skipped as missing
+            rules.fail("iceberg_tables", "must be a list, not a list rendered as text", tables)
         identifiers = [tables] if isinstance(tables, str) else tables
         if not isinstance(identifiers, list) or not identifiers:
             rules.fail("iceberg_tables", "must name at least one table", tables)

@@ -119,3 +119,12 @@ def test_a_plan_that_is_no_path_nor_dict_is_refused_by_name(
     task = TrackingPlanSyncOperator(task_id="p", plan=plan)
     with pytest.raises(AnalyticsValidationError, match=rf"^plan: .*{rule}"):
         task.execute(run_context("2024-01-15"))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("tables", ["['lake.a', 'lake.b']", ' ["lake.a"]'])
+def test_tables_rendered_as_the_text_of_a_list_are_refused_by_name(tables: str) -> None:
+    """A templated list renders as text unless the DAG renders native objects: the text passed
+    as one ``namespace.table`` and was skipped as a missing table, the task succeeding."""
+    operator = IcebergMaintenanceOperator(task_id="m", iceberg_tables=tables)
+    with pytest.raises(AnalyticsValidationError, match=r"^iceberg_tables: must be a list, not"):
+        operator.execute({})  # type: ignore[arg-type]
