@@ -232,12 +232,6 @@ def _user_agent(value: Any) -> str:
     return value
 
 
-def _text(value: Any) -> str:
-    if not isinstance(value, str):
-        raise _Refused("must be text")
-    return value
-
-
 def _zone(value: Any) -> str:
     try:  # the jobs' rule, checked where the connection is read (not at the first export)
         return rules.time_zone(value)
@@ -246,9 +240,11 @@ def _zone(value: Any) -> str:
 
 
 def _roots(value: Any) -> str | list[str]:
-    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+    if isinstance(value, str) or (
+        isinstance(value, list) and all(isinstance(v, str) for v in value)
+    ):
         return value
-    return _text(value)
+    raise _Refused("must be text or a list of texts", echo=False)  # a root may hold a password
 
 
 Seconds = Annotated[float, PlainValidator(_number(False, 0, above=True))]
@@ -259,10 +255,12 @@ MaybeFlag = Annotated[bool | None, PlainValidator(lambda v: v if v is None else 
 Credential = Annotated[str | None, _optional(_secret)]
 
 
-def _setting(default: Any, label: str | None, doc: str, **shown: Any) -> Any:
+def _setting(
+    default: Any, label: str | None, doc: str, *, shown_in_repr: bool = True, **shown: Any
+) -> Any:
     """``label``: its connection form field (``None``: none); ``shown``: ``stored`` and
     ``default_text`` for the docs table, ``connection=False`` to leave it out of the connection."""
-    return Field(default, title=label, description=doc, json_schema_extra=shown)
+    return Field(default, title=label, description=doc, json_schema_extra=shown, repr=shown_in_repr)
 
 
 class ClientConfig(BaseModel):
@@ -471,6 +469,7 @@ class ConnectionSettings(ClientConfig):
         "Allowed destinations",
         "roots that every destination must lie under, comma-separated or a JSON list, e.g. "
         "`file:///data/, s3://analytics-bucket/` (also `[analytics] allowed_destinations`)",
+        shown_in_repr=False,  # a root may carry a password (refused where the roots are read)
     )
 
     @classmethod

@@ -203,6 +203,22 @@ def test_secrets_are_masked_and_never_in_reprs(monkeypatch: pytest.MonkeyPatch) 
         assert TOKEN not in text and APP_KEY not in text and XTOKEN not in text
 
 
+def test_a_root_carrying_a_password_is_neither_echoed_nor_in_the_repr(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Airflow masks no extra named ``allowed_destinations``: its refusal echoed the list, and
+    the configuration's repr showed the roots, password and all."""
+    root = "s3://AKIAEXAMPLE:roots-pass-9f3@bucket/"
+    set_connection(monkeypatch, password=TOKEN, extra={"allowed_destinations": [root, 5]})
+    with pytest.raises(AnalyticsConfigurationError, match="allowed_destinations") as info:
+        _ = AnalyticsHook().client_config
+    set_connection(monkeypatch, password=TOKEN, extra={"allowed_destinations": root})
+    config = AnalyticsHook().client_config
+    assert config.allowed_destinations == root
+    for text in (str(info.value), repr(config), str(config)):
+        assert "roots-pass-9f3" not in text
+
+
 def test_the_client_masks_what_airflows_masker_masks(monkeypatch: pytest.MonkeyPatch) -> None:
     """The hook hands the secrets to Airflow's masker and sets the client's minimum to the
     deployment's ``[logging] min_length_masked_secret``: both mask the same values."""
