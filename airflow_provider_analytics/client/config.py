@@ -20,7 +20,12 @@ from urllib.parse import SplitResult, unquote, urlsplit
 from pydantic import BaseModel, ConfigDict, Field, PlainValidator, ValidationError, model_validator
 
 from airflow_provider_analytics.client.throttle import DEFAULT_MAX_CONCURRENT_CALLS
-from airflow_provider_analytics.core.errors import AnalyticsConfigurationError, bounded_repr
+from airflow_provider_analytics.core import rules
+from airflow_provider_analytics.core.errors import (
+    AnalyticsConfigurationError,
+    AnalyticsValidationError,
+    bounded_repr,
+)
 from airflow_provider_analytics.core.progress import DEFAULT_PROGRESS_INTERVAL
 from airflow_provider_analytics.core.redaction import Secret
 from airflow_provider_analytics.core.version import __version__
@@ -227,16 +232,19 @@ def _user_agent(value: Any) -> str:
     return value
 
 
-def _text(value: Any) -> str:
-    if not isinstance(value, str):
-        raise _Refused("must be text")
-    return value
+def _zone(value: Any) -> str:
+    try:  # the jobs' rule, checked where the connection is read (not at the first export)
+        return rules.time_zone(value)
+    except AnalyticsValidationError as error:
+        raise _Refused(error.rule) from None
 
 
 def _roots(value: Any) -> str | list[str]:
-    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+    if isinstance(value, str) or (
+        isinstance(value, list) and all(isinstance(v, str) for v in value)
+    ):
         return value
-    return _text(value)
+    raise _Refused("must be text or a list of texts", echo=False)  # a root may hold a password
 
 
 Seconds = Annotated[float, PlainValidator(_number(False, 0, above=True))]
@@ -247,10 +255,12 @@ MaybeFlag = Annotated[bool | None, PlainValidator(lambda v: v if v is None else 
 Credential = Annotated[str | None, _optional(_secret)]
 
 
-def _setting(default: Any, label: str | None, doc: str, **shown: Any) -> Any:
+def _setting(
+    default: Any, label: str | None, doc: str, *, shown_in_repr: bool = True, **shown: Any
+) -> Any:
     """``label``: its connection form field (``None``: none); ``shown``: ``stored`` and
     ``default_text`` for the docs table, ``connection=False`` to leave it out of the connection."""
-    return Field(default, title=label, description=doc, json_schema_extra=shown)
+    return Field(default, title=label, description=doc, json_schema_extra=shown, repr=shown_in_repr)
 
 
 class ClientConfig(BaseModel):
@@ -448,7 +458,7 @@ class ConnectionSettings(ClientConfig):
     """What an Airflow connection of type ``analytics`` holds: the client's settings, and
     the project's timezone and the allowed destination roots, which the jobs read."""
 
-    timezone: Annotated[str | None, _optional(_text)] = _setting(
+    timezone: Annotated[str | None, _optional(_zone)] = _setting(
         None,
         "Project timezone",
         "the IANA zone (or an offset such as `+08:00`) the platform writes datetimes in",
@@ -459,6 +469,7 @@ class ConnectionSettings(ClientConfig):
         "Allowed destinations",
         "roots that every destination must lie under, comma-separated or a JSON list, e.g. "
         "`file:///data/, s3://analytics-bucket/` (also `[analytics] allowed_destinations`)",
+        shown_in_repr=False,  # a root may carry a password (refused where the roots are read)
     )
 
     @classmethod
@@ -472,22 +483,43 @@ class ConnectionSettings(ClientConfig):
             ``password``, ``extra_dejson``).
         :raises AnalyticsConfigurationError: naming the connection and the setting.
         """
-        extras = conn.extra_dejson or {}
+        extras = connection_extras(conn)
         values: dict[str, Any] = {"base_url": _connection_url(conn, extras)}
         for name in connection_settings():
             names = (extra_name(name), name, "appKey") if name == "app_key" else (name,)
-            for key in (k for n in names for k in (n, f"extra__analytics__{n}")):
-                if extras.get(key) not in (None, ""):
-                    values[name] = extras[key]
-                    break
-        if conn.password:
-            values["token"] = conn.password
+            keys = [k for n in names for k in (n, f"extra__analytics__{n}")]
+            found = {k: extras[k] for k in keys if extras.get(k) not in (None, "")}
+            if name == "token" and conn.password:
+                found = {"password": conn.password, **found}
+            if len({repr(value) for value in found.values()}) > 1:  # the first won, silently
+                raise AnalyticsConfigurationError(
+                    f"connection {conn.conn_id!r}: {', '.join(found)} all set {name}, to "
+                    "different values: keep one"
+                )
+            if found:
+                values[name] = next(iter(found.values()))
         values["progress_bar"] = False  # a task's progress goes to its log, in lines
         reading = _READING.set(conn.conn_id)
         try:
             return cls(**values)
         finally:
             _READING.reset(reading)
+
+
+def connection_extras(conn: Any) -> dict[str, Any]:
+    """The extras of an Airflow connection: a JSON object (Airflow hands over whatever JSON
+    the extra holds, a list or a number too), refused by name otherwise (not echoed: an extra
+    may hold secrets)."""
+    try:
+        extras = conn.extra_dejson or {}
+        got = f"a JSON {type(extras).__name__}"
+    except RecursionError:  # Airflow's json.loads, of an extra nested past Python's limit
+        extras, got = None, "one nested too deeply to read"
+    if not isinstance(extras, dict):
+        raise AnalyticsConfigurationError(
+            f"connection {conn.conn_id!r}: extra: must be a JSON object of settings (got {got})"
+        )
+    return extras
 
 
 def _connection_url(conn: Any, extras: Mapping[str, Any]) -> str:
@@ -502,8 +534,12 @@ def _connection_url(conn: Any, extras: Mapping[str, Any]) -> str:
     scheme = extras.get("scheme") or conn.schema
     if "://" not in host and scheme in ("http", "https"):
         host = f"{scheme}://{host}"
-    if conn.port and not re.search(r":\d+$", host.split("://")[-1].split("/")[0]):
-        host = f"{host.rstrip('/')}:{conn.port}"
+    if conn.port:  # into the authority: after a path it made another path, and no port
+        prefix, separator, rest = host.partition("://")
+        prefix, rest = (prefix + separator, rest) if separator else ("", host)
+        authority = re.split(r"[/?#]", rest, maxsplit=1)[0]
+        if not re.search(r":\d+$", authority):
+            host = f"{prefix}{authority}:{conn.port}{rest[len(authority) :]}"
     return host
 
 

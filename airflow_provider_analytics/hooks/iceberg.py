@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk import BaseHook
 from airflow.sdk.log import mask_secret
 
+from airflow_provider_analytics.client.config import connection_extras
+
 if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
 
@@ -40,7 +42,7 @@ class IcebergCatalogHook(BaseHook):
     @property
     def catalog_name(self) -> str:
         """The catalog's name for pyiceberg (a SQL catalog's tables are kept under it)."""
-        return str((self.connection.extra_dejson or {}).get("catalog_name") or self.iceberg_conn_id)
+        return str(connection_extras(self.connection).get("catalog_name") or self.iceberg_conn_id)
 
     def get_conn(self) -> Catalog:
         """The pyiceberg catalog (SQL, REST or Glue) for this connection."""
@@ -50,7 +52,7 @@ class IcebergCatalogHook(BaseHook):
         if connection.password:
             mask_secret(connection.password)
         fields = {name: getattr(connection, name) for name in _FIELDS}
-        properties = catalog_properties(**fields, extra=connection.extra_dejson)
+        properties = catalog_properties(**fields, extra=connection_extras(connection))
         for key in ("token", "credential", "uri", "client.secret-access-key"):
             if key in properties and connection.password and connection.password in properties[key]:
                 mask_secret(properties[key])

@@ -11,7 +11,7 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
-from airflow_provider_analytics.core.errors import AnalyticsValidationError
+from airflow_provider_analytics.core.errors import AnalyticsError
 from airflow_provider_analytics.core.identity import Identity
 from airflow_provider_analytics.hooks.iceberg import IcebergCatalogHook
 
@@ -32,7 +32,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--conn-id", default="iceberg_default", help="the catalog's connection")
     parser.add_argument("--dry-run", action="store_true", help="change nothing; say what")
     arguments = parser.parse_args(argv)
-    from airflow_provider_analytics.core.errors import IcebergSchemaError
     from airflow_provider_analytics.output.iceberg_migration import migrate_to_identity
     from airflow_provider_analytics.output.roots import deployment_roots
 
@@ -48,7 +47,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             dry_run=arguments.dry_run,
             allowed_roots=deployment_roots(),
         )
-    except (IcebergSchemaError, AnalyticsValidationError) as error:
+    except AnalyticsError as error:  # a bad connection too, not only a bad identity or table
         parser.exit(2, f"error: {error}\n")
     print(json.dumps(summary))  # one line: the last line of the output
     return 0

@@ -69,7 +69,7 @@ class RegisterAccountOperator(AnalyticsBaseOperator):
         self.phone = phone
         self.department = department
         self.login_user = login_user
-        self.ensure_exists = ensure_exists
+        self.ensure_exists = rules.boolean(ensure_exists, "ensure_exists")
 
     def execute(self, context: Context) -> dict[str, Any]:
         if self._password:

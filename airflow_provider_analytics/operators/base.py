@@ -62,7 +62,7 @@ class AnalyticsBaseOperator(BaseOperator):
         is kept as ``is_dry_run``: ``BaseOperator.dry_run()`` renders templates for the CLI."""
         if reviewed_preview is not None and dry_run:
             rules.fail("reviewed_preview", "applies a reviewed preview; a dry run applies nothing")
-        self.is_dry_run = dry_run
+        self.is_dry_run = rules.boolean(dry_run, "dry_run")  # "false" is truthy
         self.reviewed_preview = reviewed_preview
 
     def reviewed_result(self, context: Context) -> Any:

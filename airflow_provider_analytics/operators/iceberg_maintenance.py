@@ -62,7 +62,7 @@ class IcebergMaintenanceOperator(BaseOperator):
         self.snapshot_retention = snapshot_retention
         self.retain_last = retain_last
         self.orphan_file_age = orphan_file_age
-        self.report_only = report_only
+        self.report_only = rules.boolean(report_only, "report_only")
 
     def execute(self, context: Context) -> dict[str, Any]:
         from pyiceberg.exceptions import NoSuchTableError
@@ -72,6 +72,8 @@ class IcebergMaintenanceOperator(BaseOperator):
         from airflow_provider_analytics.output.roots import deployment_roots
 
         tables = self.iceberg_tables
+        if isinstance(tables, str) and tables.lstrip().startswith("["):  # skipped as missing
+            rules.fail("iceberg_tables", "must be a list, not a list rendered as text", tables)
         identifiers = [tables] if isinstance(tables, str) else tables
         if not isinstance(identifiers, list) or not identifiers:
             rules.fail("iceberg_tables", "must name at least one table", tables)

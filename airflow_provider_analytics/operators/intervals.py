@@ -68,7 +68,11 @@ def covered_days(context: Mapping[str, Any]) -> CoveredDays:
         run_after = getattr(dag_run, "run_after", None) or dt.datetime.now(dt.UTC)
         last_complete = _local_date(run_after, timezone) - dt.timedelta(days=1)
         return CoveredDays(last_complete, last_complete, timezone)
-    first = _local_date(logical, timezone) if logical is not None else dt.date.fromisoformat(ds)
+    first = (  # a ``ds`` handed over by hand is checked as a day (it raised a bare ValueError)
+        _local_date(logical, timezone)
+        if logical is not None
+        else dt.date.fromisoformat(rules.date(ds, "ds"))
+    )
     start, end = context.get("data_interval_start"), context.get("data_interval_end")
     # the interval counts only when it starts at the logical date (given ``ds``: on its day)
     if start is None or end is None or end <= start:

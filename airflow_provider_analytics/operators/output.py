@@ -39,13 +39,16 @@ def destination_asset(destination: str) -> Asset | None:
     static = static[: static.rfind("/") + 1]  # nothing without a "/"
     if static.startswith("/"):
         static = f"file://{static}"
-    parts = urlsplit(static)
+    try:
+        parts = urlsplit(static)
+    except ValueError:  # a broken authority, "s3://[bucket/": refused by name, at parse time
+        rules.fail("destination", "must be an object URI or a prefix URI", destination)
     if not parts.scheme:
         return None
     uri = parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()
     if parts.scheme == "file" and not parts.netloc:
         uri = f"file://{parts.path}"  # geturl() drops the empty authority of file:///x
-    return Asset(uri=uri, name=uri)
+    return _asset(uri, "destination")
 
 
 def iceberg_asset(iceberg_conn_id: str, iceberg_table: str) -> Asset | None:
@@ -53,7 +56,14 @@ def iceberg_asset(iceberg_conn_id: str, iceberg_table: str) -> Asset | None:
     if "{{" in iceberg_table or "{{" in iceberg_conn_id:
         return None
     uri = iceberg_table_uri(iceberg_conn_id, iceberg_table)
-    return Asset(uri=uri, name=uri)
+    return _asset(uri, "iceberg_table")
+
+
+def _asset(uri: str, field: str) -> Asset:
+    try:
+        return Asset(uri=uri, name=uri)
+    except ValueError as error:  # Airflow's rule for an Asset: a name of at most 1,500 characters
+        rules.fail(field, f"must fit in an Airflow Asset's name ({error})", uri)
 
 
 class AnalyticsOutputOperator(AnalyticsBaseOperator):
@@ -79,6 +89,9 @@ class AnalyticsOutputOperator(AnalyticsBaseOperator):
     ) -> None:
         if partition_outputs is not None:
             rules.boolean(partition_outputs, "partition_outputs")
+        for field, value in (("destination", destination), ("iceberg_conn_id", iceberg_conn_id)):
+            if value is not None:  # the Asset is read from it now: not text raised TypeError
+                rules.string(value, field)
         if (destination is None) == (iceberg_table is None):
             rules.fail("destination", "give exactly one of destination and iceberg_table")
         if "outlets" not in kwargs:

@@ -111,6 +111,8 @@ class _AnalysisReportOperator(AnalyticsOutputOperator):
         )
         if self.window_days is not None:
             rules.integer(self.window_days, "window_days", minimum=0)
+        if not isinstance(self.request, Mapping):  # a template renders text, unless native
+            rules.fail("request", "must be a dict (or a typed request), not text", self.request)
         body = dict(self.request)
         days = covered_days(context)
         body.setdefault("fromDate", days.dates[0])

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from airflow_provider_analytics.core import rules
 from airflow_provider_analytics.operators.base import AnalyticsBaseOperator
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Sequence
 
     from airflow.sdk import Context
 
@@ -50,7 +52,9 @@ class TrackingPlanSyncOperator(AnalyticsBaseOperator):
     ) -> None:
         super().__init__(**kwargs)
         self.plan = os.fspath(plan) if isinstance(plan, os.PathLike) else plan
-        self.apply_despite_conflicts = apply_despite_conflicts
+        self.apply_despite_conflicts = rules.boolean(
+            apply_despite_conflicts, "apply_despite_conflicts"
+        )
         self.review_arguments(dry_run, reviewed_preview)
 
     def execute(self, context: Context) -> dict[str, Any]:
@@ -62,6 +66,8 @@ class TrackingPlanSyncOperator(AnalyticsBaseOperator):
         dag = context.get("dag") or (self.dag if self.has_dag() else None)
         fileloc = getattr(dag, "fileloc", None)
         base_dir = os.path.dirname(fileloc) if fileloc else None
+        if not isinstance(self.plan, Mapping):  # a path: text (a list or a NUL raised TypeError)
+            rules.string(self.plan, "plan")
         desired = load_tracking_plan(self.plan, base_dir=base_dir)
         result = sync_tracking_plan(
             self.hook.get_conn(),

@@ -10,6 +10,7 @@ from airflow.sdk import BaseSensorOperator, PokeReturnValue, conf
 from airflow.sdk.exceptions import AirflowFailException, AirflowSensorTimeout, AirflowSkipException
 
 from airflow_provider_analytics.client.data_ready import DataReadyCheck
+from airflow_provider_analytics.core import rules
 from airflow_provider_analytics.core.errors import is_transient
 from airflow_provider_analytics.operators.base import AnalyticsBaseOperator
 from airflow_provider_analytics.operators.intervals import covered_days
@@ -96,6 +97,10 @@ class AnalyticsDataSensor(BaseSensorOperator, AnalyticsBaseOperator):
     def execute(self, context: Context) -> Any:
         if not self.deferrable:
             return super().execute(context)
+        from airflow_provider_analytics.triggers.data_ready_event import TIMEOUT_MAX
+
+        if float(self.timeout) > TIMEOUT_MAX:  # no deadline a calendar holds (OverflowError)
+            rules.fail("timeout", f"must be at most {TIMEOUT_MAX:.0f} s to defer", self.timeout)
         first = self.poke(context)
         if first.is_done:
             return first.xcom_value

@@ -34,6 +34,7 @@ EVENT_SOURCE: Final = DATA_READY_SOURCE
 STATE_KEY: Final = "analytics.data_ready.announced"
 """Prefix of the asset state store key holding the days a watcher has announced."""
 DEFAULT_TIMEOUT: Final = 7 * 24 * 3600.0  # the sensor's default timeout
+TIMEOUT_MAX: Final = 3660 * 24 * 3600.0  # ten years: the window must start on a calendar day
 _SETTINGS: Final = (
     *("analytics_conn_id", "event", "threshold", "poke_interval", "timeout", "timezone"),
     *("first_day", "last_day"),
@@ -74,8 +75,10 @@ class AnalyticsDataReadyEventTrigger(BaseEventTrigger):
     :param event: event id to count; ``$Anything`` (default) is any event.
     :param threshold: events a day needs to be ready.
     :param poke_interval: seconds between polls.
-    :param timeout: seconds after its end that a day is watched (default seven days).
-    :param timezone: IANA zone of the days; default the connection's ``timezone`` extra, else UTC.
+    :param timeout: seconds after its end that a day is watched (default seven days, at most
+        ten years).
+    :param timezone: IANA zone (or offset, ``+08:00``) of the days; default the connection's
+        ``timezone`` extra, else UTC.
     :param first_day: never announce a day before this one (``yyyy-MM-dd``).
     :param last_day: never announce a day after this one (``yyyy-MM-dd``).
     """
@@ -98,11 +101,13 @@ class AnalyticsDataReadyEventTrigger(BaseEventTrigger):
         for field, value in positive.items():
             if rules.number(value, field) <= 0:
                 rules.fail(field, "must be greater than 0", value)
+        if timeout > TIMEOUT_MAX:
+            rules.fail("timeout", f"must be at most {TIMEOUT_MAX:.0f} seconds (ten years)", timeout)
         if timezone is not None:
             rules.time_zone(timezone)
-        for day, field in ((first_day, "first_day"), (last_day, "last_day")):
-            if day is not None:
-                rules.date(day, field)
+        # kept as yyyy-MM-dd text (a date object did not survive serialization nor the window)
+        days = {"first_day": first_day, "last_day": last_day}
+        first_day, last_day = (None if v is None else rules.date(v, k) for k, v in days.items())
         if first_day is not None and last_day is not None:
             rules.date_range(first_day, last_day, from_field="first_day", to_field="last_day")
         self.analytics_conn_id = analytics_conn_id
@@ -138,8 +143,11 @@ class AnalyticsDataReadyEventTrigger(BaseEventTrigger):
 
         connection = await AnalyticsHook.aget_connection(kwargs["analytics_conn_id"])
         config = client_config_from_connection(connection)
-        zone = kwargs["timezone"] or config.timezone or "UTC"  # the connection's, as declared
-        timezone = ZoneInfo(rules.time_zone(zone))
+        zone = rules.time_zone(kwargs["timezone"] or config.timezone or "UTC")  # or the conn's
+        # a fixed offset (+08:00) is no zone name: ZoneInfo refused it with a bare KeyError
+        timezone = (
+            dt.datetime.strptime(zone, "%z").tzinfo or dt.UTC if zone[0] in "+-" else ZoneInfo(zone)
+        )
         shown = Redactor(config.secrets()).excerpt
         async with AsyncAnalyticsClient(config) as client:
             while True:

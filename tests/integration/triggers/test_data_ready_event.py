@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import json
+import os
 import subprocess
 import sys
 from typing import TYPE_CHECKING, Any
@@ -194,6 +195,29 @@ def test_two_ready_days_are_announced_one_per_poll_oldest_first(
     days = [event["day"] for event in asyncio.run(main())]
     assert days == list(DAYS[:2])
     assert emulator_admin.stats()["requests"]["analyze_events"] - polls_before >= 2
+
+
+@pytest.mark.parametrize("zone", ["+08:00", None])  # the argument's, or the connection's
+def test_a_fixed_offset_counts_the_days(
+    connection: None, emulator_admin: EmulatorAdmin, monkeypatch: pytest.MonkeyPatch, zone: Any
+) -> None:
+    """An offset is a time zone by the rule (and the connection's ``timezone`` extra may be
+    one), but ``ZoneInfo("+08:00")`` raised a bare ZoneInfoNotFoundError in the triggerer."""
+    conn = json.loads(os.environ["AIRFLOW_CONN_ANALYTICS_DEFAULT"])
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_ANALYTICS_DEFAULT",
+        json.dumps({**conn, "extra": {**conn["extra"], "timezone": "+08:00"}}),
+    )
+    emulator_admin.replace_event_log(events_on(DAYS[0], 4))
+
+    async def main() -> list[dict]:
+        stream = watcher(timezone=zone).run().__aiter__()
+        try:
+            return await take(stream, 1)
+        finally:
+            await stream.aclose()
+
+    assert [event["day"] for event in asyncio.run(main())] == [DAYS[0]]
 
 
 def test_watchers_sharing_a_key_share_one_poll_and_judge_it_each_by_its_threshold(

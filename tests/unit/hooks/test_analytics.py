@@ -70,6 +70,26 @@ def test_host_without_scheme_uses_schema_and_port(monkeypatch: pytest.MonkeyPatc
     )
 
 
+@pytest.mark.parametrize(
+    ("fields", "base_url"),
+    [
+        ({"host": "https://analytics.example.com/api"}, "https://analytics.example.com:4005/api"),
+        (
+            {"host": "analytics.example.com/api", "schema": "https"},
+            "https://analytics.example.com:4005/api",
+        ),
+        ({"host": "https://[::1]/api"}, "https://[::1]:4005/api"),
+    ],
+)
+def test_the_port_goes_before_the_hosts_path(
+    monkeypatch: pytest.MonkeyPatch, fields: dict, base_url: str
+) -> None:
+    """It was appended after the path: ``https://analytics.example.com/api:4005``, another
+    path on the default port."""
+    set_connection(monkeypatch, port=4005, password=TOKEN, **fields)
+    assert AnalyticsHook().client_config.base_url == base_url
+
+
 @pytest.mark.parametrize(("host", "port"), [("127.0.0.1:4005", None), ("127.0.0.1", 4005)])
 def test_a_host_naming_no_scheme_is_refused_saying_how_to_write_it(
     monkeypatch: pytest.MonkeyPatch, host: str, port: int | None
@@ -105,6 +125,8 @@ def test_ui_prefixed_extras_and_ca_bundle(monkeypatch: pytest.MonkeyPatch, tmp_p
         ({"extra": {"max_attempts": "many"}}, "max_attempts"),
         ({"extra": {"allow_insecure_http": "maybe"}}, "allow_insecure_http"),
         ({"host": "http://analytics.example.com"}, "http"),
+        # the jobs refused it at the first export, naming an operator argument not given
+        ({"extra": {"timezone": "Mars/Olympus"}}, "extra 'timezone': must be a time zone"),
     ],
 )
 def test_unusable_connections_fail_with_a_clear_message(
@@ -116,6 +138,61 @@ def test_unusable_connections_fail_with_a_clear_message(
     assert TOKEN not in str(info.value)
 
 
+@pytest.mark.parametrize("extra", [[1, 2], "5", '"text"', f'["{TOKEN}"]'])
+def test_an_extra_that_is_not_a_json_object_is_refused_by_name(
+    monkeypatch: pytest.MonkeyPatch, extra: object
+) -> None:
+    """Airflow hands over whatever JSON the extra holds: a list or a number escaped as
+    ``AttributeError: 'list' object has no attribute 'get'`` from both hooks."""
+    from airflow_provider_analytics.hooks.iceberg import IcebergCatalogHook
+
+    set_connection(monkeypatch, password=TOKEN, extra=extra)
+    set_connection(monkeypatch, "iceberg_default", conn_type="iceberg", extra=extra)
+    for read in (lambda: AnalyticsHook().client_config, lambda: IcebergCatalogHook().get_conn()):
+        with pytest.raises(AnalyticsConfigurationError, match="extra: must be a JSON object"):
+            read()
+    with pytest.raises(AnalyticsConfigurationError) as info:
+        _ = IcebergCatalogHook().catalog_name
+    assert TOKEN not in str(info.value)
+
+
+def test_an_extra_nested_too_deeply_to_read_is_refused_by_name() -> None:
+    """A connection from the database or a secrets backend hands its extra over as stored:
+    Airflow's ``json.loads`` of one nested past Python's limit let a bare RecursionError out."""
+    from airflow.sdk import Connection
+
+    from airflow_provider_analytics.hooks.analytics import client_config_from_connection
+
+    extra = "[" * 100_000 + "]" * 100_000
+    conn = Connection(
+        conn_id="deep", conn_type="analytics", host="https://a.example.com", extra=extra
+    )
+    with pytest.raises(AnalyticsConfigurationError, match=r"extra: .* nested too deeply"):
+        client_config_from_connection(conn)
+
+
+@pytest.mark.parametrize(
+    ("fields", "keys"),
+    [
+        ({"extra": {"app_api_key": APP_KEY, "appKey": XTOKEN}}, "app_api_key, appKey"),
+        ({"extra": {"read_timeout": 5, "extra__analytics__read_timeout": 60}}, "read_timeout, "),
+        ({"password": TOKEN, "extra": {"token": XTOKEN}}, "password, token"),
+    ],
+)
+def test_one_setting_given_twice_with_different_values_is_refused(
+    monkeypatch: pytest.MonkeyPatch, fields: dict, keys: str
+) -> None:
+    """The first of its spellings won silently (a connection edited over time may hold the
+    UI's prefixed extra beside the plain one); the values are not shown."""
+    set_connection(monkeypatch, **{"password": TOKEN, **fields})
+    with pytest.raises(AnalyticsConfigurationError, match="to different values") as info:
+        _ = AnalyticsHook().client_config
+    assert keys in str(info.value)
+    assert all(secret not in str(info.value) for secret in (TOKEN, APP_KEY, XTOKEN))
+    set_connection(monkeypatch, password=TOKEN, extra={"app_key": APP_KEY, "appKey": APP_KEY})
+    assert AnalyticsHook().client_config.app_key == APP_KEY  # the same value twice is one
+
+
 def test_secrets_are_masked_and_never_in_reprs(monkeypatch: pytest.MonkeyPatch) -> None:
     set_connection(monkeypatch, password=TOKEN, extra={"app_key": APP_KEY, "xtoken": XTOKEN})
     hook = AnalyticsHook()
@@ -124,6 +201,22 @@ def test_secrets_are_masked_and_never_in_reprs(monkeypatch: pytest.MonkeyPatch) 
     assert TOKEN not in redacted and APP_KEY not in redacted and XTOKEN not in redacted
     for text in (repr(hook), repr(config), str(config), repr(hook.get_conn())):
         assert TOKEN not in text and APP_KEY not in text and XTOKEN not in text
+
+
+def test_a_root_carrying_a_password_is_neither_echoed_nor_in_the_repr(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Airflow masks no extra named ``allowed_destinations``: its refusal echoed the list, and
+    the configuration's repr showed the roots, password and all."""
+    root = "s3://AKIAEXAMPLE:roots-pass-9f3@bucket/"
+    set_connection(monkeypatch, password=TOKEN, extra={"allowed_destinations": [root, 5]})
+    with pytest.raises(AnalyticsConfigurationError, match="allowed_destinations") as info:
+        _ = AnalyticsHook().client_config
+    set_connection(monkeypatch, password=TOKEN, extra={"allowed_destinations": root})
+    config = AnalyticsHook().client_config
+    assert config.allowed_destinations == root
+    for text in (str(info.value), repr(config), str(config)):
+        assert "roots-pass-9f3" not in text
 
 
 def test_the_client_masks_what_airflows_masker_masks(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -92,3 +92,14 @@ def test_a_table_not_of_the_provider_ends_with_status_2_and_the_reason(
     err = capsys.readouterr().err
     assert err.startswith("error: analytics.other is not partitioned by identity(dt)")
     assert len(lake.load_table("analytics.other").snapshots()) == 1
+
+
+def test_an_unusable_connection_ends_with_status_2_and_the_reason(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A connection the hook refuses ended in a traceback, not the command's error line."""
+    monkeypatch.setenv("AIRFLOW_CONN_LAKE_CONN", json.dumps({"conn_type": "iceberg", "extra": [1]}))
+    with pytest.raises(SystemExit) as ended:
+        main(["--conn-id", "lake_conn", "analytics.users", "cohort_code=vip"])
+    assert ended.value.code == 2
+    assert capsys.readouterr().err.startswith("error: connection 'lake_conn': extra: must be")

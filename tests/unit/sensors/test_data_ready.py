@@ -138,3 +138,17 @@ def test_a_deferred_wait_that_saw_the_data_returns_what_it_saw() -> None:
     detail = {"counts": {"2024-01-15": 3.0}}
     sensor = AnalyticsDataSensor(task_id="wait")
     assert sensor.execute_complete({}, {"status": "success", "detail": detail}) == detail  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("timeout", [dt.timedelta.max, dt.timedelta(days=3661)])
+def test_a_deferrable_wait_no_calendar_can_end_is_refused_before_any_request(
+    connection: None, timeout: dt.timedelta
+) -> None:
+    """Its deadline raised a bare OverflowError after the first poke (or, when deferred,
+    where Airflow adds the timeout to the current moment)."""
+    from airflow_provider_analytics.core.errors import AnalyticsValidationError
+
+    sensor = AnalyticsDataSensor(task_id="wait", timeout=timeout, deferrable=True)
+    with rm.Mocker() as mocked, pytest.raises(AnalyticsValidationError, match=r"^timeout: must"):
+        sensor.execute(context())  # type: ignore[arg-type]
+    assert mocked.call_count == 0

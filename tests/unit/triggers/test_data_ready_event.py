@@ -62,3 +62,24 @@ def test_a_stored_value_of_another_shape_is_refused_naming_the_key(
 ) -> None:
     with pytest.raises(AnalyticsValidationError, match=message):
         read_back(stored)
+
+
+def test_a_date_object_is_kept_as_the_text_that_survives_serialization() -> None:
+    """``first_day=date(...)`` was accepted, then failed the window with a bare TypeError
+    (``fromisoformat`` of a date) and came back from serialization as another value."""
+    import datetime as dt
+
+    trigger = AnalyticsDataReadyEventTrigger(
+        first_day=dt.date(2024, 1, 10), last_day=dt.date(2024, 1, 12)
+    )
+    kwargs = trigger.serialize()[1]
+    assert (kwargs["first_day"], kwargs["last_day"]) == ("2024-01-10", "2024-01-12")
+    assert AnalyticsDataReadyEventTrigger(**kwargs).serialize()[1] == kwargs
+
+
+@pytest.mark.parametrize("timeout", [1e11, 1e300, 10**15])
+def test_a_timeout_no_calendar_holds_is_refused_by_name(timeout: float) -> None:
+    """The watched window starts ``timeout`` before now: beyond year 1 it raised a bare
+    OverflowError in the triggerer."""
+    with pytest.raises(AnalyticsValidationError, match=r"^timeout: must be at most"):
+        AnalyticsDataReadyEventTrigger(timeout=timeout)
