@@ -39,7 +39,7 @@ from airflow_provider_analytics.core.progress import (
     rate_text,
 )
 from airflow_provider_analytics.core.retry import RetryPolicy
-from airflow_provider_analytics.export.arrow_pool import arrow_memory_pool
+from airflow_provider_analytics.export.arrow_pool import POOLS, arrow_memory_pool
 from airflow_provider_analytics.export.decoder import BlockDecoder, ParsedBlock
 from airflow_provider_analytics.export.schema import (
     CONTRACTS,
@@ -63,6 +63,15 @@ if TYPE_CHECKING:
     from airflow_provider_analytics.output.storage import StoragePath
 
 log = logging.getLogger(__name__)
+
+_POSITIVE_SETTINGS = (
+    "row_group_rows",
+    "row_group_bytes",
+    "block_bytes",
+    "max_line_bytes",
+    "chunk_bytes",
+    "parse_threads",
+)
 
 
 @dataclass
@@ -125,7 +134,9 @@ def prepare_export(
     decided again from a recorded shard plan (:func:`~.schema.export_schema`)."""
     if earlier_types is not None:
         destination_schema = _deprecated_earlier_types(earlier_types, destination_schema)
-    settings = settings or ExportSettings()
+    settings = ExportSettings() if settings is None else settings
+    if not isinstance(settings, ExportSettings):
+        rules.fail("settings", "must be an ExportSettings", settings)
     query = cohort_query(cohort_code, limit=limit, properties=properties)
     naming = column_names_setting(column_names)
     if query.properties is not None:
@@ -133,7 +144,11 @@ def prepare_export(
     check_override_keys(schema_overrides, naming)
     rules.one_of(settings.schema_contract, "schema_contract", CONTRACTS)
     rules.count(settings.attempts, "attempts")
-    rules.positive_int(settings.row_group_rows, "row_group_rows")
+    for name in _POSITIVE_SETTINGS:  # a chunk of 0 reads no body; text fails mid-stream
+        rules.positive_int(getattr(settings, name), name)
+    if rules.number(settings.retry_delay, "retry_delay") < 0:
+        rules.fail("retry_delay", "must be a number of seconds of at least 0", settings.retry_delay)
+    rules.one_of(settings.memory_pool, "memory_pool", POOLS)
     parquet_compression(settings.compression)
     if settings.progress_interval is not None:  # checked now, used by the client's progress
         progress_interval(settings.progress_interval)

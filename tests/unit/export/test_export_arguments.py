@@ -1,0 +1,53 @@
+"""Hostile arguments of the cohort export: each refused by name before the first request."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+import pytest
+
+from airflow_provider_analytics.core.errors import AnalyticsValidationError
+from airflow_provider_analytics.export.settings import ExportSettings
+from airflow_provider_analytics.export.stream import prepare_export
+
+
+class NoRequests:
+    """A client no request may reach."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise AssertionError(f"a request was made ({name}) before the arguments were checked")
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("block_bytes", "1048576"),
+        ("block_bytes", 0),
+        ("chunk_bytes", 0),  # read no body at all: "0 rows delivered", retried
+        ("chunk_bytes", "x"),
+        ("max_line_bytes", 0),
+        ("max_line_bytes", True),
+        ("row_group_bytes", -1),
+        ("row_group_bytes", 2**70),
+        ("parse_threads", "2"),
+        ("parse_threads", 0),
+        ("retry_delay", math.nan),
+        ("retry_delay", math.inf),
+        ("retry_delay", -1.0),
+        ("retry_delay", "2"),
+        ("memory_pool", "jemalloc"),
+    ],
+)
+def test_every_setting_is_refused_by_name_before_a_request(field: str, value: Any) -> None:
+    settings = dataclasses.replace(ExportSettings(), **{field: value})
+    with pytest.raises(AnalyticsValidationError) as refused:
+        prepare_export(NoRequests(), "c1", settings=settings)  # type: ignore[arg-type]
+    assert refused.value.field == field
+
+
+def test_settings_that_are_not_export_settings_are_refused_by_name() -> None:
+    with pytest.raises(AnalyticsValidationError) as refused:
+        prepare_export(NoRequests(), "c1", settings={"attempts": 1})  # type: ignore[arg-type]
+    assert refused.value.field == "settings"
