@@ -21,10 +21,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from airflow_provider_analytics.core import rules
-from airflow_provider_analytics.core.errors import CohortChangedError, ShardStagingError
+from airflow_provider_analytics.core.errors import (
+    AnalyticsValidationError,
+    CohortChangedError,
+    ShardStagingError,
+)
 from airflow_provider_analytics.core.heap import trim_heap
 from airflow_provider_analytics.core.identity import request_digest
 from airflow_provider_analytics.core.ndjson import iter_counted_blocks
@@ -62,6 +66,9 @@ ID_PROPERTY: Final = "distinct_id"
 CONSISTENCY: Final = ("first_pages", "strict")
 """What publication reads again: the first page of every shard, or every page."""
 PLAN_FILE: Final = "plan.json"
+SHARDS_MAX: Final = 100_000
+"""The most shards a plan holds (20 billion users in the default shards): a larger plan comes
+from a count no cohort has, and its list of shards alone would not fit in memory."""
 
 _RECORD = ConfigDict(strict=True, extra="forbid", frozen=True)
 
@@ -116,6 +123,24 @@ class ShardPlan(BaseModel):
     timezone: str
     columns: tuple[PlanColumn, ...]
     id_property: str = ID_PROPERTY
+
+    @model_validator(mode="after")
+    def _readable(self) -> ShardPlan:
+        """The plan can be read: its pages can be asked for (a page number is a Java int), its
+        shards listed, and it names a column for each property and the id among them."""
+        pages = -(-self.rows // self.page_size)
+        if pages > rules.COUNT_MAX or -(-pages // self.shard_pages) > SHARDS_MAX:
+            raise AnalyticsValidationError(
+                "shard_rows",
+                f"{self.rows} users in pages of {self.page_size} make more than {SHARDS_MAX} "
+                f"shards of {self.shard_pages} pages or {rules.COUNT_MAX} pages; raise "
+                "shard_rows or page_size, or check the cohort's count",
+            )
+        if len(self.columns) != len(self.properties) or self.id_property not in self.properties:
+            raise AnalyticsValidationError(
+                "columns", "must be one a property, id_property among them"
+            )
+        return self
 
     @property
     def rows(self) -> int:
@@ -209,26 +234,29 @@ def plan_of(
 ) -> ShardPlan:
     """The plan a prepared export makes for a cohort of ``count`` users."""
     query, schema = prepared.query, prepared.schema
-    return ShardPlan(
-        cohort_code=query.cohort_code,
-        properties=tuple(query.properties or ()),
-        limit=query.limit,
-        count=count,
-        page_size=page_size,
-        shard_pages=shard_pages,
-        timezone=schema.timezone,
-        columns=tuple(
-            PlanColumn(
-                id=column.name,
-                name=column.written_name,
-                type=str(column.arrow_type),
-                widens=column.widens,
-                starts_double=column.starts_double,
-            )
-            for column in schema.columns
-        ),
-        id_property=check_id_property(id_property, query.properties or ()),
-    )
+    try:
+        return ShardPlan(
+            cohort_code=query.cohort_code,
+            properties=tuple(query.properties or ()),
+            limit=query.limit,
+            count=count,
+            page_size=page_size,
+            shard_pages=shard_pages,
+            timezone=schema.timezone,
+            columns=tuple(
+                PlanColumn(
+                    id=column.name,
+                    name=column.written_name,
+                    type=str(column.arrow_type),
+                    widens=column.widens,
+                    starts_double=column.starts_double,
+                )
+                for column in schema.columns
+            ),
+            id_property=check_id_property(id_property, query.properties or ()),
+        )
+    except ValidationError as error:  # a count too large to read in pages
+        raise rules.refusal(error) from None
 
 
 def part_of(staging: StoragePath, shard: Shard, suffix: str = "parquet") -> StoragePath:
