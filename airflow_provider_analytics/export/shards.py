@@ -153,7 +153,7 @@ class ShardPlan(BaseModel):
 
     @property
     def shards(self) -> list[Shard]:
-        pages = math.ceil(self.rows / self.page_size)
+        pages = max(1, math.ceil(self.rows / self.page_size))  # an empty cohort: its schema
         found = []
         for index, first in enumerate(range(1, pages + 1, self.shard_pages)):
             last = min(first + self.shard_pages - 1, pages)

@@ -374,3 +374,27 @@ def test_a_key_echoing_the_token_on_a_page_is_masked_as_the_streams_is(
     warned = [r.getMessage() for r in caplog.records if "did not ask for" in r.getMessage()]
     assert warned and all("'***'" in message for message in warned)
     assert str(token) not in caplog.text
+
+
+def test_an_empty_cohort_read_in_pages_publishes_its_columns(tmp_path: Path) -> None:
+    """A cohort of no users in pages mode: one shard of page 1 (none made an IndexError out of
+    the publication), published as the stream publishes it, an empty file of its columns."""
+    from airflow_provider_analytics.client import ClientConfig
+    from tests.integration.export_servers import ExportServer
+
+    plan = [{"id": "distinct_id", "dataType": "string"}, {"id": "age", "dataType": "number"}]
+    with ExportServer(plan=plan, count=0) as server:
+        config = ClientConfig(server.base_url, token="t0k", app_key="app")
+        with AnalyticsClient(config) as api:
+            summary = export_cohort_day(
+                api,
+                cohort_query("c1", properties=["distinct_id", "age"]),
+                destination(tmp_path, "c1"),
+                DAY,
+                mode="pages",
+                timezone="UTC",
+                settings=ExportSettings(retry_delay=0.01),
+            )
+    assert (summary["mode"], summary["rows"], summary["shards"]) == ("pages", 0, 1)
+    table = pq.read_table(tmp_path / "users/cohort_code=c1/dt=2024-01-15/users.parquet")
+    assert (table.num_rows, table.column_names) == (0, ["distinct_id", "age"])
