@@ -259,6 +259,11 @@ def export_cohort_to_parquet(
         name -> the int64 or double type an earlier day holds a ``number`` column with.
     """
     started = time.monotonic()
+    if file_metadata:  # the file records it as UTF-8 text
+        try:
+            pa.schema([]).with_metadata(file_metadata)
+        except (TypeError, ValueError):
+            rules.fail("file_metadata", "must map text keys to text values", file_metadata)
     prepared = prepare_export(
         client,
         cohort_code,

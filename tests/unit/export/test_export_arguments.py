@@ -10,7 +10,7 @@ import pytest
 
 from airflow_provider_analytics.core.errors import AnalyticsValidationError
 from airflow_provider_analytics.export.settings import ExportSettings
-from airflow_provider_analytics.export.stream import prepare_export
+from airflow_provider_analytics.export.stream import export_cohort_to_parquet, prepare_export
 
 
 class NoRequests:
@@ -51,3 +51,32 @@ def test_settings_that_are_not_export_settings_are_refused_by_name() -> None:
     with pytest.raises(AnalyticsValidationError) as refused:
         prepare_export(NoRequests(), "c1", settings={"attempts": 1})  # type: ignore[arg-type]
     assert refused.value.field == "settings"
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [{None: "string"}, {"": "string"}, ["score"], "score"],
+    ids=["None key", "empty key", "list", "text"],
+)
+def test_schema_overrides_not_keyed_by_names_are_refused_by_name(overrides: Any) -> None:
+    """A ``None`` key raised AttributeError, a list TypeError, a text was read as its letters."""
+    with pytest.raises(AnalyticsValidationError) as refused:
+        prepare_export(NoRequests(), "c1", schema_overrides=overrides)  # type: ignore[arg-type]
+    assert refused.value.field == "schema_overrides"
+
+
+@pytest.mark.parametrize(
+    "metadata",
+    [{"k": 1}, {1: "v"}, {"k": "\udc00"}, ["k"]],
+    ids=["int", "key", "surrogate", "list"],
+)
+def test_file_metadata_that_is_not_text_is_refused_by_name(metadata: Any, tmp_path: Any) -> None:
+    """Each raised TypeError or UnicodeEncodeError once the cohort's count was asked for."""
+    with pytest.raises(AnalyticsValidationError) as refused:
+        export_cohort_to_parquet(
+            NoRequests(),  # type: ignore[arg-type]
+            "c1",
+            tmp_path / "users.parquet",
+            file_metadata=metadata,
+        )
+    assert refused.value.field == "file_metadata"
