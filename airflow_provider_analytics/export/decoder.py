@@ -122,6 +122,7 @@ _MARKER_MEMORY: Final = 16
 """After a block with typed markers, the next this many are scanned for them before Arrow
 parses: a scan costs under a tenth of a parse, a refused parse about half of one."""
 _NEWLINE: Final = ord("\n")
+_BOM: Final = b"\xef\xbb\xbf"
 _BRACE: Final = ord("{")
 _COLON: Final = ord(":")
 
@@ -221,6 +222,8 @@ class BlockDecoder:
         """Arrow's parser on whole lines (with ``options``, a reading's; the current reading's
         lax ones by default): the table, or where it refused them (the 0-based row it names,
         or None)."""
+        if data.startswith(_BOM):  # Arrow skips it there only; no line may start with one
+            return 0
         read_options = pa_json.ReadOptions(use_threads=False, block_size=max(len(data), 1 << 20))
         try:
             table = pa_json.read_json(
