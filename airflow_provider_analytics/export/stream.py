@@ -146,8 +146,9 @@ def prepare_export(
     rules.count(settings.attempts, "attempts")
     for name in _POSITIVE_SETTINGS:  # a chunk of 0 reads no body; text fails mid-stream
         rules.positive_int(getattr(settings, name), name)
-    if rules.number(settings.retry_delay, "retry_delay") < 0:
-        rules.fail("retry_delay", "must be a number of seconds of at least 0", settings.retry_delay)
+    # a day at most: a longer wait is an Airflow retry's (time.sleep overflows near 1e300)
+    if not 0 <= rules.number(settings.retry_delay, "retry_delay") <= 86_400:
+        rules.fail("retry_delay", "must be 0 to 86400 seconds", settings.retry_delay)
     rules.one_of(settings.memory_pool, "memory_pool", POOLS)
     parquet_compression(settings.compression)
     if settings.progress_interval is not None:  # checked now, used by the client's progress

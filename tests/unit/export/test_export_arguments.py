@@ -37,6 +37,7 @@ class NoRequests:
         ("retry_delay", math.inf),
         ("retry_delay", -1.0),
         ("retry_delay", "2"),
+        ("retry_delay", 1e300),  # OverflowError out of time.sleep between attempts
         ("memory_pool", "jemalloc"),
     ],
 )
