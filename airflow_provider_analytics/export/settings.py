@@ -24,7 +24,8 @@ class ExportSettings:
     :param max_line_bytes: the longest record line accepted; a longer one fails the export.
     :param chunk_bytes: bytes read from the socket at once at most.
     :param attempts: whole-export attempts for cut streams, transport faults and short counts.
-    :param retry_delay: base seconds between attempts (doubled each time, with jitter).
+    :param retry_delay: base seconds between attempts (doubled each time, with jitter), at
+        most a day.
     :param progress_interval: seconds between progress log lines; ``None``: the client's.
     :param parse_threads: blocks parsed at once (1 keeps a worker's other tasks a core).
     :param memory_pool: Arrow allocator during the export: ``system``, ``default`` or
