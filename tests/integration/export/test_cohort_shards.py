@@ -398,3 +398,21 @@ def test_an_empty_cohort_read_in_pages_publishes_its_columns(tmp_path: Path) -> 
     assert (summary["mode"], summary["rows"], summary["shards"]) == ("pages", 0, 1)
     table = pq.read_table(tmp_path / "users/cohort_code=c1/dt=2024-01-15/users.parquet")
     assert (table.num_rows, table.column_names) == (0, ["distinct_id", "age"])
+
+
+@pytest.mark.parametrize("mode", ["auto", "pages"])
+def test_a_cohort_code_names_the_cohort_as_a_query_does(tmp_path: Path, mode: str) -> None:
+    """``export_cohort_day`` takes a cohort code, as ``export_cohort_to_parquet`` does (auto
+    and pages mode raised AttributeError on it); a code that is not text is refused by name."""
+    from airflow_provider_analytics.client import ClientConfig
+    from tests.integration.export_servers import ExportServer
+
+    plan = [{"id": "distinct_id", "dataType": "string"}]
+    with ExportServer(plan=plan, count=0) as server:
+        config = ClientConfig(server.base_url, token="t0k", app_key="app")
+        with AnalyticsClient(config) as api:
+            day = destination(tmp_path, "c1")
+            summary = export_cohort_day(api, "c1", day, DAY, mode=mode, timezone="UTC")
+            with pytest.raises(AnalyticsValidationError, match="cohort_code: must be"):
+                export_cohort_day(api, None, day, DAY, mode=mode)  # type: ignore[arg-type]
+    assert summary["rows"] == 0
