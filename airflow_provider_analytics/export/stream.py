@@ -260,6 +260,8 @@ def export_cohort_to_parquet(
         name -> the int64 or double type an earlier day holds a ``number`` column with.
     """
     started = time.monotonic()
+    if isinstance(destination, str) or not callable(getattr(destination, "open", None)):
+        rules.fail("destination", "must be a path such as ObjectStoragePath(...)", destination)
     if file_metadata:  # the file records it as UTF-8 text
         try:
             pa.schema([]).with_metadata(file_metadata)

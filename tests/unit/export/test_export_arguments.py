@@ -81,3 +81,11 @@ def test_file_metadata_that_is_not_text_is_refused_by_name(metadata: Any, tmp_pa
             file_metadata=metadata,
         )
     assert refused.value.field == "file_metadata"
+
+
+@pytest.mark.parametrize("destination", ["users.parquet", None], ids=["text", "None"])
+def test_a_destination_that_is_not_a_path_is_refused_by_name(destination: Any) -> None:
+    """Text raised a bare AssertionError once the cohort was counted, None AttributeError."""
+    with pytest.raises(AnalyticsValidationError) as refused:
+        export_cohort_to_parquet(NoRequests(), "c1", destination)  # type: ignore[arg-type]
+    assert refused.value.field == "destination"
