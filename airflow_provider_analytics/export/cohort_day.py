@@ -69,6 +69,8 @@ def export_cohort_day(
         platform id, and ``fallback`` when a stream cut every time was read in pages.
     """
     query = cohort_query(query)  # a cohort code, or a checked request
+    if not callable(getattr(destination, "cohort_file", None)):
+        rules.fail("destination", "must be a ParquetDestination or IcebergDestination", destination)
     rules.one_of(mode, "mode", shards.MODES)
     shards.shard_pages(page_size, shard_rows)
     rules.integer(max_parallel_shards, "max_parallel_shards", minimum=1)

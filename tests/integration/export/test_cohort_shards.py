@@ -403,7 +403,8 @@ def test_an_empty_cohort_read_in_pages_publishes_its_columns(tmp_path: Path) -> 
 @pytest.mark.parametrize("mode", ["auto", "pages"])
 def test_a_cohort_code_names_the_cohort_as_a_query_does(tmp_path: Path, mode: str) -> None:
     """``export_cohort_day`` takes a cohort code, as ``export_cohort_to_parquet`` does (auto
-    and pages mode raised AttributeError on it); a code that is not text is refused by name."""
+    and pages mode raised AttributeError on it); a code that is not text is refused by name, and
+    a destination that is not one (text raised AttributeError)."""
     from airflow_provider_analytics.client import ClientConfig
     from tests.integration.export_servers import ExportServer
 
@@ -415,4 +416,6 @@ def test_a_cohort_code_names_the_cohort_as_a_query_does(tmp_path: Path, mode: st
             summary = export_cohort_day(api, "c1", day, DAY, mode=mode, timezone="UTC")
             with pytest.raises(AnalyticsValidationError, match="cohort_code: must be"):
                 export_cohort_day(api, None, day, DAY, mode=mode)  # type: ignore[arg-type]
+            with pytest.raises(AnalyticsValidationError, match="destination: must be"):
+                export_cohort_day(api, "c1", str(tmp_path), DAY)  # type: ignore[arg-type]
     assert summary["rows"] == 0
