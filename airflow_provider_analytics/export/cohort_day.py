@@ -148,7 +148,7 @@ def start_shards(
         plan.rows,
         len(plan.shards),
         pages,
-        page_size,
+        plan.page_size,
     )
     staging = destination.staging(day)
     shards.load_or_start_plan(staging, plan)

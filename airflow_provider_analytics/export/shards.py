@@ -117,7 +117,7 @@ class ShardPlan(BaseModel):
 
     cohort_code: str
     properties: tuple[str, ...]
-    limit: int | None = Field(default=None, ge=0)
+    limit: int | None = Field(default=None, ge=1)
     count: int = Field(ge=0)
     page_size: int = Field(ge=1, le=PAGE_SIZE_MAX)
     shard_pages: int = Field(ge=1)
@@ -166,7 +166,7 @@ class ShardPlan(BaseModel):
         bounds them to the exported rows, as the stream's limit does."""
         from airflow_provider_analytics.client.validation import cohort_query
 
-        limit = self.rows if self.limit is not None else None
+        limit = max(self.rows, 1) if self.limit is not None else None  # a limit is 1 or more
         asked = list(self.properties if properties is None else properties)
         return cohort_query(self.cohort_code, limit=limit, properties=asked)
 
@@ -233,8 +233,11 @@ def plan_of(
     shard_pages: int,
     id_property: str = ID_PROPERTY,
 ) -> ShardPlan:
-    """The plan a prepared export makes for a cohort of ``count`` users."""
+    """The plan a prepared export makes for a cohort of ``count`` users; its pages are no
+    larger than a limited export's rows (a page may not exceed the request's limit)."""
     query, schema = prepared.query, prepared.schema
+    if query.limit is not None:
+        page_size = min(page_size, max(min(query.limit, count), 1))
     try:
         return ShardPlan(
             cohort_code=query.cohort_code,
