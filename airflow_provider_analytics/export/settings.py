@@ -27,7 +27,8 @@ class ExportSettings:
     :param retry_delay: base seconds between attempts (doubled each time, with jitter), at
         most a day.
     :param progress_interval: seconds between progress log lines; ``None``: the client's.
-    :param parse_threads: blocks parsed at once (1 keeps a worker's other tasks a core).
+    :param parse_threads: blocks parsed at once, 1 to 64 (1 keeps a worker's other tasks a
+        core).
     :param memory_pool: Arrow allocator during the export: ``system``, ``default`` or
         ``mimalloc`` (:mod:`~airflow_provider_analytics.export.arrow_pool`).
     :param schema_contract: ``evolve``, ``freeze`` or ``discard_new``: what a day may change

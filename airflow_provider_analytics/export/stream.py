@@ -70,7 +70,6 @@ _POSITIVE_SETTINGS = (
     "block_bytes",
     "max_line_bytes",
     "chunk_bytes",
-    "parse_threads",
 )
 
 
@@ -146,6 +145,8 @@ def prepare_export(
     rules.count(settings.attempts, "attempts")
     for name in _POSITIVE_SETTINGS:  # a chunk of 0 reads no body; text fails mid-stream
         rules.positive_int(getattr(settings, name), name)
+    # each thread holds a block in flight: a million held the whole cohort
+    rules.integer(settings.parse_threads, "parse_threads", minimum=1, maximum=64)
     # a day at most: a longer wait is an Airflow retry's (time.sleep overflows near 1e300)
     if not 0 <= rules.number(settings.retry_delay, "retry_delay") <= 86_400:
         rules.fail("retry_delay", "must be 0 to 86400 seconds", settings.retry_delay)

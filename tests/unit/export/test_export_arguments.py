@@ -33,6 +33,7 @@ class NoRequests:
         ("row_group_bytes", 2**70),
         ("parse_threads", "2"),
         ("parse_threads", 0),
+        ("parse_threads", 10**6),  # a block in flight each: the whole cohort held
         ("retry_delay", math.nan),
         ("retry_delay", math.inf),
         ("retry_delay", -1.0),
