@@ -43,7 +43,7 @@ cannot be reached at all is not a cut: the pages would not reach it either."""
 
 def export_cohort_day(
     client: AnalyticsClient,
-    query: CohortQuery,
+    query: str | CohortQuery,
     destination: Destination,
     day: str,
     *,
@@ -68,6 +68,9 @@ def export_cohort_day(
     :return: what was written, its ``uri``, ``mode``, what the publication did, each column's
         platform id, and ``fallback`` when a stream cut every time was read in pages.
     """
+    query = cohort_query(query)  # a cohort code, or a checked request
+    if not callable(getattr(destination, "cohort_file", None)):
+        rules.fail("destination", "must be a ParquetDestination or IcebergDestination", destination)
     rules.one_of(mode, "mode", shards.MODES)
     shards.shard_pages(page_size, shard_rows)
     rules.integer(max_parallel_shards, "max_parallel_shards", minimum=1)
@@ -145,7 +148,7 @@ def start_shards(
         plan.rows,
         len(plan.shards),
         pages,
-        page_size,
+        plan.page_size,
     )
     staging = destination.staging(day)
     shards.load_or_start_plan(staging, plan)

@@ -67,6 +67,7 @@ from airflow_provider_analytics.core.cohort_records import (
 )
 from airflow_provider_analytics.core.errors import DecimalFound, ExportDataError, NumberRefusal
 from airflow_provider_analytics.core.redaction import Redactor
+from airflow_provider_analytics.core.strict_json import MAX_DEPTH
 from airflow_provider_analytics.export import number_rule
 from airflow_provider_analytics.export.number_columns import NumberColumns
 from airflow_provider_analytics.export.schema import (
@@ -121,6 +122,7 @@ _MARKER_MEMORY: Final = 16
 """After a block with typed markers, the next this many are scanned for them before Arrow
 parses: a scan costs under a tenth of a parse, a refused parse about half of one."""
 _NEWLINE: Final = ord("\n")
+_BOM: Final = b"\xef\xbb\xbf"
 _BRACE: Final = ord("{")
 _COLON: Final = ord(":")
 
@@ -220,6 +222,8 @@ class BlockDecoder:
         """Arrow's parser on whole lines (with ``options``, a reading's; the current reading's
         lax ones by default): the table, or where it refused them (the 0-based row it names,
         or None)."""
+        if data.startswith(_BOM):  # Arrow skips it there only; no line may start with one
+            return 0
         read_options = pa_json.ReadOptions(use_threads=False, block_size=max(len(data), 1 << 20))
         try:
             table = pa_json.read_json(
@@ -699,12 +703,13 @@ def _colon_first(values: pa.ChunkedArray) -> bool:
     return False
 
 
-def _taken_as_read(values: pa.ChunkedArray) -> bool:
+def _taken_as_read(values: pa.ChunkedArray, depth: int = 1) -> bool:
     """Whether values of a key not asked for, as Arrow read them, are ones the rule takes: no
-    object (nested keys), no ``NaN`` or infinity (Arrow reads those tokens), UTF-8 text."""
+    object (nested keys), no ``NaN`` or infinity (Arrow reads those tokens), UTF-8 text, lists
+    no deeper than the rule's bound (a record at ``depth``)."""
     kind = values.type
     if pa.types.is_list(kind):
-        return _taken_as_read(pc.list_flatten(values))
+        return depth < MAX_DEPTH and _taken_as_read(pc.list_flatten(values), depth + 1)
     if pa.types.is_floating(kind):
         return not number_rule.not_finite(values)
     if is_text(kind):

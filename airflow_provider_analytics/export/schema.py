@@ -9,6 +9,7 @@ Parquet field keeps the id in its metadata (``analytics.id``).
 
 from __future__ import annotations
 
+from collections import abc
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Final, NoReturn
 
@@ -163,8 +164,13 @@ def check_override_keys(
     the plan holds: a preset's or a tag's id and its ``warehouse`` name (``$city`` and
     ``city``). Other double namings are refused by :func:`export_schema` once the plan is known.
 
-    :raises AnalyticsValidationError: naming ``schema_overrides`` and both keys.
+    :raises AnalyticsValidationError: naming ``schema_overrides`` and both keys, or when it
+        is not a mapping keyed by names.
     """
+    if overrides is not None and not (
+        isinstance(overrides, abc.Mapping) and all(isinstance(k, str) and k for k in overrides)
+    ):
+        rules.fail("schema_overrides", "must be a mapping of column names to types", overrides)
     if column_names is not ColumnNames.WAREHOUSE or not overrides:
         return
     for key in overrides:

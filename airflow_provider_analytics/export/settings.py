@@ -24,9 +24,11 @@ class ExportSettings:
     :param max_line_bytes: the longest record line accepted; a longer one fails the export.
     :param chunk_bytes: bytes read from the socket at once at most.
     :param attempts: whole-export attempts for cut streams, transport faults and short counts.
-    :param retry_delay: base seconds between attempts (doubled each time, with jitter).
+    :param retry_delay: base seconds between attempts (doubled each time, with jitter), at
+        most a day.
     :param progress_interval: seconds between progress log lines; ``None``: the client's.
-    :param parse_threads: blocks parsed at once (1 keeps a worker's other tasks a core).
+    :param parse_threads: blocks parsed at once, 1 to 64 (1 keeps a worker's other tasks a
+        core).
     :param memory_pool: Arrow allocator during the export: ``system``, ``default`` or
         ``mimalloc`` (:mod:`~airflow_provider_analytics.export.arrow_pool`).
     :param schema_contract: ``evolve``, ``freeze`` or ``discard_new``: what a day may change

@@ -70,7 +70,7 @@ class HoldRecord(BaseModel):
 
     until: float = Field(ge=0, allow_inf_nan=False)  # no page call before (UTC epoch seconds)
     status: Literal[429, 503]  # of the answer whose Retry-After asked for it
-    set_by: str = Field(max_length=200)  # which shard got it, in which process on which host
+    set_by: str = Field(max_length=200, pattern=r"^[^\x00-\x1f\x7f]*$")  # logged: one line
 
 
 @dataclass(eq=False)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import json
 import logging
 import math
 import zlib
@@ -21,10 +22,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from airflow_provider_analytics.core import rules
-from airflow_provider_analytics.core.errors import CohortChangedError, ShardStagingError
+from airflow_provider_analytics.core.errors import (
+    AnalyticsValidationError,
+    CohortChangedError,
+    ShardStagingError,
+)
 from airflow_provider_analytics.core.heap import trim_heap
 from airflow_provider_analytics.core.identity import request_digest
 from airflow_provider_analytics.core.ndjson import iter_counted_blocks
@@ -62,6 +67,9 @@ ID_PROPERTY: Final = "distinct_id"
 CONSISTENCY: Final = ("first_pages", "strict")
 """What publication reads again: the first page of every shard, or every page."""
 PLAN_FILE: Final = "plan.json"
+SHARDS_MAX: Final = 100_000
+"""The most shards a plan holds (20 billion users in the default shards): a larger plan comes
+from a count no cohort has, and its list of shards alone would not fit in memory."""
 
 _RECORD = ConfigDict(strict=True, extra="forbid", frozen=True)
 
@@ -109,13 +117,31 @@ class ShardPlan(BaseModel):
 
     cohort_code: str
     properties: tuple[str, ...]
-    limit: int | None = Field(default=None, ge=0)
+    limit: int | None = Field(default=None, ge=1)
     count: int = Field(ge=0)
     page_size: int = Field(ge=1, le=PAGE_SIZE_MAX)
     shard_pages: int = Field(ge=1)
     timezone: str
     columns: tuple[PlanColumn, ...]
     id_property: str = ID_PROPERTY
+
+    @model_validator(mode="after")
+    def _readable(self) -> ShardPlan:
+        """The plan can be read: its pages can be asked for (a page number is a Java int), its
+        shards listed, and it names a column for each property and the id among them."""
+        pages = -(-self.rows // self.page_size)
+        if pages > rules.COUNT_MAX or -(-pages // self.shard_pages) > SHARDS_MAX:
+            raise AnalyticsValidationError(
+                "shard_rows",
+                f"{self.rows} users in pages of {self.page_size} make more than {SHARDS_MAX} "
+                f"shards of {self.shard_pages} pages or {rules.COUNT_MAX} pages; raise "
+                "shard_rows or page_size, or check the cohort's count",
+            )
+        if len(self.columns) != len(self.properties) or self.id_property not in self.properties:
+            raise AnalyticsValidationError(
+                "columns", "must be one a property, id_property among them"
+            )
+        return self
 
     @property
     def rows(self) -> int:
@@ -128,7 +154,7 @@ class ShardPlan(BaseModel):
 
     @property
     def shards(self) -> list[Shard]:
-        pages = math.ceil(self.rows / self.page_size)
+        pages = max(1, math.ceil(self.rows / self.page_size))  # an empty cohort: its schema
         found = []
         for index, first in enumerate(range(1, pages + 1, self.shard_pages)):
             last = min(first + self.shard_pages - 1, pages)
@@ -140,7 +166,7 @@ class ShardPlan(BaseModel):
         bounds them to the exported rows, as the stream's limit does."""
         from airflow_provider_analytics.client.validation import cohort_query
 
-        limit = self.rows if self.limit is not None else None
+        limit = max(self.rows, 1) if self.limit is not None else None  # a limit is 1 or more
         asked = list(self.properties if properties is None else properties)
         return cohort_query(self.cohort_code, limit=limit, properties=asked)
 
@@ -207,28 +233,34 @@ def plan_of(
     shard_pages: int,
     id_property: str = ID_PROPERTY,
 ) -> ShardPlan:
-    """The plan a prepared export makes for a cohort of ``count`` users."""
+    """The plan a prepared export makes for a cohort of ``count`` users; its pages are no
+    larger than a limited export's rows (a page may not exceed the request's limit)."""
     query, schema = prepared.query, prepared.schema
-    return ShardPlan(
-        cohort_code=query.cohort_code,
-        properties=tuple(query.properties or ()),
-        limit=query.limit,
-        count=count,
-        page_size=page_size,
-        shard_pages=shard_pages,
-        timezone=schema.timezone,
-        columns=tuple(
-            PlanColumn(
-                id=column.name,
-                name=column.written_name,
-                type=str(column.arrow_type),
-                widens=column.widens,
-                starts_double=column.starts_double,
-            )
-            for column in schema.columns
-        ),
-        id_property=check_id_property(id_property, query.properties or ()),
-    )
+    if query.limit is not None:
+        page_size = min(page_size, max(min(query.limit, count), 1))
+    try:
+        return ShardPlan(
+            cohort_code=query.cohort_code,
+            properties=tuple(query.properties or ()),
+            limit=query.limit,
+            count=count,
+            page_size=page_size,
+            shard_pages=shard_pages,
+            timezone=schema.timezone,
+            columns=tuple(
+                PlanColumn(
+                    id=column.name,
+                    name=column.written_name,
+                    type=str(column.arrow_type),
+                    widens=column.widens,
+                    starts_double=column.starts_double,
+                )
+                for column in schema.columns
+            ),
+            id_property=check_id_property(id_property, query.properties or ()),
+        )
+    except ValidationError as error:  # a count too large to read in pages
+        raise rules.refusal(error) from None
 
 
 def part_of(staging: StoragePath, shard: Shard, suffix: str = "parquet") -> StoragePath:
@@ -457,6 +489,8 @@ def check_consistency(
             held = list(itertools.islice(held_ids, plan.page_size))
             answer = client.get_cohort_users(ids_only, page=page, page_size=plan.page_size)
             now_ids = [user.get(key) for user in answer["users"]]
+            if plan.id_column.type in ("string", "large_string"):
+                now_ids = [_json_text(one) for one in now_ids]  # as the parts hold them
             if now_ids != held:
                 differ = sum(1 for one, other in zip(now_ids, held, strict=False) if one != other)
                 raise CohortChangedError(
@@ -465,6 +499,11 @@ def check_consistency(
                     f"({differ + abs(len(now_ids) - len(held))} of {len(held)} differ), its "
                     "count unchanged; nothing was published"
                 )
+
+
+def _json_text(value: Any) -> Any:
+    """A page's id as a text column holds it (:mod:`~.value_rule`: JSON text of a number)."""
+    return value if value is None or isinstance(value, str) else json.dumps(value)
 
 
 def _in_bucket(ids: pa.Array, buckets: int, bucket: int) -> np.ndarray | pa.Array:

@@ -40,7 +40,7 @@ from airflow_provider_analytics.core.progress import (
     rate_text,
 )
 from airflow_provider_analytics.core.retry import RetryPolicy
-from airflow_provider_analytics.export.arrow_pool import arrow_memory_pool
+from airflow_provider_analytics.export.arrow_pool import POOLS, arrow_memory_pool
 from airflow_provider_analytics.export.decoder import BlockDecoder, ParsedBlock
 from airflow_provider_analytics.export.schema import (
     CONTRACTS,
@@ -64,6 +64,14 @@ if TYPE_CHECKING:
     from airflow_provider_analytics.output.storage import StoragePath
 
 log = logging.getLogger(__name__)
+
+_POSITIVE_SETTINGS = (
+    "row_group_rows",
+    "row_group_bytes",
+    "block_bytes",
+    "max_line_bytes",
+    "chunk_bytes",
+)
 
 
 @dataclass
@@ -126,7 +134,9 @@ def prepare_export(
     decided again from a recorded shard plan (:func:`~.schema.export_schema`)."""
     if earlier_types is not None:
         destination_schema = _deprecated_earlier_types(earlier_types, destination_schema)
-    settings = settings or ExportSettings()
+    settings = ExportSettings() if settings is None else settings
+    if not isinstance(settings, ExportSettings):
+        rules.fail("settings", "must be an ExportSettings", settings)
     query = cohort_query(cohort_code, limit=limit, properties=properties)
     naming = column_names_setting(column_names)
     if query.properties is not None:
@@ -134,7 +144,14 @@ def prepare_export(
     check_override_keys(schema_overrides, naming)
     rules.one_of(settings.schema_contract, "schema_contract", CONTRACTS)
     rules.count(settings.attempts, "attempts")
-    rules.positive_int(settings.row_group_rows, "row_group_rows")
+    for name in _POSITIVE_SETTINGS:  # a chunk of 0 reads no body; text fails mid-stream
+        rules.positive_int(getattr(settings, name), name)
+    # each thread holds a block in flight: a million held the whole cohort
+    rules.integer(settings.parse_threads, "parse_threads", minimum=1, maximum=64)
+    # a day at most: a longer wait is an Airflow retry's (time.sleep overflows near 1e300)
+    if not 0 <= rules.number(settings.retry_delay, "retry_delay") <= 86_400:
+        rules.fail("retry_delay", "must be 0 to 86400 seconds", settings.retry_delay)
+    rules.one_of(settings.memory_pool, "memory_pool", POOLS)
     parquet_compression(settings.compression)
     if settings.progress_interval is not None:  # checked now, used by the client's progress
         progress_interval(settings.progress_interval)
@@ -250,6 +267,13 @@ def export_cohort_to_parquet(
         name -> the int64 or double type an earlier day holds a ``number`` column with.
     """
     started = time.monotonic()
+    if isinstance(destination, str) or not callable(getattr(destination, "open", None)):
+        rules.fail("destination", "must be a path such as ObjectStoragePath(...)", destination)
+    if file_metadata:  # the file records it as UTF-8 text
+        try:
+            pa.schema([]).with_metadata(file_metadata)
+        except (TypeError, ValueError):
+            rules.fail("file_metadata", "must map text keys to text values", file_metadata)
     prepared = prepare_export(
         client,
         cohort_code,

@@ -374,3 +374,67 @@ def test_a_key_echoing_the_token_on_a_page_is_masked_as_the_streams_is(
     warned = [r.getMessage() for r in caplog.records if "did not ask for" in r.getMessage()]
     assert warned and all("'***'" in message for message in warned)
     assert str(token) not in caplog.text
+
+
+def test_an_empty_cohort_read_in_pages_publishes_its_columns(tmp_path: Path) -> None:
+    """A cohort of no users in pages mode: one shard of page 1 (none made an IndexError out of
+    the publication), published as the stream publishes it, an empty file of its columns."""
+    from airflow_provider_analytics.client import ClientConfig
+    from tests.integration.export_servers import ExportServer
+
+    plan = [{"id": "distinct_id", "dataType": "string"}, {"id": "age", "dataType": "number"}]
+    with ExportServer(plan=plan, count=0) as server:
+        config = ClientConfig(server.base_url, token="t0k", app_key="app")
+        with AnalyticsClient(config) as api:
+            for limit in (None, 5):  # the pages of a limited one ask for one user, not 0
+                summary = export_cohort_day(
+                    api,
+                    cohort_query("c1", limit=limit, properties=["distinct_id", "age"]),
+                    destination(tmp_path, "c1"),
+                    DAY,
+                    mode="pages",
+                    timezone="UTC",
+                    settings=ExportSettings(retry_delay=0.01),
+                )
+                assert (summary["mode"], summary["rows"], summary["shards"]) == ("pages", 0, 1)
+                table = pq.read_table(tmp_path / "users/cohort_code=c1/dt=2024-01-15/users.parquet")
+                assert (table.num_rows, table.column_names) == (0, ["distinct_id", "age"])
+
+
+@pytest.mark.parametrize("mode", ["auto", "pages"])
+def test_a_cohort_code_names_the_cohort_as_a_query_does(tmp_path: Path, mode: str) -> None:
+    """``export_cohort_day`` takes a cohort code, as ``export_cohort_to_parquet`` does (auto
+    and pages mode raised AttributeError on it); a code that is not text is refused by name, and
+    a destination that is not one (text raised AttributeError)."""
+    from airflow_provider_analytics.client import ClientConfig
+    from tests.integration.export_servers import ExportServer
+
+    plan = [{"id": "distinct_id", "dataType": "string"}]
+    with ExportServer(plan=plan, count=0) as server:
+        config = ClientConfig(server.base_url, token="t0k", app_key="app")
+        with AnalyticsClient(config) as api:
+            day = destination(tmp_path, "c1")
+            summary = export_cohort_day(api, "c1", day, DAY, mode=mode, timezone="UTC")
+            with pytest.raises(AnalyticsValidationError, match="cohort_code: must be"):
+                export_cohort_day(api, None, day, DAY, mode=mode)  # type: ignore[arg-type]
+            with pytest.raises(AnalyticsValidationError, match="destination: must be"):
+                export_cohort_day(api, "c1", str(tmp_path), DAY)  # type: ignore[arg-type]
+    assert summary["rows"] == 0
+
+
+def test_a_limited_cohort_is_read_in_pages_no_larger_than_its_limit(
+    client: AnalyticsClient, tmp_path: Path
+) -> None:
+    """A page may not exceed the request's limit: 150 users of the default pages of 5,000 were
+    refused at the first page, once the count was asked for and the plan recorded."""
+    summary = export_cohort_day(
+        client,
+        cohort_query("cohort_small", limit=150),
+        destination(tmp_path),
+        DAY,
+        mode="pages",
+        timezone="Asia/Shanghai",
+        settings=ExportSettings(retry_delay=0.01),
+    )
+    assert (summary["rows"], summary["page_size"], summary["shards"]) == (150, 150, 1)
+    assert published(tmp_path).num_rows == 150

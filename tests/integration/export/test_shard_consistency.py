@@ -245,3 +245,56 @@ def test_every_operator_checks_the_id_property_and_consistency_before_any_reques
         task.execute({**run, "data_interval_end": START + dt.timedelta(days=1)})
     assert caught.value.field == field
     assert recorder.received == []
+
+
+def test_number_ids_of_a_text_id_property_pass_the_check_as_the_parts_hold_them(
+    tmp_path: Path,
+) -> None:
+    """A platform that sends a string property's ids as JSON numbers: the parts hold their JSON
+    text (the value rule), and the pages read again are compared as such (the check compared
+    1000 with "1000" and refused every publication as a cohort that changed)."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from airflow_provider_analytics.client import AnalyticsClient, ClientConfig
+    from tests.loopback import ServedOnLoopback
+
+    plan = [{"id": "distinct_id", "dataType": "string"}, {"id": "vip", "dataType": "boolean"}]
+
+    class Pages(BaseHTTPRequestHandler):
+        def _send(self, payload: Any) -> None:
+            data = json.dumps(payload).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self) -> None:
+            self._send(plan)
+
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            page, size = body.get("page", 1), body.get("pageSize", 1000)
+            ids = range((page - 1) * size, min(page * size, 5))
+            users = [{"distinct_id": 1000 + i, "vip": True} for i in ids]
+            self._send({"count": 5, "page": page, "size": len(users), "users": users})
+
+        def log_message(self, format: str, *args: Any) -> None:
+            return None
+
+    with ServedOnLoopback(ThreadingHTTPServer(("127.0.0.1", 0), Pages)) as server:
+        config = ClientConfig(server.base_url, token="t0k", app_key="app")
+        with AnalyticsClient(config) as api:
+            summary = export(
+                api,
+                tmp_path,
+                "c1",
+                ["distinct_id", "vip"],
+                mode="pages",
+                page_size=2,
+                shard_rows=2,
+                consistency="strict",
+            )
+    assert (summary["rows"], summary["shards"]) == (5, 3)
+    table = pq.read_table(tmp_path / "users/cohort_code=c1/dt=2024-01-15/users.parquet")
+    assert table.column("distinct_id").to_pylist() == ["1000", "1001", "1002", "1003", "1004"]

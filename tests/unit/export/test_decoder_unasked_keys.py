@@ -276,6 +276,32 @@ def test_a_key_not_asked_for_with_a_value_the_rule_refuses_is_refused_naming_its
         assert "line 501 of the export" in str(refused.value) and fault in str(refused.value)
 
 
+@pytest.mark.parametrize("at", [0, 2])
+def test_a_line_starting_with_a_byte_order_mark_is_refused_wherever_it_stands(at: int) -> None:
+    """Arrow skips a byte order mark at the start of a block (so of the stream) and refuses one
+    elsewhere, where the line rule refuses it everywhere: the first line's was written."""
+    lines = [compact(), compact(), compact()]
+    lines[at] = b"\xef\xbb\xbf" + lines[at]
+    for read in (lambda: fast_path(lines, 1 << 20), lambda: line_rule(lines)):
+        with pytest.raises(MalformedStreamError, match=f"line {at + 1} of the export is not valid"):
+            read()
+
+
+@pytest.mark.parametrize("depth", [64, 5000])
+def test_lists_nested_past_the_rules_depth_are_refused_as_the_line_rule_refuses_them(
+    depth: int,
+) -> None:
+    """Arrow reads a key not asked for holding lists in lists (5,000 deep raised RecursionError
+    out of the export, 64 deep was written though the line rule refuses it); 63 deep is taken."""
+    lines = [compact(tag=[]).replace(b"[]", b"[" * depth + b"]" * depth)] * 3
+    with pytest.raises(MalformedStreamError, match="line 1 of the export is nested deeper"):
+        fast_path(lines, 1 << 20)
+    with pytest.raises(MalformedStreamError, match="line 1 of the export is nested deeper"):
+        line_rule(lines)
+    taken = [compact(tag=[]).replace(b"[]", b"[" * 63 + b"]" * 63)] * 3
+    assert len(fast_path(taken, 1 << 20)[0]) == 3 and line_rule(taken) == {"tag": 3}
+
+
 @pytest.mark.parametrize(
     ("others", "line"),
     [

@@ -173,6 +173,7 @@ def test_a_far_future_record_holds_once_and_at_most_retry_after_max(
         ("[1, 2]", "the record: Input should be"),
         ("until=5", "Invalid JSON"),
         ('{"set_by": "' + "x" * RECORD_BYTES_MAX + '"}', f"longer than {RECORD_BYTES_MAX}"),
+        ('{"until": 5, "status": 429, "set_by": "x\\nINFO forged"}', "set_by: String should"),
     ],
     ids=[
         "until a string",
@@ -185,6 +186,7 @@ def test_a_far_future_record_holds_once_and_at_most_retry_after_max(
         "not an object",
         "not JSON",
         "too long",
+        "a line break in set_by (a forged log line)",
     ],
 )
 def test_a_record_of_another_shape_is_refused_by_name(scene: Scene, text: str, says: str) -> None:

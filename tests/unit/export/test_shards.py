@@ -8,6 +8,7 @@ import itertools
 import json
 from collections import Counter
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pyarrow as pa
@@ -15,7 +16,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from airflow_provider_analytics.core.errors import ShardStagingError
+from airflow_provider_analytics.client.validation import cohort_query
+from airflow_provider_analytics.core.errors import AnalyticsValidationError, ShardStagingError
 from airflow_provider_analytics.core.identity import request_digest
 from airflow_provider_analytics.export import shards as cohort_shards
 
@@ -137,6 +139,38 @@ def test_a_plan_is_its_own_record_and_refuses_what_it_does_not_declare(tmp_path:
     earlier = {k: v for k, v in fields.items() if k not in ("timezone", "columns", "id_property")}
     (staging / "plan.json").write_text(json.dumps(earlier))  # an earlier version's plan
     assert cohort_shards.load_or_start_plan(staging, plan) is False
+
+
+def test_a_plan_too_large_to_list_or_not_readable_is_refused_by_name(tmp_path: Path) -> None:
+    """A count no cohort has (a server's, within int64; or a plan.json's) is refused when the
+    plan is made or read: its list of shards alone never ended. A recorded plan whose id is
+    not among its properties, or without a column each, is refused too (not an IndexError at
+    publication)."""
+    column = SimpleNamespace(name="distinct_id", written_name="distinct_id", arrow_type="string")
+    column.widens = column.starts_double = False
+    schema = SimpleNamespace(timezone="UTC", columns=[column])
+    prepared = SimpleNamespace(query=cohort_query("vip", properties=["distinct_id"]), schema=schema)
+    plan = cohort_shards.plan_of(prepared, count=10**6, page_size=5_000, shard_pages=40)
+    assert len(plan.shards) == 5
+    for count in (2**62, 2**31 * 5_000):
+        with pytest.raises(AnalyticsValidationError) as refused:
+            cohort_shards.plan_of(prepared, count=count, page_size=5_000, shard_pages=40)
+        assert refused.value.field == "shard_rows"
+    with pytest.raises(AnalyticsValidationError, match=r"or 2147483647 pages"):
+        cohort_shards.plan_of(prepared, count=2**62, page_size=1, shard_pages=2**62)
+    recorded = plan.model_dump(mode="json")
+    (tmp_path / "plan.json").write_text(json.dumps(recorded))
+    assert cohort_shards.read_plan(tmp_path) == plan
+    for hostile in (
+        {"count": 10**400},
+        {"count": 2**62},
+        {"id_property": "user_id"},
+        {"properties": ["distinct_id", "$city"]},
+        {"columns": []},
+    ):
+        (tmp_path / "plan.json").write_text(json.dumps({**recorded, **hostile}))
+        with pytest.raises(ShardStagingError, match=r"plan.json: not a shard plan"):
+            cohort_shards.read_plan(tmp_path)
 
 
 def test_the_export_errors_have_one_home() -> None:
