@@ -26,6 +26,8 @@ class ExportServer(ServedOnLoopback):
     :param body: the export body, sent whole (with ``Content-Length``), unless ``write`` is given.
     :param write: writes the body itself (after the headers) for cut or paced bodies.
     :param headers: export answer headers (``Content-Type`` defaults to NDJSON).
+    :param pages: answers the paged endpoint from the request's body (by default: the count
+        and no users).
     """
 
     def __init__(
@@ -36,6 +38,7 @@ class ExportServer(ServedOnLoopback):
         body: bytes = b"",
         write: Callable[[BinaryIO], None] | None = None,
         headers: dict[str, str] | None = None,
+        pages: Callable[[dict[str, Any]], Any] | None = None,
     ) -> None:
         server = self
         self.exports = 0
@@ -53,9 +56,10 @@ class ExportServer(ServedOnLoopback):
                 self._json(plan)
 
             def do_POST(self) -> None:
-                self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                asked = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 if not self.path.endswith("/export"):
-                    self._json({"count": count, "page": 1, "size": 0, "users": []})
+                    empty = {"count": count, "page": 1, "size": 0, "users": []}
+                    self._json(pages(json.loads(asked)) if pages else empty)
                     return
                 server.exports += 1
                 self.send_response(200)

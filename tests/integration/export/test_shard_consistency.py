@@ -253,36 +253,18 @@ def test_number_ids_of_a_text_id_property_pass_the_check_as_the_parts_hold_them(
     """A platform that sends a string property's ids as JSON numbers: the parts hold their JSON
     text (the value rule), and the pages read again are compared as such (the check compared
     1000 with "1000" and refused every publication as a cohort that changed)."""
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
     from airflow_provider_analytics.client import AnalyticsClient, ClientConfig
-    from tests.loopback import ServedOnLoopback
+    from tests.integration.export_servers import ExportServer
 
     plan = [{"id": "distinct_id", "dataType": "string"}, {"id": "vip", "dataType": "boolean"}]
 
-    class Pages(BaseHTTPRequestHandler):
-        def _send(self, payload: Any) -> None:
-            data = json.dumps(payload).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+    def pages(body: dict[str, Any]) -> dict[str, Any]:
+        page, size = body.get("page", 1), body.get("pageSize", 1000)
+        users = [{"distinct_id": 1000 + i, "vip": True} for i in range((page - 1) * size, 5)]
+        users = users[:size]
+        return {"count": 5, "page": page, "size": len(users), "users": users}
 
-        def do_GET(self) -> None:
-            self._send(plan)
-
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            page, size = body.get("page", 1), body.get("pageSize", 1000)
-            ids = range((page - 1) * size, min(page * size, 5))
-            users = [{"distinct_id": 1000 + i, "vip": True} for i in ids]
-            self._send({"count": 5, "page": page, "size": len(users), "users": users})
-
-        def log_message(self, format: str, *args: Any) -> None:
-            return None
-
-    with ServedOnLoopback(ThreadingHTTPServer(("127.0.0.1", 0), Pages)) as server:
+    with ExportServer(plan=plan, count=5, pages=pages) as server:
         config = ClientConfig(server.base_url, token="t0k", app_key="app")
         with AnalyticsClient(config) as api:
             summary = export(
