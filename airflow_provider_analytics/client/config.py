@@ -187,7 +187,9 @@ def http_url(value: Any, *, any_scheme: bool = False) -> SplitResult | None:
     except (TypeError, ValueError, AttributeError):
         return None
     scheme_ok = any_scheme or parts.scheme in ("http", "https")
-    ok = isinstance(value, str) and scheme_ok and parts.hostname
+    # urlsplit drops tabs and newlines, and requests refuses a space in a host only when sent
+    plain = isinstance(value, str) and not any(c.isspace() or not c.isprintable() for c in value)
+    ok = plain and scheme_ok and parts.hostname
     return parts if ok else None
 
 

@@ -58,6 +58,9 @@ def test_accepted_base_urls_and_their_root(base_url: str, root: str) -> None:
         "https://host:notaport",
         "https://host/?x=1",
         "https://host/#frag",
+        "https://ho st/",  # requests refused these only once a call was made
+        "https://ho\x00st/",
+        "https://host\t:443/",
         "",
     ],
 )
