@@ -490,16 +490,11 @@ class ConnectionSettings(ClientConfig):
         for name in connection_settings():
             names = (extra_name(name), name, "appKey") if name == "app_key" else (name,)
             keys = [k for n in names for k in (n, f"extra__analytics__{n}")]
-            found = {k: extras[k] for k in keys if extras.get(k) not in (None, "")}
+            found = [extras[k] for k in keys if extras.get(k) not in (None, "")]
             if name == "token" and conn.password:
-                found = {"password": conn.password, **found}
-            if len({repr(value) for value in found.values()}) > 1:  # the first won, silently
-                raise AnalyticsConfigurationError(
-                    f"connection {conn.conn_id!r}: {', '.join(found)} all set {name}, to "
-                    "different values: keep one"
-                )
-            if found:
-                values[name] = next(iter(found.values()))
+                found.insert(0, conn.password)  # the connection's password field wins
+            if found:  # the documented spelling first: a connection edited in the UI keeps
+                values[name] = found[0]  # its older spellings beside the form's field
         values["progress_bar"] = False  # a task's progress goes to its log, in lines
         reading = _READING.set(conn.conn_id)
         try:
