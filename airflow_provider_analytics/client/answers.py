@@ -27,7 +27,7 @@ from pydantic import (
 )
 
 from airflow_provider_analytics.core import strict_json
-from airflow_provider_analytics.core.cohort_records import ERROR_OBJECT_KEYS
+from airflow_provider_analytics.core.cohort_records import is_error_object
 from airflow_provider_analytics.core.errors import (
     AnalyticsOperationFailedError,
     AnalyticsProtocolError,
@@ -38,7 +38,7 @@ from airflow_provider_analytics.core.report_dates import (
     parse_funnel_date,
     parse_report_datetime,
 )
-from airflow_provider_analytics.core.rules import INT64_MAX, field_path
+from airflow_provider_analytics.core.rules import CAMPAIGN_ID_PATTERN, INT64_MAX, field_path
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -171,7 +171,7 @@ class Succeeded(_Shape):
 
 # Ad tracking (spec 2.1, 4.1 to 4.4)
 
-CampaignText = Annotated[str, Field(min_length=1, pattern=r"^[A-Za-z0-9_-]{1,64}$")]
+CampaignText = Annotated[str, Field(min_length=1, pattern=f"^{CAMPAIGN_ID_PATTERN}$")]
 """A campaign id sent as text, as the client's methods take it back
 (:func:`~airflow_provider_analytics.core.rules.campaign_id`)."""
 
@@ -387,7 +387,8 @@ class FunnelAnswer(_Shape):
         unnamed = self.rows and any(d.expression is None for d in self.rows[0].stepsDetail)
         if self.stepEvents is None and unnamed:
             raise _RelationFault("stepEvents", " is missing, and rows[0] does not name each step")
-        _length("stepEvents", self.stepEvents, n_steps, "one per step asked")
+        if asked.steps is not None:  # else the steps are read from stepEvents or the rows
+            _length("stepEvents", self.stepEvents, n_steps, "one per step asked")
         _length("byValues", self.byValues, len(self.rows), "one per row")
         for position, row in enumerate(self.rows):
             self._check_row(position, row, n_steps)
@@ -715,7 +716,7 @@ class ResponseReader:
     def _refuse_failure(self, body: Mapping[str, Any], status: int) -> None:
         redactor = known()
         msg = None if body.get("msg") is None else redactor.excerpt(body["msg"])
-        if "code" in body and "msg" in body and body.keys() <= ERROR_OBJECT_KEYS:
+        if is_error_object(body):
             raise AnswerShapeError(  # a protocol fault, as a body of another shape is
                 f"{self._operation}: the answer is the platform's error object (code="
                 f"{redactor.excerpt(repr(body['code']), 80)}, msg: {msg}), not a result; the "

@@ -8,6 +8,7 @@ import logging
 import math
 import re
 import ssl
+import sys
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -41,7 +42,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("airflow_provider_analytics.client")
 # decimal digits of any script, as int() reads them, up to its default length limit
-_INTEGER = re.compile(r"-?\d{1,4300}")
+_INTEGER = re.compile(rf"-?\d{{1,{sys.get_int_max_str_digits()}}}")
 
 RETRY_AFTER_STATUSES = frozenset({429, 503})
 """Statuses whose ``Retry-After`` header is honoured."""

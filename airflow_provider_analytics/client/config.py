@@ -188,7 +188,7 @@ def http_url(value: Any, *, any_scheme: bool = False) -> SplitResult | None:
         return None
     scheme_ok = any_scheme or parts.scheme in ("http", "https")
     # urlsplit drops tabs and newlines, and requests refuses a space in a host only when sent
-    plain = isinstance(value, str) and not any(c.isspace() or not c.isprintable() for c in value)
+    plain = isinstance(value, str) and value.isprintable() and " " not in value
     ok = plain and scheme_ok and parts.hostname
     return parts if ok else None
 
@@ -489,12 +489,14 @@ class ConnectionSettings(ClientConfig):
         values: dict[str, Any] = {"base_url": _connection_url(conn, extras)}
         for name in connection_settings():
             names = (extra_name(name), name, "appKey") if name == "app_key" else (name,)
-            keys = [k for n in names for k in (n, f"extra__analytics__{n}")]
-            found = [extras[k] for k in keys if extras.get(k) not in (None, "")]
-            if name == "token" and conn.password:
-                found.insert(0, conn.password)  # the connection's password field wins
-            if found:  # the documented spelling first: a connection edited in the UI keeps
-                values[name] = found[0]  # its older spellings beside the form's field
+            # the documented spelling first: a connection edited in the UI keeps its older
+            # spellings beside the form's field
+            for key in (k for n in names for k in (n, f"extra__analytics__{n}")):
+                if extras.get(key) not in (None, ""):
+                    values[name] = extras[key]
+                    break
+        if conn.password:  # the connection's password field wins over a token extra
+            values["token"] = conn.password
         values["progress_bar"] = False  # a task's progress goes to its log, in lines
         reading = _READING.set(conn.conn_id)
         try:

@@ -71,6 +71,12 @@ def _number(value: Any) -> Any:
     return value
 
 
+def is_error_object(body: Mapping[str, Any]) -> bool:
+    """Whether ``body`` is the platform's error object: ``code`` and ``msg`` (and ``data``),
+    nothing else."""
+    return "code" in body and "msg" in body and body.keys() <= ERROR_OBJECT_KEYS
+
+
 class RecordKeys:
     """The ``keys`` every record of one export must hold (``None``: unknown, only the error
     object is refused), and a count of the keys beyond them, named through ``redactor`` (a key
@@ -90,9 +96,8 @@ class RecordKeys:
         expected = self._expected
         if expected is not None and record.keys() >= expected:
             return
-        # the platform's error body (``code``, ``msg``, ``data``?), unless a record may be so
-        error_body = "code" in record and "msg" in record and record.keys() <= ERROR_OBJECT_KEYS
-        if error_body and (expected is None or not expected >= ERROR_OBJECT_KEYS):
+        # the platform's error body, unless a record may be so
+        if is_error_object(record) and (expected is None or not expected >= ERROR_OBJECT_KEYS):
             code, msg = _number(record.get("code")), record.get("msg")
             raise ExportRecordError(
                 f"{OPERATION}: row {row} of the export is the platform's error object (code "

@@ -57,7 +57,8 @@ TEXT_RULE = "letters, digits, space and _ - . , ( ) ，。（）"
 _ID = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 _EMAIL = re.compile(r"[^@\s]+@[^@\s.]+(?:\.[^@\s.]+)+")
-_CAMPAIGN_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+CAMPAIGN_ID_PATTERN = r"[A-Za-z0-9_-]{1,64}"
+_CAMPAIGN_ID = re.compile(CAMPAIGN_ID_PATTERN)
 _UNSENDABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 _EMAIL_MAX_LENGTH = 254
 
