@@ -586,22 +586,24 @@ class BlockDecoder:
         converted: list[list[Any]] = []
         for index, (column, convert, field) in enumerate(columns):
             values: list[Any] = []
+            typed = not is_text(field.type)  # a marker is never a number's text
             for i, record in enumerate(records):
                 value = record.get(column.name)
                 if value is None:
                     values.append(None)
-                elif value == MASKED_MARKER and not is_text(field.type):  # never a number's text
+                elif typed and value == MASKED_MARKER:
                     masked += 1
                     values.append(None)
                 else:
-                    row = self.rows + start + i  # 0-based, of the export
                     try:
                         values.append(convert(value))
                     except DecimalFound:
-                        raise DecimalFound({index: row + 1}) from None
+                        raise DecimalFound({index: self.rows + start + i + 1}) from None
                     except NumberRefusal as refusal:
-                        raise self._numbers.refused(index, row + 1, value, refusal) from None
+                        row = self.rows + start + i + 1
+                        raise self._numbers.refused(index, row, value, refusal) from None
                     except (TypeError, ValueError, ArithmeticError) as error:
+                        row = self.rows + start + i  # 0-based, of the export
                         raise self._refused(column, row, value, str(error)) from None
             converted.append(values)
         arrays = []

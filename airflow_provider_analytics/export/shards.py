@@ -129,7 +129,7 @@ class ShardPlan(BaseModel):
     def _readable(self) -> ShardPlan:
         """The plan can be read: its pages can be asked for (a page number is a Java int), its
         shards listed, and it names a column for each property and the id among them."""
-        pages = -(-self.rows // self.page_size)
+        pages = self.pages
         if pages > rules.COUNT_MAX or -(-pages // self.shard_pages) > SHARDS_MAX:
             raise AnalyticsValidationError(
                 "shard_rows",
@@ -148,13 +148,18 @@ class ShardPlan(BaseModel):
         """The users the export holds."""
         return self.count if self.limit is None else min(self.limit, self.count)
 
+    @property
+    def pages(self) -> int:
+        """The pages the export's users fill."""
+        return -(-self.rows // self.page_size)
+
     def page_rows(self, first: int, last: int) -> int:
         """The users pages ``first``..``last`` hold."""
         return min(last * self.page_size, self.rows) - (first - 1) * self.page_size
 
     @property
     def shards(self) -> list[Shard]:
-        pages = max(1, math.ceil(self.rows / self.page_size))  # an empty cohort: its schema
+        pages = max(1, self.pages)  # an empty cohort: one shard, which writes its schema
         found = []
         for index, first in enumerate(range(1, pages + 1, self.shard_pages)):
             last = min(first + self.shard_pages - 1, pages)
@@ -483,14 +488,15 @@ def check_consistency(
     _refuse_duplicate_ids(plan, parts)
     ids_only = plan.query([plan.id_property])
     key, column = plan.id_column.id, plan.id_column.name
+    as_text = plan.id_column.type in ("string", "large_string")  # ids as the parts hold them
     for shard, part in zip(plan.shards, parts, strict=True):
         held_ids = itertools.chain.from_iterable(ids.to_pylist() for ids in _iter_ids(part, column))
         for page in range(shard.first_page, (shard.last_page if strict else shard.first_page) + 1):
             held = list(itertools.islice(held_ids, plan.page_size))
             answer = client.get_cohort_users(ids_only, page=page, page_size=plan.page_size)
             now_ids = [user.get(key) for user in answer["users"]]
-            if plan.id_column.type in ("string", "large_string"):
-                now_ids = [_json_text(one) for one in now_ids]  # as the parts hold them
+            if as_text:
+                now_ids = [_json_text(one) for one in now_ids]
             if now_ids != held:
                 differ = sum(1 for one, other in zip(now_ids, held, strict=False) if one != other)
                 raise CohortChangedError(

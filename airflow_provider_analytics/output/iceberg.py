@@ -273,7 +273,7 @@ class IcebergDayWriter:
     _file_schema: pa.Schema | None = attribute(default=None, init=False)
     _stream: OutputStream | None = attribute(default=None, init=False)
     _parquet: pq.ParquetWriter | None = attribute(default=None, init=False)
-    _file_bytes: int = attribute(default=0, init=False)
+    _file_room: int = attribute(default=0, init=False)  # Arrow bytes until the next file
     _outcome_unknown: bool = attribute(default=False, init=False)
     _data_schema: pa.Schema | None = attribute(default=None, init=False)
     _added: set[str] = attribute(default_factory=set, init=False)
@@ -547,8 +547,8 @@ class IcebergDayWriter:
         parquet = self._parquet or self._new_file()
         parquet.write_table(data, row_group_size=max(data.num_rows, 1))
         self.rows += batch.num_rows
-        self._file_bytes += data.nbytes
-        if self._file_bytes >= self._target_bytes():
+        self._file_room -= data.nbytes
+        if self._file_room <= 0:
             self._close_file()
 
     def _target_bytes(self) -> int:
@@ -607,7 +607,7 @@ class IcebergDayWriter:
             stream.close()
             raise
         self._stream = stream
-        self._file_bytes = 0
+        self._file_room = self._target_bytes()  # read once a file, not once a batch
         return self._parquet
 
     def close_files(self) -> None:

@@ -76,6 +76,10 @@ class SyncResult:
         """The changes of one kind, in order."""
         return [c for c in self.changes if c.kind is kind]
 
+    def counts(self) -> tuple[int, ...]:
+        """How many changes of each kind: added, modified, skipped (unchanged), in conflict."""
+        return tuple(len(self.of_kind(kind)) for kind in ChangeKind)
+
     def as_dict(self) -> dict[str, Any]:
         """Small JSON-able summary (the operator's XCom)."""
         return {
@@ -91,7 +95,7 @@ class SyncResult:
     def review(self) -> str:
         """The difference as Markdown for the person approving it (Airflow's approval page):
         what is added, modified or in conflict, field by field, and what is left alone."""
-        adds, modifies, skips, conflicts = (len(self.of_kind(kind)) for kind in ChangeKind)
+        adds, modifies, skips, conflicts = self.counts()
         lines = [
             f"**Tracking plan**: {adds} to add, {modifies} to modify, {skips} unchanged, "
             f"{conflicts} conflict(s).",
@@ -280,6 +284,8 @@ def sync_tracking_plan(
     if conflicts and not apply_despite_conflicts:
         raise TrackingPlanConflictError(conflicts)
     apply_changes(client, changes)
-    counts = (len(result.of_kind(kind)) for kind in ChangeKind)  # add, modify, skip, conflict
-    log.info("Tracking plan in sync: %d added, %d modified, %d unchanged, %d conflict(s)", *counts)
+    log.info(
+        "Tracking plan in sync: %d added, %d modified, %d unchanged, %d conflict(s)",
+        *result.counts(),
+    )
     return result
