@@ -67,7 +67,7 @@ from airflow_provider_analytics.core.cohort_records import (
 )
 from airflow_provider_analytics.core.errors import DecimalFound, ExportDataError, NumberRefusal
 from airflow_provider_analytics.core.redaction import Redactor
-from airflow_provider_analytics.core.strict_json import MAX_DEPTH
+from airflow_provider_analytics.core.strict_json import MAX_DEPTH, unpaired_brackets
 from airflow_provider_analytics.export import number_rule
 from airflow_provider_analytics.export.number_columns import NumberColumns
 from airflow_provider_analytics.export.schema import (
@@ -125,6 +125,11 @@ _NEWLINE: Final = ord("\n")
 _BOM: Final = b"\xef\xbb\xbf"
 _BRACE: Final = ord("{")
 _COLON: Final = ord(":")
+_LONG_LINE: Final = 16 << 10
+"""Arrow infers the type of a key not asked for by recursing once a level, which overflows a
+thread's stack somewhere past 20,000 levels: a crash of the process that no Python catches. A
+shorter line cannot nest half that deep; a block with a longer one goes to Arrow only when its
+brackets pair within the rule's depth."""
 
 
 class ParsedBlock(NamedTuple):
@@ -295,7 +300,7 @@ class BlockDecoder:
         before a column became double.
         """
         reading = self._reading
-        if self._has_decimals and _LONG_DIGITS.search(block):
+        if (self._has_decimals and _LONG_DIGITS.search(block)) or _may_nest_deep(block):
             return ParsedBlock(None, 0, reading.number)
         # Arrow reads two objects on one line as two rows: its table is taken only when it
         # has one row a line (else the line rule refuses the line, or skips blank ones)
@@ -679,6 +684,18 @@ class BlockDecoder:
             raise self._refused(column, first_row + index, value, str(error)) from None
 
 
+def _may_nest_deep(block: bytes) -> bool:
+    """Whether a line of ``block`` may nest deeper than the rule allows, which Arrow must then
+    not read (see :data:`_LONG_LINE`). Every line is shorter when each aligned window of half
+    that length holds a newline (a few ``memchr`` calls a block); otherwise the brackets
+    decide."""
+    half = _LONG_LINE // 2
+    starts = range(0, len(block) - half + 1, half)
+    if all(block.find(b"\n", start, start + half) >= 0 for start in starts):
+        return False
+    return bool(unpaired_brackets(block, MAX_DEPTH))
+
+
 def _countable(name: str) -> bool:
     """Whether the byte scans find the key ``name`` as a serializer writes it (its last
     character is none of those :func:`~airflow_provider_analytics.core.byte_scans.key_positions`
@@ -688,10 +705,10 @@ def _countable(name: str) -> bool:
 
 
 def _colon_first(values: pa.ChunkedArray) -> bool:
-    """Whether a text of ``values`` (texts, or lists of texts) starts with a colon: its
-    opening quote and the colon read as a key's end to
+    """Whether a text of ``values`` (texts, or lists of them at any depth) starts with a colon:
+    its opening quote and the colon read as a key's end to
     :func:`~airflow_provider_analytics.core.byte_scans.key_ends`."""
-    if pa.types.is_list(values.type):
+    while pa.types.is_list(values.type):
         values = pc.list_flatten(values)
     for chunk in values.chunks:
         _, offsets, data = chunk.buffers()

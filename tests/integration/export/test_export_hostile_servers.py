@@ -175,6 +175,33 @@ def test_a_line_longer_than_the_bound_fails_naming_its_row(serve: Any, tmp_path:
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize(
+    "nested",
+    [b"[" * 30_000 + b"]" * 30_000, b'{"a":' * 30_000 + b"1" + b"}" * 30_000],
+    ids=["arrays", "objects"],
+)
+def test_a_line_nested_past_what_arrow_survives_is_refused_by_name(
+    serve: Any, tmp_path: Path, nested: bytes
+) -> None:
+    # under a key not asked for, Arrow's type inference recursed once a level and the process
+    # died of a stack overflow (a segfault) at about 20,000 levels
+    deep = b'{"name": "x", "tag": ' + nested + b"}\n"
+    body = ndjson(*[{"name": f"u{i}"} for i in range(5)], keys=["name"]) + deep
+    with pytest.raises(ExportIncompleteError, match=r"line 6 of the export is nested deeper"):
+        run_export(serve(count=6, body=body), tmp_path, properties=["name"])
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_long_shallow_line_arrives_exactly(serve: Any, tmp_path: Path) -> None:
+    # brackets inside a text are no nesting: the long line's check finds its pairs shallow; a
+    # key not asked for holding lists of lists of texts raised a bare ValueError
+    texts = ["[{" * 20_000, "x" * 40_000 + "]"]
+    body = ndjson(*[{"name": text, "tag": [[text]]} for text in texts], keys=["name"])
+    result = run_export(serve(count=2, body=body), tmp_path, properties=["name"])
+    assert pq.read_table(tmp_path / "users.parquet").column("name").to_pylist() == texts
+    assert result.unexpected_keys == {"tag": 2}
+
+
 def test_a_gzip_bomb_is_read_no_further_than_the_line_bound(serve: Any) -> None:
     inflated = 256 << 20  # one 256 MiB line, sent as ~250 KiB of gzip
     bomb = gzip.compress(b'{"name": "' + b"a" * inflated, compresslevel=9)
