@@ -600,8 +600,10 @@ class IcebergDayWriter:
                 self._file_schema,
                 compression="none" if codec == "uncompressed" else codec,
                 compression_level=level,
-                # the table reads a file's partition from its statistics
-                statistics_also=(self.identity.column,),
+                # the table reads a file's partition, and every column's null count and
+                # bounds (its default metrics), from them: without them pyiceberg dropped the
+                # texts' null counts and logged a warning per text column and row group
+                statistics_also=self._file_schema.names,
             )
         except BaseException:
             stream.close()

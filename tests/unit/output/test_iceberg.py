@@ -163,7 +163,7 @@ def _data_files(tmp_path: Path) -> set[str]:
 
 
 def test_a_stream_writes_its_data_files_once_and_commits_when_it_ends(
-    catalog: Catalog, tmp_path: Path
+    catalog: Catalog, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     writer = IcebergDayWriter(catalog, "lake.streamed", DAY, identity=COHORT)
     first = _scores(0, [1, 2, 3])
@@ -184,14 +184,16 @@ def test_a_stream_writes_its_data_files_once_and_commits_when_it_ends(
         column = written.row_group(0).column(columns.index(name))
         return column.is_stats_set and column.statistics.has_min_max
 
-    # the one writer's rules: no statistics on texts but the identity (the file's partition)
-    assert {name: has_statistics(name) for name in columns} == {
-        "user_id": True,
-        "name": False,
-        "score": True,
-        "cohort_code": True,
-        "dt": True,
-    }
+    # every column carries statistics: the table keeps each one's null count and bounds
+    assert {name: has_statistics(name) for name in columns} == dict.fromkeys(columns, True)
+    (data_file,) = [task.file for task in table.scan().plan_files()]
+    name_id = table.schema().find_field("name").field_id
+    assert data_file.null_value_counts[name_id] == 0
+    assert (data_file.lower_bounds[name_id], data_file.upper_bounds[name_id]) == (
+        b"user 0",
+        b"user 5",
+    )
+    assert not [r for r in caplog.records if "statistics missing" in r.getMessage()]
     assert writer.bytes_written == sum(
         p.stat().st_size for p in (tmp_path / "wh").rglob("*.parquet")
     )
