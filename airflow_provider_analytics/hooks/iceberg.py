@@ -9,6 +9,7 @@ from airflow.sdk import BaseHook
 from airflow.sdk.log import mask_secret
 
 from airflow_provider_analytics.client.config import connection_extras
+from airflow_provider_analytics.core.redaction import remember
 
 if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
@@ -46,14 +47,19 @@ class IcebergCatalogHook(BaseHook):
 
     def get_conn(self) -> Catalog:
         """The pyiceberg catalog (SQL, REST or Glue) for this connection."""
-        from airflow_provider_analytics.output.iceberg import catalog_properties, open_catalog
+        from airflow_provider_analytics.output.iceberg import (
+            catalog_properties,
+            catalog_secrets,
+            open_catalog,
+        )
 
         connection = self.connection
         if connection.password:
             mask_secret(connection.password)
         fields = {name: getattr(connection, name) for name in _FIELDS}
         properties = catalog_properties(**fields, extra=connection_extras(connection))
-        for key in ("token", "credential", "uri", "client.secret-access-key"):
-            if key in properties and connection.password and connection.password in properties[key]:
-                mask_secret(properties[key])
+        secrets = catalog_secrets(properties)  # the extra's too, with the password or without
+        for secret in secrets:
+            mask_secret(secret)
+        remember(secrets)
         return open_catalog(self.catalog_name, properties)

@@ -182,6 +182,30 @@ def test_the_hook_names_the_catalog_and_masks_the_password(monkeypatch) -> None:
     assert iceberg_asset("iceberg_default", "{{ params.table }}") is None
 
 
+def test_the_hook_masks_the_catalogs_credentials_given_in_the_extra(monkeypatch) -> None:
+    # they were masked only when they held the connection's password
+    masked: list[str] = []
+    monkeypatch.setattr("airflow_provider_analytics.hooks.iceberg.mask_secret", masked.append)
+    opened: list[dict[str, str]] = []
+    monkeypatch.setattr(
+        "airflow_provider_analytics.output.iceberg.open_catalog",
+        lambda name, properties: opened.append(properties),
+    )
+    secrets = {
+        "credential": "client:cred-5678",
+        "s3.secret-access-key": "s3-secret-9",
+        "header.Authorization": "Bearer hdr-tok-1",
+        "adls.account-key": "adls-key-2",
+    }
+    extra = {"uri": "postgresql+psycopg2://u:db-pw-1234@h/db", **secrets}
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_ICEBERG_DEFAULT", json.dumps({"conn_type": "iceberg", "extra": extra})
+    )
+    IcebergCatalogHook().get_conn()
+    assert opened and set(masked) == {"db-pw-1234", *secrets.values()}
+    assert "db-pw-1234" not in str(AnalyticsError("uri postgresql+psycopg2://u:db-pw-1234@h/db"))
+
+
 def test_an_operator_needs_exactly_one_destination() -> None:
     request = {"steps": [], "crowds": ["$ALL"]}
     with pytest.raises(ValueError, match="exactly one of destination and iceberg_table"):
