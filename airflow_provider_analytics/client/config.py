@@ -14,7 +14,7 @@ import os
 import re
 import sys
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Final
 from urllib.parse import SplitResult, unquote, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, PlainValidator, ValidationError, model_validator
@@ -104,9 +104,15 @@ def _from_connection() -> bool:
     return _READING.get() is not None
 
 
+MOST_SECONDS: Final = 30 * 86_400
+"""The longest time a setting may give (a timeout, a pause): 30 days. The OS refuses a wait of
+~9.2e9 s mid-call with an ``OverflowError``."""
+
+
 def _number(whole: bool, low: float, *, above: bool) -> Callable[[Any], Any]:
     bound = f"> {low:g}" if above else f">= {low:g}"
-    rule = f"must be an integer {bound}" if whole else f"must be a finite number {bound}"
+    rule = f"must be an integer {bound}" if whole else f"must be a number {bound} and at most "
+    rule += "" if whole else f"{MOST_SECONDS:,} (30 days)"
 
     def check(value: Any) -> Any:
         if _from_connection():
@@ -119,7 +125,7 @@ def _number(whole: bool, low: float, *, above: bool) -> Callable[[Any], Any]:
         ok = (
             isinstance(value, int if whole else int | float)
             and not isinstance(value, bool)
-            and (whole or math.isfinite(value))  # an int is finite, however long
+            and (whole or value <= MOST_SECONDS)  # and finite
             and (value > low if above else value >= low)
         )
         if not ok:
