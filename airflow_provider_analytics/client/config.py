@@ -111,8 +111,8 @@ MOST_SECONDS: Final = 30 * 86_400
 
 def _number(whole: bool, low: float, *, above: bool) -> Callable[[Any], Any]:
     bound = f"> {low:g}" if above else f">= {low:g}"
-    rule = f"must be an integer {bound}" if whole else f"must be a number {bound} and at most "
-    rule += "" if whole else f"{MOST_SECONDS:,} (30 days)"
+    rule = f"must be an integer {bound}" if whole else f"must be a finite number {bound}"
+    rule += "" if whole else f" and at most {MOST_SECONDS:,} (30 days)"
 
     def check(value: Any) -> Any:
         if _from_connection():
