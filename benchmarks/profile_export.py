@@ -129,14 +129,13 @@ def summarise(raw: Path, top: int) -> None:
 def _thread_role(frames: list[str]) -> str:
     joined = ";".join(frames)
     for role, mark in (
-        ("read-ahead (socket, blocks)", "read_ahead.<locals>.produce"),
         ("write-behind (row groups)", "_write_row_group"),
         ("parse workers", "BlockDecoder.parse"),
     ):
         if mark in joined:
             return role
     if "export_cohort_to_parquet" in joined:
-        return "main (finish, row groups)"
+        return "main (socket, blocks, finish, row groups)"
     return "other"
 
 

@@ -1,16 +1,14 @@
-"""Overlap the stages of a streamed job: read ahead in one thread, write behind in another.
+"""Overlap the stages of a streamed job: parse ahead in a pool, write behind in a thread.
 
-Socket reads, Arrow's JSON parser and Parquet encoding all release the GIL, so running them
-side by side uses both cores of a small worker. Each stage holds at most ``depth`` items, so
-memory stays bounded; errors in a background stage surface in the caller's thread.
+Arrow's JSON parser and Parquet encoding release the GIL, so running them beside the caller's
+thread (which reads the socket and finishes each block) uses both cores of a small worker. Each
+stage holds a bounded number of items, so memory stays bounded; errors in a background stage
+surface in the caller's thread.
 """
 
 from __future__ import annotations
 
 import collections
-import contextlib
-import queue
-import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Generic, TypeVar
@@ -19,48 +17,6 @@ T = TypeVar("T")
 U = TypeVar("U")
 
 _DONE = object()
-
-
-@contextlib.contextmanager
-def read_ahead(items: Iterable[T], depth: int = 2) -> Iterator[Iterator[T]]:
-    """Iterate ``items`` in a background (daemon) thread, keeping up to ``depth`` items ready.
-    A caller leaving early must make the source fail or end (for an HTTP body: close it)."""
-    buffer: queue.Queue[tuple[object, BaseException | None]] = queue.Queue(maxsize=depth)
-    stop = threading.Event()
-
-    def put(entry: tuple[object, BaseException | None]) -> bool:
-        while not stop.is_set():
-            with contextlib.suppress(queue.Full):
-                buffer.put(entry, timeout=0.1)
-                return True
-        return False
-
-    def produce() -> None:
-        try:
-            for item in items:
-                if not put((item, None)):
-                    return
-        except BaseException as error:  # handed to the consumer, raised there
-            put((_DONE, error))
-            return
-        put((_DONE, None))
-
-    def consume() -> Iterator[T]:
-        while True:
-            item, error = buffer.get()
-            if item is _DONE:
-                if error is not None:
-                    raise error
-                return
-            yield item  # type: ignore[misc]
-
-    thread = threading.Thread(target=produce, name="read-ahead", daemon=True)
-    thread.start()
-    try:
-        yield consume()
-    finally:
-        stop.set()
-        thread.join(timeout=5)
 
 
 class WriteBehind(Generic[T]):

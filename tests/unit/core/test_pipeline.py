@@ -2,57 +2,11 @@
 
 from __future__ import annotations
 
-import threading
 import time
 
 import pytest
 
-from airflow_provider_analytics.core.pipeline import WriteBehind, map_ahead, read_ahead
-
-
-def test_read_ahead_keeps_order_and_is_bounded() -> None:
-    produced: list[int] = []
-
-    def source():
-        for n in range(20):
-            produced.append(n)
-            yield n
-
-    with read_ahead(source(), depth=2) as items:
-        first = next(items)
-        time.sleep(0.2)  # let the producer run as far ahead as it may
-        assert first == 0
-        assert len(produced) <= 4  # 1 consumed + 2 buffered + 1 waiting to be put
-        assert [first, *items] == list(range(20))
-
-
-def test_read_ahead_raises_the_producers_error_in_the_consumer() -> None:
-    def source():
-        yield 1
-        raise ConnectionResetError("peer went away")
-
-    with read_ahead(source()) as items, pytest.raises(ConnectionResetError, match="peer"):
-        list(items)
-
-
-def _read_ahead_threads() -> list[threading.Thread]:
-    """The live threads read_ahead runs its producers on (other tests' threads ignored)."""
-    return [thread for thread in threading.enumerate() if thread.name == "read-ahead"]
-
-
-def test_read_ahead_stops_its_thread_when_left_early() -> None:
-    def endless():
-        n = 0
-        while True:
-            n += 1
-            yield n
-
-    before = set(_read_ahead_threads())
-    with read_ahead(endless()) as items:
-        assert next(items) == 1
-        started = [thread for thread in _read_ahead_threads() if thread not in before]
-    assert len(started) == 1
-    assert not started[0].is_alive()
+from airflow_provider_analytics.core.pipeline import WriteBehind, map_ahead
 
 
 def test_map_ahead_keeps_input_order_with_uneven_work() -> None:
