@@ -20,8 +20,9 @@ class ExportSettings:
         (~13,500 users of 19 properties) took a 1M-user first export with Airflow imported to
         250-254 MiB peak RSS against 253-257 with 4 MiB (the heap trimmed in both), for a file
         3% larger.
-    :param block_bytes: NDJSON bytes decoded at once. 1.5 MiB took a 1M-user first export
-        ~6% less CPU than 1 MiB (fewer hand-offs between threads), for ~2 MiB more peak RSS.
+    :param block_bytes: NDJSON bytes decoded at once. 1.25 MiB took a 1M-user first export
+        ~3% less CPU than 1 MiB (fewer hand-offs between threads) for ~2 MiB more peak RSS;
+        1.5 MiB ~5% less, for 6-8 MiB more (over 256 MiB with Airflow imported).
     :param max_line_bytes: the longest record line accepted; a longer one fails the export.
     :param chunk_bytes: bytes read from the socket at once at most. 512 KiB held ~3 MiB less
         than 1 MiB at the peak, at the same wall time.
@@ -40,7 +41,7 @@ class ExportSettings:
     compression: str = "zstd"
     row_group_rows: int = 262_144
     row_group_bytes: int = 3 << 20
-    block_bytes: int = 3 << 19
+    block_bytes: int = 5 << 18
     max_line_bytes: int = MAX_LINE_BYTES
     chunk_bytes: int = 1 << 19
     attempts: int = 3
