@@ -128,10 +128,10 @@ def _deeper_than(data: bytes, limit: int) -> bool:
     (brackets that do not pair are the decoder's to name)."""
     if data.count(b"[") + data.count(b"{") <= limit:
         return False
-    return _INNERMOST.search(unpaired_brackets(data, limit)) is not None
+    return _INNERMOST.search(_unpaired_brackets(data, limit)) is not None
 
 
-def unpaired_brackets(data: bytes, limit: int) -> bytes:
+def _unpaired_brackets(data: bytes, limit: int) -> bytes:
     """The brackets of ``data`` left once ``limit`` levels of pairs are taken out: empty when
     every array and object closes within ``limit`` levels, with no decoding. Escaped
     backslashes and quotes, then every byte but brackets and quotes, then the strings are

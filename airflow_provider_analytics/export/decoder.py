@@ -66,8 +66,9 @@ from airflow_provider_analytics.core.cohort_records import (
     decode_line,
 )
 from airflow_provider_analytics.core.errors import DecimalFound, ExportDataError, NumberRefusal
+from airflow_provider_analytics.core.page_lines import nests_deeper
 from airflow_provider_analytics.core.redaction import Redactor
-from airflow_provider_analytics.core.strict_json import MAX_DEPTH, unpaired_brackets
+from airflow_provider_analytics.core.strict_json import MAX_DEPTH
 from airflow_provider_analytics.export import number_rule
 from airflow_provider_analytics.export.number_columns import NumberColumns
 from airflow_provider_analytics.export.schema import (
@@ -118,6 +119,7 @@ _SMALLEST_RUN: Final = 16
 _MOST_REFUSED: Final = 8
 """Lines of one run given to the Python rule one by one before the run is halved instead."""
 _REFUSED_ROW: Final = re.compile(r" in row (\d+)\b")
+_UNEXPECTED_FIELD: Final = "JSON parse error: unexpected field"
 _MARKER_MEMORY: Final = 16
 """After a block with typed markers, the next this many are scanned for them before Arrow
 parses: a scan costs under a tenth of a parse, a refused parse about half of one."""
@@ -125,11 +127,9 @@ _NEWLINE: Final = ord("\n")
 _BOM: Final = b"\xef\xbb\xbf"
 _BRACE: Final = ord("{")
 _COLON: Final = ord(":")
-_LONG_LINE: Final = 16 << 10
-"""Arrow infers the type of a key not asked for by recursing once a level, which overflows a
-thread's stack somewhere past 20,000 levels: a crash of the process that no Python catches. A
-shorter line cannot nest half that deep; a block with a longer one goes to Arrow only when its
-brackets pair within the rule's depth."""
+_UNASKED: Final = -2
+"""What :meth:`BlockDecoder._arrow` returns when its options refuse keys not asked for and the
+data holds one (a row is 0 or more)."""
 
 
 class ParsedBlock(NamedTuple):
@@ -150,9 +150,13 @@ class _Reading(NamedTuple):
 
     number: int
     schema: pa.Schema
+    strict: pa_json.ParseOptions
+    """For whole blocks first: a key not asked for stops the parse where it stands, its value
+    unread (:meth:`BlockDecoder._read`)."""
     options: pa_json.ParseOptions
-    """For whole blocks: keys not asked for become columns of their own (their names, types
-    and values are what :meth:`BlockDecoder.parse` proves the keys with), taken off after."""
+    """For whole blocks that hold keys not asked for: they become columns of their own (their
+    names, types and values are what :meth:`BlockDecoder.parse` proves the keys with), taken
+    off after."""
     lax: pa_json.ParseOptions
     """For lines whose keys the line rule checks: keys not asked for are skipped."""
 
@@ -215,6 +219,7 @@ class BlockDecoder:
         return _Reading(
             number,
             schema,
+            pa_json.ParseOptions(explicit_schema=schema, unexpected_field_behavior="error"),
             pa_json.ParseOptions(explicit_schema=schema, unexpected_field_behavior="infer"),
             pa_json.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore"),
         )
@@ -243,6 +248,8 @@ class BlockDecoder:
             pa.ArrowNotImplementedError,
             UnicodeDecodeError,
         ) as error:
+            if str(error).endswith(_UNEXPECTED_FIELD):
+                return _UNASKED
             refused = _REFUSED_ROW.search(str(error))
             return int(refused.group(1)) if refused else None
         if lines is not None and table.num_rows != lines:
@@ -253,6 +260,20 @@ class BlockDecoder:
         except pa.ArrowInvalid:
             return None
         return table
+
+    def _read(self, data: bytes, lines: int, reading: _Reading) -> pa.Table | int | None:
+        """Arrow's table of whole lines (keys not asked for as columns of their own), or where
+        it refused them. The strict options stop at a key not asked for, before its value;
+        such lines are read again inferring those values only when their arrays and objects
+        nest no deeper than the rule allows. Arrow's inference recurses once a level, and a
+        value ~16,000 levels deep (4,000 on a 2 MiB thread stack) overflowed the stack: a
+        crash that no Python catches. Deeper lines are the line rule's (None)."""
+        parsed = self._arrow(data, lines, reading.strict)
+        if not isinstance(parsed, int) or parsed != _UNASKED:
+            return parsed
+        if nests_deeper(data, MAX_DEPTH):  # also a value over several lines, as Arrow reads it
+            return None
+        return self._arrow(data, lines, reading.options)
 
     @property
     def masked_values(self) -> int:
@@ -300,7 +321,7 @@ class BlockDecoder:
         before a column became double.
         """
         reading = self._reading
-        if (self._has_decimals and _LONG_DIGITS.search(block)) or _may_nest_deep(block):
+        if self._has_decimals and _LONG_DIGITS.search(block):
             return ParsedBlock(None, 0, reading.number)
         # Arrow reads two objects on one line as two rows: its table is taken only when it
         # has one row a line (else the line rule refuses the line, or skips blank ones)
@@ -309,7 +330,7 @@ class BlockDecoder:
         scan_first = self._blocks_since_markers < _MARKER_MEMORY  # spare Arrow a refusal
         if scan_first and (nulled := self._without_typed_markers(block, lines, reading)):
             return nulled
-        parsed = self._arrow(block, lines, reading.options)
+        parsed = self._read(block, lines, reading)
         if isinstance(parsed, pa.Table):
             return self._parsed(block, parsed, 0, reading)
         nulled = None if scan_first else self._without_typed_markers(block, lines, reading)
@@ -322,7 +343,7 @@ class BlockDecoder:
         their count; None when there are none or the replacement is not certainly exact."""
         nulled, masked = self._typed_markers.null(block)
         if masked:
-            table = self._arrow(nulled, lines, reading.options)
+            table = self._read(nulled, lines, reading)
             records = byte_scans.byte_count(nulled, _BRACE)
             if isinstance(table, pa.Table) and records == table.num_rows:
                 return self._parsed(block, table, masked, reading)
@@ -682,18 +703,6 @@ class BlockDecoder:
             index = _first_unfit(values.to_pylist(), column.arrow_type)
             value = values[index].as_py()
             raise self._refused(column, first_row + index, value, str(error)) from None
-
-
-def _may_nest_deep(block: bytes) -> bool:
-    """Whether a line of ``block`` may nest deeper than the rule allows, which Arrow must then
-    not read (see :data:`_LONG_LINE`). Every line is shorter when each aligned window of half
-    that length holds a newline (a few ``memchr`` calls a block); otherwise the brackets
-    decide."""
-    half = _LONG_LINE // 2
-    starts = range(0, len(block) - half + 1, half)
-    if all(block.find(b"\n", start, start + half) >= 0 for start in starts):
-        return False
-    return bool(unpaired_brackets(block, MAX_DEPTH))
 
 
 def _countable(name: str) -> bool:

@@ -192,6 +192,56 @@ def test_a_line_nested_past_what_arrow_survives_is_refused_by_name(
     assert list(tmp_path.iterdir()) == []
 
 
+DEEP_CASES = """
+import sys, threading
+from airflow_provider_analytics.core.ndjson import iter_counted_blocks
+from airflow_provider_analytics.export.decoder import BlockDecoder
+from airflow_provider_analytics.export.schema import export_schema
+
+plan = [{"id": "name", "dataType": "string"}]
+head = b"".join(b'{"name": "u%d"}\\n' % i for i in range(5))
+cases = {
+    "short line": b'{"name": "x", "tag": ' + b"[" * 5000 + b"]" * 5000 + b"}\\n",
+    "over lines": b'{"name": "x", "tag":\\n' + (b"[" * 4000 + b"\\n") * 6
+    + (b"]" * 4000 + b"\\n") * 6 + b"}\\n",
+    "objects": b'{"name": "x", "tag": ' + b'{"a":' * 5000 + b"1" + b"}" * 5000 + b"}\\n",
+}
+
+
+def run():
+    for name, deep in cases.items():
+        decoder = BlockDecoder(export_schema(["name"], plan, timezone="UTC"))
+        try:
+            for block, lines in iter_counted_blocks([head + deep], 5 << 18):
+                decoder.decode(block)
+            print(name, "accepted")
+        except Exception as error:
+            print(name, type(error).__name__, str(error)[:60])
+
+
+threading.stack_size(2 << 20)  # glibc's default for threads under ulimit -s unlimited
+thread = threading.Thread(target=run)
+thread.start()
+thread.join()
+"""
+
+
+def test_deep_values_are_refused_on_a_small_thread_stack_whatever_their_lines() -> None:
+    # Arrow's inference recursed once a level: 4,000 levels overflowed a 2 MiB stack, and a
+    # value spread over short lines reached it past a check of single lines (a segfault)
+    import subprocess
+    import sys
+
+    ran = subprocess.run(
+        [sys.executable, "-c", DEEP_CASES], capture_output=True, text=True, timeout=120
+    )
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    lines = ran.stdout.splitlines()
+    assert len(lines) == 3, ran.stdout
+    for line in lines:
+        assert "MalformedStreamError line 6 of the export is" in line, line
+
+
 def test_a_long_shallow_line_arrives_exactly(serve: Any, tmp_path: Path) -> None:
     # brackets inside a text are no nesting: the long line's check finds its pairs shallow; a
     # key not asked for holding lists of lists of texts raised a bare ValueError
