@@ -204,6 +204,7 @@ class BlockDecoder:
         self._free_texts = [i for i, c in enumerate(schema.columns) if holds_text(c.arrow_type)]
         self._typed_markers = TypedMarkers(self._reading.schema)
         self._blocks_since_markers = _MARKER_MEMORY  # blocks since one held typed markers
+        self._blocks_since_unasked = _MARKER_MEMORY  # blocks since one held keys not asked for
         # keys are counted from the bytes only when every requested key can be found there
         self._countable_keys = all(_countable(name) for name in schema.names)
 
@@ -267,10 +268,13 @@ class BlockDecoder:
         such lines are read again inferring those values only when their arrays and objects
         nest no deeper than the rule allows. Arrow's inference recurses once a level, and a
         value ~16,000 levels deep (4,000 on a 2 MiB thread stack) overflowed the stack: a
-        crash that no Python catches. Deeper lines are the line rule's (None)."""
-        parsed = self._arrow(data, lines, reading.strict)
-        if not isinstance(parsed, int) or parsed != _UNASKED:
-            return parsed
+        crash that no Python catches. Deeper lines are the line rule's (None). After a block
+        that held such keys, the next ones are read inferring straight away (a refused parse
+        cost as much as a whole one)."""
+        if self._blocks_since_unasked >= _MARKER_MEMORY:
+            parsed = self._arrow(data, lines, reading.strict)
+            if not isinstance(parsed, int) or parsed != _UNASKED:
+                return parsed
         if nests_deeper(data, MAX_DEPTH):  # also a value over several lines, as Arrow reads it
             return None
         return self._arrow(data, lines, reading.options)
@@ -461,6 +465,7 @@ class BlockDecoder:
             self.keys.count(key, records, first)
         self._masked_in_lines += masked
         self._blocks_since_markers = 0 if parsed_block.masked else self._blocks_since_markers + 1
+        self._blocks_since_unasked = 0 if unasked else self._blocks_since_unasked + 1
         self.rows += table.num_rows
         return table
 
