@@ -268,7 +268,9 @@ class BlockDecoder:
         such lines are read again inferring those values only when their arrays and objects
         nest no deeper than the rule allows. Arrow's inference recurses once a level, and a
         value ~16,000 levels deep (4,000 on a 2 MiB thread stack) overflowed the stack: a
-        crash that no Python catches. Deeper lines are the line rule's (None). After a block
+        crash that no Python catches. Its time grows with the square of the depth too (8,000
+        levels took ~10 s on a stack that held them), so the depth is checked, not left to a
+        larger stack. Deeper lines are the line rule's (None). After a block
         that held such keys, the next ones are read inferring straight away (a refused parse
         cost as much as a whole one)."""
         if self._blocks_since_unasked >= _MARKER_MEMORY:
