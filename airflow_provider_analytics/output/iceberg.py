@@ -205,23 +205,28 @@ def catalog_properties(
 
 
 _SECRET_KEY: Final = re.compile(
-    r"token|credential|secret|passw|account-key|private|authorization|api-?key", re.IGNORECASE
+    r"token|credential|secret|passw|account-key|connection-string|private|authorization|"
+    r"api-?key",
+    re.IGNORECASE,
 )
 """Catalog and FileIO property names whose values are credentials (``token``, ``credential``,
-``s3.secret-access-key``, ``adls.account-key``, ``header.Authorization``, ...)."""
+``s3.secret-access-key``, ``adls.account-key``, ``adls.connection-string``,
+``header.Authorization``, ...)."""
 
 
 def catalog_secrets(properties: Mapping[str, str]) -> list[str]:
     """The credentials among catalog ``properties``: the values of properties named as
-    credentials, and the password of any URL (a SQL catalog's ``uri``)."""
-    from urllib.parse import urlsplit
+    credentials, and the password of any URL (a SQL catalog's ``uri``), as written and
+    percent-decoded."""
+    from urllib.parse import unquote, urlsplit
 
     secrets = [value for key, value in properties.items() if _SECRET_KEY.search(key)]
     for value in properties.values():
         if "://" in value and "@" in value:
             with contextlib.suppress(ValueError):
-                secrets.append(urlsplit(value).password or "")
-    return [secret for secret in secrets if secret]
+                password = urlsplit(value).password or ""
+                secrets += [password, unquote(password)]
+    return [secret for secret in dict.fromkeys(secrets) if secret]
 
 
 def open_catalog(name: str, properties: Mapping[str, str]) -> Catalog:

@@ -196,14 +196,15 @@ def test_the_hook_masks_the_catalogs_credentials_given_in_the_extra(monkeypatch)
         "s3.secret-access-key": "s3-secret-9",
         "header.Authorization": "Bearer hdr-tok-1",
         "adls.account-key": "adls-key-2",
+        "adls.connection-string": "AccountName=a;AccountKey=adls-conn-3",
     }
-    extra = {"uri": "postgresql+psycopg2://u:db-pw-1234@h/db", **secrets}
+    extra = {"uri": "postgresql+psycopg2://u:db-pw%401234@h/db", **secrets}
     monkeypatch.setenv(
         "AIRFLOW_CONN_ICEBERG_DEFAULT", json.dumps({"conn_type": "iceberg", "extra": extra})
     )
     IcebergCatalogHook().get_conn()
-    assert opened and set(masked) == {"db-pw-1234", *secrets.values()}
-    assert "db-pw-1234" not in str(AnalyticsError("uri postgresql+psycopg2://u:db-pw-1234@h/db"))
+    assert opened and set(masked) == {"db-pw%401234", "db-pw@1234", *secrets.values()}
+    assert "db-pw@1234" not in str(AnalyticsError("password db-pw@1234"))
 
 
 def test_an_operator_needs_exactly_one_destination() -> None:
