@@ -143,6 +143,8 @@ class ParsedBlock(NamedTuple):
     """The :class:`_Reading` it was parsed with (``number`` columns widen between readings)."""
     unasked: dict[str, tuple[int, int]] | None = None
     """What :meth:`BlockDecoder._unasked` proved of the block's keys."""
+    unasked_fields: tuple[pa.Field, ...] = ()
+    """The keys not asked for, as Arrow read them (:meth:`BlockDecoder._learn`)."""
 
 
 class _Reading(NamedTuple):
@@ -197,6 +199,7 @@ class BlockDecoder:
         """Lines decoded by the Python rule (markers in typed columns, odd values)."""
         self._read_types = [_read_type(c.arrow_type) for c in schema.columns]
         self._numbers = NumberColumns(schema.columns)
+        self._learned: tuple[pa.Field, ...] = ()  # keys not asked for, typed as first read
         self._reading = self._new_reading(0, self._numbers.doubles)
         self._has_decimals = any(pa.types.is_decimal(c.arrow_type) for c in schema.columns)
         self._converters = [converter(c, double=c.starts_double) for c in schema.columns]
@@ -204,7 +207,6 @@ class BlockDecoder:
         self._free_texts = [i for i, c in enumerate(schema.columns) if holds_text(c.arrow_type)]
         self._typed_markers = TypedMarkers(self._reading.schema)
         self._blocks_since_markers = _MARKER_MEMORY  # blocks since one held typed markers
-        self._blocks_since_unasked = _MARKER_MEMORY  # blocks since one held keys not asked for
         # keys are counted from the bytes only when every requested key can be found there
         self._countable_keys = all(_countable(name) for name in schema.names)
 
@@ -214,16 +216,29 @@ class BlockDecoder:
             DOUBLE_TYPE if index in doubles else arrow_type
             for index, arrow_type in enumerate(self._read_types)
         ]
-        schema = pa.schema(
-            [pa.field(c.name, t) for c, t in zip(self.schema.columns, types, strict=True)]
-        )
+        fields = [pa.field(c.name, t) for c, t in zip(self.schema.columns, types, strict=True)]
+        schema, read = pa.schema(fields), pa.schema(fields + list(self._learned))
         return _Reading(
             number,
             schema,
-            pa_json.ParseOptions(explicit_schema=schema, unexpected_field_behavior="error"),
-            pa_json.ParseOptions(explicit_schema=schema, unexpected_field_behavior="infer"),
+            pa_json.ParseOptions(explicit_schema=read, unexpected_field_behavior="error"),
+            pa_json.ParseOptions(explicit_schema=read, unexpected_field_behavior="infer"),
             pa_json.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore"),
         )
+
+    def _learn(self, fields: Iterable[pa.Field]) -> None:
+        """Read the keys not asked for of a block Arrow took whole (``fields``: as it read
+        them) with those types from now on, where a type of its own takes every value the
+        inference took (numbers as double, datetimes as text): later blocks holding them are
+        read without inference and without the nesting check."""
+        learned = {field.name: field for field in self._learned}
+        for field in fields:
+            kind = _learnable(field.type)
+            if kind is not None and field.name not in learned:
+                learned[field.name] = pa.field(field.name, kind)
+        if len(learned) > len(self._learned):
+            self._learned = tuple(learned.values())
+            self._reading = self._new_reading(self._reading.number, self._numbers.doubles)
 
     # the fast path
 
@@ -270,13 +285,12 @@ class BlockDecoder:
         value ~16,000 levels deep (4,000 on a 2 MiB thread stack) overflowed the stack: a
         crash that no Python catches. Its time grows with the square of the depth too (8,000
         levels took ~10 s on a stack that held them), so the depth is checked, not left to a
-        larger stack. Deeper lines are the line rule's (None). After a block
-        that held such keys, the next ones are read inferring straight away (a refused parse
-        cost as much as a whole one)."""
-        if self._blocks_since_unasked >= _MARKER_MEMORY:
-            parsed = self._arrow(data, lines, reading.strict)
-            if not isinstance(parsed, int) or parsed != _UNASKED:
-                return parsed
+        larger stack. Deeper lines are the line rule's (None). Keys not asked for that a
+        block held are read by their types from then on (:meth:`_learn`): a later block
+        holding only those needs neither the inference nor the check."""
+        parsed = self._arrow(data, lines, reading.strict)
+        if not isinstance(parsed, int) or parsed != _UNASKED:
+            return parsed
         if nests_deeper(data, MAX_DEPTH):  # also a value over several lines, as Arrow reads it
             return None
         return self._arrow(data, lines, reading.options)
@@ -364,7 +378,7 @@ class BlockDecoder:
         if extra.num_columns:
             table = table.select(range(asked))
         unasked = self._unasked(block, table, extra) if self._countable_keys else None
-        return ParsedBlock(table, masked, reading.number, unasked)
+        return ParsedBlock(table, masked, reading.number, unasked, tuple(extra.schema))
 
     def _unasked(
         self, block: bytes, table: pa.Table, extra: pa.Table
@@ -407,6 +421,8 @@ class BlockDecoder:
             keys, unasked = len(ends), {}
             for name in names:
                 found = byte_scans.keys_named(data, ends, name.encode())
+                if not found.size and _countable(name) and extra[name].null_count == rows:
+                    continue  # a key read by its learned type that no record here holds
                 # fewer than all records: certain only if no key of the name went unfound
                 if not found.size or (
                     len(found) < rows and (not _countable(name) or byte_scans.spaced_colons(block))
@@ -441,7 +457,7 @@ class BlockDecoder:
             parsed_block.parsed, pa.Table
         ):
             parsed_block = self.parse(block)  # refused by an older reading: read it again
-        parsed, masked, reading, unasked = parsed_block
+        parsed, masked, reading, unasked, unasked_fields = parsed_block
         lines = None
         if isinstance(parsed, pa.Table):
             table = parsed
@@ -467,7 +483,8 @@ class BlockDecoder:
             self.keys.count(key, records, first)
         self._masked_in_lines += masked
         self._blocks_since_markers = 0 if parsed_block.masked else self._blocks_since_markers + 1
-        self._blocks_since_unasked = 0 if unasked else self._blocks_since_unasked + 1
+        if unasked:
+            self._learn(unasked_fields)
         self.rows += table.num_rows
         return table
 
@@ -710,6 +727,20 @@ class BlockDecoder:
             index = _first_unfit(values.to_pylist(), column.arrow_type)
             value = values[index].as_py()
             raise self._refused(column, first_row + index, value, str(error)) from None
+
+
+def _learnable(kind: pa.DataType) -> pa.DataType | None:
+    """The type a key not asked for is read with after Arrow inferred ``kind`` for it: one
+    that takes every value of the kind (numbers as double, datetimes as text), None where
+    there is none (null: no values yet; objects: keys the line rule counts)."""
+    if pa.types.is_list(kind):
+        value = _learnable(kind.value_type)
+        return None if value is None else pa.list_(value)
+    if pa.types.is_integer(kind) or pa.types.is_floating(kind):
+        return pa.float64()
+    if pa.types.is_timestamp(kind) or is_text(kind):
+        return pa.string()
+    return kind if pa.types.is_boolean(kind) else None
 
 
 def _countable(name: str) -> bool:

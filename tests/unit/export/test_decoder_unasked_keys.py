@@ -416,3 +416,30 @@ def test_requested_keys_with_non_ascii_names_are_counted_from_the_bytes(
     for block, count in iter_counted_blocks([body], 8 << 10):
         decoder.finish(block, decoder.parse(block, count))
     assert lines_decoded == [] and decoder.unexpected_keys == {"标签": 1000}
+
+
+def test_keys_learned_from_a_block_read_later_blocks_without_inference(monkeypatch) -> None:
+    """After a block holding keys not asked for, later blocks are read with those keys' types
+    (no inference, no nesting check); a block without them, with other values for them, or
+    with a new key is still counted as the line rule counts it."""
+    checks: list[int] = []
+    nests_deeper = arrow.nests_deeper
+    monkeypatch.setattr(
+        arrow, "nests_deeper", lambda data, limit: checks.append(1) or nests_deeper(data, limit)
+    )
+    base = '"name": "u", "n": 1, "tags": ["a"]'
+    blocks = [
+        [f'{{{base}, "tag": "v", "score": 2}}'] * 40,  # learned: tag as text, score as double
+        [f'{{{base}, "tag": "w", "score": 2.5}}'] * 40,  # the same keys: nothing to infer
+        [f"{{{base}}}"] * 40,  # neither key
+        [f'{{{base}, "tag": null, "score": null}}'] * 40,  # both, null
+        [f'{{{base}, "tag": "x", "other": [1]}}'] * 40,  # a new key: inferred again
+        [f'{{{base}, "tag": 7, "score": "s"}}'] * 40,  # other types than learned
+    ]
+    lines = [line.encode() for block in blocks for line in block]
+    decoder = BlockDecoder(SCHEMA)
+    for block in blocks:
+        decoder.decode("".join(line + "\n" for line in block).encode())
+    assert decoder.rows == len(lines)
+    assert decoder.unexpected_keys == line_rule(lines) == {"tag": 200, "score": 160, "other": 40}
+    assert len(checks) == 2  # the first block, and the one with a new key
