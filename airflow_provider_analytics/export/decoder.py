@@ -421,7 +421,12 @@ class BlockDecoder:
             keys, unasked = len(ends), {}
             for name in names:
                 found = byte_scans.keys_named(data, ends, name.encode())
-                if not found.size and _countable(name) and extra[name].null_count == rows:
+                if (
+                    not found.size
+                    and extra[name].null_count == rows
+                    and _countable(name)
+                    and not byte_scans.spaced_colons(block)
+                ):
                     continue  # a key read by its learned type that no record here holds
                 # fewer than all records: certain only if no key of the name went unfound
                 if not found.size or (
