@@ -84,8 +84,9 @@ def shown_proxy(url: str) -> str:
     return f"{scheme}{userinfo.partition(':')[0]}:***@{rest}"
 
 
-def proxy_secrets(url: str) -> list[str]:
-    """The password of a proxy URL, as written and percent-decoded, for redaction."""
+def url_secrets(url: str) -> list[str]:
+    """The password of a URL (a proxy's, a catalog's), as written and percent-decoded, for
+    redaction; also when the URL is malformed."""
     password = _proxy_password(url)
     return [password, unquote(password)] if password else []
 
@@ -111,8 +112,8 @@ MOST_SECONDS: Final = 30 * 86_400
 
 def _number(whole: bool, low: float, *, above: bool) -> Callable[[Any], Any]:
     bound = f"> {low:g}" if above else f">= {low:g}"
-    rule = f"must be an integer {bound}" if whole else f"must be a finite number {bound}"
-    rule += "" if whole else f" and at most {MOST_SECONDS:,} (30 days)"
+    most = f" and at most {MOST_SECONDS:,} (30 days)"
+    rule = f"must be an integer {bound}" if whole else f"must be a finite number {bound}{most}"
 
     def check(value: Any) -> Any:
         if _from_connection():
@@ -416,7 +417,7 @@ class ClientConfig(BaseModel):
     def secrets(self) -> tuple[str, ...]:
         """The non-empty secrets (token, app_key, xtoken, the proxy's password)."""
         found = [v for v in (self.token, self.app_key, self.xtoken) if v]
-        return tuple(Secret(v) for v in (*found, *proxy_secrets(self.proxy or "")))
+        return tuple(Secret(v) for v in (*found, *url_secrets(self.proxy or "")))
 
     @property
     def api_root(self) -> str:

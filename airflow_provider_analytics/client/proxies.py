@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from airflow_provider_analytics.client.config import http_url, proxy_secrets
+from airflow_provider_analytics.client.config import http_url, url_secrets
 from airflow_provider_analytics.core.errors import AnalyticsConfigurationError
 from airflow_provider_analytics.core.redaction import remember
 
@@ -54,7 +54,7 @@ class Route:
     @property
     def secrets(self) -> list[str]:
         """The proxy's password (as written and decoded), which every call remembers."""
-        return proxy_secrets(self.url or "")
+        return url_secrets(self.url or "")
 
     def check(self, operation: str) -> None:
         """Raise the refusal, if any, for a call of ``operation`` (before anything is sent)."""

@@ -124,27 +124,21 @@ def _too_deep() -> StrictJsonError:
 
 
 def _deeper_than(data: bytes, limit: int) -> bool:
-    """Whether ``data`` nests arrays and objects deeper than ``limit``, without decoding it
-    (brackets that do not pair are the decoder's to name)."""
+    """Whether ``data`` nests arrays and objects deeper than ``limit``, without decoding it:
+    escaped backslashes and quotes, then every byte but brackets and quotes, then the strings
+    are taken out (all in C), and each pass strips the innermost pairs of brackets (a level);
+    brackets that do not pair are the decoder's to name."""
     if data.count(b"[") + data.count(b"{") <= limit:
         return False
-    return _INNERMOST.search(_unpaired_brackets(data, limit)) is not None
-
-
-def _unpaired_brackets(data: bytes, limit: int) -> bytes:
-    """The brackets of ``data`` left once ``limit`` levels of pairs are taken out: empty when
-    every array and object closes within ``limit`` levels, with no decoding. Escaped
-    backslashes and quotes, then every byte but brackets and quotes, then the strings are
-    taken out (all in C), and each pass strips the innermost pairs (a level)."""
     if b"\\" in data:  # (memchr) a search for the pairs costs ~0.8 ms a MiB without one
         data = data.replace(b"\\\\", b"").replace(b'\\"', b"")
     brackets = _STRING.sub(b"", data.translate(None, _STRUCTURE))
     for _ in range(limit):
         peeled = _INNERMOST.sub(b"", brackets)
         if len(peeled) == len(brackets):  # done, or brackets that do not pair
-            break
+            return False
         brackets = peeled
-    return brackets
+    return _INNERMOST.search(brackets) is not None
 
 
 def first_fault(adapter: TypeAdapter[Any]) -> Any:

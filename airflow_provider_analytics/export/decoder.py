@@ -421,18 +421,13 @@ class BlockDecoder:
             keys, unasked = len(ends), {}
             for name in names:
                 found = byte_scans.keys_named(data, ends, name.encode())
-                if (
-                    not found.size
-                    and extra[name].null_count == rows
-                    and _countable(name)
-                    and not byte_scans.spaced_colons(block)
-                ):
-                    continue  # a key read by its learned type that no record here holds
-                # fewer than all records: certain only if no key of the name went unfound
-                if not found.size or (
-                    len(found) < rows and (not _countable(name) or byte_scans.spaced_colons(block))
-                ):
-                    return None
+                if not found.size or len(found) < rows:
+                    # fewer than all records: certain only if no key of the name went unfound
+                    unsure = not _countable(name) or byte_scans.spaced_colons(block)
+                    if not found.size and not unsure and extra[name].null_count == rows:
+                        continue  # a key read by its learned type that no record here holds
+                    if unsure or not found.size:
+                        return None
                 keys -= len(found)
                 unasked[name] = (len(found), int(found[0]))
         return unasked if keys == rows * len(self.schema.columns) else None

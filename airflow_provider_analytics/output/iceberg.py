@@ -46,6 +46,7 @@ from pyiceberg.table.snapshots import ancestors_of
 from pyiceberg.transforms import IdentityTransform
 from pyiceberg.types import DoubleType, ListType, MapType, StructType
 
+from airflow_provider_analytics.client.config import url_secrets
 from airflow_provider_analytics.core import rules
 from airflow_provider_analytics.core.column_names import column_id, warehouse_name
 from airflow_provider_analytics.core.errors import (
@@ -216,16 +217,12 @@ _SECRET_KEY: Final = re.compile(
 
 def catalog_secrets(properties: Mapping[str, str]) -> list[str]:
     """The credentials among catalog ``properties``: the values of properties named as
-    credentials, and the password of any URL (a SQL catalog's ``uri``), as written and
-    percent-decoded."""
-    from urllib.parse import unquote, urlsplit
-
+    credentials, and the password of any URL (a SQL catalog's ``uri``,
+    :func:`~airflow_provider_analytics.client.config.url_secrets`)."""
     secrets = [value for key, value in properties.items() if _SECRET_KEY.search(key)]
     for value in properties.values():
-        if "://" in value and "@" in value:
-            with contextlib.suppress(ValueError):
-                password = urlsplit(value).password or ""
-                secrets += [password, unquote(password)]
+        if "://" in value:
+            secrets += url_secrets(value)
     return [secret for secret in dict.fromkeys(secrets) if secret]
 
 
