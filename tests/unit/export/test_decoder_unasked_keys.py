@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import re
 from typing import Any
 
@@ -55,6 +56,13 @@ def _constant(name: str) -> Any:
     raise _Fault
 
 
+def _finite(text: str) -> float:
+    number = float(text)
+    if math.isinf(number):  # beyond a double, as 1e400
+        raise _Fault
+    return number
+
+
 def _utf8(value: Any) -> None:
     """Refuse text no UTF-8 writer can hold (a ``\\ud800`` escape decodes to one)."""
     if isinstance(value, str):
@@ -74,11 +82,15 @@ def reference(lines: list[bytes]) -> tuple[list[dict[str, Any]], dict[str, int],
     for number, line in enumerate(lines, 1):
         try:
             record = json.loads(
-                line.decode("utf-8"), object_pairs_hook=_pairs, parse_constant=_constant
+                line.decode("utf-8"),
+                object_pairs_hook=_pairs,
+                parse_constant=_constant,
+                parse_float=_finite,
             )
             _utf8(record)
         except (_Fault, ValueError):
             faults.add(("line", number))
+            faults.update(("key", key, number) for key in _missing_loosely(line))
             rows.append({})
             continue
         missing = [key for key in COLUMNS if key not in record]
@@ -88,6 +100,16 @@ def reference(lines: list[bytes]) -> tuple[list[dict[str, Any]], dict[str, int],
                 unasked[key] = unasked.get(key, 0) + 1
         rows.append({key: record.get(key) for key in COLUMNS})
     return rows, unasked, faults
+
+
+def _missing_loosely(line: bytes) -> list[str]:
+    """The requested keys a line refused for a value lacks as well: either fault may be named
+    first, since both refuse the row."""
+    try:
+        record = json.loads(line.decode("utf-8", "surrogateescape"))
+    except ValueError:
+        return []
+    return [key for key in COLUMNS if isinstance(record, dict) and key not in record]
 
 
 # ---- the two readers
@@ -135,7 +157,8 @@ EXTRA_VALUES = [
     '{"n": 2, "tags": []}', '"(已脱敏)"', "123456789012345678901234567890", '"2024-01-01"',
     '"x\\"y"', "1e400", "NaN", "Infinity", '"\\xff"', '"\\ud800"', '"a:b"', "[]",
 ]  # fmt: skip
-"""Their values: the last four before "a:b" are refused by the rule, wherever they stand."""
+"""Their values: the five from 1e400 to the lone surrogate are refused by the rule, wherever
+they stand."""
 NAMES = ['"u"', '":colon"', "null", '"a,b"', '"x\\"y"', '"标签"', '"a:b"']
 NUMBERS = ["1", "null", "-5", "70"]
 TAGS = ['["a"]', "null", '[":z", null]', "[]", '["p:q"]']
