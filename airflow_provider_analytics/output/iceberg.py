@@ -695,31 +695,47 @@ class IcebergDayWriter:
     def _commit_once(self, replaced: BooleanExpression, properties: dict[str, str]) -> Table:
         """One transaction of :meth:`commit` against the table as it is now."""
         table = self.catalog.load_table(self.identifier)
+        what, attempts = f"commit for {properties[DAY_PROPERTY]}", self.attempts
+        return self.swap_in(table, self.identifier, replaced, [self], properties, what, attempts)
+
+    @staticmethod
+    def swap_in(
+        table: Table,
+        identifier: str,
+        replaced: BooleanExpression,
+        writers: Sequence[IcebergDayWriter],
+        properties: dict[str, str],
+        what: str,
+        attempts: int,
+    ) -> Table:
+        """One transaction: the rows ``replaced`` matches out, the ``writers``' closed files in.
+
+        A commit that lost to another writer landed nothing: it raises :func:`lost_race`'s
+        error, and the files may go (a next attempt plans them again against the table as it
+        is then). Any other failure may have landed (a lost answer): each writer keeps its
+        files, which its :meth:`abort` then leaves.
+        """
         transaction = table.transaction()
         with warnings.catch_warnings():
             # a first run of a day deletes nothing: not worth pyiceberg's warning
             warnings.filterwarnings("ignore", "Delete operation did not match any records")
             transaction.delete(replaced, snapshot_properties=properties)
-        if self.paths:
+        if paths := [path for writer in writers for path in writer.paths]:
             try:
                 transaction.add_files(
-                    self.paths, snapshot_properties=properties, check_duplicate_files=False
+                    paths, snapshot_properties=properties, check_duplicate_files=False
                 )
             except ValueError as error:
                 raise IcebergSchemaError(
-                    f"{self.identifier}: the data cannot be written as the table is: {error}"
+                    f"{identifier}: the data cannot be written as the table is: {error}"
                 ) from error
         try:
             return transaction.commit_transaction()
         except (CommitFailedException, ValidationException) as error:
-            # both guarantee nothing landed: the next attempt plans the day's files again
-            # against the table as it is now (another writer of the same day committed in
-            # between: its files are replaced too)
-            day = properties[DAY_PROPERTY]
-            raise lost_race(self.identifier, f"commit for {day}", self.attempts, error) from error
+            raise lost_race(identifier, what, attempts, error) from error
         except BaseException:
-            # the commit may have landed (a lost answer): the files must stay
-            self._outcome_unknown = True
+            for writer in writers:
+                writer._outcome_unknown = True
             raise
 
     def replace(

@@ -11,7 +11,6 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-from pyiceberg.exceptions import CommitFailedException, ValidationException
 from pyiceberg.expressions import AlwaysTrue, And
 from pyiceberg.types import StringType
 
@@ -115,20 +114,9 @@ def migrate_to_identity(
                 writer.write(batch.select(kept))
             writer.close_files()
         # one commit: the rows without an identity out, the rewritten files in
-        transaction = catalog.load_table(identifier).transaction()
-        transaction.delete(column_is_null(identity.column), snapshot_properties=properties)
-        paths = [path for writer in writers for path in writer.paths]
-        if paths:
-            transaction.add_files(
-                paths, snapshot_properties=properties, check_duplicate_files=False
-            )
-        try:
-            transaction.commit_transaction()
-        except (CommitFailedException, ValidationException):
-            raise  # nothing landed: the files go
-        except BaseException:
-            writers = []  # the commit may have landed (a lost answer): its files must stay
-            raise
+        table = catalog.load_table(identifier)
+        replaced = column_is_null(identity.column)
+        IcebergDayWriter.swap_in(table, identifier, replaced, writers, properties, "migration", 1)
         summary["rows"] = sum(writer.rows for writer in writers)
     except BaseException:
         for writer in writers:

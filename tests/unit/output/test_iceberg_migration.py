@@ -17,7 +17,7 @@ from pyiceberg.schema import Schema
 from pyiceberg.table.snapshots import Operation
 from pyiceberg.types import DateType, LongType, NestedField, StringType
 
-from airflow_provider_analytics.core.errors import IcebergSchemaError
+from airflow_provider_analytics.core.errors import IcebergCommitError, IcebergSchemaError
 from airflow_provider_analytics.core.identity import Identity
 from airflow_provider_analytics.output.iceberg import (
     COMMIT_PROPERTY,
@@ -147,7 +147,7 @@ def test_a_migration_commit_of_unknown_outcome_keeps_its_files(
 
     def lost_answer(self: Transaction) -> object:
         committed = commit(self)
-        if sys._getframe(1).f_code.co_name == "migrate_to_identity":  # the rows' commit
+        if sys._getframe(1).f_code.co_name == "swap_in":  # the rows' commit
             raise OSError("connection reset while the catalog committed")
         return committed
 
@@ -157,3 +157,28 @@ def test_a_migration_commit_of_unknown_outcome_keeps_its_files(
     rows = catalog.load_table("lake.users_daily").scan().to_arrow()
     assert sorted(rows["user_id"].to_pylist()) == [0, 1, 10, 11]
     assert set(rows["cohort_code"].to_pylist()) == {"to_cart"}
+
+
+def test_a_migration_commit_that_lost_a_race_is_refused_by_name_and_leaves_no_file(
+    catalog: Catalog, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rows' commit lost to another writer: nothing landed, so the rewritten files go, and
+    the error names the table and the race (it was pyiceberg's own exception before)."""
+    from pyiceberg.exceptions import CommitFailedException
+    from pyiceberg.table import Transaction
+
+    old_table(catalog, "lake.users_daily")
+    files_before = sorted(tmp_path.rglob("*.parquet"))
+    commit = Transaction.commit_transaction
+
+    def lost_race(self: Transaction) -> object:
+        if sys._getframe(1).f_code.co_name == "swap_in":  # the rows' commit
+            raise CommitFailedException("another writer committed first")
+        return commit(self)
+
+    monkeypatch.setattr(Transaction, "commit_transaction", lost_race)
+    with pytest.raises(IcebergCommitError, match=r"lake\.users_daily: the migration lost"):
+        migrate_to_identity(catalog, "lake.users_daily", COHORT)
+    assert sorted(tmp_path.rglob("*.parquet")) == files_before
+    rows = catalog.load_table("lake.users_daily").scan().to_arrow()
+    assert rows["cohort_code"].null_count == rows.num_rows == 4
