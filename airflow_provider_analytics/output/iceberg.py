@@ -82,6 +82,22 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+_EMPTY_DELETE: Final = "Delete operation did not match any records"
+_THIS_MODULE: Final = re.escape(__name__) + r"\Z"
+
+
+def _quiet_empty_delete() -> None:
+    """Leave out pyiceberg's warning that a delete matched nothing (a day's first run), for
+    this module's calls only (pyiceberg attributes it to its caller). The filter is added to
+    the process's list when it is not there, and left there: ``warnings.catch_warnings``
+    around each call is not thread-safe (concurrent commits leaked the warning, and threads
+    restored each other's filters), and a filter set once at import is lost when the import
+    happens under someone's ``catch_warnings`` (a test runner's collection)."""
+    ours = ("ignore", re.compile(_EMPTY_DELETE, re.I), Warning, re.compile(_THIS_MODULE), 0)
+    if ours not in warnings.filters:  # the list's entries, as warnings.filterwarnings adds them
+        warnings.filterwarnings("ignore", _EMPTY_DELETE, module=_THIS_MODULE)
+
+
 IDENTITY_PROPERTY: Final = "analytics.identity"
 """Snapshot summary property naming the identity a commit replaced (``cohort_code=vip``)."""
 
@@ -716,10 +732,8 @@ class IcebergDayWriter:
         files, which its :meth:`abort` then leaves.
         """
         transaction = table.transaction()
-        with warnings.catch_warnings():
-            # a first run of a day deletes nothing: not worth pyiceberg's warning
-            warnings.filterwarnings("ignore", "Delete operation did not match any records")
-            transaction.delete(replaced, snapshot_properties=properties)
+        _quiet_empty_delete()
+        transaction.delete(replaced, snapshot_properties=properties)
         if paths := [path for writer in writers for path in writer.paths]:
             try:
                 transaction.add_files(

@@ -293,3 +293,45 @@ def test_an_unusable_table_property_is_refused_by_name_and_leaves_nothing(
         writer.replace(data.schema, [data])
     assert _data_files(tmp_path) == before
     assert len(catalog.load_table("lake.props").snapshots()) == 1
+
+
+def test_concurrent_first_commits_of_days_warn_nothing_and_keep_the_warning_filters(
+    catalog: Catalog,
+) -> None:
+    """A day's first commit deletes nothing, which pyiceberg warns of; the writer leaves that
+    warning out for its own calls, also when threads commit at once (``catch_warnings`` around
+    each call leaked it, and threads restored each other's filters)."""
+    import threading
+    import warnings
+
+    data = pa.table({"n": pa.array([1, 2], pa.int64())})
+    IcebergDayWriter(catalog, "lake.days", DAY, identity=COHORT).replace(data.schema, [data])
+    days = [DAY + dt.timedelta(days=n) for n in range(1, 9)]
+    start = threading.Barrier(len(days))
+    errors: list[BaseException] = []
+
+    def first_run(day: dt.date) -> None:
+        try:
+            writer = IcebergDayWriter(catalog, "lake.days", day, identity=COHORT, attempts=20)
+            writer.open(data.schema)
+            writer.write(data)
+            start.wait()
+            writer.commit()
+        except BaseException as error:  # shown by the assertion below
+            errors.append(error)
+
+    filters = list(warnings.filters)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", append=True)  # below the filters already set
+        kept = list(warnings.filters)
+        threads = [threading.Thread(target=first_run, args=(day,)) for day in days]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert warnings.filters == kept
+    assert not errors, errors
+    assert [str(w.message) for w in caught if "did not match" in str(w.message)] == []
+    assert warnings.filters == filters
+    rows = catalog.load_table("lake.days").scan().to_arrow()
+    assert sorted(set(rows["dt"].to_pylist())) == [DAY, *days]
