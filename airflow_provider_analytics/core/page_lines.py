@@ -16,7 +16,8 @@ from typing import Any, Final
 
 import numpy as np
 
-from airflow_provider_analytics.core import byte_scans, strict_json
+from airflow_provider_analytics.core import strict_json
+from airflow_provider_analytics.core.json_brackets import Structure, structure
 from airflow_provider_analytics.core.strict_json import StrictJsonError
 
 USERS: Final = "users"
@@ -34,78 +35,20 @@ class PageParts:
     lines: bytes
 
 
-_OPENING: Final = (ord("{"), ord("["))
-_CLOSING: Final = (ord("}"), ord("]"))
 _BRACKET: Final = ord("[")
 _BRACE: Final = ord("{")
 _END: Final = ord("}")
 _COMMA: Final = ord(",")
-_QUOTE: Final = ord('"')
 _NEWLINE: Final = ord("\n")
-_BACKSLASH: Final = ord("\\")
 _WHITE: Final = b" \t\n\r"
 _NO_NEWLINES: Final = bytes.maketrans(b"\r\n", b"  ")
-
-
-@dataclass(frozen=True)
-class _Structure:
-    """The page's braces and brackets outside strings: where they stand, which they are, and
-    the nesting depth after each."""
-
-    at: np.ndarray[Any, Any]
-    char: np.ndarray[Any, Any]
-    depth: np.ndarray[Any, Any]
-
-
-def _structure(data: bytes) -> _Structure:
-    """Find the structure from the quotes and brackets alone: a bracket is outside strings when
-    an even number of real quotes (not escaped by an odd run of backslashes) precede it."""
-    raw = np.frombuffer(data, dtype=np.uint8)
-    quotes = raw == _QUOTE
-    if b"\\" in data:  # (memchr) rare: most pages skip the escapes
-        for position in (np.flatnonzero(quotes[1:] & (raw[:-1] == _BACKSLASH)) + 1).tolist():
-            run = position - 1
-            while run >= 0 and data[run] == _BACKSLASH:
-                run -= 1
-            if (position - 1 - run) % 2:
-                quotes[position] = False
-    marks = byte_scans.positions(raw, *_OPENING, *_CLOSING)
-    marks = marks[~_quoted(quotes, marks)]
-    chars = raw[marks]
-    opening = (chars == _OPENING[0]) | (chars == _OPENING[1])
-    depth = np.cumsum(opening.astype(np.int64) * 2 - 1)
-    return _Structure(marks, chars, depth)
-
-
-def nests_deeper(data: bytes, limit: int) -> bool:
-    """Whether arrays and objects nest deeper than ``limit`` in ``data`` (JSON texts one after
-    another, as a parser reads them, newlines or not), or close more than were opened (then
-    what follows cannot be judged). ~1 ms a MiB."""
-    if len(data) <= limit:  # a level takes a byte at least
-        return False
-    depth = _structure(data).depth
-    return bool(depth.size) and (int(depth.max()) > limit or int(depth.min()) < 0)
-
-
-def _quoted(quotes: np.ndarray[Any, Any], at: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
-    """Whether an odd number of ``quotes`` (a mask) stand before each position of ``at``: the
-    mask packed 64 bits a word, each turned into its running parity by six shifts, then each
-    word's carry applied (a third of the cost of searching among every quote)."""
-    bits = np.packbits(quotes, bitorder="little")
-    words = np.zeros((len(bits) + 7) // 8, dtype="<u8")
-    words.view(np.uint8)[: len(bits)] = bits
-    for shift in (1, 2, 4, 8, 16, 32):
-        words ^= words << np.uint64(shift)
-    odd_before = np.bitwise_xor.accumulate((words >> np.uint64(63)).astype(np.uint8))
-    words[1:][odd_before[:-1].astype(bool)] ^= np.uint64(2**64 - 1)
-    return ((words[at >> 6] >> (at & 63).astype(np.uint64)) & np.uint64(1)).astype(bool)
 
 
 def split_page(data: bytes) -> PageParts:
     """Split a page's body; :class:`StrictJsonError` if the page without its users is not a
     strict JSON object or ``users`` holds a non-object (the users' bytes are the decoder's)."""
-    structure = _structure(data)
-    found = _users_array(data, structure)
+    brackets = structure(data)
+    found = _users_array(data, brackets)
     if found is None:
         envelope = strict_json.loads(data)
         if not isinstance(envelope, dict):
@@ -115,13 +58,13 @@ def split_page(data: bytes) -> PageParts:
     envelope = strict_json.loads(data[: opened + 1] + data[closed:])
     if not isinstance(envelope, dict) or envelope.pop(USERS, None) != []:
         raise StrictJsonError("is not a JSON object with one users array")
-    rows, lines = _users(data, opened, closed, structure)
+    rows, lines = _users(data, opened, closed, brackets)
     return PageParts(envelope, rows, lines)
 
 
-def _users_array(data: bytes, structure: _Structure) -> tuple[int, int] | None:
+def _users_array(data: bytes, brackets: Structure) -> tuple[int, int] | None:
     """The positions of the ``[`` and ``]`` of the page's own ``users`` array, if any."""
-    arrays = structure.at[(structure.char == _BRACKET) & (structure.depth == 2)]
+    arrays = brackets.at[(brackets.char == _BRACKET) & (brackets.depth == 2)]
     for start in arrays.tolist():
         colon = start - 1
         while colon >= 0 and data[colon] in _WHITE:
@@ -132,8 +75,8 @@ def _users_array(data: bytes, structure: _Structure) -> tuple[int, int] | None:
             continue
         if head > 0 and data[head - 1 : head] == b"\\":
             continue
-        after = (structure.at > start) & (structure.char == _BRACKET + 2) & (structure.depth == 1)
-        closing = structure.at[after]
+        after = (brackets.at > start) & (brackets.char == _BRACKET + 2) & (brackets.depth == 1)
+        closing = brackets.at[after]
         if not closing.size:
             raise StrictJsonError("is not valid JSON (the users array does not end)")
         return start, int(closing[0])
@@ -144,12 +87,12 @@ def _not_an_object(index: int) -> StrictJsonError:
     return StrictJsonError(f"users[{index}] is not a JSON object")
 
 
-def _users(data: bytes, opened: int, closed: int, structure: _Structure) -> tuple[int, bytes]:
+def _users(data: bytes, opened: int, closed: int, brackets: Structure) -> tuple[int, bytes]:
     """The count of user objects between ``opened`` and ``closed``, and them as lines: a compact
     page's commas become line ends in one copy, other gaps are checked one by one."""
-    within = (structure.at > opened) & (structure.at < closed)
-    starts = structure.at[within & (structure.char == _BRACE) & (structure.depth == 3)]
-    ends = structure.at[within & (structure.char == _END) & (structure.depth == 2)]
+    within = (brackets.at > opened) & (brackets.at < closed)
+    starts = brackets.at[within & (brackets.char == _BRACE) & (brackets.depth == 3)]
+    ends = brackets.at[within & (brackets.char == _END) & (brackets.depth == 2)]
     if starts.size != ends.size:
         raise StrictJsonError("is not valid JSON (a user object does not end)")
     rows = int(starts.size)

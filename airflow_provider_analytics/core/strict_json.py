@@ -110,10 +110,6 @@ def loads(data: bytes | bytearray | str, *, using: json.JSONDecoder = _DECODER) 
 
 
 _SURROGATE_ESCAPE: Final = re.compile(r"\\u[dD][89a-fA-F]")
-_STRUCTURE: Final = bytes(set(range(256)) - set(b'[]{}"'))
-"""Every byte but the brackets and the quote: deleted before the nesting is measured."""
-_STRING: Final = re.compile(rb'"[^"]*"')
-_INNERMOST: Final = re.compile(rb"\[\]|\{\}")
 
 
 def _too_deep() -> StrictJsonError:
@@ -124,21 +120,15 @@ def _too_deep() -> StrictJsonError:
 
 
 def _deeper_than(data: bytes, limit: int) -> bool:
-    """Whether ``data`` nests arrays and objects deeper than ``limit``, without decoding it:
-    escaped backslashes and quotes, then every byte but brackets and quotes, then the strings
-    are taken out (all in C), and each pass strips the innermost pairs of brackets (a level);
-    brackets that do not pair are the decoder's to name."""
+    """Whether ``data`` nests arrays and objects deeper than ``limit``, before decoding it
+    (:func:`~airflow_provider_analytics.core.json_brackets.nesting`, imported only for a
+    document with more brackets than that); brackets that do not pair are the decoder's to
+    name."""
     if data.count(b"[") + data.count(b"{") <= limit:
         return False
-    if b"\\" in data:  # (memchr) a search for the pairs costs ~0.8 ms a MiB without one
-        data = data.replace(b"\\\\", b"").replace(b'\\"', b"")
-    brackets = _STRING.sub(b"", data.translate(None, _STRUCTURE))
-    for _ in range(limit):
-        peeled = _INNERMOST.sub(b"", brackets)
-        if len(peeled) == len(brackets):  # done, or brackets that do not pair
-            return False
-        brackets = peeled
-    return _INNERMOST.search(brackets) is not None
+    from airflow_provider_analytics.core.json_brackets import nesting
+
+    return nesting(data)[0] > limit
 
 
 def first_fault(adapter: TypeAdapter[Any]) -> Any:

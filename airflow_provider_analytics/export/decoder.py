@@ -66,7 +66,7 @@ from airflow_provider_analytics.core.cohort_records import (
     decode_line,
 )
 from airflow_provider_analytics.core.errors import DecimalFound, ExportDataError, NumberRefusal
-from airflow_provider_analytics.core.page_lines import nests_deeper
+from airflow_provider_analytics.core.json_brackets import nesting
 from airflow_provider_analytics.core.redaction import Redactor
 from airflow_provider_analytics.core.strict_json import MAX_DEPTH
 from airflow_provider_analytics.export import number_rule
@@ -291,7 +291,8 @@ class BlockDecoder:
         parsed = self._arrow(data, lines, reading.strict)
         if not isinstance(parsed, int) or parsed != _UNASKED:
             return parsed
-        if nests_deeper(data, MAX_DEPTH):  # also a value over several lines, as Arrow reads it
+        deepest, lowest = nesting(data)  # also a value over several lines, as Arrow reads it
+        if deepest > MAX_DEPTH or lowest < 0:  # (what follows a stray bracket is not judged)
             return None
         return self._arrow(data, lines, reading.options)
 

@@ -446,10 +446,8 @@ def test_keys_learned_from_a_block_read_later_blocks_without_inference(monkeypat
     (no inference, no nesting check); a block without them, with other values for them, or
     with a new key is still counted as the line rule counts it."""
     checks: list[int] = []
-    nests_deeper = arrow.nests_deeper
-    monkeypatch.setattr(
-        arrow, "nests_deeper", lambda data, limit: checks.append(1) or nests_deeper(data, limit)
-    )
+    nesting = arrow.nesting
+    monkeypatch.setattr(arrow, "nesting", lambda data: checks.append(1) or nesting(data))
     base = '"name": "u", "n": 1, "tags": ["a"]'
     blocks = [
         [f'{{{base}, "tag": "v", "score": 2}}'] * 40,  # learned: tag as text, score as double
