@@ -88,13 +88,14 @@ _THIS_MODULE: Final = re.escape(__name__) + r"\Z"
 
 def _quiet_empty_delete() -> None:
     """Leave out pyiceberg's warning that a delete matched nothing (a day's first run), for
-    this module's calls only (pyiceberg attributes it to its caller). The filter is added to
-    the process's list when it is not there, and left there: ``warnings.catch_warnings``
+    this module's calls only (pyiceberg attributes it to its caller): the filter is put first
+    in the process's list unless it stands there already, so that a filter added later
+    (``simplefilter("error")``) cannot make the warning an error. ``warnings.catch_warnings``
     around each call is not thread-safe (concurrent commits leaked the warning, and threads
     restored each other's filters), and a filter set once at import is lost when the import
     happens under someone's ``catch_warnings`` (a test runner's collection)."""
     ours = ("ignore", re.compile(_EMPTY_DELETE, re.I), Warning, re.compile(_THIS_MODULE), 0)
-    if ours not in warnings.filters:  # the list's entries, as warnings.filterwarnings adds them
+    if warnings.filters[:1] != [ours]:  # the list's entries, as warnings.filterwarnings adds them
         warnings.filterwarnings("ignore", _EMPTY_DELETE, module=_THIS_MODULE)
 
 
