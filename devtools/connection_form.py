@@ -2,7 +2,7 @@
 
 The provider's metadata (``provider_info.CONNECTION_FIELDS``) reads the connection form from
 that file, so that Airflow does not build the settings' model in every process it starts;
-``tests/unit/test_provider_info.py`` fails when the file and the declaration differ.
+``tests/unit/package/test_provider_info.py`` fails when the file and the declaration differ.
 
 Usage: python -m devtools.connection_form
 """
