@@ -44,7 +44,7 @@ _HEADER_UNSAFE = re.compile(r"[\x00-\x1f\x7f]")
 # A header value travels as Latin-1: printable ASCII and printable Latin-1 only, no C0/C1
 # controls (which could split a header) and nothing that Latin-1 cannot encode.
 _HEADER_VALUE = re.compile(r"[\x20-\x7e\xa0-\xff]+")
-_NUMBER_TEXT = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
+_NUMBER_TEXT = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?", re.ASCII)
 _TRUE, _FALSE = {"true", "yes", "on", "1"}, {"false", "no", "off", "0"}
 
 
@@ -77,11 +77,14 @@ def _proxy_password(url: str) -> str | None:
 
 
 def shown_proxy(url: str) -> str:
-    """A proxy URL fit to show: its password, if any, replaced by ``***``."""
-    if not _proxy_password(url):
+    """A proxy URL fit to show: whatever may be its password, from the first ``:`` of the
+    userinfo to the last ``@``, replaced by ``***`` (a password holding a ``/``, which URL
+    readers take for the path's start, is masked too)."""
+    scheme, separator, tail = url.partition("://")
+    userinfo, at, rest = tail.rpartition("@")
+    if not at or ":" not in userinfo:
         return url
-    scheme, userinfo, rest = _split_userinfo(url)
-    return f"{scheme}{userinfo.partition(':')[0]}:***@{rest}"
+    return f"{scheme}{separator}{userinfo.partition(':')[0]}:***@{rest}"
 
 
 def url_secrets(url: str) -> list[str]:
@@ -109,11 +112,17 @@ MOST_SECONDS: Final = 30 * 86_400
 """The longest time a setting may give (a timeout, a pause): 30 days. The OS refuses a wait of
 ~9.2e9 s mid-call with an ``OverflowError``."""
 
+MOST_COUNT: Final = 1000
+"""The most a count may be (attempts, calls at once, pooled connections): a backoff doubled past
+~1,000 attempts overflows a float, and a pool of 10**12 connections is filled one by one."""
+
 
 def _number(whole: bool, low: float, *, above: bool) -> Callable[[Any], Any]:
     bound = f"> {low:g}" if above else f">= {low:g}"
-    most = f" and at most {MOST_SECONDS:,} (30 days)"
-    rule = f"must be an integer {bound}" if whole else f"must be a finite number {bound}{most}"
+    most = f" and at most {MOST_COUNT:,}" if whole else f" and at most {MOST_SECONDS:,} (30 days)"
+    rule = (
+        f"must be an integer {bound}{most}" if whole else f"must be a finite number {bound}{most}"
+    )
 
     def check(value: Any) -> Any:
         if _from_connection():
@@ -126,7 +135,7 @@ def _number(whole: bool, low: float, *, above: bool) -> Callable[[Any], Any]:
         ok = (
             isinstance(value, int if whole else int | float)
             and not isinstance(value, bool)
-            and (whole or value <= MOST_SECONDS)  # and finite
+            and value <= (MOST_COUNT if whole else MOST_SECONDS)  # and finite
             and (value > low if above else value >= low)
         )
         if not ok:
@@ -202,6 +211,10 @@ def http_url(value: Any, *, any_scheme: bool = False) -> SplitResult | None:
 
 def _base_url(value: Any) -> str:
     rule = "must be an absolute http:// or https:// URL with a host"
+    if isinstance(value, str) and "@" in value.partition("/")[0] and "://" not in value:
+        raise _Refused(
+            "must not carry credentials; put them in token, app_key and xtoken", echo=False
+        )
     if isinstance(value, str) and value and "://" not in value:
         raise _Refused(
             f"{value!r} names no scheme, and none is assumed: write it as https://{value} "
@@ -233,10 +246,10 @@ def _proxy(value: Any) -> str:
 
 
 def _user_agent(value: Any) -> str:
-    if not isinstance(value, str) or not _HEADER_VALUE.fullmatch(value):
+    if not isinstance(value, str) or not _HEADER_VALUE.fullmatch(value) or value != value.strip():
         raise _Refused(
-            "must be a non-empty string without control characters, in Latin-1 (it is sent as "
-            "an HTTP header)"
+            "must be a non-empty string without control characters or surrounding white space, "
+            "in Latin-1 (it is sent as an HTTP header)"
         )
     return value
 
@@ -452,7 +465,8 @@ def _refusal(error: ValidationError, model: str) -> AnalyticsConfigurationError:
     field = getattr(cause, "field", None) or ".".join(str(p) for p in first["loc"]) or "?"
     text = str(cause) if cause is not None else first["msg"]
     value = first.get("input")
-    if len(first["loc"]) == 1 and getattr(cause, "echo", True) and field not in _SECRET_FIELDS:
+    shown_ok = getattr(cause, "echo", True) and first["type"] != "extra_forbidden"
+    if len(first["loc"]) == 1 and shown_ok and field not in _SECRET_FIELDS:  # (a typo'd secret)
         shown = shown_proxy(value) if field == "proxy" and isinstance(value, str) else value
         text += f" (got {bounded_repr(shown, 300)})"
     conn_id, extra = _READING.get(), extra_name(field)
@@ -521,6 +535,8 @@ def connection_extras(conn: Any) -> dict[str, Any]:
         got = f"a JSON {type(extras).__name__}"
     except RecursionError:  # Airflow's json.loads, of an extra nested past Python's limit
         extras, got = None, "one nested too deeply to read"
+    except ValueError:  # json.loads of an integer longer than int() reads (4,300 digits)
+        extras, got = None, "one holding a number too long to read"
     if not isinstance(extras, dict):
         raise AnalyticsConfigurationError(
             f"connection {conn.conn_id!r}: extra: must be a JSON object of settings (got {got})"

@@ -152,7 +152,7 @@ def catalog_properties(
     login: str | None = None,
     password: str | None = None,
     extra: Mapping[str, Any] | None = None,
-) -> dict[str, str]:
+) -> dict[str, Any]:
     """pyiceberg catalog properties from the fields of an Airflow connection (which field is
     what: :class:`~airflow_provider_analytics.hooks.iceberg.IcebergCatalogHook`).
 
@@ -164,15 +164,24 @@ def catalog_properties(
     secret, the extra's ``region_name`` its region; without them boto3 and pyarrow find them the
     standard AWS way.
 
+    A property is text (numbers and booleans are written as text), or an object for the
+    settings pyiceberg reads nested (a REST catalog's ``ssl`` and ``auth``); ``type`` is read in
+    lower case.
+
     :raises AnalyticsConfigurationError: naming the field when a catalog that needs a ``uri``
-        has neither ``uri`` nor ``host``, or a Glue password comes without an access key id.
+        has neither ``uri`` nor ``host``, a Glue password comes without an access key id, or a
+        value is a list or holds a control character (not shown: it may be a credential).
     """
     if not isinstance(extra or {}, dict):
         raise AnalyticsConfigurationError(
             f"iceberg connection: the extra must be a JSON object (got {type(extra).__name__})"
         )
-    properties = {key: str(value) for key, value in (extra or {}).items() if value is not None}
+    properties = _properties(extra or {}, "")
     properties.pop("catalog_name", None)
+    if password is not None:
+        _property_text("password", password)
+    if isinstance(properties.get("type"), str):
+        properties["type"] = properties["type"].lower()
     address = f"{host}" + (f":{port}" if port else "")
     if properties.get("type") == "glue":
         if host:
@@ -197,12 +206,14 @@ def catalog_properties(
             )
         properties["uri"] = f"{schema or 'http'}://{address}"
     uri = properties["uri"]
+    if not isinstance(uri, str):
+        raise AnalyticsConfigurationError("iceberg connection: uri must be text, not an object")
     is_database = uri.startswith(("sqlite:", "postgresql"))
     kind = properties.setdefault("type", "sql" if is_database else "rest")
     kinds = [known.value for known in CatalogType]
-    if kind.lower() not in kinds:
+    if not isinstance(kind, str) or kind not in kinds:
         raise AnalyticsConfigurationError(
-            f"iceberg connection: type must be one of {', '.join(kinds)} (got {kind[:40]!r})"
+            f"iceberg connection: type must be one of {', '.join(kinds)} (got {str(kind)[:40]!r})"
         )
     from sqlalchemy.engine import make_url
     from sqlalchemy.exc import ArgumentError
@@ -222,9 +233,36 @@ def catalog_properties(
     return properties
 
 
+def _properties(extra: Mapping[str, Any], within: str) -> dict[str, Any]:
+    """The extra's properties as pyiceberg reads them: text, or objects of text (nested)."""
+    properties: dict[str, Any] = {}
+    for key, value in extra.items():
+        name = f"{within}{key}"
+        if isinstance(value, dict):
+            properties[key] = _properties(value, f"{name}.")
+        elif isinstance(value, list):
+            raise AnalyticsConfigurationError(
+                f"iceberg connection: extra property {name!r} must be text, a number, a "
+                "boolean or an object, not a list"
+            )
+        elif value is not None:
+            properties[key] = _property_text(name, str(value))
+    return properties
+
+
+def _property_text(name: str, value: str) -> str:
+    if _CONTROL.search(value):  # sent in a header or a URL, and shown escaped by repr
+        raise AnalyticsConfigurationError(
+            f"iceberg connection: {name} must not hold a control character (a line end, a tab, ...)"
+        )
+    return value
+
+
+_CONTROL: Final = re.compile(r"[\x00-\x1f\x7f]")
+
 _SECRET_KEY: Final = re.compile(
     r"token|credential|secret|passw|account-key|connection-string|private|authorization|"
-    r"api-?key",
+    r"api-?key|cookie",
     re.IGNORECASE,
 )
 """Catalog and FileIO property names whose values are credentials (``token``, ``credential``,
@@ -232,18 +270,28 @@ _SECRET_KEY: Final = re.compile(
 ``header.Authorization``, ...)."""
 
 
-def catalog_secrets(properties: Mapping[str, str]) -> list[str]:
-    """The credentials among catalog ``properties``: the values of properties named as
-    credentials, and the password of any URL (a SQL catalog's ``uri``,
-    :func:`~airflow_provider_analytics.client.config.url_secrets`)."""
-    secrets = [value for key, value in properties.items() if _SECRET_KEY.search(key)]
-    for value in properties.values():
+def catalog_secrets(properties: Mapping[str, Any]) -> list[str]:
+    """The credentials among catalog ``properties``, nested ones too: the values of properties
+    named as credentials, and the password of any URL, as a URL reader finds it
+    (:func:`~airflow_provider_analytics.client.config.url_secrets`) and as SQLAlchemy does (a
+    SQL catalog's ``uri``, whose password may hold a ``/``)."""
+    from sqlalchemy.engine import make_url
+
+    secrets: list[str] = []
+    for key, value in properties.items():
+        if isinstance(value, dict):
+            secrets += catalog_secrets(value)
+            continue
+        if _SECRET_KEY.search(key):
+            secrets.append(value)
         if "://" in value:
             secrets += url_secrets(value)
+            with contextlib.suppress(Exception):  # not a database URL
+                secrets.append(make_url(value).password or "")
     return [secret for secret in dict.fromkeys(secrets) if secret]
 
 
-def open_catalog(name: str, properties: Mapping[str, str]) -> Catalog:
+def open_catalog(name: str, properties: Mapping[str, Any]) -> Catalog:
     """The pyiceberg catalog these properties describe.
 
     A SQL catalog creates its own tables when they are missing. Tasks that open a new catalog at

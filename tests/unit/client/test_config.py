@@ -256,10 +256,16 @@ def test_every_numeric_setting_refuses_the_same_values_in_python(name: str, valu
 
 @pytest.mark.parametrize("name", NUMERIC)
 def test_an_int_too_long_for_a_float_is_an_integer_or_refused(name: str) -> None:
-    """Huge ints never raise ``OverflowError``: an integer setting takes one, a setting in
-    seconds refuses one as no finite number, and every setting refuses a huge negative one."""
+    """Huge ints never raise ``OverflowError``: an integer setting refuses one past its bound, a
+    setting in seconds refuses one as no finite number, and every setting refuses a huge
+    negative one."""
     if isinstance(ClientConfig.model_fields[name].default, int):
-        assert getattr(ClientConfig("https://h", **{name: 10**400}), name) == 10**400
+        # a count past 1,000: attempts overflowed the doubled backoff, a pool of 10**12
+        # connections was filled one by one at the first call
+        for too_many in (10**400, 1_001, 10**12):
+            with pytest.raises(AnalyticsConfigurationError, match="and at most 1,000"):
+                ClientConfig("https://h", **{name: too_many})
+        assert getattr(ClientConfig("https://h", **{name: 1_000}), name) == 1_000
     else:
         with pytest.raises(AnalyticsConfigurationError, match="and at most 2,592,000"):
             ClientConfig("https://h", **{name: 10**400})
@@ -341,3 +347,53 @@ def test_credentials_are_held_with_a_masked_repr() -> None:
         assert isinstance(held, Secret) and held == value
         assert repr(held) == "'***'" and value not in repr({"header": held})
         assert f"{held}" == value  # what is sent is the value itself
+
+
+def test_a_refused_setting_never_echoes_a_secret_written_where_it_does_not_belong() -> None:
+    """A secret under a misspelled keyword, in a base URL without a scheme, or in a proxy URL
+    whose password holds a ``/`` (no URL reader finds that password) was shown in the refusal."""
+    cases = [
+        ({"appKey": "app-Sx91"}, "appKey"),
+        ({"proxy": "http://u:pa/app-Sx91@proxy:3128"}, "proxy"),
+    ]
+    for settings, field in cases:
+        with pytest.raises(AnalyticsConfigurationError, match=rf"ClientConfig\.{field}: ") as got:
+            ClientConfig("https://h", **settings)
+        assert "Sx91" not in str(got.value)
+    with pytest.raises(AnalyticsConfigurationError, match="must not carry credentials") as got:
+        ClientConfig("admin:app-Sx91@analytics.example.com")
+    assert "Sx91" not in str(got.value)
+    with pytest.raises(AnalyticsConfigurationError, match="must not carry credentials") as got:
+        _read({}, host="admin:app-Sx91@analytics.example.com")
+    assert "Sx91" not in str(got.value)
+
+
+def test_a_user_agent_with_white_space_around_it_is_refused_before_any_call() -> None:
+    """The HTTP library refused it only when the first call was sent, naming no setting."""
+    for bad in (" x", "x ", "\tx"):
+        with pytest.raises(AnalyticsConfigurationError, match=r"ClientConfig\.user_agent: "):
+            ClientConfig("https://h", user_agent=bad)
+    assert ClientConfig("https://h", user_agent="a b/1").user_agent == "a b/1"
+
+
+def test_numbers_in_a_connection_are_written_in_ascii_digits() -> None:
+    """``float()`` reads every script's digits ("١٢" is 12); a setting is read as written."""
+    with pytest.raises(AnalyticsConfigurationError, match="extra 'max_attempts': must be"):
+        _read({"max_attempts": "١٢"})
+
+
+def test_an_extra_holding_a_number_too_long_to_read_is_refused_by_name() -> None:
+    """Airflow's JSON reading of the extra raised a bare ``ValueError`` (4,300 digits and
+    more), whatever key held the number."""
+
+    class Unreadable(SimpleNamespace):
+        @property
+        def extra_dejson(self) -> object:
+            import json
+
+            return json.loads('{"unused": ' + "9" * 5000 + "}")
+
+    conn = Unreadable(conn_id="analytics_default", host="https://h", port=None, schema=None)
+    conn.password = "tok-Zq81"
+    with pytest.raises(AnalyticsConfigurationError, match="a number too long to read"):
+        ConnectionSettings.from_connection(conn)

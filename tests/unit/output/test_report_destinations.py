@@ -22,6 +22,7 @@ from airflow_provider_analytics.output.iceberg import (
     IcebergDayWriter,
     IcebergSchemaError,
     catalog_properties,
+    catalog_secrets,
 )
 from airflow_provider_analytics.output.iceberg_destination import IcebergDestination
 from airflow_provider_analytics.output.parquet_destination import table_paths
@@ -147,6 +148,53 @@ def test_glue_catalog_properties_need_no_host() -> None:
     )
     with pytest.raises(AnalyticsConfigurationError, match="access key id as login"):
         catalog_properties(password="secret-7d2f", extra=extra)
+
+
+def test_a_catalog_type_in_capitals_routes_the_credentials_as_in_lower_case() -> None:
+    """pyiceberg reads "SQL" and "GLUE" as their lower case; the password went into an unused
+    ``token`` and the Glue keys were not given."""
+    uri = "postgresql+psycopg2://iceberg@db:5432/catalog"
+    sql = catalog_properties(password="pw-7c1e9a", extra={"uri": uri, "type": "SQL"})
+    assert sql == {"uri": uri.replace("iceberg@", "iceberg:pw-7c1e9a@"), "type": "sql"}
+    glue = catalog_properties(login="AKID", password="s-7d2f", extra={"type": "Glue"})
+    assert glue["client.secret-access-key"] == "s-7d2f" and glue["type"] == "glue"
+
+
+def test_a_nested_setting_stays_an_object_and_its_credentials_are_found() -> None:
+    """A REST catalog reads ``auth`` and ``ssl`` as objects (they were turned into Python's
+    text of a dict, which pyiceberg failed on with a bare AttributeError)."""
+    auth = {"type": "basic", "basic": {"username": "u", "password": "pw-9a1b2c"}}
+    properties = catalog_properties(
+        extra={"uri": "https://catalog.internal", "auth": auth, "ssl": {"cabundle": "/ca.pem"}}
+    )
+    assert properties["auth"] == auth and properties["ssl"] == {"cabundle": "/ca.pem"}
+    assert catalog_secrets(properties) == ["pw-9a1b2c"]
+
+
+@pytest.mark.parametrize(
+    ("fields", "rule"),
+    [
+        ({"extra": {"uri": "https://c", "token": "tk-3e8b1d\n"}}, "token must not hold a control"),
+        ({"password": "pw-3e8b1d\n", "extra": {"uri": "https://c"}}, "password must not hold a"),
+        ({"extra": {"uri": "https://c", "auth": {"token": "\tpw-3e8b1d"}}}, "auth.token must not"),
+        ({"extra": {"uri": "https://c", "warehouse": ["pw-3e8b1d"]}}, "'warehouse' must be text"),
+    ],
+)
+def test_a_value_pyiceberg_cannot_send_is_refused_without_showing_it(
+    fields: dict, rule: str
+) -> None:
+    """A credential with a line end reached the HTTP library, whose error showed it escaped
+    (``\\n``), which no masker matches; a list was sent as Python's text of it."""
+    with pytest.raises(AnalyticsConfigurationError, match=rule) as caught:
+        catalog_properties(**fields)
+    assert "3e8b1d" not in str(caught.value)
+
+
+def test_a_database_password_holding_a_slash_is_found_as_sqlalchemy_reads_it() -> None:
+    """A URL reader ends the authority at the ``/``; SQLAlchemy, which connects, does not."""
+    for password in ("pa/pw-5f6e7d", "pa?pw-5f6e7d", "pa#pw-5f6e7d"):
+        uri = f"postgresql+psycopg2://u:{password}@db:5432/catalog"
+        assert password in catalog_secrets(catalog_properties(extra={"uri": uri}))
 
 
 def test_iceberg_errors_are_analytics_errors() -> None:
