@@ -18,6 +18,10 @@ import numpy as np
 _QUOTE: Final = ord('"')
 _COLON: Final = ord(":")
 _BACKSLASH: Final = ord("\\")
+_NEWLINE: Final = ord("\n")
+_RETURN: Final = ord("\r")
+_OPENING: Final = ord("{")
+_CLOSING: Final = ord("}")
 _BEFORE_OPENING: Final = np.zeros(256, dtype=bool)
 _BEFORE_OPENING[list(b"\\{[,: \t\r\n")] = True
 """The bytes that may come right before a string's opening quote in JSON (and the backslash
@@ -53,6 +57,23 @@ def byte_count(block: bytes, byte: int) -> int:
         np.equal(piece, byte, out=into)
         count += int(np.count_nonzero(into))
     return count
+
+
+def lines_framed_by_braces(block: bytes) -> bool:
+    """Whether each line of ``block`` (whole lines, each ending with ``\\n``) begins with ``{``
+    and ends with ``}`` (before an optional ``\\r``). Then no line is blank and no object spans
+    lines (``}`` then ``{`` is never inside a JSON value), so a parser finds at least one row a
+    line, and exactly one only when no line holds two objects. A line padded with white space
+    fails. ~0.3 ms a MiB."""
+    data = np.frombuffer(block, dtype=np.uint8)
+    ends = positions(data, _NEWLINE)
+    if not ends.size:
+        return True
+    before = data[ends - 1]
+    if (returns := before == _RETURN).any():
+        before = np.where(returns, data[np.maximum(ends - 2, 0)], before)
+    starts = data[ends[:-1] + 1]
+    return bool(data[0] == _OPENING and (before == _CLOSING).all() and (starts == _OPENING).all())
 
 
 def positions(data: np.ndarray[Any, Any], byte: int, *more: int) -> np.ndarray[Any, Any]:

@@ -268,7 +268,9 @@ class BlockDecoder:
                 return _UNASKED
             refused = _REFUSED_ROW.search(str(error))
             return int(refused.group(1)) if refused else None
-        if lines is not None and table.num_rows != lines:
+        if lines is not None and (
+            table.num_rows != lines or not byte_scans.lines_framed_by_braces(data)
+        ):  # a line of two objects and a blank one (or one spread over two) give as many rows
             return None
         try:  # the parser copies string bytes as they are: check they are UTF-8
             for index in self._text_columns:

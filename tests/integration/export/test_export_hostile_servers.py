@@ -290,6 +290,25 @@ def test_a_lost_line_and_a_doubled_one_with_the_right_count_fail_naming_the_line
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("beside", ["blank", "spread"])
+def test_a_line_of_two_records_is_refused_though_another_line_makes_up_the_count(
+    serve: Any, tmp_path: Path, beside: str
+) -> None:
+    """Arrow reads two records on one line as two rows: a blank line, or a record spread over
+    two lines, in the same block made the rows as many as the lines, and the block passed as
+    it was (the export wrote the 50 rows) where the line rule refuses the line."""
+    lines = ndjson(*[{"name": f"user {i}", "score": i} for i in range(50)]).splitlines()
+    if beside == "blank":
+        damaged = [*lines[:30], lines[30] + lines[31], b"", *lines[32:]]
+    else:
+        spread = lines[10].replace(b", ", b",\n", 1)
+        damaged = [*lines[:10], spread, *lines[11:30], lines[30] + lines[31], *lines[32:]]
+    body = b"\n".join(damaged) + b"\n"
+    with pytest.raises(ExportIncompleteError, match=r"line \d+ of the export is not valid JSON"):
+        run_export(serve(count=50, body=body), tmp_path)
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_json_array_is_named_as_such(serve: Any, tmp_path: Path) -> None:
     server = serve(count=2, body=b'[{"name": "a"}, {"name": "b"}]')
     with (

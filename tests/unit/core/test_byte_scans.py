@@ -8,6 +8,7 @@ import re
 import threading
 
 import numpy as np
+import pytest
 
 from airflow_provider_analytics.core import byte_scans
 
@@ -50,3 +51,22 @@ def test_threads_scan_with_masks_of_their_own() -> None:
     for thread in threads:
         thread.join()
     assert results == [expected * 20] * 4
+
+
+@pytest.mark.parametrize(
+    ("block", "framed"),
+    [
+        (b'{"a":1}\n{"b":2}\n', True),
+        (b'{"a":1}\r\n{"b":2}\r\n', True),
+        (b"", True),
+        (b'{"a":1}{"b":2}\n\n', False),  # two on a line, and a blank one
+        (b'{"a":1} {"b":2}\n{"c":3}\n', True),  # two on a line: the rows outnumber the lines
+        (b'{"a":\n1}\n', False),  # spread over two lines
+        (b'{"a":{"b":1}\n}\n', False),  # a line ending in a nested object's brace
+        (b' {"a":1}\n', False),  # padded: the line rule reads it
+        (b'{"a":1} \n', False),
+        (b'\n{"a":1}\n', False),
+    ],
+)
+def test_lines_framed_by_braces_are_told_from_the_lines_ends(block: bytes, framed: bool) -> None:
+    assert byte_scans.lines_framed_by_braces(block) is framed
