@@ -99,7 +99,8 @@ class IcebergDestination:
         if self.staging_root:
             root = self.staging_root.rstrip("/")
         else:
-            private = private_folder().as_uri()
+            private = f"file://{private_folder()}"  # as written: no percent-escapes, which
+            # Airflow's object storage would take literally
             root = f"{private}/shards"
             own = allowed_roots(private, "the worker's private folder")
             allowed = [(origin, roots + own) for origin, roots in allowed]

@@ -174,12 +174,19 @@ class ParquetDestination:
         return self.destination.endswith("/")
 
     def paths(self, day: str, names: Sequence[str]) -> dict[str, ObjectStoragePath]:
-        """The object of each table of the day (for a cohort, ``users``)."""
+        """The object of each table of the day (for a cohort, ``users``). On the worker's
+        disk each passes the roots' gate too: a link among the folders added below the
+        prefix (a table's, a partition's) would lead the write out of the roots."""
         partitions = {self.identity.column: self.identity.value, "dt": day}
         if self.identity.column == COHORT_COLUMN:  # one table: no folder of its own
             name = f"{COHORT_FILE}.parquet"
-            return {COHORT_FILE: output_path(self.destination, partitions, name)}
-        return table_paths(self.destination, names, partitions)
+            found = {COHORT_FILE: output_path(self.destination, partitions, name)}
+        else:
+            found = table_paths(self.destination, names, partitions)
+        for path in found.values():
+            if (local := local_path(path)) is not None:
+                checked_destination(local, self.allowed_roots)
+        return found
 
     def _cohort_path(self, day: str) -> ObjectStoragePath:
         return self.paths(day, (COHORT_FILE,))[COHORT_FILE]

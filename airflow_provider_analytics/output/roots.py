@@ -17,7 +17,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Final
-from urllib.parse import unquote
+from urllib.parse import unquote, urlsplit
 
 from airflow_provider_analytics.core import rules
 from airflow_provider_analytics.core.errors import (
@@ -66,13 +66,14 @@ class Location:
         return f"{self.scheme}://{conn}{self.bucket}{self.path}"
 
     def within(self, root: Location) -> bool:
-        """Whether this is ``root`` or below it (a root naming a connection id holds only
-        locations written through that connection)."""
+        """Whether this is below ``root`` (a root naming a connection id holds only locations
+        written through that connection). The root's own name without its ``/`` is not below
+        it: an object of that name has its siblings (a report's other tables) beside the root."""
         if (self.scheme, self.bucket) != (root.scheme, root.bucket):
             return False
         if root.conn_id is not None and self.conn_id != root.conn_id:
             return False
-        return self.path == root.path.rstrip("/") or self.path.startswith(root.path)
+        return self.path.startswith(root.path)
 
 
 RootList = tuple[str, tuple[Location, ...]]  # allowed roots and where they were named
@@ -116,7 +117,11 @@ def _local_readings(destination: str, rest: str, scheme: str | None) -> list[str
             )
         own = "/" + tail
     elif scheme and not rest.startswith("/"):
-        own = "/" + rest  # file:x is /x to ObjectStoragePath
+        rules.fail(
+            "destination",
+            f"must be {scheme}:///<absolute path>: {scheme}:<path> is read from the disk's "
+            "root by Airflow's object storage and from the working directory by others",
+        )
     else:
         own = rest
     from airflow.sdk import ObjectStoragePath
@@ -137,6 +142,10 @@ def _readings(destination: str) -> list[Location]:
         paths = _local_readings(destination, rest, scheme or None)
         scheme = "file"
     else:
+        try:  # what ObjectStoragePath will do with it (an IPv6-like '[', NFKC characters)
+            urlsplit(destination)
+        except ValueError as error:
+            rules.fail("destination", f"cannot be read as a URL ({error})")
         paths = [rest or "/"]
     found: dict[Location, None] = {}
     for path in paths:
@@ -173,6 +182,8 @@ def allowed_roots(value: Any, origin: str) -> tuple[Location, ...]:
             if scheme in LOCAL_SCHEMES:
                 rest = rest[2:] if rest.startswith("//") else rest
                 scheme = "file"
+                if not rest:  # file: or file:// (a template that rendered empty?)
+                    rules.fail("destination", "must name a folder, such as file:///data/")
             path = _SLASHES.sub("/", rest or "/")
             segments = path.split("/")
             if not path.startswith("/") or any(part in (".", "..") for part in segments):
@@ -208,7 +219,7 @@ def checked_destination(
     if not isinstance(destination, str) or not destination:
         rules.fail(field, "must be an object URI or a prefix ending in '/'", destination)
     rules.sendable(destination, field)
-    if _PASSWORD.match(destination):  # the value is not shown: it holds a secret
+    if _PASSWORD.match(destination.strip()):  # the value is not shown: it holds a secret
         rules.fail(
             field,
             "must not carry a password (user:password@); name an Airflow connection "
@@ -256,7 +267,7 @@ def local_path(path: StoragePath | str) -> str | None:
         scheme, _, _, rest = _split(path)
         if scheme not in LOCAL_SCHEMES:
             return None
-        return _absolute(rest[2:] if rest.startswith("//") else rest)
+        return _absolute(rest[2:] if scheme and rest.startswith("//") else rest)
     if getattr(path, "protocol", "") in LOCAL_SCHEMES:
         return _absolute(str(getattr(path, "path", path)))
     return None

@@ -17,13 +17,19 @@ from hypothesis import strategies as st
 
 from airflow_provider_analytics.client import AnalyticsConfigurationError, AnalyticsValidationError
 from airflow_provider_analytics.core.errors import ShardStagingError
-from airflow_provider_analytics.core.identity import cohort_identity, hive_escape
+from airflow_provider_analytics.core.identity import (
+    REPORT_COLUMN,
+    Identity,
+    cohort_identity,
+    hive_escape,
+)
 from airflow_provider_analytics.output.parquet_destination import ParquetDestination, output_path
 from airflow_provider_analytics.output.roots import (
     PRIVATE_FOLDER,
     allowed_roots,
     checked_destination,
     deployment_roots,
+    local_path,
     open_own,
     private_folder,
     staging_folder,
@@ -135,7 +141,6 @@ def test_a_relative_destination_is_judged_under_the_working_directory(
         "s3://analytics-bucket/",
         "s3://aws_default@analytics-bucket/users/",
         "S3://analytics-bucket//x/",
-        "file:///data",
     ],
 )
 def test_destinations_under_an_allowed_root_are_accepted(destination: str) -> None:
@@ -153,6 +158,10 @@ def test_destinations_under_an_allowed_root_are_accepted(destination: str) -> No
         "gs://analytics-bucket/x/",
         "relative/x/",
         "file:///data/../srv/",
+        "file:///data",  # the root's own name: a report's other tables land beside it
+        "file:data/x/",  # read from / by Airflow, from the working directory by pyiceberg
+        "s3://a[b@analytics-bucket/x/",  # urlsplit's bare ValueError, where it was written
+        "s3://a\uff03b@analytics-bucket/x/",
     ],
 )
 def test_destinations_outside_the_allowed_roots_are_refused_by_name(destination: str) -> None:
@@ -428,3 +437,44 @@ def test_the_staging_of_a_buckets_root_stays_in_that_bucket() -> None:
     assert staging.startswith("memory://lake/.staging/cohort_code=vip/dt=2024-01-15")
     beside = ParquetDestination("memory://lake/users/", cohort_identity("vip"))
     assert str(beside.staging("2024-01-15")).startswith("memory://lake/users.staging/")
+
+
+@pytest.mark.parametrize("root", ["file:", "file://", "local:", "local://", " file: "])
+def test_a_local_root_that_names_no_folder_is_refused(root: str) -> None:
+    """It was read as ``/``, the whole disk (looser than no roots, which keep the system
+    directories out)."""
+    with pytest.raises(AnalyticsConfigurationError, match="must name a folder"):
+        allowed_roots([root], "roots")
+
+
+@pytest.mark.parametrize(
+    "destination", [" s3://user:S3CRET-41@lake/x", "\xa0file://u:S3CRET-41@/x"]
+)
+def test_a_password_behind_white_space_is_not_shown(destination: str) -> None:
+    with pytest.raises(AnalyticsValidationError, match="must not carry a password") as caught:
+        checked_destination(destination)
+    assert "S3CRET-41" not in str(caught.value)
+
+
+def test_local_path_reads_a_bare_double_slash_as_the_gate_does(tmp_path: Path) -> None:
+    """``//tmp/x`` is ``/tmp/x`` to the gate and to Airflow; it was read below the working
+    directory, where the staging guard then looked (not where the files went)."""
+    assert os.path.realpath(local_path(f"/{tmp_path}/x") or "") == str(tmp_path / "x")
+
+
+def test_a_link_among_the_folders_below_a_prefix_is_refused_before_a_write(
+    tmp_path: Path,
+) -> None:
+    """The gate read the prefix only: a table's folder below it that is a link wrote the
+    report's files out of the roots."""
+    root = tmp_path / "root"
+    (root / "out").mkdir(parents=True)
+    (tmp_path / "outside").mkdir()
+    (root / "out" / "funnel").symlink_to(tmp_path / "outside")
+    roots = [("roots", allowed_roots([root.as_uri() + "/"], "roots"))]
+    destination = ParquetDestination(
+        f"{root.as_uri()}/out/", Identity(REPORT_COLUMN, "k"), allowed_roots=roots
+    )
+    with pytest.raises(AnalyticsValidationError, match="must lie under a root"):
+        destination.paths("2024-01-15", ("funnel", "funnel_totals"))
+    assert list((tmp_path / "outside").iterdir()) == []
