@@ -17,3 +17,13 @@ def holds_text(arrow_type: pa.DataType) -> bool:
     if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type):
         return holds_text(arrow_type.value_type)
     return is_text(arrow_type)
+
+
+def wall_clock_in(naive: pa.Array | pa.ChunkedArray, zone: str) -> pa.Array | pa.ChunkedArray:
+    """Naive wall-clock times read in ``zone`` (the export's datetimes, the reports' times):
+    one a clock change repeats is the earlier instant, one it skips the transition, so a
+    clock change never fails a run (Arrow's "earliest" for a skipped time is the microsecond
+    before the transition, a time of the day before)."""
+    import pyarrow.compute as pc
+
+    return pc.assume_timezone(naive, zone, ambiguous="earliest", nonexistent="latest")

@@ -59,7 +59,7 @@ import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
 from airflow_provider_analytics.core import byte_scans
-from airflow_provider_analytics.core.arrow_types import holds_text, is_text
+from airflow_provider_analytics.core.arrow_types import holds_text, is_text, wall_clock_in
 from airflow_provider_analytics.core.cohort_records import (
     ExportRecordError,
     RecordKeys,
@@ -716,10 +716,7 @@ class BlockDecoder:
         if naive is None:
             index, text, why = _first_bad_datetime(texts.to_pylist())
             raise self._refused(column, first_row + index, text, why)
-        local = pc.assume_timezone(
-            naive, self.schema.timezone, ambiguous="earliest", nonexistent="earliest"
-        )
-        return pc.cast(local, column.arrow_type)
+        return pc.cast(wall_clock_in(naive, self.schema.timezone), column.arrow_type)
 
     def _narrow_decimals(
         self, column: ExportColumn, values: pa.ChunkedArray, first_row: int

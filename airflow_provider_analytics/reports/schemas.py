@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, NamedTuple
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from airflow_provider_analytics.core import rules
+from airflow_provider_analytics.core.arrow_types import wall_clock_in
 from airflow_provider_analytics.core.errors import AnalyticsUsageError, bounded_repr
 from airflow_provider_analytics.core.identity import REPORT_MARK_COLUMNS
 from airflow_provider_analytics.core.report_dates import (
@@ -229,14 +229,11 @@ def gathered(
 
 
 def local_times_as_utc(values: Sequence[object], timezone: str) -> pa.Array:
-    """Naive wall-clock datetimes, read in ``timezone``, as UTC instants; a time that occurs
-    twice or not at all (summer time) is read as the earlier instant, so a report never fails
-    over a clock change; a ``timezone`` that is no zone is refused by name."""
+    """Naive wall-clock datetimes, read in ``timezone`` (:func:`~airflow_provider_analytics.
+    core.arrow_types.wall_clock_in`), as UTC instants; a ``timezone`` that is no zone is
+    refused by name."""
     naive = pa.array(values, type=pa.timestamp("us"))
-    local = pc.assume_timezone(
-        naive, rules.time_zone(timezone), ambiguous="earliest", nonexistent="earliest"
-    )
-    return local.cast(TIMESTAMP)
+    return wall_clock_in(naive, rules.time_zone(timezone)).cast(TIMESTAMP)
 
 
 REPORT_TIME_TEXT_LIMIT: Final = 200

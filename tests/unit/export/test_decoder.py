@@ -475,3 +475,11 @@ def test_the_marker_is_never_as_long_as_a_datetime_text() -> None:
     # the datetime columns compare their texts with the marker only when a length is not a
     # datetime text's: the marker's own length must never be one
     assert not _PLAIN_LENGTHS[len(MASKED_MARKER.encode())]
+
+
+def test_a_datetime_a_clock_change_skips_is_read_as_the_transition() -> None:
+    """As the reports read it (one rule, core.arrow_types.wall_clock_in): it was the
+    microsecond before, a time of the day before."""
+    table, _ = decode(ndjson({"seen": "2024-09-08 00:00:00"}), timezone="America/Santiago")
+    (seen,) = table.column("seen").to_pylist()
+    assert seen == dt.datetime(2024, 9, 8, 4, tzinfo=dt.UTC)
