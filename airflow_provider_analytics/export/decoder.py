@@ -163,6 +163,10 @@ class _Reading(NamedTuple):
     """For lines whose keys the line rule checks: keys not asked for are skipped."""
 
 
+def _parse_options(schema: pa.Schema, unexpected: str) -> pa_json.ParseOptions:
+    return pa_json.ParseOptions(explicit_schema=schema, unexpected_field_behavior=unexpected)
+
+
 def _read_type(arrow_type: pa.DataType) -> pa.DataType:
     """What the parser produces for a column: datetime texts are parsed afterwards, and
     decimals are read wide and narrowed with an overflow check."""
@@ -221,9 +225,9 @@ class BlockDecoder:
         return _Reading(
             number,
             schema,
-            pa_json.ParseOptions(explicit_schema=read, unexpected_field_behavior="error"),
-            pa_json.ParseOptions(explicit_schema=read, unexpected_field_behavior="infer"),
-            pa_json.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore"),
+            _parse_options(read, "error"),
+            _parse_options(read, "infer"),
+            _parse_options(schema, "ignore"),
         )
 
     def _learn(self, fields: Iterable[pa.Field]) -> None:
@@ -234,9 +238,9 @@ class BlockDecoder:
         learned = {field.name: field for field in self._learned}
         for field in fields:
             kind = _learnable(field.type)
-            if kind is not None and field.name not in learned:
+            if kind is not None:  # a key whose values turned another type: the new one
                 learned[field.name] = pa.field(field.name, kind)
-        if len(learned) > len(self._learned):
+        if tuple(learned.values()) != self._learned:
             self._learned = tuple(learned.values())
             self._reading = self._new_reading(self._reading.number, self._numbers.doubles)
 
@@ -289,14 +293,21 @@ class BlockDecoder:
         levels took ~10 s on a stack that held them), so the depth is checked, not left to a
         larger stack. Deeper lines are the line rule's (None). Keys not asked for that a
         block held are read by their types from then on (:meth:`_learn`): a later block
-        holding only those needs neither the inference nor the check."""
+        holding only those needs neither the inference nor the check; a block where such a key
+        holds another type is read as if nothing were learned (and teaches the new type)."""
         parsed = self._arrow(data, lines, reading.strict)
+        inferring = reading.options
+        learned = len(reading.strict.explicit_schema) > len(reading.schema)
+        if learned and not isinstance(parsed, pa.Table) and parsed != _UNASKED:
+            schema = reading.schema
+            parsed = self._arrow(data, lines, _parse_options(schema, "error"))
+            inferring = _parse_options(schema, "infer")
         if not isinstance(parsed, int) or parsed != _UNASKED:
             return parsed
         deepest, lowest = nesting(data)  # also a value over several lines, as Arrow reads it
         if deepest > MAX_DEPTH or lowest < 0:  # (what follows a stray bracket is not judged)
             return None
-        return self._arrow(data, lines, reading.options)
+        return self._arrow(data, lines, inferring)
 
     @property
     def masked_values(self) -> int:

@@ -464,4 +464,26 @@ def test_keys_learned_from_a_block_read_later_blocks_without_inference(monkeypat
         decoder.decode("".join(line + "\n" for line in block).encode())
     assert decoder.rows == len(lines)
     assert decoder.unexpected_keys == line_rule(lines) == {"tag": 240, "score": 160, "other": 40}
-    assert len(checks) == 2  # the first block, and the one with a new key
+    assert len(checks) == 3  # the first block, one with a new key, one with other types
+
+
+def test_a_learned_key_whose_values_turn_another_type_keeps_the_fast_path(
+    lines_decoded: list[int],
+) -> None:
+    """A key not asked for learned as a number that later holds text: every later block was
+    refused by the learned types and decoded line by line (~20x slower), the type never
+    learned again. It is read as if nothing were learned, and teaches the new type."""
+    base = '"name": "u", "n": 1, "tags": ["a"]'
+    blocks = [
+        [f'{{{base}, "score": 2}}'] * 40,
+        [f'{{{base}, "score": "high"}}'] * 40,  # text now
+        [f'{{{base}, "score": "low"}}'] * 40,
+        [f'{{{base}, "score": true}}'] * 40,  # and a flag
+    ]
+    lines = [line.encode() for block in blocks for line in block]
+    decoder = BlockDecoder(SCHEMA)
+    for block in blocks:
+        decoder.decode("".join(line + "\n" for line in block).encode())
+    assert lines_decoded == []
+    assert decoder.unexpected_keys == line_rule(lines) == {"score": 160}
+    assert decoder.rows == len(lines)
