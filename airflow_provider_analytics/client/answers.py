@@ -41,7 +41,7 @@ from airflow_provider_analytics.core.report_dates import (
 from airflow_provider_analytics.core.rules import CAMPAIGN_ID_PATTERN, INT64_MAX, field_path
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Iterable, Mapping
 
     from airflow_provider_analytics.core.page_lines import PageParts
 
@@ -392,6 +392,10 @@ class FunnelAnswer(_Shape):
         _length("byValues", self.byValues, len(self.rows), "one per row")
         for position, row in enumerate(self.rows):
             self._check_row(position, row, n_steps)
+        splits: list[object] = [label_text(self.split_value(at)) for at in range(len(self.rows))]
+        if splits[:1] == [OVERALL_BY_VALUE]:  # the overall row: a later "-1" is a real value
+            splits[0] = ("the overall row",)
+        _unique_splits(splits, "one row per split value")
         return self
 
     def _check_row(self, position: int, row: FunnelRow, n_steps: int) -> None:
@@ -399,7 +403,7 @@ class FunnelAnswer(_Shape):
         if (
             self.byValues is not None
             and "byValue" in row.model_fields_set
-            and _label(self.byValues[position]) != _label(row.byValue)
+            and label_text(self.byValues[position]) != label_text(row.byValue)
         ):
             raise _RelationFault(
                 f"{where}.byValue", f" {row.byValue!r} differs from byValues[{position}]"
@@ -426,8 +430,31 @@ class FunnelAnswer(_Shape):
             )
 
 
-def _label(value: Label) -> str | None:
-    return None if value is None else str(value)
+OVERALL_BY_VALUE: Final = "-1"
+"""The first funnel row's ``byValue`` when it is the overall row (every user, not a split)."""
+
+
+def label_text(value: object) -> str | None:
+    """A split value as text: JSON strings unchanged, numbers and booleans as JSON writes them
+    (as the report tables hold it)."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _unique_splits(values: Iterable[object], what: str) -> None:
+    """Refuse a split value (a row's, as text) given to two rows: a table would hold two rows
+    of one grain, and a sum over split values would count it twice."""
+    seen: dict[object, int] = {}
+    for position, value in enumerate(values):
+        if value in seen:
+            raise _RelationFault(
+                f"rows[{position}].byValue",
+                f" {value!r} repeats rows[{seen[value]}]'s, {what}",
+            )
+        seen[value] = position
 
 
 # Event analysis (spec 4.17)
@@ -489,6 +516,9 @@ class EventAnswer(_Shape):
                     f"{where}.values[{measure}]", values, len(self.series), "one per series date"
                 )
             self._check_counts(where, row, asked)
+        if any(row.byValue for row in self.rows):
+            splits = (tuple(map(label_text, row.byValue)) for row in self.rows)
+            _unique_splits(splits, "one row per combination of split values")
         return self
 
     @staticmethod

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Final, NamedTuple
 
 import pyarrow as pa
 
+from airflow_provider_analytics.client.answers import OVERALL_BY_VALUE as OVERALL_BY_VALUE
+from airflow_provider_analytics.client.answers import label_text as label_text
 from airflow_provider_analytics.core import rules
 from airflow_provider_analytics.core.arrow_types import wall_clock_in
 from airflow_provider_analytics.core.errors import AnalyticsUsageError, bounded_repr
@@ -30,8 +32,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-OVERALL_BY_VALUE: Final = "-1"
-"""The funnel's first ``byValues`` entry, holding the result over all split values."""
 
 UNKNOWN_BUCKET_LABEL: Final = "未知"
 """The split label the platform uses for a bucketed property without a value ("unknown")."""
@@ -67,15 +67,6 @@ def parse_bucket_label(label: str | None) -> BucketBounds | None:
         return None
     bounds = [None if bound.endswith("∞") else float(bound) for bound in match.groups()]
     return None if any(b is not None and math.isinf(b) for b in bounds) else BucketBounds(*bounds)
-
-
-def label_text(value: object) -> str | None:
-    """A split value as text: JSON strings unchanged, numbers and booleans as JSON writes them."""
-    if value is None or isinstance(value, str):
-        return value
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
 
 
 def event_id_of(expression: str) -> str:

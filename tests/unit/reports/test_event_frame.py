@@ -262,6 +262,10 @@ def test_split_column_names_are_collision_safe_and_deterministic() -> None:
             r"rows\[2\]\.sum\[0\] must be a JSON number.*got a JSON array",
         ),
         (lambda r, q: r["series"].__setitem__(1, "Jan 2"), r"series\[1\] 'Jan 2' is not a date"),
+        (  # one combination of split values twice: a sum over them would count it twice
+            lambda r, q: r["rows"][1].__setitem__("byValue", ["北京", "-∞~600"]),
+            r"rows\[1\]\.byValue \('北京', '-∞~600'\) repeats rows\[0\]'s",
+        ),
     ],
 )
 def test_mismatched_lengths_raise_naming_row_and_lengths(change, message) -> None:

@@ -57,7 +57,7 @@ def funnel_cases(draw: st.DrawFn) -> FunnelCase:
         f"event.{event}"
         for event in draw(st.lists(st.sampled_from(EVENT_IDS), min_size=n_steps, max_size=n_steps))
     ]
-    split = draw(st.lists(st.text(max_size=4), max_size=3))
+    split = draw(st.lists(st.text(max_size=4), max_size=3, unique=True))  # one row a value
     by_values = ["-1", *split] if draw(st.booleans()) else split
     bare_express = draw(st.booleans())
 
@@ -190,6 +190,8 @@ def event_cases(draw: st.DrawFn) -> EventCase:
                 label, bound = draw(st.text(max_size=4)), None
             by_value.append(label)
             row_bounds.append(bound)
+        if by_value and by_value in [row["byValue"] for row in rows]:
+            continue  # one row per combination of split values
         values = [
             draw(st.lists(MAYBE_NUMBER, min_size=len(series), max_size=len(series))) for _ in labels
         ]

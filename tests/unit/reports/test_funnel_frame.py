@@ -147,6 +147,18 @@ def test_minus_one_later_in_the_split_list_is_a_real_value_not_the_overall_row()
     assert cells(frame, "is_overall") == [True] * 9 + [False] * 9
 
 
+@pytest.mark.parametrize(("first", "second"), [("北京", "北京"), (5, "5"), (1.5, "1.5")])
+def test_a_split_value_given_to_two_rows_is_refused(first: object, second: object) -> None:
+    """As the table writes them (``5`` and ``"5"`` are one text): two rows of one grain, which
+    a sum over split values counts twice."""
+    response = documented_response()
+    response["rows"].append(copy.deepcopy(response["rows"][1]))
+    response["byValues"] = ["-1", first, second]
+    response["rows"][1]["byValue"], response["rows"][2]["byValue"] = first, second
+    with pytest.raises(AnswerShapeError, match=r"rows\[2\]\.byValue .* repeats rows\[1\]'s"):
+        funnel_frame(response)
+
+
 def test_steps_come_from_steps_detail_when_step_events_are_missing() -> None:
     response = documented_response()
     del response["stepEvents"]
