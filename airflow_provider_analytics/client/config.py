@@ -81,9 +81,13 @@ def shown_proxy(url: str) -> str:
     userinfo to the last ``@``, replaced by ``***`` (a password holding a ``/``, which URL
     readers take for the path's start, is masked too)."""
     scheme, separator, tail = url.partition("://")
+    if not separator:  # "user:pw@proxy:3128", "http:/user:pw@...": all before the @ goes
+        scheme, tail = "", url
     userinfo, at, rest = tail.rpartition("@")
-    if not at or ":" not in userinfo:
+    if not at:
         return url
+    if not separator or ":" not in userinfo:
+        return f"{scheme}***@{rest}"
     return f"{scheme}{separator}{userinfo.partition(':')[0]}:***@{rest}"
 
 
@@ -211,7 +215,7 @@ def http_url(value: Any, *, any_scheme: bool = False) -> SplitResult | None:
 
 def _base_url(value: Any) -> str:
     rule = "must be an absolute http:// or https:// URL with a host"
-    if isinstance(value, str) and "@" in value.partition("/")[0] and "://" not in value:
+    if isinstance(value, str) and "@" in value:  # (not shown: it may hold a password)
         raise _Refused(
             "must not carry credentials; put them in token, app_key and xtoken", echo=False
         )

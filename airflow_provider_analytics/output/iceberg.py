@@ -234,17 +234,24 @@ def catalog_properties(
 
 
 def _properties(extra: Mapping[str, Any], within: str) -> dict[str, Any]:
-    """The extra's properties as pyiceberg reads them: text, or objects of text (nested)."""
+    """The extra's properties as pyiceberg reads them: text at the top (numbers and booleans
+    written as text), and an object's values as JSON gave them (a REST catalog hands ``auth``
+    and ``ssl`` to its classes as they are: ``expires_in`` a number, ``cabundle`` false,
+    ``scopes`` a list); every text checked for control characters."""
     properties: dict[str, Any] = {}
     for key, value in extra.items():
         name = f"{within}{key}"
         if isinstance(value, dict):
             properties[key] = _properties(value, f"{name}.")
+        elif isinstance(value, list) and within:
+            properties[key] = [_property_text(name, v) if isinstance(v, str) else v for v in value]
         elif isinstance(value, list):
             raise AnalyticsConfigurationError(
                 f"iceberg connection: extra property {name!r} must be text, a number, a "
                 "boolean or an object, not a list"
             )
+        elif within and not isinstance(value, str):
+            properties[key] = value  # a number, a boolean or null, as the class takes it
         elif value is not None:
             properties[key] = _property_text(name, str(value))
     return properties
@@ -281,6 +288,8 @@ def catalog_secrets(properties: Mapping[str, Any]) -> list[str]:
     for key, value in properties.items():
         if isinstance(value, dict):
             secrets += catalog_secrets(value)
+            continue
+        if not isinstance(value, str):  # a nested number, flag or list
             continue
         if _SECRET_KEY.search(key):
             secrets.append(value)

@@ -66,14 +66,13 @@ class Location:
         return f"{self.scheme}://{conn}{self.bucket}{self.path}"
 
     def within(self, root: Location) -> bool:
-        """Whether this is below ``root`` (a root naming a connection id holds only locations
-        written through that connection). The root's own name without its ``/`` is not below
-        it: an object of that name has its siblings (a report's other tables) beside the root."""
+        """Whether this is ``root`` or below it (a root naming a connection id holds only
+        locations written through that connection)."""
         if (self.scheme, self.bucket) != (root.scheme, root.bucket):
             return False
         if root.conn_id is not None and self.conn_id != root.conn_id:
             return False
-        return self.path.startswith(root.path)
+        return self.path == root.path.rstrip("/") or self.path.startswith(root.path)
 
 
 RootList = tuple[str, tuple[Location, ...]]  # allowed roots and where they were named
@@ -240,7 +239,10 @@ def checked_destination(
         raise AnalyticsValidationError(field, exc.rule, destination) from None
     for origin, roots in allowed:
         for reading in readings:
-            if not any(reading.within(root) for root in roots):
+            named = not destination.endswith("/") and any(
+                reading.within(root) and reading.path == root.path.rstrip("/") for root in roots
+            )  # an object named as the root: its siblings (a report's tables) land beside it
+            if named or not any(reading.within(root) for root in roots):
                 shown = ", ".join(str(root) for root in roots) or "none"
                 rules.fail(
                     field,

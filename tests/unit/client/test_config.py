@@ -360,9 +360,20 @@ def test_a_refused_setting_never_echoes_a_secret_written_where_it_does_not_belon
         with pytest.raises(AnalyticsConfigurationError, match=rf"ClientConfig\.{field}: ") as got:
             ClientConfig("https://h", **settings)
         assert "Sx91" not in str(got.value)
-    with pytest.raises(AnalyticsConfigurationError, match="must not carry credentials") as got:
-        ClientConfig("admin:app-Sx91@analytics.example.com")
-    assert "Sx91" not in str(got.value)
+    for base_url in (
+        "admin:app-Sx91@analytics.example.com",
+        "user:pa/app-Sx91@host",
+        "https://user:app-Sx91@host:badport",
+        "https://user:pa/app-Sx91@host",
+        "https:/user:app-Sx91@host",
+    ):
+        with pytest.raises(AnalyticsConfigurationError, match="must not carry credentials") as got:
+            ClientConfig(base_url)
+        assert "Sx91" not in str(got.value), base_url
+    for proxy in ("user:app-Sx91@proxy:3128", "http:/user:app-Sx91@proxy:3128"):
+        with pytest.raises(AnalyticsConfigurationError, match=r"ClientConfig\.proxy: ") as got:
+            ClientConfig("https://h", proxy=proxy)
+        assert "Sx91" not in str(got.value), proxy
     with pytest.raises(AnalyticsConfigurationError, match="must not carry credentials") as got:
         _read({}, host="admin:app-Sx91@analytics.example.com")
     assert "Sx91" not in str(got.value)

@@ -169,6 +169,12 @@ def test_a_nested_setting_stays_an_object_and_its_credentials_are_found() -> Non
     )
     assert properties["auth"] == auth and properties["ssl"] == {"cabundle": "/ca.pem"}
     assert catalog_secrets(properties) == ["pw-9a1b2c"]
+    # an object's values keep their JSON types: pyiceberg hands them to its classes as they are
+    oauth = {"type": "oauth2", "oauth2": {"expires_in": 3600, "scopes": ["a", "b"]}}
+    typed = catalog_properties(
+        extra={"uri": "https://c", "auth": oauth, "ssl": {"cabundle": False}, "n": 3}
+    )
+    assert typed["auth"] == oauth and typed["ssl"] == {"cabundle": False} and typed["n"] == "3"
 
 
 @pytest.mark.parametrize(

@@ -141,6 +141,7 @@ def test_a_relative_destination_is_judged_under_the_working_directory(
         "s3://analytics-bucket/",
         "s3://aws_default@analytics-bucket/users/",
         "S3://analytics-bucket//x/",
+        "file:///data/",  # the root itself, as a prefix
     ],
 )
 def test_destinations_under_an_allowed_root_are_accepted(destination: str) -> None:

@@ -20,9 +20,13 @@ def promised() -> list[tuple[str, str]]:
     """(old, new) module pairs of the 0.2.0 table "old module | new module"."""
     text = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
     release = text.split("\n## 0.2.0", 1)[1].split("\n## ", 1)[0]
-    table = release.split("| old module | new module |", 1)[1].split("\n\n", 1)[0]
+    table = release.split("| old module | new module |", 1)[1].strip().splitlines()[1:]
     pairs = []
-    for row in table.strip().splitlines()[1:]:
+    for row in table:
+        if not row.strip():
+            continue
+        if not row.lstrip().startswith("|"):
+            break
         old_cell, new_cell = row.split("|")[1:3]
         olds = re.findall(r"`([\w.]+)`", old_cell)
         news = re.findall(r"`([\w.]+)`", new_cell)[: len(olds)]
