@@ -40,7 +40,8 @@ _READING: ContextVar[str | None] = ContextVar("analytics_connection_read", defau
 """The id of the Airflow connection being read, while its values are validated."""
 _SECRET_FIELDS = ("token", "app_key", "xtoken")
 _PREFIX_SEGMENT = re.compile(r"[A-Za-z0-9._~-]+")
-_HEADER_UNSAFE = re.compile(r"[\x00-\x1f\x7f]")
+CONTROL_CHARACTERS = re.compile(r"[\x00-\x1f\x7f]")
+"""Bytes a header, a URL or a catalog property must not hold (C0 controls and DEL)."""
 # A header value travels as Latin-1: printable ASCII and printable Latin-1 only, no C0/C1
 # controls (which could split a header) and nothing that Latin-1 cannot encode.
 _HEADER_VALUE = re.compile(r"[\x20-\x7e\xa0-\xff]+")
@@ -183,7 +184,7 @@ def _verify(value: Any) -> bool | str:
         return _flag(value)
     if not isinstance(value, str) or not value:
         raise _Refused("must be True, False or the path of a CA bundle")
-    if _HEADER_UNSAFE.search(value) or not os.path.exists(value):
+    if CONTROL_CHARACTERS.search(value) or not os.path.exists(value):
         raise _Refused(
             "names no CA bundle file or directory on this machine; give the path of a PEM "
             "bundle readable by the worker, or True to use the default bundle"
@@ -228,10 +229,6 @@ def _base_url(value: Any) -> str:
     parts = http_url(value)
     if parts is None:
         raise _Refused(rule)
-    if parts.username is not None or parts.password is not None:
-        raise _Refused(
-            "must not carry credentials; put them in token, app_key and xtoken", echo=False
-        )
     if parts.query or parts.fragment:
         raise _Refused("must not have a query or a fragment")
     return value
@@ -239,7 +236,7 @@ def _base_url(value: Any) -> str:
 
 def _proxy(value: Any) -> str:
     rule = "must be the URL of an http:// or https:// proxy: http://host:port"
-    if not isinstance(value, str) or _HEADER_UNSAFE.search(value):
+    if not isinstance(value, str) or CONTROL_CHARACTERS.search(value):
         raise _Refused(rule, echo=False)
     parts = http_url(value)
     if parts is None:

@@ -30,14 +30,20 @@ class Structure:
     depth: np.ndarray[Any, Any]
 
 
+def _without_escapes(data: bytes) -> bytes:
+    """``data`` with its escaped backslashes, then its escaped quotes, blanked where they stand
+    (a run of backslashes pairs from its left, as JSON reads it): two passes of
+    ``bytes.replace``, which keep every position and stay linear however many escapes a hostile
+    text holds."""
+    if b"\\" not in data:  # (memchr) rare: most texts skip the passes
+        return data
+    return data.replace(b"\\\\", b"__").replace(b'\\"', b"__")
+
+
 def structure(data: bytes) -> Structure:
     """Find the structure from the quotes and brackets alone: a bracket is outside strings when
-    an even number of real quotes precede it. Escaped backslashes, then escaped quotes, are
-    first blanked where they stand (a run of backslashes pairs from its left, as JSON reads
-    it): two passes of ``bytes.replace``, which keep every position and stay linear however
-    many escapes a hostile text holds."""
-    if b"\\" in data:  # (memchr) rare: most texts skip the passes
-        data = data.replace(b"\\\\", b"__").replace(b'\\"', b"__")
+    an even number of real quotes precede it, once the escapes are blanked."""
+    data = _without_escapes(data)
     raw = np.frombuffer(data, dtype=np.uint8)
     quotes = raw == _QUOTE
     marks = byte_scans.positions(raw, *_OPENING, *_CLOSING)
@@ -59,9 +65,8 @@ def nesting(data: bytes) -> tuple[int, int]:
     if len(data) >= SMALL:
         depth = structure(data).depth
     else:
-        if b"\\" in data:  # escaped backslashes, then escaped quotes, taken out
-            data = data.replace(b"\\\\", b"").replace(b'\\"', b"")
-        brackets = _STRING.sub(b"", data.translate(None, _NOT_STRUCTURE)).partition(b'"')[0]
+        brackets = _without_escapes(data).translate(None, _NOT_STRUCTURE)
+        brackets = _STRING.sub(b"", brackets).partition(b'"')[0]
         # (after a quote left open, everything is in its string)
         depth = np.cumsum(np.frombuffer(brackets.translate(_STEPS), np.int8), dtype=np.int64)
     return (int(depth.max()), int(depth.min())) if depth.size else (0, 0)

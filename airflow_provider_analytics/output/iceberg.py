@@ -46,7 +46,7 @@ from pyiceberg.table.snapshots import ancestors_of
 from pyiceberg.transforms import IdentityTransform
 from pyiceberg.types import DoubleType, ListType, MapType, StructType
 
-from airflow_provider_analytics.client.config import url_secrets
+from airflow_provider_analytics.client.config import CONTROL_CHARACTERS, url_secrets
 from airflow_provider_analytics.core import rules
 from airflow_provider_analytics.core.column_names import column_id, warehouse_name
 from airflow_provider_analytics.core.errors import (
@@ -84,6 +84,13 @@ log = logging.getLogger(__name__)
 
 _EMPTY_DELETE: Final = "Delete operation did not match any records"
 _THIS_MODULE: Final = re.escape(__name__) + r"\Z"
+_EMPTY_DELETE_FILTER: Final = (
+    "ignore",
+    re.compile(_EMPTY_DELETE, re.I),
+    Warning,
+    re.compile(_THIS_MODULE),
+    0,
+)  # the entry as warnings.filterwarnings puts it in the list
 
 
 def _quiet_empty_delete() -> None:
@@ -94,8 +101,7 @@ def _quiet_empty_delete() -> None:
     around each call is not thread-safe (concurrent commits leaked the warning, and threads
     restored each other's filters), and a filter set once at import is lost when the import
     happens under someone's ``catch_warnings`` (a test runner's collection)."""
-    ours = ("ignore", re.compile(_EMPTY_DELETE, re.I), Warning, re.compile(_THIS_MODULE), 0)
-    if warnings.filters[:1] != [ours]:  # the list's entries, as warnings.filterwarnings adds them
+    if warnings.filters[:1] != [_EMPTY_DELETE_FILTER]:
         warnings.filterwarnings("ignore", _EMPTY_DELETE, module=_THIS_MODULE)
 
 
@@ -258,14 +264,12 @@ def _properties(extra: Mapping[str, Any], within: str) -> dict[str, Any]:
 
 
 def _property_text(name: str, value: str) -> str:
-    if _CONTROL.search(value):  # sent in a header or a URL, and shown escaped by repr
+    if CONTROL_CHARACTERS.search(value):  # sent in a header or a URL, shown escaped by repr
         raise AnalyticsConfigurationError(
             f"iceberg connection: {name} must not hold a control character (a line end, a tab, ...)"
         )
     return value
 
-
-_CONTROL: Final = re.compile(r"[\x00-\x1f\x7f]")
 
 _SECRET_KEY: Final = re.compile(
     r"token|credential|secret|passw|account-key|connection-string|private|authorization|"

@@ -65,14 +65,15 @@ class Location:
         conn = f"{self.conn_id}@" if self.conn_id else ""
         return f"{self.scheme}://{conn}{self.bucket}{self.path}"
 
-    def within(self, root: Location) -> bool:
-        """Whether this is ``root`` or below it (a root naming a connection id holds only
-        locations written through that connection)."""
+    def within(self, root: Location, *, prefix: bool) -> bool:
+        """Whether this is below ``root``, or is ``root`` read as a ``prefix`` (an object named
+        as the root has its siblings, a report's other tables, beside it); a root naming a
+        connection id holds only locations written through that connection."""
         if (self.scheme, self.bucket) != (root.scheme, root.bucket):
             return False
         if root.conn_id is not None and self.conn_id != root.conn_id:
             return False
-        return self.path == root.path.rstrip("/") or self.path.startswith(root.path)
+        return self.path.startswith(root.path) or (prefix and self.path == root.path.rstrip("/"))
 
 
 RootList = tuple[str, tuple[Location, ...]]  # allowed roots and where they were named
@@ -238,11 +239,9 @@ def checked_destination(
     except AnalyticsValidationError as exc:
         raise AnalyticsValidationError(field, exc.rule, destination) from None
     for origin, roots in allowed:
+        prefix = destination.endswith("/")
         for reading in readings:
-            named = not destination.endswith("/") and any(
-                reading.within(root) and reading.path == root.path.rstrip("/") for root in roots
-            )  # an object named as the root: its siblings (a report's tables) land beside it
-            if named or not any(reading.within(root) for root in roots):
+            if not any(reading.within(root, prefix=prefix) for root in roots):
                 shown = ", ".join(str(root) for root in roots) or "none"
                 rules.fail(
                     field,
