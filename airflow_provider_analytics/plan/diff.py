@@ -3,8 +3,10 @@
 Each declared item becomes one :class:`Change` by the spec's state table (section 3) and modify
 rules (4.10, 4.11): not on the platform, or outside the plan (``plan=0``, moved in): ``add``;
 another name or remark: ``modify``; another data type: ``modify`` while no data was reported
-(``dataStatus=0``), else a ``conflict`` never attempted; otherwise ``skip``. Only the fields
-the file declares and the record carries are compared.
+(``dataStatus=0``), else a ``conflict`` never attempted; otherwise ``skip``. A preset item
+(``$`` id) that would be added, and a common property that the file declares with other values
+under two events, are conflicts too. Only the fields the file declares and the record carries
+are compared.
 """
 
 from __future__ import annotations
@@ -131,10 +133,15 @@ def _compare(
     """The change for one item under the rules of the module docstring."""
     declared = item.declared()
     base = Change(ChangeKind.SKIP, target, item.id, event_id, declared=declared)
+    if item.id.startswith("$") and (record is None or record.get("plan", 1) == 0):
+        reason = (
+            "preset items ($ ids) cannot be created, and the platform has none by this id"
+            if record is None
+            else "a preset item ($ id) outside the plan cannot be moved into it: the add that "
+            "moves an item takes no $ id (spec 2.5)"
+        )
+        return replace(base, kind=ChangeKind.CONFLICT, reason=reason)
     if record is None:
-        if item.id.startswith("$"):
-            reason = "preset items ($ ids) cannot be created, and the platform has none by this id"
-            return replace(base, kind=ChangeKind.CONFLICT, reason=reason)
         added = {key: FieldChange(None, value) for key, value in declared.items()}
         return replace(base, kind=ChangeKind.ADD, fields=added)
     fields = {  # the platform writes an absent name or remark as null or as ""
@@ -168,9 +175,31 @@ def declared_items(
             yield Target.EVENT_PROPERTY, prop, known.get(prop.id), event.id
 
 
+def _contradicted(live: LivePlan, desired: DesiredPlan) -> dict[str, str]:
+    """The common properties (``global=1``: one property that every event has) that the file
+    declares under two events with a field set to two values, each with the reason: applied
+    one after the other, every run would change it back."""
+    first: dict[str, tuple[str | None, dict[str, str]]] = {}
+    reasons: dict[str, str] = {}
+    for target, item, record, event_id in declared_items(live, desired):
+        if target is not Target.EVENT_PROPERTY or record is None or record.get("global") != 1:
+            continue
+        earlier_event, earlier = first.setdefault(item.id, (event_id, item.declared()))
+        declared = item.declared()
+        if any(earlier[key] != value for key, value in declared.items() if key in earlier):
+            reasons.setdefault(
+                item.id,
+                f"a common property, declared with other values under {earlier_event} and "
+                f"{event_id}: the file must declare it alike",
+            )
+    return reasons
+
+
 def plan_changes(live: LivePlan, desired: DesiredPlan) -> list[Change]:
     """One change per item of ``desired``, in the order of :func:`declared_items`; the
-    properties of an event that cannot be added are in conflict too."""
+    properties of an event that cannot be added are in conflict too, and so is each
+    declaration of a common property that the file declares with other values elsewhere."""
+    contradicted = _contradicted(live, desired)
     changes: list[Change] = []
     for target, item, record, event_id in declared_items(live, desired):
         change = _compare(target, item, record, event_id)
@@ -179,6 +208,8 @@ def plan_changes(live: LivePlan, desired: DesiredPlan) -> list[Change]:
         elif event_id is not None and event_change.kind is ChangeKind.CONFLICT:
             reason = f"its event {event_id} cannot be added"
             change = replace(change, kind=ChangeKind.CONFLICT, fields={}, reason=reason)
+        elif (reason := contradicted.get(item.id)) and record and record.get("global") == 1:
+            change = replace(change, kind=ChangeKind.CONFLICT, reason=reason)
         changes.append(change)
     return changes
 

@@ -77,10 +77,12 @@ class _BoundedLoader(yaml.SafeLoader):
         super().__init__(stream)
         self._expanded: dict[int, int] = {}
         self._depth = 0
+        self._aliased = False  # whether an alias was met: what a refused size is put down to
 
     def compose_node(self, parent: Node | None, index: Any) -> Node | None:
         if self.check_event(yaml.AliasEvent):
             where = _where(self.peek_event().start_mark)
+            self._aliased = True
             alias = super().compose_node(parent, index)
             if alias is None or id(alias) not in self._expanded:
                 raise DecodeError(f"{where}: an alias refers to a node that contains it")
@@ -104,9 +106,14 @@ class _BoundedLoader(yaml.SafeLoader):
             children = [child for pair in node.value for child in pair]
         size = 1 + sum(self._expanded[id(child)] for child in children)
         if size > MAX_NODES:
+            cause = (
+                "through aliases (*name); a plan file needs far fewer, so this looks like an "
+                "alias bomb"
+                if self._aliased
+                else "; a plan file needs far fewer"
+            )
             raise DecodeError(
-                f"{_where(node.start_mark)}: expands to more than {MAX_NODES:,} values through "
-                "aliases (*name); a plan file needs far fewer, so this looks like an alias bomb"
+                f"{_where(node.start_mark)}: expands to more than {MAX_NODES:,} values {cause}"
             )
         self._expanded[id(node)] = size
         return node

@@ -371,3 +371,62 @@ def test_describe_names_the_item_and_the_fields() -> None:
         "event_property purchase.amount (dataType 'number' -> 'string'): data was reported"
     )
     assert Change(SKIP, Target.EVENT, "share").describe() == "event share"
+
+
+def test_a_preset_item_outside_the_plan_is_a_conflict_before_any_write() -> None:
+    """The add that moves an item into the plan takes no $ id (spec 2.5): the client would
+    refuse it mid-sync, after earlier writes."""
+    live = LivePlan.from_records(
+        [user_property("$city", "City", "string", plan=0, preset=1)],
+        [event("$pageview", "Page view", plan=0, preset=1)],
+        {"$pageview": [event_property("$title", "Title", "string", plan=0, preset=1)]},
+    )
+    changes = changes_for(
+        {
+            "user_properties": [{"id": "$city", "name": "City", "data_type": "string"}],
+            "events": [
+                {"id": "$pageview", "properties": [{"id": "$title", "data_type": "string"}]}
+            ],
+        },
+        live,
+    )
+    assert [(c.kind, c.id) for c in changes] == [
+        (CONFLICT, "$city"),
+        (CONFLICT, "$pageview"),
+        (CONFLICT, "$title"),
+    ]
+    assert changes[0].reason is not None and "outside the plan" in changes[0].reason
+
+
+def test_a_common_property_declared_with_other_values_under_two_events_is_a_conflict() -> None:
+    """One property that every event has: applied under both, every run would change it back."""
+    platform = {"id": "$platform", "data_type": "string"}
+    changes = changes_for(
+        {
+            "events": [
+                {"id": "purchase", "properties": [{**platform, "name": "Town"}]},
+                {"id": "legacy_click", "properties": [{**platform, "name": "Platform"}]},
+                {"id": "other", "properties": [platform]},
+            ]
+        }
+    )
+    assert [(c.kind, c.event_id) for c in changes if c.id == "$platform"] == [
+        (CONFLICT, "purchase"),
+        (CONFLICT, "legacy_click"),
+        (CONFLICT, "other"),
+    ]
+    assert "under purchase and legacy_click" in (changes[1].reason or "")
+
+
+def test_a_common_property_declared_alike_or_partly_under_two_events_is_no_conflict() -> None:
+    platform = {"id": "$platform", "data_type": "string"}
+    changes = changes_for(
+        {
+            "events": [
+                {"id": "purchase", "properties": [{**platform, "name": "Town"}]},
+                {"id": "legacy_click", "properties": [platform]},
+                {"id": "other", "properties": [{**platform, "name": "Town"}]},
+            ]
+        }
+    )
+    assert [c.kind for c in changes if c.id == "$platform"] == [MODIFY, SKIP, MODIFY]

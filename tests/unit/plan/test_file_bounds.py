@@ -216,3 +216,14 @@ def test_a_merge_key_reads_as_yaml_reads_it(tmp_path: Path) -> None:
         ("age", "number"),
         ("height", "number"),
     ]
+
+
+def test_a_document_too_large_without_aliases_is_not_called_an_alias_bomb(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(file, "MAX_NODES", 50)
+    message = refusal(tmp_path, "user_properties: [" + ", ".join(["{}"] * 60) + "]\n")
+    assert "expands to more than 50 values; a plan file needs far fewer" in message
+    assert "alias" not in message
+    bomb = "a: &a [1, 2, 3, 4, 5, 6, 7, 8]\nb: [*a, *a, *a, *a, *a, *a, *a, *a]\n"
+    assert "alias bomb" in refusal(tmp_path, bomb)
