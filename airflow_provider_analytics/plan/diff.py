@@ -208,8 +208,8 @@ def plan_changes(live: LivePlan, desired: DesiredPlan) -> list[Change]:
         elif event_id is not None and event_change.kind is ChangeKind.CONFLICT:
             reason = f"its event {event_id} cannot be added"
             change = replace(change, kind=ChangeKind.CONFLICT, fields={}, reason=reason)
-        elif (reason := contradicted.get(item.id)) and record and record.get("global") == 1:
-            change = replace(change, kind=ChangeKind.CONFLICT, reason=reason)
+        elif item.id in contradicted and record and record.get("global") == 1:
+            change = replace(change, kind=ChangeKind.CONFLICT, reason=contradicted[item.id])
         changes.append(change)
     return changes
 
