@@ -107,13 +107,13 @@ class _BoundedLoader(yaml.SafeLoader):
         size = 1 + sum(self._expanded[id(child)] for child in children)
         if size > MAX_NODES:
             cause = (
-                "through aliases (*name); a plan file needs far fewer, so this looks like an "
+                " through aliases (*name); a plan file needs far fewer, so this looks like an "
                 "alias bomb"
                 if self._aliased
                 else "; a plan file needs far fewer"
             )
             raise DecodeError(
-                f"{_where(node.start_mark)}: expands to more than {MAX_NODES:,} values {cause}"
+                f"{_where(node.start_mark)}: expands to more than {MAX_NODES:,} values{cause}"
             )
         self._expanded[id(node)] = size
         return node
