@@ -35,7 +35,9 @@ class RegisterAccountOperator(AnalyticsBaseOperator):
     :param login_user: operator recorded by the platform (templated).
     :param ensure_exists: treat "already exists" as success (``created`` False in the XCom,
         ``disabled`` True for a disabled account), which makes retries safe; otherwise a
-        duplicate fails with the platform's reason.
+        duplicate fails with the platform's reason. Not with ``user_name`` or ``phone``: the
+        platform's "already exists" (``50101``) does not say which unique field it found, so a
+        clash of those could not be told from this email's account.
     """
 
     template_fields: Sequence[str] = (
@@ -70,6 +72,13 @@ class RegisterAccountOperator(AnalyticsBaseOperator):
         self.department = department
         self.login_user = login_user
         self.ensure_exists = rules.boolean(ensure_exists, "ensure_exists")
+        if ensure_exists and (user_name is not None or phone is not None):
+            rules.fail(
+                "ensure_exists",
+                "cannot be combined with user_name or phone: the platform's 'already exists' "
+                "(50101) does not say which of email, user_name and phone it found, so another "
+                "account's user_name or phone would pass for this email's account",
+            )
 
     def execute(self, context: Context) -> dict[str, Any]:
         if self._password:

@@ -128,3 +128,17 @@ def test_tables_rendered_as_the_text_of_a_list_are_refused_by_name(tables: str) 
     operator = IcebergMaintenanceOperator(task_id="m", iceberg_tables=tables)
     with pytest.raises(AnalyticsValidationError, match=r"^iceberg_tables: must be a list, not"):
         operator.execute({})  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("unique", [{"user_name": "ana_h"}, {"phone": "13800000001"}])
+def test_ensure_exists_is_refused_beside_another_unique_field(unique: dict[str, str]) -> None:
+    """The platform's "already exists" (50101) does not say which unique field it found: with
+    another account's user name, the task reported success for an email that had no account."""
+    with pytest.raises(AnalyticsValidationError, match=r"^ensure_exists: cannot be combined"):
+        RegisterAccountOperator(
+            task_id="r", account_email="carl@example.com", ensure_exists=True, **unique
+        )
+    RegisterAccountOperator(task_id="r", account_email="carl@example.com", **unique)
+    RegisterAccountOperator(
+        task_id="r", account_email="c@example.com", name="C", ensure_exists=True
+    )
