@@ -10,6 +10,7 @@ nothing); inside Airflow the hook aligns both maskers (:func:`set_min_secret_len
 
 from __future__ import annotations
 
+import json
 import threading
 from typing import TYPE_CHECKING, Any
 
@@ -88,7 +89,7 @@ class Redactor:
         key = (_known, _min_length)
         if key != self._key:
             # Longest first, so a secret that contains another is masked whole.
-            unique = {s for s in self._own | _known if is_masked(s)}
+            unique = {w for s in self._own | _known if is_masked(s) for w in _spellings(s)}
             self._cached = tuple(sorted(unique, key=len, reverse=True))
             self._key = key
         return self._cached
@@ -123,6 +124,18 @@ class Redactor:
         if isinstance(value, list | tuple):
             return type(value)(self.value(v) for v in value)
         return value
+
+
+def _spellings(secret: str) -> set[str]:
+    """The ways text may spell ``secret``: as it is, JSON-escaped (a server echoing a request
+    body, with ASCII escapes or without) and inside a Python ``repr`` (quoted either way)."""
+    return {
+        secret,
+        json.dumps(secret)[1:-1],
+        json.dumps(secret, ensure_ascii=False)[1:-1],
+        repr(secret)[1:-1],
+        repr("'\"" + secret)[4:-1],  # both quotes present: ' is escaped
+    }
 
 
 def _mask_fragments(value: str, secrets: tuple[str, ...]) -> str:

@@ -3,6 +3,8 @@ cut, and a fragment a cut left beside its mark is masked too."""
 
 from __future__ import annotations
 
+import json
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -54,3 +56,28 @@ def test_an_error_made_before_the_secret_was_known_masks_it_when_shown() -> None
     redaction.remember(["tok-Later-8Hq3"])
     assert str(error) == "the platform said: invalid token ***"
     assert "tok-Later" not in repr(error)
+
+
+SPECIAL = st.text("\\\"'\u00fc\u00df\u00a0\u00ad\n\t/\u2028\U0001f511", max_size=3)
+
+
+@given(before=SPECIAL, after=SPECIAL, around=SPECIAL)
+def test_a_secret_is_masked_however_json_or_repr_spells_it(
+    before: str, after: str, around: str
+) -> None:
+    """A server echoing a request body spells a password as JSON does (``Gr\\u00fc\\u00dfe``), and
+    a shape error shows a value through ``repr`` (``'tok\\\\SECRET'``): each spelling is
+    masked, whichever quotes and escapes the text around it brings."""
+    secret = f"{before}pw-K7Q9Z-{after}"
+    redactor = Redactor([secret])
+    body = {"note": around, "password": secret, "list": [around, secret]}
+    shown = [
+        json.dumps(body),
+        json.dumps(body, ensure_ascii=False),
+        repr(body),
+        repr(secret),
+        repr(around + secret),
+        str(body),
+    ]
+    for text in shown:
+        assert "K7Q9Z" not in redactor.text(text), text
