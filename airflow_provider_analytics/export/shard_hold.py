@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Final, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from airflow_provider_analytics.core import strict_json
 from airflow_provider_analytics.core.errors import ShardStagingError
 from airflow_provider_analytics.output.roots import open_own
 from airflow_provider_analytics.output.storage import write_bytes_atomically
@@ -56,7 +57,10 @@ def read_record(
     if 0 <= max_bytes < len(raw):
         raise ShardStagingError(f"{path}: not a {what} (longer than {max_bytes} bytes)")
     try:
+        strict_json.loads(raw)  # the strict rules first: a repeated key, NaN, bad UTF-8
         return model.model_validate_json(raw)
+    except strict_json.StrictJsonError as error:
+        raise ShardStagingError(f"{path}: not a {what} (it {error})") from None
     except ValidationError as error:
         detail = error.errors()[0]
         where = ".".join(str(part) for part in detail["loc"]) or "the record"
@@ -70,7 +74,9 @@ class HoldRecord(BaseModel):
 
     until: float = Field(ge=0, allow_inf_nan=False)  # no page call before (UTC epoch seconds)
     status: Literal[429, 503]  # of the answer whose Retry-After asked for it
-    set_by: str = Field(max_length=200, pattern=r"^[^\x00-\x1f\x7f]*$")  # logged: one line
+    set_by: str = Field(  # logged: one line, so no C0/C1 control and no line separator
+        max_length=200, pattern=r"^[^\x00-\x1f\x7f-\x9f\u2028\u2029]*$"
+    )
 
 
 @dataclass(eq=False)

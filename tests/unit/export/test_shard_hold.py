@@ -164,16 +164,22 @@ def test_a_far_future_record_holds_once_and_at_most_retry_after_max(
     ("text", "says"),
     [
         ('{"until": "soon", "status": 429, "set_by": "x"}', "until: Input should be a valid"),
-        ('{"until": 1e400, "status": 429, "set_by": "x"}', "until: Input should be a finite"),
+        ('{"until": 1e400, "status": 429, "set_by": "x"}', "1e400 is beyond a double's range"),
         ('{"until": -1, "status": 429, "set_by": "x"}', "until: Input should be greater"),
         ('{"until": 5, "status": 500, "set_by": "x"}', "status: Input should be 429 or 503"),
         ('{"until": 5, "status": "429", "set_by": "x"}', "status: Input should be 429 or 503"),
         ('{"until": 5, "set_by": "x"}', "status: Field required"),
         ('{"until": 5, "status": 429, "set_by": "x", "by": 1}', "by: Extra inputs"),
         ("[1, 2]", "the record: Input should be"),
-        ("until=5", "Invalid JSON"),
+        ("until=5", "is not valid JSON"),
         ('{"set_by": "' + "x" * RECORD_BYTES_MAX + '"}', f"longer than {RECORD_BYTES_MAX}"),
         ('{"until": 5, "status": 429, "set_by": "x\\nINFO forged"}', "set_by: String should"),
+        ('{"until": 5, "status": 429, "set_by": "x\\u2028INFO forged"}', "set_by: String should"),
+        ('{"until": 5, "status": 429, "set_by": "x\\u0085INFO forged"}', "set_by: String should"),
+        (
+            '{"until": 5, "until": 9, "status": 429, "set_by": "x"}',
+            "the key 'until' is given twice",
+        ),
     ],
     ids=[
         "until a string",
@@ -187,6 +193,9 @@ def test_a_far_future_record_holds_once_and_at_most_retry_after_max(
         "not JSON",
         "too long",
         "a line break in set_by (a forged log line)",
+        "a line separator in set_by",
+        "a C1 next-line in set_by",
+        "a repeated key (the last would win)",
     ],
 )
 def test_a_record_of_another_shape_is_refused_by_name(scene: Scene, text: str, says: str) -> None:
