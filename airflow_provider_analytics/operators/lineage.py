@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from airflow_provider_analytics.output.destination import iceberg_table_uri
+from airflow_provider_analytics.output.destination import iceberg_table_uri, uri_path
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -103,8 +103,8 @@ def target_uri(target: LineageTarget) -> str:
     if target.namespace.startswith("iceberg://"):
         return iceberg_table_uri(target.namespace.removeprefix("iceberg://"), target.name)
     if "://" not in target.namespace:
-        return f"{target.namespace}:///{target.name.lstrip('/')}"
-    return f"{target.namespace.rstrip('/')}/{target.name}"
+        return f"{target.namespace}:///{uri_path(target.name.lstrip('/'))}"
+    return f"{target.namespace.rstrip('/')}/{uri_path(target.name)}"
 
 
 def report_hook_lineage(

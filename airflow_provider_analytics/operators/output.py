@@ -14,7 +14,11 @@ from airflow.sdk import Asset
 
 from airflow_provider_analytics.core import rules
 from airflow_provider_analytics.operators.base import AnalyticsBaseOperator
-from airflow_provider_analytics.output.destination import LineageTarget, iceberg_table_uri
+from airflow_provider_analytics.output.destination import (
+    LineageTarget,
+    iceberg_table_uri,
+    uri_path,
+)
 from airflow_provider_analytics.output.roots import deployment_roots
 
 if TYPE_CHECKING:
@@ -45,10 +49,10 @@ def destination_asset(destination: str) -> Asset | None:
         rules.fail("destination", "must be an object URI or a prefix URI", destination)
     if not parts.scheme:
         return None
-    uri = parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()
-    if parts.scheme == "file" and not parts.netloc:
-        uri = f"file://{parts.path}"  # geturl() drops the empty authority of file:///x
-    return _asset(uri, "destination")
+    # the path as written: urlsplit ends it at a "#" or "?", which an object's key may hold
+    path = static.split("://", 1)[1].partition("/")[2] if "://" in static else parts.path
+    host = parts.netloc.rpartition("@")[2]  # the connection id is not the data's name
+    return _asset(f"{parts.scheme}://{host}/{uri_path(path.lstrip('/'))}", "destination")
 
 
 def iceberg_asset(iceberg_conn_id: str, iceberg_table: str) -> Asset | None:

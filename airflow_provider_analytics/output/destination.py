@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
+from urllib.parse import quote
 
 if TYPE_CHECKING:
     import contextlib
@@ -32,10 +33,18 @@ def object_target(path: ObjectStoragePath) -> LineageTarget:
     return LineageTarget(path.namespace or "file", path.key)
 
 
+def uri_path(name: str, *, safe: str = "/") -> str:
+    """``name`` as it stands in an asset's URI: what a path may not hold (``#``, ``?``, ``%``,
+    spaces, other than ASCII) percent-encoded, so it stays part of the name (Airflow drops a
+    URI's fragment and query: ``vip#2024`` and ``vip#2025`` were one asset); ``=`` and the
+    path's other delimiters (RFC 3986), and ``safe``, are kept."""
+    return quote(name, safe=safe + "!$&'()*+,;=:@")
+
+
 def iceberg_table_uri(catalog_name: str, identifier: str) -> str:
     """``iceberg://<catalog>/<namespace>/<table>``: how assets and lineage name a table."""
-    namespace, _, table = identifier.rpartition(".")
-    return f"iceberg://{catalog_name}/{namespace.replace('.', '/')}/{table}"
+    parts = identifier.split(".")
+    return f"iceberg://{catalog_name}/" + "/".join(uri_path(part, safe="") for part in parts)
 
 
 class TableWriter(Protocol):

@@ -58,3 +58,30 @@ def test_an_event_tables_computed_columns_come_from_its_measures() -> None:
     every = [origin for table in origins.values() for origin in table]
     assert every
     assert {origin.fields for origin in every} == {("TOTAL_COUNT(event.purchase)",)}
+
+
+def test_names_that_differ_only_after_a_hash_or_question_mark_stay_apart() -> None:
+    """Airflow drops a URI's fragment and query: cohorts ``vip#2024`` and ``vip#2025``, tables
+    ``lake.t#1`` and ``lake.t#2`` and the prefix ``a#b/`` became ``vip``, ``lake/t`` and ``a``."""
+    from airflow.sdk import Asset
+
+    from airflow_provider_analytics.operators.lineage import target_uri
+    from airflow_provider_analytics.operators.output import destination_asset
+    from airflow_provider_analytics.output.destination import LineageTarget, iceberg_table_uri
+
+    sources = [
+        target_uri(LineageTarget("https://analytics.example.com", f"cohort/{code}"))
+        for code in ("vip#2024", "vip#2025", "vip?x", "vip", "vip 2024", "vip%202024")
+    ]
+    tables = [iceberg_table_uri("lake", name) for name in ("db.t#1", "db.t#2", "db.t")]
+    objects = [
+        target_uri(LineageTarget("s3://bucket", key))
+        for key in ("a#b/dt=2024-01-15/users.parquet", "a/dt=2024-01-15/users.parquet")
+    ]
+    for uris in (sources, tables, objects):
+        assets = {Asset(uri).uri for uri in uris}
+        assert len(assets) == len(uris), uris
+    assert tables[0] == "iceberg://lake/db/t%231"
+    assert objects[0] == "s3://bucket/a%23b/dt=2024-01-15/users.parquet"
+    asset = destination_asset("s3://conn@bucket/a#b/{{ ds }}/users.parquet")
+    assert asset is not None and asset.uri == "s3://bucket/a%23b"
