@@ -160,9 +160,10 @@ def _named_twice(first: str, second: str, column: str) -> NoReturn:
 def check_override_keys(
     overrides: Mapping[str, Any] | None, column_names: ColumnNames = ColumnNames.IDS
 ) -> None:
-    """Refuse, before any request, two ``schema_overrides`` keys that name one column whatever
-    the plan holds: a preset's or a tag's id and its ``warehouse`` name (``$city`` and
-    ``city``). Other double namings are refused by :func:`export_schema` once the plan is known.
+    """Refuse, before any request, a ``schema_overrides`` type that is neither an Arrow type nor
+    a type name, and two keys that name one column whatever the plan holds: a preset's or a
+    tag's id and its ``warehouse`` name (``$city`` and ``city``). Other double namings are
+    refused by :func:`export_schema` once the plan is known.
 
     :raises AnalyticsValidationError: naming ``schema_overrides`` and both keys, or when it
         is not a mapping keyed by names.
@@ -171,6 +172,8 @@ def check_override_keys(
         isinstance(overrides, abc.Mapping) and all(isinstance(k, str) and k for k in overrides)
     ):
         rules.fail("schema_overrides", "must be a mapping of column names to types", overrides)
+    for key, value in (overrides or {}).items():
+        _as_arrow_type(key, value)  # a type name is known without the plan
     if column_names is not ColumnNames.WAREHOUSE or not overrides:
         return
     for key in overrides:

@@ -214,11 +214,12 @@ def shard_pages(page_size: Any, shard_rows: Any) -> int:
 
 
 def check_id_property(id_property: Any, properties: Sequence[str] | None) -> str:
-    """The id property, checked: one of ``properties`` when they are known.
+    """The id property, checked: a property id (spec 2.5, ``$`` for a preset), and one of
+    ``properties`` when they are known.
 
     :raises AnalyticsValidationError: naming ``id_property``.
     """
-    name = rules.non_empty_string(id_property, "id_property")
+    name = rules.id_ref(id_property, "id_property")
     if properties is not None and name not in properties:
         rules.fail(
             "id_property",

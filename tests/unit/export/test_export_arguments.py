@@ -90,3 +90,25 @@ def test_a_destination_that_is_not_a_path_is_refused_by_name(destination: Any) -
     with pytest.raises(AnalyticsValidationError) as refused:
         export_cohort_to_parquet(NoRequests(), "c1", destination)  # type: ignore[arg-type]
     assert refused.value.field == "destination"
+
+
+@pytest.mark.parametrize("value", ["nonsense", 5, None, "Int64"])
+def test_a_schema_override_of_no_known_type_is_refused_before_the_plan_is_read(value: Any) -> None:
+    """A type name is known without the plan: it was refused only after the plan's listing."""
+    with pytest.raises(AnalyticsValidationError, match="is not an Arrow type") as refused:
+        prepare_export(NoRequests(), "c1", schema_overrides={"distinct_id": value})  # type: ignore[arg-type]
+    assert refused.value.field == "schema_overrides"
+
+
+@pytest.mark.parametrize("value", ["a b", "", "1st", "tag.vip", "x" * 101, 5])
+def test_an_id_property_that_is_no_property_id_is_refused_before_any_request(value: Any) -> None:
+    """In ``auto`` mode the property list is not known yet: ``"a b"`` was refused only after
+    the plan's listing and the count, once the cohort turned out to need pages."""
+    from airflow_provider_analytics.core.identity import cohort_identity
+    from airflow_provider_analytics.export.cohort_day import export_cohort_day
+    from airflow_provider_analytics.output.parquet_destination import ParquetDestination
+
+    destination = ParquetDestination("file:///tmp/never-written/", cohort_identity("c1"))
+    with pytest.raises(AnalyticsValidationError) as refused:
+        export_cohort_day(NoRequests(), "c1", destination, "2024-01-15", id_property=value)  # type: ignore[arg-type]
+    assert refused.value.field == "id_property"
