@@ -42,6 +42,7 @@ from airflow_provider_analytics.output.roots import open_own
 from airflow_provider_analytics.output.storage import (
     StoragePath,
     atomic_destination,
+    open_unheard,
     remove_quietly,
     temporary_sibling,
 )
@@ -82,7 +83,7 @@ def write_table_atomically(
     """
     if metadata:
         table = table.replace_schema_metadata({**(table.schema.metadata or {}), **metadata})
-    with atomic_destination(destination) as temporary, temporary.open("wb") as sink:
+    with atomic_destination(destination) as temporary, open_unheard(temporary, "wb") as sink:
         with parquet_writer(sink, table.schema, compression=compression) as writer:
             writer.write_table(table)
         return int(sink.tell())
@@ -280,7 +281,7 @@ def merge_parts(
     schema = unified_schema(parts)
     schema = schema.with_metadata({**(schema.metadata or {}), **metadata})
     open_writer = functools.partial(parquet_writer, compression=compression)
-    with atomic_destination(destination) as temporary, temporary.open("wb") as sink:
+    with atomic_destination(destination) as temporary, open_unheard(temporary, "wb") as sink:
         if not join_parts(parts, sink, schema, open_writer):
             with open_writer(sink, schema) as writer:
                 for table in part_row_groups(parts, schema):
@@ -499,15 +500,15 @@ def parquet_stream(
 
 SINK_BUFFER: Final = 1 << 20
 """Bytes gathered before they reach the storage's file object. Arrow's writer hands over every
-page and page header on its own, each a call into Python through fsspec's and Airflow's file
-wrappers with the GIL taken from the other threads of an export: ~4,000 for a 1M-user cohort,
-a few dozen when gathered."""
+page and page header on its own, each a call into Python through fsspec's file object with
+the GIL taken from the other threads of an export: ~4,000 for a 1M-user cohort, a few dozen
+when gathered."""
 
 
 def _sink(path: StoragePath) -> pa.NativeFile:
     """A storage file opened for writing, behind an Arrow buffer of :data:`SINK_BUFFER` bytes;
     closing it writes what is buffered and closes the file (also when that write fails)."""
-    return pa.output_stream(path.open("wb"), buffer_size=SINK_BUFFER)
+    return pa.output_stream(open_unheard(path, "wb"), buffer_size=SINK_BUFFER)
 
 
 @dataclass(eq=False, repr=False)

@@ -165,7 +165,18 @@ def atomic_destination(
         raise
 
 
+def open_unheard(path: StoragePath, mode: str) -> IO[Any]:
+    """``path`` opened without Airflow's hook lineage hearing of it (``ObjectStoragePath.open``
+    reports every write): a hidden temporary is not the task's output, and the object it
+    becomes is reported once it is in place."""
+    fs, fs_path = getattr(path, "fs", None), getattr(path, "path", None)
+    if fs is not None and isinstance(fs_path, str):  # a UPath: its fsspec file system
+        handle: IO[Any] = fs.open(fs_path, mode)
+        return handle
+    return path.open(mode)
+
+
 def write_bytes_atomically(path: StoragePath, data: bytes) -> None:
     """A small object (a record) written whole or not at all."""
-    with atomic_destination(path) as temporary, temporary.open("wb") as handle:
+    with atomic_destination(path) as temporary, open_unheard(temporary, "wb") as handle:
         handle.write(data)

@@ -268,12 +268,14 @@ def test_column_lineage_of_an_export_names_every_columns_property(
     assert {(t.key, t.value, t.field) for t in source.facets["tags"].tags} == tags
 
     # Airflow's hook lineage: the platform read and the object written, with the same origins
-    # (ObjectStoragePath reports the files it opens itself: staging parts, temporaries)
+    # (ObjectStoragePath reports what it reads itself: the staging parts of a paged export)
     assets = collector.collected_assets
     assert [a.asset for a in assets.inputs if a.context is export.hook] == [
         Asset(uri=f"{base_url}/cohort/cohort_small", extra={"personal_data": ["income", "phone"]})
     ]
     (output,) = [a.asset for a in assets.outputs if a.context is export.hook]
+    # the hidden temporaries and staging parts are written unheard: no output but the object
+    assert {a.asset.uri for a in assets.outputs} == {output.uri}
     assert (
         output.uri
         == f"file://{tmp_path}/users/cohort_code=cohort_small/dt=2024-01-15/users.parquet"
