@@ -23,7 +23,9 @@ class RegisterAccountOperator(AnalyticsBaseOperator):
     """Register an enterprise user (spec 4.14); needs the connection's ``xtoken``.
 
     The password is never templated, logged or returned; prefer leaving it unset (the platform
-    then asks the user to set one) or reading it from a secrets backend in the DAG.
+    then asks the user to set one) or reading it from a secrets backend in the DAG. Never give
+    it to ``.partial()`` of a mapped task: Airflow stores partial arguments, as given, in the
+    serialized DAG.
 
     :param account_email: login email, unique (templated). Not ``email``: on an operator that
         name means Airflow's alert recipients, which ``default_args`` often set.
