@@ -40,6 +40,7 @@ MAX_LISTED_PROBLEMS = 50
 MAX_CHARACTERS = 5_000_000
 MAX_NODES = 200_000
 MAX_DEPTH = 64
+PLAN_SUFFIXES = (".yaml", ".yml", ".json")
 
 
 class TrackingPlanFileError(AnalyticsError, ValueError):
@@ -315,6 +316,8 @@ def load_tracking_plan(
         path = path.expanduser()
         if not path.is_absolute() and base_dir is not None:
             path = Path(base_dir) / path
+        if path.suffix.lower() not in PLAN_SUFFIXES:  # /etc/shadow, /dev/zero: not plans
+            raise DecodeError(f"must be a {', '.join(PLAN_SUFFIXES)} file, not {path.name!r}")
         with path.open(encoding="utf-8-sig") as stream:  # a BOM (Windows editors) is no text
             text = stream.read(MAX_CHARACTERS + 1)  # one more than allowed: enough to refuse
         if len(text) > MAX_CHARACTERS:

@@ -237,3 +237,15 @@ def test_unreadable_files_are_reported(tmp_path: Path) -> None:
         load_tracking_plan(tmp_path / "missing.yaml")
     assert str(caught.value).startswith(f"{tmp_path / 'missing.yaml'}: 1 problem(s)")
     assert caught.value.problems == ["file: cannot be read: No such file or directory"]
+
+
+@pytest.mark.parametrize("name", ["shadow", "environ", "plan.txt", "plan.yaml.bak"])
+def test_a_file_that_is_not_named_as_a_plan_is_refused_unread(tmp_path: Path, name: str) -> None:
+    """A templated path could name any file the worker reads: the refusal quoted its lines."""
+    path = tmp_path / name
+    path.write_text("root:secret-hash:20228:0:99999:7:::\n", encoding="utf-8")
+    with pytest.raises(
+        TrackingPlanFileError, match=r"must be a \.yaml, \.yml, \.json file"
+    ) as refused:
+        load_tracking_plan(path)
+    assert "secret-hash" not in str(refused.value)
