@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from airflow_provider_analytics.core import rules
 from airflow_provider_analytics.core.identity import COHORT_FILE, cohort_identity
 from airflow_provider_analytics.export.settings import ExportSettings
 from airflow_provider_analytics.operators.intervals import covered_days
@@ -110,7 +111,9 @@ class _CohortOperator(AnalyticsOutputOperator):
     @property
     def export_timezone(self) -> str | None:
         """The zone the export reads dates in: the operator's, else the project's (None: UTC)."""
-        return self.timezone or self.hook.project_timezone
+        if self.timezone is None:
+            return self.hook.project_timezone
+        return rules.time_zone(self.timezone)  # one rendered "" is refused, not the default
 
     def publish_day(
         self,

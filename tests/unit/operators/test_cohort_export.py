@@ -83,3 +83,14 @@ def test_only_the_publish_step_declares_the_destinations_asset() -> None:
     publish = CohortShardPublishOperator(task_id="publish", **SHARED)
     assert plan.outlets == []
     assert publish.outlets == [destination_asset("file:///data/cohorts/")]
+
+
+@pytest.mark.parametrize("rendered", ["", " ", "Mars/Olympus"])
+def test_a_timezone_that_renders_to_no_zone_is_refused_not_the_default(rendered: str) -> None:
+    """``timezone="{{ params.tz }}"`` rendering ``""`` silently meant the project's zone."""
+    from airflow_provider_analytics.core.errors import AnalyticsValidationError
+
+    task = CohortExportToParquetOperator(task_id="t", **{**SHARED, "timezone": rendered})
+    with pytest.raises(AnalyticsValidationError, match=r"^timezone: must be a time zone"):
+        task.export_timezone  # noqa: B018 (a property that checks)
+    assert CohortExportToParquetOperator(task_id="t", **SHARED).export_timezone == "Europe/Paris"
