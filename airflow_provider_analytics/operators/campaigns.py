@@ -181,8 +181,8 @@ class UtmConversionOperator(AnalyticsBaseOperator):
         first, last = covered_days(context).dates
         return self.hook.get_conn().get_utm_conversion(
             self.campaign_id,
-            self.from_date or first,
-            self.to_date or last,
+            first if self.from_date is None else self.from_date,  # a rendered "" is refused
+            last if self.to_date is None else self.to_date,
             expression=self.expression,
             convert_measures=self.convert_measures,
         )

@@ -130,6 +130,15 @@ def test_conversion_operator_covers_the_data_interval(connection: EmulatorServer
     ).execute(CONTEXT)
     assert result["success"] == 0
     assert (result["fromDate"], result["toDate"]) == ("2024-01-15", "2024-01-15")
+    # a day that renders to "" is refused by name, not replaced by the run's day
+    for field in ("from_date", "to_date"):
+        with pytest.raises(AnalyticsValidationError, match=rf"^{field}"):
+            UtmConversionOperator(
+                task_id="conversion",
+                campaign_id=link["campaign_id"],
+                expression="event.purchase",
+                **{field: ""},
+            ).execute(CONTEXT)
 
 
 def test_register_then_duplicate_fails_unless_ensure_exists(connection: EmulatorServer) -> None:
