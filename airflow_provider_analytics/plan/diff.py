@@ -154,7 +154,12 @@ def _compare(
         reason = f"data was reported, so the data type cannot change from {old} to {new}"
         return replace(base, kind=ChangeKind.CONFLICT, fields=fields, reason=reason)
     if record.get("plan", 1) == 0:
-        return replace(base, kind=ChangeKind.ADD, fields={"plan": FieldChange(0, 1), **fields})
+        # the add that moves it in gives it the submitted name and remark (spec 4.8, 4.9): an
+        # undeclared one is submitted as the platform has it, not left out (cleared)
+        kept = {key: record[key] for key in ("name", "remark") if key not in declared}
+        submitted = {**{key: value for key, value in kept.items() if value}, **declared}
+        moved = {"plan": FieldChange(0, 1), **fields}
+        return replace(base, kind=ChangeKind.ADD, fields=moved, declared=submitted)
     if fields:
         return replace(base, kind=ChangeKind.MODIFY, fields=fields)
     return base

@@ -430,3 +430,17 @@ def test_a_common_property_declared_alike_or_partly_under_two_events_is_no_confl
         }
     )
     assert [c.kind for c in changes if c.id == "$platform"] == [MODIFY, SKIP, MODIFY]
+
+
+def test_moving_an_item_into_the_plan_submits_the_name_and_remark_it_has() -> None:
+    """The add gives the item the submitted name and remark (spec 4.8): one the file leaves
+    out is submitted as the platform has it, rather than cleared."""
+    live = LivePlan.from_records(
+        [user_property("legacy_level", "Legacy level", "number", plan=0, remark="kept")],
+        [],
+        {},
+    )
+    change = one(user(id="legacy_level", data_type="number", remark="new"), live)
+    assert change.kind is ADD
+    assert change.declared == {"name": "Legacy level", "remark": "new", "dataType": "number"}
+    assert change.fields == {"plan": FieldChange(0, 1), "remark": FieldChange("kept", "new")}

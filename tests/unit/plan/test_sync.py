@@ -145,7 +145,8 @@ EXPECTED_WRITES = [
         {
             "id": "purchase",
             "properties": [
-                {"id": "old_prop", "dataType": "number"},
+                # moved into the plan: its name submitted as it is, not cleared
+                {"id": "old_prop", "dataType": "number", "name": "Old prop"},
                 {"id": "tax", "dataType": "number", "name": "Tax"},
             ],
         },
