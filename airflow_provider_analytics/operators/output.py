@@ -105,6 +105,7 @@ class AnalyticsOutputOperator(AnalyticsBaseOperator):
         super().__init__(**kwargs)
         self.destination = destination or ""
         self.iceberg_table = iceberg_table
+        self.writes_iceberg = iceberg_table is not None  # whatever either renders to
         self.iceberg_conn_id = iceberg_conn_id
         self.partition_outputs = partition_outputs
         self.written: dict[LineageTarget, Sequence[ColumnOrigin]] = {}
@@ -115,14 +116,16 @@ class AnalyticsOutputOperator(AnalyticsBaseOperator):
         """Where this run writes (``destination`` or ``iceberg_table``), bound to the roots the
         deployment allows."""
         roots = deployment_roots(self.hook.client_config.allowed_destinations)
-        if self.iceberg_table:
+        if self.writes_iceberg:
+            if not isinstance(self.iceberg_table, str):  # a native template: ["lake.t"], None
+                rules.fail("iceberg_table", "must be text, namespace.table", self.iceberg_table)
             from airflow_provider_analytics.hooks.iceberg import IcebergCatalogHook
             from airflow_provider_analytics.output.iceberg_destination import IcebergDestination
 
             return IcebergDestination(
                 IcebergCatalogHook(iceberg_conn_id=self.iceberg_conn_id).get_conn,
                 self.iceberg_conn_id,
-                str(self.iceberg_table),
+                self.iceberg_table,
                 identity,
                 staging_root=staging,
                 allowed_roots=roots,

@@ -128,7 +128,7 @@ class _AnalysisReportOperator(AnalyticsOutputOperator):
                     "request with dates of its own, cannot look back)",
                     lookback_days,
                 )
-            if not self.iceberg_table and not self.destination.endswith("/"):
+            if not self.writes_iceberg and not self.destination.endswith("/"):
                 rules.fail(
                     "lookback_days",
                     "needs a destination prefix ending in '/' (each re-pulled day is written to "

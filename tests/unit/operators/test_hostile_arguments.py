@@ -14,6 +14,7 @@ from airflow_provider_analytics.operators.accounts import (
     AccountActivationOperator,
     RegisterAccountOperator,
 )
+from airflow_provider_analytics.operators.cohort_export import CohortExportToParquetOperator
 from airflow_provider_analytics.operators.iceberg_maintenance import IcebergMaintenanceOperator
 from airflow_provider_analytics.operators.intervals import covered_days
 from airflow_provider_analytics.operators.reports import EventReportOperator, FunnelReportOperator
@@ -43,6 +44,28 @@ def test_a_request_rendered_as_text_is_refused_by_name(
     with pytest.raises(AnalyticsValidationError, match=r"^request: must be a dict") as refused:
         task.execute(run_context("2024-01-15"))
     assert refused.value.field == "request"
+
+
+@pytest.mark.parametrize(
+    ("rendered", "rule"),
+    [(["lake.funnel"], "must be text"), (None, "must be text"), ("", "must be namespace.table")],
+)
+@pytest.mark.parametrize("operator", [FunnelReportOperator, CohortExportToParquetOperator])
+def test_an_iceberg_table_rendered_to_no_table_name_is_refused_by_name(
+    no_requests: Any, operator: type, rendered: Any, rule: str
+) -> None:
+    """A native template rendering a list was written to a real table named ``['lake``; an
+    empty or None table was refused as a missing ``destination``."""
+    if operator is FunnelReportOperator:
+        steps = [{"expression": "event.a"}, {"expression": "event.b"}]
+        funnel = {"steps": steps, "crowds": ["$ALL"]}
+        task = operator(task_id="r", request=funnel, iceberg_table="{{ params.table }}")
+    else:
+        task = operator(task_id="c", cohort_code="vip", iceberg_table="{{ params.table }}")
+    task.iceberg_table = rendered
+    with pytest.raises(AnalyticsValidationError, match=rf"^iceberg_table: {rule}") as refused:
+        task.execute(run_context("2024-01-15"))
+    assert refused.value.field == "iceberg_table"
 
 
 @pytest.mark.parametrize(
