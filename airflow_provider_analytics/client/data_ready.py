@@ -50,8 +50,7 @@ class DataReadyCheck:
             rules.id_ref(self.event_property, "event_property")
             if self.source != "plan":
                 rules.fail("event_property", "is only used with source='plan'")
-        if rules.number(self.threshold, "threshold") <= 0:
-            rules.fail("threshold", "must be greater than 0", self.threshold)
+        rules.positive(self.threshold, "threshold")
         if self.source == "plan" and self.event == "$Anything":
             rules.fail("event", "must name a real event when source='plan'", self.event)
 

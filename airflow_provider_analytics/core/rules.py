@@ -250,6 +250,14 @@ def number(value: Any, field: str) -> int | float:
     return value if isinstance(value, float) else integer(value, field)
 
 
+def positive(value: Any, field: str) -> int | float:
+    """A finite number greater than 0 (a threshold; the seconds between two polls, where 0
+    would poll in a tight loop)."""
+    if number(value, field) <= 0:
+        fail(field, "must be greater than 0", value)
+    return value
+
+
 def json_scalar(value: Any, field: str) -> str | int | float | bool:
     """A string fit to be sent, a bool or a finite number: what a filter parameter may be."""
     if isinstance(value, str):

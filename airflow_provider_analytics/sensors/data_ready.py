@@ -101,6 +101,7 @@ class AnalyticsDataSensor(BaseSensorOperator, AnalyticsBaseOperator):
 
         if float(self.timeout) > TIMEOUT_MAX:  # no deadline a calendar holds (OverflowError)
             rules.fail("timeout", f"must be at most {TIMEOUT_MAX:.0f} s to defer", self.timeout)
+        poke_interval = rules.positive(float(self.poke_interval), "poke_interval")  # the trigger's
         first = self.poke(context)
         if first.is_done:
             return first.xcom_value
@@ -110,7 +111,7 @@ class AnalyticsDataSensor(BaseSensorOperator, AnalyticsBaseOperator):
             trigger=AnalyticsDataReadyTrigger(
                 analytics_conn_id=self.analytics_conn_id,
                 check=self.data_check(context).as_dict(),
-                poke_interval=float(self.poke_interval),
+                poke_interval=poke_interval,
                 deadline=time.time() + float(self.timeout),
             ),
             method_name="execute_complete",

@@ -99,8 +99,7 @@ class AnalyticsDataReadyEventTrigger(BaseEventTrigger):
         rules.id_ref(event, "event")
         positive = {"threshold": threshold, "poke_interval": poke_interval, "timeout": timeout}
         for field, value in positive.items():
-            if rules.number(value, field) <= 0:
-                rules.fail(field, "must be greater than 0", value)
+            rules.positive(value, field)
         if timeout > TIMEOUT_MAX:
             rules.fail("timeout", f"must be at most {TIMEOUT_MAX:.0f} seconds (ten years)", timeout)
         if timezone is not None:

@@ -152,3 +152,20 @@ def test_a_deferrable_wait_no_calendar_can_end_is_refused_before_any_request(
     with rm.Mocker() as mocked, pytest.raises(AnalyticsValidationError, match=r"^timeout: must"):
         sensor.execute(context())  # type: ignore[arg-type]
     assert mocked.call_count == 0
+
+
+def test_a_deferrable_wait_polling_without_pause_is_refused_before_any_request(
+    connection: None,
+) -> None:
+    """``poke_interval=0`` made the trigger poll in a tight loop (hundreds of requests a
+    second); the trigger refuses it by the same rule."""
+    from airflow_provider_analytics.core.errors import AnalyticsValidationError
+    from airflow_provider_analytics.triggers.data_ready import AnalyticsDataReadyTrigger
+
+    sensor = AnalyticsDataSensor(task_id="wait", poke_interval=0, deferrable=True)
+    refused = r"^poke_interval: must be greater than 0"
+    with rm.Mocker() as mocked, pytest.raises(AnalyticsValidationError, match=refused):
+        sensor.execute(context())  # type: ignore[arg-type]
+    assert mocked.call_count == 0
+    with pytest.raises(AnalyticsValidationError, match=refused):
+        AnalyticsDataReadyTrigger("analytics_default", {}, poke_interval=0)
