@@ -169,3 +169,24 @@ def test_a_deferrable_wait_polling_without_pause_is_refused_before_any_request(
     assert mocked.call_count == 0
     with pytest.raises(AnalyticsValidationError, match=refused):
         AnalyticsDataReadyTrigger("analytics_default", {}, poke_interval=0)
+
+
+@pytest.mark.parametrize(
+    ("event", "refusal"),
+    [
+        (None, "the answer must be a JSON object"),
+        ([], "the answer must be a JSON object"),
+        ("success", "the answer must be a JSON object"),
+        ({"status": "success"}, "detail is missing"),
+        ({"status": "weird", "message": "x"}, "status must be one of"),
+        ({"status": "timeout"}, "message is missing"),
+    ],
+)
+def test_a_trigger_event_of_another_shape_is_refused_by_name(event: object, refusal: str) -> None:
+    """Such events raised a bare AttributeError, and a success without its detail counted as
+    the data having landed."""
+    from airflow_provider_analytics.client.answers import AnswerShapeError
+
+    sensor = AnalyticsDataSensor(task_id="wait", soft_fail=True)
+    with pytest.raises(AnswerShapeError, match=rf"^data_ready_trigger: {refusal}"):
+        sensor.execute_complete({}, event)  # type: ignore[arg-type]
