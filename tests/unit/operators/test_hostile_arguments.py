@@ -151,3 +151,25 @@ def test_tables_rendered_as_the_text_of_a_list_are_refused_by_name(tables: str) 
     operator = IcebergMaintenanceOperator(task_id="m", iceberg_tables=tables)
     with pytest.raises(AnalyticsValidationError, match=r"^iceberg_tables: must be a list, not"):
         operator.execute({})  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "field"),
+    [
+        ({"account_email": "not-an-email"}, "email"),
+        ({"account_email": 5}, "email"),
+        ({"account_email": ""}, "email"),
+        ({"account_email": None}, "email"),
+        ({"account_email": "a@b.com` on the platform.\n\n**Account**: enable `x@b.com"}, "email"),
+        ({"account_email": "a@example.com", "login_user": 5}, "login_user"),
+    ],
+)
+def test_an_activation_preview_checks_what_the_change_would_send(
+    no_requests: Any, arguments: dict[str, Any], field: str
+) -> None:
+    """The preview described any argument as a valid change (a review a person could approve,
+    with Markdown of the argument's making); the call it previews refuses them."""
+    task = AccountActivationOperator(task_id="a", activation=False, dry_run=True, **arguments)
+    with pytest.raises(AnalyticsValidationError, match=rf"^{field}: must") as refused:
+        task.execute(run_context("2024-01-15"))
+    assert refused.value.field == field
