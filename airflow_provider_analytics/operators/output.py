@@ -148,14 +148,7 @@ class AnalyticsOutputOperator(AnalyticsBaseOperator):
         """Record what was written: the run's main output and its day on the asset events,
         and every object or table written, with its columns' origins (by table name), for
         lineage. ``days`` end with the run's own (a report's look-back days come first)."""
-        from airflow_provider_analytics.operators.lineage import report_hook_lineage
-
-        self.written = {
-            target: (columns or {}).get(name, ())
-            for day in days
-            for name, target in zip(names, destination.lineage([day], names), strict=True)
-        }
-        report_hook_lineage(self.hook, self.lineage_source_target(), self.written)
+        self.publish_lineage(destination, days, names, columns)
         day = days[-1]
         uri = destination.uri(day, names)
         partitioned = self.partition_outputs
@@ -167,6 +160,24 @@ class AnalyticsOutputOperator(AnalyticsBaseOperator):
                 event.extra = {"uri": uri, "day": day, **details}
                 if partitioned:
                     event.add_partitions(day)
+
+    def publish_lineage(
+        self,
+        destination: Destination,
+        days: Sequence[str],
+        names: Sequence[str],
+        columns: Mapping[str, Sequence[ColumnOrigin]] | None = None,
+    ) -> None:
+        """Record every object or table written on ``days`` for lineage, with its columns'
+        origins (also for a look-back written in part, whose run then fails)."""
+        from airflow_provider_analytics.operators.lineage import report_hook_lineage
+
+        self.written = {
+            target: (columns or {}).get(name, ())
+            for day in days
+            for name, target in zip(names, destination.lineage([day], names), strict=True)
+        }
+        report_hook_lineage(self.hook, self.lineage_source_target(), self.written)
 
     def lineage_input_name(self) -> str:
         return "analytics"
