@@ -190,3 +190,11 @@ def test_a_trigger_event_of_another_shape_is_refused_by_name(event: object, refu
     sensor = AnalyticsDataSensor(task_id="wait", soft_fail=True)
     with pytest.raises(AnswerShapeError, match=rf"^data_ready_trigger: {refusal}"):
         sensor.execute_complete({}, event)  # type: ignore[arg-type]
+
+
+def test_a_range_no_check_can_count_is_refused_before_any_request(connection: None) -> None:
+    """Each poke of ``to_date="9999-12-31"`` logged a ~99 MB line of days."""
+    sensor = AnalyticsDataSensor(task_id="wait", to_date="9999-12-31")
+    with rm.Mocker() as mock, pytest.raises(AirflowFailException, match="to_date: must be at most"):
+        sensor.poke(context())
+    assert mock.request_history == []
