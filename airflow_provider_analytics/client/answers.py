@@ -552,6 +552,23 @@ class EventAnswer(_Shape):
 
 # The operations, by the client method's name
 
+
+class DataReadyFired(_Shape):
+    """The event the data-ready trigger hands the sensor back: what its last check saw when
+    the data landed (``detail``), or why the wait ended without it (``message``)."""
+
+    status: Literal["success", "timeout", "error"]
+    detail: dict[str, Any] | None = None
+    message: Text | None = None
+
+    @model_validator(mode="after")
+    def _says_what(self) -> DataReadyFired:
+        needed = "detail" if self.status == "success" else "message"
+        if getattr(self, needed) is None:
+            raise _RelationFault(needed, f" is missing (a {self.status!r} event carries it)")
+        return self
+
+
 ANSWERS: Final[dict[str, Any]] = {
     "create_utm": UtmCreated,
     "get_utm": UtmRecord,
@@ -571,9 +588,11 @@ ANSWERS: Final[dict[str, Any]] = {
     "set_account_activation": Succeeded,
     "analyze_funnel": FunnelAnswer,
     "analyze_events": EventAnswer,
+    "data_ready_trigger": DataReadyFired,
 }
 """Each operation's declared answer; for the streamed export, the platform's error object
-(its records are declared by :mod:`~airflow_provider_analytics.export.schema`)."""
+(its records are declared by :mod:`~airflow_provider_analytics.export.schema`); the event the
+data-ready trigger hands the sensor back."""
 
 _PROBLEMS: Final = {
     "int_type": "must be a JSON integer (not text, a boolean or a fraction)",

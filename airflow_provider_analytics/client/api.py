@@ -55,6 +55,13 @@ def _login_user(value: Any) -> dict[str, str | None]:
     return {"loginUser": None if value is None else rules.non_empty_string(value, "login_user")}
 
 
+def account_activation(email: Any, activation: Any, login_user: Any) -> dict[str, Any]:
+    """The query and body of an account enabled or disabled (spec 4.15), checked: what
+    :meth:`AnalyticsClient.set_account_activation` sends and a preview of the change checks."""
+    params = {"email": rules.email(email), **_login_user(login_user)}
+    return {"params": params, "json": validation.Activation.of(locals()).to_body()}
+
+
 def _plan_filters(plan: Any, data_status: Any) -> dict[str, int | None]:
     return {
         "plan": None if plan is None else rules.flag(plan, "plan"),
@@ -508,9 +515,7 @@ class AnalyticsClient(ConfiguredClient):
         :param activation: a real bool; 0/1 or strings are refused.
         :param login_user: operator recorded for the change (query ``loginUser``).
         """
-        params = {"email": rules.email(email), **_login_user(login_user)}
-        body = validation.Activation.of(locals()).to_body()
-        self._call(ops.SET_ACCOUNT_ACTIVATION, params=params, json=body)
+        self._call(ops.SET_ACCOUNT_ACTIVATION, **account_activation(email, activation, login_user))
 
     # Analyses (spec 4.16, 4.17)
 

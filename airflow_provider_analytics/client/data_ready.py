@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from airflow_provider_analytics.client.operations import (
     ANALYZE_EVENTS,
@@ -15,6 +15,10 @@ from airflow_provider_analytics.client.operations import (
     ApiCall,
 )
 from airflow_provider_analytics.core import rules
+
+DAYS_MAX: Final = 3661
+"""The most days one check covers: ten years, the longest window the data-ready event trigger
+watches (its longest ``timeout``, and the day that ended last)."""
 
 
 @dataclass(frozen=True)
@@ -39,8 +43,12 @@ class DataReadyCheck:
     event_property: str | None = None
 
     def __post_init__(self) -> None:
-        days = rules.date_range(
-            self.from_date, self.to_date, from_field="from_date", to_field="to_date"
+        days = rules.date_range(  # each day is counted, logged and kept in the XCom
+            self.from_date,
+            self.to_date,
+            from_field="from_date",
+            to_field="to_date",
+            max_days=DAYS_MAX,
         )
         for name, day in zip(("from_date", "to_date"), days, strict=True):  # a date as its text
             object.__setattr__(self, name, day)
@@ -50,8 +58,7 @@ class DataReadyCheck:
             rules.id_ref(self.event_property, "event_property")
             if self.source != "plan":
                 rules.fail("event_property", "is only used with source='plan'")
-        if rules.number(self.threshold, "threshold") <= 0:
-            rules.fail("threshold", "must be greater than 0", self.threshold)
+        rules.positive(self.threshold, "threshold")
         if self.source == "plan" and self.event == "$Anything":
             rules.fail("event", "must name a real event when source='plan'", self.event)
 

@@ -271,6 +271,29 @@ class AnalyticsStorageError(AnalyticsError, OSError):
         self.errno = cause.errno
 
 
+class ReportWrittenInPartError(AnalyticsError):
+    """A look-back report's write failed after earlier days were replaced: the message names
+    the days replaced and the days not, then the failure; transient as the failure is.
+
+    :param replaced: the days whose tables were all replaced, oldest first.
+    :param not_replaced: the day whose write failed (its tables written before the failure
+        were replaced) and the days after it, which were not written.
+    """
+
+    def __init__(self, replaced: list[str], not_replaced: list[str], cause: BaseException) -> None:
+        super().__init__(
+            f"the look-back was written in part: {', '.join(replaced)} replaced; "
+            f"{', '.join(not_replaced)} not replaced (writing {not_replaced[0]} failed; any of "
+            f"its tables written before the failure were replaced): {cause}"
+        )
+        self.replaced, self.not_replaced = replaced, not_replaced
+        self._transient = is_transient(cause)
+
+    @property
+    def transient(self) -> bool:
+        return self._transient
+
+
 class EarlierDayUnreadableError(AnalyticsError, ValueError):
     """The earlier day's file that decides the column types is not this provider's Parquet."""
 

@@ -184,12 +184,21 @@ def date(value: Any, field: str) -> str:
 
 
 def date_range(
-    from_value: Any, to_value: Any, *, from_field: str = "fromDate", to_field: str = "toDate"
+    from_value: Any,
+    to_value: Any,
+    *,
+    from_field: str = "fromDate",
+    to_field: str = "toDate",
+    max_days: int | None = None,
 ) -> tuple[str, str]:
-    """Two dates, the first not after the second."""
+    """Two dates, the first not after the second (and at most ``max_days`` days, both
+    counted, when given)."""
     start, end = date(from_value, from_field), date(to_value, to_field)
     if start > end:
         fail(to_field, f"must not be before {from_field} ({start})", end)
+    span = (datetime.date.fromisoformat(end) - datetime.date.fromisoformat(start)).days + 1
+    if max_days is not None and span > max_days:
+        fail(to_field, f"must be at most {max_days} days from {from_field} ({start})", end)
     return start, end
 
 
@@ -248,6 +257,14 @@ def number(value: Any, field: str) -> int | float:
     ):
         fail(field, "must be a finite number", value)
     return value if isinstance(value, float) else integer(value, field)
+
+
+def positive(value: Any, field: str) -> int | float:
+    """A finite number greater than 0 (a threshold; the seconds between two polls, where 0
+    would poll in a tight loop)."""
+    if number(value, field) <= 0:
+        fail(field, "must be greater than 0", value)
+    return value
 
 
 def json_scalar(value: Any, field: str) -> str | int | float | bool:

@@ -154,9 +154,12 @@ class AccountActivationOperator(AnalyticsBaseOperator):
         self.review_arguments(dry_run, reviewed_preview)
 
     def execute(self, context: Context) -> dict[str, Any]:
+        from airflow_provider_analytics.client.api import account_activation
+
         activation = rules.boolean(self.activation, "activation")
         change = {"email": self.account_email, "activation": activation}
-        if self.is_dry_run:
+        if self.is_dry_run:  # the arguments the change would send, checked as it checks them
+            account_activation(self.account_email, activation, self.login_user)
             verb = "enable" if activation else "disable"
             review = f"**Account**: {verb} `{self.account_email}` on the platform."
             self.log.info("would %s account %s", verb, self.account_email)

@@ -60,9 +60,15 @@ def covered_days(context: Mapping[str, Any]) -> CoveredDays:
     partition_day = _day(getattr(dag_run, "partition_key", None))
     if partition_day is not None:
         return CoveredDays(partition_day, partition_day, timezone)
-    if announced := announced_days(context):
-        first, last = dt.date.fromisoformat(announced[0]), dt.date.fromisoformat(announced[-1])
-        return CoveredDays(first, last, timezone)
+    if announced := [dt.date.fromisoformat(day) for day in announced_days(context)]:
+        if (announced[-1] - announced[0]).days >= len(announced):  # sorted, each day once
+            rules.fail(
+                "triggering_asset_events",
+                "must announce adjacent days (a run covers one range of days; the days between "
+                "were never announced ready): trigger a run for each day on its own",
+                [day.isoformat() for day in announced],
+            )
+        return CoveredDays(announced[0], announced[-1], timezone)
     logical, ds = context.get("logical_date"), context.get("ds") or ""
     if logical is None and not ds:
         run_after = getattr(dag_run, "run_after", None) or dt.datetime.now(dt.UTC)
@@ -84,15 +90,18 @@ def covered_days(context: Mapping[str, Any]) -> CoveredDays:
 
 def announced_days(context: Mapping[str, Any]) -> list[str]:
     """The days the data-ready events that started this run announced, oldest first (none
-    for a run that no such event started)."""
+    for a run that no such event started).
+
+    An event's payload of the data-ready ``source`` declares its ``day`` as ``yyyy-MM-dd``:
+    one that is no such day (missing, a number, ``2024-02-30``) is refused by name, never
+    skipped (the run would cover another day)."""
     days: set[str] = set()
     for events in (context.get("triggering_asset_events") or {}).values():
         for event in events:
-            payload = (getattr(event, "extra", None) or {}).get("payload")
+            extra = getattr(event, "extra", None)
+            payload = extra.get("payload") if isinstance(extra, dict) else None
             if isinstance(payload, dict) and payload.get("source") == DATA_READY_SOURCE:
-                day = _day(payload.get("day"))
-                if day is not None:
-                    days.add(day.isoformat())
+                days.add(rules.date(payload.get("day"), f"{DATA_READY_SOURCE} payload.day"))
     return sorted(days)
 
 

@@ -109,6 +109,7 @@ class AnalyticsOutputOperator(AnalyticsBaseOperator):
         super().__init__(**kwargs)
         self.destination = destination or ""
         self.iceberg_table = iceberg_table
+        self.writes_iceberg = iceberg_table is not None  # whatever either renders to
         self.iceberg_conn_id = iceberg_conn_id
         self.partition_outputs = partition_outputs
         self.written: dict[LineageTarget, Sequence[ColumnOrigin]] = {}
@@ -119,14 +120,16 @@ class AnalyticsOutputOperator(AnalyticsBaseOperator):
         """Where this run writes (``destination`` or ``iceberg_table``), bound to the roots the
         deployment allows."""
         roots = deployment_roots(self.hook.client_config.allowed_destinations)
-        if self.iceberg_table:
+        if self.writes_iceberg:
+            if not isinstance(self.iceberg_table, str):  # a native template: ["lake.t"], None
+                rules.fail("iceberg_table", "must be text, namespace.table", self.iceberg_table)
             from airflow_provider_analytics.hooks.iceberg import IcebergCatalogHook
             from airflow_provider_analytics.output.iceberg_destination import IcebergDestination
 
             return IcebergDestination(
                 IcebergCatalogHook(iceberg_conn_id=self.iceberg_conn_id).get_conn,
                 self.iceberg_conn_id,
-                str(self.iceberg_table),
+                self.iceberg_table,
                 identity,
                 staging_root=staging,
                 allowed_roots=roots,
@@ -149,14 +152,7 @@ class AnalyticsOutputOperator(AnalyticsBaseOperator):
         """Record what was written: the run's main output and its day on the asset events,
         and every object or table written, with its columns' origins (by table name), for
         lineage. ``days`` end with the run's own (a report's look-back days come first)."""
-        from airflow_provider_analytics.operators.lineage import report_hook_lineage
-
-        self.written = {
-            target: (columns or {}).get(name, ())
-            for day in days
-            for name, target in zip(names, destination.lineage([day], names), strict=True)
-        }
-        report_hook_lineage(self.hook, self.lineage_source_target(), self.written)
+        self.publish_lineage(destination, days, names, columns)
         day = days[-1]
         uri = destination.uri(day, names)
         partitioned = self.partition_outputs
@@ -168,6 +164,24 @@ class AnalyticsOutputOperator(AnalyticsBaseOperator):
                 event.extra = {"uri": uri, "day": day, **details}
                 if partitioned:
                     event.add_partitions(day)
+
+    def publish_lineage(
+        self,
+        destination: Destination,
+        days: Sequence[str],
+        names: Sequence[str],
+        columns: Mapping[str, Sequence[ColumnOrigin]] | None = None,
+    ) -> None:
+        """Record every object or table written on ``days`` for lineage, with its columns'
+        origins (also for a look-back written in part, whose run then fails)."""
+        from airflow_provider_analytics.operators.lineage import report_hook_lineage
+
+        self.written = {
+            target: (columns or {}).get(name, ())
+            for day in days
+            for name, target in zip(names, destination.lineage([day], names), strict=True)
+        }
+        report_hook_lineage(self.hook, self.lineage_source_target(), self.written)
 
     def lineage_input_name(self) -> str:
         return "analytics"

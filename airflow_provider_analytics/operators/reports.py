@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from airflow_provider_analytics.core import rules
-from airflow_provider_analytics.core.errors import bounded_repr
+from airflow_provider_analytics.core.errors import ReportWrittenInPartError, bounded_repr
 from airflow_provider_analytics.core.identity import report_identity
 from airflow_provider_analytics.operators.intervals import covered_days
 from airflow_provider_analytics.operators.output import AnalyticsOutputOperator
@@ -128,7 +128,7 @@ class _AnalysisReportOperator(AnalyticsOutputOperator):
                     "request with dates of its own, cannot look back)",
                     lookback_days,
                 )
-            if not self.iceberg_table and not self.destination.endswith("/"):
+            if not self.writes_iceberg and not self.destination.endswith("/"):
                 rules.fail(
                     "lookback_days",
                     "needs a destination prefix ending in '/' (each re-pulled day is written to "
@@ -139,16 +139,23 @@ class _AnalysisReportOperator(AnalyticsOutputOperator):
         # the request's own check first: the key is the digest of the request as sent
         identity = report_identity(self.report_name, self.kind.validate(body), self.report_key)
         destination = self.output_destination(identity, compression=self.compression)
-        summary = report_to_destination(
-            self.kind,
-            self.hook.get_conn(),
-            body,
-            destination,
-            written_days,
-            window_days=self.window_days,
-            timezone=self.timezone or self.hook.project_timezone,  # None: UTC, with a warning
-            progress_interval=self.progress_interval,
-        )
+        names = [grain.name for grain in self.kind.grains]
+        try:
+            summary = report_to_destination(
+                self.kind,
+                self.hook.get_conn(),
+                body,
+                destination,
+                written_days,
+                window_days=self.window_days,
+                timezone=self.timezone or self.hook.project_timezone,  # None: UTC, with a warning
+                progress_interval=self.progress_interval,
+            )
+        except ReportWrittenInPartError as error:  # the days replaced are read downstream
+            self.publish_lineage(
+                destination, error.replaced, names, report_origins(self.kind, body)
+            )
+            raise
         summary["lookback_days"] = lookback_days
         self.log.info(
             "%s report %s: %d rows to %s; %s; days written: %s",
@@ -159,7 +166,6 @@ class _AnalysisReportOperator(AnalyticsOutputOperator):
             summary["headline"],
             ", ".join(written_days),
         )
-        names = [grain.name for grain in self.kind.grains]
         self.publish_output(
             context,
             destination,

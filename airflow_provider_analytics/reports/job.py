@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 
 from airflow_provider_analytics.client.analysis_requests import EventRequest, FunnelRequest
 from airflow_provider_analytics.core import rules
-from airflow_provider_analytics.core.errors import AnalyticsUsageError
+from airflow_provider_analytics.core.errors import AnalyticsUsageError, ReportWrittenInPartError
 from airflow_provider_analytics.reports.frames import (
     EVENT_GRAINS,
     FUNNEL_GRAINS,
@@ -275,7 +275,9 @@ def run_report_days(
     Each day's tables are exactly those :func:`run_report` gives for that one day (one query),
     so a day re-pulled later holds the rows its own daily run would write, never a share of a
     wider query. Every request is checked and every day queried before the first write, so a
-    refused request or a failed query writes nothing; a day listed twice is refused.
+    refused request or a failed query writes nothing; a day listed twice is refused. A write
+    that fails once earlier days were replaced raises :class:`ReportWrittenInPartError`,
+    naming the days replaced and the days not.
 
     :param request: the analysis request body; its ``fromDate``/``toDate`` become each day.
     :param days: ``yyyy-MM-dd`` days, each written once.
@@ -289,11 +291,18 @@ def run_report_days(
         (kind.validate({**request, "fromDate": day, "toDate": day}), (day, day)) for day in days
     ]
     queried = _query(kind, client, queries, timezone, "days", progress_interval)
+    results: list[ReportResult] = []
     # each day's seconds: its query and its writes, not the other days' queries between them
-    return [
-        _written(kind, cut_grains(table, kind.grains), writer_for(day), 1, (day, day), taken)
-        for day, (table, taken) in zip(days, queried, strict=True)
-    ]
+    for day, (table, taken) in zip(days, queried, strict=True):
+        try:
+            tables = cut_grains(table, kind.grains)
+            results.append(_written(kind, tables, writer_for(day), 1, (day, day), taken))
+        except Exception as error:  # the days before it stay replaced: say which
+            if not results:
+                raise
+            done = len(results)
+            raise ReportWrittenInPartError(list(days[:done]), list(days[done:]), error) from error
+    return results
 
 
 def report_to_destination(

@@ -101,6 +101,7 @@ class AnalyticsDataSensor(BaseSensorOperator, AnalyticsBaseOperator):
 
         if float(self.timeout) > TIMEOUT_MAX:  # no deadline a calendar holds (OverflowError)
             rules.fail("timeout", f"must be at most {TIMEOUT_MAX:.0f} s to defer", self.timeout)
+        poke_interval = rules.positive(float(self.poke_interval), "poke_interval")  # the trigger's
         first = self.poke(context)
         if first.is_done:
             return first.xcom_value
@@ -110,19 +111,24 @@ class AnalyticsDataSensor(BaseSensorOperator, AnalyticsBaseOperator):
             trigger=AnalyticsDataReadyTrigger(
                 analytics_conn_id=self.analytics_conn_id,
                 check=self.data_check(context).as_dict(),
-                poke_interval=float(self.poke_interval),
+                poke_interval=poke_interval,
                 deadline=time.time() + float(self.timeout),
             ),
             method_name="execute_complete",
             timeout=dt.timedelta(seconds=float(self.timeout)),
         )
 
-    def execute_complete(self, context: Context, event: dict[str, Any]) -> Any:
-        """Resume after the trigger fired: return what it saw, or fail with its reason."""
-        if event.get("status") == "success":
-            self.log.info("data ready: %s", event.get("detail"))
-            return event.get("detail")
-        if event.get("status") == "timeout":
-            message = f"data not ready before the sensor's timeout: {event.get('message')}"
+    def execute_complete(self, context: Context, event: Any) -> Any:
+        """Resume after the trigger fired: return what it saw, or fail with its reason. The
+        event is decoded through its declared shape (``DataReadyFired``): any other is refused
+        by name, never read as the data having landed."""
+        from airflow_provider_analytics.client.answers import decode
+
+        fired = decode("data_ready_trigger", event)
+        if fired.status == "success":
+            self.log.info("data ready: %s", fired.detail)
+            return fired.detail
+        if fired.status == "timeout":
+            message = f"data not ready before the sensor's timeout: {fired.message}"
             self._fail(message, AirflowSensorTimeout)
-        self._fail(f"data-ready check cannot succeed: {event.get('message')}")
+        self._fail(f"data-ready check cannot succeed: {fired.message}")

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 from airflow_provider_analytics.client.data_ready import DataReadyCheck
+from airflow_provider_analytics.core import rules
 from airflow_provider_analytics.core.errors import is_transient
 from airflow_provider_analytics.core.redaction import Redactor
 from airflow_provider_analytics.hooks.analytics import AnalyticsHook, client_config_from_connection
@@ -41,6 +42,7 @@ class AnalyticsDataReadyTrigger(BaseTrigger):
         deadline: float | None = None,
     ) -> None:
         super().__init__()
+        rules.positive(poke_interval, "poke_interval")  # 0 polled in a tight loop
         self.analytics_conn_id = analytics_conn_id
         self.check = check
         self.poke_interval = poke_interval

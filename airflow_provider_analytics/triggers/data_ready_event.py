@@ -17,7 +17,7 @@ from zoneinfo import ZoneInfo
 from airflow.triggers.base import BaseEventTrigger, TriggerEvent
 from pydantic import TypeAdapter, ValidationError
 
-from airflow_provider_analytics.client.data_ready import DataReadyCheck
+from airflow_provider_analytics.client.data_ready import DAYS_MAX, DataReadyCheck
 from airflow_provider_analytics.core import rules
 from airflow_provider_analytics.core.errors import AnalyticsError, is_transient
 from airflow_provider_analytics.core.redaction import Redactor
@@ -34,7 +34,7 @@ EVENT_SOURCE: Final = DATA_READY_SOURCE
 STATE_KEY: Final = "analytics.data_ready.announced"
 """Prefix of the asset state store key holding the days a watcher has announced."""
 DEFAULT_TIMEOUT: Final = 7 * 24 * 3600.0  # the sensor's default timeout
-TIMEOUT_MAX: Final = 3660 * 24 * 3600.0  # ten years: the window must start on a calendar day
+TIMEOUT_MAX: Final = (DAYS_MAX - 1) * 24 * 3600.0  # ten years: a window one check covers
 _SETTINGS: Final = (
     *("analytics_conn_id", "event", "threshold", "poke_interval", "timeout", "timezone"),
     *("first_day", "last_day"),
@@ -99,8 +99,7 @@ class AnalyticsDataReadyEventTrigger(BaseEventTrigger):
         rules.id_ref(event, "event")
         positive = {"threshold": threshold, "poke_interval": poke_interval, "timeout": timeout}
         for field, value in positive.items():
-            if rules.number(value, field) <= 0:
-                rules.fail(field, "must be greater than 0", value)
+            rules.positive(value, field)
         if timeout > TIMEOUT_MAX:
             rules.fail("timeout", f"must be at most {TIMEOUT_MAX:.0f} seconds (ten years)", timeout)
         if timezone is not None:

@@ -284,6 +284,24 @@ def test_a_run_started_by_data_ready_events_covers_the_days_they_announced() -> 
     assert covered_days(context).dates == ("2024-01-11", "2024-01-12")
 
 
+@pytest.mark.parametrize(
+    "day", ["2024-02-30", 20240115, " 2024-01-15", "２０２４-01-15", ["2024-01-15"], None]
+)
+def test_a_data_ready_event_announcing_no_day_is_refused_by_name(day: Any) -> None:
+    """Such an event was skipped, and the run covered the day before it started instead."""
+    payload = {"source": "analytics.data_ready"} | ({} if day is None else {"day": day})
+    context = {"triggering_asset_events": {"asset": [Event({"payload": payload})]}}
+    with pytest.raises(AnalyticsValidationError, match=r"^analytics.data_ready payload.day: must"):
+        covered_days(context)
+
+
+def test_a_run_started_for_days_apart_is_refused_naming_the_days() -> None:
+    """Events for the 15th and the 18th made a run cover the 16th and 17th, never announced."""
+    events = {"asset": [announcement("2024-01-18"), announcement("2024-01-15")]}
+    with pytest.raises(AnalyticsValidationError, match=r"^triggering_asset_events: must announce"):
+        covered_days({"triggering_asset_events": events})
+
+
 def test_a_run_with_a_day_as_partition_key_covers_that_day() -> None:
     class Run:
         partition_key = "2024-01-09"

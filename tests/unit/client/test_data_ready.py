@@ -102,3 +102,21 @@ def test_a_series_label_in_no_accepted_form_is_refused_by_name() -> None:
     check = DataReadyCheck("2024-01-14", "2024-01-15")
     with pytest.raises(AnswerShapeError, match=r"analyze_events: series\[0\] '14/01/2024'"):
         check.evaluate(counts_response(labels, [7, 5]))
+
+
+def test_a_range_longer_than_ten_years_is_refused_by_name() -> None:
+    """``to_date="9999-12-31"`` made each poke count, log and keep (XCom) three million days,
+    a ~99 MB line; the longest window the event trigger watches still fits."""
+    from airflow_provider_analytics.client.data_ready import DAYS_MAX
+    from airflow_provider_analytics.triggers.data_ready_event import TIMEOUT_MAX, watched_window
+
+    last = dt.date(2024, 1, 15) + dt.timedelta(days=DAYS_MAX - 1)
+    assert len(DataReadyCheck("2024-01-15", last.isoformat()).days()) == DAYS_MAX
+    too_late = (last + dt.timedelta(days=1)).isoformat()
+    for first, to in (("2024-01-15", too_late), ("2024-01-15", "9999-12-31")):
+        with pytest.raises(AnalyticsValidationError, match=r"^to_date: must be at most 3661 days"):
+            DataReadyCheck(first, to)
+    now = dt.datetime(2024, 3, 31, 12, tzinfo=dt.UTC)
+    window = watched_window(now, dt.UTC, TIMEOUT_MAX)
+    assert window is not None
+    DataReadyCheck(*window)

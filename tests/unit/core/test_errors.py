@@ -128,6 +128,12 @@ TRANSIENT: list[tuple[str, BaseException, bool]] = [
     ("refused value", ExportDataError("x"), False),
     ("iceberg lost race", IcebergCommitError("x"), True),
     ("iceberg schema", IcebergSchemaError("x"), False),
+    (
+        "look-back in part, lost race",
+        errors.ReportWrittenInPartError(["a"], ["b"], IcebergCommitError("x")),
+        True,
+    ),
+    ("look-back in part, storage", errors.ReportWrittenInPartError(["a"], ["b"], OSError()), False),
     ("not ours", ValueError("x"), False),
     ("not ours, claims it", type("Claims", (Exception,), {"transient": True})("x"), False),
 ]

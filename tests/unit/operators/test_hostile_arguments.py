@@ -14,6 +14,7 @@ from airflow_provider_analytics.operators.accounts import (
     AccountActivationOperator,
     RegisterAccountOperator,
 )
+from airflow_provider_analytics.operators.cohort_export import CohortExportToParquetOperator
 from airflow_provider_analytics.operators.iceberg_maintenance import IcebergMaintenanceOperator
 from airflow_provider_analytics.operators.intervals import covered_days
 from airflow_provider_analytics.operators.reports import EventReportOperator, FunnelReportOperator
@@ -43,6 +44,28 @@ def test_a_request_rendered_as_text_is_refused_by_name(
     with pytest.raises(AnalyticsValidationError, match=r"^request: must be a dict") as refused:
         task.execute(run_context("2024-01-15"))
     assert refused.value.field == "request"
+
+
+@pytest.mark.parametrize(
+    ("rendered", "rule"),
+    [(["lake.funnel"], "must be text"), (None, "must be text"), ("", "must be namespace.table")],
+)
+@pytest.mark.parametrize("operator", [FunnelReportOperator, CohortExportToParquetOperator])
+def test_an_iceberg_table_rendered_to_no_table_name_is_refused_by_name(
+    no_requests: Any, operator: type, rendered: Any, rule: str
+) -> None:
+    """A native template rendering a list was written to a real table named ``['lake``; an
+    empty or None table was refused as a missing ``destination``."""
+    if operator is FunnelReportOperator:
+        steps = [{"expression": "event.a"}, {"expression": "event.b"}]
+        funnel = {"steps": steps, "crowds": ["$ALL"]}
+        task = operator(task_id="r", request=funnel, iceberg_table="{{ params.table }}")
+    else:
+        task = operator(task_id="c", cohort_code="vip", iceberg_table="{{ params.table }}")
+    task.iceberg_table = rendered
+    with pytest.raises(AnalyticsValidationError, match=rf"^iceberg_table: {rule}") as refused:
+        task.execute(run_context("2024-01-15"))
+    assert refused.value.field == "iceberg_table"
 
 
 @pytest.mark.parametrize(
@@ -142,3 +165,25 @@ def test_ensure_exists_is_refused_beside_another_unique_field(unique: dict[str, 
     RegisterAccountOperator(
         task_id="r", account_email="c@example.com", name="C", ensure_exists=True
     )
+
+
+@pytest.mark.parametrize(
+    ("arguments", "field"),
+    [
+        ({"account_email": "not-an-email"}, "email"),
+        ({"account_email": 5}, "email"),
+        ({"account_email": ""}, "email"),
+        ({"account_email": None}, "email"),
+        ({"account_email": "a@b.com` on the platform.\n\n**Account**: enable `x@b.com"}, "email"),
+        ({"account_email": "a@example.com", "login_user": 5}, "login_user"),
+    ],
+)
+def test_an_activation_preview_checks_what_the_change_would_send(
+    no_requests: Any, arguments: dict[str, Any], field: str
+) -> None:
+    """The preview described any argument as a valid change (a review a person could approve,
+    with Markdown of the argument's making); the call it previews refuses them."""
+    task = AccountActivationOperator(task_id="a", activation=False, dry_run=True, **arguments)
+    with pytest.raises(AnalyticsValidationError, match=rf"^{field}: must") as refused:
+        task.execute(run_context("2024-01-15"))
+    assert refused.value.field == field

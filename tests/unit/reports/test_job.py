@@ -18,6 +18,7 @@ from airflow_provider_analytics.client import (
     AnalyticsValidationError,
     ClientConfig,
 )
+from airflow_provider_analytics.core.errors import AnalyticsStorageError, ReportWrittenInPartError
 from airflow_provider_analytics.operators.reports import FunnelReportOperator
 from airflow_provider_analytics.output.parquet import ParquetTables
 from airflow_provider_analytics.reports.job import EVENTS, FUNNEL, date_windows, run_report
@@ -376,6 +377,34 @@ def test_a_failed_query_in_a_look_back_writes_no_day(tmp_path, connection) -> No
         report.execute(day_context("2024-01-15"))  # type: ignore[arg-type]
     assert len(mock.request_history) == 3
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_look_back_written_in_part_says_which_days_were_replaced(tmp_path, connection) -> None:
+    """The second day's write failed after the first day's tables were replaced, yet the error
+    said nothing was replaced and no lineage was reported for the day written."""
+    blocked = tmp_path / "funnel" / "report_key=checkout" / "dt=2024-01-15"
+    blocked.parent.mkdir(parents=True)
+    blocked.write_bytes(b"")  # a file where the run's own day needs a folder
+    report = FunnelReportOperator(
+        task_id="funnel",
+        request={"steps": STEPS, "crowds": ["$ALL"]},
+        destination=f"file://{tmp_path}/",
+        report_key="checkout",
+        lookback_days=1,
+    )
+    refusal = r"^the look-back was written in part: 2024-01-14 replaced; 2024-01-15 not replaced"
+    with rm.Mocker() as mock, pytest.raises(ReportWrittenInPartError, match=refusal) as raised:
+        mock.post(
+            f"{BASE}/uba/api/funnels/analyze", json=lambda req, ctx: funnel_response(req.json())
+        )
+        report.execute(day_context("2024-01-15"))  # type: ignore[arg-type]
+    assert raised.value.replaced == ["2024-01-14"]
+    assert raised.value.not_replaced == ["2024-01-15"]
+    assert isinstance(raised.value.__cause__, AnalyticsStorageError)
+    assert (tmp_path / "funnel_totals/report_key=checkout/dt=2024-01-14").is_dir()
+    written = sorted(target.name.rsplit("/", 1)[-1] for target in report.written)
+    assert written == sorted(f"{name}.parquet" for name in FUNNEL_TABLES)
+    assert all("dt=2024-01-14" in target.name for target in report.written)
 
 
 @pytest.mark.parametrize(

@@ -152,3 +152,49 @@ def test_a_deferrable_wait_no_calendar_can_end_is_refused_before_any_request(
     with rm.Mocker() as mocked, pytest.raises(AnalyticsValidationError, match=r"^timeout: must"):
         sensor.execute(context())  # type: ignore[arg-type]
     assert mocked.call_count == 0
+
+
+def test_a_deferrable_wait_polling_without_pause_is_refused_before_any_request(
+    connection: None,
+) -> None:
+    """``poke_interval=0`` made the trigger poll in a tight loop (hundreds of requests a
+    second); the trigger refuses it by the same rule."""
+    from airflow_provider_analytics.core.errors import AnalyticsValidationError
+    from airflow_provider_analytics.triggers.data_ready import AnalyticsDataReadyTrigger
+
+    sensor = AnalyticsDataSensor(task_id="wait", poke_interval=0, deferrable=True)
+    refused = r"^poke_interval: must be greater than 0"
+    with rm.Mocker() as mocked, pytest.raises(AnalyticsValidationError, match=refused):
+        sensor.execute(context())  # type: ignore[arg-type]
+    assert mocked.call_count == 0
+    with pytest.raises(AnalyticsValidationError, match=refused):
+        AnalyticsDataReadyTrigger("analytics_default", {}, poke_interval=0)
+
+
+@pytest.mark.parametrize(
+    ("event", "refusal"),
+    [
+        (None, "the answer must be a JSON object"),
+        ([], "the answer must be a JSON object"),
+        ("success", "the answer must be a JSON object"),
+        ({"status": "success"}, "detail is missing"),
+        ({"status": "weird", "message": "x"}, "status must be one of"),
+        ({"status": "timeout"}, "message is missing"),
+    ],
+)
+def test_a_trigger_event_of_another_shape_is_refused_by_name(event: object, refusal: str) -> None:
+    """Such events raised a bare AttributeError, and a success without its detail counted as
+    the data having landed."""
+    from airflow_provider_analytics.client.answers import AnswerShapeError
+
+    sensor = AnalyticsDataSensor(task_id="wait", soft_fail=True)
+    with pytest.raises(AnswerShapeError, match=rf"^data_ready_trigger: {refusal}"):
+        sensor.execute_complete({}, event)  # type: ignore[arg-type]
+
+
+def test_a_range_no_check_can_count_is_refused_before_any_request(connection: None) -> None:
+    """Each poke of ``to_date="9999-12-31"`` logged a ~99 MB line of days."""
+    sensor = AnalyticsDataSensor(task_id="wait", to_date="9999-12-31")
+    with rm.Mocker() as mock, pytest.raises(AirflowFailException, match="to_date: must be at most"):
+        sensor.poke(context())
+    assert mock.request_history == []
