@@ -71,8 +71,8 @@ class AnalyticsDataSensor(BaseSensorOperator, AnalyticsBaseOperator):
         """The check for this run (validated: a bad argument fails before any request)."""
         first, last = covered_days(context).dates
         return DataReadyCheck(  # each rendered value checked as it is ("5" refused, not coerced)
-            from_date=self.from_date or first,
-            to_date=self.to_date or last,
+            from_date=first if self.from_date is None else self.from_date,  # "" is refused
+            to_date=last if self.to_date is None else self.to_date,
             event=self.event,
             threshold=self.threshold,
             source=self.source,  # type: ignore[arg-type]

@@ -198,3 +198,14 @@ def test_a_range_no_check_can_count_is_refused_before_any_request(connection: No
     with rm.Mocker() as mock, pytest.raises(AirflowFailException, match="to_date: must be at most"):
         sensor.poke(context())
     assert mock.request_history == []
+
+
+@pytest.mark.parametrize("field", ["from_date", "to_date"])
+def test_a_day_that_renders_to_nothing_is_refused_not_the_runs_day(
+    connection: None, field: str
+) -> None:
+    """``from_date="{{ params.since }}"`` rendering ``""`` silently meant the run's day."""
+    sensor = AnalyticsDataSensor(task_id="wait", **{field: ""})  # type: ignore[arg-type]
+    with rm.Mocker() as mocked, pytest.raises(AirflowFailException, match=field):
+        sensor.poke(context())
+    assert mocked.call_count == 0
