@@ -23,7 +23,12 @@ if TYPE_CHECKING:
     )
     from airflow_provider_analytics.plan.file import load_tracking_plan
     from airflow_provider_analytics.plan.sync import SyncResult, sync_tracking_plan
-    from airflow_provider_analytics.reports.job import ReportResult, run_report, run_report_days
+    from airflow_provider_analytics.reports.job import (
+        ReportResult,
+        ReportWrittenInPartError,
+        run_report,
+        run_report_days,
+    )
 
 _HOMES = {
     "export_cohort_to_parquet": "export.stream",
@@ -34,6 +39,7 @@ _HOMES = {
     "run_report": "reports.job",
     "run_report_days": "reports.job",
     "ReportResult": "reports.job",
+    "ReportWrittenInPartError": "reports.job",
     "sync_tracking_plan": "plan.sync",
     "SyncResult": "plan.sync",
     "load_tracking_plan": "plan.file",
@@ -44,6 +50,7 @@ __all__ = [
     "ExportResult",
     "ExportSettings",
     "ReportResult",
+    "ReportWrittenInPartError",
     "SyncResult",
     "export_cohort_day",
     "export_cohort_to_parquet",
