@@ -15,7 +15,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from airflow_provider_analytics.client import AnalyticsClient, ClientConfig
-from airflow_provider_analytics.core.errors import AnalyticsError, AnalyticsStreamError
+from airflow_provider_analytics.core.errors import (
+    AnalyticsError,
+    AnalyticsStreamError,
+    AnalyticsTransportError,
+)
 from airflow_provider_analytics.core.ndjson import MalformedStreamError
 from airflow_provider_analytics.export.decoder import ExportDataError
 from airflow_provider_analytics.export.settings import ExportSettings
@@ -441,3 +445,49 @@ def test_a_refused_value_wins_over_a_later_cut(serve: Any, tmp_path: Path) -> No
         run_export(server, tmp_path, settings=settings)
     assert server.exports == 1
     assert not list(tmp_path.iterdir())
+
+
+def _cut_error_body(wfile: BinaryIO) -> None:
+    wfile.write(b'{"code":50')  # of the 1000 bytes announced
+
+
+ERROR_BODIES = {
+    "a 500 whose body is cut": (500, _cut_error_body, {"Content-Length": "1000"}),
+}
+
+
+@pytest.mark.parametrize("name", list(ERROR_BODIES))
+def test_an_unreadable_error_answer_is_retried_and_fails_by_name(
+    serve: Any, tmp_path: Path, name: str
+) -> None:
+    """The error answer's body was read after the transport's error handling (the export is
+    streamed): requests' own exception escaped, after one attempt, from the client and the job."""
+    status, write, headers = ERROR_BODIES[name]
+    server = serve(count=2, status=status, write=write, headers=headers)
+    with (
+        client_for(server, max_attempts=3, backoff_base=0.01) as client,
+        pytest.raises(AnalyticsTransportError, match="no complete answer after 3 attempt"),
+    ):
+        client.export_cohort_users("c1", progress=False)
+    assert server.exports == 3
+    with pytest.raises(AnalyticsError):
+        run_export(server, tmp_path)
+
+
+def test_a_trickling_error_answer_cannot_hold_the_export_past_the_call_deadline(
+    serve: Any,
+) -> None:
+    def trickle(wfile: BinaryIO) -> None:
+        for _ in range(200):  # a byte every 50 ms for up to 10 s
+            wfile.write(b" ")
+            wfile.flush()
+            time.sleep(0.05)
+
+    server = serve(count=2, status=503, write=trickle, headers={"Content-Length": "1000"})
+    started = time.monotonic()
+    with (
+        client_for(server, max_attempts=1, request_deadline=1.0) as client,
+        pytest.raises(AnalyticsTransportError, match=r"no complete answer within 1 s"),
+    ):
+        client.export_cohort_users("c1", progress=False)
+    assert time.monotonic() - started < 5
