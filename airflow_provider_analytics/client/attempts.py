@@ -216,7 +216,10 @@ def classify_transport_error(exc: BaseException) -> FailurePhase:
         return FailurePhase.CONNECT
     if isinstance(
         exc,
-        requests.Timeout | requests.ConnectionError | requests.exceptions.ChunkedEncodingError,
+        requests.Timeout
+        | requests.ConnectionError
+        | requests.exceptions.ChunkedEncodingError
+        | requests.exceptions.ContentDecodingError,  # answered, undecodable, as httpx's
     ):
         return FailurePhase.EXCHANGE
     if type(exc).__module__.split(".")[0] != "httpx":

@@ -63,8 +63,9 @@ CREATE = ApiCall(
 
 @dataclass(frozen=True)
 class Answer:
-    """One scripted answer: a status, headers and a JSON body; ``trickle`` sends the body
-    one byte every 0.1 s instead (a stalled server that never times a read out)."""
+    """One scripted answer: a status, headers and a JSON body (bytes: sent as they are);
+    ``trickle`` sends the body one byte every 0.1 s instead (a stalled server that never times
+    a read out)."""
 
     status: int = 200
     body: Any = field(default_factory=list)
@@ -98,7 +99,8 @@ class ScriptedServer(ServedOnLoopback):
                     }
                 )
                 answer = script[min(len(server.received), len(script)) - 1]
-                payload = json.dumps(answer.body).encode()
+                body = answer.body
+                payload = body if isinstance(body, bytes) else json.dumps(body).encode()
                 self.send_response(answer.status)
                 for key, value in answer.headers.items():
                     self.send_header(key, value)
@@ -207,6 +209,7 @@ class Row:
     settings: dict[str, Any] = field(default_factory=dict)
 
 
+CORRUPT_GZIP = b"\x1f\x8b\x08\x00garbagegarbage"
 ROWS = {
     "429 with Retry-After, then 200": Row(
         [Answer(429, {"code": 429}, {"Retry-After": "7"}), Answer(200, [{"id": "buy"}])],
@@ -243,6 +246,21 @@ ROWS = {
         ("no complete answer within 1 s (attempt 1)",),
         waits=[],
         settings={"request_deadline": 1.0},
+    ),
+    "a corrupt gzip body": Row(
+        [Answer(200, CORRUPT_GZIP, {"Content-Encoding": "gzip"})],
+        LIST,
+        AnalyticsTransportError,
+        3,
+        ("no complete answer after 3 attempt(s)",),
+    ),
+    "a corrupt gzip body on a create": Row(
+        [Answer(200, CORRUPT_GZIP, {"Content-Encoding": "gzip"})],
+        CREATE,
+        AnalyticsTransportError,
+        1,
+        ("no complete answer after 1 attempt(s)", "its outcome is unknown"),
+        waits=[],
     ),
     "401 echoing the token": Row(
         [Answer(401, {"code": 401, "msg": f"bad token {TOKEN} for appKey {APP_KEY}"})],

@@ -453,6 +453,11 @@ def _cut_error_body(wfile: BinaryIO) -> None:
 
 ERROR_BODIES = {
     "a 500 whose body is cut": (500, _cut_error_body, {"Content-Length": "1000"}),
+    "a 502 whose gzip is corrupt": (
+        502,
+        lambda wfile: wfile.write(b"\x1f\x8b\x08\x00garbagegarbage"),
+        {"Content-Encoding": "gzip", "Content-Length": "18"},
+    ),
 }
 
 

@@ -395,6 +395,8 @@ def test_delay_prefers_retry_after_up_to_its_own_cap() -> None:
         (requests.ReadTimeout(), FailurePhase.EXCHANGE),
         (requests.ConnectionError("Connection aborted."), FailurePhase.EXCHANGE),
         (requests.exceptions.ChunkedEncodingError(), FailurePhase.EXCHANGE),
+        (requests.exceptions.ContentDecodingError(), FailurePhase.EXCHANGE),
+        (httpx.DecodingError("corrupt gzip"), FailurePhase.EXCHANGE),
         (requests.exceptions.InvalidURL(), FailurePhase.OTHER),
         (requests.exceptions.InvalidHeader(), FailurePhase.OTHER),
         (httpx.ConnectError("[Errno 111] Connection refused"), FailurePhase.CONNECT),
