@@ -725,7 +725,7 @@ class ResponseReader:
     def __init__(self, operation: str) -> None:
         self._operation = operation
 
-    def _unreadable(self, response: HttpAnswer, exc: Exception) -> AnalyticsProtocolError:
+    def unreadable(self, response: HttpAnswer, exc: Exception) -> AnalyticsProtocolError:
         content_type = response.headers.get("Content-Type", "no content type")
         return AnalyticsProtocolError(
             f"{self._operation}: the answer (HTTP {response.status_code}, {content_type}) "
@@ -738,7 +738,7 @@ class ResponseReader:
         try:
             body = strict_json.loads(response.content)
         except strict_json.StrictJsonError as exc:
-            raise self._unreadable(response, exc) from None
+            raise self.unreadable(response, exc) from None
         if isinstance(body, dict):
             self._refuse_failure(body, response.status_code)
         return body
@@ -790,7 +790,7 @@ class ResponseReader:
         try:
             parts = split_page(response.content)
         except strict_json.StrictJsonError as exc:
-            raise self._unreadable(response, exc) from None
+            raise self.unreadable(response, exc) from None
         self._refuse_failure(parts.envelope, response.status_code)
         body = dict(parts.envelope)
         if parts.rows is not None:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import requests
 from urllib3.exceptions import ConnectTimeoutError, NewConnectionError
 
+from airflow_provider_analytics.client.answers import ResponseReader
 from airflow_provider_analytics.client.operations import AuthKind
 from airflow_provider_analytics.client.throttle import throttle_for
 from airflow_provider_analytics.core import errors, strict_json
@@ -375,6 +376,19 @@ class CallAttempts:
         error = error_from_response(self.operation, answer, attempts=self.attempt)
         error.retry_after, error.reason = wait, f"HTTP {status}"
         raise error
+
+    def grown(self, body: bytearray, chunk: bytes, answer: HttpAnswer) -> None:
+        """Add ``chunk`` of the decoded answer to ``body``; past :data:`strict_json.MAX_BYTES`
+        the answer is refused (and not asked again) before a small compressed body inflates
+        without bound."""
+        body += chunk
+        if len(body) > strict_json.MAX_BYTES:
+            too_long = strict_json.StrictJsonError(
+                f"is at least {len(body)} bytes long, more than the {strict_json.MAX_BYTES} "
+                "bytes a document may be"
+            )
+            self._ended = error = ResponseReader(self.operation.name).unreadable(answer, too_long)
+            raise error
 
     def failed(self, exc: BaseException, *, cut_by_deadline: bool = False) -> AnalyticsError:
         """The error of an attempt that got no HTTP answer (``cut_by_deadline``: the transport
