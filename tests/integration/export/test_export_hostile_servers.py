@@ -8,6 +8,7 @@ from __future__ import annotations
 import gzip
 import json
 import time
+import zlib
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -266,6 +267,40 @@ def test_a_gzip_bomb_is_read_no_further_than_the_line_bound(serve: Any) -> None:
             for _ in export.iter_lines():
                 pass
         assert export.bytes_read < 4 << 20  # inflated only as far as the bound, not 256 MiB
+
+
+def _gzip_cut_at_a_flush_point() -> tuple[bytes, bytes]:
+    """5000 records as one gzip stream, and its first 1000 records flushed but not ended
+    (no last block, no trailer): the cut part inflates cleanly."""
+    squeeze = zlib.compressobj(6, zlib.DEFLATED, 31)
+    first = b"".join(squeeze.compress(b'{"name": "u%d"}\n' % i) for i in range(1000))
+    cut = first + squeeze.flush(zlib.Z_SYNC_FLUSH)
+    rest = b"".join(squeeze.compress(b'{"name": "u%d"}\n' % i) for i in range(1000, 5000))
+    return cut + rest + squeeze.flush(), cut
+
+
+@pytest.mark.parametrize(
+    ("body", "rows"),
+    [
+        (_gzip_cut_at_a_flush_point()[0], 5000),
+        (gzip.compress(b'{"name": "a"}\n') + gzip.compress(b'{"name": "b"}\n'), 2),
+        (_gzip_cut_at_a_flush_point()[1], None),
+        (b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03junk", None),
+    ],
+    ids=["whole", "two members", "cut at a flush point", "a header and junk"],
+)
+def test_a_gzip_export_is_read_only_when_its_stream_ends(
+    serve: Any, body: bytes, rows: int | None
+) -> None:
+    """A gzip body cut where it had been flushed was read as a complete export (1000 of
+    5000 rows, no error)."""
+    server = serve(count=5000, body=body, headers={"Content-Encoding": "gzip"})
+    with client_for(server) as client, client.export_cohort_users("c1") as export:
+        if rows is not None:
+            assert len(list(export.iter_records())) == rows
+            return
+        with pytest.raises(AnalyticsStreamError, match="the gzip stream ended before its end"):
+            list(export.iter_records())
 
 
 def test_a_cut_body_reports_the_bytes_that_did_arrive(serve: Any) -> None:
