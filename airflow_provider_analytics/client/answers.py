@@ -43,6 +43,7 @@ from airflow_provider_analytics.core.rules import CAMPAIGN_ID_PATTERN, INT64_MAX
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
 
+    from airflow_provider_analytics.client.operations import Operation
     from airflow_provider_analytics.core.page_lines import PageParts
 
 
@@ -720,16 +721,19 @@ class ResponseReader:
     """Reads the successful answers of one operation: a 2xx that is not strict JSON raises
     :class:`AnalyticsProtocolError`, one reporting ``success`` other than 0
     :class:`AnalyticsOperationFailedError`, one that does not fit (or is the platform's error
-    object) :class:`AnswerShapeError`."""
+    object) :class:`AnswerShapeError`; given the :class:`Operation`, a refusal of the answer of
+    one that is not idempotent says its outcome is unknown."""
 
-    def __init__(self, operation: str) -> None:
-        self._operation = operation
+    def __init__(self, operation: str | Operation) -> None:
+        self._operation = operation if isinstance(operation, str) else operation.name
+        # what a refusal adds: the request had been sent (for a create, its outcome is unknown)
+        self._after = "" if isinstance(operation, str) else operation.after_sending
 
     def unreadable(self, response: HttpAnswer, exc: Exception) -> AnalyticsProtocolError:
         content_type = response.headers.get("Content-Type", "no content type")
         return AnalyticsProtocolError(
             f"{self._operation}: the answer (HTTP {response.status_code}, {content_type}) "
-            f"{exc}; {_CHECK_ADDRESS}",
+            f"{exc}; {_CHECK_ADDRESS}{self._after}",
             operation=self._operation,
         )
 
@@ -750,7 +754,7 @@ class ResponseReader:
             raise AnswerShapeError(  # a protocol fault, as a body of another shape is
                 f"{self._operation}: the answer is the platform's error object (code="
                 f"{redactor.excerpt(repr(body['code']), 80)}, msg: {msg}), not a result; the "
-                "platform failed while it answered with a success status",
+                f"platform failed while it answered with a success status{self._after}",
                 code=body["code"],
                 msg=msg,
                 data=body.get("data"),
@@ -779,7 +783,9 @@ class ResponseReader:
         try:
             return decode(self._operation, body, asked=asked)
         except AnswerShapeError as exc:
-            raise AnswerShapeError(f"{exc}; {_CHECK_ADDRESS}", operation=self._operation) from None
+            raise AnswerShapeError(
+                f"{exc}; {_CHECK_ADDRESS}{self._after}", operation=self._operation
+            ) from None
 
     def page_lines(self, response: HttpAnswer, asked: Asked | None = None) -> PageParts:
         """A page of cohort users, its users kept as the export's lines

@@ -136,4 +136,4 @@ class AsyncAnalyticsClient(ConfiguredClient):
             raise error from None
 
         response: httpx.Response = await attempts.retrying_async(self._sleep)(attempt)
-        return ResponseReader(call.operation.name).answer(response, call.asked)
+        return ResponseReader(call.operation).answer(response, call.asked)

@@ -25,11 +25,13 @@ from airflow_provider_analytics.client import (
     AnalyticsClient,
     AnalyticsConfigurationError,
     AnalyticsError,
+    AnalyticsProtocolError,
     AnalyticsRateLimitError,
     AnalyticsServerError,
     AnalyticsTransportError,
     ClientConfig,
 )
+from airflow_provider_analytics.client.answers import AnswerShapeError
 from airflow_provider_analytics.client.async_api import AsyncAnalyticsClient
 from airflow_provider_analytics.client.operations import CREATE_UTM, LIST_EVENTS, ApiCall
 from devtools.ports import free_port
@@ -260,6 +262,31 @@ ROWS = {
         AnalyticsTransportError,
         1,
         ("no complete answer after 1 attempt(s)", "its outcome is unknown"),
+        waits=[],
+    ),
+    "a create's answer stalled past the deadline": Row(
+        [Answer(200, {"success": 0, "campaignId": 5}, trickle=True)],
+        CREATE,
+        AnalyticsTransportError,
+        1,
+        ("no complete answer within 1 s (attempt 1)", "its outcome is unknown"),
+        waits=[],
+        settings={"request_deadline": 1.0},
+    ),
+    "a create answered by a page that is not JSON": Row(
+        [Answer(200, b"<html>ok</html>")],
+        CREATE,
+        AnalyticsProtocolError,
+        1,
+        ("is not valid JSON", "its outcome is unknown", "Look the campaign up"),
+        waits=[],
+    ),
+    "a create answered without its campaign id": Row(
+        [Answer(200, {"success": 0})],
+        CREATE,
+        AnswerShapeError,
+        1,
+        ("campaignId is missing", "its outcome is unknown", "Look the campaign up"),
         waits=[],
     ),
     "401 echoing the token": Row(
