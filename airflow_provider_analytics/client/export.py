@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 
     from airflow_provider_analytics.core.progress import Progress
 
+_IN_TRANSIT = (requests.RequestException, urllib3.exceptions.HTTPError, OSError, zlib.error)
+"""What breaks a body on its way: the connection, or compressed bytes that do not inflate."""
 _RERUN_HINT = (
     "run the export again; for large cohorts raise export_read_timeout and the timeout of "
     "any proxy in between, or export fewer users with limit"
@@ -180,12 +182,7 @@ class CohortExport:
                         hint="raise export_deadline if the cohort is this large, or export "
                         "fewer users with limit",
                     )
-        except (
-            requests.RequestException,
-            urllib3.exceptions.HTTPError,
-            OSError,
-            zlib.error,
-        ) as exc:
+        except _IN_TRANSIT as exc:
             self.close()
             raise self._broken(
                 f"the stream broke after {self.bytes_read} bytes "
