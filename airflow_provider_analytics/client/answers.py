@@ -43,7 +43,6 @@ from airflow_provider_analytics.core.rules import CAMPAIGN_ID_PATTERN, INT64_MAX
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
 
-    from airflow_provider_analytics.client.operations import Operation
     from airflow_provider_analytics.core.page_lines import PageParts
 
 
@@ -721,13 +720,12 @@ class ResponseReader:
     """Reads the successful answers of one operation: a 2xx that is not strict JSON raises
     :class:`AnalyticsProtocolError`, one reporting ``success`` other than 0
     :class:`AnalyticsOperationFailedError`, one that does not fit (or is the platform's error
-    object) :class:`AnswerShapeError`; given the :class:`Operation`, a refusal of the answer of
-    one that is not idempotent says its outcome is unknown."""
+    object) :class:`AnswerShapeError`; each refusal ends with ``after_sending`` (the
+    operation's: for a create, that its outcome is unknown)."""
 
-    def __init__(self, operation: str | Operation) -> None:
-        self._operation = operation if isinstance(operation, str) else operation.name
-        # what a refusal adds: the request had been sent (for a create, its outcome is unknown)
-        self._after = "" if isinstance(operation, str) else operation.after_sending
+    def __init__(self, operation: str, after_sending: str = "") -> None:
+        self._operation = operation
+        self._after = after_sending
 
     def unreadable(self, response: HttpAnswer, exc: Exception) -> AnalyticsProtocolError:
         content_type = response.headers.get("Content-Type", "no content type")

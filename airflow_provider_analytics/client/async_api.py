@@ -136,4 +136,5 @@ class AsyncAnalyticsClient(ConfiguredClient):
             raise error from None
 
         response: httpx.Response = await attempts.retrying_async(self._sleep)(attempt)
-        return ResponseReader(call.operation).answer(response, call.asked)
+        reader = ResponseReader(call.operation.name, call.operation.after_sending)
+        return reader.answer(response, call.asked)

@@ -380,7 +380,8 @@ class CallAttempts:
                 f"is at least {len(body)} bytes long, more than the {strict_json.MAX_BYTES} "
                 "bytes a document may be"
             )
-            self._ended = error = ResponseReader(self.operation).unreadable(answer, too_long)
+            reader = ResponseReader(self.operation.name, self.operation.after_sending)
+            self._ended = error = reader.unreadable(answer, too_long)
             raise error
 
     def failed(self, exc: BaseException, *, cut_by_deadline: bool = False) -> AnalyticsError:
