@@ -739,16 +739,18 @@ class ResponseReader:
     """Reads the successful answers of one operation: a 2xx that is not strict JSON raises
     :class:`AnalyticsProtocolError`, one reporting ``success`` other than 0
     :class:`AnalyticsOperationFailedError`, one that does not fit (or is the platform's error
-    object) :class:`AnswerShapeError`."""
+    object) :class:`AnswerShapeError`; each refusal ends with ``after_sending`` (the
+    operation's: for a create, that its outcome is unknown)."""
 
-    def __init__(self, operation: str) -> None:
+    def __init__(self, operation: str, after_sending: str = "") -> None:
         self._operation = operation
+        self._after = after_sending
 
-    def _unreadable(self, response: HttpAnswer, exc: Exception) -> AnalyticsProtocolError:
+    def unreadable(self, response: HttpAnswer, exc: Exception) -> AnalyticsProtocolError:
         content_type = response.headers.get("Content-Type", "no content type")
         return AnalyticsProtocolError(
             f"{self._operation}: the answer (HTTP {response.status_code}, {content_type}) "
-            f"{exc}; {_CHECK_ADDRESS}",
+            f"{exc}; {_CHECK_ADDRESS}{self._after}",
             operation=self._operation,
         )
 
@@ -757,7 +759,7 @@ class ResponseReader:
         try:
             body = strict_json.loads(response.content)
         except strict_json.StrictJsonError as exc:
-            raise self._unreadable(response, exc) from None
+            raise self.unreadable(response, exc) from None
         if isinstance(body, dict):
             self._refuse_failure(body, response.status_code)
         return body
@@ -769,7 +771,7 @@ class ResponseReader:
             raise AnswerShapeError(  # a protocol fault, as a body of another shape is
                 f"{self._operation}: the answer is the platform's error object (code="
                 f"{redactor.excerpt(repr(body['code']), 80)}, msg: {msg}), not a result; the "
-                "platform failed while it answered with a success status",
+                f"platform failed while it answered with a success status{self._after}",
                 code=body["code"],
                 msg=msg,
                 data=body.get("data"),
@@ -798,7 +800,9 @@ class ResponseReader:
         try:
             return decode(self._operation, body, asked=asked)
         except AnswerShapeError as exc:
-            raise AnswerShapeError(f"{exc}; {_CHECK_ADDRESS}", operation=self._operation) from None
+            raise AnswerShapeError(
+                f"{exc}; {_CHECK_ADDRESS}{self._after}", operation=self._operation
+            ) from None
 
     def page_lines(self, response: HttpAnswer, asked: Asked | None = None) -> PageParts:
         """A page of cohort users, its users kept as the export's lines
@@ -809,7 +813,7 @@ class ResponseReader:
         try:
             parts = split_page(response.content)
         except strict_json.StrictJsonError as exc:
-            raise self._unreadable(response, exc) from None
+            raise self.unreadable(response, exc) from None
         self._refuse_failure(parts.envelope, response.status_code)
         body = dict(parts.envelope)
         if parts.rows is not None:

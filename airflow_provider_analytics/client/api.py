@@ -110,9 +110,8 @@ class AnalyticsClient(ConfiguredClient):
 
     def _call(self, operation: ops.Operation, *, asked: Asked | None = None, **options: Any) -> Any:
         """Send ``operation`` and return its JSON answer, checked by its declared answer."""
-        return ResponseReader(operation.name).answer(
-            self._http.send(operation, **options)[0], asked
-        )
+        response = self._http.send(operation, **options)[0]
+        return ResponseReader(operation.name, operation.after_sending).answer(response, asked)
 
     def request_json(self, call: ops.ApiCall) -> Any:
         """Send a request described as data (as the asynchronous client does) and return its

@@ -109,15 +109,21 @@ class AsyncAnalyticsClient(ConfiguredClient):
                 if slot := attempts.kept(await attempts.throttle.acquire_async(limit, within)):
                     break
             try:
-                async with asyncio.timeout(attempts.start()):
-                    response = await self._client.request(
+                async with (
+                    asyncio.timeout(attempts.start()),
+                    self._client.stream(
                         attempts.method,
                         attempts.url,
                         params=attempts.params,
                         json=attempts.json,
                         headers=headers,
                         timeout=timeout,
-                    )
+                    ) as response,
+                ):
+                    body = bytearray()
+                    async for chunk in response.aiter_bytes():
+                        attempts.grown(body, chunk, response)
+                    response._content = bytes(body)
             except TimeoutError as exc:  # the call's deadline, not an httpx timeout
                 error = attempts.failed(exc, cut_by_deadline=True)
             except (httpx.RequestError, httpx.InvalidURL) as exc:
@@ -126,8 +132,9 @@ class AsyncAnalyticsClient(ConfiguredClient):
                 attempts.judge(response)
                 return response
             finally:
-                slot.release()  # the body is read (no streaming here)
+                slot.release()  # the body is read
             raise error from None
 
         response: httpx.Response = await attempts.retrying_async(self._sleep)(attempt)
-        return ResponseReader(call.operation.name).answer(response, call.asked)
+        reader = ResponseReader(call.operation.name, call.operation.after_sending)
+        return reader.answer(response, call.asked)

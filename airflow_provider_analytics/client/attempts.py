@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import requests
 from urllib3.exceptions import ConnectTimeoutError, NewConnectionError
 
+from airflow_provider_analytics.client.answers import ResponseReader
 from airflow_provider_analytics.client.operations import AuthKind
 from airflow_provider_analytics.client.throttle import throttle_for
 from airflow_provider_analytics.core import errors, strict_json
@@ -121,13 +122,6 @@ def _error_body(response: HttpAnswer, redactor: Redactor) -> tuple[Any, str | No
     return code, None if msg is None else redactor.excerpt(msg), body.get("data")
 
 
-def _unknown_outcome(operation: Operation) -> str:
-    return (
-        ". The request had been sent, so it may have been processed: its outcome is unknown "
-        f"and it was not retried. {operation.unknown_outcome_hint}"
-    )
-
-
 def _classify(
     status: int, code: Any, operation: Operation, attempts: int
 ) -> tuple[type[errors.AnalyticsApiError], str]:
@@ -158,8 +152,8 @@ def error_from_response(
     message = f"{operation.name}: {advice} ({detail})"
     if cls is errors.AnalyticsBadRequestError and isinstance(data, list) and data:
         message += f"; offending parameters: {redactor.excerpt(', '.join(map(str, data)))}"
-    if cls is errors.AnalyticsServerError and not operation.idempotent:
-        message += _unknown_outcome(operation)
+    if cls is errors.AnalyticsServerError:
+        message += operation.after_sending
     return cls(message, status=status, code=code, msg=msg, data=data, operation=operation.name)
 
 
@@ -182,8 +176,8 @@ def error_from_transport(
     name = type(exc).__name__
     advice = _TRANSPORT_ADVICE[phase].format(attempts=attempts)
     message = f"{operation.name}: {advice} ({name}: {shown})"
-    if phase is FailurePhase.EXCHANGE and not operation.idempotent:
-        message += _unknown_outcome(operation)
+    if phase is FailurePhase.EXCHANGE:
+        message += operation.after_sending
     error = AnalyticsTransportError(message, operation=operation.name)
     error.phase = phase
     error.reason = f"{name}: {phase.value}"
@@ -216,7 +210,10 @@ def classify_transport_error(exc: BaseException) -> FailurePhase:
         return FailurePhase.CONNECT
     if isinstance(
         exc,
-        requests.Timeout | requests.ConnectionError | requests.exceptions.ChunkedEncodingError,
+        requests.Timeout
+        | requests.ConnectionError
+        | requests.exceptions.ChunkedEncodingError
+        | requests.exceptions.ContentDecodingError,  # answered, undecodable, as httpx's
     ):
         return FailurePhase.EXCHANGE
     if type(exc).__module__.split(".")[0] != "httpx":
@@ -373,11 +370,26 @@ class CallAttempts:
         error.retry_after, error.reason = wait, f"HTTP {status}"
         raise error
 
+    def grown(self, body: bytearray, chunk: bytes, answer: HttpAnswer) -> None:
+        """Add ``chunk`` of the decoded answer to ``body``; past :data:`strict_json.MAX_BYTES`
+        the answer is refused (and not asked again) before a small compressed body inflates
+        without bound."""
+        body += chunk
+        if len(body) > strict_json.MAX_BYTES:
+            too_long = strict_json.StrictJsonError(
+                f"is at least {len(body)} bytes long, more than the {strict_json.MAX_BYTES} "
+                "bytes a document may be"
+            )
+            reader = ResponseReader(self.operation.name, self.operation.after_sending)
+            self._ended = error = reader.unreadable(answer, too_long)
+            raise error
+
     def failed(self, exc: BaseException, *, cut_by_deadline: bool = False) -> AnalyticsError:
         """The error of an attempt that got no HTTP answer (``cut_by_deadline``: the transport
         stopped it because the call's deadline passed)."""
-        if cut_by_deadline or self._clock() >= self._ends:
-            return self._deadline_error()
+        if cut_by_deadline or self._clock() >= self._ends:  # sent, unless it never connected
+            unsent = classify_transport_error(exc) in (FailurePhase.CONNECT, FailurePhase.TLS)
+            return self._deadline_error(sent=not unsent)
         return error_from_transport(self.operation, exc, attempts=self.attempt)
 
     def retries(self, error: BaseException) -> bool:
@@ -408,12 +420,12 @@ class CallAttempts:
             "logger": logger,
         }
 
-    def _deadline_error(self) -> AnalyticsTransportError:
+    def _deadline_error(self, *, sent: bool = False) -> AnalyticsTransportError:
         name = self.operation.name
         self._ended = error = AnalyticsTransportError(
             f"{name}: no complete answer within {self._limit:g} s (attempt {self.attempt}); "
             "the server is stalled or sends too slowly; raise request_deadline if it is "
-            "merely slow",
+            f"merely slow{self.operation.after_sending if sent else ''}",
             operation=name,
         )
         return error

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 import warnings
+import zlib
 from typing import TYPE_CHECKING, Any
 
 import requests
@@ -28,6 +29,8 @@ if TYPE_CHECKING:
 
     from airflow_provider_analytics.core.progress import Progress
 
+_IN_TRANSIT = (requests.RequestException, urllib3.exceptions.HTTPError, OSError, zlib.error)
+"""What breaks a body on its way: the connection, or compressed bytes that do not inflate."""
 _RERUN_HINT = (
     "run the export again; for large cohorts raise export_read_timeout and the timeout of "
     "any proxy in between, or export fewer users with limit"
@@ -115,12 +118,35 @@ class CohortExport:
         a trickle still meets the deadline)."""
         raw = self._response.raw
         read1 = getattr(raw, "read1", None)
+        encoding = self._response.headers.get("Content-Encoding", "").strip().lower()
         if read1 is None:  # a stand-in body without read1 (tests)
             yield from self._response.iter_content(chunk_size)
+        elif encoding in ("gzip", "x-gzip"):
+            yield from self._inflated(read1, chunk_size)
         else:
             while chunk := read1(chunk_size, decode_content=True):
                 yield chunk
         self._give_back()  # the whole body is in: the platform serves this call no more
+
+    def _inflated(self, read1: Callable[..., bytes], chunk_size: int) -> Iterator[bytes]:
+        """A gzip body inflated at most ``chunk_size`` bytes at a time, refused unless its
+        last member ends (cut at a flush point, it inflates cleanly but lacks the rest)."""
+        inflate = zlib.decompressobj(31)
+        while data := read1(chunk_size, decode_content=False):
+            while data:
+                if inflate.eof:  # another member follows
+                    inflate = zlib.decompressobj(31)
+                if chunk := inflate.decompress(data, chunk_size):
+                    yield chunk
+                data = inflate.unconsumed_tail or inflate.unused_data
+        if rest := inflate.flush():
+            yield rest
+        if not inflate.eof:
+            self.close()
+            raise self._broken(
+                f"the gzip stream ended before its end ({self.bytes_read} bytes had been "
+                "inflated); the body was cut"
+            )
 
     def iter_bytes(self, chunk_size: int = 1 << 20) -> Iterator[bytes]:
         """Yield the raw body in chunks of at most ``chunk_size`` bytes, as they arrive.
@@ -156,7 +182,7 @@ class CohortExport:
                         hint="raise export_deadline if the cohort is this large, or export "
                         "fewer users with limit",
                     )
-        except (requests.RequestException, urllib3.exceptions.HTTPError, OSError) as exc:
+        except _IN_TRANSIT as exc:
             self.close()
             raise self._broken(
                 f"the stream broke after {self.bytes_read} bytes "

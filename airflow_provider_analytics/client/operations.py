@@ -35,6 +35,17 @@ class Operation:
     idempotent: bool = True
     unknown_outcome_hint: str = ""
 
+    @property
+    def after_sending(self) -> str:
+        """What the message of a failure after the request was sent adds: for an operation
+        that is not idempotent, that its outcome is unknown and what to check."""
+        if self.idempotent:
+            return ""
+        return (
+            ". The request had been sent, so it may have been processed: its outcome is "
+            f"unknown and it was not retried. {self.unknown_outcome_hint}"
+        )
+
     def build_path(self, prefix: str = "", **params: str) -> str:
         """The request path; path parameters are encoded with no safe characters, so ``/``,
         ``?`` or ``..`` in a value cannot change which resource is addressed."""

@@ -28,6 +28,7 @@ class ExportServer(ServedOnLoopback):
     :param headers: export answer headers (``Content-Type`` defaults to NDJSON).
     :param pages: answers the paged endpoint from the request's body (by default: the count
         and no users).
+    :param status: the export answer's status.
     """
 
     def __init__(
@@ -39,6 +40,7 @@ class ExportServer(ServedOnLoopback):
         write: Callable[[BinaryIO], None] | None = None,
         headers: dict[str, str] | None = None,
         pages: Callable[[dict[str, Any]], Any] | None = None,
+        status: int = 200,
     ) -> None:
         server = self
         self.exports = 0
@@ -62,7 +64,7 @@ class ExportServer(ServedOnLoopback):
                     self._json(pages(json.loads(asked)) if pages else empty)
                     return
                 server.exports += 1
-                self.send_response(200)
+                self.send_response(status)
                 answer = {"Content-Type": "application/x-ndjson", **(headers or {})}
                 if write is None:
                     answer["Content-Length"] = str(len(body))

@@ -6,6 +6,8 @@ the stack or the memory."""
 from __future__ import annotations
 
 import asyncio
+import re
+import zlib
 
 import pytest
 
@@ -14,6 +16,13 @@ from airflow_provider_analytics.client.async_api import AsyncAnalyticsClient
 from airflow_provider_analytics.client.data_ready import DataReadyCheck
 from airflow_provider_analytics.core import strict_json
 from tests.integration.client.test_hostile_answers import AnsweringServer, config, serving
+from tests.integration.client.test_transport_parity import (
+    LIST,
+    TRANSPORTS,
+    Answer,
+    ScriptedServer,
+    config_for,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -65,3 +74,28 @@ def test_an_answer_faulty_in_every_element_is_refused_at_its_first_fault() -> No
     refusal = str(caught.value)
     assert refusal.startswith("list_user_properties: [0] must be a JSON object, got 0; check")
     assert "more)" not in refusal
+
+
+@pytest.mark.parametrize("status", [200, 500])
+def test_a_compressed_answer_is_inflated_no_further_than_the_limit(
+    monkeypatch: pytest.MonkeyPatch, status: int
+) -> None:
+    """A 0.5 MB gzip body inflating to 512 MiB was inflated whole before the length was
+    checked (1 GiB at its peak, a bare MemoryError under a memory limit)."""
+    monkeypatch.setattr(strict_json, "MAX_BYTES", 1 << 20)
+    squeeze = zlib.compressobj(9, zlib.DEFLATED, 31)  # gzip, 256 MiB in 0.25 MB
+    bomb = b"".join([squeeze.compress(b" " * (1 << 20)) for _ in range(256)] + [squeeze.flush()])
+    script = [Answer(status, bomb, {"Content-Encoding": "gzip"})]
+    for transport, call in TRANSPORTS.items():
+        with ScriptedServer(script) as server:
+            outcome = call(config_for(server.base_url), LIST)
+        assert outcome.error is AnalyticsProtocolError, transport
+        assert len(server.received) == 1  # not asked again
+        read = re.fullmatch(
+            rf"list_events: the answer \(HTTP {status}, application/json\) is at least (\d+) "
+            r"bytes long, more than the 1048576 bytes a document may be; check .*",
+            outcome.message or "",
+        )
+        assert read is not None, outcome.message
+        assert int(read[1]) < 80 << 20, transport  # stopped after the limit (httpx inflates
+        # each 64 KiB it receives at once: up to 64 MiB here), not at 256 MiB

@@ -25,11 +25,13 @@ from airflow_provider_analytics.client import (
     AnalyticsClient,
     AnalyticsConfigurationError,
     AnalyticsError,
+    AnalyticsProtocolError,
     AnalyticsRateLimitError,
     AnalyticsServerError,
     AnalyticsTransportError,
     ClientConfig,
 )
+from airflow_provider_analytics.client.answers import AnswerShapeError
 from airflow_provider_analytics.client.async_api import AsyncAnalyticsClient
 from airflow_provider_analytics.client.operations import CREATE_UTM, LIST_EVENTS, ApiCall
 from devtools.ports import free_port
@@ -63,8 +65,9 @@ CREATE = ApiCall(
 
 @dataclass(frozen=True)
 class Answer:
-    """One scripted answer: a status, headers and a JSON body; ``trickle`` sends the body
-    one byte every 0.1 s instead (a stalled server that never times a read out)."""
+    """One scripted answer: a status, headers and a JSON body (bytes: sent as they are);
+    ``trickle`` sends the body one byte every 0.1 s instead (a stalled server that never times
+    a read out)."""
 
     status: int = 200
     body: Any = field(default_factory=list)
@@ -98,7 +101,8 @@ class ScriptedServer(ServedOnLoopback):
                     }
                 )
                 answer = script[min(len(server.received), len(script)) - 1]
-                payload = json.dumps(answer.body).encode()
+                body = answer.body
+                payload = body if isinstance(body, bytes) else json.dumps(body).encode()
                 self.send_response(answer.status)
                 for key, value in answer.headers.items():
                     self.send_header(key, value)
@@ -207,6 +211,7 @@ class Row:
     settings: dict[str, Any] = field(default_factory=dict)
 
 
+CORRUPT_GZIP = b"\x1f\x8b\x08\x00garbagegarbage"
 ROWS = {
     "429 with Retry-After, then 200": Row(
         [Answer(429, {"code": 429}, {"Retry-After": "7"}), Answer(200, [{"id": "buy"}])],
@@ -243,6 +248,46 @@ ROWS = {
         ("no complete answer within 1 s (attempt 1)",),
         waits=[],
         settings={"request_deadline": 1.0},
+    ),
+    "a corrupt gzip body": Row(
+        [Answer(200, CORRUPT_GZIP, {"Content-Encoding": "gzip"})],
+        LIST,
+        AnalyticsTransportError,
+        3,
+        ("no complete answer after 3 attempt(s)",),
+    ),
+    "a corrupt gzip body on a create": Row(
+        [Answer(200, CORRUPT_GZIP, {"Content-Encoding": "gzip"})],
+        CREATE,
+        AnalyticsTransportError,
+        1,
+        ("no complete answer after 1 attempt(s)", "its outcome is unknown"),
+        waits=[],
+    ),
+    "a create's answer stalled past the deadline": Row(
+        [Answer(200, {"success": 0, "campaignId": 5}, trickle=True)],
+        CREATE,
+        AnalyticsTransportError,
+        1,
+        ("no complete answer within 1 s (attempt 1)", "its outcome is unknown"),
+        waits=[],
+        settings={"request_deadline": 1.0},
+    ),
+    "a create answered by a page that is not JSON": Row(
+        [Answer(200, b"<html>ok</html>")],
+        CREATE,
+        AnalyticsProtocolError,
+        1,
+        ("is not valid JSON", "its outcome is unknown", "Look the campaign up"),
+        waits=[],
+    ),
+    "a create answered without its campaign id": Row(
+        [Answer(200, {"success": 0})],
+        CREATE,
+        AnswerShapeError,
+        1,
+        ("campaignId is missing", "its outcome is unknown", "Look the campaign up"),
+        waits=[],
     ),
     "401 echoing the token": Row(
         [Answer(401, {"code": 401, "msg": f"bad token {TOKEN} for appKey {APP_KEY}"})],

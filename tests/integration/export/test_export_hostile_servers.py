@@ -8,6 +8,7 @@ from __future__ import annotations
 import gzip
 import json
 import time
+import zlib
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -15,7 +16,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from airflow_provider_analytics.client import AnalyticsClient, ClientConfig
-from airflow_provider_analytics.core.errors import AnalyticsError, AnalyticsStreamError
+from airflow_provider_analytics.core.errors import (
+    AnalyticsError,
+    AnalyticsStreamError,
+    AnalyticsTransportError,
+)
 from airflow_provider_analytics.core.ndjson import MalformedStreamError
 from airflow_provider_analytics.export.decoder import ExportDataError
 from airflow_provider_analytics.export.settings import ExportSettings
@@ -264,6 +269,40 @@ def test_a_gzip_bomb_is_read_no_further_than_the_line_bound(serve: Any) -> None:
         assert export.bytes_read < 4 << 20  # inflated only as far as the bound, not 256 MiB
 
 
+def _gzip_cut_at_a_flush_point() -> tuple[bytes, bytes]:
+    """5000 records as one gzip stream, and its first 1000 records flushed but not ended
+    (no last block, no trailer): the cut part inflates cleanly."""
+    squeeze = zlib.compressobj(6, zlib.DEFLATED, 31)
+    first = b"".join(squeeze.compress(b'{"name": "u%d"}\n' % i) for i in range(1000))
+    cut = first + squeeze.flush(zlib.Z_SYNC_FLUSH)
+    rest = b"".join(squeeze.compress(b'{"name": "u%d"}\n' % i) for i in range(1000, 5000))
+    return cut + rest + squeeze.flush(), cut
+
+
+@pytest.mark.parametrize(
+    ("body", "rows"),
+    [
+        (_gzip_cut_at_a_flush_point()[0], 5000),
+        (gzip.compress(b'{"name": "a"}\n') + gzip.compress(b'{"name": "b"}\n'), 2),
+        (_gzip_cut_at_a_flush_point()[1], None),
+        (b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03junk", None),
+    ],
+    ids=["whole", "two members", "cut at a flush point", "a header and junk"],
+)
+def test_a_gzip_export_is_read_only_when_its_stream_ends(
+    serve: Any, body: bytes, rows: int | None
+) -> None:
+    """A gzip body cut where it had been flushed was read as a complete export (1000 of
+    5000 rows, no error)."""
+    server = serve(count=5000, body=body, headers={"Content-Encoding": "gzip"})
+    with client_for(server) as client, client.export_cohort_users("c1") as export:
+        if rows is not None:
+            assert len(list(export.iter_records())) == rows
+            return
+        with pytest.raises(AnalyticsStreamError, match="the gzip stream ended before its end"):
+            list(export.iter_records())
+
+
 def test_a_cut_body_reports_the_bytes_that_did_arrive(serve: Any) -> None:
     sent = (ndjson(*[{"name": f"user {i}"} for i in range(2000)]))[:29_945]
 
@@ -441,3 +480,54 @@ def test_a_refused_value_wins_over_a_later_cut(serve: Any, tmp_path: Path) -> No
         run_export(server, tmp_path, settings=settings)
     assert server.exports == 1
     assert not list(tmp_path.iterdir())
+
+
+def _cut_error_body(wfile: BinaryIO) -> None:
+    wfile.write(b'{"code":50')  # of the 1000 bytes announced
+
+
+ERROR_BODIES = {
+    "a 500 whose body is cut": (500, _cut_error_body, {"Content-Length": "1000"}),
+    "a 502 whose gzip is corrupt": (
+        502,
+        lambda wfile: wfile.write(b"\x1f\x8b\x08\x00garbagegarbage"),
+        {"Content-Encoding": "gzip", "Content-Length": "18"},
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(ERROR_BODIES))
+def test_an_unreadable_error_answer_is_retried_and_fails_by_name(
+    serve: Any, tmp_path: Path, name: str
+) -> None:
+    """The error answer's body was read after the transport's error handling (the export is
+    streamed): requests' own exception escaped, after one attempt, from the client and the job."""
+    status, write, headers = ERROR_BODIES[name]
+    server = serve(count=2, status=status, write=write, headers=headers)
+    with (
+        client_for(server, max_attempts=3, backoff_base=0.01) as client,
+        pytest.raises(AnalyticsTransportError, match="no complete answer after 3 attempt"),
+    ):
+        client.export_cohort_users("c1", progress=False)
+    assert server.exports == 3
+    with pytest.raises(AnalyticsError):
+        run_export(server, tmp_path)
+
+
+def test_a_trickling_error_answer_cannot_hold_the_export_past_the_call_deadline(
+    serve: Any,
+) -> None:
+    def trickle(wfile: BinaryIO) -> None:
+        for _ in range(200):  # a byte every 50 ms for up to 10 s
+            wfile.write(b" ")
+            wfile.flush()
+            time.sleep(0.05)
+
+    server = serve(count=2, status=503, write=trickle, headers={"Content-Length": "1000"})
+    started = time.monotonic()
+    with (
+        client_for(server, max_attempts=1, request_deadline=1.0) as client,
+        pytest.raises(AnalyticsTransportError, match=r"no complete answer within 1 s"),
+    ):
+        client.export_cohort_users("c1", progress=False)
+    assert time.monotonic() - started < 5

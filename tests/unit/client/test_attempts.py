@@ -395,6 +395,8 @@ def test_delay_prefers_retry_after_up_to_its_own_cap() -> None:
         (requests.ReadTimeout(), FailurePhase.EXCHANGE),
         (requests.ConnectionError("Connection aborted."), FailurePhase.EXCHANGE),
         (requests.exceptions.ChunkedEncodingError(), FailurePhase.EXCHANGE),
+        (requests.exceptions.ContentDecodingError(), FailurePhase.EXCHANGE),
+        (httpx.DecodingError("corrupt gzip"), FailurePhase.EXCHANGE),
         (requests.exceptions.InvalidURL(), FailurePhase.OTHER),
         (requests.exceptions.InvalidHeader(), FailurePhase.OTHER),
         (httpx.ConnectError("[Errno 111] Connection refused"), FailurePhase.CONNECT),
@@ -512,3 +514,25 @@ def test_outcomes_of_answers_and_failures() -> None:
     with pytest.raises(AnalyticsServerError) as failed:
         call.judge(FakeAnswer(503, {"Retry-After": "2"}))
     assert failed.value.retry_after == 2.0 and not call.retries(failed.value)
+
+
+@pytest.mark.parametrize(
+    ("exc", "warned"),
+    [
+        (requests.ReadTimeout("stalled"), True),
+        (TimeoutError(), True),  # the async transport's deadline: how far it got is unknown
+        (refused(), False),
+        (requests.ConnectTimeout(), False),
+    ],
+)
+def test_a_create_cut_by_the_deadline_says_its_outcome_is_unknown_once_it_was_sent(
+    exc: Exception, warned: bool
+) -> None:
+    config = ClientConfig(BASE, token="tok", app_key="app")
+    call = CallAttempts(config, RetryPolicy.from_config(config), ops.CREATE_UTM, json={})
+    call.start()
+    error = call.failed(exc, cut_by_deadline=True)
+    assert "no complete answer within" in str(error)
+    assert ("its outcome is unknown" in str(error)) is warned
+    plain = CallAttempts(config, RetryPolicy.from_config(config), ops.LIST_EVENTS)
+    assert "outcome" not in str(plain.failed(exc, cut_by_deadline=True))
