@@ -777,7 +777,14 @@ class ResponseReader:
                 data=body.get("data"),
                 operation=self._operation,
             )
-        if "success" in body and body["success"] != 0:
+        success = body.get("success", 0)
+        if type(success) is not int:  # "0", true, 0.0: neither done nor refused, by the spec
+            raise AnswerShapeError(
+                f"{self._operation}: success must be a JSON integer (0: done), got "
+                f"{redactor.excerpt(repr(success), 80)}{self._after}",
+                operation=self._operation,
+            )
+        if success != 0:
             raise AnalyticsOperationFailedError(
                 f"{self._operation}: the server reported failure "
                 f"(success={redactor.excerpt(repr(body['success']), 80)}"

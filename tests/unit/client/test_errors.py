@@ -29,6 +29,7 @@ from airflow_provider_analytics.client import (
     AnalyticsValidationError,
     ClientConfig,
 )
+from airflow_provider_analytics.client.answers import AnswerShapeError
 
 if TYPE_CHECKING:
     import requests_mock as rm
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
 BASE = "https://analytics.example.com"
 EVENTS = BASE + "/uba/api/schema/event"
 ACCOUNTS = BASE + "/uba/manage/enterprise/accounts"
+UTM_CREATE = BASE + "/svc/uba/api/operations/utm"
 
 
 @pytest.fixture
@@ -176,9 +178,7 @@ def test_redirects_are_not_followed(client: AnalyticsClient, requests_mock: rm.M
     assert requests_mock.call_count == 1
 
 
-@pytest.mark.parametrize(
-    ("success", "msg"), [(1, "not allowed"), (-1, None), ("0", None), (None, None)]
-)
+@pytest.mark.parametrize(("success", "msg"), [(1, "not allowed"), (-1, None)])
 def test_success_other_than_zero_is_an_operation_failure(
     client: AnalyticsClient, requests_mock: rm.Mocker, success: Any, msg: str | None
 ) -> None:
@@ -192,6 +192,19 @@ def test_success_other_than_zero_is_an_operation_failure(
     assert (error.status, error.code, error.msg) == (200, 7, msg)
     assert error.operation == "add_user_property"
     assert "success=" in str(error)
+
+
+@pytest.mark.parametrize("success", ["0", None, True, 0.0, [0]])
+def test_success_that_is_no_integer_is_refused_by_shape_not_called_a_failure(
+    client: AnalyticsClient, requests_mock: rm.Mocker, success: Any
+) -> None:
+    """``"0"`` beside a campaign id: the link was likely made, and "not carried out" invited
+    a second create; a create's refusal says the outcome is unknown."""
+    requests_mock.post(UTM_CREATE, json={"success": success, "campaignId": 5})
+    with pytest.raises(AnswerShapeError, match=r"success must be a JSON integer") as caught:
+        client.create_utm("https://a.example.com/", "c", "m", "s")
+    assert not isinstance(caught.value, AnalyticsOperationFailedError)
+    assert "may exist" in str(caught.value) or "outcome" in str(caught.value)
 
 
 CONVERSION = "/svc/uba/api/operations/utm/analysys/5"
