@@ -9,15 +9,17 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import time
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlparse
 
-from pyiceberg.exceptions import CommitFailedException
+from pyiceberg.exceptions import CommitFailedException, NoSuchTableError, ValidationError
 
 from airflow_provider_analytics.core import rules
 from airflow_provider_analytics.core.errors import (
     AnalyticsConfigurationError,
+    AnalyticsError,
     IcebergCommitError,
     IcebergMaintenanceError,
 )
@@ -37,6 +39,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 _S3_ALIASES: Final = {"s3a": "s3", "s3n": "s3"}
+_UNREADABLE: Final = (ValidationError, ValueError, OSError, EOFError)
+"""What unreadable metadata or a missing file it names raises (pyiceberg's, pydantic's, I/O)."""
 
 
 @dataclass
@@ -170,8 +174,10 @@ def maintain_table(
     allowed_roots: Sequence[RootList] = (),
 ) -> MaintenanceResult:
     """Expire the table's old snapshots (``attempts`` tries of the commit when other writers
-    commit in between), then delete the files under the table's location (checked against the
-    roots) that its metadata does not reach and that are older than ``orphan_file_age``."""
+    commit in between), then delete the files under the table's location that its metadata
+    does not reach and that are older than ``orphan_file_age``. Refused before anything is
+    committed when the location lies outside the roots or holds another table of the catalog
+    (:func:`tables_inside`)."""
     if orphan_file_age < dt.timedelta(0) or snapshot_retention < dt.timedelta(0):
         raise AnalyticsConfigurationError(
             "snapshot_retention and orphan_file_age must not be negative"
@@ -179,31 +185,39 @@ def maintain_table(
     rules.positive_int(attempts, "attempts")
     now = now or dt.datetime.now(dt.UTC)
     result = MaintenanceResult(table=identifier, dry_run=dry_run)
-
-    def expire() -> tuple[list[int], int]:
-        table = catalog.load_table(identifier)
-        try:
-            return expire_snapshots(
-                table,
-                older_than=_before(now, snapshot_retention),
-                retain_last=retain_last,
-                dry_run=dry_run,
+    with _readable(identifier):
+        # where it may delete, checked before anything is committed
+        location = f"{catalog.load_table(identifier).location().rstrip('/')}/"
+        checked_destination(location, allowed_roots, "iceberg table location")
+        if inside := tables_inside(catalog, identifier, location):
+            raise IcebergMaintenanceError(
+                f"{identifier}: refused, its location {location} holds the files of "
+                f"{', '.join(inside)}, which its orphan removal would delete; give each "
+                "table a location of its own"
             )
-        except CommitFailedException as error:
-            raise lost_race(identifier, "snapshot expiry", attempts, error) from error
 
-    engine = RetryPolicy.doubling(attempts, 0.2, jitter=0.5).retrying(identifier, sleep=sleep)
-    try:
-        result.expired_snapshots, result.snapshots_kept = engine(expire)
-    except IcebergCommitError as error:
-        raise IcebergMaintenanceError(str(error)) from error.__cause__
-    # orphans: listed before the metadata is read, so that a commit landing in between is seen
-    table = catalog.load_table(identifier)
-    location = f"{table.location().rstrip('/')}/"
-    checked_destination(location, allowed_roots, "iceberg table location")
-    listed = list(list_files(table.io, location))
-    table = catalog.load_table(identifier)
-    reachable = reachable_files(table)
+        def expire() -> tuple[list[int], int]:
+            table = catalog.load_table(identifier)
+            try:
+                return expire_snapshots(
+                    table,
+                    older_than=_before(now, snapshot_retention),
+                    retain_last=retain_last,
+                    dry_run=dry_run,
+                )
+            except CommitFailedException as error:
+                raise lost_race(identifier, "snapshot expiry", attempts, error) from error
+
+        engine = RetryPolicy.doubling(attempts, 0.2, jitter=0.5).retrying(identifier, sleep=sleep)
+        try:
+            result.expired_snapshots, result.snapshots_kept = engine(expire)
+        except IcebergCommitError as error:
+            raise IcebergMaintenanceError(str(error)) from error.__cause__
+        # orphans: listed before the metadata is read, so that a commit landing in between is seen
+        table = catalog.load_table(identifier)
+        listed = list(list_files(table.io, location))
+        table = catalog.load_table(identifier)
+        reachable = reachable_files(table)
     result.files_scanned = len(listed)
     cutoff = _before(now, orphan_file_age)
     result.orphan_files = sorted(
@@ -216,3 +230,47 @@ def maintain_table(
         verb = "would remove" if dry_run else "removed"
         log.info("%s: %s %d orphan files", identifier, verb, len(result.orphan_files))
     return result
+
+
+def tables_inside(catalog: Catalog, identifier: str, location: str) -> list[str]:
+    """The catalog's other tables whose location is ``location`` or lies below it: their files
+    are listed with the table's own, and none of them is reached by its metadata. Every
+    namespace is walked and every table loaded (correct, not cheap on a large catalog)."""
+    own = catalog.identifier_to_tuple(identifier)
+    namespaces = catalog.list_namespaces()
+    found = []
+    while namespaces:
+        namespace = namespaces.pop()
+        namespaces += catalog.list_namespaces(namespace)
+        for other in catalog.list_tables(namespace):
+            name = ".".join(other)
+            if tuple(other) == own:
+                continue
+            try:
+                where = catalog.load_table(other).location()
+            except NoSuchTableError:  # dropped since it was listed
+                continue
+            except _UNREADABLE as error:
+                raise IcebergMaintenanceError(
+                    f"{identifier}: refused, the location of {name} cannot be read, so whether "
+                    f"its files lie in {location} is unknown: {error}"
+                ) from error
+            if file_key(f"{where.rstrip('/')}/").startswith(file_key(location)):
+                found.append(name)
+    return sorted(found)
+
+
+@contextmanager
+def _readable(identifier: str) -> Iterator[None]:
+    """Unreadable metadata or a missing file it names (a truncated metadata file, a manifest
+    list gone) raised as the table's :class:`IcebergMaintenanceError`, not pydantic's or the
+    file system's bare error."""
+    try:
+        yield
+    except AnalyticsError:
+        raise
+    except _UNREADABLE as error:
+        raise IcebergMaintenanceError(
+            f"{identifier}: cannot read the table's metadata or a file it names, nothing "
+            f"deleted: {type(error).__name__}: {error}"
+        ) from error
