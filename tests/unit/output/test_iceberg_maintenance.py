@@ -222,3 +222,25 @@ def test_unreadable_metadata_is_the_tables_error_and_nothing_is_deleted(
     with pytest.raises(IcebergMaintenanceError, match=r"^lake\.t: cannot read"):
         operator.execute({})  # type: ignore[arg-type]
     assert tree(tmp_path / "wh") == before
+
+
+def test_files_outside_the_location_are_never_listed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With ``write.data.path`` elsewhere, a killed run's file there stays (that folder may
+    hold other tables' files), as docs/howto/iceberg.md says; the table is unharmed."""
+    catalog = lake_catalog(tmp_path, monkeypatch)
+    write(catalog, 1, 1)
+    elsewhere = tmp_path / "elsewhere"
+    with catalog.load_table("lake.t").transaction() as change:
+        change.set_properties({"write.data.path": elsewhere.as_uri()})
+    write(catalog, 2, 2)
+    stray = elsewhere / "killed-00000.parquet"
+    stray.write_bytes(b"PAR1")
+
+    result = maintain_table(
+        catalog, "lake.t", snapshot_retention=dt.timedelta(0), orphan_file_age=dt.timedelta(0)
+    )
+    assert stray.exists() and len(list(elsewhere.rglob("*.parquet"))) == 2
+    assert not [path for path in result.orphan_files if "elsewhere" in path]
+    assert sorted(catalog.load_table("lake.t").scan().to_arrow()["n"].to_pylist()) == [1, 2]
