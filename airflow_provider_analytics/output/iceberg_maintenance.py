@@ -14,7 +14,12 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlparse
 
-from pyiceberg.exceptions import CommitFailedException, NoSuchTableError, ValidationError
+from pyiceberg.exceptions import (
+    CommitFailedException,
+    NoSuchNamespaceError,
+    NoSuchTableError,
+    ValidationError,
+)
 
 from airflow_provider_analytics.core import rules
 from airflow_provider_analytics.core.errors import (
@@ -235,28 +240,38 @@ def maintain_table(
 def tables_inside(catalog: Catalog, identifier: str, location: str) -> list[str]:
     """The catalog's other tables whose location is ``location`` or lies below it: their files
     are listed with the table's own, and none of them is reached by its metadata. Every
-    namespace is walked and every table loaded (correct, not cheap on a large catalog)."""
+    namespace is walked and every table loaded (correct, not cheap on a large catalog); a
+    catalog that cannot list, or a table whose location cannot be read, is refused."""
     own = catalog.identifier_to_tuple(identifier)
-    namespaces = catalog.list_namespaces()
     found = []
+    namespaces: list[tuple[str, ...]] = [()]
     while namespaces:
         namespace = namespaces.pop()
-        namespaces += catalog.list_namespaces(namespace)
-        for other in catalog.list_tables(namespace):
-            name = ".".join(other)
+        try:
+            children = catalog.list_namespaces(namespace)
+            others = catalog.list_tables(namespace) if namespace else []
+        except NoSuchNamespaceError:  # dropped since it was listed
+            continue
+        except Exception as error:  # a catalog's refusal to list (a REST 403, Glue's denial)
+            raise IcebergMaintenanceError(
+                f"{identifier}: refused, the catalog's tables cannot be listed to check that "
+                f"none lies in its location {location}: {error}"
+            ) from error
+        namespaces += [child for child in children if len(child) > len(namespace)]
+        for other in others:
             if tuple(other) == own:
                 continue
             try:
                 where = catalog.load_table(other).location()
-            except NoSuchTableError:  # dropped since it was listed
+            except NoSuchTableError:  # dropped since it was listed, or not an Iceberg table
                 continue
-            except _UNREADABLE as error:
+            except Exception as error:  # unreadable metadata, a refused load
                 raise IcebergMaintenanceError(
-                    f"{identifier}: refused, the location of {name} cannot be read, so whether "
-                    f"its files lie in {location} is unknown: {error}"
+                    f"{identifier}: refused, the location of {'.'.join(other)} cannot be read, "
+                    f"so whether its files lie in {location} is unknown: {error}"
                 ) from error
             if file_key(f"{where.rstrip('/')}/").startswith(file_key(location)):
-                found.append(name)
+                found.append(".".join(other))
     return sorted(found)
 
 

@@ -244,3 +244,36 @@ def test_files_outside_the_location_are_never_listed(
     assert stray.exists() and len(list(elsewhere.rglob("*.parquet"))) == 2
     assert not [path for path in result.orphan_files if "elsewhere" in path]
     assert sorted(catalog.load_table("lake.t").scan().to_arrow()["n"].to_pylist()) == [1, 2]
+
+
+@pytest.mark.parametrize("trouble", ["unreadable neighbour", "listing forbidden"])
+def test_where_other_tables_lie_unknown_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, trouble: str
+) -> None:
+    """Whether another table lies in the location cannot be told: refused by name, nothing
+    expired or deleted (never pyiceberg's bare error)."""
+    from pyiceberg.exceptions import ForbiddenError
+
+    catalog = lake_catalog(tmp_path, monkeypatch)
+    write(catalog, 1, 1)
+    write(catalog, 1, 10)
+    if trouble == "unreadable neighbour":
+        other = catalog.create_table("lake.other", schema=catalog.load_table("lake.t").schema())
+        Path(other.metadata_location.removeprefix("file://")).write_text("{")
+        expected = r"lake\.t: refused, the location of lake\.other cannot be read"
+    else:
+
+        def forbidden(namespace: object) -> list[tuple[str, ...]]:
+            raise ForbiddenError("not allowed to list tables")
+
+        monkeypatch.setattr(catalog, "list_tables", forbidden)
+        expected = r"lake\.t: refused, the catalog's tables cannot be listed.*not allowed"
+    snapshots = len(catalog.load_table("lake.t").snapshots())
+    before = tree(tmp_path / "wh")
+
+    with pytest.raises(IcebergMaintenanceError, match=expected):
+        maintain_table(
+            catalog, "lake.t", snapshot_retention=dt.timedelta(0), orphan_file_age=dt.timedelta(0)
+        )
+    assert tree(tmp_path / "wh") == before
+    assert len(catalog.load_table("lake.t").snapshots()) == snapshots > 1
