@@ -9,7 +9,6 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import time
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlparse
@@ -44,8 +43,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 _S3_ALIASES: Final = {"s3a": "s3", "s3n": "s3"}
-_UNREADABLE: Final = (ValidationError, ValueError, OSError, EOFError)
-"""What unreadable metadata or a missing file it names raises (pyiceberg's, pydantic's, I/O)."""
 
 
 @dataclass
@@ -190,8 +187,7 @@ def maintain_table(
     rules.positive_int(attempts, "attempts")
     now = now or dt.datetime.now(dt.UTC)
     result = MaintenanceResult(table=identifier, dry_run=dry_run)
-    with _readable(identifier):
-        # where it may delete, checked before anything is committed
+    try:  # where it may delete is checked before anything is committed
         location = f"{catalog.load_table(identifier).location().rstrip('/')}/"
         checked_destination(location, allowed_roots, "iceberg table location")
         if inside := tables_inside(catalog, identifier, location):
@@ -223,6 +219,13 @@ def maintain_table(
         listed = list(list_files(table.io, location))
         table = catalog.load_table(identifier)
         reachable = reachable_files(table)
+    except AnalyticsError:
+        raise
+    except (ValidationError, ValueError, OSError, EOFError) as error:  # pyiceberg's, pydantic's
+        raise IcebergMaintenanceError(
+            f"{identifier}: cannot read the table's metadata or a file it names, nothing "
+            f"deleted: {type(error).__name__}: {error}"
+        ) from error
     result.files_scanned = len(listed)
     cutoff = _before(now, orphan_file_age)
     result.orphan_files = sorted(
@@ -273,19 +276,3 @@ def tables_inside(catalog: Catalog, identifier: str, location: str) -> list[str]
             if file_key(f"{where.rstrip('/')}/").startswith(file_key(location)):
                 found.append(".".join(other))
     return sorted(found)
-
-
-@contextmanager
-def _readable(identifier: str) -> Iterator[None]:
-    """Unreadable metadata or a missing file it names (a truncated metadata file, a manifest
-    list gone) raised as the table's :class:`IcebergMaintenanceError`, not pydantic's or the
-    file system's bare error."""
-    try:
-        yield
-    except AnalyticsError:
-        raise
-    except _UNREADABLE as error:
-        raise IcebergMaintenanceError(
-            f"{identifier}: cannot read the table's metadata or a file it names, nothing "
-            f"deleted: {type(error).__name__}: {error}"
-        ) from error
