@@ -13,7 +13,8 @@ each commit's requirements against the table's current metadata, and may live on
 What it implements:
 
 - ``GET /v1/config`` (empty defaults and overrides, no ``endpoints`` list, no ``prefix``);
-- ``POST /v1/namespaces``, ``GET``/``HEAD /v1/namespaces/{ns}``;
+- ``POST /v1/namespaces``, ``GET``/``HEAD /v1/namespaces/{ns}``, listing namespaces
+  (``GET /v1/namespaces``, ``?parent=``) and tables (``GET /v1/namespaces/{ns}/tables``);
 - ``POST /v1/namespaces/{ns}/tables`` (direct and ``stage-create``);
 - ``GET``/``HEAD /v1/namespaces/{ns}/tables/{table}``;
 - ``POST /v1/namespaces/{ns}/tables/{table}`` (commit: requirements, then updates);
@@ -24,7 +25,7 @@ What it does not implement (a request for it gets 404 or the error of its backen
 
 - authentication beyond one static token: no OAuth2 token endpoint (``/v1/oauth/tokens``), no
   token refresh or exchange, no SigV4, no authorization of any kind;
-- listing (namespaces, tables, views), pagination, dropping or renaming namespaces or tables,
+- pagination, dropping or renaming namespaces or tables,
   namespace property updates, ``/register``;
 - multi-table transactions (``/v1/transactions/commit``), views, metrics reporting, server-side
   scan planning, credential vending (the ``X-Iceberg-Access-Delegation`` header is ignored; each
@@ -41,7 +42,7 @@ import re
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
-from urllib.parse import unquote
+from urllib.parse import parse_qs, unquote
 
 from pyiceberg.catalog.rest import CreateTableRequest
 from pyiceberg.catalog.sql import SqlCatalog
@@ -94,6 +95,7 @@ def _table_body(table: Table) -> str:
 
 class _Handler(BaseHTTPRequestHandler):
     server: RestCatalogServer
+    query = ""
 
     def log_message(self, format: str, *args: Any) -> None:  # quiet
         pass
@@ -111,7 +113,7 @@ class _Handler(BaseHTTPRequestHandler):
         return self.rfile.read(int(self.headers.get("Content-Length") or 0))
 
     def _dispatch(self) -> None:
-        path = self.path.split("?", 1)[0]
+        path, _, self.query = self.path.partition("?")
         if self.server.token and self.headers.get("Authorization") != f"Bearer {self.server.token}":
             self._reply(
                 401, '{"error": {"message": "bad token", "type": "NotAuthorized", "code": 401}}'
@@ -136,10 +138,18 @@ class _Handler(BaseHTTPRequestHandler):
             request = json.loads(self._body())
             catalog.create_namespace(tuple(request["namespace"]), request.get("properties") or {})
             self._reply(200, json.dumps({"namespace": request["namespace"], "properties": {}}))
+        elif _NAMESPACES.match(path) and method == "GET":
+            parent = parse_qs(self.query).get("parent", [""])[0]
+            found = catalog.list_namespaces(_namespace(parent) if parent else ())
+            self._reply(200, json.dumps({"namespaces": [list(name) for name in found]}))
         elif (match := _NAMESPACE.match(path)) and method in ("GET", "HEAD"):
             namespace = _namespace(match["namespace"])
             properties = catalog.load_namespace_properties(namespace)
             self._reply(200, json.dumps({"namespace": list(namespace), "properties": properties}))
+        elif (match := _TABLES.match(path)) and method == "GET":
+            found = catalog.list_tables(_namespace(match["namespace"]))
+            names = [{"namespace": list(name[:-1]), "name": name[-1]} for name in found]
+            self._reply(200, json.dumps({"identifiers": names}))
         elif (match := _TABLES.match(path)) and method == "POST":
             self._create_table(_namespace(match["namespace"]))
         elif (match := _TABLE.match(path)) and method in ("GET", "HEAD"):

@@ -346,4 +346,5 @@ class Unfit(AnalyticsError, TypeError, ValueError):
 
 
 class IcebergMaintenanceError(AnalyticsError):
-    """A table could not be maintained (its FileIO cannot list files, or commits kept failing)."""
+    """A table could not be maintained (its metadata or a file it names cannot be read, its
+    location holds another table, its FileIO cannot list files, or commits kept failing)."""

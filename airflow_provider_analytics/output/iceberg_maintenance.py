@@ -13,11 +13,17 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlparse
 
-from pyiceberg.exceptions import CommitFailedException
+from pyiceberg.exceptions import (
+    CommitFailedException,
+    NoSuchNamespaceError,
+    NoSuchTableError,
+    ValidationError,
+)
 
 from airflow_provider_analytics.core import rules
 from airflow_provider_analytics.core.errors import (
     AnalyticsConfigurationError,
+    AnalyticsError,
     IcebergCommitError,
     IcebergMaintenanceError,
 )
@@ -170,8 +176,10 @@ def maintain_table(
     allowed_roots: Sequence[RootList] = (),
 ) -> MaintenanceResult:
     """Expire the table's old snapshots (``attempts`` tries of the commit when other writers
-    commit in between), then delete the files under the table's location (checked against the
-    roots) that its metadata does not reach and that are older than ``orphan_file_age``."""
+    commit in between), then delete the files under the table's location that its metadata
+    does not reach and that are older than ``orphan_file_age``. Refused before anything is
+    committed when the location lies outside the roots or holds another table of the catalog
+    (:func:`tables_inside`)."""
     if orphan_file_age < dt.timedelta(0) or snapshot_retention < dt.timedelta(0):
         raise AnalyticsConfigurationError(
             "snapshot_retention and orphan_file_age must not be negative"
@@ -179,31 +187,45 @@ def maintain_table(
     rules.positive_int(attempts, "attempts")
     now = now or dt.datetime.now(dt.UTC)
     result = MaintenanceResult(table=identifier, dry_run=dry_run)
-
-    def expire() -> tuple[list[int], int]:
-        table = catalog.load_table(identifier)
-        try:
-            return expire_snapshots(
-                table,
-                older_than=_before(now, snapshot_retention),
-                retain_last=retain_last,
-                dry_run=dry_run,
+    try:  # where it may delete is checked before anything is committed
+        location = f"{catalog.load_table(identifier).location().rstrip('/')}/"
+        checked_destination(location, allowed_roots, "iceberg table location")
+        if inside := tables_inside(catalog, identifier, location):
+            raise IcebergMaintenanceError(
+                f"{identifier}: refused, its location {location} holds the files of "
+                f"{', '.join(inside)}, which its orphan removal would delete; give each "
+                "table a location of its own"
             )
-        except CommitFailedException as error:
-            raise lost_race(identifier, "snapshot expiry", attempts, error) from error
 
-    engine = RetryPolicy.doubling(attempts, 0.2, jitter=0.5).retrying(identifier, sleep=sleep)
-    try:
-        result.expired_snapshots, result.snapshots_kept = engine(expire)
-    except IcebergCommitError as error:
-        raise IcebergMaintenanceError(str(error)) from error.__cause__
-    # orphans: listed before the metadata is read, so that a commit landing in between is seen
-    table = catalog.load_table(identifier)
-    location = f"{table.location().rstrip('/')}/"
-    checked_destination(location, allowed_roots, "iceberg table location")
-    listed = list(list_files(table.io, location))
-    table = catalog.load_table(identifier)
-    reachable = reachable_files(table)
+        def expire() -> tuple[list[int], int]:
+            table = catalog.load_table(identifier)
+            try:
+                return expire_snapshots(
+                    table,
+                    older_than=_before(now, snapshot_retention),
+                    retain_last=retain_last,
+                    dry_run=dry_run,
+                )
+            except CommitFailedException as error:
+                raise lost_race(identifier, "snapshot expiry", attempts, error) from error
+
+        engine = RetryPolicy.doubling(attempts, 0.2, jitter=0.5).retrying(identifier, sleep=sleep)
+        try:
+            result.expired_snapshots, result.snapshots_kept = engine(expire)
+        except IcebergCommitError as error:
+            raise IcebergMaintenanceError(str(error)) from error.__cause__
+        # orphans: listed before the metadata is read, so that a commit landing in between is seen
+        table = catalog.load_table(identifier)
+        listed = list(list_files(table.io, location))
+        table = catalog.load_table(identifier)
+        reachable = reachable_files(table)
+    except AnalyticsError:
+        raise
+    except (ValidationError, ValueError, OSError, EOFError) as error:  # pyiceberg's, pydantic's
+        raise IcebergMaintenanceError(
+            f"{identifier}: cannot read the table's metadata or a file it names, nothing "
+            f"deleted: {type(error).__name__}: {error}"
+        ) from error
     result.files_scanned = len(listed)
     cutoff = _before(now, orphan_file_age)
     result.orphan_files = sorted(
@@ -216,3 +238,41 @@ def maintain_table(
         verb = "would remove" if dry_run else "removed"
         log.info("%s: %s %d orphan files", identifier, verb, len(result.orphan_files))
     return result
+
+
+def tables_inside(catalog: Catalog, identifier: str, location: str) -> list[str]:
+    """The catalog's other tables whose location is ``location`` or lies below it: their files
+    are listed with the table's own, and none of them is reached by its metadata. Every
+    namespace is walked and every table loaded (correct, not cheap on a large catalog); a
+    catalog that cannot list, or a table whose location cannot be read, is refused."""
+    own = catalog.identifier_to_tuple(identifier)
+    found = []
+    namespaces: list[tuple[str, ...]] = [()]
+    while namespaces:
+        namespace = namespaces.pop()
+        try:
+            children = catalog.list_namespaces(namespace)
+            others = catalog.list_tables(namespace) if namespace else []
+        except NoSuchNamespaceError:  # dropped since it was listed
+            continue
+        except Exception as error:  # a catalog's refusal to list (a REST 403, Glue's denial)
+            raise IcebergMaintenanceError(
+                f"{identifier}: refused, the catalog's tables cannot be listed to check that "
+                f"none lies in its location {location}: {error}"
+            ) from error
+        namespaces += [child for child in children if len(child) > len(namespace)]
+        for other in others:
+            if tuple(other) == own:
+                continue
+            try:
+                where = catalog.load_table(other).location()
+            except NoSuchTableError:  # dropped since it was listed, or not an Iceberg table
+                continue
+            except Exception as error:  # unreadable metadata, a refused load
+                raise IcebergMaintenanceError(
+                    f"{identifier}: refused, the location of {'.'.join(other)} cannot be read, "
+                    f"so whether its files lie in {location} is unknown: {error}"
+                ) from error
+            if file_key(f"{where.rstrip('/')}/").startswith(file_key(location)):
+                found.append(".".join(other))
+    return sorted(found)

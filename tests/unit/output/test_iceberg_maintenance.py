@@ -5,12 +5,13 @@ and on S3: tests/iceberg_cases.py.)"""
 from __future__ import annotations
 
 import datetime as dt
-from typing import TYPE_CHECKING
+import json
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
 
-from airflow_provider_analytics.core.errors import AnalyticsValidationError
+from airflow_provider_analytics.core.errors import AnalyticsValidationError, IcebergMaintenanceError
 from airflow_provider_analytics.core.identity import Identity
 from airflow_provider_analytics.operators.iceberg_maintenance import IcebergMaintenanceOperator
 from airflow_provider_analytics.output.iceberg import (
@@ -24,9 +25,7 @@ from airflow_provider_analytics.output.iceberg_maintenance import (
     maintain_table,
     reachable_files,
 )
-
-if TYPE_CHECKING:
-    from pathlib import Path
+from airflow_provider_analytics.output.roots import allowed_roots
 
 COHORT = Identity("cohort_code", "vip")
 
@@ -122,3 +121,159 @@ def test_an_age_reaching_past_the_calendar_keeps_everything(tmp_path: Path) -> N
     assert (result.expired_snapshots, result.orphan_files) == ([], [])
     assert len(catalog.load_table("lake.t").snapshots()) == snapshots > 1
     assert table.io.new_input(stray).exists()
+
+
+def lake_catalog(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """A SQL catalog on SQLite, also the operator's ``iceberg_default`` connection."""
+    extra = {"uri": f"sqlite:///{tmp_path}/catalog.db", "warehouse": f"file://{tmp_path}/wh"}
+    connection = {"conn_type": "iceberg", "extra": extra}
+    monkeypatch.setenv("AIRFLOW_CONN_ICEBERG_DEFAULT", json.dumps(connection))
+    return open_catalog("iceberg_default", catalog_properties(extra=extra))
+
+
+def tree(folder: Path) -> dict[Path, bytes]:
+    return {path: path.read_bytes() for path in folder.rglob("*") if path.is_file()}
+
+
+def test_a_location_holding_another_table_is_refused_by_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another tool's ``lake.parent`` lies in the namespace folder that holds ``lake.t``:
+    its orphan removal deleted lake.t's live data, metadata and manifests. Refused, naming
+    lake.t, before its snapshots are expired; nothing written or deleted."""
+    from pyiceberg.schema import Schema
+    from pyiceberg.types import LongType, NestedField
+
+    catalog = lake_catalog(tmp_path, monkeypatch)
+    write(catalog, 1, 1)
+    schema = Schema(NestedField(1, "x", LongType(), required=False))
+    parent = catalog.create_table(
+        "lake.parent", schema=schema, location=f"file://{tmp_path}/wh/lake"
+    )
+    parent.append(pa.table({"x": pa.array([1], pa.int64())}))
+    parent.append(pa.table({"x": pa.array([2], pa.int64())}))
+    before = tree(tmp_path / "wh")
+
+    with pytest.raises(IcebergMaintenanceError, match=r"lake\.parent: refused.*lake\.t\b"):
+        maintain_table(
+            catalog,
+            "lake.parent",
+            snapshot_retention=dt.timedelta(0),
+            orphan_file_age=dt.timedelta(0),
+        )
+    assert tree(tmp_path / "wh") == before
+    assert len(catalog.load_table("lake.parent").snapshots()) == 2
+    assert catalog.load_table("lake.t").scan().to_arrow()["n"].to_pylist() == [1]
+    # lake.t's own location holds no other table: maintained as before
+    result = maintain_table(
+        catalog, "lake.t", snapshot_retention=dt.timedelta(0), orphan_file_age=dt.timedelta(0)
+    )
+    assert result.orphan_files == []
+
+
+def test_a_location_outside_the_roots_is_refused_before_expiry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The roots were checked after the expiry had committed (a new metadata file written
+    where the roots forbid); now first, and nothing changes."""
+    catalog = lake_catalog(tmp_path, monkeypatch)
+    write(catalog, 1, 1)
+    write(catalog, 1, 10)
+    snapshots = len(catalog.load_table("lake.t").snapshots())
+    before = tree(tmp_path / "wh")
+    roots = [("test", allowed_roots(f"{tmp_path.as_uri()}/elsewhere/", "test"))]
+
+    with pytest.raises(AnalyticsValidationError, match="iceberg table location"):
+        maintain_table(
+            catalog,
+            "lake.t",
+            snapshot_retention=dt.timedelta(0),
+            orphan_file_age=dt.timedelta(0),
+            allowed_roots=roots,
+        )
+    assert tree(tmp_path / "wh") == before
+    assert len(catalog.load_table("lake.t").snapshots()) == snapshots > 1
+
+
+@pytest.mark.parametrize("damage", ["truncated metadata", "manifest list gone"])
+def test_unreadable_metadata_is_the_tables_error_and_nothing_is_deleted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, damage: str
+) -> None:
+    """A truncated metadata file let pydantic's ValidationError out of the operator, a
+    missing manifest list the builtin FileNotFoundError."""
+    catalog = lake_catalog(tmp_path, monkeypatch)
+    write(catalog, 1, 1)
+    table = catalog.load_table("lake.t")
+    local = Path(table.metadata_location.removeprefix("file://"))
+    if damage == "truncated metadata":
+        local.write_text('{"format-version": 2, "table-uuid": ')
+    else:
+        Path(table.current_snapshot().manifest_list.removeprefix("file://")).unlink()
+    stray = Path(table.location().removeprefix("file://")) / "data" / "killed.parquet"
+    stray.write_bytes(b"PAR1")
+    before = tree(tmp_path / "wh")
+    operator = IcebergMaintenanceOperator(
+        task_id="m",
+        iceberg_tables=["lake.t"],
+        snapshot_retention=dt.timedelta(0),
+        orphan_file_age=dt.timedelta(0),
+    )
+
+    with pytest.raises(IcebergMaintenanceError, match=r"^lake\.t: cannot read"):
+        operator.execute({})  # type: ignore[arg-type]
+    assert tree(tmp_path / "wh") == before
+
+
+def test_files_outside_the_location_are_never_listed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With ``write.data.path`` elsewhere, a killed run's file there stays (that folder may
+    hold other tables' files), as docs/howto/iceberg.md says; the table is unharmed."""
+    catalog = lake_catalog(tmp_path, monkeypatch)
+    write(catalog, 1, 1)
+    elsewhere = tmp_path / "elsewhere"
+    with catalog.load_table("lake.t").transaction() as change:
+        change.set_properties({"write.data.path": elsewhere.as_uri()})
+    write(catalog, 2, 2)
+    stray = elsewhere / "killed-00000.parquet"
+    stray.write_bytes(b"PAR1")
+
+    result = maintain_table(
+        catalog, "lake.t", snapshot_retention=dt.timedelta(0), orphan_file_age=dt.timedelta(0)
+    )
+    assert stray.exists() and len(list(elsewhere.rglob("*.parquet"))) == 2
+    assert not [path for path in result.orphan_files if "elsewhere" in path]
+    assert sorted(catalog.load_table("lake.t").scan().to_arrow()["n"].to_pylist()) == [1, 2]
+
+
+@pytest.mark.parametrize("trouble", ["unreadable neighbour", "listing forbidden"])
+def test_where_other_tables_lie_unknown_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, trouble: str
+) -> None:
+    """Whether another table lies in the location cannot be told: refused by name, nothing
+    expired or deleted (never pyiceberg's bare error)."""
+    from pyiceberg.exceptions import ForbiddenError
+
+    catalog = lake_catalog(tmp_path, monkeypatch)
+    write(catalog, 1, 1)
+    write(catalog, 1, 10)
+    if trouble == "unreadable neighbour":
+        other = catalog.create_table("lake.other", schema=catalog.load_table("lake.t").schema())
+        Path(other.metadata_location.removeprefix("file://")).write_text("{")
+        expected = r"lake\.t: refused, the location of lake\.other cannot be read"
+    else:
+
+        def forbidden(namespace: object) -> list[tuple[str, ...]]:
+            raise ForbiddenError("not allowed to list tables")
+
+        monkeypatch.setattr(catalog, "list_tables", forbidden)
+        expected = r"lake\.t: refused, the catalog's tables cannot be listed.*not allowed"
+    snapshots = len(catalog.load_table("lake.t").snapshots())
+    before = tree(tmp_path / "wh")
+
+    with pytest.raises(IcebergMaintenanceError, match=expected):
+        maintain_table(
+            catalog, "lake.t", snapshot_retention=dt.timedelta(0), orphan_file_age=dt.timedelta(0)
+        )
+    assert tree(tmp_path / "wh") == before
+    assert len(catalog.load_table("lake.t").snapshots()) == snapshots > 1
