@@ -330,6 +330,38 @@ def identity_partitions(table: Table) -> set[str | None]:
     }
 
 
+def refuse_layout(table: Table, identifier: str, identity: Identity) -> None:
+    """Refuse by name, before anything is asked or written, a table a run cannot replace its
+    (``identity``, day) of: one not partitioned by identity transforms of the identity column
+    and ``dt`` (an earlier version's, or another tool's: the message names the migration), or
+    whose metrics properties keep no whole bounds of those columns (each data file's partition
+    is read from them: its files would belong to no day, a rerun would duplicate the day and a
+    reader's filter on ``dt`` find nothing)."""
+    if not {identity.column, DAY_COLUMN} <= identity_partitions(table):
+        raise IcebergLayoutError(
+            f"{identifier} is not partitioned by identity({identity.column}) and "
+            f"identity({DAY_COLUMN}) (a table created by an earlier version, or by "
+            f"another tool): a run would replace every row of its day, whoever wrote it. "
+            f"Nothing was written. Migrate it once, naming what its rows hold: `python -m "
+            f"airflow_provider_analytics.hooks.iceberg_migration --conn-id <iceberg connection> "
+            f"{identifier} {identity.column}=<value of its rows>`, or write to a new table"
+        )
+    properties = table.properties
+    for column, longest in ((identity.column, len(identity.value)), (DAY_COLUMN, 1)):
+        key = f"{TableProperties.METRICS_MODE_COLUMN_CONF_PREFIX}.{column}"
+        if not properties.get(key):
+            key = TableProperties.DEFAULT_WRITE_METRICS_MODE
+        mode = properties.get(key, TableProperties.DEFAULT_WRITE_METRICS_MODE_DEFAULT)
+        kept = re.fullmatch(r"full|truncate\(([0-9]{1,9})\)", mode.strip().lower())
+        if kept is None or (kept[1] is not None and int(kept[1]) < longest):
+            raise IcebergLayoutError(
+                f"{identifier}: table property {key}={mode[:40]!r} keeps no whole bounds of "
+                f"column {column!r}, from which each data file's partition is read. Nothing "
+                f"was written. Set {TableProperties.METRICS_MODE_COLUMN_CONF_PREFIX}.{column}"
+                "=full on the table, or write to a new table"
+            )
+
+
 @dataclass(eq=False, repr=False)
 class IcebergDayWriter:
     """Replace one day's partition of one Iceberg table: open, write batches, commit (or abort).
@@ -484,22 +516,6 @@ class IcebergDayWriter:
             io.delete(path)
         self.rows = rows  # the rewritten rows were counted once already
 
-    def _refuse_old_layout(self, table: Table) -> None:
-        """Refuse a table a run cannot replace its (identity, day) of: one without the identity
-        column, or not partitioned by identity transforms of it and of ``dt``."""
-        partitioned = identity_partitions(table)
-        if {self.identity.column, DAY_COLUMN} <= partitioned:
-            return
-        raise IcebergLayoutError(
-            f"{self.identifier} is not partitioned by identity({self.identity.column}) and "
-            f"identity({DAY_COLUMN}) (a table created by an earlier version, or by "
-            f"another tool): a run would replace every row of its day, whoever wrote it. "
-            f"Nothing was written. Migrate it once, naming what its rows hold: `python -m "
-            f"airflow_provider_analytics.hooks.iceberg_migration --conn-id <iceberg connection> "
-            f"{self.identifier} {self.identity.column}=<value of its rows>`, or write to a new "
-            "table"
-        )
-
     def _refuse_renamed_columns(self, existing: Collection[str], schema: pa.Schema) -> None:
         """Refuse data whose column holds a platform id (field metadata ``analytics.id``) that
         the table holds under the other naming (``$city`` against ``city``): evolving would add
@@ -543,7 +559,7 @@ class IcebergDayWriter:
                 existing = {field.name for field in table.schema().fields}
             except NoSuchTableError:
                 table, existing = self._create(full), set()
-            self._refuse_old_layout(table)
+            refuse_layout(table, self.identifier, self.identity)
             self._refuse_renamed_columns(existing, schema)
             try:
                 with table.update_schema() as update:
@@ -773,6 +789,7 @@ class IcebergDayWriter:
     def _commit_once(self, replaced: BooleanExpression, properties: dict[str, str]) -> Table:
         """One transaction of :meth:`commit` against the table as it is now."""
         table = self.catalog.load_table(self.identifier)
+        refuse_layout(table, self.identifier, self.identity)  # as changed since the open
         what, attempts = f"commit for {properties[DAY_PROPERTY]}", self.attempts
         return self.swap_in(table, self.identifier, replaced, [self], properties, what, attempts)
 

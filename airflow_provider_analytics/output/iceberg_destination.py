@@ -117,13 +117,19 @@ class IcebergDestination:
 
     def held_schema(self, day: str) -> pa.Schema | None:
         """The table's columns but the identity and ``dt`` (a ``number`` column keeps the
-        type the table has: Iceberg cannot turn a long into a double)."""
+        type the table has: Iceberg cannot turn a long into a double); a table whose layout a
+        run cannot keep its rules in is refused here, before the first request
+        (:func:`~airflow_provider_analytics.output.iceberg.refuse_layout`)."""
         from pyiceberg.exceptions import NoSuchTableError
 
+        from airflow_provider_analytics.output.iceberg import refuse_layout
+
         try:
-            schema = self.catalog.load_table(self.identifier).schema().as_arrow()
+            table = self.catalog.load_table(self.identifier)
         except NoSuchTableError:
             return None
+        refuse_layout(table, self.identifier, self.identity)
+        schema = table.schema().as_arrow()
         return pa.schema([field for field in schema if field.name not in PARTITION_COLUMNS])
 
     def report_tables(self, day: str, names: Sequence[str]) -> _ReportTables:

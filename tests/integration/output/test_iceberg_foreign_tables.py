@@ -1,0 +1,135 @@
+"""Iceberg tables another tool made, in layouts a run cannot keep its rules in: each is refused
+by name before the first request to the platform, and the refused run leaves the table as it
+was (same metadata file: no column added, no snapshot, no property) and no data file.
+
+Against the emulator on loopback and a SQL catalog on SQLite in a temporary folder.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from pyiceberg.partitioning import PartitionField, PartitionSpec
+from pyiceberg.schema import Schema
+from pyiceberg.transforms import IdentityTransform
+from pyiceberg.types import DateType, NestedField, StringType
+
+from airflow_provider_analytics.core.errors import IcebergLayoutError
+from airflow_provider_analytics.operators.cohort_export import CohortExportToParquetOperator
+from airflow_provider_analytics.output.iceberg import catalog_properties, open_catalog
+from tests.reliability.connections import use_connection
+from tests.run_context import run_context
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from analytics_emulator.server import EmulatorServer
+    from pyiceberg.catalog import Catalog
+    from pyiceberg.types import IcebergType
+
+    from tests.emulator_helpers import EmulatorAdmin
+
+pytestmark = pytest.mark.integration
+
+DAY = "2024-01-10"
+TABLE = "lake.users"
+
+
+@pytest.fixture
+def lake(emulator: EmulatorServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Catalog:
+    use_connection(monkeypatch, emulator)
+    extra = {"uri": f"sqlite:///{tmp_path}/catalog.db", "warehouse": f"file://{tmp_path}/wh"}
+    monkeypatch.setenv("AIRFLOW_CONN_LAKE", json.dumps({"conn_type": "iceberg", "extra": extra}))
+    catalog = open_catalog("lake", catalog_properties(extra=extra))
+    catalog.create_namespace("lake")
+    return catalog
+
+
+def export(**arguments: Any) -> dict[str, Any]:
+    operator = CohortExportToParquetOperator(
+        task_id="users",
+        cohort_code="cohort_tiny",
+        iceberg_table=TABLE,
+        iceberg_conn_id="lake",
+        properties=["distinct_id"],
+        **arguments,
+    )
+    return operator.execute(run_context(DAY))  # type: ignore[arg-type]
+
+
+def requests_made(admin: EmulatorAdmin) -> int:
+    return sum(admin.stats()["requests"].values())
+
+
+def foreign_table(
+    catalog: Catalog,
+    *,
+    code: IcebergType | None = None,
+    day: IcebergType | None = None,
+    properties: dict[str, str] | None = None,
+) -> None:
+    """``lake.users`` as another tool makes it: optional columns, partitioned by
+    identity(cohort_code) and identity(dt)."""
+    schema = Schema(
+        NestedField(1, "cohort_code", code or StringType(), required=False),
+        NestedField(2, "dt", day or DateType(), required=False),
+    )
+    spec = PartitionSpec(
+        PartitionField(1, 1000, IdentityTransform(), "cohort_code"),
+        PartitionField(2, 1001, IdentityTransform(), "dt"),
+    )
+    catalog.create_table(TABLE, schema=schema, partition_spec=spec, properties=properties or {})
+
+
+def refused_untouched(
+    catalog: Catalog, tmp_path: Path, admin: EmulatorAdmin, match: str
+) -> IcebergLayoutError:
+    """The export's refusal (matching ``match``), made before any request, the table left as
+    it was and no data file written."""
+    location = catalog.load_table(TABLE).metadata_location
+    before = requests_made(admin)
+    with pytest.raises(IcebergLayoutError, match=match) as refused:
+        export()
+    assert requests_made(admin) == before
+    assert catalog.load_table(TABLE).metadata_location == location
+    assert not list(tmp_path.glob("wh/**/*.parquet"))
+    return refused.value
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("write.metadata.metrics.default", "none"),
+        ("write.metadata.metrics.default", "counts"),
+        ("write.metadata.metrics.column.dt", "none"),
+        ("write.metadata.metrics.column.cohort_code", "None"),
+        ("write.metadata.metrics.column.cohort_code", "truncate(4)"),
+    ],
+)
+def test_metrics_that_lose_a_partition_columns_bounds_are_refused(
+    lake: Catalog, tmp_path: Path, emulator_admin: EmulatorAdmin, key: str, value: str
+) -> None:
+    """Each data file's partition is read from its bounds: without them the files were
+    committed in partition (null, null), so a rerun duplicated the day and a reader's filter
+    on ``dt`` found nothing (or a bare TypeError escaped after the download)."""
+    foreign_table(lake, properties={key: value})
+    refused = refused_untouched(lake, tmp_path, emulator_admin, f"table property {key}=")
+    assert "=full" in str(refused)
+
+
+def test_metrics_kept_whole_for_the_partition_columns_are_written(
+    lake: Catalog, emulator_admin: EmulatorAdmin
+) -> None:
+    """The default ``none`` with the partition columns kept whole: each run's day is its own."""
+    none_but_partitions = {
+        "write.metadata.metrics.default": "none",
+        "write.metadata.metrics.column.cohort_code": "full",
+        "write.metadata.metrics.column.dt": "truncate(1)",
+    }
+    foreign_table(lake, properties=none_but_partitions)
+    first, again = export(), export()
+    table = lake.load_table(TABLE)
+    assert again["iceberg"]["replaced_files"] == first["iceberg"]["data_files"] == 1
+    assert table.scan(row_filter=f"dt = '{DAY}'").to_arrow().num_rows == again["rows"] > 0
