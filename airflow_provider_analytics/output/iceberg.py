@@ -334,6 +334,7 @@ def refuse_layout(table: Table, identifier: str, identity: Identity) -> None:
     """Refuse by name, before anything is asked or written, a table a run cannot replace its
     (``identity``, day) of: one not partitioned by identity transforms of the identity column
     and ``dt`` (an earlier version's, or another tool's: the message names the migration), or
+    partitioned by anything else as well (a run's files cannot be given those partitions), or
     whose metrics properties keep no whole bounds of those columns (each data file's partition
     is read from them: its files would belong to no day, a rerun would duplicate the day and a
     reader's filter on ``dt`` find nothing)."""
@@ -345,6 +346,20 @@ def refuse_layout(table: Table, identifier: str, identity: Identity) -> None:
             f"Nothing was written. Migrate it once, naming what its rows hold: `python -m "
             f"airflow_provider_analytics.hooks.iceberg_migration --conn-id <iceberg connection> "
             f"{identifier} {identity.column}=<value of its rows>`, or write to a new table"
+        )
+    schema = table.schema()
+    others = [
+        f"{field.transform}({schema.find_column_name(field.source_id)})"
+        for field in table.spec().fields
+        if not isinstance(field.transform, IdentityTransform)
+        or schema.find_column_name(field.source_id) not in (identity.column, DAY_COLUMN)
+    ]
+    if others:
+        raise IcebergLayoutError(
+            f"{identifier} is partitioned by {', '.join(others)} besides "
+            f"identity({identity.column}) and identity({DAY_COLUMN}): a run's data files "
+            "cannot be given those partitions. Nothing was written. Remove those partition "
+            "fields from the table, or write to a new table"
         )
     properties = table.properties
     for column, longest in ((identity.column, len(identity.value)), (DAY_COLUMN, 1)):

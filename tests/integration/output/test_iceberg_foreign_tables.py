@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from pyiceberg.partitioning import PartitionField, PartitionSpec
 from pyiceberg.schema import Schema
-from pyiceberg.transforms import IdentityTransform
+from pyiceberg.transforms import BucketTransform, IdentityTransform, TruncateTransform
 from pyiceberg.types import DateType, NestedField, StringType
 
 from airflow_provider_analytics.core.errors import IcebergLayoutError
@@ -23,6 +23,7 @@ from tests.reliability.connections import use_connection
 from tests.run_context import run_context
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from pathlib import Path
 
     from analytics_emulator.server import EmulatorServer
@@ -69,16 +70,21 @@ def foreign_table(
     code: IcebergType | None = None,
     day: IcebergType | None = None,
     properties: dict[str, str] | None = None,
+    columns: Sequence[NestedField] = (),
+    partitions: Sequence[PartitionField] = (),
 ) -> None:
-    """``lake.users`` as another tool makes it: optional columns, partitioned by
-    identity(cohort_code) and identity(dt)."""
+    """``lake.users`` as another tool makes it: optional columns (``columns`` after them,
+    from field id 3), partitioned by identity(cohort_code) and identity(dt) (then
+    ``partitions``, from id 1002)."""
     schema = Schema(
         NestedField(1, "cohort_code", code or StringType(), required=False),
         NestedField(2, "dt", day or DateType(), required=False),
+        *columns,
     )
     spec = PartitionSpec(
         PartitionField(1, 1000, IdentityTransform(), "cohort_code"),
         PartitionField(2, 1001, IdentityTransform(), "dt"),
+        *partitions,
     )
     catalog.create_table(TABLE, schema=schema, partition_spec=spec, properties=properties or {})
 
@@ -133,3 +139,27 @@ def test_metrics_kept_whole_for_the_partition_columns_are_written(
     table = lake.load_table(TABLE)
     assert again["iceberg"]["replaced_files"] == first["iceberg"]["data_files"] == 1
     assert table.scan(row_filter=f"dt = '{DAY}'").to_arrow().num_rows == again["rows"] > 0
+
+
+OPTIONAL = (
+    NestedField(3, "distinct_id", StringType(), required=False),
+    NestedField(4, "city", StringType(), required=False),
+)
+
+
+@pytest.mark.parametrize(
+    ("partition", "named"),
+    [
+        (PartitionField(3, 1002, BucketTransform(16), "b"), r"bucket\[16\]\(distinct_id\)"),
+        (PartitionField(4, 1002, IdentityTransform(), "c"), r"identity\(city\)"),
+        (PartitionField(4, 1002, TruncateTransform(1), "c1"), r"truncate\[1\]\(city\)"),
+    ],
+    ids=["bucket", "identity", "truncate"],
+)
+def test_a_table_partitioned_by_more_is_refused_before_its_columns_change(
+    lake: Catalog, tmp_path: Path, emulator_admin: EmulatorAdmin, partition: Any, named: str
+) -> None:
+    """Refused only at the commit, after the download, once the table had gained the run's
+    columns (2-4 fields became 26-27)."""
+    foreign_table(lake, columns=OPTIONAL, partitions=[partition])
+    refused_untouched(lake, tmp_path, emulator_admin, f"partitioned by {named} besides")
