@@ -41,6 +41,7 @@ from pyiceberg.exceptions import (
     ValidationException,
 )
 from pyiceberg.expressions import And, BooleanExpression, EqualTo, IsNull
+from pyiceberg.schema import index_by_id
 from pyiceberg.table import TableProperties
 from pyiceberg.table.snapshots import ancestors_of
 from pyiceberg.transforms import IdentityTransform
@@ -334,7 +335,9 @@ def refuse_layout(table: Table, identifier: str, identity: Identity) -> None:
     """Refuse by name, before anything is asked or written, a table a run cannot replace its
     (``identity``, day) of: one not partitioned by identity transforms of the identity column
     and ``dt`` (an earlier version's, or another tool's: the message names the migration), or
-    partitioned by anything else as well (a run's files cannot be given those partitions), or
+    partitioned by anything else as well (a run's files cannot be given those partitions),
+    with a required column (nested ones too) but those two (a run's columns may be null, and
+    the schema update would quietly make it optional in another tool's table), or
     whose metrics properties keep no whole bounds of those columns (each data file's partition
     is read from them: its files would belong to no day, a rerun would duplicate the day and a
     reader's filter on ``dt`` find nothing)."""
@@ -360,6 +363,20 @@ def refuse_layout(table: Table, identifier: str, identity: Identity) -> None:
             f"identity({identity.column}) and identity({DAY_COLUMN}): a run's data files "
             "cannot be given those partitions. Nothing was written. Remove those partition "
             "fields from the table, or write to a new table"
+        )
+    fields = index_by_id(schema).values()
+    keys = {field.field_type.key_id for field in fields if isinstance(field.field_type, MapType)}
+    required = [
+        name
+        for field in fields
+        if field.required and field.field_id not in keys
+        if (name := schema.find_column_name(field.field_id)) not in (identity.column, DAY_COLUMN)
+    ]
+    if required:
+        raise IcebergLayoutError(
+            f"{identifier}: columns {required} are required in the table, and a run's columns "
+            "may be null or missing: it would have to make them optional. Nothing was "
+            "written. Make them optional in the table, or write to a new table"
         )
     properties = table.properties
     for column, longest in ((identity.column, len(identity.value)), (DAY_COLUMN, 1)):
@@ -615,13 +632,6 @@ class IcebergDayWriter:
         columns by id, as Iceberg's own writers do."""
         full = self._with_partition_columns(schema)
         columns = self.table.schema().as_struct()
-        for field in full:
-            column = columns.field_by_name(field.name)
-            if column is not None and column.required and field.nullable:
-                raise IcebergSchemaError(
-                    f"{self.identifier}: column {field.name!r} is required in the table and "
-                    "may be null in the data"
-                )
         with_ids = self._type_with_ids(pa.struct(list(full)), columns, "")
         self._file_schema = pa.schema(list(with_ids), metadata=full.metadata)
         self._data_schema = schema

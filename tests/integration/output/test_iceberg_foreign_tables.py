@@ -14,7 +14,7 @@ import pytest
 from pyiceberg.partitioning import PartitionField, PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.transforms import BucketTransform, IdentityTransform, TruncateTransform
-from pyiceberg.types import DateType, NestedField, StringType
+from pyiceberg.types import DateType, ListType, LongType, NestedField, StringType
 
 from airflow_provider_analytics.core.errors import IcebergLayoutError
 from airflow_provider_analytics.operators.cohort_export import CohortExportToParquetOperator
@@ -163,3 +163,25 @@ def test_a_table_partitioned_by_more_is_refused_before_its_columns_change(
     columns (2-4 fields became 26-27)."""
     foreign_table(lake, columns=OPTIONAL, partitions=[partition])
     refused_untouched(lake, tmp_path, emulator_admin, f"partitioned by {named} besides")
+
+
+@pytest.mark.parametrize(
+    ("column", "named"),
+    [
+        (NestedField(3, "distinct_id", LongType(), required=True), "'distinct_id'"),
+        (NestedField(3, "must_have", StringType(), required=True), "'must_have'"),
+        (
+            NestedField(3, "tags", ListType(4, StringType(), element_required=True)),
+            "'tags.element'",
+        ),
+    ],
+    ids=["held", "missing", "list element"],
+)
+def test_a_required_column_is_refused_not_made_optional(
+    lake: Catalog, tmp_path: Path, emulator_admin: EmulatorAdmin, column: Any, named: str
+) -> None:
+    """pyiceberg's union by name quietly made another tool's required column optional; one
+    the export lacks was refused only at the commit, after the download, with the table's
+    columns already added."""
+    foreign_table(lake, columns=[column])
+    refused_untouched(lake, tmp_path, emulator_admin, f"columns \\[{named}\\] are required")
