@@ -45,7 +45,7 @@ from pyiceberg.schema import index_by_id
 from pyiceberg.table import TableProperties
 from pyiceberg.table.snapshots import ancestors_of
 from pyiceberg.transforms import IdentityTransform
-from pyiceberg.types import DoubleType, ListType, MapType, StructType
+from pyiceberg.types import DateType, DoubleType, ListType, MapType, StringType, StructType
 
 from airflow_provider_analytics.client.config import CONTROL_CHARACTERS, url_secrets
 from airflow_provider_analytics.core import rules
@@ -335,6 +335,7 @@ def refuse_layout(table: Table, identifier: str, identity: Identity) -> None:
     """Refuse by name, before anything is asked or written, a table a run cannot replace its
     (``identity``, day) of: one not partitioned by identity transforms of the identity column
     and ``dt`` (an earlier version's, or another tool's: the message names the migration), or
+    of other types than string and date (its delete of the day could not compare them),
     partitioned by anything else as well (a run's files cannot be given those partitions),
     with a required column (nested ones too) but those two (a run's columns may be null, and
     the schema update would quietly make it optional in another tool's table), or
@@ -351,6 +352,12 @@ def refuse_layout(table: Table, identifier: str, identity: Identity) -> None:
             f"{identifier} {identity.column}=<value of its rows>`, or write to a new table"
         )
     schema = table.schema()
+    for column, kind in ((identity.column, StringType()), (DAY_COLUMN, DateType())):
+        if (held := schema.find_type(column)) != kind:
+            raise IcebergLayoutError(
+                f"{identifier}: column {column!r} is {held} in the table, and a run writes it "
+                f"as {kind}. Nothing was written. Write to a new table"
+            )
     others = [
         f"{field.transform}({schema.find_column_name(field.source_id)})"
         for field in table.spec().fields

@@ -14,7 +14,15 @@ import pytest
 from pyiceberg.partitioning import PartitionField, PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.transforms import BucketTransform, IdentityTransform, TruncateTransform
-from pyiceberg.types import DateType, ListType, LongType, NestedField, StringType
+from pyiceberg.types import (
+    BinaryType,
+    DateType,
+    ListType,
+    LongType,
+    NestedField,
+    StringType,
+    TimestampType,
+)
 
 from airflow_provider_analytics.core.errors import IcebergLayoutError
 from airflow_provider_analytics.operators.cohort_export import CohortExportToParquetOperator
@@ -185,3 +193,22 @@ def test_a_required_column_is_refused_not_made_optional(
     columns already added."""
     foreign_table(lake, columns=[column])
     refused_untouched(lake, tmp_path, emulator_admin, f"columns \\[{named}\\] are required")
+
+
+@pytest.mark.parametrize(
+    ("types", "named"),
+    [
+        ({"code": BinaryType()}, "'cohort_code' is binary"),
+        ({"code": LongType()}, "'cohort_code' is long"),
+        ({"day": StringType()}, "'dt' is string"),
+        ({"day": TimestampType()}, "'dt' is timestamp"),
+    ],
+    ids=["binary code", "long code", "string dt", "timestamp dt"],
+)
+def test_partition_columns_of_other_types_are_refused(
+    lake: Catalog, tmp_path: Path, emulator_admin: EmulatorAdmin, types: Any, named: str
+) -> None:
+    """A binary ``cohort_code`` passed (string to binary counts as a promotion), then the
+    day's delete raised a bare TypeError after the download."""
+    foreign_table(lake, **types)
+    refused_untouched(lake, tmp_path, emulator_admin, f"column {named} in the table")
