@@ -331,6 +331,20 @@ def identity_partitions(table: Table) -> set[str | None]:
     }
 
 
+def refuse_nested_namespace(catalog: Catalog, identifier: str) -> None:
+    """Refuse ``a.b.c`` before anything is asked or made, in a catalog whose namespaces do not
+    nest (every pyiceberg catalog but REST's): the SQL catalog made the namespaces, then
+    refused the table with a bare ValueError after the download."""
+    from pyiceberg.catalog.rest import RestCatalog
+
+    if identifier.count(".") > 1 and not isinstance(catalog, RestCatalog):
+        rules.fail(
+            "iceberg_table",
+            f"must be namespace.table: the {type(catalog).__name__} has no nested namespaces",
+            identifier,
+        )
+
+
 def refuse_layout(table: Table, identifier: str, identity: Identity) -> None:
     """Refuse by name, before anything is asked or written, a table a run cannot replace its
     (``identity``, day) of: one not partitioned by identity transforms of the identity column
@@ -583,6 +597,7 @@ class IcebergDayWriter:
         retry engine, loads the table as the winner created it. A schema update that loses to
         another writer is tried again the same way, against the table as it is then.
         """
+        refuse_nested_namespace(self.catalog, self.identifier)
         namespace = self.identifier.rpartition(".")[0]
         try:
             self.catalog.create_namespace_if_not_exists(namespace)

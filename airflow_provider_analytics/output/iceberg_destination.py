@@ -77,9 +77,14 @@ class IcebergDestination:
         )
 
     def check(self, days: Sequence[str], names: Sequence[str]) -> None:
-        """The days must be dates; the table's layout is checked when it is opened."""
+        """The days must be dates, and a nested namespace one the catalog has; the table's
+        layout is checked when it is opened."""
         for day in days:
             rules.date(day, "dt")
+        if self.identifier.count(".") > 1:
+            from airflow_provider_analytics.output.iceberg import refuse_nested_namespace
+
+            refuse_nested_namespace(self.catalog, self.identifier)
 
     @contextlib.contextmanager
     def cohort_file(self, day: str) -> Iterator[CohortFile]:

@@ -24,7 +24,7 @@ from pyiceberg.types import (
     TimestampType,
 )
 
-from airflow_provider_analytics.core.errors import IcebergLayoutError
+from airflow_provider_analytics.core.errors import AnalyticsValidationError, IcebergLayoutError
 from airflow_provider_analytics.operators.cohort_export import CohortExportToParquetOperator
 from airflow_provider_analytics.output.iceberg import catalog_properties, open_catalog
 from tests.reliability.connections import use_connection
@@ -56,11 +56,11 @@ def lake(emulator: EmulatorServer, tmp_path: Path, monkeypatch: pytest.MonkeyPat
     return catalog
 
 
-def export(**arguments: Any) -> dict[str, Any]:
+def export(table: str = TABLE, **arguments: Any) -> dict[str, Any]:
     operator = CohortExportToParquetOperator(
         task_id="users",
         cohort_code="cohort_tiny",
-        iceberg_table=TABLE,
+        iceberg_table=table,
         iceberg_conn_id="lake",
         properties=["distinct_id"],
         **arguments,
@@ -212,3 +212,17 @@ def test_partition_columns_of_other_types_are_refused(
     day's delete raised a bare TypeError after the download."""
     foreign_table(lake, **types)
     refused_untouched(lake, tmp_path, emulator_admin, f"column {named} in the table")
+
+
+def test_a_nested_namespace_the_catalog_lacks_is_refused_before_anything_is_made(
+    lake: Catalog, tmp_path: Path, emulator_admin: EmulatorAdmin
+) -> None:
+    """The SQL catalog made namespaces ``a`` and ``a.b``, then refused the table with a bare
+    ValueError once the stream had started."""
+    before = requests_made(emulator_admin)
+    with pytest.raises(AnalyticsValidationError, match="no nested namespaces") as refused:
+        export("a.b.c")
+    assert refused.value.field == "iceberg_table"
+    assert requests_made(emulator_admin) == before
+    assert lake.list_namespaces() == [("lake",)]
+    assert not list(tmp_path.glob("wh/**/*.*"))

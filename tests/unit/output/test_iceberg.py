@@ -324,6 +324,16 @@ def test_a_partition_columns_metrics_turned_off_by_another_writer_are_refused(
     assert len(catalog.load_table("lake.metrics").snapshots()) == 1
 
 
+def test_a_writer_of_a_nested_namespace_the_catalog_lacks_makes_nothing(
+    catalog: Catalog,
+) -> None:
+    data = pa.table({"n": pa.array([1], pa.int64())})
+    writer = IcebergDayWriter(catalog, "a.b.c", DAY, identity=COHORT)
+    with pytest.raises(AnalyticsError, match="SqlCatalog has no nested namespaces"):
+        writer.replace(data.schema, [data])
+    assert catalog.list_namespaces() == []
+
+
 def _others(filters: list[Any]) -> list[Any]:
     """The warning filters but the writer's own."""
     return [f for f in filters if f[1] is None or "did not match" not in f[1].pattern]
