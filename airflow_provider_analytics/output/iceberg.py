@@ -331,6 +331,27 @@ def identity_partitions(table: Table) -> set[str | None]:
     }
 
 
+def load_table(catalog: Catalog, identifier: str) -> Table:
+    """The table, its metadata and current manifest list read whole.
+
+    :raises NoSuchTableError: when the catalog holds no such table.
+    :raises IcebergSchemaError: naming the table, when its metadata file cannot be parsed or a
+        file it names is missing (a bare ValidationError, a bare FileNotFoundError after the
+        download).
+    """
+    try:
+        table = catalog.load_table(identifier)
+        if (snapshot := table.current_snapshot()) is not None:
+            snapshot.manifests(table.io)
+    except (ValidationError, ValueError, FileNotFoundError) as error:
+        raise IcebergSchemaError(
+            f"{identifier}: the table's metadata cannot be read ({type(error).__name__}: "
+            f"{str(error)[:300]}). Nothing was written. Restore it (its catalog's previous "
+            "metadata file), or write to a new table"
+        ) from error
+    return table
+
+
 def refuse_nested_namespace(catalog: Catalog, identifier: str) -> None:
     """Refuse ``a.b.c`` before anything is asked or made, in a catalog whose namespaces do not
     nest (every pyiceberg catalog but REST's): the SQL catalog made the namespaces, then
@@ -609,7 +630,7 @@ class IcebergDayWriter:
 
         def attempt() -> tuple[Table, set[str]]:
             try:
-                table = self.catalog.load_table(self.identifier)
+                table = load_table(self.catalog, self.identifier)
                 existing = {field.name for field in table.schema().fields}
             except NoSuchTableError:
                 table, existing = self._create(full), set()
@@ -835,7 +856,7 @@ class IcebergDayWriter:
 
     def _commit_once(self, replaced: BooleanExpression, properties: dict[str, str]) -> Table:
         """One transaction of :meth:`commit` against the table as it is now."""
-        table = self.catalog.load_table(self.identifier)
+        table = load_table(self.catalog, self.identifier)
         refuse_layout(table, self.identifier, self.identity)  # as changed since the open
         what, attempts = f"commit for {properties[DAY_PROPERTY]}", self.attempts
         return self.swap_in(table, self.identifier, replaced, [self], properties, what, attempts)

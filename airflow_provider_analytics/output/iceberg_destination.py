@@ -127,10 +127,10 @@ class IcebergDestination:
         (:func:`~airflow_provider_analytics.output.iceberg.refuse_layout`)."""
         from pyiceberg.exceptions import NoSuchTableError
 
-        from airflow_provider_analytics.output.iceberg import refuse_layout
+        from airflow_provider_analytics.output.iceberg import load_table, refuse_layout
 
         try:
-            table = self.catalog.load_table(self.identifier)
+            table = load_table(self.catalog, self.identifier)
         except NoSuchTableError:
             return None
         refuse_layout(table, self.identifier, self.identity)

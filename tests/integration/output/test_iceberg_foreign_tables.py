@@ -8,6 +8,7 @@ Against the emulator on loopback and a SQL catalog on SQLite in a temporary fold
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -24,7 +25,11 @@ from pyiceberg.types import (
     TimestampType,
 )
 
-from airflow_provider_analytics.core.errors import AnalyticsValidationError, IcebergLayoutError
+from airflow_provider_analytics.core.errors import (
+    AnalyticsValidationError,
+    IcebergLayoutError,
+    IcebergSchemaError,
+)
 from airflow_provider_analytics.operators.cohort_export import CohortExportToParquetOperator
 from airflow_provider_analytics.output.iceberg import catalog_properties, open_catalog
 from tests.reliability.connections import use_connection
@@ -32,7 +37,6 @@ from tests.run_context import run_context
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
-    from pathlib import Path
 
     from analytics_emulator.server import EmulatorServer
     from pyiceberg.catalog import Catalog
@@ -226,3 +230,26 @@ def test_a_nested_namespace_the_catalog_lacks_is_refused_before_anything_is_made
     assert requests_made(emulator_admin) == before
     assert lake.list_namespaces() == [("lake",)]
     assert not list(tmp_path.glob("wh/**/*.*"))
+
+
+@pytest.mark.parametrize("fault", ["truncated metadata", "missing manifest list"])
+def test_a_table_whose_metadata_cannot_be_read_is_refused_by_name(
+    lake: Catalog, emulator_admin: EmulatorAdmin, fault: str
+) -> None:
+    """A truncated metadata file let pydantic's bare ValidationError out, a missing manifest
+    list a bare FileNotFoundError after the download."""
+    export()
+    table = lake.load_table(TABLE)
+    if fault == "truncated metadata":
+        path = table.metadata_location
+        text = '{"format-version": 2, "table-uuid": '
+    else:
+        path, text = table.current_snapshot().manifest_list, ""  # type: ignore[union-attr]
+    written = Path(path.removeprefix("file://"))
+    written.unlink()
+    if text:
+        written.write_text(text)
+    before = requests_made(emulator_admin)
+    with pytest.raises(IcebergSchemaError, match=f"{TABLE}: the table's metadata cannot be read"):
+        export()
+    assert requests_made(emulator_admin) == before
