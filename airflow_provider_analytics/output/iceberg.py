@@ -368,15 +368,18 @@ def refuse_nested_namespace(catalog: Catalog, identifier: str) -> None:
 
 def refuse_layout(table: Table, identifier: str, identity: Identity) -> None:
     """Refuse by name, before anything is asked or written, a table a run cannot replace its
-    (``identity``, day) of: one not partitioned by identity transforms of the identity column
-    and ``dt`` (an earlier version's, or another tool's: the message names the migration), or
-    of other types than string and date (its delete of the day could not compare them),
-    partitioned by anything else as well (a run's files cannot be given those partitions),
-    with a required column (nested ones too) but those two (a run's columns may be null, and
-    the schema update would quietly make it optional in another tool's table), or
-    whose metrics properties keep no whole bounds of those columns (each data file's partition
-    is read from them: its files would belong to no day, a rerun would duplicate the day and a
-    reader's filter on ``dt`` find nothing)."""
+    (``identity``, day) of:
+
+    - not partitioned by identity transforms of the identity column and ``dt`` (an earlier
+      version's table, or another tool's: the message names the migration);
+    - those columns of other types than string and date (the day's delete cannot compare);
+    - partitioned by anything else as well (a run's files cannot be given those partitions);
+    - with a required column but those two, nested ones too (a run's columns may be null, and
+      the schema update would quietly make it optional in another tool's table);
+    - metrics properties keeping no whole bounds of those two (each data file's partition is
+      read from them: its files would belong to no day, a rerun would duplicate the day and a
+      reader's filter on ``dt`` find nothing).
+    """
     if not {identity.column, DAY_COLUMN} <= identity_partitions(table):
         raise IcebergLayoutError(
             f"{identifier} is not partitioned by identity({identity.column}) and "
