@@ -303,8 +303,9 @@ class IcebergSchemaError(AnalyticsError, ValueError):
 
 
 class IcebergLayoutError(IcebergSchemaError):
-    """The table has an earlier version's one-identity layout; the message names the
-    migration."""
+    """The table's layout cannot hold a run's rules (an earlier version's one-identity
+    partitioning, whose message names the migration; another partition field, a required
+    column, a partition column's type or metrics); refused before the first request."""
 
 
 class IcebergCommitError(AnalyticsError):

@@ -38,10 +38,11 @@ if TYPE_CHECKING:
 
 ID_MAX_LENGTH = 100
 TABLE_NAMES_RULE = (
-    "dot-separated names, none empty, with surrounding whitespace, '/', '\\' or control "
-    "characters, or over 255 bytes: each names a folder"
+    "dot-separated names, none empty, with surrounding whitespace, '/', '\\', '#', '?' or "
+    "control characters, or over 255 bytes: each names a folder (a URL's path ends at '#' "
+    "and '?')"
 )
-_NOT_IN_NAME = re.compile(r"[/\\\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+_NOT_IN_NAME = re.compile(r"[/\\#?\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 NAME_MAX_LENGTH = 50
 REMARK_MAX_LENGTH = 100
 STRING_MAX_LENGTH = 4096  # far beyond any real value; a runaway template cannot ship megabytes

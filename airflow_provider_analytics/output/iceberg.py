@@ -41,10 +41,11 @@ from pyiceberg.exceptions import (
     ValidationException,
 )
 from pyiceberg.expressions import And, BooleanExpression, EqualTo, IsNull
+from pyiceberg.schema import index_by_id
 from pyiceberg.table import TableProperties
 from pyiceberg.table.snapshots import ancestors_of
 from pyiceberg.transforms import IdentityTransform
-from pyiceberg.types import DoubleType, ListType, MapType, StructType
+from pyiceberg.types import DateType, DoubleType, ListType, MapType, StringType, StructType
 
 from airflow_provider_analytics.client.config import CONTROL_CHARACTERS, url_secrets
 from airflow_provider_analytics.core import rules
@@ -330,6 +331,114 @@ def identity_partitions(table: Table) -> set[str | None]:
     }
 
 
+def load_table(catalog: Catalog, identifier: str) -> Table:
+    """The table, its metadata and current manifest list read whole.
+
+    :raises NoSuchTableError: when the catalog holds no such table.
+    :raises IcebergSchemaError: naming the table, when its metadata file cannot be parsed or a
+        file it names is missing (a bare ValidationError, a bare FileNotFoundError after the
+        download).
+    """
+    try:
+        table = catalog.load_table(identifier)
+        if (snapshot := table.current_snapshot()) is not None:
+            snapshot.manifests(table.io)
+    except (ValidationError, ValueError, FileNotFoundError) as error:
+        raise IcebergSchemaError(
+            f"{identifier}: the table's metadata cannot be read ({type(error).__name__}: "
+            f"{str(error)[:300]}). Nothing was written. Restore it (its catalog's previous "
+            "metadata file), or write to a new table"
+        ) from error
+    return table
+
+
+def refuse_nested_namespace(catalog: Catalog, identifier: str) -> None:
+    """Refuse ``a.b.c`` before anything is asked or made, in a catalog whose namespaces do not
+    nest (every pyiceberg catalog but REST's): the SQL catalog made the namespaces, then
+    refused the table with a bare ValueError after the download."""
+    from pyiceberg.catalog.rest import RestCatalog
+
+    if identifier.count(".") > 1 and not isinstance(catalog, RestCatalog):
+        rules.fail(
+            "iceberg_table",
+            f"must be namespace.table: the {type(catalog).__name__} has no nested namespaces",
+            identifier,
+        )
+
+
+def refuse_layout(table: Table, identifier: str, identity: Identity) -> None:
+    """Refuse by name, before anything is asked or written, a table a run cannot replace its
+    (``identity``, day) of:
+
+    - not partitioned by identity transforms of the identity column and ``dt`` (an earlier
+      version's table, or another tool's: the message names the migration);
+    - those columns of other types than string and date (the day's delete cannot compare);
+    - partitioned by anything else as well (a run's files cannot be given those partitions);
+    - with a required column but those two, nested ones too (a run's columns may be null, and
+      the schema update would quietly make it optional in another tool's table);
+    - metrics properties keeping no whole bounds of those two (each data file's partition is
+      read from them: its files would belong to no day, a rerun would duplicate the day and a
+      reader's filter on ``dt`` find nothing).
+    """
+    if not {identity.column, DAY_COLUMN} <= identity_partitions(table):
+        raise IcebergLayoutError(
+            f"{identifier} is not partitioned by identity({identity.column}) and "
+            f"identity({DAY_COLUMN}) (a table created by an earlier version, or by "
+            f"another tool): a run would replace every row of its day, whoever wrote it. "
+            f"Nothing was written. Migrate it once, naming what its rows hold: `python -m "
+            f"airflow_provider_analytics.hooks.iceberg_migration --conn-id <iceberg connection> "
+            f"{identifier} {identity.column}=<value of its rows>`, or write to a new table"
+        )
+    schema = table.schema()
+    for column, kind in ((identity.column, StringType()), (DAY_COLUMN, DateType())):
+        if (held := schema.find_type(column)) != kind:
+            raise IcebergLayoutError(
+                f"{identifier}: column {column!r} is {held} in the table, and a run writes it "
+                f"as {kind}. Nothing was written. Write to a new table"
+            )
+    others = [
+        f"{field.transform}({schema.find_column_name(field.source_id)})"
+        for field in table.spec().fields
+        if not isinstance(field.transform, IdentityTransform)
+        or schema.find_column_name(field.source_id) not in (identity.column, DAY_COLUMN)
+    ]
+    if others:
+        raise IcebergLayoutError(
+            f"{identifier} is partitioned by {', '.join(others)} besides "
+            f"identity({identity.column}) and identity({DAY_COLUMN}): a run's data files "
+            "cannot be given those partitions. Nothing was written. Remove those partition "
+            "fields from the table, or write to a new table"
+        )
+    fields = index_by_id(schema).values()
+    keys = {field.field_type.key_id for field in fields if isinstance(field.field_type, MapType)}
+    required = [
+        name
+        for field in fields
+        if field.required and field.field_id not in keys
+        if (name := schema.find_column_name(field.field_id)) not in (identity.column, DAY_COLUMN)
+    ]
+    if required:
+        raise IcebergLayoutError(
+            f"{identifier}: columns {required} are required in the table, and a run's columns "
+            "may be null or missing: it would have to make them optional. Nothing was "
+            "written. Make them optional in the table, or write to a new table"
+        )
+    properties = table.properties
+    for column, longest in ((identity.column, len(identity.value)), (DAY_COLUMN, 1)):
+        key = f"{TableProperties.METRICS_MODE_COLUMN_CONF_PREFIX}.{column}"
+        if not properties.get(key):
+            key = TableProperties.DEFAULT_WRITE_METRICS_MODE
+        mode = properties.get(key, TableProperties.DEFAULT_WRITE_METRICS_MODE_DEFAULT)
+        kept = re.fullmatch(r"full|truncate\(([0-9]{1,9})\)", mode.strip().lower())
+        if kept is None or (kept[1] is not None and int(kept[1]) < longest):
+            raise IcebergLayoutError(
+                f"{identifier}: table property {key}={mode[:40]!r} keeps no whole bounds of "
+                f"column {column!r}, from which each data file's partition is read. Nothing "
+                f"was written. Set {TableProperties.METRICS_MODE_COLUMN_CONF_PREFIX}.{column}"
+                "=full on the table, or write to a new table"
+            )
+
+
 @dataclass(eq=False, repr=False)
 class IcebergDayWriter:
     """Replace one day's partition of one Iceberg table: open, write batches, commit (or abort).
@@ -484,22 +593,6 @@ class IcebergDayWriter:
             io.delete(path)
         self.rows = rows  # the rewritten rows were counted once already
 
-    def _refuse_old_layout(self, table: Table) -> None:
-        """Refuse a table a run cannot replace its (identity, day) of: one without the identity
-        column, or not partitioned by identity transforms of it and of ``dt``."""
-        partitioned = identity_partitions(table)
-        if {self.identity.column, DAY_COLUMN} <= partitioned:
-            return
-        raise IcebergLayoutError(
-            f"{self.identifier} is not partitioned by identity({self.identity.column}) and "
-            f"identity({DAY_COLUMN}) (a table created by an earlier version, or by "
-            f"another tool): a run would replace every row of its day, whoever wrote it. "
-            f"Nothing was written. Migrate it once, naming what its rows hold: `python -m "
-            f"airflow_provider_analytics.hooks.iceberg_migration --conn-id <iceberg connection> "
-            f"{self.identifier} {self.identity.column}=<value of its rows>`, or write to a new "
-            "table"
-        )
-
     def _refuse_renamed_columns(self, existing: Collection[str], schema: pa.Schema) -> None:
         """Refuse data whose column holds a platform id (field metadata ``analytics.id``) that
         the table holds under the other naming (``$city`` against ``city``): evolving would add
@@ -528,6 +621,7 @@ class IcebergDayWriter:
         retry engine, loads the table as the winner created it. A schema update that loses to
         another writer is tried again the same way, against the table as it is then.
         """
+        refuse_nested_namespace(self.catalog, self.identifier)
         namespace = self.identifier.rpartition(".")[0]
         try:
             self.catalog.create_namespace_if_not_exists(namespace)
@@ -539,11 +633,11 @@ class IcebergDayWriter:
 
         def attempt() -> tuple[Table, set[str]]:
             try:
-                table = self.catalog.load_table(self.identifier)
+                table = load_table(self.catalog, self.identifier)
                 existing = {field.name for field in table.schema().fields}
             except NoSuchTableError:
                 table, existing = self._create(full), set()
-            self._refuse_old_layout(table)
+            refuse_layout(table, self.identifier, self.identity)
             self._refuse_renamed_columns(existing, schema)
             try:
                 with table.update_schema() as update:
@@ -584,13 +678,6 @@ class IcebergDayWriter:
         columns by id, as Iceberg's own writers do."""
         full = self._with_partition_columns(schema)
         columns = self.table.schema().as_struct()
-        for field in full:
-            column = columns.field_by_name(field.name)
-            if column is not None and column.required and field.nullable:
-                raise IcebergSchemaError(
-                    f"{self.identifier}: column {field.name!r} is required in the table and "
-                    "may be null in the data"
-                )
         with_ids = self._type_with_ids(pa.struct(list(full)), columns, "")
         self._file_schema = pa.schema(list(with_ids), metadata=full.metadata)
         self._data_schema = schema
@@ -772,7 +859,8 @@ class IcebergDayWriter:
 
     def _commit_once(self, replaced: BooleanExpression, properties: dict[str, str]) -> Table:
         """One transaction of :meth:`commit` against the table as it is now."""
-        table = self.catalog.load_table(self.identifier)
+        table = load_table(self.catalog, self.identifier)
+        refuse_layout(table, self.identifier, self.identity)  # as changed since the open
         what, attempts = f"commit for {properties[DAY_PROPERTY]}", self.attempts
         return self.swap_in(table, self.identifier, replaced, [self], properties, what, attempts)
 

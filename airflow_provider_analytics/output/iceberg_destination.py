@@ -77,9 +77,14 @@ class IcebergDestination:
         )
 
     def check(self, days: Sequence[str], names: Sequence[str]) -> None:
-        """The days must be dates; the table's layout is checked when it is opened."""
+        """The days must be dates, and a nested namespace one the catalog has; the table's
+        layout is checked when it is opened."""
         for day in days:
             rules.date(day, "dt")
+        if self.identifier.count(".") > 1:
+            from airflow_provider_analytics.output.iceberg import refuse_nested_namespace
+
+            refuse_nested_namespace(self.catalog, self.identifier)
 
     @contextlib.contextmanager
     def cohort_file(self, day: str) -> Iterator[CohortFile]:
@@ -117,13 +122,19 @@ class IcebergDestination:
 
     def held_schema(self, day: str) -> pa.Schema | None:
         """The table's columns but the identity and ``dt`` (a ``number`` column keeps the
-        type the table has: Iceberg cannot turn a long into a double)."""
+        type the table has: Iceberg cannot turn a long into a double); a table whose layout a
+        run cannot keep its rules in is refused here, before the first request
+        (:func:`~airflow_provider_analytics.output.iceberg.refuse_layout`)."""
         from pyiceberg.exceptions import NoSuchTableError
 
+        from airflow_provider_analytics.output.iceberg import load_table, refuse_layout
+
         try:
-            schema = self.catalog.load_table(self.identifier).schema().as_arrow()
+            table = load_table(self.catalog, self.identifier)
         except NoSuchTableError:
             return None
+        refuse_layout(table, self.identifier, self.identity)
+        schema = table.schema().as_arrow()
         return pa.schema([field for field in schema if field.name not in PARTITION_COLUMNS])
 
     def report_tables(self, day: str, names: Sequence[str]) -> _ReportTables:

@@ -20,6 +20,7 @@ from airflow_provider_analytics.output.iceberg import (
     FIELD_ID_KEY,
     IcebergCommitError,
     IcebergDayWriter,
+    IcebergLayoutError,
     IcebergSchemaError,
     catalog_properties,
     open_catalog,
@@ -293,6 +294,44 @@ def test_an_unusable_table_property_is_refused_by_name_and_leaves_nothing(
         writer.replace(data.schema, [data])
     assert _data_files(tmp_path) == before
     assert len(catalog.load_table("lake.props").snapshots()) == 1
+
+
+@pytest.mark.parametrize("when", ["before the open", "before the commit"])
+def test_a_partition_columns_metrics_turned_off_by_another_writer_are_refused(
+    catalog: Catalog, tmp_path: Path, when: str
+) -> None:
+    """Without ``dt``'s bounds the files were committed in partition (null, null), or a bare
+    TypeError escaped: refused by name, whenever the property was set, with nothing kept."""
+    data = pa.table({"n": pa.array([1, 2], pa.int64())})
+    IcebergDayWriter(catalog, "lake.metrics", DAY, identity=COHORT).replace(data.schema, [data])
+    before = _data_files(tmp_path)
+
+    def metrics_off() -> None:
+        with catalog.load_table("lake.metrics").transaction() as transaction:
+            transaction.set_properties({"write.metadata.metrics.column.dt": "none"})
+
+    writer = IcebergDayWriter(catalog, "lake.metrics", DAY, identity=COHORT)
+    if when == "before the commit":
+        writer.open(data.schema)
+        writer.write(data)
+    metrics_off()
+    with pytest.raises(IcebergLayoutError, match=r"write\.metadata\.metrics\.column\.dt='none'"):
+        if when == "before the open":
+            writer.replace(data.schema, [data])
+        else:
+            writer.close(data.schema)
+    assert _data_files(tmp_path) == before
+    assert len(catalog.load_table("lake.metrics").snapshots()) == 1
+
+
+def test_a_writer_of_a_nested_namespace_the_catalog_lacks_makes_nothing(
+    catalog: Catalog,
+) -> None:
+    data = pa.table({"n": pa.array([1], pa.int64())})
+    writer = IcebergDayWriter(catalog, "a.b.c", DAY, identity=COHORT)
+    with pytest.raises(AnalyticsError, match="SqlCatalog has no nested namespaces"):
+        writer.replace(data.schema, [data])
+    assert catalog.list_namespaces() == []
 
 
 def _others(filters: list[Any]) -> list[Any]:

@@ -273,14 +273,18 @@ def test_an_operator_needs_exactly_one_destination() -> None:
 
 @pytest.mark.parametrize(
     "identifier",
-    ["a..b", ".a.b", "ns.t/x", "ns/../x.t", "ns.t\\x", "ns. t", "ns.\x00t", "ns." + "t" * 256],
+    [
+        *["a..b", ".a.b", "ns.t/x", "ns/../x.t", "ns.t\\x", "ns. t", "ns.\x00t", "ns." + "t" * 256],
+        *["ns.t#1", "ns.t?x", "n#s.t"],
+    ],
 )
 def test_a_table_identifier_that_is_no_warehouse_folder_is_refused_before_the_catalog(
     identifier: str,
 ) -> None:
     """An empty name failed in pyiceberg, a long one with a bare OSError, a NUL one after the
     table was made; ``ns.t/x`` put its files inside ns.t's folder, where ns.t's orphan-file
-    removal deletes them."""
+    removal deletes them. ``lake.t#1`` was made with its metadata at a path cut at the ``#``
+    (``lake/t``), refused after the download, and broke ``lake.t``."""
 
     def no_catalog() -> None:
         raise AssertionError("the catalog was opened")
