@@ -110,12 +110,14 @@ class PlanColumn(BaseModel):
 class ShardPlan(BaseModel):
     """How a cohort is read (also the declared shape of ``plan.json``): every field is part of
     the run's fingerprint (:attr:`digest`), so two tries resume each other only when all of
-    them agree. ``count`` is the cohort's size when planned; ``columns`` follow ``properties``.
+    them agree, and every step of a run refuses a plan its own request does not make.
+    ``count`` is the cohort's size when planned; ``columns`` follow ``properties``.
     """
 
     model_config = _RECORD
 
     cohort_code: str
+    day: str
     properties: tuple[str, ...]
     limit: int | None = Field(default=None, ge=1)
     count: int = Field(ge=0)
@@ -234,12 +236,13 @@ def check_id_property(id_property: Any, properties: Sequence[str] | None) -> str
 def plan_of(
     prepared: PreparedExport,
     *,
+    day: str,
     count: int,
     page_size: int,
     shard_pages: int,
     id_property: str = ID_PROPERTY,
 ) -> ShardPlan:
-    """The plan a prepared export makes for a cohort of ``count`` users; its pages are no
+    """The plan a prepared export makes for ``day``'s cohort of ``count`` users; its pages are no
     larger than a limited export's rows (a page may not exceed the request's limit)."""
     query, schema = prepared.query, prepared.schema
     if query.limit is not None:
@@ -247,6 +250,7 @@ def plan_of(
     try:
         return ShardPlan(
             cohort_code=query.cohort_code,
+            day=day,
             properties=tuple(query.properties or ()),
             limit=query.limit,
             count=count,
