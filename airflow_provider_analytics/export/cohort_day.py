@@ -136,7 +136,7 @@ def start_shards(
     one-row page's, asked once the settings are checked) and keep the staging folder when it
     holds the same plan (the run's fingerprint), else start it again."""
     pages = shards.shard_pages(page_size, shard_rows)
-    shards.check_id_property(id_property, prepared.query.properties or ())
+    shards.check_id_property(id_property, prepared.query.properties or (), prepared.schema)
     if count is None:
         count = shards.cohort_count(client, prepared.query)
     plan = shards.plan_of(

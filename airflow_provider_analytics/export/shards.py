@@ -215,9 +215,12 @@ def shard_pages(page_size: Any, shard_rows: Any) -> int:
     return max(1, rows // size)
 
 
-def check_id_property(id_property: Any, properties: Sequence[str] | None) -> str:
-    """The id property, checked: a property id (spec 2.5, ``$`` for a preset), and one of
-    ``properties`` when they are known.
+def check_id_property(
+    id_property: Any, properties: Sequence[str] | None, schema: ExportSchema | None = None
+) -> str:
+    """The id property, checked: a property id (spec 2.5, ``$`` for a preset), one of
+    ``properties`` when they are known, and with the export's ``schema`` (its columns follow
+    ``properties``) a column whose ids publication can compare: text, a number or a boolean.
 
     :raises AnalyticsValidationError: naming ``id_property``.
     """
@@ -228,6 +231,18 @@ def check_id_property(id_property: Any, properties: Sequence[str] | None) -> str
             f"{name!r} is not among the properties {list(properties)}: reading a cohort in "
             "pages needs the property that tells users apart (no user may appear in two "
             "shards); add it, or name another unique property",
+            name,
+        )
+    kind = None if schema is None else schema.columns[list(properties or ()).index(name)].arrow_type
+    usable = (pa.string(), pa.large_string(), pa.bool_())
+    if kind is not None and not (
+        kind in usable or pa.types.is_integer(kind) or pa.types.is_floating(kind)
+    ):
+        rules.fail(
+            "id_property",
+            f"must be a string or number property: {name!r} is written as {kind}, whose ids "
+            "publication cannot compare with the pages read again (no user twice, the same "
+            "users); name another unique property",
             name,
         )
     return name
@@ -267,7 +282,7 @@ def plan_of(
                 )
                 for column in schema.columns
             ),
-            id_property=check_id_property(id_property, query.properties or ()),
+            id_property=check_id_property(id_property, query.properties or (), schema),
         )
     except ValidationError as error:  # a count too large to read in pages
         raise rules.refusal(error) from None

@@ -280,3 +280,30 @@ def test_number_ids_of_a_text_id_property_pass_the_check_as_the_parts_hold_them(
     assert (summary["rows"], summary["shards"]) == (5, 3)
     table = pq.read_table(tmp_path / "users/cohort_code=c1/dt=2024-01-15/users.parquet")
     assert table.column("distinct_id").to_pylist() == ["1000", "1001", "1002", "1003", "1004"]
+
+
+@pytest.mark.parametrize("data_type", ["datetime", "array<string>"])
+def test_an_id_property_whose_ids_cannot_be_compared_is_refused_before_any_page(
+    tmp_path: Path, data_type: str
+) -> None:
+    """Publication compares ids (no user twice, the pages read again): a datetime id (parts
+    hold times, pages read again hold text) or a list id (no kernel counts lists) is refused
+    by name when the plan is made, from the property's type, before any page is read."""
+    from airflow_provider_analytics.client import AnalyticsClient, ClientConfig
+    from tests.integration.export_servers import ExportServer
+
+    plan = [{"id": "distinct_id", "dataType": data_type}, {"id": "vip", "dataType": "boolean"}]
+    asked: list[dict[str, Any]] = []
+
+    def pages(body: dict[str, Any]) -> dict[str, Any]:
+        asked.append(body)
+        return {"count": 2, "page": 1, "size": 0, "users": []}
+
+    with ExportServer(plan=plan, count=2, pages=pages) as server:
+        config = ClientConfig(server.base_url, token="t0k", app_key="app")
+        with AnalyticsClient(config) as api, pytest.raises(AnalyticsValidationError) as refused:
+            export(api, tmp_path, "c1", ["distinct_id", "vip"], mode="pages")
+    assert refused.value.field == "id_property"
+    assert "must be a string or number property: 'distinct_id' is written as" in str(refused.value)
+    assert asked == []
+    assert not (tmp_path / "users").exists()
