@@ -38,6 +38,7 @@ from airflow_provider_analytics.export.arrow_pool import arrow_memory_pool
 from airflow_provider_analytics.export.decoder import BlockDecoder
 from airflow_provider_analytics.export.number_rule import value_slots
 from airflow_provider_analytics.export.shard_hold import HOLD_FILE, SharedHold, read_record
+from airflow_provider_analytics.export.value_rule import DECODER
 from airflow_provider_analytics.output.parquet import parquet_stream
 from airflow_provider_analytics.output.roots import open_own
 from airflow_provider_analytics.output.storage import remove_quietly, write_bytes_atomically
@@ -513,10 +514,11 @@ def check_consistency(
         held_ids = itertools.chain.from_iterable(ids.to_pylist() for ids in _iter_ids(part, column))
         for page in range(shard.first_page, (shard.last_page if strict else shard.first_page) + 1):
             held = list(itertools.islice(held_ids, plan.page_size))
-            answer = client.get_cohort_users(ids_only, page=page, page_size=plan.page_size)
-            now_ids = [user.get(key) for user in answer["users"]]
-            if as_text:
-                now_ids = [_json_text(one) for one in now_ids]
+            answer = client.get_cohort_user_lines(ids_only, page=page, page_size=plan.page_size)
+            # read by the rule that wrote the parts: a text id's number keeps its JSON text
+            lines = answer.lines.decode(errors="replace").splitlines()
+            users = map(DECODER.decode if as_text else json.loads, lines)
+            now_ids = [_json_text(user.get(key)) if as_text else user.get(key) for user in users]
             if now_ids != held:
                 differ = sum(1 for one, other in zip(now_ids, held, strict=False) if one != other)
                 raise CohortChangedError(
@@ -528,8 +530,9 @@ def check_consistency(
 
 
 def _json_text(value: Any) -> Any:
-    """A page's id as a text column holds it (:mod:`~.value_rule`: JSON text of a number)."""
-    return value if value is None or isinstance(value, str) else json.dumps(value)
+    """A page's id as a text column holds it (:mod:`~.value_rule`: a number its JSON text as
+    sent, which :data:`~.value_rule.DECODER` keeps, a boolean as JSON writes it)."""
+    return json.dumps(value) if isinstance(value, bool) else value
 
 
 def _in_bucket(ids: pa.Array, buckets: int, bucket: int) -> np.ndarray | pa.Array:

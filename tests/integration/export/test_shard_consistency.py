@@ -307,3 +307,45 @@ def test_an_id_property_whose_ids_cannot_be_compared_is_refused_before_any_page(
     assert "must be a string or number property: 'distinct_id' is written as" in str(refused.value)
     assert asked == []
     assert not (tmp_path / "users").exists()
+
+
+def test_text_ids_sent_as_number_tokens_are_compared_as_the_parts_hold_them(
+    tmp_path: Path,
+) -> None:
+    """A string id sent as numbers not written as ``json.dumps`` writes them (``1E3``,
+    ``1.50``, ``-0``) keeps each token's text in the parts (the value rule), and the pages
+    read again are compared by that same rule: publication goes through, not refused as a
+    cohort that changed (``"1E3"`` against ``"1000.0"``)."""
+    from airflow_provider_analytics.client import AnalyticsClient, ClientConfig
+    from tests.integration.export_servers import ExportServer
+
+    plan = [{"id": "distinct_id", "dataType": "string"}, {"id": "vip", "dataType": "boolean"}]
+    tokens = ["1E3", "1.50", "-0", "7", "2e-1"]
+
+    def pages(body: dict[str, Any]) -> bytes:
+        page, size = body.get("page", 1), body.get("pageSize", 1000)
+        vip = "" if body.get("properties") == ["distinct_id"] else ', "vip": true'
+        users = [f'{{"distinct_id": {token}{vip}}}' for token in tokens]
+        users = users[(page - 1) * size : page * size]
+        return b'{"count": 5, "page": %d, "size": %d, "users": [%s]}' % (
+            page,
+            len(users),
+            ",".join(users).encode(),
+        )
+
+    with ExportServer(plan=plan, count=5, pages=pages) as server:
+        config = ClientConfig(server.base_url, token="t0k", app_key="app")
+        with AnalyticsClient(config) as api:
+            summary = export(
+                api,
+                tmp_path,
+                "c1",
+                ["distinct_id", "vip"],
+                mode="pages",
+                page_size=2,
+                shard_rows=2,
+                consistency="strict",
+            )
+    assert (summary["rows"], summary["shards"]) == (5, 3)
+    table = pq.read_table(tmp_path / "users/cohort_code=c1/dt=2024-01-15/users.parquet")
+    assert table.column("distinct_id").to_pylist() == tokens
