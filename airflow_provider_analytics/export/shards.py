@@ -28,6 +28,7 @@ from airflow_provider_analytics.core import rules
 from airflow_provider_analytics.core.errors import (
     AnalyticsValidationError,
     CohortChangedError,
+    ExportDataError,
     ShardStagingError,
 )
 from airflow_provider_analytics.core.heap import trim_heap
@@ -36,7 +37,11 @@ from airflow_provider_analytics.core.ndjson import iter_counted_blocks
 from airflow_provider_analytics.core.retry import RetryPolicy
 from airflow_provider_analytics.export.arrow_pool import arrow_memory_pool
 from airflow_provider_analytics.export.decoder import BlockDecoder
-from airflow_provider_analytics.export.number_rule import value_slots
+from airflow_provider_analytics.export.number_rule import (
+    first_inexact,
+    inexact_in_double,
+    value_slots,
+)
 from airflow_provider_analytics.export.shard_hold import HOLD_FILE, SharedHold, read_record
 from airflow_provider_analytics.export.value_rule import DECODER
 from airflow_provider_analytics.output.parquet import parquet_stream
@@ -500,6 +505,7 @@ def check_consistency(
             f"cohort {plan.cohort_code!r}: the shards hold {rows} rows, the plan {plan.rows}; "
             "nothing was published"
         )
+    _refuse_inexact_doubles(plan, parts)
     now = cohort_count(client, plan.query())
     if now != plan.count:
         raise CohortChangedError(
@@ -527,6 +533,42 @@ def check_consistency(
                     f"({differ + abs(len(now_ids) - len(held))} of {len(held)} differ), its "
                     "count unchanged; nothing was published"
                 )
+
+
+def _refuse_inexact_doubles(plan: ShardPlan, parts: Sequence[StoragePath]) -> None:
+    """A ``number`` column one part holds as int64 and another as double is double in the day
+    (:func:`~airflow_provider_analytics.output.parquet.unified_schema`): its integers are
+    checked by the stream's number rule first, so one no double holds exactly is refused by
+    name, as the stream refuses it, not by Arrow's cast in the merge.
+
+    :raises ExportDataError: naming the column, its row and the setting that accepts it.
+    """
+    schemas = []
+    for part in parts:
+        with open_own(part) as handle:
+            schemas.append(pq.read_schema(handle))
+    wide = {
+        field.name for schema in schemas for field in schema if pa.types.is_floating(field.type)
+    }
+    ids = {column.name: column.id for column in plan.columns}
+    row = 0
+    for part, schema in zip(parts, schemas, strict=True):
+        names = [f.name for f in schema if f.name in wide and pa.types.is_integer(f.type)]
+        with open_own(part) as handle:
+            parquet = pq.ParquetFile(handle)
+            for group in range(parquet.num_row_groups if names else 0):
+                table = parquet.read_row_group(group, columns=names, use_threads=False)
+                for name, values in zip(names, table.columns, strict=True):
+                    found = first_inexact(values)
+                    if found is not None:
+                        value = values[found].as_py()
+                        refusal = inexact_in_double(ids.get(name, name), value, None)
+                        raise ExportDataError(
+                            f"column {name!r} (row {row + found + 1} of the export): {value} "
+                            f"is {refusal.why}; nothing was published. {refusal.setting}"
+                        )
+                row += table.num_rows
+            row += 0 if names else parquet.metadata.num_rows
 
 
 def _json_text(value: Any) -> Any:
