@@ -28,7 +28,7 @@ def main(base_url: str, prefix: str, day: str, index: int) -> int:
     )
     destination = ParquetDestination(prefix, cohort_identity(COHORT))
     with AnalyticsClient(config) as client:
-        reader = shard_reader(client, destination, day, timezone="UTC")
+        reader = shard_reader(client, COHORT, destination, day, timezone="UTC")
         return reader.read(reader.plan.shards[index])
 
 

@@ -136,11 +136,16 @@ def start_shards(
     one-row page's, asked once the settings are checked) and keep the staging folder when it
     holds the same plan (the run's fingerprint), else start it again."""
     pages = shards.shard_pages(page_size, shard_rows)
-    shards.check_id_property(id_property, prepared.query.properties or ())
+    shards.check_id_property(id_property, prepared.query.properties or (), prepared.schema)
     if count is None:
         count = shards.cohort_count(client, prepared.query)
     plan = shards.plan_of(
-        prepared, count=count, page_size=page_size, shard_pages=pages, id_property=id_property
+        prepared,
+        day=day,
+        count=count,
+        page_size=page_size,
+        shard_pages=pages,
+        id_property=id_property,
     )
     log.info(
         "cohort %s: %d users in %d shards of up to %d pages of %d",
@@ -158,22 +163,24 @@ def start_shards(
 
 def shard_reader(
     client: AnalyticsClient,
+    query: str | CohortQuery,
     destination: Destination,
     day: str,
     id_property: str = shards.ID_PROPERTY,
     **export: Any,
 ) -> shards.ShardReader:
-    """The reader of the plan recorded in ``destination``'s staging folder for ``day``, its
-    columns decided again from it.
+    """The reader of the plan recorded in ``destination``'s staging folder for ``day``, once
+    this step's own request and settings make that very plan (the run's fingerprint: cohort,
+    day, properties, limit, columns, timezone, ``id_property``); its columns decided again.
 
-    :raises ShardStagingError: this task's settings make another plan than the recorded one.
+    :raises ShardStagingError: the recorded plan is another run's, saying what differs.
     """
     staging = destination.staging(day)
     plan = shards.read_plan(staging)
-    query = cohort_query(plan.cohort_code, limit=plan.limit, properties=list(plan.properties))
     prepared = prepare_export(client, query, from_plan=True, **export)
     mine = shards.plan_of(
         prepared,
+        day=day,
         count=plan.count,
         page_size=plan.page_size,
         shard_pages=plan.shard_pages,

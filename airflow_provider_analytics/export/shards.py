@@ -28,6 +28,7 @@ from airflow_provider_analytics.core import rules
 from airflow_provider_analytics.core.errors import (
     AnalyticsValidationError,
     CohortChangedError,
+    ExportDataError,
     ShardStagingError,
 )
 from airflow_provider_analytics.core.heap import trim_heap
@@ -36,8 +37,13 @@ from airflow_provider_analytics.core.ndjson import iter_counted_blocks
 from airflow_provider_analytics.core.retry import RetryPolicy
 from airflow_provider_analytics.export.arrow_pool import arrow_memory_pool
 from airflow_provider_analytics.export.decoder import BlockDecoder
-from airflow_provider_analytics.export.number_rule import value_slots
+from airflow_provider_analytics.export.number_rule import (
+    first_inexact,
+    inexact_in_double,
+    value_slots,
+)
 from airflow_provider_analytics.export.shard_hold import HOLD_FILE, SharedHold, read_record
+from airflow_provider_analytics.export.value_rule import DECODER
 from airflow_provider_analytics.output.parquet import parquet_stream
 from airflow_provider_analytics.output.roots import open_own
 from airflow_provider_analytics.output.storage import remove_quietly, write_bytes_atomically
@@ -110,12 +116,14 @@ class PlanColumn(BaseModel):
 class ShardPlan(BaseModel):
     """How a cohort is read (also the declared shape of ``plan.json``): every field is part of
     the run's fingerprint (:attr:`digest`), so two tries resume each other only when all of
-    them agree. ``count`` is the cohort's size when planned; ``columns`` follow ``properties``.
+    them agree, and every step of a run refuses a plan its own request does not make.
+    ``count`` is the cohort's size when planned; ``columns`` follow ``properties``.
     """
 
     model_config = _RECORD
 
     cohort_code: str
+    day: str
     properties: tuple[str, ...]
     limit: int | None = Field(default=None, ge=1)
     count: int = Field(ge=0)
@@ -213,9 +221,12 @@ def shard_pages(page_size: Any, shard_rows: Any) -> int:
     return max(1, rows // size)
 
 
-def check_id_property(id_property: Any, properties: Sequence[str] | None) -> str:
-    """The id property, checked: a property id (spec 2.5, ``$`` for a preset), and one of
-    ``properties`` when they are known.
+def check_id_property(
+    id_property: Any, properties: Sequence[str] | None, schema: ExportSchema | None = None
+) -> str:
+    """The id property, checked: a property id (spec 2.5, ``$`` for a preset), one of
+    ``properties`` when they are known, and with the export's ``schema`` (its columns follow
+    ``properties``) a column whose ids publication can compare: text, a number or a boolean.
 
     :raises AnalyticsValidationError: naming ``id_property``.
     """
@@ -228,18 +239,31 @@ def check_id_property(id_property: Any, properties: Sequence[str] | None) -> str
             "shards); add it, or name another unique property",
             name,
         )
+    kind = None if schema is None else schema.columns[list(properties or ()).index(name)].arrow_type
+    usable = (pa.string(), pa.large_string(), pa.bool_())
+    if kind is not None and not (
+        kind in usable or pa.types.is_integer(kind) or pa.types.is_floating(kind)
+    ):
+        rules.fail(
+            "id_property",
+            f"must be a string or number property: {name!r} is written as {kind}, whose ids "
+            "publication cannot compare with the pages read again (no user twice, the same "
+            "users); name another unique property",
+            name,
+        )
     return name
 
 
 def plan_of(
     prepared: PreparedExport,
     *,
+    day: str,
     count: int,
     page_size: int,
     shard_pages: int,
     id_property: str = ID_PROPERTY,
 ) -> ShardPlan:
-    """The plan a prepared export makes for a cohort of ``count`` users; its pages are no
+    """The plan a prepared export makes for ``day``'s cohort of ``count`` users; its pages are no
     larger than a limited export's rows (a page may not exceed the request's limit)."""
     query, schema = prepared.query, prepared.schema
     if query.limit is not None:
@@ -247,6 +271,7 @@ def plan_of(
     try:
         return ShardPlan(
             cohort_code=query.cohort_code,
+            day=day,
             properties=tuple(query.properties or ()),
             limit=query.limit,
             count=count,
@@ -263,7 +288,7 @@ def plan_of(
                 )
                 for column in schema.columns
             ),
-            id_property=check_id_property(id_property, query.properties or ()),
+            id_property=check_id_property(id_property, query.properties or (), schema),
         )
     except ValidationError as error:  # a count too large to read in pages
         raise rules.refusal(error) from None
@@ -480,6 +505,7 @@ def check_consistency(
             f"cohort {plan.cohort_code!r}: the shards hold {rows} rows, the plan {plan.rows}; "
             "nothing was published"
         )
+    _refuse_inexact_doubles(plan, parts)
     now = cohort_count(client, plan.query())
     if now != plan.count:
         raise CohortChangedError(
@@ -494,10 +520,11 @@ def check_consistency(
         held_ids = itertools.chain.from_iterable(ids.to_pylist() for ids in _iter_ids(part, column))
         for page in range(shard.first_page, (shard.last_page if strict else shard.first_page) + 1):
             held = list(itertools.islice(held_ids, plan.page_size))
-            answer = client.get_cohort_users(ids_only, page=page, page_size=plan.page_size)
-            now_ids = [user.get(key) for user in answer["users"]]
-            if as_text:
-                now_ids = [_json_text(one) for one in now_ids]
+            answer = client.get_cohort_user_lines(ids_only, page=page, page_size=plan.page_size)
+            # read by the rule that wrote the parts: a text id's number keeps its JSON text
+            lines = answer.lines.decode(errors="replace").splitlines()
+            users = map(DECODER.decode if as_text else json.loads, lines)
+            now_ids = [_json_text(user.get(key)) if as_text else user.get(key) for user in users]
             if now_ids != held:
                 differ = sum(1 for one, other in zip(now_ids, held, strict=False) if one != other)
                 raise CohortChangedError(
@@ -508,9 +535,46 @@ def check_consistency(
                 )
 
 
+def _refuse_inexact_doubles(plan: ShardPlan, parts: Sequence[StoragePath]) -> None:
+    """A ``number`` column one part holds as int64 and another as double is double in the day
+    (:func:`~airflow_provider_analytics.output.parquet.unified_schema`): its integers are
+    checked by the stream's number rule first, so one no double holds exactly is refused by
+    name, as the stream refuses it, not by Arrow's cast in the merge.
+
+    :raises ExportDataError: naming the column, its row and the setting that accepts it.
+    """
+    schemas = []
+    for part in parts:
+        with open_own(part) as handle:
+            schemas.append(pq.read_schema(handle))
+    wide = {
+        field.name for schema in schemas for field in schema if pa.types.is_floating(field.type)
+    }
+    ids = {column.name: column.id for column in plan.columns}
+    row = 0
+    for part, schema in zip(parts, schemas, strict=True):
+        names = [f.name for f in schema if f.name in wide and pa.types.is_integer(f.type)]
+        with open_own(part) as handle:
+            parquet = pq.ParquetFile(handle)
+            for group in range(parquet.num_row_groups if names else 0):
+                table = parquet.read_row_group(group, columns=names, use_threads=False)
+                for name, values in zip(names, table.columns, strict=True):
+                    found = first_inexact(values)
+                    if found is not None:
+                        value = values[found].as_py()
+                        refusal = inexact_in_double(ids.get(name, name), value, None)
+                        raise ExportDataError(
+                            f"column {name!r} (row {row + found + 1} of the export): {value} "
+                            f"is {refusal.why}; nothing was published. {refusal.setting}"
+                        )
+                row += table.num_rows
+            row += 0 if names else parquet.metadata.num_rows
+
+
 def _json_text(value: Any) -> Any:
-    """A page's id as a text column holds it (:mod:`~.value_rule`: JSON text of a number)."""
-    return value if value is None or isinstance(value, str) else json.dumps(value)
+    """A page's id as a text column holds it (:mod:`~.value_rule`: a number its JSON text as
+    sent, which :data:`~.value_rule.DECODER` keeps, a boolean as JSON writes it)."""
+    return json.dumps(value) if isinstance(value, bool) else value
 
 
 def _in_bucket(ids: pa.Array, buckets: int, bucket: int) -> np.ndarray | pa.Array:

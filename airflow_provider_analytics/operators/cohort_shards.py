@@ -91,8 +91,8 @@ class CohortShardReadOperator(_CohortShardsOperator):
         from airflow_provider_analytics.export.shards import finished, read_shards
         from airflow_provider_analytics.operators.lineage import report_hook_lineage
 
-        client, _, destination, day, settings = self._run(context)
-        reader = shard_reader(client, destination, day, self.id_property, **settings)
+        client, query, destination, day, settings = self._run(context)
+        reader = shard_reader(client, query, destination, day, self.id_property, **settings)
         shards = reader.plan.shards
         index = rules.integer(self.shard_index, "shard_index", minimum=0, maximum=len(shards) - 1)
         shard = shards[index]
@@ -113,14 +113,12 @@ class CohortShardPublishOperator(_CohortShardsOperator):
     declares_asset = True
 
     def execute(self, context: Context) -> dict[str, Any]:
-        from airflow_provider_analytics.export.cohort_day import publish_shards
-        from airflow_provider_analytics.export.shards import read_plan
-        from airflow_provider_analytics.export.stream import prepare_export
+        from airflow_provider_analytics.export.cohort_day import publish_shards, shard_reader
 
-        client, _, destination, day, settings = self._run(context)
-        plan = read_plan(destination.staging(day))
-        # the columns the parts were read with, decided again from the plan (for lineage)
-        columns = prepare_export(client, plan.query(), from_plan=True, **settings).schema.described
+        client, query, destination, day, settings = self._run(context)
+        # the recorded plan, once this step's request makes it, and its columns (for lineage)
+        reader = shard_reader(client, query, destination, day, self.id_property, **settings)
+        plan = reader.plan
         published = publish_shards(client, plan, destination, day, consistency=self.consistency)
-        summary = {**published, **columns}
+        summary = {**published, **reader.schema.described}
         return self.publish_day(context, destination, day, plan.cohort_code, summary)

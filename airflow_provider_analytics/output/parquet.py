@@ -257,9 +257,12 @@ def unified_schema(parts: Sequence[StoragePath]) -> pa.Schema:
 
 
 def part_row_groups(parts: Sequence[StoragePath], schema: pa.Schema) -> Iterator[pa.Table]:
-    """Every row group of the parts, in shard order, in ``schema`` (an int64 column cast to
-    double only where exact: Arrow refuses an integer a double cannot hold)."""
-    return read_row_groups([functools.partial(open_own, part) for part in parts], schema)
+    """Every row group of the parts, in shard order, in ``schema``: an int64 column double in
+    another part is cast as it is, publication having refused by name an integer no double
+    holds exactly (the stream's number rule, :mod:`~airflow_provider_analytics.export.shards`),
+    where Arrow's safe cast refused every integer beyond 2**53, exact or not."""
+    files = [functools.partial(open_own, part) for part in parts]
+    return read_row_groups(files, schema, lambda table, wide, _: table.cast(wide, safe=False))
 
 
 def merge_parts(

@@ -27,7 +27,7 @@ class ExportServer(ServedOnLoopback):
     :param write: writes the body itself (after the headers) for cut or paced bodies.
     :param headers: export answer headers (``Content-Type`` defaults to NDJSON).
     :param pages: answers the paged endpoint from the request's body (by default: the count
-        and no users).
+        and no users); bytes are sent as they are (numbers written as a server writes them).
     :param status: the export answer's status.
     """
 
@@ -47,7 +47,7 @@ class ExportServer(ServedOnLoopback):
 
         class Handler(BaseHTTPRequestHandler):
             def _json(self, payload: Any) -> None:
-                data = json.dumps(payload).encode()
+                data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))

@@ -119,7 +119,8 @@ def test_a_shards_failure_is_retried_alone(
         if page == 6 and not failed:
             failed.append(page)
             raise AnalyticsServerError("HTTP 504 from the proxy", status=504)
-        pages.append(page)
+        if list(args[0].properties) != ["distinct_id"]:  # not publication's ids-only check
+            pages.append(page)
         return real(self, *args, **kwargs)
 
     monkeypatch.setattr(AnalyticsClient, "get_cohort_user_lines", flaky)

@@ -6,6 +6,7 @@ the id property as a setting, checked before any request."""
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import logging
 from typing import TYPE_CHECKING, Any
@@ -280,3 +281,114 @@ def test_number_ids_of_a_text_id_property_pass_the_check_as_the_parts_hold_them(
     assert (summary["rows"], summary["shards"]) == (5, 3)
     table = pq.read_table(tmp_path / "users/cohort_code=c1/dt=2024-01-15/users.parquet")
     assert table.column("distinct_id").to_pylist() == ["1000", "1001", "1002", "1003", "1004"]
+
+
+@pytest.mark.parametrize("data_type", ["datetime", "array<string>"])
+def test_an_id_property_whose_ids_cannot_be_compared_is_refused_before_any_page(
+    tmp_path: Path, data_type: str
+) -> None:
+    """Publication compares ids (no user twice, the pages read again): a datetime id (parts
+    hold times, pages read again hold text) or a list id (no kernel counts lists) is refused
+    by name when the plan is made, from the property's type, before any page is read."""
+    from airflow_provider_analytics.client import AnalyticsClient, ClientConfig
+    from tests.integration.export_servers import ExportServer
+
+    plan = [{"id": "distinct_id", "dataType": data_type}, {"id": "vip", "dataType": "boolean"}]
+    asked: list[dict[str, Any]] = []
+
+    def pages(body: dict[str, Any]) -> dict[str, Any]:
+        asked.append(body)
+        return {"count": 2, "page": 1, "size": 0, "users": []}
+
+    with ExportServer(plan=plan, count=2, pages=pages) as server:
+        config = ClientConfig(server.base_url, token="t0k", app_key="app")
+        with AnalyticsClient(config) as api, pytest.raises(AnalyticsValidationError) as refused:
+            export(api, tmp_path, "c1", ["distinct_id", "vip"], mode="pages")
+    assert refused.value.field == "id_property"
+    assert "must be a string or number property: 'distinct_id' is written as" in str(refused.value)
+    assert asked == []
+    assert not (tmp_path / "users").exists()
+
+
+def test_text_ids_sent_as_number_tokens_are_compared_as_the_parts_hold_them(
+    tmp_path: Path,
+) -> None:
+    """A string id sent as numbers not written as ``json.dumps`` writes them (``1E3``,
+    ``1.50``, ``-0``) keeps each token's text in the parts (the value rule), and the pages
+    read again are compared by that same rule: publication goes through, not refused as a
+    cohort that changed (``"1E3"`` against ``"1000.0"``)."""
+    from airflow_provider_analytics.client import AnalyticsClient, ClientConfig
+    from tests.integration.export_servers import ExportServer
+
+    plan = [{"id": "distinct_id", "dataType": "string"}, {"id": "vip", "dataType": "boolean"}]
+    tokens = ["1E3", "1.50", "-0", "7", "2e-1"]
+
+    def pages(body: dict[str, Any]) -> bytes:
+        page, size = body.get("page", 1), body.get("pageSize", 1000)
+        vip = "" if body.get("properties") == ["distinct_id"] else ', "vip": true'
+        users = [f'{{"distinct_id": {token}{vip}}}' for token in tokens]
+        users = users[(page - 1) * size : page * size]
+        return b'{"count": 5, "page": %d, "size": %d, "users": [%s]}' % (
+            page,
+            len(users),
+            ",".join(users).encode(),
+        )
+
+    with ExportServer(plan=plan, count=5, pages=pages) as server:
+        config = ClientConfig(server.base_url, token="t0k", app_key="app")
+        with AnalyticsClient(config) as api:
+            summary = export(
+                api,
+                tmp_path,
+                "c1",
+                ["distinct_id", "vip"],
+                mode="pages",
+                page_size=2,
+                shard_rows=2,
+                consistency="strict",
+            )
+    assert (summary["rows"], summary["shards"]) == (5, 3)
+    table = pq.read_table(tmp_path / "users/cohort_code=c1/dt=2024-01-15/users.parquet")
+    assert table.column("distinct_id").to_pylist() == tokens
+
+
+@pytest.mark.parametrize(
+    ("big", "refused"), [(2**53 + 1, True), (2**54, False)], ids=["inexact", "exact"]
+)
+def test_a_number_column_int64_in_one_shard_and_double_in_another_follows_the_number_rule(
+    tmp_path: Path, big: int, refused: bool
+) -> None:
+    """Shard 0 holds only integers of a ``number`` column, shard 1 a decimal: the day's column
+    is double, and the merge keeps the stream's number rule. An integer no double holds
+    exactly is refused by name before anything is published (not Arrow's bare
+    ``ArrowInvalid`` in the merge); one a double holds exactly, even beyond 2**53, is
+    published as the stream publishes it."""
+    from airflow_provider_analytics.client import AnalyticsClient, ClientConfig
+    from airflow_provider_analytics.core.errors import ExportDataError
+    from tests.integration.export_servers import ExportServer
+
+    plan = [{"id": "distinct_id", "dataType": "string"}, {"id": "n", "dataType": "number"}]
+    users = [{"distinct_id": "a", "n": big}, {"distinct_id": "b", "n": 1.5}]
+
+    def pages(body: dict[str, Any]) -> dict[str, Any]:
+        page, size = body.get("page", 1), body.get("pageSize", 1000)
+        shown = [{key: user[key] for key in body["properties"]} for user in users]
+        sent = shown[(page - 1) * size : page * size]
+        return {"count": 2, "page": page, "size": len(sent), "users": sent}
+
+    with ExportServer(plan=plan, count=2, pages=pages) as server:
+        config = ClientConfig(server.base_url, token="t0k", app_key="app")
+        with AnalyticsClient(config) as api:
+            run = functools.partial(
+                export, api, tmp_path, "c1", ["distinct_id", "n"], mode="pages", page_size=1
+            )
+            if refused:
+                with pytest.raises(ExportDataError, match=r"a double cannot hold exactly") as no:
+                    run(shard_rows=1)
+                assert "schema_overrides={'n': 'decimal'}" in str(no.value)
+                assert "(row 1 of the export)" in str(no.value)
+                assert not (tmp_path / "users").exists()
+                return
+            run(shard_rows=1)
+    table = pq.read_table(tmp_path / "users/cohort_code=c1/dt=2024-01-15/users.parquet")
+    assert table.column("n").to_pylist() == [float(big), 1.5]

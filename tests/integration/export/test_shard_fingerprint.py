@@ -40,6 +40,7 @@ DAY = "2024-01-15"
 SHARDED = {"mode": "pages", "page_size": 100, "shard_rows": 250}
 """1000 users: 10 pages of 100, 2 pages a shard, 5 shards."""
 PROPERTIES = ["distinct_id", "$city", "register_time", "tag_rfm"]
+QUERY = cohort_query("cohort_small", properties=PROPERTIES)
 """The id, a preset (named ``city`` in warehouse naming), a datetime, and a tag."""
 
 
@@ -156,7 +157,8 @@ def test_a_read_step_whose_settings_make_another_plan_is_refused_by_name(
     staging): given another timezone than the plan's, it names the difference."""
     killed_try(client, tmp_path, 0, timezone="UTC")
     with pytest.raises(ShardStagingError, match="timezone 'UTC' -> 'Asia/Shanghai'"):
-        shard_reader(client, destination(tmp_path), DAY, timezone="Asia/Shanghai")
+        shard_reader(client, QUERY, destination(tmp_path), DAY, timezone="Asia/Shanghai")
     with pytest.raises(ShardStagingError, match="id_property 'distinct_id' -> 'tag_rfm'"):
-        shard_reader(client, destination(tmp_path), DAY, "tag_rfm", timezone="UTC")
-    assert shard_reader(client, destination(tmp_path), DAY, timezone="UTC").plan.timezone == "UTC"
+        shard_reader(client, QUERY, destination(tmp_path), DAY, "tag_rfm", timezone="UTC")
+    reader = shard_reader(client, QUERY, destination(tmp_path), DAY, timezone="UTC")
+    assert reader.plan.timezone == "UTC"

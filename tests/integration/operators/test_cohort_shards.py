@@ -7,6 +7,8 @@ test_cohort_shards.py.)"""
 
 from __future__ import annotations
 
+import re
+import shutil
 from typing import TYPE_CHECKING, Any
 
 import pyarrow.parquet as pq
@@ -14,7 +16,7 @@ import pytest
 from airflow.sdk import Asset
 from analytics_emulator import catalog as emulator_catalog
 
-from airflow_provider_analytics.core.errors import AnalyticsValidationError
+from airflow_provider_analytics.core.errors import AnalyticsValidationError, ShardStagingError
 from airflow_provider_analytics.operators.cohort_shards import (
     CohortShardPlanOperator,
     CohortShardPublishOperator,
@@ -151,3 +153,70 @@ def test_a_shard_index_outside_the_plan_is_refused(
         read.execute(context)  # type: ignore[arg-type]
     assert refused.value.field == "shard_index"
     assert not (tmp_path / "users/cohort_code=cohort_small/dt=2024-01-15").exists()
+
+
+def planned_and_read(root: Path, context: Any, **arguments: Any) -> None:
+    """The plan step and every read step of one run, with the same ``arguments``."""
+    shards = step(CohortShardPlanOperator, **arguments).execute(context)
+    for index in shards:
+        step(CohortShardReadOperator, shard_index=index, **arguments).execute(context)
+
+
+@pytest.mark.parametrize(
+    ("other", "said"),
+    [
+        ({"limit": 300}, "limit None -> 300"),
+        ({"properties": ["distinct_id", "$city"]}, "properties ("),
+        ({"timezone": "Asia/Shanghai"}, "timezone 'UTC' -> 'Asia/Shanghai'"),
+        ({"schema_overrides": {"register_time": "string"}}, "type 'timestamp"),
+        ({"column_names": "ids"}, "name 'city' -> '$city'"),
+        ({"id_property": "$city"}, "id_property 'distinct_id' -> '$city'"),
+    ],
+)
+def test_a_step_whose_request_makes_another_plan_is_refused_by_name(
+    platform: EmulatorServer, tmp_path: Path, other: dict[str, Any], said: str
+) -> None:
+    """Every step compares the plan its own request makes with the recorded one (the run's
+    fingerprint) and names what differs: a read step does not read, and the publish step does
+    not publish, the recorded plan's rows under settings it was not given."""
+    context = run_context(DAY)
+    common = {
+        "destination": f"{tmp_path.as_uri()}/users/",
+        "timezone": "UTC",
+        "properties": ["distinct_id", "$city", "register_time"],
+        **SHARDS,
+    }
+    planned_and_read(tmp_path, context, **common)
+    for operator in (CohortShardReadOperator, CohortShardPublishOperator):
+        with pytest.raises(ShardStagingError, match=re.escape(said)):
+            step(operator, **{**common, **other}).execute(context)
+    assert not (tmp_path / "users/cohort_code=cohort_small").exists()
+    assert step(CohortShardPublishOperator, **common).execute(context)["rows"] == 1000
+
+
+def test_another_cohorts_or_days_staging_is_refused_by_name(
+    platform: EmulatorServer, tmp_path: Path
+) -> None:
+    """The plan records its cohort and day: another cohort's finished staging where this
+    cohort's is looked for, or one object's single staging folder holding another cohort's or
+    another day's plan, is refused by name, never published as this cohort's day."""
+    context = run_context(DAY)
+    prefix = {"destination": f"{tmp_path.as_uri()}/users/", **SHARDS}
+    planned_and_read(tmp_path, context, **{**prefix, "cohort_code": "cohort_tiny"})
+    staging = tmp_path / "users.staging"
+    shutil.copytree(staging / "cohort_code=cohort_tiny", staging / "cohort_code=cohort_small")
+    with pytest.raises(ShardStagingError, match="cohort_code 'cohort_tiny' -> 'cohort_small'"):
+        step(CohortShardPublishOperator, **prefix).execute(context)
+    assert not (tmp_path / "users/cohort_code=cohort_small").exists()
+
+    one = {"destination": f"{tmp_path.as_uri()}/object/users.parquet", **SHARDS}
+    planned_and_read(tmp_path, context, **{**one, "cohort_code": "cohort_tiny"})
+    for operator in (CohortShardReadOperator, CohortShardPublishOperator):
+        with pytest.raises(ShardStagingError, match="cohort_code 'cohort_tiny' -> 'cohort_"):
+            step(operator, **one).execute(context)
+    for operator in (CohortShardReadOperator, CohortShardPublishOperator):
+        with pytest.raises(ShardStagingError, match="day '2024-01-15' -> '2024-01-16'"):
+            step(operator, **{**one, "cohort_code": "cohort_tiny"}).execute(
+                run_context("2024-01-16")
+            )
+    assert not (tmp_path / "object/users.parquet").exists()

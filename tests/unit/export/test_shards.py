@@ -86,6 +86,7 @@ def test_a_plan_is_its_own_record_and_refuses_what_it_does_not_declare(tmp_path:
     )
     plan = cohort_shards.ShardPlan(
         cohort_code="vip",
+        day="2024-01-15",
         properties=("distinct_id", "$city"),
         limit=None,
         count=12_345,
@@ -100,6 +101,7 @@ def test_a_plan_is_its_own_record_and_refuses_what_it_does_not_declare(tmp_path:
     ]
     fields = {
         "cohort_code": "vip",
+        "day": "2024-01-15",
         "properties": ["distinct_id", "$city"],
         "limit": None,
         "count": 12_345,
@@ -150,14 +152,20 @@ def test_a_plan_too_large_to_list_or_not_readable_is_refused_by_name(tmp_path: P
     column.widens = column.starts_double = False
     schema = SimpleNamespace(timezone="UTC", columns=[column])
     prepared = SimpleNamespace(query=cohort_query("vip", properties=["distinct_id"]), schema=schema)
-    plan = cohort_shards.plan_of(prepared, count=10**6, page_size=5_000, shard_pages=40)
+    plan = cohort_shards.plan_of(
+        prepared, day="2024-01-15", count=10**6, page_size=5_000, shard_pages=40
+    )
     assert len(plan.shards) == 5
     for count in (2**62, 2**31 * 5_000):
         with pytest.raises(AnalyticsValidationError) as refused:
-            cohort_shards.plan_of(prepared, count=count, page_size=5_000, shard_pages=40)
+            cohort_shards.plan_of(
+                prepared, day="2024-01-15", count=count, page_size=5_000, shard_pages=40
+            )
         assert refused.value.field == "shard_rows"
     with pytest.raises(AnalyticsValidationError, match=r"or 2147483647 pages"):
-        cohort_shards.plan_of(prepared, count=2**62, page_size=1, shard_pages=2**62)
+        cohort_shards.plan_of(
+            prepared, day="2024-01-15", count=2**62, page_size=1, shard_pages=2**62
+        )
     recorded = plan.model_dump(mode="json")
     (tmp_path / "plan.json").write_text(json.dumps(recorded))
     assert cohort_shards.read_plan(tmp_path) == plan
