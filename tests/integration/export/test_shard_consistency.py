@@ -248,22 +248,11 @@ def test_every_operator_checks_the_id_property_and_consistency_before_any_reques
     assert recorder.received == []
 
 
-def test_number_ids_of_a_text_id_property_pass_the_check_as_the_parts_hold_them(
-    tmp_path: Path,
-) -> None:
-    """A platform that sends a string property's ids as JSON numbers: the parts hold their JSON
-    text (the value rule), and the pages read again are compared as such (the check compared
-    1000 with "1000" and refused every publication as a cohort that changed)."""
+def five_users_in_three_shards(tmp_path: Path, plan: list[dict[str, str]], pages: Any) -> Any:
+    """Cohort ``c1``'s five users, read two to a page and a shard with ``strict`` consistency
+    from a server answering ``pages``; the table published."""
     from airflow_provider_analytics.client import AnalyticsClient, ClientConfig
     from tests.integration.export_servers import ExportServer
-
-    plan = [{"id": "distinct_id", "dataType": "string"}, {"id": "vip", "dataType": "boolean"}]
-
-    def pages(body: dict[str, Any]) -> dict[str, Any]:
-        page, size = body.get("page", 1), body.get("pageSize", 1000)
-        users = [{"distinct_id": 1000 + i, "vip": True} for i in range((page - 1) * size, 5)]
-        users = users[:size]
-        return {"count": 5, "page": page, "size": len(users), "users": users}
 
     with ExportServer(plan=plan, count=5, pages=pages) as server:
         config = ClientConfig(server.base_url, token="t0k", app_key="app")
@@ -279,7 +268,25 @@ def test_number_ids_of_a_text_id_property_pass_the_check_as_the_parts_hold_them(
                 consistency="strict",
             )
     assert (summary["rows"], summary["shards"]) == (5, 3)
-    table = pq.read_table(tmp_path / "users/cohort_code=c1/dt=2024-01-15/users.parquet")
+    return pq.read_table(tmp_path / "users/cohort_code=c1/dt=2024-01-15/users.parquet")
+
+
+def test_number_ids_of_a_text_id_property_pass_the_check_as_the_parts_hold_them(
+    tmp_path: Path,
+) -> None:
+    """A platform that sends a string property's ids as JSON numbers: the parts hold their JSON
+    text (the value rule), and the pages read again are compared as such (the check compared
+    1000 with "1000" and refused every publication as a cohort that changed)."""
+
+    plan = [{"id": "distinct_id", "dataType": "string"}, {"id": "vip", "dataType": "boolean"}]
+
+    def pages(body: dict[str, Any]) -> dict[str, Any]:
+        page, size = body.get("page", 1), body.get("pageSize", 1000)
+        users = [{"distinct_id": 1000 + i, "vip": True} for i in range((page - 1) * size, 5)]
+        users = users[:size]
+        return {"count": 5, "page": page, "size": len(users), "users": users}
+
+    table = five_users_in_three_shards(tmp_path, plan, pages)
     assert table.column("distinct_id").to_pylist() == ["1000", "1001", "1002", "1003", "1004"]
 
 
@@ -317,8 +324,6 @@ def test_text_ids_sent_as_number_tokens_are_compared_as_the_parts_hold_them(
     ``1.50``, ``-0``) keeps each token's text in the parts (the value rule), and the pages
     read again are compared by that same rule: publication goes through, not refused as a
     cohort that changed (``"1E3"`` against ``"1000.0"``)."""
-    from airflow_provider_analytics.client import AnalyticsClient, ClientConfig
-    from tests.integration.export_servers import ExportServer
 
     plan = [{"id": "distinct_id", "dataType": "string"}, {"id": "vip", "dataType": "boolean"}]
     tokens = ["1E3", "1.50", "-0", "7", "2e-1"]
@@ -334,21 +339,7 @@ def test_text_ids_sent_as_number_tokens_are_compared_as_the_parts_hold_them(
             ",".join(users).encode(),
         )
 
-    with ExportServer(plan=plan, count=5, pages=pages) as server:
-        config = ClientConfig(server.base_url, token="t0k", app_key="app")
-        with AnalyticsClient(config) as api:
-            summary = export(
-                api,
-                tmp_path,
-                "c1",
-                ["distinct_id", "vip"],
-                mode="pages",
-                page_size=2,
-                shard_rows=2,
-                consistency="strict",
-            )
-    assert (summary["rows"], summary["shards"]) == (5, 3)
-    table = pq.read_table(tmp_path / "users/cohort_code=c1/dt=2024-01-15/users.parquet")
+    table = five_users_in_three_shards(tmp_path, plan, pages)
     assert table.column("distinct_id").to_pylist() == tokens
 
 
