@@ -143,6 +143,7 @@ class HttpSession:
                     self._sleep(wait)
                 if slot := call.kept(call.throttle.acquire(call.concurrency, call.place_timeout())):
                     break
+            response: requests.Response | None = None
             try:
                 with deadline(call.start()) as watch:
                     response = self._session.request(
@@ -166,9 +167,13 @@ class HttpSession:
                         response._content = bytes(body)
             except requests.RequestException as exc:
                 slot.release()
+                if response is not None:  # its body broke off: the connection is not reused
+                    response.close()
                 error = call.failed(exc, cut_by_deadline=watch.expired)
             except BaseException:
                 slot.release()
+                if response is not None:  # a body refused as too long, half read
+                    response.close()
                 raise
             else:
                 try:

@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from airflow_provider_analytics.core import rules
+from airflow_provider_analytics.core import rules, strict_json
 from airflow_provider_analytics.core.errors import (
     AnalyticsValidationError,
     CohortChangedError,
@@ -522,8 +522,13 @@ def check_consistency(
             held = list(itertools.islice(held_ids, plan.page_size))
             answer = client.get_cohort_user_lines(ids_only, page=page, page_size=plan.page_size)
             # read by the rule that wrote the parts: a text id's number keeps its JSON text
-            lines = answer.lines.decode(errors="replace").splitlines()
-            users = map(DECODER.decode if as_text else json.loads, lines)
+            # one user a line: a JSON string may hold U+2028 or U+0085 unescaped, which
+            # str.splitlines would also cut at; each user read by the strict rules
+            lines = [line for line in answer.lines.split(b"\n") if line]
+            users = [
+                strict_json.loads(line, using=DECODER) if as_text else strict_json.loads(line)
+                for line in lines
+            ]
             now_ids = [_json_text(user.get(key)) if as_text else user.get(key) for user in users]
             if now_ids != held:
                 differ = sum(1 for one, other in zip(now_ids, held, strict=False) if one != other)

@@ -156,7 +156,7 @@ def _compare(
     if record.get("plan", 1) == 0:
         # the add that moves it in gives it the submitted name and remark (spec 4.8, 4.9): an
         # undeclared one is submitted as the platform has it, not left out (cleared)
-        kept = {key: record[key] for key in ("name", "remark") if key not in declared}
+        kept = {key: record.get(key) for key in ("name", "remark") if key not in declared}
         submitted = {**{key: value for key, value in kept.items() if value}, **declared}
         moved = {"plan": FieldChange(0, 1), **fields}
         return replace(base, kind=ChangeKind.ADD, fields=moved, declared=submitted)

@@ -343,6 +343,27 @@ def test_text_ids_sent_as_number_tokens_are_compared_as_the_parts_hold_them(
     assert table.column("distinct_id").to_pylist() == tokens
 
 
+def test_ids_holding_line_separators_unescaped_are_compared_whole(tmp_path: Path) -> None:
+    """JSON strings may hold U+2028, U+2029 and U+0085 as they are; the pages read again were
+    cut at them (``str.splitlines``), and publication raised a bare ``JSONDecodeError``."""
+    plan = [{"id": "distinct_id", "dataType": "string"}, {"id": "vip", "dataType": "boolean"}]
+    ids = ["a\u2028b", "c\u2029d", "e\x85f", "g", "h"]
+
+    def pages(body: dict[str, Any]) -> bytes:
+        page, size = body.get("page", 1), body.get("pageSize", 1000)
+        vip = "" if body.get("properties") == ["distinct_id"] else ', "vip": true'
+        users = [f'{{"distinct_id": "{one}"{vip}}}' for one in ids]
+        users = users[(page - 1) * size : page * size]
+        return b'{"count": 5, "page": %d, "size": %d, "users": [%s]}' % (
+            page,
+            len(users),
+            ",".join(users).encode(),
+        )
+
+    table = five_users_in_three_shards(tmp_path, plan, pages)
+    assert table.column("distinct_id").to_pylist() == ids
+
+
 @pytest.mark.parametrize(
     ("big", "refused"), [(2**53 + 1, True), (2**54, False)], ids=["inexact", "exact"]
 )

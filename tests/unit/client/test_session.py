@@ -294,3 +294,39 @@ def test_the_session_sends_an_operation_and_closes_only_its_own_pool(
     borrowed.close()
     assert _CountedSession.closed == 0  # its owner closes it
     given.close()
+
+
+def test_a_body_refused_as_too_long_closes_its_response(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The refused answer's connection was left checked out of the pool, half read, until the
+    garbage collector found it."""
+    import io
+
+    from requests.adapters import HTTPAdapter
+    from urllib3.response import HTTPResponse
+
+    from airflow_provider_analytics.client import AnalyticsProtocolError
+    from airflow_provider_analytics.core import strict_json
+
+    monkeypatch.setattr(strict_json, "MAX_BYTES", 1000)
+    closed: list[bool] = []
+
+    class Body(HTTPResponse):
+        def close(self) -> None:
+            closed.append(True)
+            super().close()
+
+    class Adapter(HTTPAdapter):
+        def send(self, request: Any, *args: Any, **kwargs: Any) -> requests.Response:
+            body = io.BytesIO(b'{"x": "' + b"a" * 5000 + b'"}')
+            return self.build_response(request, Body(body=body, status=200, preload_content=False))
+
+    session = requests.Session()
+    session.mount("http://", Adapter())
+    http = HttpSession(
+        ClientConfig("http://127.0.0.1:9", token="t0k3n", app_key="app-k3y"),
+        session,
+        sleep=time.sleep,
+    )
+    with pytest.raises(AnalyticsProtocolError, match="bytes long"):
+        http.send(LIST_EVENTS)
+    assert closed

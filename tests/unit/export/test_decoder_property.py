@@ -16,6 +16,7 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import json
+import math
 import pathlib
 import re
 import tempfile
@@ -25,7 +26,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from airflow_provider_analytics.core.cohort_records import ExportRecordError
@@ -148,6 +149,17 @@ def refuse_constant(name: str) -> Any:
     raise ValueError(name)
 
 
+def _beyond_double(value: Any) -> bool:
+    """Whether a value read with numbers as ``("num", text)`` holds one no double reaches."""
+    if isinstance(value, tuple):
+        return math.isinf(float(value[1]))
+    if isinstance(value, dict):
+        return any(_beyond_double(item) for item in value.values())
+    if isinstance(value, list):
+        return any(_beyond_double(item) for item in value)
+    return False
+
+
 def reference(
     lines: list[bytes],
 ) -> tuple[list[dict[str, Any]], dict[str, Any], set[Any], str]:
@@ -167,6 +179,8 @@ def reference(
             bad.add(("line", number))
             record = {}
         bad.update(("key", key, number) for key in COLUMNS if key not in record and record)
+        if _beyond_double(record):  # strict JSON has no such number: the line may be named
+            bad.add(("line", number))
         for key in record:
             if key not in COLUMNS:
                 counts["unexpected"][key] = counts["unexpected"].get(key, 0) + 1
@@ -376,6 +390,17 @@ def named_fault(error: Exception) -> tuple[Any, ...]:
 
 @settings(max_examples=150, deadline=None)
 @given(streams())
+@example(  # a number beyond a double's range in a string column: the line may be named
+    stream=(
+        [
+            b'{"score": null, "name": 1e400, "vip": true, "seen": null, "labels": null, '
+            b'"phone": null, "user_id": 3, "tag.t_vip": ""}'
+        ],
+        [],
+        6,
+        1,
+    )
+)
 def test_any_cut_of_any_stream_decodes_as_the_reference_does(
     stream: tuple[list[bytes], list[int], int, int],
 ) -> None:

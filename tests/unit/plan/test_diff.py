@@ -444,3 +444,12 @@ def test_moving_an_item_into_the_plan_submits_the_name_and_remark_it_has() -> No
     assert change.kind is ADD
     assert change.declared == {"name": "Legacy level", "remark": "new", "dataType": "number"}
     assert change.fields == {"plan": FieldChange(0, 1), "remark": FieldChange("kept", "new")}
+
+
+def test_moving_a_record_without_a_remark_into_the_plan_submits_its_name_only() -> None:
+    """User property records carry no remark (spec 2.2): reading one raised KeyError."""
+    record = {"id": "vip_level", "name": "VIP level", "dataType": "string", "plan": 0}
+    live = LivePlan.from_records([{**record, "dataStatus": 0}], [], {})
+    change = one(user(id="vip_level", data_type="string"), live)
+    assert change.kind is ADD
+    assert change.declared == {"name": "VIP level", "dataType": "string"}
