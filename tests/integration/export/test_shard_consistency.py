@@ -317,6 +317,27 @@ def test_an_id_property_whose_ids_cannot_be_compared_is_refused_before_any_page(
     assert not (tmp_path / "users").exists()
 
 
+def text_ids_sent_as(written: list[str]) -> Any:
+    """A server of five users whose ``distinct_id`` (a string property) is sent as the JSON
+    texts ``written``, byte for byte, on the pages and on the pages read again."""
+
+    def pages(body: dict[str, Any]) -> bytes:
+        page, size = body.get("page", 1), body.get("pageSize", 1000)
+        vip = "" if body.get("properties") == ["distinct_id"] else ', "vip": true'
+        users = [f'{{"distinct_id": {text}{vip}}}' for text in written]
+        users = users[(page - 1) * size : page * size]
+        return b'{"count": 5, "page": %d, "size": %d, "users": [%s]}' % (
+            page,
+            len(users),
+            ",".join(users).encode(),
+        )
+
+    return pages
+
+
+TEXT_ID_PLAN = [{"id": "distinct_id", "dataType": "string"}, {"id": "vip", "dataType": "boolean"}]
+
+
 def test_text_ids_sent_as_number_tokens_are_compared_as_the_parts_hold_them(
     tmp_path: Path,
 ) -> None:
@@ -324,43 +345,17 @@ def test_text_ids_sent_as_number_tokens_are_compared_as_the_parts_hold_them(
     ``1.50``, ``-0``) keeps each token's text in the parts (the value rule), and the pages
     read again are compared by that same rule: publication goes through, not refused as a
     cohort that changed (``"1E3"`` against ``"1000.0"``)."""
-
-    plan = [{"id": "distinct_id", "dataType": "string"}, {"id": "vip", "dataType": "boolean"}]
     tokens = ["1E3", "1.50", "-0", "7", "2e-1"]
-
-    def pages(body: dict[str, Any]) -> bytes:
-        page, size = body.get("page", 1), body.get("pageSize", 1000)
-        vip = "" if body.get("properties") == ["distinct_id"] else ', "vip": true'
-        users = [f'{{"distinct_id": {token}{vip}}}' for token in tokens]
-        users = users[(page - 1) * size : page * size]
-        return b'{"count": 5, "page": %d, "size": %d, "users": [%s]}' % (
-            page,
-            len(users),
-            ",".join(users).encode(),
-        )
-
-    table = five_users_in_three_shards(tmp_path, plan, pages)
+    table = five_users_in_three_shards(tmp_path, TEXT_ID_PLAN, text_ids_sent_as(tokens))
     assert table.column("distinct_id").to_pylist() == tokens
 
 
 def test_ids_holding_line_separators_unescaped_are_compared_whole(tmp_path: Path) -> None:
     """JSON strings may hold U+2028, U+2029 and U+0085 as they are; the pages read again were
     cut at them (``str.splitlines``), and publication raised a bare ``JSONDecodeError``."""
-    plan = [{"id": "distinct_id", "dataType": "string"}, {"id": "vip", "dataType": "boolean"}]
     ids = ["a\u2028b", "c\u2029d", "e\x85f", "g", "h"]
-
-    def pages(body: dict[str, Any]) -> bytes:
-        page, size = body.get("page", 1), body.get("pageSize", 1000)
-        vip = "" if body.get("properties") == ["distinct_id"] else ', "vip": true'
-        users = [f'{{"distinct_id": "{one}"{vip}}}' for one in ids]
-        users = users[(page - 1) * size : page * size]
-        return b'{"count": 5, "page": %d, "size": %d, "users": [%s]}' % (
-            page,
-            len(users),
-            ",".join(users).encode(),
-        )
-
-    table = five_users_in_three_shards(tmp_path, plan, pages)
+    pages = text_ids_sent_as([f'"{one}"' for one in ids])
+    table = five_users_in_three_shards(tmp_path, TEXT_ID_PLAN, pages)
     assert table.column("distinct_id").to_pylist() == ids
 
 
