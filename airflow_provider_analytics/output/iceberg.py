@@ -356,9 +356,11 @@ def refuse_nested_namespace(catalog: Catalog, identifier: str) -> None:
     """Refuse ``a.b.c`` before anything is asked or made, in a catalog whose namespaces do not
     nest (every pyiceberg catalog but REST's): the SQL catalog made the namespaces, then
     refused the table with a bare ValueError after the download."""
+    if identifier.count(".") <= 1:
+        return
     from pyiceberg.catalog.rest import RestCatalog
 
-    if identifier.count(".") > 1 and not isinstance(catalog, RestCatalog):
+    if not isinstance(catalog, RestCatalog):
         rules.fail(
             "iceberg_table",
             f"must be namespace.table: the {type(catalog).__name__} has no nested namespaces",

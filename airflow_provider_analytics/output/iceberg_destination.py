@@ -81,7 +81,7 @@ class IcebergDestination:
         layout is checked when it is opened."""
         for day in days:
             rules.date(day, "dt")
-        if self.identifier.count(".") > 1:
+        if self.identifier.count(".") > 1:  # only then is the catalog opened to ask
             from airflow_provider_analytics.output.iceberg import refuse_nested_namespace
 
             refuse_nested_namespace(self.catalog, self.identifier)

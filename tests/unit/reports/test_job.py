@@ -358,6 +358,17 @@ def test_a_look_back_queries_each_day_alone_and_writes_it_as_its_own_run_does(
     assert extra["days_written"] == days
 
 
+def looking_back(days: int, tmp_path: Path) -> FunnelReportOperator:
+    """The checkout funnel written under ``tmp_path``, looking ``days`` back."""
+    return FunnelReportOperator(
+        task_id="funnel",
+        request={"steps": STEPS, "crowds": ["$ALL"]},
+        destination=f"file://{tmp_path}/",
+        report_key="checkout",
+        lookback_days=days,
+    )
+
+
 def test_a_failed_query_in_a_look_back_writes_no_day(tmp_path, connection) -> None:
     def answer(req, ctx) -> dict:
         response = funnel_response(req.json())
@@ -365,13 +376,7 @@ def test_a_failed_query_in_a_look_back_writes_no_day(tmp_path, connection) -> No
             response["dateList"][1] = "01/15/2024"  # the run's own day cannot be read
         return response
 
-    report = FunnelReportOperator(
-        task_id="funnel",
-        request={"steps": STEPS, "crowds": ["$ALL"]},
-        destination=f"file://{tmp_path}/",
-        report_key="checkout",
-        lookback_days=2,
-    )
+    report = looking_back(2, tmp_path)
     with rm.Mocker() as mock, pytest.raises(AnalyticsProtocolError):
         mock.post(f"{BASE}/uba/api/funnels/analyze", json=answer)
         report.execute(day_context("2024-01-15"))  # type: ignore[arg-type]
@@ -385,13 +390,7 @@ def test_a_look_back_written_in_part_says_which_days_were_replaced(tmp_path, con
     blocked = tmp_path / "funnel" / "report_key=checkout" / "dt=2024-01-15"
     blocked.parent.mkdir(parents=True)
     blocked.write_bytes(b"")  # a file where the run's own day needs a folder
-    report = FunnelReportOperator(
-        task_id="funnel",
-        request={"steps": STEPS, "crowds": ["$ALL"]},
-        destination=f"file://{tmp_path}/",
-        report_key="checkout",
-        lookback_days=1,
-    )
+    report = looking_back(1, tmp_path)
     refusal = r"^the look-back was written in part: 2024-01-14 replaced; 2024-01-15 not replaced"
     with rm.Mocker() as mock, pytest.raises(ReportWrittenInPartError, match=refusal) as raised:
         mock.post(
